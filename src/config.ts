@@ -1,0 +1,153 @@
+import { z } from "zod";
+import { MedmmvError } from "./errors.js";
+
+/**
+ * The one place that reads the environment (DESIGN §7.7). Everything else receives a
+ * typed Config. CLI flags override env through `overrides`.
+ */
+const csvNumbers = (n: number) =>
+  z
+    .string()
+    .transform((s) => s.split(",").map((x) => Number(x.trim())))
+    .refine((a) => a.length === n && a.every((x) => Number.isFinite(x) && x >= 0), {
+      message: `expected ${n} comma-separated non-negative numbers`,
+    });
+
+const EnvSchema = z.object({
+  OPENAI_API_KEY: z.string().optional(),
+  OPENAI_BASE_URL: z.string().url().optional(),
+  MEDMMV_MODEL: z.string().optional(),
+  MEDMMV_VISION_MODEL: z.string().optional(),
+  MEDMMV_JUDGE_MODEL: z.string().optional(),
+  MEDMMV_STRUCTURED_OUTPUT: z.enum(["jsonSchema", "functionCalling", "jsonMode"]).default("jsonSchema"),
+  TAVILY_API_KEY: z.string().optional(),
+  TAVILY_BASE_URL: z.string().url().default("https://api.tavily.com"),
+  MEDMMV_K: z.coerce.number().int().min(1).max(32).default(5),
+  MEDMMV_MAX_REPAIRS: z.coerce.number().int().min(0).max(10).default(3),
+  MEDMMV_CU_WEIGHTS: csvNumbers(3).default([1, 1, 1]),
+  MEDMMV_MAX_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16),
+  MEDMMV_ROLLOUT_TEMPERATURE: z.coerce.number().min(0).max(2).default(0.7),
+  MEDMMV_LLM_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
+  MEDMMV_LLM_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(5),
+  /** The longest Retry-After we are willing to wait; beyond it the call fails at once as retryable. */
+  MEDMMV_LLM_MAX_RETRY_AFTER_MS: z.coerce.number().int().min(0).default(60_000),
+  MEDMMV_LLM_BACKOFF_BASE_MS: z.coerce.number().int().min(0).default(500),
+  MEDMMV_SEARCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000),
+  MEDMMV_MAX_SEARCH_PAIRS: z.coerce.number().int().min(0).max(8).default(8),
+  /** JSON object: { "model-name": { "input": usdPerMTok, "output": usdPerMTok } } */
+  MEDMMV_PRICES: z.string().optional(),
+  MEDMMV_CACHE: z.enum(["off", "deterministic", "all"]).default("deterministic"),
+  DATABASE_URL: z.string().optional(),
+  MEDMMV_DATA_DIR: z.string().default("./data"),
+  MEDMMV_API_KEYS: z.string().optional(),
+  MEDMMV_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60),
+  MEDMMV_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(25 * 1024 * 1024),
+  MEDMMV_MAX_IMAGE_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
+  MEDMMV_MAX_IMAGE_PIXELS: z.coerce.number().int().min(1).default(40_000_000),
+  MEDMMV_VIEW_LINK_SECRET: z.string().optional(),
+  MEDMMV_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8787),
+  HOST: z.string().default("127.0.0.1"),
+});
+
+export type Prices = Record<string, { input: number; output: number }>;
+
+export interface Config {
+  llm: {
+    baseUrl: string | null;
+    apiKey: string | null;
+    models: { executor: string | null; vision: string | null; judge: string | null };
+    structuredOutput: "jsonSchema" | "functionCalling" | "jsonMode";
+    timeoutMs: number;
+    maxAttempts: number;
+    maxRetryAfterMs: number;
+    backoffBaseMs: number;
+    maxConcurrency: number;
+    rolloutTemperature: number;
+    prices: Prices;
+    cache: "off" | "deterministic" | "all";
+  };
+  search: { provider: "tavily" | "none"; apiKey: string | null; baseUrl: string; timeoutMs: number; maxPairs: number };
+  pipeline: { k: number; maxRepairs: number; weights: [number, number, number] };
+  store: { databaseUrl: string | null; dataDir: string };
+  http: {
+    host: string;
+    port: number;
+    apiKeys: string[];
+    rateLimitPerMin: number;
+    maxBodyBytes: number;
+    maxImageBytes: number;
+    maxImagePixels: number;
+    viewLinkSecret: string | null;
+  };
+  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  // Empty strings from shells/compose files mean "unset".
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = EnvSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const msg = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+    throw new MedmmvError("CONFIG_INVALID", `invalid configuration: ${msg}`);
+  }
+  const e = parsed.data;
+  let prices: Prices = {};
+  if (e.MEDMMV_PRICES) {
+    try {
+      prices = z.record(z.string(), z.object({ input: z.number(), output: z.number() })).parse(JSON.parse(e.MEDMMV_PRICES));
+    } catch {
+      throw new MedmmvError("CONFIG_INVALID", 'MEDMMV_PRICES must be JSON like {"gpt-4o":{"input":2.5,"output":10}} (USD per million tokens)');
+    }
+  }
+  const executor = e.MEDMMV_MODEL ?? null;
+  const w = e.MEDMMV_CU_WEIGHTS;
+  return {
+    llm: {
+      baseUrl: e.OPENAI_BASE_URL ?? null,
+      apiKey: e.OPENAI_API_KEY ?? null,
+      models: { executor, vision: e.MEDMMV_VISION_MODEL ?? executor, judge: e.MEDMMV_JUDGE_MODEL ?? executor },
+      structuredOutput: e.MEDMMV_STRUCTURED_OUTPUT,
+      timeoutMs: e.MEDMMV_LLM_TIMEOUT_MS,
+      maxAttempts: e.MEDMMV_LLM_MAX_ATTEMPTS,
+      maxRetryAfterMs: e.MEDMMV_LLM_MAX_RETRY_AFTER_MS,
+      backoffBaseMs: e.MEDMMV_LLM_BACKOFF_BASE_MS,
+      maxConcurrency: e.MEDMMV_MAX_CONCURRENCY,
+      rolloutTemperature: e.MEDMMV_ROLLOUT_TEMPERATURE,
+      prices,
+      cache: e.MEDMMV_CACHE,
+    },
+    search: {
+      provider: e.TAVILY_API_KEY ? "tavily" : "none",
+      apiKey: e.TAVILY_API_KEY ?? null,
+      baseUrl: e.TAVILY_BASE_URL.replace(/\/+$/, ""),
+      timeoutMs: e.MEDMMV_SEARCH_TIMEOUT_MS,
+      maxPairs: e.MEDMMV_MAX_SEARCH_PAIRS,
+    },
+    pipeline: { k: e.MEDMMV_K, maxRepairs: e.MEDMMV_MAX_REPAIRS, weights: [w[0]!, w[1]!, w[2]!] },
+    store: { databaseUrl: e.DATABASE_URL ?? null, dataDir: e.MEDMMV_DATA_DIR },
+    http: {
+      host: e.HOST,
+      port: e.PORT,
+      apiKeys: (e.MEDMMV_API_KEYS ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+      rateLimitPerMin: e.MEDMMV_RATE_LIMIT_PER_MIN,
+      maxBodyBytes: e.MEDMMV_MAX_BODY_BYTES,
+      maxImageBytes: e.MEDMMV_MAX_IMAGE_BYTES,
+      maxImagePixels: e.MEDMMV_MAX_IMAGE_PIXELS,
+      viewLinkSecret: e.MEDMMV_VIEW_LINK_SECRET ?? null,
+    },
+    logLevel: e.MEDMMV_LOG_LEVEL,
+  };
+}
+
+/** The endpoint is usable only when base URL (or key for OpenAI itself) and a model are set. */
+export function assertLlmConfigured(config: Config): void {
+  const missing: string[] = [];
+  if (!config.llm.models.executor) missing.push("MEDMMV_MODEL");
+  if (!config.llm.baseUrl && !config.llm.apiKey) missing.push("OPENAI_BASE_URL (or OPENAI_API_KEY for api.openai.com)");
+  if (missing.length)
+    throw new MedmmvError(
+      "CONFIG_MISSING",
+      `no model endpoint configured: set ${missing.join(" and ")}. Example: OPENAI_BASE_URL=http://localhost:8000/v1 MEDMMV_MODEL=Qwen2.5-VL-7B-Instruct (add OPENAI_API_KEY if the endpoint needs one).`,
+    );
+}

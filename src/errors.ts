@@ -1,0 +1,54 @@
+/**
+ * One error type for the whole service. `code` is a closed union so the HTTP error
+ * handler, the CLI and the eval runner can map failures without string matching.
+ */
+export type ErrorCode =
+  | "CONFIG_MISSING" // required configuration absent (endpoint, key…)
+  | "CONFIG_INVALID"
+  | "INVALID_INPUT" // client sent something we cannot accept
+  | "UNSUPPORTED_MEDIA" // image bytes are not an accepted format
+  | "PAYLOAD_TOO_LARGE"
+  | "NOT_FOUND"
+  | "CONFLICT"
+  | "UNPROCESSABLE"
+  | "UNAUTHORIZED"
+  | "RATE_LIMITED"
+  | "LLM_RETRYABLE" // 429/5xx/timeout that exhausted the retry budget
+  | "LLM_FATAL" // 4xx from the provider other than 429
+  | "LLM_TIMEOUT"
+  | "LLM_BAD_OUTPUT" // structured output still invalid after the re-asks
+  | "SEARCH_FAILED"
+  | "ABORTED"
+  | "PIPELINE_FAILED" // nothing left to answer with
+  | "STORE_FAILED"
+  | "INTERNAL";
+
+export class MedmmvError extends Error {
+  override readonly name = "MedmmvError";
+  readonly code: ErrorCode;
+  /** Safe, client-facing details (never patient data or model text). */
+  readonly details?: Record<string, unknown>;
+  readonly retryable: boolean;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    opts: { cause?: unknown; details?: Record<string, unknown>; retryable?: boolean } = {},
+  ) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.code = code;
+    this.details = opts.details;
+    this.retryable = opts.retryable ?? (code === "LLM_RETRYABLE" || code === "LLM_TIMEOUT");
+  }
+}
+
+export function isMedmmvError(e: unknown): e is MedmmvError {
+  return e instanceof MedmmvError;
+}
+
+/** A short, log-safe description of any thrown value (no stack, no payloads). */
+export function describeError(e: unknown): { code: ErrorCode; message: string } {
+  if (isMedmmvError(e)) return { code: e.code, message: e.message };
+  if (e instanceof Error && e.name === "AbortError") return { code: "ABORTED", message: "aborted" };
+  return { code: "INTERNAL", message: e instanceof Error ? e.message.slice(0, 300) : String(e).slice(0, 300) };
+}

@@ -1,0 +1,120 @@
+import type { ClinicalCase, LoadedImage } from "../case/schema.js";
+import type { DiagnosisResult } from "../case/diagnosis-result.js";
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+
+/**
+ * Persistence for cases, results, evidence graphs, event history, usage, images and the
+ * model-response cache. One interface, two backends (SQLite embedded default, Postgres);
+ * one conformance suite (test/store/conformance.ts) runs against both.
+ */
+export type CaseStatus = "queued" | "running" | "completed" | "abstained" | "failed";
+export const TERMINAL_STATUSES: readonly CaseStatus[] = ["completed", "abstained", "failed"];
+
+export interface CaseProgress {
+  /** Pipeline steps done so far, e.g. rollouts finished, evidence agents finished. */
+  step: string;
+  done: number;
+  total: number;
+}
+
+export interface CaseRecord {
+  id: string;
+  /** Hash of the API key that created the case ("cli" or "eval" for local runs); never the key. */
+  owner: string;
+  status: CaseStatus;
+  /** The case as accepted, images replaced by references ({id, sha256, mimeType, caption}). */
+  input: StoredCaseInput;
+  /** Pipeline options the case was accepted with (k, maxRepairs, ablations…). */
+  options: Record<string, unknown>;
+  progress: CaseProgress | null;
+  result: DiagnosisResult | null;
+  /** Full evidence graph E (graphology export), stored beside the result. */
+  fullEvidenceGraph: Record<string, unknown> | null;
+  error: { code: string; message: string } | null;
+  idempotencyKey: string | null;
+  /** sha256 of the canonical request body, to tell "same key, different body". */
+  requestHash: string | null;
+  createdAt: string; // ISO
+  updatedAt: string; // ISO
+}
+
+export type StoredImageRef = { id: string; sha256: string; mimeType: LoadedImage["mimeType"]; caption?: string };
+export type StoredCaseInput = Omit<ClinicalCase, "images"> & { id: string; images: StoredImageRef[] };
+
+export interface NewCase {
+  id: string;
+  owner: string;
+  input: StoredCaseInput;
+  options: Record<string, unknown>;
+  idempotencyKey?: string | null;
+  requestHash?: string | null;
+}
+
+export interface CaseEvent {
+  caseId: string;
+  /** 1-based, strictly increasing per case; the SSE `id:`. */
+  seq: number;
+  type: string; // e.g. "rollout", "evidence", "hd-verdict", "repair", "scores", "final", "status"
+  data: Record<string, unknown>;
+  at: string; // ISO
+}
+
+export interface ListCasesQuery {
+  owner: string;
+  limit: number; // 1..100
+  /** Opaque cursor returned by the previous page. */
+  cursor?: string | null;
+  status?: CaseStatus;
+}
+export interface CaseSummary {
+  id: string;
+  status: CaseStatus;
+  answer: { option: string | null; text: string } | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface CachedResponse {
+  /** The raw provider message JSON we need to rebuild the reply, plus its usage. */
+  value: Record<string, unknown>;
+  createdAt: string;
+}
+
+export interface CaseStore {
+  readonly backend: "sqlite" | "postgres";
+  /** Create tables if missing. Idempotent; safe to call from several processes. */
+  init(): Promise<void>;
+  close(): Promise<void>;
+  /** Cheap round trip used by /readyz. */
+  ping(): Promise<void>;
+
+  /** Store an image once by content hash (no-op if present). */
+  putImage(image: LoadedImage): Promise<void>;
+  getImage(sha256: string): Promise<LoadedImage | null>;
+
+  /** Insert a new case in status "queued". Throws MedmmvError CONFLICT if the id exists. */
+  createCase(c: NewCase): Promise<CaseRecord>;
+  getCase(id: string): Promise<CaseRecord | null>;
+  findByIdempotencyKey(owner: string, key: string): Promise<CaseRecord | null>;
+  listCases(q: ListCasesQuery): Promise<{ items: CaseSummary[]; nextCursor: string | null }>;
+  /** Cases not in a terminal status (for resume at boot), oldest first. */
+  listUnfinished(): Promise<CaseRecord[]>;
+  setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<void>;
+  setProgress(id: string, progress: CaseProgress): Promise<void>;
+  /** Store the final result and full graph and set the status from result.status, atomically. */
+  saveResult(id: string, result: DiagnosisResult, fullEvidenceGraph: Record<string, unknown> | null): Promise<void>;
+  /** Remove the case, its events, its checkpoints (thread id = case id), and images no other case uses. */
+  deleteCase(id: string): Promise<boolean>;
+
+  /** Append an event; the store assigns seq. */
+  appendEvent(caseId: string, type: string, data: Record<string, unknown>): Promise<CaseEvent>;
+  /** Events with seq > afterSeq, in order. */
+  listEvents(caseId: string, afterSeq?: number): Promise<CaseEvent[]>;
+
+  /** Content-addressed model response cache. */
+  getCachedResponse(key: string): Promise<CachedResponse | null>;
+  putCachedResponse(key: string, value: Record<string, unknown>): Promise<void>;
+
+  /** LangGraph checkpointer in the same backend (SqliteSaver / PostgresSaver). */
+  checkpointer(): BaseCheckpointSaver;
+}
