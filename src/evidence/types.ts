@@ -25,6 +25,8 @@ export interface EvidenceNodeAttributes {
   label: string;
   detail?: string;
   status: "active" | "retracted";
+  /** Why the node was retracted (kept so auditors can see what was withdrawn and why). */
+  retractedReason?: string;
   sources: NodeSource[];
   /** First source, kept as `source` for the DESIGN §4 contract. */
   source: NodeSource;

@@ -1,0 +1,74 @@
+import { z } from "zod";
+import type { PreparedCase } from "../case/schema.js";
+import type { LlmClient, CallContext, Role } from "../llm/model-client.js";
+import type { PromptLibrary } from "../llm/prompt-template.js";
+import { imagePart, type ChatMessage, type ContentPart } from "../llm/messages.js";
+import type { SearchProvider } from "../search/search-provider.js";
+
+/** What every agent needs, injected (agents never read env or construct clients). */
+export interface AgentDeps {
+  llm: LlmClient;
+  prompts: PromptLibrary;
+  search: SearchProvider;
+}
+
+/**
+ * The case block is the first part of every user message, identical across all calls of
+ * a case, so that providers' prompt caches see one shared prefix (system + case).
+ */
+export function renderCaseBlock(c: PreparedCase): string {
+  const lines: string[] = ["<<<CASE"];
+  if (c.patient && (c.patient.age !== undefined || c.patient.sex !== undefined))
+    lines.push(`Patient: ${[c.patient.age !== undefined ? `age ${c.patient.age}` : "", c.patient.sex ? `sex ${c.patient.sex}` : ""].filter(Boolean).join(", ")}`);
+  if (c.notes) lines.push(`Clinical notes:\n${neutralise(c.notes)}`);
+  lines.push(`Question:\n${neutralise(c.question)}`);
+  if (c.options && Object.keys(c.options).length) {
+    lines.push("Answer options:");
+    for (const [k, v] of Object.entries(c.options).sort(([a], [b]) => a.localeCompare(b))) lines.push(`(${k}) ${neutralise(v)}`);
+  }
+  if (c.images.length) lines.push(`Images: ${c.images.map((i) => (i.caption ? `${i.id} (${neutralise(i.caption)})` : i.id)).join("; ")}`);
+  lines.push("CASE>>>");
+  return lines.join("\n");
+}
+
+/** Case and model text must not be able to close our delimiters and speak as "us". */
+export function neutralise(text: string): string {
+  return text.replace(/<<<|>>>/g, (m) => (m === "<<<" ? "‹‹‹" : "›››"));
+}
+
+export function answerInstruction(c: PreparedCase): string {
+  if (c.options && Object.keys(c.options).length)
+    return `Choose exactly one option letter from (${Object.keys(c.options).sort().join(", ")}): set answer.option to the letter and answer.text to the option's text.`;
+  return "There are no options: set answer.option to null and answer.text to a short answer (for yes/no questions, \"yes\" or \"no\").";
+}
+
+export interface PromptRequest {
+  agent: string;
+  slots: Record<string, string>;
+  schema: z.ZodType;
+  withImages?: boolean;
+}
+
+export function buildMessages(deps: AgentDeps, c: PreparedCase, req: PromptRequest): ChatMessage[] {
+  const template = deps.prompts.get(req.agent);
+  const schemaText = JSON.stringify(z.toJSONSchema(req.schema));
+  const text = `${renderCaseBlock(c)}\n\n${template.render(req.slots)}\n\nReply with a JSON object that matches this JSON Schema:\n${schemaText}`;
+  const system: ChatMessage = { role: "system", content: deps.prompts.get("system").source };
+  if (!req.withImages || c.images.length === 0) return [system, { role: "user", content: text }];
+  const parts: ContentPart[] = [{ type: "text", text }];
+  for (const img of c.images) parts.push(imagePart(img.mimeType, img.data));
+  return [system, { role: "user", content: parts }];
+}
+
+/** One structured call of an agent: prompt → model → validated object. */
+export async function callAgent<S extends z.ZodType>(
+  deps: AgentDeps,
+  ctx: CallContext,
+  c: PreparedCase,
+  args: PromptRequest & { role: Role; temperature: number; schema: S },
+): Promise<z.infer<S>> {
+  return deps.llm.structured(
+    { role: args.role, agent: args.agent, schema: args.schema, schemaName: args.agent.replace(/-/g, "_"), messages: buildMessages(deps, c, args), temperature: args.temperature },
+    ctx,
+  );
+}

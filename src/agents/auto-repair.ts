@@ -1,0 +1,29 @@
+import type { PreparedCase } from "../case/schema.js";
+import type { CallContext } from "../llm/model-client.js";
+import type { HdReport } from "../case/diagnosis-result.js";
+import { answerInstruction, callAgent, type AgentDeps } from "./agent-context.js";
+import { PathOutput, normaliseAnswer, renderPathForPrompt } from "./path-schema.js";
+
+/** AutoRepair: revise a flagged path following the detector's report (executor, temperature 0). */
+export async function runAutoRepair(
+  deps: AgentDeps,
+  ctx: CallContext,
+  c: PreparedCase,
+  input: { path: PathOutput; report: HdReport; evidenceText: string },
+): Promise<PathOutput> {
+  const report = [
+    `severity: ${input.report.severity}`,
+    ...input.report.issues.map((i) => `issue: ${i}`),
+    ...input.report.improvementInstructions.map((i) => `instruction: ${i}`),
+    ...input.report.claims.filter((x) => x.verdict !== "supported").map((x) => `${x.verdict} claim: ${x.claim}`),
+  ].join("\n");
+  const out = await callAgent(deps, ctx, c, {
+    agent: "auto-repair",
+    role: "executor",
+    temperature: 0,
+    schema: PathOutput,
+    withImages: true,
+    slots: { evidence: input.evidenceText, path: renderPathForPrompt(input.path), report, answerInstruction: answerInstruction(c) },
+  });
+  return { ...out, answer: normaliseAnswer(out, c.options) };
+}

@@ -1,0 +1,86 @@
+import { z } from "zod";
+import type { PreparedCase } from "../case/schema.js";
+import type { CallContext } from "../llm/model-client.js";
+import type { NewEvidenceNode } from "../evidence/types.js";
+import { callAgent, type AgentDeps } from "./agent-context.js";
+
+export const TextDoctorOutput = z.object({
+  entities: z
+    .array(
+      z.object({
+        category: z.enum(["symptom", "sign", "history", "lab", "vital", "medication", "demographic", "imaging", "other"]).describe("Kind of clinical fact"),
+        label: z.string().min(1).max(200).describe("Short normalised name of the fact"),
+        detail: z.string().nullable().describe("Optional qualifier (duration, value, laterality) or null"),
+        quote: z.string().min(1).describe("The exact words of the case text that state this fact, copied verbatim"),
+      }),
+    )
+    .max(60),
+});
+
+export interface TextDoctorResult {
+  nodes: NewEvidenceNode[];
+  /** Entities whose quote was not found in the case text: never enter the graph. */
+  rejected: Array<{ label: string; reason: string }>;
+}
+
+/**
+ * Find `quote` in `text` ignoring case and whitespace differences. Returns the span in the
+ * ORIGINAL text, so auditors can highlight exactly the words the fact rests on.
+ */
+export function locateQuote(text: string, quote: string): [number, number] | null {
+  const q = quote.trim().replace(/\s+/g, " ").toLowerCase();
+  if (q.length < 2) return null;
+  // Build a normalised copy of text with a map back to original offsets.
+  const map: number[] = [];
+  let norm = "";
+  let prevSpace = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (/\s/.test(ch)) {
+      if (prevSpace || norm.length === 0) continue;
+      norm += " ";
+      map.push(i);
+      prevSpace = true;
+    } else {
+      norm += ch.toLowerCase();
+      map.push(i);
+      prevSpace = false;
+    }
+  }
+  const at = norm.indexOf(q);
+  if (at < 0) return null;
+  return [map[at]!, map[at + q.length - 1]! + 1];
+}
+
+/** The text the quotes are checked against: notes, then question (spans index into this). */
+export function caseSourceText(c: PreparedCase): string {
+  return [c.notes ?? "", c.question].filter(Boolean).join("\n\n");
+}
+
+export async function runTextDoctor(deps: AgentDeps, ctx: CallContext, c: PreparedCase): Promise<TextDoctorResult> {
+  const out = await callAgent(deps, ctx, c, {
+    agent: "text-doctor",
+    role: "judge",
+    temperature: 0,
+    schema: TextDoctorOutput,
+    slots: { maxEntities: "25" },
+  });
+  const source = caseSourceText(c);
+  const nodes: NewEvidenceNode[] = [];
+  const rejected: TextDoctorResult["rejected"] = [];
+  for (const e of out.entities) {
+    const span = locateQuote(source, e.quote);
+    if (!span) {
+      rejected.push({ label: e.label.slice(0, 200), reason: "quote not found verbatim in the case text" });
+      continue;
+    }
+    nodes.push({
+      kind: "finding",
+      category: e.category,
+      label: e.label,
+      detail: e.detail ?? undefined,
+      source: { agent: "text-doctor", quote: source.slice(span[0], span[1]), span },
+    });
+  }
+  return { nodes, rejected };
+}

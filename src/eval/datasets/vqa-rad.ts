@@ -1,0 +1,70 @@
+import { ReadContext, asRecord, goldYesNo, itemError, readRecords, text } from "./common.js";
+import type { AdapterOptions, DatasetAdapter, EvalItem, GoldAnswer, ItemError } from "./types.js";
+
+/**
+ * VQA-RAD (OSF original `VQA_RAD Dataset Public.json`, a JSON array; JSONL also read).
+ * Traps: `answer_type` values with trailing spaces ("CLOSED "), and integer answers.
+ */
+async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalItem | ItemError> {
+  const ctx = new ReadContext("vqa-rad", opts);
+  for await (const rec of readRecords(file)) {
+    const fallback = ctx.fallbackId(rec.index);
+    if ("parseError" in rec) {
+      yield itemError(fallback, rec.parseError);
+      continue;
+    }
+    const r = asRecord(rec.value);
+    const claimed = ctx.claimId(text(r?.["qid"]) ?? fallback);
+    const id = claimed.id;
+    const warnings = claimed.warning ? [claimed.warning] : [];
+    if (r === null) {
+      yield itemError(id, `record ${rec.index} is not a JSON object`);
+      continue;
+    }
+    const question = text(r["question"]);
+    const answer = text(r["answer"]);
+    const imageName = text(r["image_name"]);
+    if (question === null || answer === null || imageName === null) {
+      yield itemError(id, `item ${id} lacks a question, answer or image_name`);
+      continue;
+    }
+
+    const yesNo = goldYesNo(answer);
+    let answerType = text(r["answer_type"])?.toUpperCase() ?? null;
+    if (answerType !== "CLOSED" && answerType !== "OPEN") {
+      const inferred = yesNo !== null ? "CLOSED" : "OPEN";
+      warnings.push(`answer_type ${JSON.stringify(r["answer_type"])} is not CLOSED/OPEN; treated as ${inferred}`);
+      answerType = inferred;
+    }
+    // Closed questions are mostly yes/no; the few others ("left", "axial") keep their text
+    // and are graded like open answers.
+    const gold: GoldAnswer =
+      answerType === "CLOSED" ? { kind: "closed", text: yesNo ?? answer } : { kind: "open", text: answer };
+
+    const strata: Record<string, string> = { answer_type: answerType };
+    const organ = text(r["image_organ"]);
+    if (organ !== null) strata["image_organ"] = organ;
+    const qType = text(r["question_type"]);
+    if (qType !== null) strata["question_type"] = qType;
+
+    const imgs = await ctx.resolveImages(id, [imageName]);
+    if (!imgs.ok) {
+      yield imgs.error;
+      continue;
+    }
+    if (imgs.stratum) strata["images"] = imgs.stratum;
+    warnings.push(...imgs.warnings);
+
+    yield ctx.finish({
+      id,
+      case: { question, ...(imgs.images.length > 0 ? { images: imgs.images } : {}) },
+      gold,
+      strata,
+      warnings,
+    });
+  }
+}
+
+export function vqaRadAdapter(): DatasetAdapter {
+  return { name: "vqa-rad", read };
+}

@@ -1,0 +1,51 @@
+import type { PathOutput } from "../../agents/path-schema.js";
+import type { PipelineStateUpdate, PipelineStateValue, PlannedPath } from "../state.js";
+
+/** Rollouts sampled in the first round when adaptive sampling is on. */
+export const ADAPTIVE_FIRST_ROUND = 3;
+
+export function answerKey(p: PathOutput | null): string | null {
+  if (!p) return null;
+  return p.answer.option ?? (p.answer.text.trim().toLowerCase().replace(/[^\p{L}\p{N} ]/gu, "").replace(/\s+/g, " ") || null);
+}
+
+/** Identity of a path for de-duplication: same answer and the same reasoning, modulo case/space. */
+function pathSignature(p: PathOutput): string {
+  const norm = (s: string) => s.toLowerCase().replace(/\s+/g, " ").trim();
+  return JSON.stringify([answerKey(p), p.steps.map((s) => [s.stage, norm(s.text), s.claims.map(norm)])]);
+}
+
+/**
+ * Join point after the rollouts and the evidence graph. Decides whether an adaptive run
+ * needs another round of rollouts, and otherwise which distinct paths get refined.
+ */
+export function planRefinementNode() {
+  return async (state: PipelineStateValue): Promise<PipelineStateUpdate> => {
+    const opts = state.options;
+    const done = [...state.rollouts].sort((a, b) => a.index - b.index);
+    const answers = done.map((r) => answerKey(r.path)).filter((a): a is string => a !== null);
+    if (opts.adaptive && !opts.ablations.noExpansion && done.length < opts.k) {
+      const settled = answers.length >= ADAPTIVE_FIRST_ROUND && new Set(answers).size === 1;
+      if (!settled) {
+        const remaining = Array.from({ length: opts.k - done.length }, (_, i) => done.length + i);
+        return { pendingRollouts: remaining };
+      }
+    }
+    const plan: PlannedPath[] = [];
+    const bySignature = new Map<string, PlannedPath>();
+    for (const r of done) {
+      if (!r.path) continue;
+      const sig = opts.dedupe ? pathSignature(r.path) : `#${r.index}`;
+      const existing = bySignature.get(sig);
+      if (existing) {
+        existing.rolloutIndices.push(r.index);
+        continue;
+      }
+      const p: PlannedPath = { pathId: `path-${r.index + 1}`, rolloutIndices: [r.index], path: r.path };
+      bySignature.set(sig, p);
+      plan.push(p);
+    }
+    // --no-expansion: a single path, still refined (paper Table 5).
+    return { plan: opts.ablations.noExpansion ? plan.slice(0, 1) : plan, pendingRollouts: [] };
+  };
+}

@@ -1,0 +1,96 @@
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { Config } from "../config.js";
+import type { PreparedCase } from "../case/schema.js";
+import type { DiagnosisResult } from "../case/diagnosis-result.js";
+import { MedmmvError } from "../errors.js";
+import { FairLimiter } from "../llm/limiter.js";
+import { LlmClient, type ResponseCache } from "../llm/model-client.js";
+import { PromptLibrary } from "../llm/prompt-template.js";
+import { NoSearch, type SearchProvider } from "../search/search-provider.js";
+import { TavilySearch } from "../search/tavily.js";
+import { VERSION } from "../version.js";
+import { buildWorkflow, type Workflow } from "./graph.js";
+import { RunHooks, type EmitEvent } from "./run-context.js";
+import type { PipelineOptions } from "./state.js";
+
+export type PipelineOverrides = Partial<Omit<PipelineOptions, "ablations">> & { ablations?: Partial<PipelineOptions["ablations"]> };
+
+export function pipelineOptions(config: Config, o: PipelineOverrides = {}): PipelineOptions {
+  return {
+    k: o.k ?? config.pipeline.k,
+    maxRepairs: o.maxRepairs ?? config.pipeline.maxRepairs,
+    weights: o.weights ?? config.pipeline.weights,
+    rolloutTemperature: o.rolloutTemperature ?? config.llm.rolloutTemperature,
+    maxSearchPairs: o.maxSearchPairs ?? config.search.maxPairs,
+    adaptive: o.adaptive ?? false,
+    dedupe: o.dedupe ?? true,
+    select: o.select ?? "cu",
+    seed: o.seed ?? 1,
+    ablations: { noExpansion: false, noHd: false, noTextDoctor: false, noImageDoctor: false, noWebSearch: false, ...o.ablations },
+  };
+}
+
+export interface PipelineRun {
+  result: DiagnosisResult;
+  /** The full evidence graph E (graphology export), stored beside the result. */
+  fullEvidenceGraph: Record<string, unknown> | null;
+}
+
+export interface PipelineDeps {
+  cache?: ResponseCache | null;
+  checkpointer?: BaseCheckpointSaver;
+  search?: SearchProvider;
+  limiter?: FairLimiter;
+}
+
+/**
+ * The MedMMV pipeline for one process: clients, prompts and the compiled workflow are
+ * built once (compiling per case grows the heap, langgraphjs #1746) and shared by cases.
+ */
+export class Pipeline {
+  readonly workflow: Workflow;
+  readonly hooks = new RunHooks();
+  readonly limiter: FairLimiter;
+  readonly llm: LlmClient;
+  readonly prompts: PromptLibrary;
+  readonly search: SearchProvider;
+
+  constructor(
+    readonly config: Config,
+    deps: PipelineDeps = {},
+  ) {
+    this.limiter = deps.limiter ?? new FairLimiter(config.llm.maxConcurrency);
+    this.llm = new LlmClient(config.llm, this.limiter, deps.cache ?? null);
+    this.prompts = new PromptLibrary();
+    this.search = deps.search ?? (config.search.apiKey ? new TavilySearch(config.search) : new NoSearch());
+    this.workflow = buildWorkflow(
+      { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: config.llm.prices, hooks: this.hooks, version: VERSION },
+      deps.checkpointer,
+    );
+  }
+
+  /** Run a case from the start (or, with a checkpointer and `resume`, continue its thread). */
+  async run(c: PreparedCase, options: PipelineOptions, run: { signal?: AbortSignal; emit?: EmitEvent; resume?: boolean } = {}): Promise<PipelineRun> {
+    const threadId = c.id;
+    this.hooks.set(threadId, { emit: run.emit ?? (() => undefined) });
+    try {
+      const input = run.resume ? null : { caseInput: c, options, startedAt: new Date().toISOString() };
+      // A resumed thread whose checkpoint is gone (or never written) starts over.
+      let useInput = input;
+      if (run.resume) {
+        const snapshot = await this.workflow.getState({ configurable: { thread_id: threadId } }).catch(() => null);
+        if (!snapshot || !snapshot.values || !(snapshot.values as { caseInput?: unknown }).caseInput)
+          useInput = { caseInput: c, options, startedAt: new Date().toISOString() };
+      }
+      const state = await this.workflow.invoke(useInput, { configurable: { thread_id: threadId }, signal: run.signal, recursionLimit: 50 });
+      const result = state.result;
+      if (!result) throw new MedmmvError("PIPELINE_FAILED", "the workflow ended without a result");
+      return { result, fullEvidenceGraph: (state.evidence?.graph as unknown as Record<string, unknown>) ?? null };
+    } catch (err) {
+      if (run.signal?.aborted) throw new MedmmvError("ABORTED", "case cancelled", { cause: err });
+      throw err;
+    } finally {
+      this.hooks.delete(threadId);
+    }
+  }
+}

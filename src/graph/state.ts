@@ -1,0 +1,105 @@
+import { Annotation } from "@langchain/langgraph";
+import type { PreparedCase } from "../case/schema.js";
+import type { BranchFailure, DiagnosisResult, HdReport, CuScores, Usage } from "../case/diagnosis-result.js";
+import type { PathOutput } from "../agents/path-schema.js";
+import type { SerializedEvidenceGraph } from "../evidence/evidence-graph.js";
+
+/** Options a case runs with (config defaults, overridden per request / per eval run). */
+export interface PipelineOptions {
+  k: number;
+  maxRepairs: number;
+  weights: [number, number, number];
+  rolloutTemperature: number;
+  maxSearchPairs: number;
+  /** Sample rollouts in rounds and stop when the first round already agrees. */
+  adaptive: boolean;
+  /** Refine identical rollouts once (counted with their multiplicity). */
+  dedupe: boolean;
+  select: "cu" | "random" | "majority";
+  seed: number;
+  ablations: { noExpansion: boolean; noHd: boolean; noTextDoctor: boolean; noImageDoctor: boolean; noWebSearch: boolean };
+}
+
+export interface RolloutRecord {
+  index: number;
+  path: PathOutput | null;
+  error?: { code: string; message: string };
+  usage: Usage;
+  /** Call-chain depth at the end of this branch (for the critical path). */
+  depth: number;
+}
+
+export interface EvidenceRecord {
+  graph: SerializedEvidenceGraph;
+  depth: number;
+  usage: Usage;
+  failures: BranchFailure[];
+  textDoctor: { accepted: number; rejected: Array<{ label: string; reason: string }> };
+  imageChecks: Array<{ attempt: number; hallucinationDetected: boolean; flagged: Array<{ label: string; issue: string }> }>;
+  search: { provider: string; enabled: boolean; note?: string; pairsPlanned: number; pairsSearched: number };
+  untrusted: Array<{ source: string; note: string }>;
+}
+
+/** One distinct initial path scheduled for refinement. */
+export interface PlannedPath {
+  pathId: string;
+  rolloutIndices: number[];
+  path: PathOutput;
+}
+
+export interface RefinedPath {
+  pathId: string;
+  multiplicity: number;
+  initial: PathOutput;
+  final: PathOutput | null;
+  repairs: number;
+  hdReports: HdReport[];
+  coherence: number | null;
+  scores: CuScores | null;
+  /** Evidence node ids cited by supported claims of the final path. */
+  evidenceIds: string[];
+  error?: { code: string; message: string };
+  usage: Usage;
+  depth: number;
+}
+
+const append = <T>() =>
+  Annotation<T[]>({
+    reducer: (a, b) => a.concat(b),
+    default: () => [],
+  });
+
+export const PipelineState = Annotation.Root({
+  caseInput: Annotation<PreparedCase>,
+  options: Annotation<PipelineOptions>,
+  startedAt: Annotation<string>,
+  /** Parallel branches write only through these reducers (DESIGN §7.2). */
+  rollouts: append<RolloutRecord>(),
+  refined: append<RefinedPath>(),
+  evidence: Annotation<EvidenceRecord | null>({ reducer: (_a, b) => b, default: () => null }),
+  plan: Annotation<PlannedPath[]>({ reducer: (_a, b) => b, default: () => [] }),
+  /** Rollout indices requested by the last planning step (adaptive rounds). */
+  pendingRollouts: Annotation<number[]>({ reducer: (_a, b) => b, default: () => [] }),
+  result: Annotation<DiagnosisResult | null>({ reducer: (_a, b) => b, default: () => null }),
+});
+
+export type PipelineStateValue = typeof PipelineState.State;
+export type PipelineStateUpdate = typeof PipelineState.Update;
+
+/** What a rollout branch receives through Send. */
+export interface RolloutTask {
+  caseInput: PreparedCase;
+  options: PipelineOptions;
+  index: number;
+  startDepth: number;
+}
+
+/** What a refinement branch receives through Send. */
+export interface RefineTask {
+  caseInput: PreparedCase;
+  options: PipelineOptions;
+  planned: PlannedPath;
+  multiplicity: number;
+  graph: SerializedEvidenceGraph;
+  startDepth: number;
+}

@@ -1,0 +1,96 @@
+/**
+ * Process-wide limit on model calls in flight, shared fairly between cases: waiting calls
+ * are queued per case and served round-robin, so one case with many parallel branches
+ * cannot starve the others (a plain FIFO semaphore would serve it first-come).
+ */
+export class FairLimiter {
+  private inFlight = 0;
+  private readonly queues = new Map<string, Array<() => void>>();
+  private order: string[] = []; // round-robin ring of case keys with waiters
+  private cursor = 0;
+  private peak = 0;
+
+  constructor(private readonly limit: number) {}
+
+  get active(): number {
+    return this.inFlight;
+  }
+  get peakActive(): number {
+    return this.peak;
+  }
+  get waiting(): number {
+    let n = 0;
+    for (const q of this.queues.values()) n += q.length;
+    return n;
+  }
+
+  async run<T>(key: string, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
+    await this.acquire(key, signal);
+    try {
+      return await fn();
+    } finally {
+      this.release();
+    }
+  }
+
+  private acquire(key: string, signal?: AbortSignal): Promise<void> {
+    if (this.inFlight < this.limit && this.waiting === 0) {
+      this.take();
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      let q = this.queues.get(key);
+      if (!q) {
+        q = [];
+        this.queues.set(key, q);
+        this.order.push(key);
+      }
+      const grant = () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      const onAbort = () => {
+        const list = this.queues.get(key);
+        const i = list ? list.indexOf(grant) : -1;
+        if (list && i >= 0) list.splice(i, 1);
+        this.dropEmpty(key);
+        reject(signal?.reason ?? new Error("aborted"));
+      };
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      q.push(grant);
+    });
+  }
+
+  private take(): void {
+    this.inFlight++;
+    if (this.inFlight > this.peak) this.peak = this.inFlight;
+  }
+
+  private release(): void {
+    this.inFlight--;
+    while (this.inFlight < this.limit && this.order.length > 0) {
+      if (this.cursor >= this.order.length) this.cursor = 0;
+      const key = this.order[this.cursor]!;
+      const q = this.queues.get(key)!;
+      const next = q.shift()!;
+      this.dropEmpty(key);
+      // Advance only if the key is still in the ring (dropEmpty removed it otherwise).
+      if (this.order[this.cursor] === key) this.cursor++;
+      this.take();
+      next();
+    }
+  }
+
+  private dropEmpty(key: string): void {
+    const q = this.queues.get(key);
+    if (q && q.length === 0) {
+      this.queues.delete(key);
+      const i = this.order.indexOf(key);
+      if (i >= 0) {
+        this.order.splice(i, 1);
+        if (i < this.cursor) this.cursor--;
+      }
+    }
+  }
+}

@@ -1,0 +1,23 @@
+import type { Config } from "../config.js";
+import type { CaseStore } from "./case-store.js";
+import { PostgresStore } from "./postgres-store.js";
+import { SqliteStore } from "./sqlite-store.js";
+
+export interface OpenStoreOptions {
+  /** Postgres schema for the tables (default "public"); tests use a throwaway one. */
+  pgSchema?: string;
+}
+
+/** Postgres when a database URL is configured, else the embedded SQLite file under dataDir; initialised. */
+export async function openStore(config: Config["store"], opts: OpenStoreOptions = {}): Promise<CaseStore> {
+  const store: CaseStore = config.databaseUrl
+    ? new PostgresStore({ connectionString: config.databaseUrl, schema: opts.pgSchema })
+    : new SqliteStore({ dataDir: config.dataDir });
+  try {
+    await store.init();
+  } catch (e) {
+    await store.close().catch(() => undefined);
+    throw e;
+  }
+  return store;
+}
