@@ -123,7 +123,7 @@ export class LlmClient {
           `${call.agent} (${model})`,
           { maxAttempts: this.cfg.maxAttempts, baseDelayMs: this.cfg.backoffBaseMs, maxRetryAfterMs: this.cfg.maxRetryAfterMs, timeoutMs: this.cfg.timeoutMs },
           ctx.signal,
-          ({ signal }) => runnable.invoke(toLangChain(messages), { signal }) as Promise<RawStructured>,
+          ({ signal }) => invokeTolerant(runnable, toLangChain(messages), signal),
           undefined,
           (run) => this.limiter.run(ctx.caseKey, ctx.signal, run),
         );
@@ -152,6 +152,24 @@ export class LlmClient {
       ];
     }
     throw new MedmmvError("LLM_BAD_OUTPUT", `${call.agent}: the model's structured output was still invalid after ${MAX_REASKS} re-asks (${lastProblem})`, { retryable: false });
+  }
+}
+
+/**
+ * With json_schema the SDK parses inside the call and throws on bad output (SyntaxError,
+ * ZodError, LengthFinishReasonError). That is a content problem to re-ask about, not a
+ * transport failure to retry, so it comes back as an unparsed reply.
+ */
+const BAD_OUTPUT_ERRORS = new Set(["SyntaxError", "ZodError", "LengthFinishReasonError", "ContentFilterFinishReasonError", "OutputParserException"]);
+async function invokeTolerant(runnable: Invokable, messages: BaseMessage[], signal: AbortSignal): Promise<RawStructured> {
+  try {
+    return (await runnable.invoke(messages, { signal })) as RawStructured;
+  } catch (err) {
+    const name = (err as Error)?.name ?? "";
+    const ctor = (err as object)?.constructor?.name ?? "";
+    if (BAD_OUTPUT_ERRORS.has(name) || BAD_OUTPUT_ERRORS.has(ctor) || (err as { lc_error_code?: string })?.lc_error_code === "OUTPUT_PARSING_FAILURE")
+      return { raw: undefined as unknown as RawStructured["raw"], parsed: undefined, parsingError: err };
+    throw err;
   }
 }
 

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
 import { MedmmvError } from "../errors.js";
 
@@ -81,6 +82,9 @@ export function childSignal(parent: AbortSignal | undefined, timeoutMs: number):
     ctrl.abort(new MedmmvError("LLM_TIMEOUT", `call timed out after ${timeoutMs} ms`));
   }, timeoutMs);
   const onAbort = () => ctrl.abort(parent?.reason);
+  // Every parallel call of a case listens on the case's signal for the duration of one
+  // attempt (and removes its listener after): dozens at once are expected, not a leak.
+  if (parent) setMaxListeners(0, parent);
   if (parent?.aborted) ctrl.abort(parent.reason);
   else parent?.addEventListener("abort", onAbort, { once: true });
   return {

@@ -107,23 +107,28 @@ export class SqliteStore implements CaseStore {
 
   async init(): Promise<void> {
     if (this.#db) return;
+    let db: Database.Database | undefined;
     try {
       mkdirSync(this.#dataDir, { recursive: true });
-      const db = new Database(this.file);
+      db = new Database(this.file);
       // busy_timeout first: the journal_mode switch itself may have to wait for another process.
       db.pragma("busy_timeout = 5000");
       db.pragma("journal_mode = WAL");
       db.pragma("synchronous = NORMAL");
       db.pragma("foreign_keys = ON");
-      db.transaction(() => {
-        db.exec(SQLITE_DDL);
-        db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`);
-      }).immediate();
-      const saver = new StoreSqliteSaver(db);
+      const conn = db;
+      conn
+        .transaction(() => {
+          conn.exec(SQLITE_DDL);
+          conn.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`);
+        })
+        .immediate();
+      const saver = new StoreSqliteSaver(conn);
       saver.ensureTables();
-      this.#db = db;
+      this.#db = conn;
       this.#saver = saver;
     } catch (e) {
+      if (db?.open) db.close();
       throw storeFailed("init", e);
     }
   }

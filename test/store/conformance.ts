@@ -17,6 +17,11 @@ export interface StoreHarness {
   reopen(): Promise<CaseStore>;
   /** Close every store the harness opened and remove the location. */
   dispose(): Promise<void>;
+  /**
+   * Overwrite a case's createdAt behind the store's back. Within one process the store's
+   * clock never repeats, so equal timestamps (two processes, one millisecond) need this.
+   */
+  setCreatedAt(id: string, createdAt: string): Promise<void>;
 }
 
 // ---- fixtures -------------------------------------------------------------------------
@@ -274,6 +279,22 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         expect(pages).toBe(3);
         const first = await store.listCases({ owner: "owner-a", limit: 2 });
         expect(first.items.map((i) => i.id)).toEqual(["new-3", "new-2"]);
+      });
+
+      it("breaks createdAt ties by id, descending, across page boundaries", async () => {
+        await store.createCase(makeNewCase("old"));
+        for (const id of ["t1", "t3", "t2", "t5", "t4"]) await store.createCase(makeNewCase(id));
+        const same = "2030-01-01T00:00:00.000Z";
+        for (const id of ["t1", "t2", "t3", "t4", "t5"]) await h.setCreatedAt(id, same);
+        const seen: string[][] = [];
+        let cursor: string | null = null;
+        do {
+          const res: Awaited<ReturnType<CaseStore["listCases"]>> = await store.listCases({ owner: "owner-a", limit: 2, cursor });
+          seen.push(res.items.map((i) => i.id));
+          cursor = res.nextCursor;
+        } while (cursor && seen.length < 10);
+        expect(seen).toEqual([["t5", "t4"], ["t3", "t2"], ["t1", "old"]]);
+        expect((await store.getCase("t3"))?.createdAt).toBe(same);
       });
 
       it("returns no cursor when the last page is exactly full", async () => {

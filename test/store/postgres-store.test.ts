@@ -57,6 +57,9 @@ describeStoreConformance("postgres", async () => {
       for (const s of opened) await s.close();
       await dropSchema(schema);
     },
+    setCreatedAt: async (id, createdAt) => {
+      await admin.query(`UPDATE "${schema}".medmmv_cases SET created_at = $1 WHERE id = $2`, [createdAt, id]);
+    },
   };
 });
 

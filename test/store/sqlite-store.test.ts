@@ -36,6 +36,14 @@ describeStoreConformance("sqlite", async () => {
     dispose: async () => {
       for (const s of opened) await s.close();
     },
+    setCreatedAt: async (id, createdAt) => {
+      const db = new Database(join(dataDir, SQLITE_FILE_NAME));
+      try {
+        db.prepare("UPDATE medmmv_cases SET created_at = ? WHERE id = ?").run(createdAt, id);
+      } finally {
+        db.close();
+      }
+    },
   };
 });
 

@@ -1,0 +1,55 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { assertLlmConfigured, loadConfig } from "../config.js";
+import { isMedmmvError } from "../errors.js";
+import { loadCaseFile } from "../case/load-case.js";
+import { Pipeline, pipelineOptions } from "../graph/pipeline.js";
+import { formatSummary } from "./format-summary.js";
+
+export interface DiagnoseOptions {
+  k?: number;
+  maxRepairs?: number;
+  adaptive?: boolean;
+  json?: boolean;
+  out?: string;
+}
+
+export async function diagnoseCommand(file: string, opts: DiagnoseOptions): Promise<number> {
+  let config;
+  try {
+    config = loadConfig();
+    assertLlmConfigured(config);
+  } catch (err) {
+    process.stderr.write(`medmmv: ${isMedmmvError(err) ? err.message : String(err)}\n`);
+    return 2;
+  }
+  let c;
+  try {
+    c = await loadCaseFile(file, { maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
+  } catch (err) {
+    process.stderr.write(`medmmv: ${file}: ${isMedmmvError(err) ? err.message : String(err)}\n`);
+    return 2;
+  }
+  const ctrl = new AbortController();
+  const onSigint = () => ctrl.abort();
+  process.once("SIGINT", onSigint);
+  try {
+    const pipeline = new Pipeline(config);
+    const { result } = await pipeline.run(c, pipelineOptions(config, { k: opts.k, maxRepairs: opts.maxRepairs, adaptive: opts.adaptive }), { signal: ctrl.signal });
+    await writeResult(result, opts);
+    return result.status === "failed" ? 1 : 0;
+  } catch (err) {
+    process.stderr.write(`medmmv: ${isMedmmvError(err) ? `[${err.code}] ${err.message}` : String(err)}\n`);
+    return 1;
+  } finally {
+    process.off("SIGINT", onSigint);
+  }
+}
+
+export async function writeResult(result: import("../case/diagnosis-result.js").DiagnosisResult, opts: { json?: boolean; out?: string }): Promise<void> {
+  if (opts.out) {
+    await mkdir(path.dirname(path.resolve(opts.out)), { recursive: true });
+    await writeFile(opts.out, JSON.stringify(result, null, 2) + "\n");
+  }
+  process.stdout.write((opts.json ? JSON.stringify(result, null, 2) : formatSummary(result)) + "\n");
+}

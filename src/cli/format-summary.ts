@@ -1,0 +1,42 @@
+import type { DiagnosisResult } from "../case/diagnosis-result.js";
+
+const pct = (x: number | null | undefined) => (x === null || x === undefined ? "—" : `${(x * 100).toFixed(0)}%`);
+const num = (x: number | null | undefined, d = 2) => (x === null || x === undefined ? "—" : x.toFixed(d));
+
+/** The human-readable summary printed by `medmmv diagnose` and `medmmv demo`. */
+export function formatSummary(r: DiagnosisResult): string {
+  const out: string[] = [];
+  out.push(`Case ${r.caseId}: ${r.status.toUpperCase()}`);
+  if (r.answer) out.push(`Answer: ${r.answer.option ? `(${r.answer.option}) ` : ""}${r.answer.text}   support ${pct(r.answerSupport)}`);
+  if (r.abstentionReason) out.push(`Abstained: ${r.abstentionReason}`);
+  if (r.error) out.push(`Error: [${r.error.code}] ${r.error.message}`);
+  if (r.path) {
+    out.push("", `Reasoning path ${r.path.id}: ${r.path.summary}`);
+    r.path.steps.forEach((s, i) => {
+      out.push(`  ${i + 1}. [${s.stage}] ${s.text}`);
+      for (const c of s.claims) out.push(`       ${c.verdict === "supported" ? "✓" : c.verdict === "contradicted" ? "✗" : "?"} ${c.text}${c.evidence.length ? `  ← ${c.evidence.join(", ")}` : ""}`);
+    });
+  }
+  out.push("", "Candidates (S_evidence + S_coherence − P_repair = CU):");
+  for (const c of r.candidates) {
+    const s = c.scores;
+    out.push(
+      `  ${c.selected ? "→" : " "} ${c.pathId.padEnd(8)} ${String(c.initialAnswer ?? "—").padEnd(3)}→ ${String(c.finalAnswer ?? "—").padEnd(3)} ×${c.multiplicity ?? 1}  repairs ${c.repairs}  ` +
+        (s ? `${num(s.evidence)} + ${num(s.coherence)} − ${num(s.repairPenalty)} = ${num(s.cu)}` : `failed: ${c.error?.message ?? "?"}`),
+    );
+  }
+  const flagged = r.hallucinations.length;
+  const resolved = r.hallucinations.filter((h) => h.resolved).length;
+  out.push("", `Hallucinations flagged: ${flagged} (${resolved} repaired)`);
+  for (const h of r.hallucinations.slice(0, 8)) out.push(`  ${h.resolved ? "repaired" : "open    "} ${h.pathId} attempt ${h.attempt} [${h.stage}/${h.severity}] ${h.claim}`);
+  const g = r.evidenceGraph as { nodes?: unknown[]; edges?: unknown[] } | null;
+  out.push(
+    `Evidence: ${g?.nodes?.length ?? 0} nodes, ${g?.edges?.length ?? 0} edges in the selected path's subgraph; web search ${r.provenance.search?.enabled ? "on" : `off (${r.provenance.search?.note ?? "disabled"})`}`,
+  );
+  out.push(`Stability: rollouts ${r.stability.rolloutAnswers.map((a) => a ?? "×").join(" ")}  RGM ${num(r.stability.rgm)}  entropy ${num(r.stability.entropy)}`);
+  const u = r.usage;
+  out.push(`Usage: ${u.llmCalls} model calls, ${u.searchCalls} searches, ${u.promptTokens}+${u.completionTokens} tokens, $${u.costUsd.toFixed(4)}, ${(u.wallMs / 1000).toFixed(1)} s (critical path ${u.criticalPathCalls ?? "?"} calls)`);
+  if (r.provenance.failures?.length) out.push(`Branch failures: ${r.provenance.failures.map((f) => `${f.branch} [${f.code}]`).join("; ")}`);
+  out.push("", r.disclaimer);
+  return out.join("\n");
+}
