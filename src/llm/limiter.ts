@@ -1,3 +1,5 @@
+import { setMaxListeners } from "node:events";
+
 /**
  * Process-wide limit on model calls in flight, shared fairly between cases: waiting calls
  * are queued per case and served round-robin, so one case with many parallel branches
@@ -57,6 +59,8 @@ export class FairLimiter {
         reject(signal?.reason ?? new Error("aborted"));
       };
       if (signal?.aborted) return onAbort();
+      // Many calls of one case may wait on its signal at once; that is by design.
+      if (signal) setMaxListeners(0, signal);
       signal?.addEventListener("abort", onAbort, { once: true });
       q.push(grant);
     });

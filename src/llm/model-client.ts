@@ -160,7 +160,7 @@ export class LlmClient {
  * ZodError, LengthFinishReasonError). That is a content problem to re-ask about, not a
  * transport failure to retry, so it comes back as an unparsed reply.
  */
-const BAD_OUTPUT_ERRORS = new Set(["SyntaxError", "ZodError", "LengthFinishReasonError", "ContentFilterFinishReasonError", "OutputParserException"]);
+const BAD_OUTPUT_ERRORS = new Set(["SyntaxError", "ZodError", "$ZodError", "LengthFinishReasonError", "ContentFilterFinishReasonError", "OutputParserException"]);
 async function invokeTolerant(runnable: Invokable, messages: BaseMessage[], signal: AbortSignal): Promise<RawStructured> {
   try {
     return (await runnable.invoke(messages, { signal })) as RawStructured;
