@@ -1,0 +1,340 @@
+import type { Logger } from "pino";
+import type { Config } from "../config.js";
+import { prepareCase } from "../case/images.js";
+import type { ClinicalCase, PreparedCase } from "../case/schema.js";
+import type { DiagnosisResult } from "../case/diagnosis-result.js";
+import { MedmmvError, describeError, isMedmmvError } from "../errors.js";
+import { pipelineOptions, type Pipeline } from "../graph/pipeline.js";
+import type { PipelineOptions } from "../graph/state.js";
+import {
+  TERMINAL_STATUSES,
+  type CaseEvent,
+  type CaseRecord,
+  type CaseStatus,
+  type CaseStore,
+  type CaseSummary,
+} from "../store/case-store.js";
+import { rebuildPreparedCase, requestHash, toStoredInput } from "./case-intake.js";
+import { EventHub, type CaseListener } from "./event-hub.js";
+import { ProgressTracker } from "./progress.js";
+
+/** Per-request pipeline settings a client may choose (bounded by the route schema). */
+export interface CaseOverrides {
+  k?: number;
+  maxRepairs?: number;
+}
+
+export interface SubmitRequest {
+  /** sha256 of the caller's API key: the case belongs to it. */
+  owner: string;
+  input: ClinicalCase;
+  overrides?: CaseOverrides;
+  idempotencyKey?: string | null;
+}
+
+export interface Submission {
+  record: CaseRecord;
+  /** True when an Idempotency-Key matched a finished case: nothing new was run. */
+  replayed: boolean;
+}
+
+export interface CaseServiceDeps {
+  config: Config;
+  store: CaseStore;
+  pipeline: Pipeline;
+  logger: Logger;
+}
+
+interface CaseRun {
+  controller: AbortController;
+  tracker: ProgressTracker;
+  done: Promise<void>;
+  deleted: boolean;
+}
+
+export function isTerminal(status: CaseStatus): boolean {
+  return TERMINAL_STATUSES.includes(status);
+}
+
+/** How long DELETE waits for an aborted run to unwind before purging anyway. */
+const DELETE_UNWIND_MS = 10_000;
+
+/**
+ * Accepting, running, resuming and cancelling cases. Every accepted case is in the
+ * store before any model call; its events are appended to the store in emission order
+ * and then fanned out live; the pipeline checkpoints into the same store, so a case cut
+ * off by a crash or a shutdown resumes at the next start. Runs are detached from HTTP
+ * requests: a client that hangs up does not cancel its case, only DELETE does.
+ */
+export class CaseService {
+  readonly hub = new EventHub();
+  readonly #config: Config;
+  readonly #store: CaseStore;
+  readonly #pipeline: Pipeline;
+  readonly #log: Logger;
+  readonly #runs = new Map<string, CaseRun>();
+  /** Per-case write queue: events and progress land in the order they were emitted. */
+  readonly #tails = new Map<string, Promise<void>>();
+  readonly #deleting = new Set<string>();
+  #closing = false;
+
+  constructor(deps: CaseServiceDeps) {
+    this.#config = deps.config;
+    this.#store = deps.store;
+    this.#pipeline = deps.pipeline;
+    this.#log = deps.logger;
+  }
+
+  get closing(): boolean {
+    return this.#closing;
+  }
+
+  async submit(req: SubmitRequest): Promise<Submission> {
+    if (this.#closing) throw new MedmmvError("ABORTED", "the server is shutting down; retry in a moment");
+    const { id: clientId, ...rest } = req.input;
+    // Case ids are chosen here so that one client's ids can never collide with, or
+    // reveal, another's; the client's own id is kept in the metadata.
+    const withClientId: ClinicalCase = clientId === undefined ? rest : { ...rest, metadata: { ...rest.metadata, clientId } };
+    const prepared = await prepareCase(withClientId, {
+      maxBytes: this.#config.http.maxImageBytes,
+      maxPixels: this.#config.http.maxImagePixels,
+      allowPath: false,
+    });
+    const stored = toStoredInput(prepared);
+    const overrides = { ...req.overrides };
+    const hash = requestHash(stored, overrides as Record<string, unknown>);
+    const key = req.idempotencyKey ?? null;
+    if (key !== null) {
+      const prior = await this.#store.findByIdempotencyKey(req.owner, key);
+      if (prior) return this.#replay(prior, hash);
+    }
+    const options = pipelineOptions(this.#config, overrides);
+    for (const img of prepared.images) await this.#store.putImage(img);
+    let record: CaseRecord;
+    try {
+      record = await this.#store.createCase({
+        id: prepared.id,
+        owner: req.owner,
+        input: stored,
+        options: options as unknown as Record<string, unknown>,
+        idempotencyKey: key,
+        requestHash: hash,
+      });
+    } catch (err) {
+      // Two requests with one key raced; the loser answers as a retry would.
+      if (key !== null && isMedmmvError(err) && err.code === "CONFLICT") {
+        const prior = await this.#store.findByIdempotencyKey(req.owner, key);
+        if (prior) return this.#replay(prior, hash);
+      }
+      throw err;
+    }
+    this.#log.info({ caseId: record.id, images: prepared.images.length, k: options.k }, "case accepted");
+    void this.#append(record.id, "status", { status: "queued" });
+    this.#start(record, prepared, options, false);
+    return { record, replayed: false };
+  }
+
+  #replay(prior: CaseRecord, hash: string): Submission {
+    if (prior.requestHash !== hash) {
+      throw new MedmmvError(
+        "UNPROCESSABLE",
+        "this Idempotency-Key was already used with a different request body; use a new key for a new case",
+        { details: { caseId: prior.id } },
+      );
+    }
+    if (!isTerminal(prior.status)) {
+      throw new MedmmvError(
+        "CONFLICT",
+        `the request with this Idempotency-Key is still being processed (case ${prior.id} is ${prior.status}); retry later or GET /cases/${prior.id}`,
+        { details: { caseId: prior.id, status: prior.status } },
+      );
+    }
+    return { record: prior, replayed: true };
+  }
+
+  /** Resolves when the case's run ends (finished, failed, or interrupted by shutdown). */
+  async wait(id: string): Promise<CaseRecord | null> {
+    const run = this.#runs.get(id);
+    if (run) await run.done;
+    await this.#tails.get(id);
+    return this.#store.getCase(id);
+  }
+
+  /** The case if it belongs to `owner`; otherwise NOT_FOUND, so ids of others' cases are not confirmed. */
+  async get(owner: string, id: string): Promise<CaseRecord> {
+    const record = await this.#store.getCase(id);
+    if (!record || record.owner !== owner) throw new MedmmvError("NOT_FOUND", `case ${id} not found`);
+    return record;
+  }
+
+  list(owner: string, q: { limit: number; cursor?: string | null; status?: CaseStatus }): Promise<{ items: CaseSummary[]; nextCursor: string | null }> {
+    return this.#store.listCases({ owner, ...q });
+  }
+
+  events(id: string, afterSeq = 0): Promise<CaseEvent[]> {
+    return this.#store.listEvents(id, afterSeq);
+  }
+
+  subscribe(id: string, listener: CaseListener): () => void {
+    return this.hub.subscribe(id, listener);
+  }
+
+  isRunning(id: string): boolean {
+    return this.#runs.has(id);
+  }
+
+  /** Purge a case; a running case's model calls are aborted first. */
+  async delete(owner: string, id: string): Promise<void> {
+    await this.get(owner, id);
+    this.#deleting.add(id);
+    try {
+      const run = this.#runs.get(id);
+      if (run) {
+        run.deleted = true;
+        run.controller.abort(new MedmmvError("ABORTED", "case deleted"));
+        await Promise.race([run.done, sleep(DELETE_UNWIND_MS)]);
+      }
+      await this.#tails.get(id);
+      await this.#store.deleteCase(id);
+      this.#log.info({ caseId: id, wasRunning: run !== undefined }, "case deleted");
+    } finally {
+      this.#deleting.delete(id);
+    }
+    this.hub.end(id, "deleted");
+  }
+
+  /** Restart every case a previous process left unfinished; returns how many. */
+  async resumeUnfinished(): Promise<number> {
+    const records = await this.#store.listUnfinished();
+    let resumed = 0;
+    for (const record of records) {
+      if (this.#closing) break;
+      if (this.#runs.has(record.id)) continue;
+      let prepared: PreparedCase;
+      try {
+        prepared = await rebuildPreparedCase(record, this.#store);
+      } catch (err) {
+        const error = describeError(err);
+        this.#log.error({ caseId: record.id, code: error.code }, "cannot resume case");
+        await this.#store.setStatus(record.id, "failed", error);
+        await this.#append(record.id, "final", { status: "failed", error });
+        continue;
+      }
+      const options = pipelineOptions(this.#config, record.options as Partial<PipelineOptions>);
+      this.#start(record, prepared, options, true);
+      resumed++;
+    }
+    if (records.length) this.#log.info({ resumed }, "resumed unfinished cases");
+    return resumed;
+  }
+
+  /**
+   * Stop: no new cases, in-flight model calls aborted. Their cases keep status
+   * "running" and their checkpoints, so the next start resumes them.
+   */
+  async close(): Promise<void> {
+    this.#closing = true;
+    const runs = [...this.#runs.values()];
+    for (const run of runs) run.controller.abort(new MedmmvError("ABORTED", "server shutting down"));
+    await Promise.allSettled(runs.map((r) => r.done));
+    await Promise.allSettled([...this.#tails.values()]);
+    this.hub.endAll("shutdown");
+  }
+
+  #start(record: CaseRecord, prepared: PreparedCase, options: PipelineOptions, resume: boolean): void {
+    const run: CaseRun = {
+      controller: new AbortController(),
+      tracker: new ProgressTracker(options, prepared.images.length, this.#pipeline.search.enabled),
+      done: Promise.resolve(),
+      deleted: false,
+    };
+    this.#runs.set(record.id, run);
+    run.done = this.#execute(record.id, prepared, options, resume, run).finally(() => {
+      if (this.#runs.get(record.id) === run) this.#runs.delete(record.id);
+    });
+  }
+
+  async #execute(id: string, prepared: PreparedCase, options: PipelineOptions, resume: boolean, run: CaseRun): Promise<void> {
+    const started = Date.now();
+    try {
+      if (resume) for (const ev of await this.#store.listEvents(id)) run.tracker.observe(ev.type, ev.data);
+      await this.#store.setStatus(id, "running");
+      void this.#append(id, "status", resume ? { status: "running", resumed: true } : { status: "running" });
+      const { result, fullEvidenceGraph } = await this.#pipeline.run(prepared, options, {
+        signal: run.controller.signal,
+        resume,
+        emit: (type, data) => void this.#append(id, type, data),
+      });
+      if (run.deleted) return;
+      await this.#tails.get(id);
+      void this.#append(id, "scores", scoresEvent(result));
+      await this.#tails.get(id);
+      await this.#store.saveResult(id, result, fullEvidenceGraph);
+      await this.#append(id, "final", finalEvent(result));
+      this.#log.info({ caseId: id, status: result.status, llmCalls: result.usage.llmCalls, ms: Date.now() - started }, "case finished");
+    } catch (err) {
+      if (run.deleted) return;
+      const error = describeError(err);
+      if (this.#closing) {
+        this.#log.info({ caseId: id }, "case interrupted by shutdown; it resumes at the next start");
+        return;
+      }
+      this.#log.error({ caseId: id, code: error.code }, "case failed");
+      try {
+        await this.#tails.get(id);
+        await this.#store.setStatus(id, "failed", error);
+        await this.#append(id, "final", { status: "failed", error });
+      } catch (storeErr) {
+        this.#log.error({ caseId: id, code: describeError(storeErr).code }, "could not record the failure");
+      }
+    }
+  }
+
+  #append(id: string, type: string, data: Record<string, unknown>): Promise<void> {
+    const prev = this.#tails.get(id) ?? Promise.resolve();
+    const next = prev
+      .then(async () => {
+        const run = this.#runs.get(id);
+        if (this.#deleting.has(id) || run?.deleted) return;
+        const event = await this.#store.appendEvent(id, type, data);
+        this.hub.publish(event);
+        const progress = run?.tracker.observe(type, data);
+        if (progress) await this.#store.setProgress(id, progress);
+      })
+      .catch((err: unknown) => {
+        this.#log.warn({ caseId: id, event: type, code: describeError(err).code }, "could not record a case event");
+      });
+    this.#tails.set(id, next);
+    void next.then(() => {
+      if (this.#tails.get(id) === next) this.#tails.delete(id);
+    });
+    return next;
+  }
+}
+
+function scoresEvent(result: DiagnosisResult): Record<string, unknown> {
+  return {
+    candidates: result.candidates.map((c) => ({
+      pathId: c.pathId,
+      finalAnswer: c.finalAnswer,
+      repairs: c.repairs,
+      cu: c.scores?.cu ?? null,
+      selected: c.selected,
+    })),
+    stability: { rgm: result.stability.rgm, entropy: result.stability.entropy, distribution: result.stability.distribution },
+  };
+}
+
+function finalEvent(result: DiagnosisResult): Record<string, unknown> {
+  return {
+    status: result.status,
+    answer: result.answer,
+    answerSupport: result.answerSupport,
+    abstentionReason: result.abstentionReason,
+    ...(result.error ? { error: result.error } : {}),
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

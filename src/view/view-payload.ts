@@ -1,0 +1,40 @@
+import type { DiagnosisResult } from "../case/diagnosis-result.js";
+import type { SerializedEvidenceGraph } from "../evidence/evidence-graph.js";
+
+/**
+ * The JSON the server embeds in the page and the browser bundle reads. Type-only on purpose:
+ * the client bundle imports it, and nothing with a runtime cost may ride along.
+ */
+export interface ViewImage {
+  id: string;
+  mimeType: string;
+  caption?: string;
+  /** data: URI, present only for an accepted image type with well-formed base64. */
+  dataUri?: string;
+}
+
+export interface ViewCase {
+  question: string;
+  notes?: string;
+  options?: Record<string, string>;
+  images: ViewImage[];
+  /**
+   * The text TextDoctor quotes were located in (notes, blank line, question); node `span`s
+   * index into it, so the page can highlight the exact words a fact rests on.
+   */
+  sourceText: string;
+}
+
+export interface ViewPayload {
+  version: 1;
+  mode: "served" | "offline";
+  generatedAt: string;
+  result: DiagnosisResult;
+  /** The graph drawn: the full evidence graph E when stored, else the selected path's E_p. */
+  graph: SerializedEvidenceGraph;
+  graphIsFull: boolean;
+  /** Node ids of E_p, the selected path's supporting subgraph (highlighted by default). */
+  subgraphNodeIds: string[];
+  /** null when the report was made from a bare result without its case. */
+  caseInput: ViewCase | null;
+}

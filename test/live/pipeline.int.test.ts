@@ -1,0 +1,24 @@
+import { describe, expect, it } from "vitest";
+import { fileURLToPath } from "node:url";
+import { loadConfig } from "../../src/config.js";
+import { loadCaseFile } from "../../src/case/load-case.js";
+import { Pipeline, pipelineOptions } from "../../src/graph/pipeline.js";
+import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
+
+/**
+ * Runs only with MEDMMV_LIVE=1 and an endpoint configured by environment: the same code
+ * path as `medmmv diagnose`, against a real OpenAI-compatible model.
+ */
+const live = process.env.MEDMMV_LIVE === "1" && !!process.env.MEDMMV_MODEL;
+
+describe.runIf(live)("live endpoint", () => {
+  it("diagnoses the example case end to end", async () => {
+    const config = loadConfig();
+    const file = fileURLToPath(new URL("../../examples/chest-pain.json", import.meta.url));
+    const c = await loadCaseFile(file, { maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
+    const { result } = await new Pipeline(config).run(c, pipelineOptions(config, { k: 3, maxRepairs: 1 }));
+    expect(() => DiagnosisResult.parse(result)).not.toThrow();
+    expect(["completed", "abstained"]).toContain(result.status);
+    expect(result.usage.llmCalls).toBeGreaterThan(3);
+  });
+});
