@@ -1,10 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
 import { DiagnosisResult } from "../case/diagnosis-result.js";
 import { MedmmvError } from "../errors.js";
-import { EvidenceGraph, type SerializedEvidenceGraph } from "../evidence/evidence-graph.js";
+import { EvidenceGraph } from "../evidence/evidence-graph.js";
 import { clientBundle } from "./build-client.js";
 import { VIEW_CSS } from "./view-css.js";
-import type { ViewCase, ViewImage, ViewPayload } from "./view-payload.js";
+import type { ViewCase, ViewGraph, ViewImage, ViewPayload } from "./view-payload.js";
 
 export interface CaseViewImageInput {
   id: string;
@@ -109,10 +109,14 @@ function viewCase(c: CaseViewCaseInput | null): ViewCase | null {
   return out;
 }
 
-/** Validates the stored graph (the same rules as loading it) and returns its canonical export. */
-function canonicalGraph(json: unknown, what: string): SerializedEvidenceGraph {
+/** Validates the stored graph (the same rules as loading it) and returns it in a canonical order. */
+function canonicalGraph(json: unknown, what: string): ViewGraph {
   try {
-    return EvidenceGraph.import(json).export();
+    const g = EvidenceGraph.import(json);
+    return {
+      nodes: g.nodes().map(({ id, ...attributes }) => ({ key: id, attributes })),
+      edges: g.edges().map((e) => ({ key: e.id, source: e.from, target: e.to, attributes: { relation: e.relation, provenance: e.provenance } })),
+    };
   } catch (e) {
     throw new MedmmvError("INVALID_INPUT", `${what} is not a valid evidence graph`, { cause: e });
   }
@@ -129,7 +133,7 @@ export function buildViewPayload(input: Omit<CaseViewInput, "nonce">): ViewPaylo
   const result = parsed.data;
   const sub = result.evidenceGraph ? canonicalGraph(result.evidenceGraph, "result.evidenceGraph") : null;
   const full = input.fullEvidenceGraph ? canonicalGraph(input.fullEvidenceGraph, "fullEvidenceGraph") : null;
-  const graph: SerializedEvidenceGraph = full ?? sub ?? new EvidenceGraph().export();
+  const graph: ViewGraph = full ?? sub ?? { nodes: [], edges: [] };
   const present = new Set(graph.nodes.map((n) => n.key));
   return {
     version: 1,

@@ -1,5 +1,5 @@
 import type { DiagnosisResult } from "../case/diagnosis-result.js";
-import type { SerializedEvidenceGraph } from "../evidence/evidence-graph.js";
+import type { EvidenceEdgeAttributes, EvidenceNodeAttributes } from "../evidence/types.js";
 
 /**
  * The JSON the server embeds in the page and the browser bundle reads. Type-only on purpose:
@@ -25,13 +25,23 @@ export interface ViewCase {
   sourceText: string;
 }
 
+/**
+ * The evidence graph as graphology exports it (EvidenceGraph.export()), restated with the
+ * fields the page relies on made required. Declared here rather than imported from
+ * evidence-graph.ts so the browser build never pulls server modules in.
+ */
+export interface ViewGraph {
+  nodes: Array<{ key: string; attributes: EvidenceNodeAttributes }>;
+  edges: Array<{ key: string; source: string; target: string; attributes: EvidenceEdgeAttributes }>;
+}
+
 export interface ViewPayload {
   version: 1;
   mode: "served" | "offline";
   generatedAt: string;
   result: DiagnosisResult;
   /** The graph drawn: the full evidence graph E when stored, else the selected path's E_p. */
-  graph: SerializedEvidenceGraph;
+  graph: ViewGraph;
   graphIsFull: boolean;
   /** Node ids of E_p, the selected path's supporting subgraph (highlighted by default). */
   subgraphNodeIds: string[];

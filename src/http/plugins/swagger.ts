@@ -1,0 +1,57 @@
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import type { FastifyInstance } from "fastify";
+import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
+import { VERSION } from "../../version.js";
+
+type Transform = typeof jsonSchemaTransform;
+
+/** POST /diagnose also takes multipart/form-data; zod describes only the JSON form, so add the other. */
+const transform: Transform = (doc) => {
+  const out = jsonSchemaTransform(doc);
+  if (doc.url === "/diagnose" && out.schema && (out.schema as { body?: unknown }).body) {
+    const json = (out.schema as { body: unknown }).body;
+    (out.schema as { body: unknown }).body = {
+      content: {
+        "application/json": { schema: json },
+        "multipart/form-data": {
+          schema: {
+            type: "object",
+            required: ["case"],
+            properties: {
+              case: {
+                type: "string",
+                description:
+                  "The ClinicalCase as JSON. An entry of `images` may omit `data`: its bytes come from the file part whose field name equals the image id. File parts not listed in `images` are added with their field name as id.",
+              },
+            },
+            additionalProperties: { type: "string", format: "binary", description: "An image file (JPEG, PNG, GIF or WebP); the field name is the image id" },
+          },
+        },
+      },
+    };
+  }
+  return out;
+};
+
+/** The OpenAPI document is generated from the route schemas; JSON at /docs/json, UI at /docs. */
+export async function registerSwagger(app: FastifyInstance): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "medmmv",
+        version: VERSION,
+        description:
+          "MedMMV clinical reasoning behind a REST API: diversified rollouts, an evidence graph, hallucination-checked refinement and selection by Combined Uncertainty. Decision support for clinicians; not a diagnosis.",
+      },
+      components: {
+        securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "A key from MEDMMV_API_KEYS" } },
+      },
+      security: [{ bearer: [] }],
+    },
+    transform,
+    transformObject: jsonSchemaTransformObject,
+  });
+  await app.register(swaggerUi, { routePrefix: "/docs", staticCSP: true });
+}

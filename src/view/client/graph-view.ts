@@ -1,0 +1,308 @@
+import { MultiDirectedGraph } from "graphology";
+import type { Attributes } from "graphology-types";
+import Sigma from "sigma";
+import { extremityArrow, layerFill, layerPlain, pathCurved, pathLine, sdfCircle, sdfDiamond, sdfSquare } from "sigma/rendering";
+import type { ViewPayload } from "../view-payload.js";
+import { forceLayout } from "./layout.js";
+import {
+  AGENT_COLORS,
+  DEFAULT_KIND_STYLE,
+  DIMMED_OPACITY,
+  KIND_STYLE,
+  RELATION_COLORS,
+  RETRACTED_OPACITY,
+  UNKNOWN_AGENT_COLOR,
+  UNKNOWN_RELATION_COLOR,
+} from "./palette.js";
+
+type SerializedNode = ViewPayload["graph"]["nodes"][number];
+type NodeAttrs = SerializedNode["attributes"] & {
+  x: number;
+  y: number;
+  size: number;
+  color: string;
+  shape: string;
+  displayLabel: string;
+  opacity: number;
+  /** In E_p, the selected path's supporting subgraph. */
+  inPath: boolean;
+};
+type EdgeAttrs = ViewPayload["graph"]["edges"][number]["attributes"] & { color: string; size: number; inPath: boolean };
+type NodeState = { isSelected: boolean; isMatch: boolean };
+type GraphState = { pathMode: boolean };
+type Renderer = Sigma<NodeAttrs, EdgeAttrs, Attributes, NodeState, {}, GraphState>;
+
+export type GraphMode = "path" | "full";
+
+/** The agent whose colour a node wears: its first source (the one that introduced it). */
+export function primaryAgent(attrs: { source?: { agent?: string }; sources?: Array<{ agent?: string }> }): string {
+  return attrs.sources?.[0]?.agent ?? attrs.source?.agent ?? "unknown";
+}
+
+/**
+ * The evidence graph drawn with sigma on a graphology graph built from the stored export.
+ * Everything the page reports about the drawing (counts, highlighted nodes, positions) is read
+ * back from these two instances, never from the payload.
+ */
+export class GraphView {
+  readonly graph: MultiDirectedGraph<NodeAttrs, EdgeAttrs>;
+  readonly renderer: Renderer | null = null;
+  readonly error: string | null = null;
+  mode: GraphMode;
+  readonly layoutMs: number;
+  private readonly inPath: Set<string>;
+  private highlightedIds = new Set<string>();
+  private matchIds = new Set<string>();
+  private selectedId: string | null = null;
+
+  constructor(
+    private readonly container: HTMLElement,
+    payload: ViewPayload,
+    private readonly onNodeClick: (id: string) => void,
+  ) {
+    this.graph = new MultiDirectedGraph<NodeAttrs, EdgeAttrs>();
+    this.inPath = new Set(payload.subgraphNodeIds);
+    // With only E_p to draw (no full graph stored), "path" and "full" are the same picture.
+    this.mode = this.inPath.size > 0 && payload.graphIsFull ? "path" : "full";
+
+    const t = performance.now();
+    const positions = forceLayout(
+      payload.graph.nodes.map((n) => ({ id: n.key, kind: n.attributes.kind })),
+      payload.graph.edges.map((e) => [e.source, e.target]),
+    );
+    this.layoutMs = performance.now() - t;
+
+    for (const n of payload.graph.nodes) {
+      const a = n.attributes;
+      const kind = KIND_STYLE[a.kind] ?? DEFAULT_KIND_STYLE;
+      const retracted = a.status === "retracted";
+      const p = positions.get(n.key) ?? { x: 0, y: 0 };
+      this.graph.addNode(n.key, {
+        ...a,
+        x: p.x,
+        y: p.y,
+        size: kind.size,
+        shape: kind.shape,
+        color: AGENT_COLORS[primaryAgent(a)] ?? UNKNOWN_AGENT_COLOR,
+        // Labels are drawn as glyphs on the WebGL canvas: never parsed as markup.
+        displayLabel: retracted ? `\u2715 ${a.label} (retracted)` : a.label,
+        opacity: retracted ? RETRACTED_OPACITY : 1,
+        inPath: this.inPath.has(n.key),
+      });
+    }
+    for (const e of payload.graph.edges) {
+      if (!this.graph.hasNode(e.source) || !this.graph.hasNode(e.target)) continue;
+      const attrs: EdgeAttrs = {
+        ...e.attributes,
+        color: RELATION_COLORS[e.attributes.relation] ?? UNKNOWN_RELATION_COLOR,
+        size: e.attributes.relation === "contradicts" ? 2.5 : 1.5,
+        inPath: this.inPath.has(e.source) && this.inPath.has(e.target),
+      };
+      this.graph.addDirectedEdgeWithKey(e.key, e.source, e.target, attrs);
+    }
+
+    try {
+      (this as { renderer: Renderer | null }).renderer = this.createRenderer();
+    } catch (e) {
+      (this as { error: string | null }).error = e instanceof Error ? e.message : String(e);
+    }
+  }
+
+  private createRenderer(): Renderer {
+    const renderer: Renderer = new Sigma(this.graph, this.container, {
+      customNodeState: { isSelected: false, isMatch: false },
+      customGraphState: { pathMode: this.mode === "path" },
+      primitives: {
+        nodes: { shapes: [sdfCircle(), sdfSquare({ cornerRadius: 0.15 }), sdfDiamond()], layers: [layerFill()] },
+        edges: { paths: [pathLine(), pathCurved()], extremities: [extremityArrow()], layers: [layerPlain()] },
+      },
+      styles: {
+        nodes: [
+          {
+            x: { attribute: "x" },
+            y: { attribute: "y" },
+            size: { attribute: "size" },
+            color: { attribute: "color" },
+            shape: { attribute: "shape" },
+            label: { attribute: "displayLabel" },
+            opacity: { attribute: "opacity" },
+            labelColor: "#1f2933",
+            depth: "nodes",
+            labelVisibility: "auto",
+            cursor: "pointer",
+          },
+          {
+            // Outside the selected path's E_p, in path mode: faded and unlabelled.
+            when: (a, s, g) => g.pathMode && !a.inPath && !s.isHighlighted && !s.isSelected && !s.isMatch,
+            then: { opacity: DIMMED_OPACITY, labelVisibility: "hidden" },
+          },
+          {
+            when: (a, _s, g) => g.pathMode && a.inPath,
+            then: { size: (a) => a.size + 2, labelVisibility: "visible" },
+          },
+          {
+            // A claim's evidence: everything else steps back.
+            when: (_a, s, g) => g.hasHighlighted && !s.isHighlighted && !s.isSelected,
+            then: { opacity: DIMMED_OPACITY, labelVisibility: "hidden" },
+          },
+          { whenState: "isMatch", then: { size: (a) => a.size + 4, labelVisibility: "visible", depth: "topNodes" } },
+          { whenState: "isHighlighted", then: { size: (a) => a.size + 5, labelVisibility: "visible", depth: "topNodes", opacity: 1 } },
+          { whenState: "isSelected", then: { size: (a) => a.size + 7, labelVisibility: "visible", depth: "topNodes", opacity: 1 } },
+          { whenState: "isHovered", then: { labelVisibility: "visible", depth: "topNodes" } },
+        ],
+        edges: [
+          {
+            size: { attribute: "size" },
+            color: { attribute: "color" },
+            head: "arrow",
+            parallelPath: "curved",
+            depth: "edges",
+          },
+          {
+            when: (a, _s, g) => g.pathMode && !a.inPath,
+            then: { opacity: DIMMED_OPACITY },
+          },
+          {
+            when: (_a, _s, g) => g.hasHighlighted,
+            then: { opacity: 0.25 },
+          },
+        ],
+      },
+      settings: {
+        gestureTarget: "graph",
+        renderEdgeLabels: false,
+        enableEdgeEvents: false,
+        labelRenderedSizeThreshold: 4,
+        stagePadding: 40,
+      },
+    });
+    renderer.on("clickNode", ({ node }) => this.onNodeClick(node));
+    return renderer;
+  }
+
+  get nodeCount(): number {
+    return this.graph.order;
+  }
+
+  get edgeCount(): number {
+    return this.graph.size;
+  }
+
+  /** Nodes sigma has processed for display and is not hiding. */
+  get renderedNodeCount(): number {
+    const r = this.renderer;
+    if (!r) return 0;
+    return this.graph.filterNodes((id) => {
+      const d = r.getNodeDisplayData(id);
+      return d !== undefined && d.visibility !== "hidden";
+    }).length;
+  }
+
+  get renderedEdgeCount(): number {
+    const r = this.renderer;
+    if (!r) return 0;
+    return this.graph.filterEdges((id) => {
+      const d = r.getEdgeDisplayData(id);
+      return d !== undefined && d.visibility !== "hidden";
+    }).length;
+  }
+
+  private nodesWithState(flag: "isHighlighted" | "isMatch" | "isSelected"): string[] {
+    const r = this.renderer;
+    if (!r) return [...(flag === "isHighlighted" ? this.highlightedIds : flag === "isMatch" ? this.matchIds : this.selectedId ? [this.selectedId] : [])].sort();
+    return this.graph.filterNodes((id) => Boolean((r.getNodeState(id) as unknown as Record<string, boolean>)[flag])).sort();
+  }
+
+  get highlighted(): string[] {
+    return this.nodesWithState("isHighlighted");
+  }
+
+  get matches(): string[] {
+    return this.nodesWithState("isMatch");
+  }
+
+  get selected(): string | null {
+    return this.nodesWithState("isSelected")[0] ?? null;
+  }
+
+  get subgraphNodes(): string[] {
+    return this.graph.filterNodes((id) => this.inPath.has(id)).sort();
+  }
+
+  /** Highlights exactly these nodes (ids absent from the graph are returned, not drawn). */
+  highlight(ids: string[]): { missing: string[] } {
+    const present = ids.filter((id) => this.graph.hasNode(id));
+    const missing = ids.filter((id) => !this.graph.hasNode(id));
+    const r = this.renderer;
+    if (r) {
+      const previous = [...this.highlightedIds];
+      if (previous.length) r.setNodesState(previous, { isHighlighted: false });
+      if (present.length) r.setNodesState(present, { isHighlighted: true });
+    }
+    this.highlightedIds = new Set(present);
+    if (present.length) this.focus(present);
+    return { missing };
+  }
+
+  select(id: string | null): void {
+    const r = this.renderer;
+    if (r && this.selectedId && this.graph.hasNode(this.selectedId)) r.setNodeState(this.selectedId, { isSelected: false });
+    this.selectedId = id && this.graph.hasNode(id) ? id : null;
+    if (r && this.selectedId) r.setNodeState(this.selectedId, { isSelected: true });
+  }
+
+  /** Nodes whose label (or id) contains the query, case-insensitive; marks them on the graph. */
+  search(query: string): string[] {
+    const q = query.trim().toLowerCase();
+    const found = q === "" ? [] : this.graph.filterNodes((id, a) => a.label.toLowerCase().includes(q) || id.toLowerCase() === q).sort();
+    const r = this.renderer;
+    if (r) {
+      if (this.matchIds.size) r.setNodesState([...this.matchIds], { isMatch: false });
+      if (found.length) r.setNodesState(found, { isMatch: true });
+    }
+    this.matchIds = new Set(found);
+    return found;
+  }
+
+  setMode(mode: GraphMode): void {
+    this.mode = mode;
+    this.renderer?.setGraphState({ pathMode: mode === "path" });
+  }
+
+  /** Centres the camera on these nodes without changing the zoom much. */
+  focus(ids: string[]): void {
+    const r = this.renderer;
+    if (!r || ids.length === 0) return;
+    let x = 0;
+    let y = 0;
+    let n = 0;
+    for (const id of ids) {
+      const d = r.getNodeDisplayData(id);
+      if (!d) continue;
+      x += d.x;
+      y += d.y;
+      n++;
+    }
+    if (n === 0) return;
+    const camera = r.getCamera();
+    void camera.animate({ x: x / n, y: y / n }, { duration: 250 });
+  }
+
+  zoom(direction: "in" | "out" | "reset"): void {
+    const camera = this.renderer?.getCamera();
+    if (!camera) return;
+    if (direction === "in") void camera.zoomIn({ duration: 200 });
+    else if (direction === "out") void camera.zoomOut({ duration: 200 });
+    else void camera.reset({ duration: 200 });
+  }
+
+  /** Page coordinates (CSS px) of a node's centre, for tests that click the canvas. */
+  nodePagePosition(id: string): { x: number; y: number } | null {
+    const r = this.renderer;
+    if (!r || !this.graph.hasNode(id)) return null;
+    const a = this.graph.getNodeAttributes(id);
+    const vp = r.graphToViewport({ x: a.x, y: a.y });
+    const rect = this.container.getBoundingClientRect();
+    return { x: rect.left + window.scrollX + vp.x, y: rect.top + window.scrollY + vp.y };
+  }
+}
