@@ -68,7 +68,7 @@ export async function startBenchServers(): Promise<BenchServers> {
       const s = await ask<Extract<ChildReply, { type: "stats" }>>({ type: "stats", withLog } as ChildRequest);
       return { model: s.model, search: s.search, cpuMicros: s.cpuMicros };
     },
-    cpuMicros: async () => (await ask<Extract<ChildReply, { type: "ok" }>>({ type: "reset" } as ChildRequest).then(() => ask<Extract<ChildReply, { type: "stats" }>>({ type: "stats", withLog: false } as ChildRequest))).cpuMicros,
+    cpuMicros: async () => (await ask<Extract<ChildReply, { type: "stats" }>>({ type: "stats", withLog: false } as ChildRequest)).cpuMicros,
     close: () =>
       new Promise<void>((resolve) => {
         child.once("exit", () => resolve());

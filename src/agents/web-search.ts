@@ -6,6 +6,8 @@ import type { Relation } from "../evidence/types.js";
 import { renderEvidenceForPrompt } from "../evidence/render-for-prompt.js";
 import { describeError } from "../errors.js";
 import { callAgent, neutralise, type AgentDeps } from "./agent-context.js";
+import { caseSourceText } from "./text-doctor.js";
+import { restrictQueryToFacts, scanForInjection } from "./untrusted-content.js";
 
 export const SearchPlan = z.object({
   pairs: z
@@ -93,7 +95,10 @@ export async function runWebSearch(
       const label = `${pair.a}~${pair.b}`;
       try {
         const started = Date.now();
-        const query = scrubQuery(pair.query);
+        const factA = graph.getNode(pair.a)!.label;
+        const factB = graph.getNode(pair.b)!.label;
+        // Only medical terms leave the process: case details beyond the two facts are dropped.
+        const query = scrubQuery(restrictQueryToFacts(pair.query, [factA, factB], caseSourceText(c))) || scrubQuery(`${factA} ${factB}`);
         let found;
         try {
           found = await deps.search.search(query, { signal: ctx.signal, maxResults: 3 });
@@ -103,8 +108,10 @@ export async function runWebSearch(
         }
         outcome.pairsSearched++;
         if (found.results.length === 0) return;
-        const factA = graph.getNode(pair.a)!.label;
-        const factB = graph.getNode(pair.b)!.label;
+        for (const r of found.results) {
+          const hit = scanForInjection(`${r.title}\n${r.content}`);
+          if (hit) outcome.suspicious.push({ url: r.url, note: `search result ${hit}; treated as data` });
+        }
         const results = found.results
           .map((r, i) => `[result ${i}] ${neutralise(r.title)} (${neutralise(r.url)})\n${neutralise(r.content)}`)
           .join("\n\n");

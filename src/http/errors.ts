@@ -75,7 +75,7 @@ function issuePath(context: string, instancePath: string | undefined): string {
  */
 export function toHttpError(err: unknown, config: Config): HttpError {
   if (isMedmmvError(err)) {
-    const status = STATUS_BY_CODE[err.code];
+    const status = STATUS_BY_CODE[err.code] ?? 500;
     const details = err.details && Object.keys(err.details).length ? err.details : undefined;
     const issues = Array.isArray(details?.issues) ? (details.issues as HttpError["issues"]) : undefined;
     const out: HttpError = { status, code: err.code, message: err.message };

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { Config } from "../config.js";
+import { assertLlmConfigured, type Config } from "../config.js";
 import { prepareCase } from "../case/images.js";
 import type { ClinicalCase, PreparedCase } from "../case/schema.js";
 import type { DiagnosisResult } from "../case/diagnosis-result.js";
@@ -91,6 +91,7 @@ export class CaseService {
 
   async submit(req: SubmitRequest): Promise<Submission> {
     if (this.#closing) throw new MedmmvError("ABORTED", "the server is shutting down; retry in a moment");
+    assertLlmConfigured(this.#config);
     const { id: clientId, ...rest } = req.input;
     // Case ids are chosen here so that one client's ids can never collide with, or
     // reveal, another's; the client's own id is kept in the metadata.

@@ -8,6 +8,8 @@ import type { WorkflowDeps } from "../run-context.js";
 import type { PipelineStateUpdate, PipelineStateValue, RefinedPath } from "../state.js";
 import { answerKey } from "./plan-refinement.js";
 import { toResultPath } from "./refine-path.js";
+import { scanForInjection } from "../../agents/untrusted-content.js";
+import { renderPathForPrompt } from "../../agents/path-schema.js";
 
 /** Agents whose prompt versions go into provenance. */
 const PROMPTS_USED = ["system", "rollout", "text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge"];
@@ -92,6 +94,18 @@ export function selectPathNode(deps: WorkflowDeps) {
       });
     }
 
+    const untrusted = [...(evidence?.untrusted ?? [])];
+    const caseHit = scanForInjection([c.notes, c.question, ...Object.values(c.options ?? {}), ...c.images.map((i) => i.caption ?? "")].join("\n"));
+    if (caseHit) untrusted.push({ source: "case", note: `case text ${caseHit}; treated as data` });
+    for (const r of rollouts) {
+      const hit = r.path && scanForInjection(renderPathForPrompt(r.path));
+      if (hit) untrusted.push({ source: `model:rollout-${r.index}`, note: `model output ${hit}; treated as data` });
+    }
+    for (const r of refined) {
+      const hit = r.final && r.repairs > 0 && scanForInjection(renderPathForPrompt(r.final));
+      if (hit) untrusted.push({ source: `model:auto-repair ${r.pathId}`, note: `model output ${hit}; treated as data` });
+    }
+
     const full = evidence ? EvidenceGraph.import(evidence.graph) : new EvidenceGraph();
     const finishedAt = new Date().toISOString();
     let status: DiagnosisResult["status"] = "completed";
@@ -143,7 +157,7 @@ export function selectPathNode(deps: WorkflowDeps) {
         },
         search: evidence ? { provider: evidence.search.provider, enabled: evidence.search.enabled, ...(evidence.search.note ? { note: evidence.search.note } : {}) } : undefined,
         failures,
-        untrustedContent: evidence?.untrusted ?? [],
+        untrustedContent: untrusted,
         startedAt: state.startedAt,
         finishedAt,
         version: deps.version,

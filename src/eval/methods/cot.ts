@@ -1,0 +1,47 @@
+import { runCot, type CotOutput } from "../../agents/cot.js";
+import type { AgentDeps } from "../../agents/agent-context.js";
+import type { PreparedCase } from "../../case/schema.js";
+import type { Prices } from "../../config.js";
+import { describeError, MedmmvError } from "../../errors.js";
+import { CallChain, UsageMeter } from "../../llm/usage.js";
+import { extractOptionLetter } from "../answer-match.js";
+import { NO_HALLUCINATIONS, type EvalMethod, type MethodOutput } from "./types.js";
+
+/**
+ * The answer a CoT reply commits to, mapped onto the case's options: the `option` field
+ * when it is a valid letter (models write "C", "(C)", "c"), else a letter the answer text
+ * or, failing that, the reasoning commits to. With no letter the text stays, and grading
+ * falls back to comparing it with the gold option's text.
+ */
+export function commitAnswer(out: CotOutput, options: Record<string, string> | undefined): { option: string | null; text: string } {
+  const letters = options ? Object.keys(options) : [];
+  if (letters.length === 0 || !options) return { option: null, text: out.answer.text.trim() };
+  const raw = (out.answer.option ?? "").replace(/[^A-Za-z]/g, "").toUpperCase();
+  const letter = raw.length === 1 && options[raw] !== undefined ? raw : (extractOptionLetter(out.answer.text, letters) ?? extractOptionLetter(out.reasoning, letters));
+  return letter ? { option: letter, text: options[letter]! } : { option: null, text: out.answer.text.trim() };
+}
+
+/** Zero-shot chain of thought: one executor call at temperature 0. */
+export function cotMethod(deps: AgentDeps, prices: Prices): EvalMethod {
+  return {
+    name: "cot",
+    prompts: ["system", "cot"],
+    async run(c: PreparedCase, signal: AbortSignal): Promise<MethodOutput> {
+      const started = Date.now();
+      const meter = new UsageMeter(prices);
+      const base = { cu: null, answerSupport: null, stability: null, hallucinations: { ...NO_HALLUCINATIONS }, errors: [] };
+      try {
+        const out = await runCot(deps, { caseKey: c.id, meter, chain: new CallChain(meter), signal }, c, { temperature: 0 });
+        const answer = commitAnswer(out, c.options);
+        return { ...base, status: "completed", answer, usage: meter.snapshot(Date.now() - started), rationale: rationaleOf(out, answer) };
+      } catch (err) {
+        if (signal.aborted) throw err instanceof MedmmvError ? err : new MedmmvError("ABORTED", "eval cancelled", { cause: err });
+        return { ...base, status: "failed", answer: null, usage: meter.snapshot(Date.now() - started), error: describeError(err), rationale: "" };
+      }
+    },
+  };
+}
+
+export function rationaleOf(out: CotOutput, answer: { option: string | null; text: string }): string {
+  return `${out.reasoning.trim()}\nAnswer: ${answer.option ? `(${answer.option}) ` : ""}${answer.text}`;
+}

@@ -1,0 +1,72 @@
+import type { DiagnosisResult } from "../../case/diagnosis-result.js";
+import type { PreparedCase } from "../../case/schema.js";
+import { describeError, MedmmvError } from "../../errors.js";
+import type { Pipeline } from "../../graph/pipeline.js";
+import type { PipelineOptions } from "../../graph/state.js";
+import { UsageMeter } from "../../llm/usage.js";
+import { NO_HALLUCINATIONS, type EvalMethod, type MethodOutput } from "./types.js";
+
+/** The prompts the MedMMV pipeline renders (mirrors its provenance list). */
+export const MEDMMV_PROMPTS = ["system", "rollout", "text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge"];
+
+/** The full pipeline; `seed` varies per run so `--select random` draws differently in each run. */
+export function medmmvMethod(pipeline: Pipeline, options: PipelineOptions): EvalMethod {
+  return {
+    name: "medmmv",
+    prompts: MEDMMV_PROMPTS,
+    async run(c: PreparedCase, signal: AbortSignal): Promise<MethodOutput> {
+      const started = Date.now();
+      try {
+        const { result } = await pipeline.run(c, options, { signal });
+        return fromDiagnosis(result);
+      } catch (err) {
+        if (signal.aborted) throw err instanceof MedmmvError ? err : new MedmmvError("ABORTED", "eval cancelled", { cause: err });
+        return {
+          status: "failed",
+          answer: null,
+          usage: new UsageMeter().snapshot(Date.now() - started),
+          cu: null,
+          answerSupport: null,
+          stability: null,
+          hallucinations: { ...NO_HALLUCINATIONS },
+          errors: [],
+          error: describeError(err),
+          rationale: "",
+        };
+      }
+    },
+  };
+}
+
+/** The eval's view of a DiagnosisResult: the selected path's CU parts, stability, hallucinations by stage. */
+export function fromDiagnosis(r: DiagnosisResult): MethodOutput {
+  const sel = r.candidates.find((c) => c.selected);
+  const hallucinations = { ...NO_HALLUCINATIONS };
+  for (const h of r.hallucinations) {
+    hallucinations[h.stage]++;
+    hallucinations.total++;
+    if (h.resolved) hallucinations.resolved++;
+  }
+  const out: MethodOutput = {
+    status: r.status,
+    answer: r.answer,
+    usage: r.usage,
+    cu: sel?.scores ? { pathId: sel.pathId, ...sel.scores, repairs: sel.repairs } : null,
+    answerSupport: r.answerSupport,
+    stability: { answers: r.stability.rolloutAnswers, rgm: r.stability.rgm, entropy: r.stability.entropy },
+    hallucinations,
+    errors: r.provenance.failures ?? [],
+    rationale: rationaleOf(r),
+  };
+  if (r.error) out.error = r.error;
+  if (r.abstentionReason) out.abstentionReason = r.abstentionReason;
+  return out;
+}
+
+function rationaleOf(r: DiagnosisResult): string {
+  const lines: string[] = [];
+  r.path?.steps.forEach((s, i) => lines.push(`${i + 1}. ${s.text}`));
+  if (r.path?.summary) lines.push(`Summary: ${r.path.summary}`);
+  if (r.answer) lines.push(`Answer: ${r.answer.option ? `(${r.answer.option}) ` : ""}${r.answer.text}`);
+  return lines.join("\n");
+}

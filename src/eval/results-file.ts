@@ -1,0 +1,160 @@
+import { open, readFile, truncate, type FileHandle } from "node:fs/promises";
+import type { Usage } from "../case/diagnosis-result.js";
+import { MedmmvError } from "../errors.js";
+import type { GoldAnswer } from "./datasets/types.js";
+
+export const RESULTS_FILE = "results.jsonl";
+
+export type RecordStatus = "completed" | "abstained" | "failed";
+export type Stage = "visual" | "knowledge" | "reasoning";
+
+/** One rater's scores for one record (DESIGN §3); `consistency` is null for an item without images. */
+export interface RecordRating {
+  rater: string;
+  truthfulness: number;
+  informativeness: number;
+  consistency: number | null;
+  txi: number;
+  rel: number;
+}
+
+/** One line of results.jsonl: a finished (id, run) pair. */
+export interface ResultRecord {
+  id: string;
+  run: number;
+  method: string;
+  status: RecordStatus;
+  answer: { option: string | null; text: string } | null;
+  gold: GoldAnswer;
+  correct: boolean;
+  strata: Record<string, string>;
+  usage: Usage;
+  /** CU parts of the selected path (MedMMV only). */
+  cu: { pathId: string; evidence: number; coherence: number; repairPenalty: number; cu: number; repairs: number } | null;
+  answerSupport: number | null;
+  /** Rollout (or sample) answers in order, RGM and final entropy; null for single-call methods. */
+  stability: { answers: (string | null)[]; rgm: number; entropy: number } | null;
+  /** Flagged claims by stage over all HD attempts of all paths; `resolved` were repaired away. */
+  hallucinations: { visual: number; knowledge: number; reasoning: number; total: number; resolved: number };
+  /** Branch failures that did not sink the item (a rollout, a search…). */
+  errors: Array<{ branch: string; code: string; message: string }>;
+  /** Why the item failed (status "failed") or abstained. */
+  error?: { code: string; message: string };
+  abstentionReason?: string;
+  ratings?: RecordRating[];
+  ratingErrors?: Array<{ rater: string; code: string; message: string }>;
+  ratingUsage?: Usage;
+  warnings?: string[];
+  /** How many times the item was run in this session (transient failures are retried). */
+  attempts: number;
+  finishedAt: string;
+}
+
+export const recordKey = (id: string, run: number): string => `${run}\u0000${id}`;
+
+export interface ReadResults {
+  /** Last record per (id, run), in order of first appearance. */
+  records: ResultRecord[];
+  lines: number;
+  /** Lines that were not a JSON record with an id and a run (skipped). */
+  invalidLines: number;
+  /** The file ended in the middle of a line (a run killed mid-write). */
+  tornTail: boolean;
+}
+
+function asRecord(line: string): ResultRecord | null {
+  try {
+    const v = JSON.parse(line) as Partial<ResultRecord> | null;
+    if (v && typeof v === "object" && typeof v.id === "string" && Number.isInteger(v.run) && typeof v.status === "string") return v as ResultRecord;
+  } catch {
+    // not JSON: counted by the caller
+  }
+  return null;
+}
+
+/**
+ * Read results.jsonl tolerantly: a torn last line (the process was killed while writing)
+ * and stray bad lines are skipped, and a (id, run) written twice (a failed item retried
+ * on resume) counts once, with its last record.
+ */
+export async function readResults(file: string): Promise<ReadResults> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (e) {
+    if ((e as { code?: string }).code === "ENOENT") return { records: [], lines: 0, invalidLines: 0, tornTail: false };
+    throw new MedmmvError("INVALID_INPUT", `cannot read ${file}: ${(e as Error).message}`, { cause: e });
+  }
+  const parts = text.split("\n");
+  const tail = parts.pop() ?? "";
+  const byKey = new Map<string, ResultRecord>();
+  let invalidLines = 0;
+  let lines = 0;
+  const take = (line: string) => {
+    if (line.trim() === "") return;
+    lines++;
+    const r = asRecord(line);
+    if (!r) {
+      invalidLines++;
+      return;
+    }
+    const key = recordKey(r.id, r.run);
+    byKey.set(key, r); // a Map keeps the first position and takes the last value
+  };
+  for (const line of parts) take(line);
+  let tornTail = false;
+  if (tail.trim() !== "") {
+    // A last line without its newline: complete JSON (killed between the two) or torn.
+    if (asRecord(tail)) take(tail);
+    else tornTail = true;
+  }
+  return { records: [...byKey.values()], lines, invalidLines, tornTail };
+}
+
+/**
+ * Appends one record per line and syncs it to disk before the next, so a killed run loses
+ * only the items still in flight. Writes are queued: concurrent items never interleave.
+ */
+export class ResultsWriter {
+  private queue: Promise<void> = Promise.resolve();
+
+  private constructor(private readonly handle: FileHandle) {}
+
+  /** Open for appending; a torn last line from a killed run is cut off first, so the next record starts on a line of its own. */
+  static async open(file: string): Promise<ResultsWriter> {
+    let text = "";
+    try {
+      text = await readFile(file, "utf8");
+    } catch (e) {
+      if ((e as { code?: string }).code !== "ENOENT") throw new MedmmvError("INVALID_INPUT", `cannot read ${file}: ${(e as Error).message}`, { cause: e });
+    }
+    const handle = await open(file, "a");
+    if (text !== "" && !text.endsWith("\n")) {
+      const cut = text.lastIndexOf("\n") + 1;
+      const tail = text.slice(cut);
+      if (asRecord(tail)) await handle.write("\n");
+      else {
+        await handle.close();
+        await truncate(file, Buffer.byteLength(text.slice(0, cut)));
+        return new ResultsWriter(await open(file, "a"));
+      }
+    }
+    return new ResultsWriter(handle);
+  }
+
+  append(record: ResultRecord): Promise<void> {
+    const line = JSON.stringify(record) + "\n";
+    const next = this.queue.then(async () => {
+      await this.handle.write(line);
+      await this.handle.datasync();
+    });
+    // A failed write must surface to its caller but not wedge the queue for the others.
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  async close(): Promise<void> {
+    await this.queue;
+    await this.handle.close();
+  }
+}

@@ -1,0 +1,51 @@
+import type { FastifyInstance } from "fastify";
+import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { ApiKeys, authHook } from "./auth.js";
+import { registerErrorHandling } from "./errors.js";
+import { registerHelmet } from "./plugins/helmet.js";
+import { registerMultipart } from "./plugins/multipart.js";
+import { registerRateLimit } from "./plugins/rate-limit.js";
+import { registerSwagger } from "./plugins/swagger.js";
+import { caseRoutes } from "./routes/cases.js";
+import { diagnoseRoutes } from "./routes/diagnose.js";
+import { eventRoutes } from "./routes/events.js";
+import { evidenceGraphRoutes } from "./routes/evidence-graph.js";
+import { healthRoutes } from "./routes/health.js";
+import type { RouteDeps } from "./routes/route-deps.js";
+
+export type AppOptions = Omit<RouteDeps, "heartbeatMs"> & { heartbeatMs?: number };
+
+/**
+ * The HTTP API as a Fastify plugin (server.ts creates the instance and starts it).
+ * Probes and the OpenAPI docs are public; everything about cases sits behind the API
+ * key check and the per-key rate limit, in its own encapsulated context.
+ */
+export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise<void> {
+  const deps: RouteDeps = { ...opts, heartbeatMs: opts.heartbeatMs ?? 15_000 };
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  registerErrorHandling(app, opts.config);
+  app.addHook("onRequest", async (request, reply) => {
+    void reply.header("x-request-id", request.id);
+  });
+
+  await registerHelmet(app);
+  await registerSwagger(app);
+  await app.register(healthRoutes, deps);
+
+  const keys = new ApiKeys(opts.config.http.apiKeys);
+  await app.register(async (api) => {
+    api.decorateRequest("owner", "");
+    api.addHook("onRequest", authHook(keys));
+    await registerRateLimit(api, opts.config.http.rateLimitPerMin);
+    await registerMultipart(api, opts.config.http);
+    await api.register(diagnoseRoutes, deps);
+    await api.register(caseRoutes, deps);
+    await api.register(eventRoutes, deps);
+    await api.register(evidenceGraphRoutes, deps);
+  });
+}
+
+// Registered into the caller's context rather than a child one (what fastify-plugin does),
+// so the error and not-found handlers apply to the whole server.
+(medmmvApp as unknown as Record<symbol, boolean>)[Symbol.for("skip-override")] = true;

@@ -1,0 +1,140 @@
+import { randomUUID } from "node:crypto";
+import { realpathSync } from "node:fs";
+import type { IncomingMessage } from "node:http";
+import { isIP } from "node:net";
+import { pathToFileURL } from "node:url";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { DestinationStream, Logger } from "pino";
+import { assertLlmConfigured, loadConfig, type Config } from "./config.js";
+import { MedmmvError, describeError } from "./errors.js";
+import { Pipeline } from "./graph/pipeline.js";
+import { medmmvApp } from "./http/app.js";
+import { createLogger } from "./http/logger.js";
+import { CaseService } from "./service/case-service.js";
+import { storeResponseCache } from "./service/store-cache.js";
+import type { CaseStore } from "./store/case-store.js";
+import { openStore } from "./store/open-store.js";
+
+export interface StartServerOptions {
+  /** Where log lines go (default stdout); tests capture them here. */
+  logStream?: DestinationStream;
+  /** SSE heartbeat interval (default 15 s). */
+  heartbeatMs?: number;
+}
+
+export interface RunningServer {
+  /** e.g. http://127.0.0.1:8787 */
+  address: string;
+  /** Graceful stop: refuse new requests, abort in-flight model calls (their cases stay checkpointed and resume at the next start), close the store. */
+  close(): Promise<void>;
+  app: FastifyInstance;
+  service: CaseService;
+  store: CaseStore;
+  logger: Logger;
+}
+
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function isLoopback(host: string): boolean {
+  if (host === "localhost") return true;
+  if (isIP(host) === 4) return host.startsWith("127.");
+  return host === "::1";
+}
+
+/** Open the store, build the pipeline and the service, listen, then resume unfinished cases. */
+export async function startServer(config: Config, opts: StartServerOptions = {}): Promise<RunningServer> {
+  if (config.http.apiKeys.length === 0 && !isLoopback(config.http.host)) {
+    throw new MedmmvError(
+      "CONFIG_MISSING",
+      `refusing to serve on HOST=${config.http.host} without API keys: set MEDMMV_API_KEYS (comma-separated) or listen on 127.0.0.1`,
+    );
+  }
+  const logger = createLogger(config.logLevel, opts.logStream);
+  const store = await openStore(config.store);
+  let app: FastifyInstance | null = null;
+  try {
+    const pipeline = new Pipeline(config, { checkpointer: store.checkpointer(), cache: storeResponseCache(store) });
+    const service = new CaseService({ config, store, pipeline, logger });
+    const instance: FastifyInstance = Fastify({
+      loggerInstance: logger as FastifyBaseLogger,
+      bodyLimit: config.http.maxBodyBytes,
+      requestIdLogLabel: "reqId",
+      // A caller's x-request-id is kept when it is a plain token, so logs can be joined across services.
+      genReqId: (req: IncomingMessage) => {
+        const given = req.headers["x-request-id"];
+        return typeof given === "string" && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
+      },
+      return503OnClosing: true,
+      forceCloseConnections: "idle",
+    });
+    app = instance;
+    await instance.register(medmmvApp, { config, service, store, heartbeatMs: opts.heartbeatMs });
+    instance.addHook("preClose", async () => {
+      await service.close();
+    });
+    instance.addHook("onClose", async () => {
+      await store.close();
+    });
+    await instance.listen({ host: config.http.host, port: config.http.port });
+    const addr = instance.server.address();
+    const port = typeof addr === "object" && addr ? addr.port : config.http.port;
+    const host = config.http.host.includes(":") ? `[${config.http.host}]` : config.http.host;
+    const address = `http://${host}:${port}`;
+    logger.info({ address, store: store.backend, docs: `${address}/docs` }, "medmmv listening");
+
+    let llmReady = true;
+    try {
+      assertLlmConfigured(config);
+    } catch {
+      llmReady = false;
+      logger.warn("no model endpoint configured (set OPENAI_BASE_URL and MEDMMV_MODEL): cases are refused and unfinished ones wait");
+    }
+    if (llmReady) {
+      void service.resumeUnfinished().catch((err: unknown) => logger.error({ code: describeError(err).code }, "resuming unfinished cases failed"));
+    }
+    return { address, close: () => instance.close(), app: instance, service, store, logger };
+  } catch (err) {
+    if (app) await app.close().catch(() => undefined);
+    else await store.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** `medmmv serve` / `npm start`: run until SIGINT or SIGTERM, then shut down gracefully. */
+export async function serve(config: Config = loadConfig()): Promise<RunningServer> {
+  const server = await startServer(config);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    server.logger.info({ signal }, "shutting down");
+    server.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        server.logger.error({ code: describeError(err).code }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGINT", () => stop("SIGINT"));
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  return server;
+}
+
+function isMain(): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(entry)).href;
+  } catch {
+    return false;
+  }
+}
+
+if (isMain()) {
+  serve().catch((err: unknown) => {
+    const e = describeError(err);
+    process.stderr.write(`medmmv: ${e.code}: ${e.message}\n`);
+    process.exit(1);
+  });
+}

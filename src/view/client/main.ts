@@ -1,0 +1,254 @@
+import type { ViewPayload } from "../view-payload.js";
+import { append, h } from "./dom.js";
+import { GraphView, type GraphMode } from "./graph-view.js";
+import { renderNodePanel } from "./node-panel.js";
+import { AGENT_COLORS, KIND_STYLE, RELATION_COLORS } from "./palette.js";
+import { renderPathPanel, type ClaimRef } from "./path-panel.js";
+import { renderCandidates, renderCase, renderHallucinations, renderHeader, renderProvenance, renderRepairs, renderStability, renderUsage } from "./sections.js";
+
+/** What tests (and curious auditors in the console) can read about the live page. */
+export interface ViewState {
+  ready: boolean;
+  renderMs: number | null;
+  layoutMs: number | null;
+  nodeCount: number;
+  edgeCount: number;
+  renderedNodeCount: number;
+  renderedEdgeCount: number;
+  highlighted: string[];
+  matches: string[];
+  selectedNode: string | null;
+  activeClaim: string | null;
+  subgraphNodes: string[];
+  mode: GraphMode;
+  graphError: string | null;
+  cspViolations: string[];
+  errors: string[];
+  /** Milliseconds the last click/keyboard handler took. */
+  lastHandlerMs: number | null;
+  nodePagePosition(id: string): { x: number; y: number } | null;
+}
+
+declare global {
+  interface Window {
+    __medmmvView?: ViewState;
+  }
+}
+
+const t0 = performance.now();
+const cspViolations: string[] = [];
+const errors: string[] = [];
+document.addEventListener("securitypolicyviolation", (e) => cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
+window.addEventListener("error", (e) => errors.push(String(e.message)));
+
+function readPayload(): ViewPayload {
+  const el = document.getElementById("medmmv-data");
+  if (!el?.textContent) throw new Error("the page carries no case data");
+  return JSON.parse(el.textContent) as ViewPayload;
+}
+
+function legend(): HTMLElement {
+  const group = (title: string, ...items: HTMLElement[]) => h("span", { class: "group" }, h("span", { class: "title" }, title), ...items);
+  const swatch = (color: string, line = false) => {
+    const s = h("span", { class: line ? "swatch line" : "swatch" });
+    s.style.background = color;
+    return s;
+  };
+  return h(
+    "div",
+    { class: "legend", attrs: { "data-testid": "legend" } },
+    group("Source", ...Object.entries(AGENT_COLORS).map(([a, c]) => h("span", null, swatch(c), a))),
+    group("Kind", ...Object.entries(KIND_STYLE).map(([k, s]) => h("span", null, h("span", { class: "shape" }, s.glyph), k))),
+    group("Relation", ...Object.entries(RELATION_COLORS).map(([r, c]) => h("span", null, swatch(c, true), r))),
+    group("Status", h("span", null, "\u2715 faded = retracted")),
+  );
+}
+
+function timed<A extends unknown[]>(fn: (...args: A) => void): (...args: A) => void {
+  return (...args: A) => {
+    const t = performance.now();
+    fn(...args);
+    state.lastHandlerMs = performance.now() - t;
+  };
+}
+
+const state: { lastHandlerMs: number | null; activeClaim: string | null; ready: boolean; renderMs: number | null } = {
+  lastHandlerMs: null,
+  activeClaim: null,
+  ready: false,
+  renderMs: null,
+};
+
+function main(): void {
+  const app = document.getElementById("app");
+  if (!app) return;
+  app.textContent = "";
+  const payload = readPayload();
+  const r = payload.result;
+  document.title = `medmmv audit \u2014 ${r.caseId}`;
+
+  for (const el of renderHeader(payload)) document.body.insertBefore(el, app);
+  const main = h("main");
+  append(app, main);
+
+  const graphSection = h("section", { class: "panel", attrs: { id: "graph-section" } }, h("h2", null, "Evidence graph"));
+  const modeBtn = h("button", { attrs: { type: "button", "data-testid": "mode-toggle", "aria-pressed": "false" } });
+  const search = h("input", { attrs: { type: "search", placeholder: "Search nodes by label\u2026", "aria-label": "search nodes by label", "data-testid": "search" } });
+  const counts = h("span", { class: "counts", attrs: { "data-testid": "counts" } });
+  const matches = h("div", { class: "matches", attrs: { "data-testid": "matches" } });
+  const container = h("div", { attrs: { id: "graph", "data-testid": "graph" } });
+  const zoomIn = h("button", { attrs: { type: "button", "aria-label": "zoom in" } }, "+");
+  const zoomOut = h("button", { attrs: { type: "button", "aria-label": "zoom out" } }, "\u2212");
+  const zoomReset = h("button", { attrs: { type: "button", "aria-label": "reset view" } }, "fit");
+  const clearBtn = h("button", { attrs: { type: "button", "data-testid": "clear-highlight" } }, "clear highlight");
+  append(
+    graphSection,
+    h("div", { class: "toolbar" }, modeBtn, search, zoomIn, zoomOut, zoomReset, clearBtn, counts),
+    matches,
+    h("div", { class: "graph-wrap" }, container),
+    legend(),
+  );
+  const side = h("div", { class: "side" });
+  const pathPanel = h("section", { class: "panel", attrs: { id: "path-panel", "data-testid": "path-panel" } });
+  const nodePanel = h("section", { class: "panel", attrs: { id: "node-panel", "data-testid": "node-panel" } });
+  append(side, pathPanel, nodePanel);
+  append(main, graphSection, side);
+
+  const view = new GraphView(container, payload, timed((id: string) => selectNode(id)));
+  if (view.error) append(container, h("div", { class: "graph-error" }, `The graph could not be drawn here: ${view.error}`));
+
+  let activeClaimEl: HTMLElement | null = null;
+  const selectNode = (id: string) => {
+    view.select(id);
+    renderNodePanel(nodePanel, id, payload, view, timed(selectNode));
+  };
+  const onClaim = timed((ref: ClaimRef, el: HTMLElement) => {
+    activeClaimEl?.classList.remove("active");
+    activeClaimEl = el;
+    el.classList.add("active");
+    state.activeClaim = ref.id;
+    view.highlight(ref.claim.evidence);
+  });
+  renderPathPanel(pathPanel, r, { onClaim, onNode: timed(selectNode), hasNode: (id) => view.graph.hasNode(id) });
+  renderNodePanel(nodePanel, null, payload, view, timed(selectNode));
+
+  const showMode = () => {
+    const path = view.mode === "path";
+    modeBtn.textContent = path ? "Showing: selected path's subgraph (show full graph)" : "Showing: full graph (highlight selected path)";
+    modeBtn.setAttribute("aria-pressed", String(path));
+    counts.textContent = `${view.nodeCount} nodes \u00b7 ${view.edgeCount} edges \u00b7 E_p ${view.subgraphNodes.length} nodes${payload.graphIsFull ? "" : " (full graph not stored)"}`;
+  };
+  modeBtn.disabled = view.subgraphNodes.length === 0 || !payload.graphIsFull;
+  modeBtn.addEventListener("click", timed(() => {
+    view.setMode(view.mode === "path" ? "full" : "path");
+    showMode();
+  }));
+  showMode();
+  search.addEventListener("input", timed(() => {
+    const found = view.search(search.value);
+    matches.textContent = "";
+    for (const id of found.slice(0, 25)) {
+      const b = h("button", { class: "chip", attrs: { type: "button", "data-node": id } }, view.graph.getNodeAttribute(id, "label") as string);
+      b.addEventListener("click", timed(() => {
+        selectNode(id);
+        view.focus([id]);
+      }));
+      append(matches, b);
+    }
+    if (found.length > 25) append(matches, h("span", { class: "small muted" }, `and ${found.length - 25} more`));
+    if (search.value.trim() && found.length === 0) append(matches, h("span", { class: "small muted" }, "no node matches"));
+  }));
+  search.addEventListener("keydown", (e) => {
+    const first = view.matches[0];
+    if (e.key === "Enter" && first) {
+      selectNode(first);
+      view.focus([first]);
+    }
+  });
+  zoomIn.addEventListener("click", () => view.zoom("in"));
+  zoomOut.addEventListener("click", () => view.zoom("out"));
+  zoomReset.addEventListener("click", () => view.zoom("reset"));
+  clearBtn.addEventListener("click", timed(() => {
+    activeClaimEl?.classList.remove("active");
+    activeClaimEl = null;
+    state.activeClaim = null;
+    view.highlight([]);
+  }));
+
+  append(
+    main,
+    renderCandidates(r),
+    renderRepairs(r),
+    renderStability(r),
+    renderHallucinations(r),
+    renderUsage(r),
+    renderProvenance(r),
+    renderCase(payload),
+    h("p", { class: "footer" }, `medmmv ${r.provenance.version} \u00b7 self-contained page: nothing is loaded from the network`),
+  );
+
+  window.__medmmvView = {
+    get ready() {
+      return state.ready;
+    },
+    get renderMs() {
+      return state.renderMs;
+    },
+    layoutMs: view.layoutMs,
+    get nodeCount() {
+      return view.nodeCount;
+    },
+    get edgeCount() {
+      return view.edgeCount;
+    },
+    get renderedNodeCount() {
+      return view.renderedNodeCount;
+    },
+    get renderedEdgeCount() {
+      return view.renderedEdgeCount;
+    },
+    get highlighted() {
+      return view.highlighted;
+    },
+    get matches() {
+      return view.matches;
+    },
+    get selectedNode() {
+      return view.selected;
+    },
+    get activeClaim() {
+      return state.activeClaim;
+    },
+    get subgraphNodes() {
+      return view.subgraphNodes;
+    },
+    get mode() {
+      return view.mode;
+    },
+    graphError: view.error,
+    cspViolations,
+    errors,
+    get lastHandlerMs() {
+      return state.lastHandlerMs;
+    },
+    nodePagePosition: (id: string) => view.nodePagePosition(id),
+  };
+
+  // Ready once the first frame with the graph is on screen.
+  requestAnimationFrame(() => {
+    view.renderer?.refresh();
+    requestAnimationFrame(() => {
+      state.renderMs = performance.now() - t0;
+      state.ready = true;
+      document.body.setAttribute("data-ready", "true");
+    });
+  });
+}
+
+try {
+  main();
+} catch (e) {
+  errors.push(e instanceof Error ? e.message : String(e));
+  const app = document.getElementById("app");
+  if (app) app.textContent = `The audit view failed to start: ${e instanceof Error ? e.message : String(e)}`;
+}

@@ -1,0 +1,252 @@
+import type { ViewPayload } from "../view-payload.js";
+import { lineDiff } from "./diff.js";
+import { append, dataImage, fmt, h, kv, section, setWidthPercent, table } from "./dom.js";
+
+type Result = ViewPayload["result"];
+type Path = NonNullable<Result["path"]>;
+
+export function renderHeader(payload: ViewPayload): HTMLElement[] {
+  const r = payload.result;
+  const answer = r.answer ? `${r.answer.option ? `(${r.answer.option}) ` : ""}${r.answer.text}` : "no answer";
+  const header = h(
+    "header",
+    { class: "top" },
+    h("h1", null, "Audit view \u2014 case ", h("span", { attrs: { "data-testid": "case-id" } }, r.caseId)),
+    h("span", { class: "answer" }, h("span", { class: `badge ${r.status}` }, r.status), " ", h("b", { attrs: { "data-testid": "answer" } }, answer)),
+    h("span", { class: "meta" }, `answer support ${fmt(r.answerSupport)}`),
+    h(
+      "span",
+      { class: "meta" },
+      payload.mode === "offline" ? `offline report generated ${payload.generatedAt}` : `served ${payload.generatedAt}`,
+    ),
+  );
+  const notes: HTMLElement[] = [h("div", { class: "disclaimer" }, r.disclaimer)];
+  if (r.abstentionReason) notes.push(h("div", { class: "disclaimer" }, `Abstained: ${r.abstentionReason}`));
+  if (r.error) notes.push(h("div", { class: "disclaimer" }, `Error ${r.error.code}: ${r.error.message}`));
+  return [header, ...notes];
+}
+
+export function renderCandidates(r: Result): HTMLElement {
+  const s = section("Candidate paths", { id: "candidates", wide: true });
+  const rows = r.candidates.map((c) =>
+    h(
+      "tr",
+      { class: c.selected ? "selected" : "", attrs: { "data-path-id": c.pathId } },
+      h("td", { attrs: { "data-col": "pathId" } }, c.pathId),
+      h("td", { attrs: { "data-col": "answers" } }, `${c.initialAnswer ?? "\u2014"} \u2192 ${c.finalAnswer ?? "\u2014"}`),
+      h("td", { class: "num", attrs: { "data-col": "repairs" } }, c.repairs),
+      h("td", { class: "num", attrs: { "data-col": "multiplicity" } }, c.multiplicity ?? 1),
+      h("td", { class: "num", attrs: { "data-col": "evidence" } }, fmt(c.scores?.evidence, 3)),
+      h("td", { class: "num", attrs: { "data-col": "coherence" } }, fmt(c.scores?.coherence, 3)),
+      h("td", { class: "num", attrs: { "data-col": "repairPenalty" } }, fmt(c.scores?.repairPenalty, 3)),
+      h("td", { class: "num", attrs: { "data-col": "cu" } }, fmt(c.scores?.cu, 3)),
+      h("td", { attrs: { "data-col": "selected" } }, c.selected ? "\u2713 selected" : ""),
+      h("td", { class: "small bad", attrs: { "data-col": "error" } }, c.error ? `${c.error.code}: ${c.error.message}` : ""),
+    ),
+  );
+  append(
+    s,
+    h("p", { class: "small muted" }, "CU = w_e\u00b7S_evidence + w_c\u00b7S_coherence \u2212 w_r\u00b7P_repair; the highest CU is selected."),
+    table(
+      ["path", "initial \u2192 final", ["repairs", "num"], ["rollouts", "num"], ["S_evidence", "num"], ["S_coherence", "num"], ["P_repair", "num"], ["CU", "num"], "selected", "error"],
+      rows,
+      { "data-testid": "candidates-table" },
+    ),
+  );
+  return s;
+}
+
+/** A path as lines, so two attempts can be diffed line by line. */
+export function pathLines(p: Path): string[] {
+  const lines = [`Summary: ${p.summary}`];
+  p.steps.forEach((s, i) => {
+    lines.push(`${i + 1}. [${s.stage}] ${s.text}`);
+    for (const c of s.claims) lines.push(`   - ${c.text}`);
+  });
+  return lines;
+}
+
+function diffBlock(before: Path, after: Path): HTMLElement {
+  const pre = h("pre", { class: "diff" });
+  for (const d of lineDiff(pathLines(before), pathLines(after))) {
+    append(pre, h("span", { class: d.op }, `${d.op === "add" ? "+ " : d.op === "del" ? "- " : "  "}${d.text}`));
+  }
+  return pre;
+}
+
+export function renderRepairs(r: Result): HTMLElement {
+  const s = section("Repair history", { id: "repairs", wide: true });
+  if (r.candidates.length === 0) append(s, h("p", { class: "muted" }, "No candidate paths."));
+  for (const c of r.candidates) {
+    const details = h(
+      "details",
+      { attrs: { "data-path-id": c.pathId } },
+      h("summary", null, `${c.pathId}: ${c.hdReports.length} detector report${c.hdReports.length === 1 ? "" : "s"}, ${c.repairs} repair${c.repairs === 1 ? "" : "s"}${c.selected ? " (selected)" : ""}`),
+    );
+    details.open = c.selected || c.repairs > 0;
+    c.hdReports.forEach((rep, i) => {
+      const box = h(
+        "div",
+        { class: "attempt", attrs: { "data-attempt": String(rep.attempt) } },
+        h(
+          "div",
+          null,
+          h("b", null, `Attempt ${rep.attempt}: `),
+          rep.hallucinationDetected ? h("span", { class: "bad" }, "hallucination detected") : h("span", { class: "ok" }, "no hallucination detected"),
+          " ",
+          h("span", { class: "badge" }, rep.severity),
+          " ",
+          h("span", { class: "small muted" }, `recommendation: ${rep.recommendation}`),
+        ),
+      );
+      if (rep.issues.length) append(box, h("div", { class: "small" }, "Issues:"), h("ul", { class: "small" }, ...rep.issues.map((x) => h("li", null, x))));
+      if (rep.improvementInstructions.length) {
+        append(box, h("div", { class: "small" }, "Instructions:"), h("ul", { class: "small" }, ...rep.improvementInstructions.map((x) => h("li", null, x))));
+      }
+      if (rep.claims.length) {
+        append(
+          box,
+          table(
+            ["claim", "verdict", "stage", "evidence"],
+            rep.claims.map((cl) =>
+              h("tr", null, h("td", null, cl.claim), h("td", null, h("span", { class: `badge ${cl.verdict}` }, cl.verdict)), h("td", null, cl.stage), h("td", null, ...cl.evidence.map((e) => h("span", { class: "chip" }, e)))),
+            ),
+          ),
+        );
+      }
+      const next = c.hdReports[i + 1];
+      if (rep.path && next?.path) append(box, h("div", { class: "small" }, `Change made by the repair after attempt ${rep.attempt}:`), diffBlock(rep.path, next.path));
+      else if (rep.hallucinationDetected && !next) append(box, h("p", { class: "small warn" }, "No further attempt (repair budget spent or path failed)."));
+      append(details, box);
+    });
+    if (c.error) append(details, h("p", { class: "bad small" }, `Failed: ${c.error.code}: ${c.error.message}`));
+    append(s, details);
+  }
+  return s;
+}
+
+export function renderHallucinations(r: Result): HTMLElement {
+  const s = section("Detector findings", { id: "hallucinations" });
+  if (r.hallucinations.length === 0) {
+    append(s, h("p", { class: "muted" }, "The detector flagged nothing."));
+    return s;
+  }
+  append(
+    s,
+    table(
+      ["path", "attempt", "stage", "severity", "claim", "issue", "resolved"],
+      r.hallucinations.map((x) =>
+        h("tr", null, h("td", null, x.pathId), h("td", { class: "num" }, x.attempt), h("td", null, x.stage), h("td", null, x.severity), h("td", null, x.claim), h("td", null, x.issue), h("td", null, x.resolved ? "yes" : h("span", { class: "bad" }, "no"))),
+      ),
+    ),
+  );
+  return s;
+}
+
+export function renderStability(r: Result): HTMLElement {
+  const s = section("Stability", { id: "stability" });
+  const st = r.stability;
+  append(
+    s,
+    h("div", { class: "small" }, "Rollout answers: ", ...st.rolloutAnswers.map((a) => h("span", { class: "chip" }, a ?? "\u2014"))),
+    kv([
+      ["RGM", fmt(st.rgm, 3)],
+      ["entropy (bits)", fmt(st.entropy, 3)],
+    ]),
+  );
+  const bars = h("div", { class: "bars" });
+  for (const [answer, p] of Object.entries(st.distribution).sort((x, y) => y[1] - x[1])) {
+    const fill = h("div", { class: "fill" });
+    setWidthPercent(fill, p);
+    append(bars, h("div", { class: "bar" }, h("span", null, answer), h("div", { class: "track" }, fill), h("span", { class: "small" }, `${fmt(p * 100, 0)}%`)));
+  }
+  append(s, h("h3", null, "Answer distribution"), bars);
+  return s;
+}
+
+export function renderUsage(r: Result): HTMLElement {
+  const s = section("Usage", { id: "usage" });
+  const u = r.usage;
+  append(
+    s,
+    kv([
+      ["LLM calls", u.llmCalls],
+      ["search calls", u.searchCalls],
+      ["tokens (prompt / completion)", `${u.promptTokens} / ${u.completionTokens}`],
+      ["cost (USD)", fmt(u.costUsd, 4)],
+      ["wall time", `${fmt(u.wallMs / 1000, 2)} s`],
+      ["critical path calls", u.criticalPathCalls ?? "\u2014"],
+      ["cache hits", u.cacheHits ?? 0],
+    ]),
+    h("h3", null, "By agent"),
+    table(
+      ["agent", ["calls", "num"], ["prompt tok.", "num"], ["completion tok.", "num"], ["cost", "num"], ["time (ms)", "num"], ["failures", "num"]],
+      Object.entries(u.byAgent).map(([agent, a]) =>
+        h(
+          "tr",
+          { attrs: { "data-agent": agent } },
+          h("td", null, agent),
+          h("td", { class: "num" }, a.calls),
+          h("td", { class: "num" }, a.promptTokens ?? "\u2014"),
+          h("td", { class: "num" }, a.completionTokens ?? "\u2014"),
+          h("td", { class: "num" }, fmt(a.costUsd, 4)),
+          h("td", { class: "num" }, fmt(a.latencyMs, 0)),
+          h("td", { class: "num" }, a.failures ?? 0),
+        ),
+      ),
+    ),
+  );
+  return s;
+}
+
+export function renderProvenance(r: Result): HTMLElement {
+  const s = section("Provenance", { id: "provenance" });
+  const p = r.provenance;
+  append(
+    s,
+    kv([
+      ["version", p.version],
+      ["started", p.startedAt],
+      ["finished", p.finishedAt],
+      ["search", p.search ? `${p.search.provider} (${p.search.enabled ? "enabled" : "disabled"})${p.search.note ? ` \u2014 ${p.search.note}` : ""}` : "\u2014"],
+    ]),
+    h("h3", null, "Models"),
+    kv(Object.entries(p.models).map(([role, model]) => [role, model])),
+    h("h3", null, "Prompt versions"),
+    kv(Object.entries(p.prompts).map(([name, hash]) => [name, h("span", { class: "chip" }, hash)])),
+    h("h3", null, "Configuration"),
+    h("pre", null, JSON.stringify(p.config, null, 2)),
+  );
+  const failures = p.failures ?? [];
+  append(s, h("h3", null, "Branch failures"));
+  if (failures.length === 0) append(s, h("p", { class: "muted small" }, "none"));
+  else append(s, table(["branch", "code", "message"], failures.map((f) => h("tr", null, h("td", null, f.branch), h("td", null, f.code), h("td", null, f.message)))));
+  const untrusted = p.untrustedContent ?? [];
+  append(s, h("h3", null, "Untrusted content notes"));
+  if (untrusted.length === 0) append(s, h("p", { class: "muted small" }, "none"));
+  else append(s, h("ul", { class: "small" }, ...untrusted.map((x) => h("li", null, h("b", null, x.source), ": ", x.note))));
+  return s;
+}
+
+export function renderCase(payload: ViewPayload): HTMLElement {
+  const s = section("Case", { id: "case", wide: true });
+  const c = payload.caseInput;
+  if (!c) {
+    append(s, h("p", { class: "muted" }, "The case input is not part of this view."));
+    return s;
+  }
+  append(s, h("h3", null, "Question"), h("p", { attrs: { "data-testid": "question" } }, c.question));
+  if (c.options && Object.keys(c.options).length) {
+    append(s, h("h3", null, "Options"), h("ul", null, ...Object.entries(c.options).map(([k, v]) => h("li", null, h("b", null, `(${k}) `), v))));
+  }
+  append(s, h("h3", null, "Notes"), c.notes ? h("pre", { class: "notes", attrs: { "data-testid": "notes" } }, c.notes) : h("p", { class: "muted" }, "none"));
+  if (c.images.length) {
+    const box = h("div", { class: "case-images grid2" });
+    for (const im of c.images) {
+      const img = dataImage(im.dataUri, im.caption ?? im.id);
+      append(box, h("figure", null, img ?? h("p", { class: "muted small" }, "not embedded"), h("figcaption", { class: "small" }, h("span", { class: "chip" }, im.id), im.caption ? ` ${im.caption}` : "")));
+    }
+    append(s, h("h3", null, "Images"), box);
+  }
+  return s;
+}
