@@ -127,6 +127,14 @@ export const DiagnosisResult = z.object({
     search: z.object({ provider: z.string(), enabled: z.boolean(), note: z.string().optional() }).optional(),
     failures: z.array(BranchFailure).optional(),
     untrustedContent: z.array(z.object({ source: z.string(), note: z.string() })).optional(),
+    /** What the checks on evidence agents did: fabricated quotes dropped, image findings flagged/revised. */
+    evidenceChecks: z
+      .object({
+        textDoctor: z.object({ accepted: z.number().int(), rejected: z.array(z.object({ label: z.string(), reason: z.string() })) }),
+        imageDoctor: z.array(z.object({ attempt: z.number().int(), hallucinationDetected: z.boolean(), flagged: z.array(z.object({ label: z.string(), issue: z.string() })) })),
+        webSearch: z.object({ pairsPlanned: z.number().int(), pairsSearched: z.number().int() }),
+      })
+      .optional(),
     startedAt: z.string(),
     finishedAt: z.string(),
     version: z.string(),

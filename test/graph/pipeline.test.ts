@@ -110,7 +110,8 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
   });
 
   it("keeps a fabricated TextDoctor quote out of the evidence graph", async () => {
-    const { fullEvidenceGraph } = await run({ rolloutAnswers: ["B"], fabricateQuote: true });
+    const { fullEvidenceGraph, result } = await run({ rolloutAnswers: ["B"], fabricateQuote: true });
+    expect(result.provenance.evidenceChecks!.textDoctor.rejected).toEqual([{ label: "travel to the amazon", reason: "quote not found verbatim in the case text" }]);
     const full = EvidenceGraph.import(fullEvidenceGraph);
     expect(full.nodes().length).toBeGreaterThan(0);
     for (const n of full.nodes()) for (const s of n.sources) expect(s.quote ?? "").not.toContain(FABRICATED_QUOTE);

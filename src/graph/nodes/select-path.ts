@@ -158,6 +158,9 @@ export function selectPathNode(deps: WorkflowDeps) {
         search: evidence ? { provider: evidence.search.provider, enabled: evidence.search.enabled, ...(evidence.search.note ? { note: evidence.search.note } : {}) } : undefined,
         failures,
         untrustedContent: untrusted,
+        ...(evidence
+          ? { evidenceChecks: { textDoctor: evidence.textDoctor, imageDoctor: evidence.imageChecks, webSearch: { pairsPlanned: evidence.search.pairsPlanned, pairsSearched: evidence.search.pairsSearched } } }
+          : {}),
         startedAt: state.startedAt,
         finishedAt,
         version: deps.version,
