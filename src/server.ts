@@ -13,13 +13,20 @@ import { createLogger } from "./http/logger.js";
 import { CaseService } from "./service/case-service.js";
 import { storeResponseCache } from "./service/store-cache.js";
 import type { CaseStore } from "./store/case-store.js";
-import { openStore } from "./store/open-store.js";
+import { openStore, type OpenStoreOptions } from "./store/open-store.js";
 
 export interface StartServerOptions {
   /** Where log lines go (default stdout); tests capture them here. */
   logStream?: DestinationStream;
   /** SSE heartbeat interval (default 15 s). */
   heartbeatMs?: number;
+  /**
+   * Shut down gracefully on SIGINT/SIGTERM and exit (default true, for `medmmv serve`).
+   * Tests that run several servers in one process turn it off.
+   */
+  handleSignals?: boolean;
+  /** Passed to openStore (tests put Postgres tables in a throwaway schema). */
+  storeOptions?: OpenStoreOptions;
 }
 
 export interface RunningServer {
@@ -50,7 +57,7 @@ export async function startServer(config: Config, opts: StartServerOptions = {})
     );
   }
   const logger = createLogger(config.logLevel, opts.logStream);
-  const store = await openStore(config.store);
+  const store = await openStore(config.store, opts.storeOptions);
   let app: FastifyInstance | null = null;
   try {
     const pipeline = new Pipeline(config, { checkpointer: store.checkpointer(), cache: storeResponseCache(store) });
@@ -58,7 +65,6 @@ export async function startServer(config: Config, opts: StartServerOptions = {})
     const instance: FastifyInstance = Fastify({
       loggerInstance: logger as FastifyBaseLogger,
       bodyLimit: config.http.maxBodyBytes,
-      requestIdLogLabel: "reqId",
       // A caller's x-request-id is kept when it is a plain token, so logs can be joined across services.
       genReqId: (req: IncomingMessage) => {
         const given = req.headers["x-request-id"];
@@ -92,7 +98,32 @@ export async function startServer(config: Config, opts: StartServerOptions = {})
     if (llmReady) {
       void service.resumeUnfinished().catch((err: unknown) => logger.error({ code: describeError(err).code }, "resuming unfinished cases failed"));
     }
-    return { address, close: () => instance.close(), app: instance, service, store, logger };
+    let onSignal: ((signal: NodeJS.Signals) => void) | null = null;
+    const close = async (): Promise<void> => {
+      if (onSignal) {
+        process.off("SIGINT", onSignal);
+        process.off("SIGTERM", onSignal);
+      }
+      await instance.close();
+    };
+    if (opts.handleSignals !== false) {
+      let stopping = false;
+      onSignal = (signal) => {
+        if (stopping) return;
+        stopping = true;
+        logger.info({ signal }, "shutting down");
+        close().then(
+          () => process.exit(0),
+          (err: unknown) => {
+            logger.error({ code: describeError(err).code }, "shutdown failed");
+            process.exit(1);
+          },
+        );
+      };
+      process.on("SIGINT", onSignal);
+      process.on("SIGTERM", onSignal);
+    }
+    return { address, close, app: instance, service, store, logger };
   } catch (err) {
     if (app) await app.close().catch(() => undefined);
     else await store.close().catch(() => undefined);
@@ -101,24 +132,8 @@ export async function startServer(config: Config, opts: StartServerOptions = {})
 }
 
 /** `medmmv serve` / `npm start`: run until SIGINT or SIGTERM, then shut down gracefully. */
-export async function serve(config: Config = loadConfig()): Promise<RunningServer> {
-  const server = await startServer(config);
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    server.logger.info({ signal }, "shutting down");
-    server.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        server.logger.error({ code: describeError(err).code }, "shutdown failed");
-        process.exit(1);
-      },
-    );
-  };
-  process.once("SIGINT", () => stop("SIGINT"));
-  process.once("SIGTERM", () => stop("SIGTERM"));
-  return server;
+export function serve(config: Config = loadConfig()): Promise<RunningServer> {
+  return startServer(config, { handleSignals: true });
 }
 
 function isMain(): boolean {

@@ -5,10 +5,30 @@
  */
 import { startScriptedOpenAI } from "../../test/support/scripted-openai-server.js";
 import { startScriptedTavily } from "../../test/support/scripted-tavily-server.js";
-import { benchScenario } from "./bench-scenario.js";
+import { benchScenario, type BenchScenarioOptions } from "./bench-scenario.js";
+import type { Scenario, ScriptedRequest } from "../../test/support/scripted-openai-server.js";
 import type { ChildReply, ChildRequest } from "./servers.js";
 
-const model = await startScriptedOpenAI({ scenario: benchScenario() });
+/** Prompt size per agent as the server received it: text characters and image data-URL characters. */
+let promptByAgent: Record<string, { calls: number; textChars: number; imageChars: number }> = {};
+
+/** The bench scenario, with each agent's script wrapped to count what its prompts carried. */
+function counted(o: BenchScenarioOptions): Scenario {
+  const s = benchScenario(o);
+  const agents: Scenario["agents"] = {};
+  for (const [name, script] of Object.entries(s.agents)) {
+    agents[name] = (req: ScriptedRequest) => {
+      const a = (promptByAgent[name] ??= { calls: 0, textChars: 0, imageChars: 0 });
+      a.calls++;
+      a.textChars += req.text.length;
+      for (const url of req.images) a.imageChars += url.length;
+      return typeof script === "function" ? (script as (r: ScriptedRequest) => unknown)(req) : script;
+    };
+  }
+  return { ...s, agents };
+}
+
+const model = await startScriptedOpenAI({ scenario: counted({}) });
 const search = await startScriptedTavily({});
 
 function reply(msg: ChildReply): void {
@@ -19,7 +39,7 @@ process.on("message", (raw) => {
   const m = raw as ChildRequest;
   switch (m.type) {
     case "scenario":
-      model.setScenario(benchScenario(m.options));
+      model.setScenario(counted(m.options));
       break;
     case "latency":
       model.setLatency(m.modelMs);
@@ -28,6 +48,7 @@ process.on("message", (raw) => {
     case "reset":
       model.reset();
       search.reset();
+      promptByAgent = {};
       break;
     case "stats": {
       const s = model.stats();
@@ -37,6 +58,7 @@ process.on("message", (raw) => {
         type: "stats",
         model: { total: s.total, byAgent: s.byAgent, peakInFlight: s.peakInFlight, temperatures: s.log.map((l) => l.temperature), log: m.withLog ? s.log.map((l) => ({ agent: l.agent, start: l.start, end: l.end })) : [] },
         search: { total: t.total, peakInFlight: t.peakInFlight },
+        promptByAgent: structuredClone(promptByAgent),
         cpuMicros: cpuMicros(),
       });
       return;
@@ -52,5 +74,8 @@ function cpuMicros(): number {
   const u = process.cpuUsage();
   return u.user + u.system;
 }
+
+// If the bench dies, its IPC channel closes: do not outlive it.
+process.on("disconnect", () => process.exit(0));
 
 reply({ id: 0, type: "ready", modelBaseUrl: model.baseUrl, searchBaseUrl: search.baseUrl, cpuMicros: cpuMicros() });

@@ -12,6 +12,8 @@ export type ChildRequest =
 export interface ChildStats {
   model: { total: number; byAgent: Record<string, number>; peakInFlight: number; temperatures: Array<number | null>; log: Array<{ agent: string; start: number; end: number | null }> };
   search: { total: number; peakInFlight: number };
+  /** Per agent, since the last reset: calls and the characters of their prompts (text; image data URLs). */
+  promptByAgent: Record<string, { calls: number; textChars: number; imageChars: number }>;
   cpuMicros: number;
 }
 
@@ -66,7 +68,7 @@ export async function startBenchServers(): Promise<BenchServers> {
     reset: async () => void (await ask({ type: "reset" } as ChildRequest)),
     stats: async (withLog = false) => {
       const s = await ask<Extract<ChildReply, { type: "stats" }>>({ type: "stats", withLog } as ChildRequest);
-      return { model: s.model, search: s.search, cpuMicros: s.cpuMicros };
+      return { model: s.model, search: s.search, promptByAgent: s.promptByAgent, cpuMicros: s.cpuMicros };
     },
     cpuMicros: async () => (await ask<Extract<ChildReply, { type: "stats" }>>({ type: "stats", withLog: false } as ChildRequest)).cpuMicros,
     close: () =>

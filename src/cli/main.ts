@@ -1,20 +1,11 @@
-import { Command, InvalidArgumentError } from "commander";
+import { Command } from "commander";
 import { VERSION } from "../version.js";
 import { isMedmmvError } from "../errors.js";
-import { diagnoseCommand } from "./diagnose-command.js";
-import { demoCommand } from "./demo-command.js";
+import { EXIT, intArg } from "./cli-args.js";
+import { registerEvalCommands } from "./eval-command.js";
 
-/** Exit codes: 0 ok, 1 the case/run failed, 2 usage or configuration error. */
-export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
-
-export function intArg(min: number, max: number) {
-  return (v: string) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected an integer from ${min} to ${max}`);
-    return n;
-  };
-}
-
+// Each command's module is imported when it runs: the pipeline, the server and the
+// scripted demo servers are not loaded for `--help` or for the other commands.
 const program = new Command()
   .name("medmmv")
   .description("Reliable, verifiable clinical reasoning with multimodal LLMs (MedMMV).")
@@ -31,6 +22,7 @@ program
   .option("--json", "print the DiagnosisResult JSON instead of the summary")
   .option("--out <file>", "also write the DiagnosisResult JSON to this file")
   .action(async (file: string, opts) => {
+    const { diagnoseCommand } = await import("./diagnose-command.js");
     process.exitCode = await diagnoseCommand(file, opts);
   });
 
@@ -40,6 +32,7 @@ program
   .option("--json", "print the DiagnosisResult JSON instead of the summary")
   .option("--out <file>", "where to write the result", "out/demo-result.json")
   .action(async (opts) => {
+    const { demoCommand } = await import("./demo-command.js");
     process.exitCode = await demoCommand(opts);
   });
 
@@ -50,6 +43,18 @@ program
     const { serveCommand } = await import("./serve-command.js");
     process.exitCode = await serveCommand();
   });
+
+program
+  .command("report")
+  .description("write the audit view of a case as one self-contained HTML file that opens offline")
+  .argument("<source>", "a DiagnosisResult JSON file (from diagnose --json / --out), or a case id in the store")
+  .requiredOption("-o, --out <file>", "the HTML file to write")
+  .action(async (source: string, opts: { out: string }) => {
+    const { reportCommand } = await import("./report-command.js");
+    process.exitCode = await reportCommand(source, opts);
+  });
+
+registerEvalCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -58,16 +58,16 @@ export async function rateOutput(
           txi: txi(s.truthfulness, s.informativeness),
           rel: rel({ truthfulness: s.truthfulness, informativeness: s.informativeness, consistency }),
         };
-        return { rating };
+        return { ok: true as const, rating };
       } catch (err) {
         if (signal.aborted) throw err instanceof MedmmvError ? err : new MedmmvError("ABORTED", "eval cancelled", { cause: err });
-        return { error: { rater: r.model, ...describeError(err) } };
+        return { ok: false as const, error: { rater: r.model, ...describeError(err) } };
       }
     }),
   );
   return {
-    ratings: settled.flatMap((s) => ("rating" in s ? [s.rating] : [])),
-    errors: settled.flatMap((s) => ("error" in s ? [s.error] : [])),
+    ratings: settled.flatMap((s) => (s.ok ? [s.rating] : [])),
+    errors: settled.flatMap((s) => (s.ok ? [] : [s.error])),
     usage: meter.snapshot(Date.now() - started),
   };
 }

@@ -101,22 +101,35 @@ export class AimdGate {
 }
 
 /**
- * Calls `onStatus` with the HTTP status of every response from `origin` that fetch (undici)
- * receives in this process. The model client hides its retries, but every 429 it retries
- * still passes through undici's diagnostics channel, which is how the eval sees how hard
- * the provider is pushing back without reaching into the LLM layer.
+ * Calls `onStatus` with the HTTP status of every response from `origin` that this process
+ * receives, whether the model client speaks through fetch (undici) or node:http. The
+ * client hides its retries, but every 429 it retries still passes through one of Node's
+ * diagnostics channels, which is how the eval sees how hard the provider is pushing back
+ * without reaching into the LLM layer.
  */
 export function watchResponses(origin: string, onStatus: (status: number) => void): () => void {
-  const channel = "undici:request:headers";
-  const listener = (message: unknown) => {
+  const undici = (message: unknown) => {
     const m = message as { request?: { origin?: unknown }; response?: { statusCode?: unknown } };
-    const reqOrigin = typeof m.request?.origin === "string" ? m.request.origin : String(m.request?.origin ?? "");
-    if (reqOrigin.replace(/\/+$/, "") !== origin) return;
-    if (typeof m.response?.statusCode === "number") onStatus(m.response.statusCode);
+    const from = String(m.request?.origin ?? "").replace(/\/+$/, "");
+    if (from === origin && typeof m.response?.statusCode === "number") onStatus(m.response.statusCode);
   };
-  diagnostics.subscribe(channel, listener);
+  const nodeHttp = (message: unknown) => {
+    const m = message as { request?: { protocol?: unknown; getHeader?: (name: string) => unknown }; response?: { statusCode?: unknown } };
+    const host = m.request?.getHeader?.("host");
+    if (typeof m.request?.protocol !== "string" || typeof host !== "string") return;
+    let from: string;
+    try {
+      from = new URL(`${m.request.protocol}//${host}`).origin;
+    } catch {
+      return;
+    }
+    if (from === origin && typeof m.response?.statusCode === "number") onStatus(m.response.statusCode);
+  };
+  diagnostics.subscribe("undici:request:headers", undici);
+  diagnostics.subscribe("http.client.response.finish", nodeHttp);
   return () => {
-    diagnostics.unsubscribe(channel, listener);
+    diagnostics.unsubscribe("undici:request:headers", undici);
+    diagnostics.unsubscribe("http.client.response.finish", nodeHttp);
   };
 }
 

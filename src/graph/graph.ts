@@ -37,7 +37,7 @@ export function routePlan(state: PipelineStateValue): Send[] | "select-path" {
         options: state.options,
         planned,
         multiplicity: planned.rolloutIndices.length,
-        graph: state.evidence!.graph,
+        evidence: state.evidence!.prompt ?? { graph: state.evidence!.graph },
         startDepth: joinDepth,
       } satisfies RefineTask),
   );

@@ -29,8 +29,22 @@ export interface RolloutRecord {
   depth: number;
 }
 
+/**
+ * The evidence graph as the refine prompts show it, rendered once per case when the graph
+ * is complete. Every refine branch used to import (validate + clone) and render the full
+ * graph itself: ≈ 6 ms of CPU per path, all of it at the moment the m branches start
+ * together (`npm run bench`, critical-path profile).
+ */
+export interface EvidencePrompt {
+  text: string;
+  /** Ids of the active nodes: the only ids a verdict may cite. */
+  activeNodeIds: string[];
+}
+
 export interface EvidenceRecord {
   graph: SerializedEvidenceGraph;
+  /** Absent in checkpoints written before it existed; refine-path then renders the graph. */
+  prompt?: EvidencePrompt;
   depth: number;
   usage: Usage;
   failures: BranchFailure[];
@@ -100,6 +114,7 @@ export interface RefineTask {
   options: PipelineOptions;
   planned: PlannedPath;
   multiplicity: number;
-  graph: SerializedEvidenceGraph;
+  /** The rendered evidence (normal case), or the graph itself for an old checkpoint's evidence. */
+  evidence: EvidencePrompt | { graph: SerializedEvidenceGraph };
   startDepth: number;
 }

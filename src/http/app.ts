@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
-import { ApiKeys, authHook } from "./auth.js";
+import { ApiKeys, authHooks } from "./auth.js";
 import { registerErrorHandling } from "./errors.js";
 import { registerHelmet } from "./plugins/helmet.js";
 import { registerMultipart } from "./plugins/multipart.js";
@@ -12,6 +12,7 @@ import { eventRoutes } from "./routes/events.js";
 import { evidenceGraphRoutes } from "./routes/evidence-graph.js";
 import { healthRoutes } from "./routes/health.js";
 import type { RouteDeps } from "./routes/route-deps.js";
+import { viewLinkRoutes, viewLinkSecret, viewPageRoutes } from "./routes/view.js";
 
 export type AppOptions = Omit<RouteDeps, "heartbeatMs"> & { heartbeatMs?: number };
 
@@ -33,16 +34,25 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
   await registerSwagger(app);
   await app.register(healthRoutes, deps);
 
+  const viewDeps = { ...deps, secret: viewLinkSecret(opts.config.http.viewLinkSecret) };
+  // The audit page authenticates by API key or by signed link, so it sits outside the key-only context.
+  await app.register(viewPageRoutes, viewDeps);
+
   const keys = new ApiKeys(opts.config.http.apiKeys);
   await app.register(async (api) => {
     api.decorateRequest("owner", "");
-    api.addHook("onRequest", authHook(keys));
+    // Cases are JSON or multipart; a plain-text body is a client mistake (415), not a case.
+    api.removeContentTypeParser("text/plain");
+    const auth = authHooks(keys);
+    api.addHook("onRequest", auth.identify);
+    api.addHook("preParsing", auth.enforce);
     await registerRateLimit(api, opts.config.http.rateLimitPerMin);
     await registerMultipart(api, opts.config.http);
     await api.register(diagnoseRoutes, deps);
     await api.register(caseRoutes, deps);
     await api.register(eventRoutes, deps);
     await api.register(evidenceGraphRoutes, deps);
+    await api.register(viewLinkRoutes, viewDeps);
   });
 }
 

@@ -4,10 +4,13 @@ import { MedmmvError } from "../errors.js";
 
 declare module "fastify" {
   interface FastifyRequest {
-    /** sha256 of the caller's API key (the owner of the cases it creates); set by the auth hook. */
+    /** sha256 of the caller's API key (the owner of the cases it creates); "" until authenticated. */
     owner: string;
   }
 }
+
+/** Why a request was not authenticated, kept until the rate limit has counted it. */
+const rejected = new WeakMap<FastifyRequest, MedmmvError>();
 
 /** Owner used for every case when no API keys are configured (local, loopback-only use). */
 export const OPEN_OWNER = "local";
@@ -43,21 +46,33 @@ export class ApiKeys {
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
-/** onRequest hook: sets `request.owner`, or rejects with 401 and a message saying what to send. */
-export function authHook(keys: ApiKeys) {
-  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+/**
+ * Two hooks around the rate limit: `identify` (onRequest) sets `request.owner` or notes
+ * why the key was refused; the per-route rate limit then counts the request (by owner,
+ * or by address when unauthenticated, so guessing keys is throttled too); `enforce`
+ * (preParsing, before any body is read) answers 401 with a message saying what to send.
+ */
+export function authHooks(keys: ApiKeys) {
+  const identify = async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
     if (!keys.enabled) {
       request.owner = OPEN_OWNER;
       return;
     }
     const header = request.headers.authorization;
+    let problem: MedmmvError | null = null;
     if (!header) {
-      throw new MedmmvError("UNAUTHORIZED", "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS");
+      problem = new MedmmvError("UNAUTHORIZED", "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS");
+    } else {
+      const m = BEARER.exec(header);
+      const owner = m ? keys.verify(m[1]!) : null;
+      if (owner) request.owner = owner;
+      else problem = m ? new MedmmvError("UNAUTHORIZED", "invalid API key") : new MedmmvError("UNAUTHORIZED", "malformed Authorization header: expected `Authorization: Bearer <key>`");
     }
-    const m = BEARER.exec(header);
-    if (!m) throw new MedmmvError("UNAUTHORIZED", "malformed Authorization header: expected `Authorization: Bearer <key>`");
-    const owner = keys.verify(m[1]!);
-    if (!owner) throw new MedmmvError("UNAUTHORIZED", "invalid API key");
-    request.owner = owner;
+    if (problem) rejected.set(request, problem);
   };
+  const enforce = async (request: FastifyRequest): Promise<void> => {
+    const problem = rejected.get(request);
+    if (problem) throw problem;
+  };
+  return { identify, enforce };
 }

@@ -67,7 +67,8 @@ function readHeader(headers: unknown, name: string): string | null {
 export function parseRetryAfter(value: string | null, isMs: boolean, now = Date.now()): number | null {
   if (value === null || value.trim() === "") return null;
   const n = Number(value);
-  if (Number.isFinite(n) && n >= 0) return isMs ? n : n * 1000;
+  if (Number.isFinite(n)) return n >= 0 ? (isMs ? n : n * 1000) : null;
+  // Only a non-numeric value may be an HTTP-date: Date.parse("-3") would read a year.
   if (isMs) return null;
   const t = Date.parse(value);
   return Number.isFinite(t) ? Math.max(0, t - now) : null;

@@ -129,7 +129,7 @@ export class CaseService {
       }
       throw err;
     }
-    this.#log.info({ caseId: record.id, images: prepared.images.length, k: options.k }, "case accepted");
+    this.#log.info({ caseId: record.id, imageCount: prepared.images.length, k: options.k }, "case accepted");
     void this.#append(record.id, "status", { status: "queued" });
     this.#start(record, prepared, options, false);
     return { record, replayed: false };

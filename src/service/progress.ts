@@ -2,9 +2,9 @@ import type { PipelineOptions } from "../graph/state.js";
 import type { CaseProgress } from "../store/case-store.js";
 
 /**
- * Progress from the event stream, per stage: rollouts done of those sampled, evidence
- * agents done of those enabled, paths scored of the distinct paths at most (one per
- * successful rollout before deduplication). Rebuilt from history when a case resumes.
+ * Progress from the event stream, per stage: first rollouts and evidence agents together
+ * (they run concurrently), then paths scored out of at most one per successful rollout
+ * (identical paths are refined once), then done. Rebuilt from history when a case resumes.
  */
 export class ProgressTracker {
   #rollouts = 0;
@@ -42,7 +42,8 @@ export class ProgressTracker {
   current(): CaseProgress {
     if (this.#finished) return { step: "done", done: 1, total: 1 };
     if (this.#scored > 0) return { step: "refine", done: this.#scored, total: Math.max(this.#scored, this.#rolloutOk) };
-    if (this.#rollouts < this.#rolloutTotal) return { step: "rollouts", done: this.#rollouts, total: this.#rolloutTotal };
-    return { step: "evidence", done: Math.min(this.#evidence, this.#evidenceTotal), total: Math.max(this.#evidence, this.#evidenceTotal) };
+    // Rollouts and evidence construction run concurrently: one stage, counted together.
+    const evidence = Math.min(this.#evidence, this.#evidenceTotal);
+    return { step: "rollouts-and-evidence", done: this.#rollouts + evidence, total: this.#rolloutTotal + this.#evidenceTotal };
   }
 }

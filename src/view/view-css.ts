@@ -84,7 +84,8 @@ details > summary { cursor: pointer; font-weight: 600; }
 .kv { display: grid; grid-template-columns: max-content 1fr; gap: 3px 14px; font-size: 12.5px; }
 .kv dt { color: var(--muted); }
 .kv dd { margin: 0; word-break: break-word; }
-.grid2 { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: 14px; }
+.grid2 { display: grid; grid-template-columns: repeat(auto-fit, minmax(380px, 1fr)); gap: 14px; align-items: start; }
+#usage td:first-child { white-space: nowrap; }
 .footer { grid-column: 1 / -1; color: var(--muted); font-size: 11px; text-align: center; }
 @media (max-width: 1100px) { main { grid-template-columns: 1fr; } }
 `;

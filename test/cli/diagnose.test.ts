@@ -62,6 +62,19 @@ describe("medmmv diagnose", () => {
     expect(printed.stability.rolloutAnswers).toHaveLength(3);
     expect(printed.provenance.config.maxRepairs).toBe(1);
     expect(printed.answer?.option).toBe("B");
+
+    // The audit report of that result: one self-contained HTML file, nothing fetched.
+    const html = path.join(dir, "report.html");
+    const rep = await medmmv(["report", out, "-o", html]);
+    expect(rep.code).toBe(0);
+    const page = await readFile(html, "utf8");
+    expect(page).toMatch(/^<!doctype html>/i);
+    expect(page).toContain(printed.caseId);
+    expect(page).not.toMatch(/<script[^>]+src=/i);
+    expect(page).not.toMatch(/<link[^>]+href="https?:/i);
+    const missing = await medmmv(["report", "no-such-case-or-file", "-o", html], { MEDMMV_DATA_DIR: dir });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/neither a file nor a case id/);
   });
 
   it("demo runs the bundled case against the in-process scripted servers", async () => {

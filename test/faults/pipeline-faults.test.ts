@@ -44,7 +44,7 @@ beforeEach(() => {
 /** Agents whose loss leaves something to answer with; the others fail the case clearly. */
 const RECOVERABLE = new Set(["text-doctor", "image-doctor", "image-hd", "web-search-query", "web-search-analysis", "auto-repair"]);
 const AGENTS = ["rollout", "text-doctor", "image-doctor", "image-hd", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge"];
-const FAULTS: Array<[string, Omit<Fault, "agent">]> = [
+const FAULTS: Array<[string, Fault]> = [
   ["HTTP 500", { kind: "status", status: 500 }],
   ["schema-violating JSON", { kind: "schema-violation" }],
   ["hang", { kind: "hang" }],

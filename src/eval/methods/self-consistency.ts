@@ -1,4 +1,4 @@
-import { runCot, type CotOutput } from "../../agents/cot.js";
+import { runCot } from "../../agents/cot.js";
 import type { AgentDeps } from "../../agents/agent-context.js";
 import type { PreparedCase } from "../../case/schema.js";
 import type { Prices } from "../../config.js";
@@ -55,16 +55,16 @@ export function selfConsistencyMethod(deps: AgentDeps, prices: Prices, opts: { k
         Array.from({ length: opts.k }, async (_, i) => {
           try {
             const out = await runCot(deps, { caseKey: c.id, meter, chain: root.fork(), signal }, c, { temperature: opts.temperature });
-            return { out, answer: commitAnswer(out, c.options) };
+            return { ok: true as const, out, answer: commitAnswer(out, c.options) };
           } catch (err) {
             if (signal.aborted) throw err instanceof MedmmvError ? err : new MedmmvError("ABORTED", "eval cancelled", { cause: err });
-            return { branch: `sample-${i}`, ...describeError(err) };
+            return { ok: false as const, error: { branch: `sample-${i}`, ...describeError(err) } };
           }
         }),
       );
-      const ok = samples.filter((s): s is { out: CotOutput; answer: { option: string | null; text: string } } => "out" in s);
-      const errors = samples.filter((s): s is { branch: string; code: MedmmvError["code"]; message: string } => !("out" in s));
-      const keys = samples.map((s) => ("out" in s ? voteKey(s.answer) : null));
+      const ok = samples.flatMap((s) => (s.ok ? [s] : []));
+      const errors = samples.flatMap((s) => (s.ok ? [] : [s.error]));
+      const keys = samples.map((s) => (s.ok ? voteKey(s.answer) : null));
       const winner = majority(keys);
       const chosen = ok.find((s) => voteKey(s.answer) === winner) ?? null;
       const stability = stabilityReport(keys);

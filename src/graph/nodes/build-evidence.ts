@@ -3,6 +3,7 @@ import { runTextDoctor } from "../../agents/text-doctor.js";
 import { runImageDoctor } from "../../agents/image-doctor.js";
 import { runWebSearch } from "../../agents/web-search.js";
 import { EvidenceGraph } from "../../evidence/evidence-graph.js";
+import { renderEvidenceForPrompt } from "../../evidence/render-for-prompt.js";
 import { describeError } from "../../errors.js";
 import type { BranchFailure } from "../../case/diagnosis-result.js";
 import { CallChain } from "../../llm/usage.js";
@@ -85,6 +86,7 @@ export function buildEvidenceNode(deps: WorkflowDeps) {
       evidence: {
         ...record,
         graph: graph.export(),
+        prompt: { text: renderEvidenceForPrompt(graph), activeNodeIds: graph.activeNodes().map((n) => n.id) },
         depth: ctx.meter.snapshot(0).criticalPathCalls ?? 0,
         usage: ctx.meter.snapshot(Date.now() - started),
       },

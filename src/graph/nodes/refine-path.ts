@@ -3,13 +3,22 @@ import { runHdSupervisor } from "../../agents/hd-supervisor.js";
 import { runAutoRepair } from "../../agents/auto-repair.js";
 import { runCoherenceJudge } from "../../agents/coherence-judge.js";
 import type { PathOutput } from "../../agents/path-schema.js";
-import { EvidenceGraph } from "../../evidence/evidence-graph.js";
+import { EvidenceGraph, type SerializedEvidenceGraph } from "../../evidence/evidence-graph.js";
 import { renderEvidenceForPrompt } from "../../evidence/render-for-prompt.js";
 import { computeCu } from "../../scoring/cu.js";
 import { describeError } from "../../errors.js";
 import type { HdReport } from "../../case/diagnosis-result.js";
 import { nodeCallContext, type WorkflowDeps } from "../run-context.js";
-import type { PipelineStateUpdate, RefineTask } from "../state.js";
+import type { EvidencePrompt, PipelineStateUpdate, RefineTask } from "../state.js";
+
+/** The rendered evidence, or (a task from an older checkpoint) render it from the graph. */
+function evidencePrompt(task: RefineTask): EvidencePrompt {
+  // Tasks checkpointed before `evidence` existed carried the graph at the top level.
+  const e = task.evidence ?? { graph: (task as unknown as { graph: SerializedEvidenceGraph }).graph };
+  if (!("graph" in e)) return e;
+  const graph = EvidenceGraph.import(e.graph);
+  return { text: renderEvidenceForPrompt(graph), activeNodeIds: graph.activeNodes().map((n) => n.id) };
+}
 
 /**
  * Refinement of one distinct initial path (Send): the hd-supervisor fact-checks every
@@ -24,9 +33,9 @@ export function refinePathNode(deps: WorkflowDeps) {
     const opts = task.options;
     const ctx = nodeCallContext(deps, config, c.id, task.startDepth);
     const emit = deps.hooks.emitter(config);
-    const graph = EvidenceGraph.import(task.graph);
-    const evidenceText = renderEvidenceForPrompt(graph);
-    const knownNodeIds = (id: string) => graph.hasNode(id) && graph.getNode(id)!.status === "active";
+    const { text: evidenceText, activeNodeIds } = evidencePrompt(task);
+    const active = new Set(activeNodeIds);
+    const knownNodeIds = (id: string) => active.has(id);
     const pathId = task.planned.pathId;
     const hdReports: HdReport[] = [];
     let path: PathOutput = task.planned.path;

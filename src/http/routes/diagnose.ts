@@ -38,52 +38,73 @@ function accepted(r: CaseRecord) {
  * multipart/form-data → the same ClinicalCase object a JSON client sends, before
  * validation: the `case` field is the case JSON; each file part is an image whose id is
  * the part's field name (filling in `data` for an `images` entry with that id, or added).
+ * So a CLI case file and its images upload as they are: `-F case=<case.json -F img1=@x.png`.
  */
-async function multipartToCase(request: FastifyRequest): Promise<void> {
-  if (!request.isMultipart()) return;
-  let caseText: string | null = null;
-  const files = new Map<string, Buffer>();
-  for await (const part of request.parts()) {
-    if (part.type === "file") {
-      if (files.has(part.fieldname)) throw new MedmmvError("INVALID_INPUT", `two files use the field name "${part.fieldname}"; each image needs its own id`);
-      files.set(part.fieldname, await part.toBuffer());
-    } else if (part.fieldname === "case") {
-      if (part.valueTruncated) throw new MedmmvError("PAYLOAD_TOO_LARGE", "the `case` field is larger than the body limit");
-      caseText = String(part.value);
-    } else {
-      throw new MedmmvError("INVALID_INPUT", `unexpected form field "${part.fieldname}": send the case JSON in a field named \`case\` and images as files`);
+function multipartToCase(maxBodyBytes: number) {
+  // Multipart bypasses Fastify's body limit, so the same limit is enforced here, on the
+  // declared length and then on what was actually read.
+  const tooLarge = () =>
+    new MedmmvError("PAYLOAD_TOO_LARGE", `the request body is larger than the limit of ${maxBodyBytes} bytes; send fewer or smaller images`, {
+      details: { maxBytes: maxBodyBytes },
+    });
+  return async (request: FastifyRequest): Promise<void> => {
+    if (!request.isMultipart()) return;
+    if (Number(request.headers["content-length"] ?? 0) > maxBodyBytes) throw tooLarge();
+    let caseText: string | null = null;
+    let total = 0;
+    const files = new Map<string, Buffer>();
+    for await (const part of request.parts()) {
+      if (part.type === "file") {
+        if (files.has(part.fieldname)) throw new MedmmvError("INVALID_INPUT", `two files use the field name "${part.fieldname}"; each image needs its own id`);
+        const buf = await part.toBuffer();
+        total += buf.length;
+        if (total > maxBodyBytes) throw tooLarge();
+        files.set(part.fieldname, buf);
+      } else if (part.fieldname === "case") {
+        if (part.valueTruncated) throw tooLarge();
+        caseText = String(part.value);
+        total += caseText.length;
+        if (total > maxBodyBytes) throw tooLarge();
+      } else {
+        throw new MedmmvError("INVALID_INPUT", `unexpected form field "${part.fieldname}": send the case JSON in a field named \`case\` and images as files`);
+      }
     }
-  }
-  if (caseText === null) throw new MedmmvError("INVALID_INPUT", "the multipart upload has no `case` field; send the ClinicalCase JSON in a field named `case`");
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(caseText);
-  } catch {
-    throw new MedmmvError("INVALID_INPUT", "the `case` field is not valid JSON; send the ClinicalCase as a JSON object");
-  }
-  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new MedmmvError("INVALID_INPUT", "the `case` field must be a JSON object (a ClinicalCase)");
-  const body = parsed as Record<string, unknown>;
-  const images: unknown[] = Array.isArray(body.images) ? [...(body.images as unknown[])] : [];
-  const used = new Set<string>();
-  for (const [i, img] of images.entries()) {
-    if (!img || typeof img !== "object") continue;
-    const entry = img as Record<string, unknown>;
-    if (typeof entry.id !== "string" || entry.data !== undefined || entry.path !== undefined) continue;
-    const file = files.get(entry.id);
-    if (!file) throw new MedmmvError("INVALID_INPUT", `images[${i}] ("${entry.id}") has no \`data\` and no file part named "${entry.id}"`);
-    images[i] = { ...entry, data: file.toString("base64") };
-    used.add(entry.id);
-  }
-  for (const [id, file] of files) if (!used.has(id)) images.push({ id, data: file.toString("base64") });
-  if (images.length) body.images = images;
-  request.body = body;
+    if (caseText === null) throw new MedmmvError("INVALID_INPUT", "the multipart upload has no `case` field; send the ClinicalCase JSON in a field named `case`");
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(caseText);
+    } catch {
+      throw new MedmmvError("INVALID_INPUT", "the `case` field is not valid JSON; send the ClinicalCase as a JSON object");
+    }
+    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new MedmmvError("INVALID_INPUT", "the `case` field must be a JSON object (a ClinicalCase)");
+    const body = parsed as Record<string, unknown>;
+    const images: unknown[] = Array.isArray(body.images) ? [...(body.images as unknown[])] : [];
+    const used = new Set<string>();
+    for (const [i, img] of images.entries()) {
+      if (!img || typeof img !== "object") continue;
+      const entry = img as Record<string, unknown>;
+      if (typeof entry.id !== "string" || entry.data !== undefined) continue;
+      const file = files.get(entry.id);
+      if (!file) {
+        if (entry.path !== undefined) continue; // refused with its own message when the case is prepared
+        throw new MedmmvError("INVALID_INPUT", `images[${i}] ("${entry.id}") has no \`data\` and no file part named "${entry.id}"`);
+      }
+      // A CLI case file names its images by `path`; uploaded, the file part stands in for it.
+      const { path: _path, ...rest } = entry;
+      images[i] = { ...rest, data: file.toString("base64") };
+      used.add(entry.id);
+    }
+    for (const [id, file] of files) if (!used.has(id)) images.push({ id, data: file.toString("base64") });
+    if (images.length) body.images = images;
+    request.body = body;
+  };
 }
 
-export const diagnoseRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service }) => {
+export const diagnoseRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service, config }) => {
   app.post(
     "/diagnose",
     {
-      preValidation: multipartToCase,
+      preValidation: multipartToCase(config.http.maxBodyBytes),
       schema: {
         tags: ["cases"],
         summary: "Diagnose a clinical case",

@@ -6,6 +6,7 @@ import type { ViewPayload } from "../view-payload.js";
 import { forceLayout } from "./layout.js";
 import {
   AGENT_COLORS,
+  BACKGROUND_OPACITY,
   DEFAULT_KIND_STYLE,
   DIMMED_OPACITY,
   KIND_STYLE,
@@ -46,10 +47,13 @@ export function primaryAgent(attrs: { source?: { agent?: string }; sources?: Arr
  */
 export class GraphView {
   readonly graph: MultiDirectedGraph<NodeAttrs, EdgeAttrs>;
-  readonly renderer: Renderer | null = null;
-  readonly error: string | null = null;
+  /** null when the browser cannot draw (no WebGL 2): the rest of the page still works. */
+  readonly renderer: Renderer | null;
+  readonly error: string | null;
   mode: GraphMode;
   readonly layoutMs: number;
+  /** Time to construct the sigma renderer (programs, first processing of the graph). */
+  readonly sigmaMs: number | null;
   private readonly inPath: Set<string>;
   private highlightedIds = new Set<string>();
   private matchIds = new Set<string>();
@@ -101,11 +105,17 @@ export class GraphView {
       this.graph.addDirectedEdgeWithKey(e.key, e.source, e.target, attrs);
     }
 
+    let renderer: Renderer | null = null;
+    let error: string | null = null;
+    const started = performance.now();
     try {
-      (this as { renderer: Renderer | null }).renderer = this.createRenderer();
+      renderer = this.createRenderer();
     } catch (e) {
-      (this as { error: string | null }).error = e instanceof Error ? e.message : String(e);
+      error = e instanceof Error ? e.message : String(e);
     }
+    this.renderer = renderer;
+    this.error = error;
+    this.sigmaMs = renderer ? performance.now() - started : null;
   }
 
   private createRenderer(): Renderer {
@@ -134,7 +144,7 @@ export class GraphView {
           {
             // Outside the selected path's E_p, in path mode: faded and unlabelled.
             when: (a, s, g) => g.pathMode && !a.inPath && !s.isHighlighted && !s.isSelected && !s.isMatch,
-            then: { opacity: DIMMED_OPACITY, labelVisibility: "hidden" },
+            then: { opacity: (a) => Math.min(a.opacity, BACKGROUND_OPACITY), labelVisibility: "hidden" },
           },
           {
             when: (a, _s, g) => g.pathMode && a.inPath,
@@ -160,7 +170,7 @@ export class GraphView {
           },
           {
             when: (a, _s, g) => g.pathMode && !a.inPath,
-            then: { opacity: DIMMED_OPACITY },
+            then: { opacity: BACKGROUND_OPACITY },
           },
           {
             when: (_a, _s, g) => g.hasHighlighted,
@@ -174,6 +184,7 @@ export class GraphView {
         enableEdgeEvents: false,
         labelRenderedSizeThreshold: 4,
         stagePadding: 40,
+        itemSizesReference: "screen",
       },
     });
     renderer.on("clickNode", ({ node }) => this.onNodeClick(node));
@@ -296,13 +307,20 @@ export class GraphView {
     else void camera.reset({ duration: 200 });
   }
 
-  /** Page coordinates (CSS px) of a node's centre, for tests that click the canvas. */
-  nodePagePosition(id: string): { x: number; y: number } | null {
+  /** Viewport coordinates (CSS px, as mouse events use) of a node's centre, for tests that click the canvas. */
+  nodeClientPosition(id: string): { x: number; y: number } | null {
     const r = this.renderer;
     if (!r || !this.graph.hasNode(id)) return null;
     const a = this.graph.getNodeAttributes(id);
     const vp = r.graphToViewport({ x: a.x, y: a.y });
     const rect = this.container.getBoundingClientRect();
-    return { x: rect.left + window.scrollX + vp.x, y: rect.top + window.scrollY + vp.y };
+    return { x: rect.left + vp.x, y: rect.top + vp.y };
+  }
+
+  /** How sigma is drawing a node right now (after styles and state), or null. */
+  nodeDisplay(id: string): { color: string; shape: string | null; size: number; opacity: number; label: string | null } | null {
+    const d = this.renderer?.getNodeDisplayData(id);
+    if (!d) return null;
+    return { color: d.color, shape: d.shape ?? null, size: d.size, opacity: d.opacity, label: d.label };
   }
 }

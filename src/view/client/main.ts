@@ -11,6 +11,8 @@ export interface ViewState {
   ready: boolean;
   renderMs: number | null;
   layoutMs: number | null;
+  /** Milliseconds from script start at which each phase ended (payload, graph, sections, frame). */
+  phases: Record<string, number>;
   nodeCount: number;
   edgeCount: number;
   renderedNodeCount: number;
@@ -26,7 +28,8 @@ export interface ViewState {
   errors: string[];
   /** Milliseconds the last click/keyboard handler took. */
   lastHandlerMs: number | null;
-  nodePagePosition(id: string): { x: number; y: number } | null;
+  nodeClientPosition(id: string): { x: number; y: number } | null;
+  nodeDisplay(id: string): { color: string; shape: string | null; size: number; opacity: number; label: string | null } | null;
 }
 
 declare global {
@@ -60,7 +63,7 @@ function legend(): HTMLElement {
     group("Source", ...Object.entries(AGENT_COLORS).map(([a, c]) => h("span", null, swatch(c), a))),
     group("Kind", ...Object.entries(KIND_STYLE).map(([k, s]) => h("span", null, h("span", { class: "shape" }, s.glyph), k))),
     group("Relation", ...Object.entries(RELATION_COLORS).map(([r, c]) => h("span", null, swatch(c, true), r))),
-    group("Status", h("span", null, "\u2715 faded = retracted")),
+    group("Status", h("span", null, "\u2715 faded = retracted"), h("span", null, "larger, labelled = in the selected path's subgraph")),
   );
 }
 
@@ -71,6 +74,11 @@ function timed<A extends unknown[]>(fn: (...args: A) => void): (...args: A) => v
     state.lastHandlerMs = performance.now() - t;
   };
 }
+
+const phases: Record<string, number> = {};
+const mark = (name: string) => {
+  phases[name] = Math.round(performance.now() - t0);
+};
 
 const state: { lastHandlerMs: number | null; activeClaim: string | null; ready: boolean; renderMs: number | null } = {
   lastHandlerMs: null,
@@ -84,12 +92,13 @@ function main(): void {
   if (!app) return;
   app.textContent = "";
   const payload = readPayload();
+  mark("payload");
   const r = payload.result;
   document.title = `medmmv audit \u2014 ${r.caseId}`;
 
   for (const el of renderHeader(payload)) document.body.insertBefore(el, app);
-  const main = h("main");
-  append(app, main);
+  const mainEl = h("main");
+  append(app, mainEl);
 
   const graphSection = h("section", { class: "panel", attrs: { id: "graph-section" } }, h("h2", null, "Evidence graph"));
   const modeBtn = h("button", { attrs: { type: "button", "data-testid": "mode-toggle", "aria-pressed": "false" } });
@@ -112,9 +121,11 @@ function main(): void {
   const pathPanel = h("section", { class: "panel", attrs: { id: "path-panel", "data-testid": "path-panel" } });
   const nodePanel = h("section", { class: "panel", attrs: { id: "node-panel", "data-testid": "node-panel" } });
   append(side, pathPanel, nodePanel);
-  append(main, graphSection, side);
+  append(mainEl, graphSection, side);
 
   const view = new GraphView(container, payload, timed((id: string) => selectNode(id)));
+  mark("graph");
+  if (view.sigmaMs !== null) phases.sigmaConstructor = Math.round(view.sigmaMs);
   if (view.error) append(container, h("div", { class: "graph-error" }, `The graph could not be drawn here: ${view.error}`));
 
   let activeClaimEl: HTMLElement | null = null;
@@ -175,19 +186,21 @@ function main(): void {
     view.highlight([]);
   }));
 
+  const hallucinations = renderHallucinations(r);
+  hallucinations.classList.add("wide");
   append(
-    main,
+    mainEl,
     renderCandidates(r),
     renderRepairs(r),
-    renderStability(r),
-    renderHallucinations(r),
-    renderUsage(r),
-    renderProvenance(r),
+    hallucinations,
+    h("div", { class: "grid2 wide" }, renderStability(r), renderUsage(r), renderProvenance(r)),
     renderCase(payload),
     h("p", { class: "footer" }, `medmmv ${r.provenance.version} \u00b7 self-contained page: nothing is loaded from the network`),
   );
 
+  mark("sections");
   window.__medmmvView = {
+    phases,
     get ready() {
       return state.ready;
     },
@@ -231,14 +244,15 @@ function main(): void {
     get lastHandlerMs() {
       return state.lastHandlerMs;
     },
-    nodePagePosition: (id: string) => view.nodePagePosition(id),
+    nodeClientPosition: (id: string) => view.nodeClientPosition(id),
+    nodeDisplay: (id: string) => view.nodeDisplay(id),
   };
 
   // Ready once the first frame with the graph is on screen.
   requestAnimationFrame(() => {
-    view.renderer?.refresh();
     requestAnimationFrame(() => {
       state.renderMs = performance.now() - t0;
+      mark("firstFrame");
       state.ready = true;
       document.body.setAttribute("data-ready", "true");
     });

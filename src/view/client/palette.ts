@@ -25,4 +25,7 @@ export const KIND_STYLE: Record<string, { shape: "circle" | "square" | "diamond"
 export const DEFAULT_KIND_STYLE = KIND_STYLE.finding!;
 
 export const RETRACTED_OPACITY = 0.35;
-export const DIMMED_OPACITY = 0.13;
+/** Outside the selected path in path mode: present, but in the background. */
+export const BACKGROUND_OPACITY = 0.25;
+/** Not among a claim's evidence while a claim is highlighted. */
+export const DIMMED_OPACITY = 0.12;

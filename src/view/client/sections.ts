@@ -68,9 +68,11 @@ export function pathLines(p: Path): string[] {
 
 function diffBlock(before: Path, after: Path): HTMLElement {
   const pre = h("pre", { class: "diff" });
-  for (const d of lineDiff(pathLines(before), pathLines(after))) {
+  const lines = lineDiff(pathLines(before), pathLines(after));
+  for (const d of lines) {
     append(pre, h("span", { class: d.op }, `${d.op === "add" ? "+ " : d.op === "del" ? "- " : "  "}${d.text}`));
   }
+  if (lines.every((d) => d.op === "same")) append(pre, h("span", { class: "same" }, "(the repair left the path text unchanged)"));
   return pre;
 }
 

@@ -1,0 +1,32 @@
+import type { Config } from "../../src/config.js";
+import { testConfig } from "../../test/support/test-config.js";
+import type { BenchServers } from "./servers.js";
+
+/** What every section gets: the scripted servers (child process) and the run's settings. */
+export interface BenchContext {
+  servers: BenchServers;
+  /** L: the scripted per-call latency of the latency-bound sections (model calls and searches alike). */
+  latencyMs: number;
+  /** CPU cores of this machine (for CPU-bound estimates). */
+  cores: number;
+  /** Smaller sample sizes (for a smoke run of the benchmark itself). */
+  quick: boolean;
+  /** The extra arguments that reproduce this run's settings (e.g. "--latency 100"). */
+  argsNote: string;
+  /** A Config pointed at the scripted servers, web search on, as the tests build it. */
+  config(env?: Record<string, string>): Config;
+  log(line: string): void;
+}
+
+export function makeConfig(servers: BenchServers, env: Record<string, string> = {}): Config {
+  return testConfig(servers.modelBaseUrl, {
+    TAVILY_API_KEY: "bench",
+    TAVILY_BASE_URL: servers.searchBaseUrl,
+    // High enough that the process-wide limiter never binds: the benchmark measures the
+    // pipeline against the scripted latency, not against a concurrency cap.
+    MEDMMV_MAX_CONCURRENCY: "1024",
+    // A slow 2-core machine under load must not turn a 200 ms call into a timeout.
+    MEDMMV_LLM_TIMEOUT_MS: "60000",
+    ...env,
+  });
+}

@@ -1,0 +1,125 @@
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { BenchContext } from "../harness/context.js";
+import { benchCase } from "../harness/cases.js";
+import { mean } from "../harness/stats.js";
+import { fmt, pct, table, type SectionReport } from "../harness/report.js";
+
+export const TARGET_OF_BOUND = 0.9;
+const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+const LETTERS = ["A", "B", "C", "D", "E"];
+
+/** A synthetic dataset in the generic `jsonl` adapter's format: distinct questions, gold letters. */
+async function writeDataset(file: string, items: number, long: boolean): Promise<void> {
+  const base = benchCase("x", { length: long ? "long" : "short", images: 0 });
+  const lines = Array.from({ length: items }, (_, i) =>
+    JSON.stringify({ id: `syn-${i + 1}`, question: `Item ${i + 1}: ${base.question}`, notes: base.notes, options: base.options, answer: LETTERS[i % LETTERS.length] }),
+  );
+  await writeFile(file, lines.join("\n") + "\n");
+}
+
+interface EvalRun {
+  method: string;
+  items: number;
+  concurrency: number;
+  latencyMs: number;
+  processSeconds: number;
+  sessionSeconds: number;
+  completed: number;
+  meanChain: number;
+}
+
+/** `medmmv eval` as a user runs it: the CLI in its own process, against the scripted servers. */
+async function runEvalCli(ctx: BenchContext, o: { method: "cot" | "medmmv"; items: number; concurrency: number; latencyMs: number }): Promise<EvalRun> {
+  const dir = await mkdtemp(path.join(tmpdir(), "medmmv-bench-eval-"));
+  try {
+    await ctx.servers.setLatency(o.latencyMs);
+    const input = path.join(dir, "items.jsonl");
+    await writeDataset(input, o.items, o.method === "medmmv");
+    const out = path.join(dir, "out");
+    const args = [...process.execArgv, path.join(ROOT, "src", "cli", "main.ts"), "eval", "--dataset", "jsonl", "--input", input, "--method", o.method, "--concurrency", String(o.concurrency), "--out", out, "--json"];
+    const env = {
+      PATH: process.env.PATH ?? "",
+      OPENAI_BASE_URL: ctx.servers.modelBaseUrl,
+      OPENAI_API_KEY: "bench",
+      MEDMMV_MODEL: "scripted-executor",
+      MEDMMV_JUDGE_MODEL: "scripted-judge",
+      TAVILY_API_KEY: "bench",
+      TAVILY_BASE_URL: ctx.servers.searchBaseUrl,
+      MEDMMV_MAX_CONCURRENCY: "1024",
+      MEDMMV_CACHE: "off",
+      MEDMMV_DATA_DIR: path.join(dir, "data"),
+      MEDMMV_LOG_LEVEL: "silent",
+      MEDMMV_LLM_TIMEOUT_MS: "60000",
+    };
+    const t0 = performance.now();
+    const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ["ignore", "ignore", "pipe"] });
+      let err = "";
+      child.stderr.on("data", (d: Buffer) => (err = (err + d.toString()).slice(-4000)));
+      child.on("error", reject);
+      child.on("exit", (c) => resolve({ code: c, stderr: err }));
+    });
+    const processSeconds = (performance.now() - t0) / 1000;
+    if (code !== 0) throw new Error(`medmmv eval exited ${code}: ${stderr}`);
+    const summary = JSON.parse(await readFile(path.join(out, "summary.json"), "utf8")) as { items: number; failed: number; elapsedMs: number | null };
+    const records = (await readFile(path.join(out, "results.jsonl"), "utf8"))
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { status: string; usage: { criticalPathCalls?: number } });
+    return {
+      method: o.method,
+      items: records.length,
+      concurrency: o.concurrency,
+      latencyMs: o.latencyMs,
+      processSeconds,
+      sessionSeconds: (summary.elapsedMs ?? processSeconds * 1000) / 1000,
+      completed: records.filter((r) => r.status === "completed").length,
+      meanChain: mean(records.map((r) => r.usage.criticalPathCalls ?? 0)),
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Batch throughput of `medmmv eval` at concurrency 16: items/s against the bound the
+ * scripted latency allows (concurrency ÷ (L × mean critical path per item)).
+ */
+export async function evalBatch(ctx: BenchContext): Promise<SectionReport> {
+  const started = Date.now();
+  await ctx.servers.setScenario({ rolloutAnswers: ["A", "A", "B", "A", "C"], identicalReasoning: false });
+  const runs: EvalRun[] = [];
+  runs.push(await runEvalCli(ctx, { method: "cot", items: ctx.quick ? 100 : 500, concurrency: 16, latencyMs: ctx.latencyMs }));
+  ctx.log(`eval cot: ${runs[0]!.items} items in ${runs[0]!.sessionSeconds.toFixed(1)} s`);
+  runs.push(await runEvalCli(ctx, { method: "medmmv", items: ctx.quick ? 16 : 64, concurrency: 16, latencyMs: 50 }));
+  ctx.log(`eval medmmv: ${runs[1]!.items} items in ${runs[1]!.sessionSeconds.toFixed(1)} s`);
+
+  const rows = runs.map((r) => {
+    const rate = r.items / r.sessionSeconds;
+    const bound = r.concurrency / ((r.latencyMs / 1000) * r.meanChain);
+    return [r.method === "cot" ? "cot" : "medmmv (full method)", r.items, r.completed, r.concurrency, r.latencyMs, fmt(r.meanChain, 1), fmt(r.sessionSeconds, 1), fmt(r.processSeconds, 1), fmt(rate, 1), fmt(bound, 1), `**${pct(rate / bound)}**`];
+  });
+  const cot = runs[0]!;
+  const cotRate = cot.items / cot.sessionSeconds;
+  const cotBound = cot.concurrency / ((cot.latencyMs / 1000) * cot.meanChain);
+  const full = runs[1]!;
+  const fullRate = full.items / full.sessionSeconds;
+  const fullBound = full.concurrency / ((full.latencyMs / 1000) * full.meanChain);
+  const verdicts = [
+    { target: `medmmv eval --method cot, ${cot.items} items at concurrency 16: ≥ ${pct(TARGET_OF_BOUND)} of its bound`, measured: `${fmt(cotRate, 1)} items/s = ${pct(cotRate / cotBound)} of ${fmt(cotBound, 1)}`, met: cotRate / cotBound >= TARGET_OF_BOUND },
+    { target: `medmmv eval (full method, L = 50 ms), ${full.items} items at concurrency 16: ≥ ${pct(TARGET_OF_BOUND)} of its bound`, measured: `${fmt(fullRate, 1)} items/s = ${pct(fullRate / fullBound)} of ${fmt(fullBound, 1)}`, met: fullRate / fullBound >= TARGET_OF_BOUND },
+  ];
+  const body = [
+    `\`medmmv eval --dataset jsonl --input items.jsonl --method M --concurrency 16 --out DIR\` run as its own process (the CLI, src/cli/main.ts, through tsx) against the scripted servers, on a synthetic JSONL dataset written to a temporary directory (distinct questions, five options, gold letters; no images). The response cache is off (MEDMMV_CACHE=off) so nothing is served twice, and MEDMMV_MAX_CONCURRENCY = 1024. The full method over 500 items does not fit a few minutes on 2 cores (its CPU cost per item is in the server section), so the 500-item run uses \`--method cot\` (one model call per item) at L = ${ctx.latencyMs} ms, and the full method runs over ${full.items} items at L = 50 ms.`,
+    "",
+    table(["method", "items", "completed", "concurrency", "L ms", "mean chain", "session s", "process s", "items/s", "bound items/s", "of bound"], rows),
+    "",
+    `- **bound** = concurrency ÷ (L × mean critical path per item), from each item's \`usage.criticalPathCalls\` in results.jsonl.`,
+    `- **session s** is the runner's own \`summary.json\` elapsedMs (items/s is computed from it); **process s** adds the CLI's start-up (TypeScript loaded through tsx) and the final report.`,
+  ].join("\n");
+  return { id: "eval-batch", title: "Batch throughput of medmmv eval", command: `npm run bench -- --only eval-batch${ctx.argsNote}`, body, verdicts, seconds: (Date.now() - started) / 1000 };
+}

@@ -1,0 +1,207 @@
+import path from "node:path";
+import { Command, InvalidArgumentError, Option } from "commander";
+import { assertLlmConfigured, loadConfig, type Config } from "../config.js";
+import { describeError, isMedmmvError, MedmmvError } from "../errors.js";
+import type { ResponseCache } from "../llm/model-client.js";
+import { DATASET_NAMES, type JsonlFieldMap } from "../eval/datasets/index.js";
+import { METHOD_NAMES, type MethodName } from "../eval/methods/types.js";
+import type { EvalRunOptions } from "../eval/runner.js";
+import { EXIT, intArg as int, listArg as list } from "./cli-args.js";
+
+// The runner, the store and the report are imported when a command runs, so `--help` and
+// the other commands start fast.
+
+function fieldMap(v: string): JsonlFieldMap {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(v);
+  } catch {
+    throw new InvalidArgumentError('expected JSON, e.g. \'{"question":"q","options":"choices","answer":"label","strata":["subject"]}\'');
+  }
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new InvalidArgumentError("expected a JSON object");
+  return parsed as JsonlFieldMap;
+}
+
+export interface EvalCliOptions {
+  dataset?: string;
+  input?: string;
+  images?: string;
+  missingImages?: "error" | "text-only";
+  copBase: "0" | "1" | "auto";
+  fieldMap?: JsonlFieldMap;
+  limit?: number;
+  sample?: number;
+  stratify?: string[];
+  seed?: number;
+  runs: number;
+  method: MethodName;
+  k?: number;
+  maxRepairs?: number;
+  adaptive?: boolean;
+  expansion: boolean;
+  hd: boolean;
+  textDoctor: boolean;
+  imageDoctor: boolean;
+  webSearch: boolean;
+  select?: "cu" | "random" | "majority";
+  concurrency: number;
+  resume?: boolean;
+  raters?: string[];
+  out?: string;
+  json?: boolean;
+}
+
+/** The store's response cache, when caching is on; an eval without it still runs (and says so). */
+async function openCache(config: Config): Promise<{ cache: ResponseCache | null; close: () => Promise<void> }> {
+  if (config.llm.cache === "off") return { cache: null, close: async () => undefined };
+  try {
+    const { openStore } = await import("../store/open-store.js");
+    const store = await openStore(config.store);
+    return {
+      cache: {
+        get: async (key) => (await store.getCachedResponse(key))?.value ?? null,
+        put: (key, value) => store.putCachedResponse(key, value),
+      },
+      close: () => store.close(),
+    };
+  } catch (err) {
+    process.stderr.write(`medmmv eval: response cache unavailable (${describeError(err).message}); running without it\n`);
+    return { cache: null, close: async () => undefined };
+  }
+}
+
+function usageError(message: string): number {
+  process.stderr.write(`medmmv eval: ${message}\n`);
+  return EXIT.usage;
+}
+
+/** Flags → runner options (commander turns `--no-hd` into `hd: false`). */
+export function toRunOptions(o: EvalCliOptions & { dataset: string; input: string; out: string }): EvalRunOptions {
+  return {
+    dataset: o.dataset,
+    input: o.input,
+    images: o.images,
+    missingImages: o.missingImages,
+    copBase: o.copBase === "auto" ? "auto" : (Number(o.copBase) as 0 | 1),
+    fieldMap: o.fieldMap,
+    limit: o.limit,
+    sample: o.sample,
+    stratify: o.stratify,
+    seed: o.seed,
+    runs: o.runs,
+    method: o.method,
+    pipeline: {
+      k: o.k,
+      maxRepairs: o.maxRepairs,
+      adaptive: o.adaptive,
+      select: o.select,
+      ablations: { noExpansion: !o.expansion, noHd: !o.hd, noTextDoctor: !o.textDoctor, noImageDoctor: !o.imageDoctor, noWebSearch: !o.webSearch },
+    },
+    concurrency: o.concurrency,
+    resume: o.resume,
+    raters: o.raters,
+    out: o.out,
+  };
+}
+
+async function evalAction(o: EvalCliOptions): Promise<number> {
+  if (!o.dataset) return usageError(`--dataset is required (${DATASET_NAMES.join(" | ")})`);
+  if (!o.input) return usageError("--input FILE is required");
+  if (!o.out) return usageError("--out DIR is required");
+  let config: Config;
+  try {
+    config = loadConfig();
+    assertLlmConfigured(config);
+  } catch (err) {
+    return usageError(describeError(err).message);
+  }
+  const opts = toRunOptions({ ...o, dataset: o.dataset, input: o.input, out: o.out });
+
+  // First Ctrl-C: stop starting items, let the summary be written. Second: leave now.
+  const ctrl = new AbortController();
+  const onSigint = () => {
+    if (ctrl.signal.aborted) process.exit(EXIT.interrupted);
+    process.stderr.write("\nmedmmv eval: stopping — items in flight are dropped (rerun with --resume); Ctrl-C again to quit at once\n");
+    ctrl.abort();
+  };
+  process.on("SIGINT", onSigint);
+  const { cache, close } = await openCache(config);
+  try {
+    const { runEval } = await import("../eval/runner.js");
+    const { summaryMarkdown } = await import("../eval/report.js");
+    const { summary, interrupted, dir } = await runEval(opts, { config, signal: ctrl.signal, progress: process.stderr, cache });
+    process.stdout.write(o.json ? JSON.stringify(summary, null, 2) + "\n" : summaryMarkdown(summary) + "\n");
+    process.stderr.write(`medmmv eval: results in ${path.join(dir, "results.jsonl")}, summary in ${path.join(dir, "summary.json")} and summary.md\n`);
+    if (interrupted) return EXIT.interrupted;
+    return summary.failed > 0 ? EXIT.failed : EXIT.ok;
+  } catch (err) {
+    const e = describeError(err);
+    process.stderr.write(`medmmv eval: [${e.code}] ${e.message}\n`);
+    return isMedmmvError(err) && ["INVALID_INPUT", "CONFLICT", "CONFIG_MISSING", "CONFIG_INVALID", "NOT_FOUND"].includes(err.code) ? EXIT.usage : EXIT.failed;
+  } finally {
+    process.off("SIGINT", onSigint);
+    await close().catch(() => undefined);
+  }
+}
+
+async function reportAction(dirs: string[], o: { json?: boolean }): Promise<number> {
+  try {
+    const { compareSummaries, loadSummary } = await import("../eval/report.js");
+    const summaries = await Promise.all(dirs.map((d) => loadSummary(path.resolve(d))));
+    // Folder names as column heads; the full path where two share a name.
+    const bases = dirs.map((d) => path.basename(path.resolve(d)));
+    const names = bases.map((b, i) => (bases.indexOf(b) !== bases.lastIndexOf(b) ? dirs[i]! : b));
+    if (o.json) process.stdout.write(JSON.stringify(Object.fromEntries(names.map((n, i) => [n, summaries[i]])), null, 2) + "\n");
+    else process.stdout.write(compareSummaries(summaries, names) + "\n");
+    return EXIT.ok;
+  } catch (err) {
+    const e = describeError(err);
+    process.stderr.write(`medmmv eval report: ${e.message}\n`);
+    return err instanceof MedmmvError && err.code !== "INTERNAL" ? EXIT.usage : EXIT.failed;
+  }
+}
+
+/** `medmmv eval …` (run a benchmark) and `medmmv eval report DIR…` (compare runs). */
+export function registerEvalCommands(program: Command): void {
+  const cmd = program
+    .command("eval")
+    .description("evaluate a method on a benchmark file: DIR/results.jsonl (one line per finished item), DIR/summary.json, DIR/summary.md")
+    .addOption(new Option("--dataset <name>", "dataset format").choices(DATASET_NAMES))
+    .option("--input <file>", "the benchmark file as distributed (JSONL or JSON array)")
+    .option("--images <dir>", "folder holding the dataset's images")
+    .addOption(new Option("--missing-images <mode>", "an item whose images are missing: fail it, or run it text-only (flagged)").choices(["error", "text-only"]))
+    .addOption(new Option("--cop-base <base>", "MedMCQA `cop` numbering").choices(["0", "1", "auto"]).default("auto"))
+    .option("--field-map <json>", "jsonl dataset: where each field lives (id, question, options, answer, answerKind, notes, images, strata)", fieldMap)
+    .option("--limit <n>", "only the first N items (after sampling)", int(1, 10_000_000))
+    .option("--sample <n>", "a random sample of N items (deterministic for --seed)", int(1, 10_000_000))
+    .option("--stratify <keys>", "sample proportionally within strata, e.g. body_system,question_type", list)
+    .option("--seed <s>", "seed for --sample (and the per-run seed base of --select random)", int(0, 2 ** 31 - 1))
+    .option("--runs <r>", "repeat every item R times; accuracy is reported as mean ± std over runs", int(1, 100), 1)
+    .addOption(new Option("--method <m>", "medmmv, zero-shot chain of thought, or self-consistency (k CoT samples, majority vote)").choices(METHOD_NAMES).default("medmmv"))
+    .option("--k <n>", "rollouts (medmmv) or samples (self-consistency)", int(1, 32))
+    .option("--max-repairs <n>", "repair budget per path", int(0, 10))
+    .option("--adaptive", "sample rollouts in rounds; stop early when they agree")
+    .option("--no-expansion", "ablation: one rollout path, still refined")
+    .option("--no-hd", "ablation: no hallucination detection / repair")
+    .option("--no-text-doctor", "ablation: no TextDoctor evidence")
+    .option("--no-image-doctor", "ablation: no ImageDoctor evidence")
+    .option("--no-web-search", "ablation: no web-search evidence")
+    .addOption(new Option("--select <rule>", "how the final path is chosen").choices(["cu", "random", "majority"]))
+    .option("--concurrency <n>", "items in flight (lowered automatically when the provider rate-limits)", int(1, 256), 4)
+    .option("--resume", "continue the run in --out: skip finished items, retry failed ones")
+    .option("--raters <models>", "reliability raters (model names on the same endpoint): T, I, T×I, CMHR", list)
+    .option("--out <dir>", "results folder")
+    .option("--json", "print summary.json instead of the Markdown summary")
+    .action(async (opts: EvalCliOptions) => {
+      process.exitCode = await evalAction(opts);
+    });
+
+  cmd
+    .command("report")
+    .description("compare eval folders side by side (deltas against the first)")
+    .argument("<dirs...>", "eval --out folders")
+    .option("--json", "print the summaries as JSON")
+    .action(async (dirs: string[], opts: { json?: boolean }) => {
+      process.exitCode = await reportAction(dirs, opts);
+    });
+}

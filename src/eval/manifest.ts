@@ -1,0 +1,59 @@
+import { readFile, rename, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { MedmmvError } from "../errors.js";
+import type { DatasetName, JsonlFieldMap } from "./datasets/types.js";
+import type { MethodName } from "./methods/types.js";
+
+export const MANIFEST_FILE = "eval.json";
+
+/** DIR/eval.json: what a results folder was produced with, so --resume cannot mix configurations. */
+export interface RunManifest {
+  schema: "medmmv-eval-run/1";
+  dataset: DatasetName;
+  input: string;
+  images: string | null;
+  missingImages: "error" | "text-only";
+  copBase: 0 | 1 | "auto";
+  fieldMap: JsonlFieldMap | null;
+  method: MethodName;
+  label: string;
+  runs: number;
+  concurrency: number;
+  selection: { sample: number | null; stratify: string[]; seed: number; limit: number | null };
+  /** Method settings that change answers (k, repairs, selection rule, ablations, temperatures…). */
+  config: Record<string, unknown>;
+  models: Record<string, string>;
+  raters: string[];
+  prompts: Record<string, string>;
+  createdAt: string;
+  version: string;
+}
+
+export async function readManifest(dir: string): Promise<RunManifest | null> {
+  try {
+    return JSON.parse(await readFile(path.join(dir, MANIFEST_FILE), "utf8")) as RunManifest;
+  } catch (e) {
+    if ((e as { code?: string }).code === "ENOENT") return null;
+    throw new MedmmvError("INVALID_INPUT", `${path.join(dir, MANIFEST_FILE)} is unreadable: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/** Write via a temporary file and rename, so a kill never leaves half a JSON file. */
+export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  await writeFile(tmp, typeof value === "string" ? value : JSON.stringify(value, null, 2) + "\n");
+  await rename(tmp, file);
+}
+
+const canon = (v: unknown): string =>
+  JSON.stringify(v, (_k, x: unknown) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b))) : x));
+
+/**
+ * The fields that must match for results to be comparable across a resume. Sampling,
+ * limit, runs and concurrency may change (to extend a run); method, models, prompts,
+ * ablations and how the dataset is read may not.
+ */
+export function manifestConflicts(prev: RunManifest, next: RunManifest): string[] {
+  const fields: Array<keyof RunManifest> = ["dataset", "input", "images", "missingImages", "copBase", "fieldMap", "method", "config", "models", "raters", "prompts"];
+  return fields.filter((f) => canon(prev[f] ?? null) !== canon(next[f] ?? null)).map((f) => `${f}: was ${canon(prev[f] ?? null).slice(0, 200)}, now ${canon(next[f] ?? null).slice(0, 200)}`);
+}

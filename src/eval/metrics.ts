@@ -1,0 +1,191 @@
+import { aggregateReliability, type ReliabilitySummary } from "../scoring/reliability.js";
+import type { ResultRecord } from "./results-file.js";
+
+export interface StratumCell {
+  n: number;
+  correct: number;
+  accuracy: number;
+}
+
+export interface UsageTotals {
+  llmCalls: number;
+  searchCalls: number;
+  promptTokens: number;
+  completionTokens: number;
+  costUsd: number;
+  wallMs: number;
+}
+
+export interface EvalMetrics {
+  /** Distinct items (ids) with a record. */
+  items: number;
+  /** Distinct run indices with a record. */
+  runs: number;
+  /** (id, run) records. */
+  records: number;
+  /**
+   * Mean over runs of each run's accuracy = correct / records of that run. Failed and
+   * abstained records count as wrong: an answer the method did not give is not a point.
+   */
+  accuracy: number | null;
+  /** Sample standard deviation (n − 1) of the per-run accuracies; null with fewer than 2 runs. */
+  accuracyStd: number | null;
+  accuracyByRun: Array<{ run: number; n: number; correct: number; accuracy: number }>;
+  correct: number;
+  failed: number;
+  abstained: number;
+  /** correct / records that did not fail, pooled over runs (how the method does when it runs at all). */
+  accuracyExcludingFailed: number | null;
+  /** stratum key → value → accuracy pooled over runs (n counts records). */
+  strata: Record<string, Record<string, StratumCell>>;
+  /** Mean RGM and final-answer entropy over records that have rollouts/samples. */
+  rgm: number | null;
+  entropy: number | null;
+  stabilityN: number;
+  /** Means of the selected path's CU parts (MedMMV). */
+  cu: { n: number; cu: number; evidence: number; coherence: number; repairPenalty: number; repairs: number } | null;
+  answerSupport: number | null;
+  /** Flagged claims by stage, summed over records; perItem divides by records. */
+  hallucinations: { visual: number; knowledge: number; reasoning: number; total: number; resolved: number; perItem: { visual: number; knowledge: number; reasoning: number; total: number } };
+  usage: { total: UsageTotals; perItem: UsageTotals };
+  failures: { byCode: Record<string, number>; items: Array<{ id: string; run: number; code: string; message: string }> };
+  /** Branch failures inside records that still finished (a rollout, a search), by code. */
+  branchFailures: Record<string, number>;
+  reliability: { raters: string[]; overall: ReliabilitySummary; byRater: Record<string, ReliabilitySummary>; ratingFailures: number } | null;
+}
+
+const mean = (xs: readonly number[]): number | null => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
+
+/** Sample standard deviation (Bessel-corrected); null for fewer than two values. */
+export function sampleStd(xs: readonly number[]): number | null {
+  if (xs.length < 2) return null;
+  const m = mean(xs)!;
+  return Math.sqrt(xs.reduce((s, x) => s + (x - m) ** 2, 0) / (xs.length - 1));
+}
+
+const FAILURE_LIST_MAX = 100;
+
+/** Every number of summary.json, from the (deduplicated) records alone. */
+export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
+  const byRun = new Map<number, { n: number; correct: number }>();
+  const strata: EvalMetrics["strata"] = {};
+  const hall = { visual: 0, knowledge: 0, reasoning: 0, total: 0, resolved: 0 };
+  const total: UsageTotals = { llmCalls: 0, searchCalls: 0, promptTokens: 0, completionTokens: 0, costUsd: 0, wallMs: 0 };
+  const failures: EvalMetrics["failures"] = { byCode: {}, items: [] };
+  const branchFailures: Record<string, number> = {};
+  const rgms: number[] = [];
+  const entropies: number[] = [];
+  const cus: NonNullable<ResultRecord["cu"]>[] = [];
+  const supports: number[] = [];
+  const ratings: NonNullable<ResultRecord["ratings"]> = [];
+  let ratingFailures = 0;
+  let correct = 0;
+  let failed = 0;
+  let abstained = 0;
+
+  for (const r of records) {
+    const run = byRun.get(r.run) ?? { n: 0, correct: 0 };
+    run.n++;
+    if (r.correct) run.correct++;
+    byRun.set(r.run, run);
+    if (r.correct) correct++;
+    if (r.status === "abstained") abstained++;
+    if (r.status === "failed") {
+      failed++;
+      const code = r.error?.code ?? "UNKNOWN";
+      failures.byCode[code] = (failures.byCode[code] ?? 0) + 1;
+      if (failures.items.length < FAILURE_LIST_MAX) failures.items.push({ id: r.id, run: r.run, code, message: r.error?.message ?? "" });
+    } else {
+      for (const e of r.errors ?? []) branchFailures[e.code] = (branchFailures[e.code] ?? 0) + 1;
+    }
+    for (const [key, value] of Object.entries(r.strata ?? {})) {
+      const cell = ((strata[key] ??= {})[value] ??= { n: 0, correct: 0, accuracy: 0 });
+      cell.n++;
+      if (r.correct) cell.correct++;
+    }
+    if (r.stability && r.status !== "failed") {
+      rgms.push(r.stability.rgm);
+      entropies.push(r.stability.entropy);
+    }
+    if (r.cu) cus.push(r.cu);
+    if (r.answerSupport !== null && r.answerSupport !== undefined) supports.push(r.answerSupport);
+    const h = r.hallucinations;
+    if (h) {
+      hall.visual += h.visual;
+      hall.knowledge += h.knowledge;
+      hall.reasoning += h.reasoning;
+      hall.total += h.total;
+      hall.resolved += h.resolved;
+    }
+    const u = r.usage;
+    if (u) {
+      total.llmCalls += u.llmCalls;
+      total.searchCalls += u.searchCalls;
+      total.promptTokens += u.promptTokens;
+      total.completionTokens += u.completionTokens;
+      total.costUsd += u.costUsd;
+      total.wallMs += u.wallMs;
+    }
+    ratings.push(...(r.ratings ?? []));
+    ratingFailures += r.ratingErrors?.length ?? 0;
+  }
+  for (const values of Object.values(strata)) for (const cell of Object.values(values)) cell.accuracy = cell.correct / cell.n;
+
+  const runs = [...byRun.entries()].sort(([a], [b]) => a - b).map(([run, v]) => ({ run, n: v.n, correct: v.correct, accuracy: v.correct / v.n }));
+  const accs = runs.map((r) => r.accuracy);
+  const n = records.length;
+  const per = (x: number) => (n === 0 ? 0 : x / n);
+  const answered = n - failed;
+
+  let reliability: EvalMetrics["reliability"] = null;
+  if (ratings.length > 0 || ratingFailures > 0) {
+    const raters = [...new Set(ratings.map((r) => r.rater))].sort();
+    const byRater: Record<string, ReliabilitySummary> = {};
+    for (const name of raters) byRater[name] = aggregateReliability(ratings.filter((r) => r.rater === name));
+    reliability = { raters, overall: aggregateReliability(ratings), byRater, ratingFailures };
+  }
+
+  return {
+    items: new Set(records.map((r) => r.id)).size,
+    runs: runs.length,
+    records: n,
+    accuracy: mean(accs),
+    accuracyStd: sampleStd(accs),
+    accuracyByRun: runs,
+    correct,
+    failed,
+    abstained,
+    accuracyExcludingFailed: answered === 0 ? null : records.filter((r) => r.status !== "failed" && r.correct).length / answered,
+    strata,
+    rgm: mean(rgms),
+    entropy: mean(entropies),
+    stabilityN: rgms.length,
+    cu:
+      cus.length === 0
+        ? null
+        : {
+            n: cus.length,
+            cu: mean(cus.map((c) => c.cu))!,
+            evidence: mean(cus.map((c) => c.evidence))!,
+            coherence: mean(cus.map((c) => c.coherence))!,
+            repairPenalty: mean(cus.map((c) => c.repairPenalty))!,
+            repairs: mean(cus.map((c) => c.repairs))!,
+          },
+    answerSupport: mean(supports),
+    hallucinations: { ...hall, perItem: { visual: per(hall.visual), knowledge: per(hall.knowledge), reasoning: per(hall.reasoning), total: per(hall.total) } },
+    usage: {
+      total: { ...total, costUsd: Number(total.costUsd.toFixed(6)) },
+      perItem: {
+        llmCalls: per(total.llmCalls),
+        searchCalls: per(total.searchCalls),
+        promptTokens: per(total.promptTokens),
+        completionTokens: per(total.completionTokens),
+        costUsd: per(total.costUsd),
+        wallMs: per(total.wallMs),
+      },
+    },
+    failures,
+    branchFailures,
+    reliability,
+  };
+}

@@ -1,0 +1,286 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { MedmmvError } from "../errors.js";
+import { VERSION } from "../version.js";
+import { readManifest, type RunManifest } from "./manifest.js";
+import { computeMetrics, type EvalMetrics } from "./metrics.js";
+import { readResults, RESULTS_FILE, type ResultRecord } from "./results-file.js";
+import type { SelectionReport } from "./sampling.js";
+import type { ThrottleStats } from "./throttle.js";
+
+export const SUMMARY_JSON = "summary.json";
+export const SUMMARY_MD = "summary.md";
+
+/** DIR/summary.json: the metrics plus everything needed to say what produced them. */
+export interface EvalSummary extends EvalMetrics {
+  schema: "medmmv-eval-summary/1";
+  label: string;
+  method: string;
+  /** Every planned (id, run) has a record that did not fail. */
+  complete: boolean;
+  /** Planned (id, run) pairs; null when summarised from a folder without its plan. */
+  planned: number | null;
+  dataset: {
+    name: string;
+    input: string;
+    images: string | null;
+    missingImages: string;
+    /** Facts the adapter decided while reading, e.g. MedMCQA's cop base and why. */
+    details: Record<string, unknown>;
+    /** Failed records that never reached the model: unreadable records, missing or invalid images. */
+    readErrors: number;
+    /** Items read with a warning (e.g. run text-only because images were missing). */
+    warnings: number;
+    selection: SelectionReport | null;
+  };
+  config: Record<string, unknown>;
+  models: Record<string, string>;
+  raters: string[];
+  prompts: Record<string, string>;
+  throttle: ThrottleStats | null;
+  /** Wall time of the session that wrote this summary. */
+  elapsedMs: number | null;
+  startedAt: string | null;
+  finishedAt: string;
+  version: string;
+}
+
+export function buildSummary(
+  records: readonly ResultRecord[],
+  manifest: RunManifest,
+  extra: Partial<Pick<EvalSummary, "planned" | "complete" | "throttle" | "elapsedMs" | "startedAt">> & { details?: Record<string, unknown>; selection?: SelectionReport | null } = {},
+): EvalSummary {
+  const metrics = computeMetrics(records);
+  return {
+    schema: "medmmv-eval-summary/1",
+    label: manifest.label,
+    method: manifest.method,
+    complete: extra.complete ?? false,
+    planned: extra.planned ?? null,
+    ...metrics,
+    dataset: {
+      name: manifest.dataset,
+      input: manifest.input,
+      images: manifest.images,
+      missingImages: manifest.missingImages,
+      details: extra.details ?? {},
+      readErrors: records.filter((r) => r.status === "failed" && r.attempts === 0).length,
+      warnings: records.filter((r) => (r.warnings?.length ?? 0) > 0).length,
+      selection: extra.selection ?? null,
+    },
+    config: { ...manifest.config, runs: manifest.runs, concurrency: manifest.concurrency },
+    models: manifest.models,
+    raters: manifest.raters,
+    prompts: manifest.prompts,
+    throttle: extra.throttle ?? null,
+    elapsedMs: extra.elapsedMs ?? null,
+    startedAt: extra.startedAt ?? null,
+    finishedAt: new Date().toISOString(),
+    version: VERSION,
+  };
+}
+
+/**
+ * A folder's summary: summary.json when the run finished, otherwise recomputed from
+ * results.jsonl and eval.json (a killed run still reports what it has).
+ */
+export async function loadSummary(dir: string): Promise<EvalSummary> {
+  try {
+    return JSON.parse(await readFile(path.join(dir, SUMMARY_JSON), "utf8")) as EvalSummary;
+  } catch (e) {
+    if ((e as { code?: string }).code !== "ENOENT") throw new MedmmvError("INVALID_INPUT", `${path.join(dir, SUMMARY_JSON)} is unreadable: ${(e as Error).message}`);
+  }
+  const manifest = await readManifest(dir);
+  if (!manifest) throw new MedmmvError("NOT_FOUND", `${dir} is not an eval folder (no ${SUMMARY_JSON} or eval.json)`);
+  const { records } = await readResults(path.join(dir, RESULTS_FILE));
+  return buildSummary(records, manifest);
+}
+
+// ---------- formatting ----------
+
+const pct = (x: number | null | undefined, d = 1) => (x === null || x === undefined ? "—" : (x * 100).toFixed(d));
+const fix = (x: number | null | undefined, d = 2) => (x === null || x === undefined ? "—" : x.toFixed(d));
+const signed = (x: number, d: number) => `${x >= 0 ? "+" : "-"}${Math.abs(x).toFixed(d)}`;
+
+/** Only MedMMV with its detector on checks claims; zero flagged claims elsewhere would read as "no hallucinations". */
+export function measuresHallucinations(s: Pick<EvalSummary, "method" | "config">): boolean {
+  return s.method === "medmmv" && !(s.config["ablations"] as { noHd?: boolean } | undefined)?.noHd;
+}
+
+function accuracyCell(s: EvalSummary): string {
+  return s.accuracyStd === null ? pct(s.accuracy) : `${pct(s.accuracy)} ± ${pct(s.accuracyStd)}`;
+}
+
+/** A Markdown table with columns padded to equal width (readable raw in a terminal too). */
+export function markdownTable(header: string[], rows: string[][], align: Array<"l" | "r"> = []): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length), 3));
+  const pad = (s: string, i: number) => (align[i] === "r" ? s.padStart(widths[i]!) : s.padEnd(widths[i]!));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => pad(c, i)).join(" | ")} |`;
+  const sep = `|${widths.map((w, i) => (align[i] === "r" ? `${"-".repeat(w + 1)}:` : `${"-".repeat(w + 2)}`)).join("|")}|`;
+  return [line(header), sep, ...rows.map((r) => line(header.map((_, i) => r[i] ?? "")))].join("\n");
+}
+
+export function summaryMarkdown(s: EvalSummary): string {
+  const out: string[] = [];
+  out.push(`# Eval: ${s.label} on ${s.dataset.name} (${path.basename(s.dataset.input)})`, "");
+  if (!s.complete) out.push(`> Incomplete: ${s.planned === null ? "the run did not finish" : `${s.records} of ${s.planned} planned item-runs recorded`}${s.failed ? `, ${s.failed} failed (rerun with --resume to retry them)` : ""}.`, "");
+  const rows: string[][] = [
+    ["items", `${s.items}${s.runs > 1 ? ` × ${s.runs} runs` : ""}`],
+    ["accuracy (%)", accuracyCell(s) + (s.runs > 1 ? ` (runs: ${s.accuracyByRun.map((r) => pct(r.accuracy)).join(", ")})` : "")],
+    ["correct / records", `${s.correct} / ${s.records}`],
+    ["failed", String(s.failed)],
+    ["abstained", String(s.abstained)],
+    ["accuracy excluding failed (%)", pct(s.accuracyExcludingFailed)],
+  ];
+  if (s.stabilityN > 0) rows.push(["RGM (mean)", fix(s.rgm, 3)], ["final-answer entropy (mean)", fix(s.entropy, 3)]);
+  if (s.cu) rows.push(["selected path CU (mean)", `${fix(s.cu.cu)} = ${fix(s.cu.evidence)} + ${fix(s.cu.coherence)} − ${fix(s.cu.repairPenalty)}  (repairs ${fix(s.cu.repairs)})`]);
+  if (s.answerSupport !== null) rows.push(["answer support (mean)", fix(s.answerSupport)]);
+  out.push(markdownTable(["metric", "value"], rows), "");
+  out.push("Failed and abstained items count as wrong. ± is the sample standard deviation over runs.", "");
+
+  const keys = Object.keys(s.strata).sort();
+  if (keys.length) {
+    out.push("## Accuracy by stratum", "");
+    for (const k of keys) {
+      const cells = Object.entries(s.strata[k]!).sort(([a], [b]) => a.localeCompare(b));
+      out.push(`### ${k}`, "", markdownTable([k, "n", "accuracy (%)"], cells.map(([v, c]) => [v, String(c.n), pct(c.accuracy)]), ["l", "r", "r"]), "");
+    }
+  }
+
+  const h = s.hallucinations;
+  out.push("## Hallucinations (flagged claims, all HD attempts)", "");
+  if (!measuresHallucinations(s)) out.push("Not measured: this method has no hallucination detector.", "");
+  else {
+    const rows = (["visual", "knowledge", "reasoning"] as const).map((k) => [k, String(h[k]), fix(h.perItem[k])]);
+    out.push(markdownTable(["stage", "total", "per item"], [...rows, ["all", String(h.total), fix(h.perItem.total)]], ["l", "r", "r"]), "");
+    out.push(`${h.resolved} of ${h.total} were repaired away.`, "");
+  }
+
+  const u = s.usage;
+  out.push("## Cost", "");
+  out.push(
+    markdownTable(
+      ["", "per item", "total"],
+      [
+        ["model calls", fix(u.perItem.llmCalls, 1), String(u.total.llmCalls)],
+        ["search calls", fix(u.perItem.searchCalls, 1), String(u.total.searchCalls)],
+        ["prompt tokens", fix(u.perItem.promptTokens, 0), String(u.total.promptTokens)],
+        ["completion tokens", fix(u.perItem.completionTokens, 0), String(u.total.completionTokens)],
+        ["cost (USD)", fix(u.perItem.costUsd, 4), fix(u.total.costUsd, 4)],
+        ["wall time (s)", fix(u.perItem.wallMs / 1000, 1), fix(u.total.wallMs / 1000, 1)],
+      ],
+      ["l", "r", "r"],
+    ),
+    "",
+  );
+  if (s.elapsedMs !== null) out.push(`Session wall time ${fix(s.elapsedMs / 1000, 1)} s.`, "");
+  if (s.throttle && s.throttle.rateLimited > 0)
+    out.push(`Rate limiting: ${s.throttle.rateLimited} signals; item concurrency cut ${s.throttle.decreases} time(s), lowest ${s.throttle.minConcurrency} of ${s.throttle.maxConcurrency}.`, "");
+
+  if (s.reliability) {
+    const r = s.reliability;
+    out.push("## Reliability (raters)", "");
+    const rel = (name: string, x: (typeof r)["overall"]) => [name, String(x.n), fix(x.meanTruthfulness), fix(x.meanInformativeness), fix(x.meanTxI, 1), fix(x.cmhr, 1)];
+    out.push(markdownTable(["rater", "n", "T", "I", "T×I", "CMHR"], [...r.raters.map((m) => rel(m, r.byRater[m]!)), rel("all", r.overall)], ["l", "r", "r", "r", "r", "r"]), "");
+    if (r.ratingFailures) out.push(`${r.ratingFailures} rating call(s) failed.`, "");
+  }
+
+  if (s.failed || Object.keys(s.branchFailures).length) {
+    out.push("## Failures", "");
+    if (s.failed) out.push(`Failed items by code: ${Object.entries(s.failures.byCode).map(([c, n]) => `${c} ${n}`).join(", ")}`, "");
+    for (const f of s.failures.items.slice(0, 20)) out.push(`- ${f.id} (run ${f.run}): [${f.code}] ${f.message.slice(0, 200)}`);
+    if (s.failures.items.length) out.push("");
+    if (Object.keys(s.branchFailures).length) out.push(`Branch failures inside finished items: ${Object.entries(s.branchFailures).map(([c, n]) => `${c} ${n}`).join(", ")}`, "");
+  }
+
+  out.push("## Configuration", "");
+  const d = s.dataset;
+  out.push(`- dataset: ${d.name}, ${d.input}${d.images ? `, images ${d.images}` : ""} (missing images: ${d.missingImages})`);
+  for (const [k, v] of Object.entries(d.details)) out.push(`- ${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`);
+  if (d.selection) out.push(`- selection: ${d.selection.selected} of ${d.selection.available} items${d.selection.sample !== null ? `, sample ${d.selection.sample} (seed ${d.selection.seed}${d.selection.stratify.length ? `, stratified by ${d.selection.stratify.join(", ")}` : ""})` : ""}${d.selection.limit !== null ? `, limit ${d.selection.limit}` : ""}`);
+  if (d.readErrors) out.push(`- ${d.readErrors} item-run(s) failed before reaching the model (unreadable record or image)`);
+  if (d.warnings) out.push(`- ${d.warnings} item(s) carry a warning (e.g. run text-only)`);
+  out.push(`- method: ${s.method}; config: ${JSON.stringify(s.config)}`);
+  out.push(`- models: ${Object.entries(s.models).map(([r, m]) => `${r} ${m}`).join(", ")}${s.raters.length ? `; raters: ${s.raters.join(", ")}` : ""}`);
+  out.push(`- prompts: ${Object.entries(s.prompts).map(([n, h]) => `${n} ${h.slice(0, 19)}`).join(", ")}`);
+  out.push(`- medmmv ${s.version}, finished ${s.finishedAt}`, "");
+  return out.join("\n");
+}
+
+interface Row {
+  name: string;
+  value: (s: EvalSummary) => number | null;
+  format: (x: number, s: EvalSummary) => string;
+  /** Digits of the delta; no delta when absent. */
+  delta?: number;
+}
+
+/**
+ * Several runs side by side (methods, ablations), each later column with its difference
+ * from the first: accuracy in percentage points, the rest in their own units.
+ */
+export function compareSummaries(summaries: readonly EvalSummary[], names: readonly string[]): string {
+  if (summaries.length === 0) throw new MedmmvError("INVALID_INPUT", "eval report needs at least one folder");
+  const rows: Row[] = [
+    { name: "items", value: (s) => s.items, format: (x, s) => `${x}${s.runs > 1 ? ` ×${s.runs}` : ""}` },
+    { name: "accuracy (%)", value: (s) => (s.accuracy === null ? null : s.accuracy * 100), format: (_x, s) => accuracyCell(s), delta: 1 },
+    { name: "failed", value: (s) => s.failed, format: (x) => String(x), delta: 0 },
+  ];
+  // Strata present in any folder, in a stable order.
+  const strata = new Map<string, Set<string>>();
+  for (const s of summaries) for (const [k, vals] of Object.entries(s.strata)) for (const v of Object.keys(vals)) (strata.get(k) ?? strata.set(k, new Set()).get(k)!).add(v);
+  for (const k of [...strata.keys()].sort()) {
+    for (const v of [...strata.get(k)!].sort()) {
+      rows.push({
+        name: `  ${k} = ${v}`,
+        value: (s) => {
+          const c = s.strata[k]?.[v];
+          return c ? c.accuracy * 100 : null;
+        },
+        format: (x, s) => `${x.toFixed(1)} (n=${s.strata[k]![v]!.n})`,
+        delta: 1,
+      });
+    }
+  }
+  rows.push(
+    { name: "RGM", value: (s) => (s.stabilityN > 0 ? s.rgm : null), format: (x) => x.toFixed(3), delta: 3 },
+    { name: "CU (selected path)", value: (s) => s.cu?.cu ?? null, format: (x) => x.toFixed(2), delta: 2 },
+    { name: "hallucinations / item", value: (s) => (measuresHallucinations(s) ? s.hallucinations.perItem.total : null), format: (x) => x.toFixed(2), delta: 2 },
+    { name: "  visual", value: (s) => (measuresHallucinations(s) ? s.hallucinations.perItem.visual : null), format: (x) => x.toFixed(2), delta: 2 },
+    { name: "  knowledge", value: (s) => (measuresHallucinations(s) ? s.hallucinations.perItem.knowledge : null), format: (x) => x.toFixed(2), delta: 2 },
+    { name: "  reasoning", value: (s) => (measuresHallucinations(s) ? s.hallucinations.perItem.reasoning : null), format: (x) => x.toFixed(2), delta: 2 },
+  );
+  if (summaries.some((s) => s.reliability))
+    rows.push(
+      { name: "T×I", value: (s) => s.reliability?.overall.meanTxI ?? null, format: (x) => x.toFixed(1), delta: 1 },
+      { name: "CMHR", value: (s) => s.reliability?.overall.cmhr ?? null, format: (x) => x.toFixed(1), delta: 1 },
+    );
+  rows.push(
+    { name: "model calls / item", value: (s) => s.usage.perItem.llmCalls, format: (x) => x.toFixed(1), delta: 1 },
+    { name: "tokens / item", value: (s) => s.usage.perItem.promptTokens + s.usage.perItem.completionTokens, format: (x) => x.toFixed(0), delta: 0 },
+    { name: "cost / item (USD)", value: (s) => s.usage.perItem.costUsd, format: (x) => x.toFixed(4), delta: 4 },
+    { name: "wall / item (s)", value: (s) => s.usage.perItem.wallMs / 1000, format: (x) => x.toFixed(1), delta: 1 },
+  );
+
+  const header = ["", ...names];
+  const body: string[][] = [["method", ...summaries.map((s) => s.label)]];
+  for (const row of rows) {
+    const base = row.value(summaries[0]!);
+    body.push([
+      row.name,
+      ...summaries.map((s, i) => {
+        const x = row.value(s);
+        if (x === null) return "—";
+        const cell = row.format(x, s);
+        if (i === 0 || row.delta === undefined || base === null) return cell;
+        return `${cell} (${signed(x - base, row.delta)})`;
+      }),
+    ]);
+  }
+  const incomplete = summaries.map((s, i) => (s.complete ? null : names[i])).filter((n): n is string => n !== null);
+  const notes = ["Deltas in parentheses are against the first column (accuracy in percentage points). Failed items count as wrong; ± is the sample std over runs."];
+  if (incomplete.length) notes.push(`Incomplete runs: ${incomplete.join(", ")}.`);
+  const datasets = new Set(summaries.map((s) => `${s.dataset.name}:${path.basename(s.dataset.input)}`));
+  if (datasets.size > 1) notes.push(`Warning: the folders evaluate different inputs (${[...datasets].join(", ")}).`);
+  return [markdownTable(header, body, ["l", ...names.map(() => "r" as const)]), "", ...notes].join("\n");
+}

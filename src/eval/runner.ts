@@ -1,0 +1,366 @@
+import { setMaxListeners } from "node:events";
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import type { AgentDeps } from "../agents/agent-context.js";
+import type { Usage } from "../case/diagnosis-result.js";
+import { prepareCase } from "../case/images.js";
+import type { Config } from "../config.js";
+import { describeError, MedmmvError } from "../errors.js";
+import { Pipeline, pipelineOptions, type PipelineOverrides } from "../graph/pipeline.js";
+import type { PipelineOptions } from "../graph/state.js";
+import { LlmClient, type ResponseCache } from "../llm/model-client.js";
+import { UsageMeter } from "../llm/usage.js";
+import { VERSION } from "../version.js";
+import { isCorrect } from "./answer-match.js";
+import { getAdapter, isItemError, type EvalItem, type ItemError, type JsonlFieldMap } from "./datasets/index.js";
+import { manifestConflicts, MANIFEST_FILE, readManifest, writeJsonAtomic, type RunManifest } from "./manifest.js";
+import { cotMethod } from "./methods/cot.js";
+import { medmmvMethod } from "./methods/medmmv.js";
+import { selfConsistencyMethod } from "./methods/self-consistency.js";
+import { METHOD_NAMES, NO_HALLUCINATIONS, type EvalMethod, type MethodName, type MethodOutput } from "./methods/types.js";
+import { ProgressReporter, type ProgressSink, type ProgressState } from "./progress.js";
+import { buildRaters, rateOutput, type Rater } from "./raters.js";
+import { buildSummary, SUMMARY_JSON, SUMMARY_MD, summaryMarkdown, type EvalSummary } from "./report.js";
+import { readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
+import { selectItems } from "./sampling.js";
+import { AimdGate, llmOrigin, watchResponses } from "./throttle.js";
+
+export interface EvalRunOptions {
+  dataset: string;
+  input: string;
+  images?: string;
+  missingImages?: "error" | "text-only";
+  copBase?: 0 | 1 | "auto";
+  fieldMap?: JsonlFieldMap;
+  limit?: number;
+  sample?: number;
+  stratify?: string[];
+  seed?: number;
+  /** Independent repetitions of every item (accuracy is reported as mean ± std over runs). */
+  runs?: number;
+  method?: MethodName;
+  /** k, maxRepairs, adaptive, select, ablations… (k also sets self-consistency's sample count). */
+  pipeline?: PipelineOverrides;
+  /** Items in flight (model calls in flight are capped separately by MEDMMV_MAX_CONCURRENCY). */
+  concurrency?: number;
+  resume?: boolean;
+  raters?: string[];
+  out: string;
+  /** Extra attempts for an item that failed with a transient error (429/5xx/timeout out of retries). */
+  itemRetries?: number;
+}
+
+export interface EvalRunDeps {
+  config: Config;
+  signal?: AbortSignal;
+  /** Where progress goes (a terminal gets a live bar); null for none. */
+  progress?: ProgressSink | null;
+  progressIntervalMs?: number;
+  /** Response cache for deterministic calls (the case store's, in the CLI). */
+  cache?: ResponseCache | null;
+  /** Minimum time between two cuts of the item concurrency. */
+  throttleCooldownMs?: number;
+}
+
+export interface EvalRunResult {
+  dir: string;
+  summary: EvalSummary;
+  /** Stopped by the signal before every item ran. */
+  interrupted: boolean;
+  /** Records written in this session. */
+  written: number;
+}
+
+const TRANSIENT = new Set(["LLM_RETRYABLE", "LLM_TIMEOUT", "RATE_LIMITED"]);
+
+/** A failure worth another try: the provider was overloaded or slow, not the item bad. */
+function isTransient(out: MethodOutput): boolean {
+  if (out.status !== "failed") return false;
+  if (out.error && TRANSIENT.has(out.error.code)) return true;
+  return out.errors.length > 0 && out.errors.every((e) => TRANSIENT.has(e.code));
+}
+
+function labelFor(method: MethodName, p: PipelineOptions): string {
+  if (method === "cot") return "cot";
+  if (method === "self-consistency") return `self-consistency (k=${p.k})`;
+  const tags: string[] = [];
+  const a = p.ablations;
+  if (a.noExpansion) tags.push("no-expansion");
+  if (a.noHd) tags.push("no-hd");
+  if (a.noTextDoctor) tags.push("no-text-doctor");
+  if (a.noImageDoctor) tags.push("no-image-doctor");
+  if (a.noWebSearch) tags.push("no-web-search");
+  if (p.select !== "cu") tags.push(`select=${p.select}`);
+  if (p.adaptive) tags.push("adaptive");
+  return tags.length ? `medmmv (${tags.join(", ")})` : "medmmv";
+}
+
+/** The settings that change a method's answers (recorded, and compared on --resume). */
+function methodConfig(method: MethodName, p: PipelineOptions, config: Config): Record<string, unknown> {
+  const common = { structuredOutput: config.llm.structuredOutput };
+  if (method === "cot") return { ...common, temperature: 0 };
+  if (method === "self-consistency") return { ...common, k: p.k, temperature: p.rolloutTemperature };
+  const { seed, ...rest } = p;
+  return { ...common, ...rest, seedBase: seed, search: config.search.provider };
+}
+
+function emptyUsage(wallMs = 0): Usage {
+  return new UsageMeter().snapshot(wallMs);
+}
+
+function addUsage(a: Usage, b: Usage): Usage {
+  const m = new UsageMeter();
+  m.absorb(a);
+  m.absorb(b);
+  return m.snapshot(a.wallMs + b.wallMs);
+}
+
+function check(ok: boolean, message: string): void {
+  if (!ok) throw new MedmmvError("INVALID_INPUT", message);
+}
+
+/**
+ * Run a method over a dataset. Each finished item is appended (and synced) to
+ * DIR/results.jsonl at once; --resume skips (id, run) pairs already finished and retries
+ * failed ones; at the end DIR/summary.json and DIR/summary.md describe every planned item.
+ */
+export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<EvalRunResult> {
+  const { config } = deps;
+  const method: MethodName = o.method ?? "medmmv";
+  const runs = o.runs ?? 1;
+  const concurrency = o.concurrency ?? 4;
+  const itemRetries = o.itemRetries ?? 2;
+  check((METHOD_NAMES as readonly string[]).includes(method), `unknown method "${method}"; use one of ${METHOD_NAMES.join(", ")}`);
+  check(Number.isInteger(runs) && runs >= 1, "--runs must be an integer ≥ 1");
+  check(Number.isInteger(concurrency) && concurrency >= 1, "--concurrency must be an integer ≥ 1");
+  const adapter = getAdapter(o.dataset);
+  const input = path.resolve(o.input);
+  const dir = path.resolve(o.out);
+  await mkdir(dir, { recursive: true });
+  const resultsPath = path.join(dir, RESULTS_FILE);
+
+  const popts = pipelineOptions(config, o.pipeline);
+  const pipeline = new Pipeline(config, { cache: deps.cache ?? null });
+  const agentDeps: AgentDeps = { llm: pipeline.llm, prompts: pipeline.prompts, search: pipeline.search };
+  const raterModels = [...new Set(o.raters ?? [])];
+  const raters: Rater[] = buildRaters(config, { prompts: pipeline.prompts, search: pipeline.search }, pipeline.limiter, raterModels);
+  // Self-consistency samples one prompt k times: a response cache would hand back the first sample k times.
+  const scDeps: AgentDeps = { ...agentDeps, llm: new LlmClient(config.llm, pipeline.limiter, null) };
+  const methodFor = (run: number): EvalMethod => {
+    if (method === "cot") return cotMethod(agentDeps, config.llm.prices);
+    if (method === "self-consistency") return selfConsistencyMethod(scDeps, config.llm.prices, { k: popts.k, temperature: popts.rolloutTemperature });
+    // Each run its own seed, so `--select random` draws afresh per run.
+    return medmmvMethod(pipeline, { ...popts, seed: popts.seed + run });
+  };
+  const promptNames = [...methodFor(0).prompts, ...(raters.length ? ["rater"] : [])];
+
+  const manifest: RunManifest = {
+    schema: "medmmv-eval-run/1",
+    dataset: adapter.name,
+    input,
+    images: o.images ? path.resolve(o.images) : null,
+    missingImages: o.missingImages ?? "error",
+    copBase: o.copBase ?? "auto",
+    fieldMap: o.fieldMap ?? null,
+    method,
+    label: labelFor(method, popts),
+    runs,
+    concurrency,
+    selection: { sample: o.sample ?? null, stratify: o.stratify ?? [], seed: o.seed ?? 1, limit: o.limit ?? null },
+    config: methodConfig(method, popts, config),
+    models: method === "medmmv" ? pipeline.llm.models() : { executor: pipeline.llm.modelFor("executor") },
+    raters: raterModels,
+    prompts: pipeline.prompts.hashes(promptNames),
+    createdAt: new Date().toISOString(),
+    version: VERSION,
+  };
+
+  const existing = await readResults(resultsPath);
+  const previous = await readManifest(dir);
+  const hasResults = existing.lines > 0 || existing.tornTail;
+  if (hasResults && !o.resume)
+    throw new MedmmvError("CONFLICT", `${dir} already holds results (${existing.records.length} items); pass --resume to continue that run, or choose another --out`);
+  if (o.resume && previous) {
+    const conflicts = manifestConflicts(previous, manifest);
+    if (conflicts.length)
+      throw new MedmmvError("CONFLICT", `--resume: ${dir} was produced with a different configuration, so its results cannot be mixed with this run's: ${conflicts.join("; ")}`);
+    manifest.createdAt = previous.createdAt;
+  } else if (o.resume && hasResults) {
+    throw new MedmmvError("CONFLICT", `--resume: ${dir} has results but no ${MANIFEST_FILE}, so its configuration is unknown; use another --out`);
+  }
+  await writeJsonAtomic(path.join(dir, MANIFEST_FILE), manifest);
+
+  const all: Array<EvalItem | ItemError> = [];
+  for await (const x of adapter.read(input, { imagesDir: o.images, missingImages: o.missingImages, medmcqaCopBase: o.copBase, fieldMap: o.fieldMap })) all.push(x);
+  const details = adapter.describe?.() ?? {};
+  const { selected, report: selection } = selectItems(
+    all.map((x) => ({ id: x.id, strata: isItemError(x) ? {} : x.strata, x })),
+    { sample: o.sample, stratify: o.stratify, seed: o.seed, limit: o.limit },
+  );
+
+  const done = new Map(existing.records.filter((r) => r.status !== "failed").map((r) => [recordKey(r.id, r.run), r]));
+  const planned = new Set<string>();
+  const tasks: Array<{ x: EvalItem | ItemError; run: number }> = [];
+  for (let run = 0; run < runs; run++)
+    for (const s of selected) {
+      const key = recordKey(s.id, run);
+      planned.add(key);
+      if (!done.has(key)) tasks.push({ x: s.x, run });
+    }
+
+  const startedAt = new Date();
+  const resumedRecords = [...done.entries()].filter(([k]) => planned.has(k)).map(([, r]) => r);
+  const state: ProgressState = { total: planned.size, resumed: resumedRecords.length, done: 0, correct: resumedRecords.filter((r) => r.correct).length, failed: 0, tokens: 0, costUsd: 0, elapsedMs: 0 };
+  const gate = new AimdGate(concurrency, { cooldownMs: deps.throttleCooldownMs ?? 2000 });
+  const progress = deps.progress ? new ProgressReporter(deps.progress, () => ({ ...state, elapsedMs: Date.now() - startedAt.getTime(), concurrency: gate.current }), { intervalMs: deps.progressIntervalMs }) : null;
+
+  const ctrl = new AbortController();
+  const onOuterAbort = () => ctrl.abort(deps.signal?.reason);
+  if (deps.signal?.aborted) ctrl.abort();
+  deps.signal?.addEventListener("abort", onOuterAbort, { once: true });
+  const signal = ctrl.signal;
+  // Every item in flight (and its pipeline) listens on this one signal: many listeners are by design.
+  setMaxListeners(0, signal);
+  let fatal: unknown = null;
+  let written = 0;
+
+  const writer = await ResultsWriter.open(resultsPath);
+  const unwatch = watchResponses(llmOrigin(config.llm.baseUrl), (status) => {
+    if (status === 429) gate.onRateLimited();
+  });
+
+  const runTask = async (x: EvalItem | ItemError, run: number): Promise<void> => {
+    const started = Date.now();
+    const base = { id: x.id, run, method, strata: isItemError(x) ? {} : x.strata, cu: null, answerSupport: null, stability: null, hallucinations: { ...NO_HALLUCINATIONS }, errors: [] };
+    let record: ResultRecord;
+    if (isItemError(x)) {
+      record = { ...base, status: "failed", answer: null, gold: { kind: "open", text: "" }, correct: false, usage: emptyUsage(), error: x.error, attempts: 0, finishedAt: new Date().toISOString() };
+    } else {
+      record = await runItem(x, run, base, started);
+      // Cut short by cancellation: not an answer, so not recorded; --resume runs it again.
+      if (signal.aborted && record.status === "failed") return;
+    }
+    await writer.append(record);
+    written++;
+    state.done++;
+    if (record.correct) state.correct++;
+    if (record.status === "failed") state.failed++;
+    state.tokens += record.usage.promptTokens + record.usage.completionTokens + (record.ratingUsage ? record.ratingUsage.promptTokens + record.ratingUsage.completionTokens : 0);
+    state.costUsd += record.usage.costUsd + (record.ratingUsage?.costUsd ?? 0);
+    if (record.status !== "failed") gate.onSuccess();
+    progress?.update();
+  };
+
+  const runItem = async (item: EvalItem, run: number, base: Omit<ResultRecord, "status" | "answer" | "gold" | "correct" | "usage" | "attempts" | "finishedAt">, started: number): Promise<ResultRecord> => {
+    const finish = (out: MethodOutput, attempts: number): ResultRecord => {
+      const r: ResultRecord = {
+        ...base,
+        ...out,
+        gold: item.gold,
+        correct: out.status === "completed" && isCorrect(out.answer, item.gold),
+        attempts,
+        finishedAt: new Date().toISOString(),
+      };
+      delete (r as Partial<MethodOutput>).rationale;
+      if (item.warnings?.length) r.warnings = item.warnings;
+      return r;
+    };
+    const failed = (error: { code: string; message: string }, usage: Usage): MethodOutput => ({
+      status: "failed",
+      answer: null,
+      usage,
+      cu: null,
+      answerSupport: null,
+      stability: null,
+      hallucinations: { ...NO_HALLUCINATIONS },
+      errors: [],
+      error,
+      rationale: "",
+    });
+
+    let prepared;
+    try {
+      prepared = await prepareCase(item.case, { allowPath: true, maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
+    } catch (err) {
+      return finish(failed(describeError(err), emptyUsage(Date.now() - started)), 0);
+    }
+    // Runs of one item may be in flight together: give each its own case id (the pipeline's thread key).
+    prepared = { ...prepared, id: `${prepared.id}:r${run}` };
+    const m = methodFor(run);
+    let usage: Usage | null = null;
+    let out: MethodOutput;
+    let attempts = 0;
+    for (;;) {
+      attempts++;
+      try {
+        out = await m.run(prepared, signal);
+      } catch (err) {
+        out = failed(describeError(err), emptyUsage());
+      }
+      usage = usage ? addUsage(usage, out.usage) : out.usage;
+      if (signal.aborted || !isTransient(out) || attempts > itemRetries) break;
+      // The provider is struggling: start fewer items, then try this one again.
+      gate.onRateLimited();
+    }
+    out = { ...out, usage: { ...usage, wallMs: Date.now() - started } };
+    const record = finish(out, attempts);
+    if (raters.length && out.status !== "failed" && out.rationale && !signal.aborted) {
+      try {
+        const rated = await rateOutput(raters, prepared, out.rationale, item.gold, config.llm.prices, signal);
+        record.ratings = rated.ratings;
+        if (rated.errors.length) record.ratingErrors = rated.errors;
+        record.ratingUsage = rated.usage;
+      } catch (err) {
+        if (!signal.aborted) throw err;
+        return finish(failed({ code: "ABORTED", message: "eval cancelled" }, usage), attempts);
+      }
+    }
+    return record;
+  };
+
+  progress?.start();
+  const running = new Set<Promise<void>>();
+  try {
+    for (const t of tasks) {
+      if (signal.aborted) break;
+      try {
+        await gate.acquire(signal);
+      } catch {
+        break;
+      }
+      const p: Promise<void> = runTask(t.x, t.run)
+        .catch((err: unknown) => {
+          // A results write failed (disk full, folder gone): nothing more can be recorded.
+          fatal ??= err;
+          ctrl.abort();
+        })
+        .finally(() => {
+          gate.release();
+          running.delete(p);
+        });
+      running.add(p);
+    }
+    await Promise.all([...running]);
+  } finally {
+    unwatch();
+    deps.signal?.removeEventListener("abort", onOuterAbort);
+    progress?.stop();
+    await writer.close();
+  }
+  if (fatal) throw fatal instanceof MedmmvError ? fatal : new MedmmvError("STORE_FAILED", `writing ${resultsPath} failed: ${describeError(fatal).message}`, { cause: fatal });
+
+  const { records } = await readResults(resultsPath);
+  const inPlan = records.filter((r) => planned.has(recordKey(r.id, r.run)));
+  const summary = buildSummary(inPlan, manifest, {
+    planned: planned.size,
+    complete: inPlan.filter((r) => r.status !== "failed").length === planned.size,
+    throttle: gate.stats(),
+    elapsedMs: Date.now() - startedAt.getTime(),
+    startedAt: startedAt.toISOString(),
+    details,
+    selection,
+  });
+  await writeJsonAtomic(path.join(dir, SUMMARY_JSON), summary);
+  await writeJsonAtomic(path.join(dir, SUMMARY_MD), summaryMarkdown(summary));
+  return { dir, summary, interrupted: signal.aborted && tasks.length > written, written };
+}

@@ -1,0 +1,185 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startScriptedOpenAI, type Scenario, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
+import { startScriptedTavily, type ScriptedTavily } from "../support/scripted-tavily-server.js";
+import { clinicalScenario, type ClinicalScenarioOptions } from "../support/clinical-scenario.js";
+import { testConfig } from "../support/test-config.js";
+import { chestPainCase } from "../support/sample-cases.js";
+import { Pipeline, pipelineOptions, type PipelineOverrides } from "../../src/graph/pipeline.js";
+import { renderCaseBlock } from "../../src/agents/agent-context.js";
+import { openStore } from "../../src/store/open-store.js";
+import type { CaseStore } from "../../src/store/case-store.js";
+import type { ResponseCache } from "../../src/llm/model-client.js";
+import type { Config } from "../../src/config.js";
+
+/**
+ * The efficiency switches of the pipeline (issue 7), checked on the real HTTP path against
+ * the scripted model: each must save calls without changing the selected answer.
+ */
+let model: ScriptedOpenAI;
+let search: ScriptedTavily;
+
+beforeAll(async () => {
+  model = await startScriptedOpenAI({ scenario: clinicalScenario() });
+  search = await startScriptedTavily({});
+});
+afterAll(async () => {
+  await model.close();
+  await search.close();
+});
+beforeEach(() => {
+  model.reset();
+  search.reset();
+});
+
+function config(env: Record<string, string> = {}): Config {
+  return testConfig(model.baseUrl, { TAVILY_API_KEY: "t", TAVILY_BASE_URL: search.baseUrl, ...env });
+}
+
+async function run(scenario: ClinicalScenarioOptions, overrides: PipelineOverrides = {}, opts: { env?: Record<string, string>; cache?: ResponseCache; id?: string } = {}) {
+  model.setScenario(clinicalScenario(scenario));
+  model.reset();
+  const cfg = config(opts.env);
+  const { result } = await new Pipeline(cfg, { cache: opts.cache ?? null }).run(chestPainCase(opts.id), pipelineOptions(cfg, overrides));
+  return { result, stats: model.stats() };
+}
+
+describe("adaptive rollouts", () => {
+  it("save calls on agreeing rollouts and select the same answer", async () => {
+    const scenario = { rolloutAnswers: ["B"], identicalReasoning: false, repairsNeeded: { B: 1 } };
+    const full = await run(scenario, { adaptive: false });
+    const adaptive = await run(scenario, { adaptive: true });
+    expect(full.stats.byAgent.rollout).toBe(5);
+    expect(adaptive.stats.byAgent.rollout).toBe(3);
+    // Fewer rollouts also means fewer distinct paths to refine.
+    expect(adaptive.stats.byAgent["hd-supervisor"]).toBeLessThan(full.stats.byAgent["hd-supervisor"]!);
+    expect(adaptive.result.usage.llmCalls).toBeLessThan(full.result.usage.llmCalls);
+    expect(adaptive.result.usage.llmCalls).toBe(adaptive.stats.total);
+    expect(adaptive.result.answer).toEqual(full.result.answer);
+    expect(adaptive.result.stability.rolloutAnswers).toEqual(["B", "B", "B"]);
+    expect(adaptive.result.provenance.config).toMatchObject({ adaptive: true, rolloutsSampled: 3 });
+  });
+
+  it("sample all k rollouts when the first round disagrees, and select the same answer", async () => {
+    const scenario = { rolloutAnswers: ["B", "C", "B", "B", "A"], identicalReasoning: false };
+    const full = await run(scenario, { adaptive: false });
+    const adaptive = await run(scenario, { adaptive: true });
+    expect(adaptive.stats.byAgent.rollout).toBe(5);
+    expect(adaptive.result.usage.llmCalls).toBe(full.result.usage.llmCalls);
+    expect(adaptive.result.answer).toEqual(full.result.answer);
+    expect(adaptive.result.stability.rolloutAnswers).toEqual(full.result.stability.rolloutAnswers);
+  });
+});
+
+describe("dedupe of identical rollouts", () => {
+  it("refines identical paths once, counts their multiplicity and keeps the answer", async () => {
+    const scenario = { rolloutAnswers: ["B", "B", "B", "B", "C"], identicalReasoning: true };
+    const plain = await run(scenario, { dedupe: false });
+    const deduped = await run(scenario, { dedupe: true });
+    expect(plain.stats.byAgent["hd-supervisor"]).toBe(5);
+    expect(deduped.stats.byAgent["hd-supervisor"]).toBe(2);
+    expect(deduped.stats.byAgent["coherence-judge"]).toBe(2);
+    expect(deduped.result.candidates.map((c) => c.multiplicity)).toEqual([4, 1]);
+    expect(deduped.result.answer).toEqual(plain.result.answer);
+    expect(deduped.result.usage.llmCalls).toBe(plain.result.usage.llmCalls - 6);
+  });
+
+  it("does not merge paths that reach the same answer by different reasoning", async () => {
+    const { result, stats } = await run({ rolloutAnswers: ["B"], identicalReasoning: false }, { dedupe: true });
+    expect(stats.byAgent["hd-supervisor"]).toBe(5);
+    expect(result.candidates).toHaveLength(5);
+  });
+});
+
+describe("response cache in the case store", () => {
+  let dir: string;
+  let store: CaseStore;
+  let cache: ResponseCache;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "medmmv-cache-"));
+    store = await openStore({ databaseUrl: null, dataDir: dir });
+    cache = { get: (k) => store.getCachedResponse(k).then((r) => r?.value ?? null), put: (k, v) => store.putCachedResponse(k, v) };
+  });
+  afterAll(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("answers every temperature-0 call of a re-run from the cache", async () => {
+    const scenario = { rolloutAnswers: ["B", "C", "B", "B", "B"], identicalReasoning: false, repairsNeeded: { C: 1 } };
+    const env = { MEDMMV_CACHE: "deterministic" };
+    const first = await run(scenario, {}, { env, cache, id: "cache-run-1" });
+    const deterministicFirst = first.stats.log.filter((l) => l.temperature === 0).length;
+    expect(deterministicFirst).toBeGreaterThan(10);
+    expect(first.result.usage.cacheHits ?? 0).toBe(0);
+
+    const second = await run(scenario, {}, { env, cache, id: "cache-run-2" });
+    const calls = second.stats.log;
+    expect(calls.filter((l) => l.temperature === 0)).toEqual([]);
+    // Rollouts are sampled (temperature 0.7): with MEDMMV_CACHE=deterministic they are paid again.
+    expect(calls.map((l) => l.agent)).toEqual(["rollout", "rollout", "rollout", "rollout", "rollout"]);
+    expect(second.result.usage.llmCalls).toBe(5);
+    expect(second.result.usage.cacheHits).toBe(deterministicFirst);
+    expect(second.result.answer).toEqual(first.result.answer);
+    expect(second.result.candidates.map((c) => c.scores)).toEqual(first.result.candidates.map((c) => c.scores));
+  });
+
+  it("with MEDMMV_CACHE=all, a re-run makes no model call at all", async () => {
+    const scenario = { rolloutAnswers: ["D"] };
+    const env = { MEDMMV_CACHE: "all" };
+    const first = await run(scenario, {}, { env, cache, id: "cache-all-1" });
+    expect(first.stats.total).toBeGreaterThan(0);
+    const second = await run(scenario, {}, { env, cache, id: "cache-all-2" });
+    expect(second.stats.total).toBe(0);
+    expect(second.result.usage.llmCalls).toBe(0);
+    expect(second.result.answer).toEqual(first.result.answer);
+  });
+
+  it("is not used with MEDMMV_CACHE=off", async () => {
+    const scenario = { rolloutAnswers: ["E"] };
+    const first = await run(scenario, {}, { env: { MEDMMV_CACHE: "off" }, cache, id: "cache-off-1" });
+    const second = await run(scenario, {}, { env: { MEDMMV_CACHE: "off" }, cache, id: "cache-off-2" });
+    expect(second.stats.total).toBe(first.stats.total);
+    expect(second.result.usage.cacheHits ?? 0).toBe(0);
+  });
+});
+
+describe("prompt order for provider prompt caches", () => {
+  it("starts every call of a case with the same system message and case block", async () => {
+    const seen: Array<{ agent: string; messages: unknown[] }> = [];
+    const base = clinicalScenario({ rolloutAnswers: ["B", "C"], identicalReasoning: false, repairsNeeded: { C: 1 } });
+    const recording: Scenario = {
+      ...base,
+      agents: Object.fromEntries(
+        Object.entries(base.agents).map(([agent, script]) => [
+          agent,
+          (req: Parameters<Extract<typeof script, (...a: never[]) => unknown>>[0]) => {
+            seen.push({ agent: req.agent, messages: req.messages });
+            return (script as (r: typeof req) => unknown)(req);
+          },
+        ]),
+      ),
+    };
+    model.setScenario(recording);
+    const cfg = config();
+    const c = chestPainCase("prefix-case");
+    await new Pipeline(cfg).run(c, pipelineOptions(cfg));
+
+    const agents = new Set(seen.map((s) => s.agent));
+    for (const a of ["rollout", "text-doctor", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge"]) expect(agents).toContain(a);
+    const block = renderCaseBlock(c);
+    const systems = new Set<string>();
+    for (const { agent, messages } of seen) {
+      const [system, user] = messages as Array<{ role: string; content: string | Array<{ type: string; text?: string }> }>;
+      expect(system!.role, agent).toBe("system");
+      systems.add(JSON.stringify(system!.content));
+      expect(user!.role, agent).toBe("user");
+      const firstText = typeof user!.content === "string" ? user!.content : user!.content.find((p) => p.type === "text")!.text!;
+      expect(firstText.startsWith(block), agent).toBe(true);
+    }
+    expect(systems.size).toBe(1);
+  });
+});

@@ -1,0 +1,68 @@
+/**
+ * `src/server.ts` in a child process, for tests that must kill the server for real
+ * (SIGKILL: no shutdown hooks, no flushing). Node runs the TypeScript through tsx's
+ * loader in the same process, so the signal reaches the server itself, not a wrapper.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+export interface ServerProcess {
+  /** e.g. http://127.0.0.1:41234 */
+  address: string;
+  child: ChildProcess;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** Send a signal and wait for the process to exit. */
+  kill(signal: NodeJS.Signals): Promise<void>;
+}
+
+/** Variables from the test runner's environment that would change the child's behaviour. */
+const INHERITED_BLOCKLIST = /^(OPENAI_|MEDMMV_|TAVILY_|DATABASE_URL$|PORT$|HOST$)/;
+
+export async function spawnServer(env: Record<string, string>, opts: { startTimeoutMs?: number } = {}): Promise<ServerProcess> {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => v !== undefined && !INHERITED_BLOCKLIST.test(k))) as Record<string, string>;
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "src/server.ts")], {
+    cwd: ROOT,
+    env: { ...base, HOST: "127.0.0.1", PORT: "0", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start within ${opts.startTimeoutMs ?? 45_000} ms:\n${out}`)), opts.startTimeoutMs ?? 45_000);
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString("utf8");
+      for (const line of out.split("\n")) {
+        if (!line.startsWith("{")) continue;
+        try {
+          const rec = JSON.parse(line) as { msg?: string; address?: string };
+          if (rec.msg === "medmmv listening" && rec.address) {
+            clearTimeout(timer);
+            resolve(rec.address);
+            return;
+          }
+        } catch {
+          // a partial line; wait for the rest
+        }
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", (c: Buffer) => (out += c.toString("utf8")));
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with code ${code} before listening:\n${out}`));
+    });
+  });
+  return {
+    address,
+    child,
+    output: () => out,
+    async kill(signal) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
