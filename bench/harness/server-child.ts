@@ -57,7 +57,7 @@ process.on("message", (raw) => {
         id: m.id,
         type: "stats",
         model: { total: s.total, byAgent: s.byAgent, peakInFlight: s.peakInFlight, temperatures: s.log.map((l) => l.temperature), log: m.withLog ? s.log.map((l) => ({ agent: l.agent, start: l.start, end: l.end })) : [] },
-        search: { total: t.total, peakInFlight: t.peakInFlight },
+        search: { total: t.total, peakInFlight: t.peakInFlight, log: m.withLog ? t.log.map((l) => ({ agent: "tavily", start: l.start, end: l.end })) : [] },
         promptByAgent: structuredClone(promptByAgent),
         cpuMicros: cpuMicros(),
       });

@@ -47,7 +47,7 @@ export async function criticalPath(ctx: BenchContext): Promise<SectionReport> {
     }
     perScenario.push({ repairs, ratios });
     const med = median(ratios);
-    verdicts.push({ target: `critical-path ratio ≤ ${TARGET_RATIO} (${repairs} repairs, median of ${runs})`, measured: `${fmt(med, 3)} (max ${fmt(Math.max(...ratios), 3)})`, met: med <= TARGET_RATIO });
+    verdicts.push({ target: `critical-path ratio ≤ ${TARGET_RATIO} (${repairs} repair${repairs === 1 ? "" : "s"}, median of ${runs})`, measured: `${fmt(med, 3)} (max ${fmt(Math.max(...ratios), 3)})`, met: med <= TARGET_RATIO });
   }
 
   const body = [
@@ -55,7 +55,7 @@ export async function criticalPath(ctx: BenchContext): Promise<SectionReport> {
     "",
     table(["scenario", "run", "paths", "repairs", "search pairs", "calls", "chain", "wall ms", "L × chain ms", "excess ms", "client CPU ms", "ratio"], rows),
     "",
-    `Median ratio per scenario: ${perScenario.map((s) => `${s.repairs} repairs ${fmt(median(s.ratios), 3)}`).join(", ")}. "client CPU ms" is the CPU the pipeline process used during the case; calls that complete together queue for that CPU on one event loop, which is where most of the excess comes from (see the overhead section).`,
+    `Median ratio per scenario: ${perScenario.map((s) => `${s.repairs} repair${s.repairs === 1 ? "" : "s"} ${fmt(median(s.ratios), 3)}`).join(", ")}. "client CPU ms" is the CPU the pipeline process used during the case; calls that complete together queue for that CPU on one event loop, which is where most of the excess comes from (see the overhead section).`,
   ].join("\n");
   return { id: "critical-path", title: "Critical-path ratio", command: `npm run bench -- --only critical-path${ctx.argsNote}`, body, verdicts, seconds: (Date.now() - started) / 1000 };
 }

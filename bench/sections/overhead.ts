@@ -137,7 +137,7 @@ export async function overhead(ctx: BenchContext): Promise<SectionReport> {
       ],
     ),
     "",
-    `Reading: about ${fmt(stubPerCall, 1)} ms per call is the LangGraph workflow and the agents around the calls (LangGraph and LangChain's per-runnable bookkeeping dominate it), and ${fmt(clientNow, 1)} ms is the model client (LangChain \`ChatOpenAI\`, the OpenAI SDK, HTTP and JSON). Reaching ${TARGET_CPU_MS_PER_CALL} ms per call would need a model client without LangChain's runnable layer and a lighter workflow runtime than LangGraph; neither was changed here.`,
+    `Reading: about ${fmt(stubPerCall, 1)} ms per call is the LangGraph workflow and the agents around the calls (a CPU profile puts most of it in LangGraph's and LangChain's per-task bookkeeping), and ${fmt(clientNow, 1)} ms is the model client (LangChain \`ChatOpenAI\`, the OpenAI SDK, HTTP and JSON). Reaching ${TARGET_CPU_MS_PER_CALL} ms per call would need a model client without LangChain's runnable layer (the OpenAI SDK alone, or plain HTTP) and a lighter workflow runtime than LangGraph; the changes measured here keep both and remove only what was wasted around them (the per-call schema conversion and output-parser chain, the built-in fetch, the per-branch evidence rendering).`,
   ].join("\n");
   return { id: "overhead", title: "Orchestration overhead", command: `npm run bench -- --only overhead${ctx.argsNote}`, body, verdicts, seconds: (Date.now() - started) / 1000 };
 }

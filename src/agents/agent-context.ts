@@ -26,7 +26,8 @@ export function renderCaseBlock(c: PreparedCase): string {
     lines.push("Answer options:");
     for (const [k, v] of Object.entries(c.options).sort(([a], [b]) => a.localeCompare(b))) lines.push(`(${k}) ${neutralise(v)}`);
   }
-  if (c.images.length) lines.push(`Images: ${c.images.map((i) => (i.caption ? `${i.id} (${neutralise(i.caption)})` : i.id)).join("; ")}`);
+  // Image ids are client text too (up to 128 characters of anything): they must not close the fence either.
+  if (c.images.length) lines.push(`Images: ${c.images.map((i) => (i.caption ? `${neutralise(i.id)} (${neutralise(i.caption)})` : neutralise(i.id))).join("; ")}`);
   lines.push("CASE>>>");
   return lines.join("\n");
 }

@@ -1,7 +1,7 @@
 import type { PreparedCase } from "../case/schema.js";
 import type { CallContext } from "../llm/model-client.js";
 import type { HdReport } from "../case/diagnosis-result.js";
-import { answerInstruction, callAgent, type AgentDeps } from "./agent-context.js";
+import { answerInstruction, callAgent, neutralise, type AgentDeps } from "./agent-context.js";
 import { PathOutput, normaliseAnswer, renderPathForPrompt } from "./path-schema.js";
 
 /** AutoRepair: revise a flagged path following the detector's report (executor, temperature 0). */
@@ -11,12 +11,13 @@ export async function runAutoRepair(
   c: PreparedCase,
   input: { path: PathOutput; report: HdReport; evidenceText: string },
 ): Promise<PathOutput> {
-  const report = [
+  // The detector's report is model output going into a MODEL_OUTPUT fence.
+  const report = neutralise([
     `severity: ${input.report.severity}`,
     ...input.report.issues.map((i) => `issue: ${i}`),
     ...input.report.improvementInstructions.map((i) => `instruction: ${i}`),
     ...input.report.claims.filter((x) => x.verdict !== "supported").map((x) => `${x.verdict} claim: ${x.claim}`),
-  ].join("\n");
+  ].join("\n"));
   const out = await callAgent(deps, ctx, c, {
     agent: "auto-repair",
     role: "executor",

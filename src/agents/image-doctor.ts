@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { PreparedCase } from "../case/schema.js";
 import type { CallContext } from "../llm/model-client.js";
 import type { NewEvidenceNode } from "../evidence/types.js";
-import { callAgent, type AgentDeps } from "./agent-context.js";
+import { callAgent, neutralise, type AgentDeps } from "./agent-context.js";
 
 export const ImageFindings = z.object({
   findings: z
@@ -40,8 +40,9 @@ export interface ImageDoctorResult {
 
 const MAX_IMAGE_REVISIONS = 1;
 
+/** Model output, rendered into a MODEL_OUTPUT fence: it must not be able to close it. */
 function renderFindings(f: ImageFindings): string {
-  return f.findings.map((x, i) => `index ${i}: [${x.imageId}] ${x.label} — ${x.location}${x.size ? `, ${x.size}` : ""}; ${x.characteristics}`).join("\n") || "(no findings)";
+  return neutralise(f.findings.map((x, i) => `index ${i}: [${x.imageId}] ${x.label} — ${x.location}${x.size ? `, ${x.size}` : ""}; ${x.characteristics}`).join("\n") || "(no findings)");
 }
 
 /**
@@ -71,7 +72,7 @@ export async function runImageDoctor(deps: AgentDeps, ctx: CallContext, c: Prepa
       if (!detected || attempt > MAX_IMAGE_REVISIONS) break;
       findings = await callAgent(deps, ctx, c, {
         agent: "image-revise", role: "vision", temperature: 0, schema: ImageFindings, withImages: true,
-        slots: { imageIds, findings: renderFindings(findings), instructions: check.improvementInstructions.join("\n") || flagged.map((x) => `${x.label}: ${x.issue}`).join("\n") },
+        slots: { imageIds, findings: renderFindings(findings), instructions: neutralise(check.improvementInstructions.join("\n") || flagged.map((x) => `${x.label}: ${x.issue}`).join("\n")) },
       });
     }
   }

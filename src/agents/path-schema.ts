@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { neutralise } from "./agent-context.js";
 
 /** The path format shared by rollout and auto-repair (a short diagnostic path + answer). */
 export const PathOutput = z.object({
@@ -23,14 +24,17 @@ export const PathOutput = z.object({
 });
 export type PathOutput = z.infer<typeof PathOutput>;
 
-/** Render a path with stable claim ids (s1c1, s1c2, …) so judges can refer to claims exactly. */
+/**
+ * Render a path with stable claim ids (s1c1, s1c2, …) so judges can refer to claims exactly.
+ * The text is a model's: it goes inside a MODEL_OUTPUT fence and must not be able to close it.
+ */
 export function renderPathForPrompt(p: PathOutput): string {
   const lines: string[] = [];
   p.steps.forEach((s, i) => {
-    lines.push(`Step ${i + 1} [${s.stage}]: ${s.text}`);
-    s.claims.forEach((c, j) => lines.push(`  - claimId s${i + 1}c${j + 1}: ${c}`));
+    lines.push(`Step ${i + 1} [${s.stage}]: ${neutralise(s.text)}`);
+    s.claims.forEach((c, j) => lines.push(`  - claimId s${i + 1}c${j + 1}: ${neutralise(c)}`));
   });
-  lines.push(`Answer: ${p.answer.option ? `(${p.answer.option}) ` : ""}${p.answer.text}`);
+  lines.push(`Answer: ${p.answer.option ? `(${neutralise(p.answer.option)}) ` : ""}${neutralise(p.answer.text)}`);
   return lines.join("\n");
 }
 

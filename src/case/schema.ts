@@ -15,6 +15,29 @@ export const ImageInput = z
   });
 export type ImageInput = z.infer<typeof ImageInput>;
 
+/** Nesting allowed in free-form fields: far more than any real metadata, far less than a stack. */
+export const MAX_FREE_JSON_DEPTH = 32;
+
+/** Depth of a JSON value, measured without recursion (a hostile body can nest 100k levels). */
+function exceedsDepth(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/**
+ * Free-form values (metadata, extra patient fields) are stored, hashed and rendered
+ * recursively downstream; bounded here so deep nesting is a 400, not a stack overflow.
+ */
+const FreeJson = z.unknown().refine((v) => !exceedsDepth(v, MAX_FREE_JSON_DEPTH), {
+  message: `nested deeper than ${MAX_FREE_JSON_DEPTH} levels; flatten it`,
+});
+
 export const OptionLetter = z.string().regex(/^[A-Z]$/, "option keys are single capital letters A–Z");
 
 export const ClinicalCase = z
@@ -29,9 +52,9 @@ export const ClinicalCase = z
         age: z.number().min(0).max(150).optional(),
         sex: z.string().max(32).optional(),
       })
-      .catchall(z.unknown())
+      .catchall(FreeJson)
       .optional(),
-    metadata: z.record(z.string(), z.unknown()).optional(),
+    metadata: z.record(z.string(), FreeJson).optional(),
   })
   .strict();
 export type ClinicalCase = z.infer<typeof ClinicalCase>;

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { ClinicalCase } from "../../case/schema.js";
 import { DiagnosisResult } from "../../case/diagnosis-result.js";
-import { MedmmvError, type ErrorCode } from "../../errors.js";
+import { isMedmmvError, MedmmvError, type ErrorCode } from "../../errors.js";
 import { isTerminal } from "../../service/case-service.js";
 import type { CaseRecord } from "../../store/case-store.js";
 import { CaseAccepted, ErrorBody, errorResponses } from "../schemas.js";
@@ -35,6 +35,18 @@ function accepted(r: CaseRecord) {
 }
 
 /**
+ * The multipart parser reports a broken upload (no boundary, a body cut off before the
+ * closing delimiter) with plain Errors: the client's mistake, a 400 — not a 500. Our own
+ * errors and Fastify's coded limit errors (413 and friends) keep their meaning.
+ */
+function malformedMultipart(err: unknown): unknown {
+  if (isMedmmvError(err)) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && code.startsWith("FST_")) return err;
+  return new MedmmvError("INVALID_INPUT", "the request is not valid multipart/form-data (no boundary, or the body ends before the closing delimiter); send a `case` field and image files", { cause: err });
+}
+
+/**
  * multipart/form-data → the same ClinicalCase object a JSON client sends, before
  * validation: the `case` field is the case JSON; each file part is an image whose id is
  * the part's field name (filling in `data` for an `images` entry with that id, or added).
@@ -53,21 +65,25 @@ function multipartToCase(maxBodyBytes: number) {
     let caseText: string | null = null;
     let total = 0;
     const files = new Map<string, Buffer>();
-    for await (const part of request.parts()) {
-      if (part.type === "file") {
-        if (files.has(part.fieldname)) throw new MedmmvError("INVALID_INPUT", `two files use the field name "${part.fieldname}"; each image needs its own id`);
-        const buf = await part.toBuffer();
-        total += buf.length;
-        if (total > maxBodyBytes) throw tooLarge();
-        files.set(part.fieldname, buf);
-      } else if (part.fieldname === "case") {
-        if (part.valueTruncated) throw tooLarge();
-        caseText = String(part.value);
-        total += caseText.length;
-        if (total > maxBodyBytes) throw tooLarge();
-      } else {
-        throw new MedmmvError("INVALID_INPUT", `unexpected form field "${part.fieldname}": send the case JSON in a field named \`case\` and images as files`);
+    try {
+      for await (const part of request.parts()) {
+        if (part.type === "file") {
+          if (files.has(part.fieldname)) throw new MedmmvError("INVALID_INPUT", `two files use the field name "${part.fieldname}"; each image needs its own id`);
+          const buf = await part.toBuffer();
+          total += buf.length;
+          if (total > maxBodyBytes) throw tooLarge();
+          files.set(part.fieldname, buf);
+        } else if (part.fieldname === "case") {
+          if (part.valueTruncated) throw tooLarge();
+          caseText = String(part.value);
+          total += caseText.length;
+          if (total > maxBodyBytes) throw tooLarge();
+        } else {
+          throw new MedmmvError("INVALID_INPUT", `unexpected form field "${part.fieldname}": send the case JSON in a field named \`case\` and images as files`);
+        }
       }
+    } catch (err) {
+      throw malformedMultipart(err);
     }
     if (caseText === null) throw new MedmmvError("INVALID_INPUT", "the multipart upload has no `case` field; send the ClinicalCase JSON in a field named `case`");
     let parsed: unknown;

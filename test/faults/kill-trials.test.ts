@@ -1,0 +1,480 @@
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
+import type { ClinicalCase } from "../../src/case/schema.js";
+import type { EvalSummary } from "../../src/eval/report.js";
+import { SqliteStore } from "../../src/store/sqlite-store.js";
+import { TERMINAL_STATUSES, type CaseStatus } from "../../src/store/case-store.js";
+import { bundleEntry, spawnBundle, startBundledServer, type Bundle } from "../support/bundled-process.js";
+import { caseBlock, clinicalScenario } from "../support/clinical-scenario.js";
+import { createPrng, nowMs } from "../support/faults.js";
+import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
+import { startScriptedOpenAI, type Scenario, type ScriptedCallLog, type ScriptedOpenAI, type ScriptedRequest } from "../support/scripted-openai-server.js";
+import { answerByItem, evalScenario, keyOfCaseText, readItems } from "../eval/eval-fixtures.js";
+import { chestPain, pngOf, until } from "../http/http-harness.js";
+
+/**
+ * kill -9 at random moments, many times: the server with several cases in flight, and
+ * `medmmv eval` mid-run. After a restart (or `--resume`) every accepted case / planned
+ * item must reach a terminal state exactly once, and work finished before the kill must
+ * not be done again — counted at the scripted model server.
+ *
+ * Trials per kind: MEDMMV_FAULT_TRIALS (default 10); kill points: MEDMMV_FAULT_SEED.
+ */
+const TRIALS = Math.max(1, Number(process.env.MEDMMV_FAULT_TRIALS ?? 10) || 10);
+const SEED = Number(process.env.MEDMMV_FAULT_SEED ?? 20_251_130) || 20_251_130;
+/** A reply that landed this close to the kill may not have been persisted yet. */
+const GRACE_MS = 250;
+const KEY = "kill-trials-key-0123456789";
+
+const rows: ReliabilityRow[] = [];
+let serverBundle: Bundle;
+let cliBundle: Bundle;
+const scratch: string[] = [];
+
+beforeAll(async () => {
+  [serverBundle, cliBundle] = await Promise.all([bundleEntry("server"), bundleEntry("cli")]);
+});
+afterAll(async () => {
+  recordReliability("kill-trials", rows);
+  await Promise.all([serverBundle?.remove(), cliBundle?.remove(), ...scratch.map((d) => rm(d, { recursive: true, force: true }))]);
+});
+
+async function tempDir(prefix: string): Promise<string> {
+  const d = await mkdtemp(path.join(tmpdir(), prefix));
+  scratch.push(d);
+  return d;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function countBy<T>(xs: readonly T[], key: (x: T) => string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const x of xs) out[key(x)] = (out[key(x)] ?? 0) + 1;
+  return out;
+}
+
+/** Which agents had a call open at the scripted server when the kill landed (or that none had). */
+function phaseAt(log: readonly ScriptedCallLog[], at: number): string {
+  const open = [...new Set(log.filter((c) => c.start <= at && (c.end === null || c.end >= at)).map((c) => c.agent))].sort();
+  if (open.length) return `calls open: ${open.join("+")}`;
+  return log.some((c) => c.start <= at) ? "between model calls" : "before the first model call";
+}
+
+// ---------------------------------------------------------------------------------------
+// The server
+// ---------------------------------------------------------------------------------------
+
+/** Long enough that model calls, not local work, fill most of a case's time. */
+const LATENCY_MS = 150;
+/** Path "A" needs a repair, so refinement runs hd → repair → hd: every phase has calls to cut. */
+const serverScenario = (): Scenario => clinicalScenario({ rolloutAnswers: ["B", "B", "A"], repairsNeeded: { A: 1 } });
+
+/** Three cases per trial, each text its own (the response cache is content-addressed). */
+function trialCases(): ClinicalCase[] {
+  return [
+    chestPain(),
+    chestPain({ question: "Which diagnosis best explains the findings on the film?", images: [{ id: "film", caption: "Chest film", data: pngOf(64, 64).toString("base64") }] }),
+    chestPain({
+      question: "What is the most likely cause of this presentation?",
+      notes:
+        "A 64-year-old woman has had pressure-like chest pain for two hours, with sweating. She has diabetes and takes metformin. ECG shows ST elevation in leads II, III and aVF. Troponin is raised.",
+    }),
+  ];
+}
+
+function serverEnv(openai: ScriptedOpenAI, dataDir: string): Record<string, string> {
+  return {
+    OPENAI_BASE_URL: openai.baseUrl,
+    OPENAI_API_KEY: "test-key",
+    MEDMMV_MODEL: "scripted-executor",
+    MEDMMV_JUDGE_MODEL: "scripted-judge",
+    MEDMMV_DATA_DIR: dataDir,
+    MEDMMV_API_KEYS: KEY,
+    MEDMMV_K: "3",
+    MEDMMV_MAX_REPAIRS: "1",
+    MEDMMV_CACHE: "deterministic",
+    MEDMMV_LLM_BACKOFF_BASE_MS: "20",
+    MEDMMV_LLM_TIMEOUT_MS: "20000",
+    // The test polls case status; the per-key limit is not what is under test here.
+    MEDMMV_RATE_LIMIT_PER_MIN: "100000",
+  };
+}
+
+async function api(base: string, p: string, init: RequestInit & { json?: unknown } = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  headers.set("authorization", `Bearer ${KEY}`);
+  if (init.json !== undefined) headers.set("content-type", "application/json");
+  return fetch(base + p, { ...init, headers, body: init.json !== undefined ? JSON.stringify(init.json) : init.body });
+}
+
+async function submitAll(base: string, cases: ClinicalCase[]): Promise<string[]> {
+  const ids: string[] = [];
+  for (const c of cases) {
+    const res = await api(base, "/diagnose", { method: "POST", json: c, headers: { prefer: "respond-async" } });
+    expect(res.status).toBe(202);
+    ids.push(((await res.json()) as { caseId: string }).caseId);
+  }
+  return ids;
+}
+
+interface CaseView {
+  caseId: string;
+  status: CaseStatus;
+  result: unknown;
+}
+
+async function waitTerminal(base: string, ids: string[], ms: number): Promise<CaseView[]> {
+  return until(async () => {
+    const views = await Promise.all(
+      ids.map(async (id) => {
+        const res = await api(base, `/cases/${id}`);
+        if (res.status !== 200) throw new Error(`GET /cases/${id}: HTTP ${res.status} ${await res.text()}`);
+        return (await res.json()) as CaseView;
+      }),
+    );
+    return views.every((v) => TERMINAL_STATUSES.includes(v.status)) ? views : undefined;
+  }, ms, `cases ${ids.join(", ")} to finish`);
+}
+
+interface StoreCheck {
+  unfinished: number;
+  finalEvents: Record<string, number>;
+  statuses: Record<string, CaseStatus | "missing">;
+}
+
+async function inspectStore(dataDir: string, ids: string[]): Promise<StoreCheck> {
+  const store = new SqliteStore({ dataDir });
+  await store.init();
+  try {
+    const out: StoreCheck = { unfinished: (await store.listUnfinished()).length, finalEvents: {}, statuses: {} };
+    for (const id of ids) {
+      out.statuses[id] = (await store.getCase(id))?.status ?? "missing";
+      out.finalEvents[id] = (await store.listEvents(id)).filter((e) => e.type === "final").length;
+    }
+    return out;
+  } finally {
+    await store.close();
+  }
+}
+
+interface Baseline {
+  durationMs: number;
+  byAgent: Record<string, number>;
+  answers: (string | null)[];
+  rolloutAnswers: (string | null)[][];
+}
+
+describe("SIGKILL of the server at random points", () => {
+  let baseline: Baseline;
+  const trialOutcomes: Array<{ phase: string; answered: number; remade: number; lost: number }> = [];
+
+  beforeAll(async () => {
+    // One uninterrupted run: how long the cases take, and how many calls each agent needs.
+    const openai = await startScriptedOpenAI({ scenario: serverScenario(), latencyMs: LATENCY_MS });
+    const dir = await tempDir("medmmv-kill-base-");
+    const srv = await startBundledServer(serverBundle, serverEnv(openai, dir));
+    try {
+      const ids = await submitAll(srv.address, trialCases());
+      const t0 = Date.now();
+      const views = await waitTerminal(srv.address, ids, 30_000);
+      const results = views.map((v) => DiagnosisResult.parse(v.result));
+      expect(results.map((r) => r.status)).toEqual(["completed", "completed", "completed"]);
+      baseline = {
+        durationMs: Date.now() - t0,
+        byAgent: openai.stats().byAgent,
+        answers: results.map((r) => r.answer?.option ?? null),
+        rolloutAnswers: results.map((r) => r.stability.rolloutAnswers),
+      };
+    } finally {
+      await srv.kill("SIGTERM");
+      await openai.close();
+    }
+  }, 60_000);
+
+  afterAll(() => {
+    if (trialOutcomes.length === 0) return;
+    const phases = countBy(trialOutcomes, (t) => t.phase);
+    const maxRemade = Math.max(...trialOutcomes.map((t) => t.remade));
+    const answered = trialOutcomes.map((t) => t.answered);
+    const needed = Object.values(baseline.byAgent).reduce((a, b) => a + b, 0);
+    const lost = trialOutcomes.reduce((n, t) => n + t.lost, 0);
+    rows.push({
+      suite: "kill",
+      scenario: `server SIGKILL at a random moment, ${trialCases().length} async cases in flight, restart on the same SQLite store`,
+      trials: trialOutcomes.length,
+      outcome:
+        `every accepted case terminal exactly once (one final event) with the uninterrupted run's answers; ` +
+        `model calls repeated after restart ≤ calls open at the kill (max ${maxRemade}); ` +
+        `killed after ${Math.min(...answered)}–${Math.max(...answered)} of ${needed} calls; kill phases: ` +
+        Object.entries(phases)
+          .map(([p, n]) => `${p} ×${n}`)
+          .join(", "),
+      itemsLost: lost,
+    });
+  });
+
+  const rng = createPrng(SEED);
+  for (let trial = 1; trial <= TRIALS; trial++) {
+    const draw = rng();
+    it(`trial ${trial}: kill -9, restart, every case finishes once without repeating finished calls`, async () => {
+      const cases = trialCases();
+      const openai = await startScriptedOpenAI({ scenario: serverScenario(), latencyMs: LATENCY_MS });
+      const dir = await tempDir(`medmmv-kill-${trial}-`);
+      let srv = await startBundledServer(serverBundle, serverEnv(openai, dir));
+      try {
+        const ids = await submitAll(srv.address, cases);
+        // Anywhere from "just accepted" to "about to finish" (the baseline's duration).
+        const delay = Math.round(draw * baseline.durationMs);
+        await sleep(delay);
+        const killAt = nowMs();
+        const killed = await srv.kill("SIGKILL");
+        const out1 = srv.output();
+        expect(killed.signal).toBe("SIGKILL");
+        const beforeLog = openai.stats().log;
+        const phase = phaseAt(beforeLog, killAt);
+        // Calls the dead process cannot have persisted: cut off, or answered just before the kill.
+        const volatile = countBy(
+          beforeLog.filter((c) => c.status === 0 || c.end === null || c.end >= killAt - GRACE_MS),
+          (c) => c.agent,
+        );
+
+        srv = await startBundledServer(serverBundle, serverEnv(openai, dir));
+        const s2 = srv;
+        const views = await waitTerminal(srv.address, ids, 20_000).catch(async (e) => {
+          console.log("DBG phase", phase, delay, s2.output());
+          for (const id of ids) console.log("DBG view", JSON.stringify(await (await api(s2.address, `/cases/${id}`)).json()).slice(0, 600));
+          throw e;
+        });
+        const listed = (await (await api(srv.address, "/cases?limit=100")).json()) as { items: Array<{ caseId: string; status: CaseStatus }> };
+        const total = openai.stats().byAgent;
+        await srv.kill("SIGTERM");
+        const stored = await inspectStore(dir, ids);
+        console.log("DBG stored", phase, delay, JSON.stringify(stored));
+        if (Object.values(stored.finalEvents).some((n) => n !== 1)) { const st = new SqliteStore({ dataDir: dir }); await st.init(); for (const id of ids) console.log("DBG events", id, JSON.stringify((await st.listEvents(id)).map((e) => [e.seq, e.type, e.at, e.type === "status" ? e.data : ""]))); await st.close(); console.log("DBG out1", out1.split("\n").filter((l) => !l.includes("request")).join("\n")); console.log("DBG out2", srv.output().split("\n").filter((l) => !l.includes("request")).join("\n")); }
+
+        const lost = ids.filter((id) => !listed.items.some((i) => i.caseId === id) || stored.statuses[id] === "missing" || stored.finalEvents[id] !== 1).length;
+        let remade = 0;
+        for (const agent of new Set([...Object.keys(total), ...Object.keys(baseline.byAgent)])) remade += Math.max(0, (total[agent] ?? 0) - (baseline.byAgent[agent] ?? 0));
+        trialOutcomes.push({ phase, answered: beforeLog.filter((c) => c.status === 200 && c.end !== null && c.end < killAt).length, remade, lost });
+
+        // Exactly the accepted cases, each terminal once, with the answers of an uninterrupted run.
+        expect(listed.items.map((i) => i.caseId).sort()).toEqual([...ids].sort());
+        expect(stored.unfinished).toBe(0);
+        for (const [i, v] of views.entries()) {
+          expect(v.status, `case ${i} (killed during ${phase} after ${delay} ms)`).toBe("completed");
+          const r = DiagnosisResult.parse(v.result);
+          expect(r.answer?.option ?? null).toBe(baseline.answers[i]);
+          expect(r.stability.rolloutAnswers).toEqual(baseline.rolloutAnswers[i]);
+          expect(stored.statuses[ids[i]!]).toBe("completed");
+          expect(stored.finalEvents[ids[i]!], `final events of case ${i}`).toBe(1);
+        }
+        // Per agent: every call the work needs was made, and only calls that were open (or
+        // unpersisted) at the kill were made again.
+        for (const agent of Object.keys(baseline.byAgent)) {
+          const extra = (total[agent] ?? 0) - baseline.byAgent[agent]!;
+          expect(extra, `${agent}: calls beyond the uninterrupted run (killed during ${phase} after ${delay} ms)`).toBeGreaterThanOrEqual(0);
+          expect(extra, `${agent}: repeated calls vs calls open at the kill (${phase}, ${delay} ms)`).toBeLessThanOrEqual(volatile[agent] ?? 0);
+        }
+        expect(Object.keys(total).sort()).toEqual(Object.keys(baseline.byAgent).sort());
+      } finally {
+        await srv.kill("SIGKILL");
+        await openai.close();
+      }
+    }, 90_000);
+  }
+});
+
+// ---------------------------------------------------------------------------------------
+// medmmv eval
+// ---------------------------------------------------------------------------------------
+
+const EVAL_ITEMS = 8;
+type EvalMethod = "cot" | "medmmv";
+
+/** A MedQA-format file of our own (not benchmark text), big enough to kill a run mid-way. */
+async function syntheticMedqa(dir: string): Promise<string> {
+  const file = path.join(dir, "synthetic.jsonl");
+  const rows = Array.from({ length: EVAL_ITEMS }, (_, i) => ({
+    question: `Synthetic case ${i}: a patient with finding number ${i} presents to clinic with fever and cough. Which option is keyed as correct?`,
+    options: { A: `alpha ${i}`, B: `bravo ${i}`, C: `charlie ${i}`, D: `delta ${i}` },
+    answer_idx: "ABCD"[i % 4],
+    answer: `${["alpha", "bravo", "charlie", "delta"][i % 4]} ${i}`,
+    meta_info: "step1",
+  }));
+  await writeFile(file, rows.map((r) => JSON.stringify(r)).join("\n") + "\n");
+  return file;
+}
+
+/** Every call the scripted model answers, tagged with the item it is about and the phase. */
+interface ItemCall {
+  key: string;
+  agent: string;
+  phase: "first" | "resume";
+}
+
+function recordingScenario(base: Scenario, calls: ItemCall[], phase: () => ItemCall["phase"]): Scenario {
+  const agents: Scenario["agents"] = {};
+  for (const [agent, script] of Object.entries(base.agents)) {
+    agents[agent] = (req: ScriptedRequest) => {
+      calls.push({ key: keyOfCaseText(caseBlock(req.text)), agent, phase: phase() });
+      let step: unknown = script;
+      if (Array.isArray(step)) step = step[req.callIndex % step.length];
+      return typeof step === "function" ? (step as (r: ScriptedRequest) => unknown)(req) : step;
+    };
+  }
+  return { ...base, agents };
+}
+
+function evalArgs(method: EvalMethod, input: string, out: string): string[] {
+  const args = ["eval", "--dataset", "medqa", "--input", input, "--method", method, "--concurrency", "2", "--out", out];
+  return method === "medmmv" ? [...args, "--k", "2", "--max-repairs", "1"] : args;
+}
+
+function evalEnv(openai: ScriptedOpenAI, dataDir: string, method: EvalMethod): Record<string, string> {
+  return {
+    OPENAI_BASE_URL: openai.baseUrl,
+    OPENAI_API_KEY: "k",
+    MEDMMV_MODEL: "scripted",
+    MEDMMV_LLM_BACKOFF_BASE_MS: "5",
+    MEDMMV_DATA_DIR: dataDir,
+    // CoT without a cache: one call per item, so the resumed run's calls can be counted exactly.
+    // MedMMV with the store's cache, as users run it: deterministic calls come back from it.
+    MEDMMV_CACHE: method === "cot" ? "off" : "deterministic",
+    MEDMMV_LOG_LEVEL: "silent",
+  };
+}
+
+const EVAL_LATENCY: Record<EvalMethod, number> = { cot: 250, medmmv: 60 };
+
+interface ResultLine {
+  id: string;
+  run: number;
+  status: string;
+}
+
+/** Every line must be a record: after a resume nothing torn or duplicated may remain. */
+async function resultLines(file: string): Promise<{ records: ResultLine[]; bad: number }> {
+  const text = await readFile(file, "utf8").catch(() => "");
+  const lines = text.split("\n").filter((l) => l.trim() !== "");
+  const records: ResultLine[] = [];
+  let bad = 0;
+  for (const l of lines) {
+    try {
+      records.push(JSON.parse(l) as ResultLine);
+    } catch {
+      bad++;
+    }
+  }
+  return { records, bad };
+}
+
+describe("SIGKILL of medmmv eval at random points", () => {
+  const base: Partial<Record<EvalMethod, { firstCallMs: number; lastCallMs: number }>> = {};
+  let input: string;
+  let keys: Map<string, string>;
+  const trialOutcomes: Array<{ method: EvalMethod; before: number; lost: number; duplicates: number; phase: string }> = [];
+
+  beforeAll(async () => {
+    const dir = await tempDir("medmmv-evalkill-in-");
+    input = await syntheticMedqa(dir);
+    const items = await readItems("medqa", input);
+    keys = new Map(items.map((it) => [`${it.case.question}\u0000`, it.id]));
+    // Uninterrupted runs: when the first model call comes and when the run ends.
+    for (const method of ["cot", "medmmv"] as const) {
+      const openai = await startScriptedOpenAI({ scenario: evalScenario({ answerFor: answerByItem(items, () => "gold") }), latencyMs: EVAL_LATENCY[method] });
+      const out = await tempDir(`medmmv-evalkill-base-${method}-`);
+      try {
+        const started = nowMs();
+        const run = spawnBundle(cliBundle, evalArgs(method, input, out), evalEnv(openai, await tempDir("medmmv-evalkill-data-"), method));
+        const exit = await run.exited;
+        expect(exit.code, run.output()).toBe(0);
+        const log = openai.stats().log;
+        base[method] = { firstCallMs: log[0]!.start - started, lastCallMs: Math.max(...log.map((c) => c.end ?? 0)) - started };
+      } finally {
+        await openai.close();
+      }
+    }
+  }, 60_000);
+
+  afterAll(() => {
+    if (trialOutcomes.length === 0) return;
+    const byMethod = countBy(trialOutcomes, (t) => t.method);
+    const phases = countBy(trialOutcomes, (t) => t.phase);
+    rows.push({
+      suite: "kill",
+      scenario: `medmmv eval SIGKILL at a random moment, then --resume (${EVAL_ITEMS} items; ${Object.entries(byMethod)
+        .map(([m, n]) => `${m} ×${n}`)
+        .join(", ")})`,
+      trials: trialOutcomes.length,
+      outcome:
+        `every item exactly once in results.jsonl, no torn line, summary complete; items finished before the kill never called again; ` +
+        `finished before the kill: ${trialOutcomes.map((t) => t.before).join("/")} of ${EVAL_ITEMS}; kill phases: ` +
+        Object.entries(phases)
+          .map(([p, n]) => `${p} ×${n}`)
+          .join(", "),
+      itemsLost: trialOutcomes.reduce((n, t) => n + t.lost + t.duplicates, 0),
+    });
+  });
+
+  const rng = createPrng(SEED ^ 0x5eed);
+  for (let trial = 1; trial <= TRIALS; trial++) {
+    const draw = rng();
+    const method: EvalMethod = trial % 2 === 1 ? "cot" : "medmmv";
+    it(`trial ${trial} (${method}): kill -9 mid-run, --resume: each item exactly once, finished items not rerun`, async () => {
+      const items = await readItems("medqa", input);
+      const calls: ItemCall[] = [];
+      let phase: ItemCall["phase"] = "first";
+      const scenario = recordingScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }), calls, () => phase);
+      const openai = await startScriptedOpenAI({ scenario, latencyMs: EVAL_LATENCY[method] });
+      const out = await tempDir(`medmmv-evalkill-${trial}-`);
+      const data = await tempDir(`medmmv-evalkill-data-${trial}-`);
+      const resultsFile = path.join(out, "results.jsonl");
+      try {
+        const b = base[method]!;
+        // Anywhere in the window where the uninterrupted run talked to the model.
+        const delay = Math.round(b.firstCallMs + draw * (b.lastCallMs - b.firstCallMs));
+        const started = nowMs();
+        const first = spawnBundle(cliBundle, evalArgs(method, input, out), evalEnv(openai, data, method));
+        await Promise.race([sleep(delay), first.exited]);
+        const killAt = nowMs();
+        const killed = await first.kill("SIGKILL");
+        const phaseName = killed.signal === "SIGKILL" ? phaseAt(openai.stats().log, killAt) : "after the run ended";
+        const before = await resultLines(resultsFile);
+        const finishedBefore = new Set(before.records.map((r) => r.id));
+
+        phase = "resume";
+        const firstPhaseCalls = calls.length;
+        const resumed = spawnBundle(cliBundle, [...evalArgs(method, input, out), "--resume"], evalEnv(openai, data, method));
+        const exit = await resumed.exited;
+        const after = await resultLines(resultsFile);
+        const ids = after.records.map((r) => `${r.id}#${r.run}`);
+        const duplicates = ids.length - new Set(ids).size;
+        const lost = items.filter((it) => !after.records.some((r) => r.id === it.id)).length;
+        trialOutcomes.push({ method, before: finishedBefore.size, lost, duplicates, phase: phaseName });
+
+        expect(exit.code, resumed.output()).toBe(0);
+        expect(after.bad).toBe(0);
+        expect(duplicates).toBe(0);
+        expect(ids.sort()).toEqual(items.map((it) => `${it.id}#0`).sort());
+        expect(after.records.every((r) => r.status === "completed")).toBe(true);
+        const summary = JSON.parse(await readFile(path.join(out, "summary.json"), "utf8")) as EvalSummary;
+        expect(summary).toMatchObject({ items: EVAL_ITEMS, failed: 0, accuracy: 1, complete: true });
+
+        // Work finished before the kill is not done again; everything else is done (again).
+        const resumeCalls = calls.slice(firstPhaseCalls);
+        const itemOf = (c: ItemCall) => keys.get(c.key) ?? `unknown:${c.key.slice(0, 40)}`;
+        const rerunFinished = resumeCalls.filter((c) => finishedBefore.has(itemOf(c)));
+        expect(rerunFinished.map((c) => `${itemOf(c)} ${c.agent}`), `killed at ${Math.round(killAt - started)} ms (${phaseName})`).toEqual([]);
+        expect(resumeCalls.every((c) => keys.has(c.key))).toBe(true);
+        const unfinished = items.filter((it) => !finishedBefore.has(it.id)).map((it) => it.id);
+        expect(new Set(resumeCalls.map(itemOf))).toEqual(new Set(unfinished));
+        if (method === "cot") expect(resumeCalls.length).toBe(unfinished.length);
+      } finally {
+        await openai.close();
+      }
+    }, 90_000);
+  }
+});

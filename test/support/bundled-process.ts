@@ -1,0 +1,146 @@
+/**
+ * The server and the CLI as child processes that start in about a second.
+ *
+ * Kill trials start a fresh process dozens of times. Through tsx each start costs 5–6 s
+ * on a two-core machine (most of it transpiling and resolving thousands of module files),
+ * so the trials would not fit in CI. Instead the real entry points are bundled once per
+ * test file with esbuild (a dependency already, for the audit view): the same sources,
+ * transpiled ahead of time. `import.meta.url` is pinned to each source file's own URL,
+ * so prompts, package.json and the view assets resolve exactly as they do under tsx.
+ * Native and asset-serving packages stay external and load from node_modules.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { readFile, rm } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { build } from "esbuild";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+/** Inside the repository (so bare imports of the externals resolve to its node_modules), git-ignored. */
+const BUNDLE_DIR = path.join(ROOT, "test-artifacts", ".bundles");
+
+/** Packages that must load from node_modules: native addons, and packages that read their own files. */
+const EXTERNAL = ["better-sqlite3", "pg", "pg-native", "esbuild", "playwright-core", "@fastify/swagger-ui", "tsx"];
+
+export type EntryKind = "server" | "cli";
+
+export interface Bundle {
+  file: string;
+  remove(): Promise<void>;
+}
+
+const ENTRY: Record<EntryKind, string> = {
+  // server.ts starts itself only when it is the main module, so the bundle calls serve().
+  server: `import { serve } from ${JSON.stringify(path.join(ROOT, "src/server.ts"))};\nawait serve();\n`,
+  cli: `import ${JSON.stringify(path.join(ROOT, "src/cli/main.ts"))};\n`,
+};
+
+/** Bundle an entry point to a file of its own (test files run in parallel; names never clash). */
+export async function bundleEntry(kind: EntryKind): Promise<Bundle> {
+  mkdirSync(BUNDLE_DIR, { recursive: true });
+  const file = path.join(BUNDLE_DIR, `${kind}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}.mjs`);
+  await build({
+    stdin: { contents: ENTRY[kind], resolveDir: ROOT, loader: "ts", sourcefile: `${kind}-entry.ts` },
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    outfile: file,
+    external: EXTERNAL,
+    logLevel: "error",
+    // CommonJS packages inside an ESM bundle still call require() for node built-ins.
+    banner: { js: 'import { createRequire as __medmmvCreateRequire } from "node:module"; const require = __medmmvCreateRequire(import.meta.url);' },
+    plugins: [
+      {
+        name: "pin-import-meta-url",
+        setup(b) {
+          b.onLoad({ filter: /[\\/]src[\\/].*\.ts$/ }, async (args) => {
+            const source = await readFile(args.path, "utf8");
+            return { contents: source.replaceAll("import.meta.url", JSON.stringify(pathToFileURL(args.path).href)), loader: "ts" };
+          });
+        },
+      },
+    ],
+  });
+  return { file, remove: () => rm(file, { force: true }) };
+}
+
+/** Variables of the test runner's environment that would change the child's behaviour. */
+const INHERITED_BLOCKLIST = /^(OPENAI_|MEDMMV_|TAVILY_|DATABASE_URL$|PORT$|HOST$|NODE_OPTIONS$)/;
+
+function childEnv(env: Record<string, string>): Record<string, string> {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => v !== undefined && !INHERITED_BLOCKLIST.test(k))) as Record<string, string>;
+  return { ...base, ...env };
+}
+
+export interface ChildRun {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves when the process has exited (by itself or by a signal). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Send a signal (if still running) and wait for the exit. */
+  kill(signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function spawnBundle(bundle: Bundle, args: string[], env: Record<string, string>, opts: { maxMs?: number } = {}): ChildRun {
+  const child = spawn(process.execPath, [bundle.file, ...args], { cwd: ROOT, env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout!.on("data", (c: Buffer) => (out += c.toString("utf8")));
+  child.stderr!.on("data", (c: Buffer) => (out += c.toString("utf8")));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+  });
+  // A wedged child must not outlive the test run.
+  const guard = setTimeout(() => child.kill("SIGKILL"), opts.maxMs ?? 120_000);
+  guard.unref();
+  void exited.then(() => clearTimeout(guard));
+  return {
+    child,
+    output: () => out,
+    exited,
+    async kill(signal) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export interface BundledServer extends ChildRun {
+  /** e.g. http://127.0.0.1:41234 */
+  address: string;
+}
+
+/** Start the bundled server and wait for its "medmmv listening" log line. */
+export async function startBundledServer(bundle: Bundle, env: Record<string, string>, opts: { startTimeoutMs?: number } = {}): Promise<BundledServer> {
+  const run = spawnBundle(bundle, [], { HOST: "127.0.0.1", PORT: "0", MEDMMV_LOG_LEVEL: "info", ...env });
+  const timeoutMs = opts.startTimeoutMs ?? 30_000;
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      void run.kill("SIGKILL");
+      reject(new Error(`server did not start within ${timeoutMs} ms:\n${run.output()}`));
+    }, timeoutMs);
+    const look = (): void => {
+      for (const line of run.output().split("\n")) {
+        if (!line.includes('"medmmv listening"')) continue;
+        try {
+          const rec = JSON.parse(line) as { address?: string };
+          if (rec.address) {
+            clearTimeout(timer);
+            run.child.stdout!.off("data", look);
+            resolve(rec.address);
+            return;
+          }
+        } catch {
+          // a partial line; the rest comes with the next chunk
+        }
+      }
+    };
+    run.child.stdout!.on("data", look);
+    void run.exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited (code ${code}, signal ${signal}) before listening:\n${run.output()}`));
+    });
+  });
+  return { ...run, address };
+}

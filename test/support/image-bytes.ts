@@ -1,0 +1,87 @@
+/**
+ * Real image files built byte by byte (with correct CRCs), for the abuse suites: a
+ * decoder, not only our header reader, would accept them — which is the point of a
+ * decompression bomb.
+ */
+import { deflateSync } from "node:zlib";
+
+const CRC_TABLE = (() => {
+  const t = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    t[n] = c >>> 0;
+  }
+  return t;
+})();
+
+export function crc32(buf: Buffer): number {
+  let c = 0xffffffff;
+  for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+function chunk(type: string, data: Buffer): Buffer {
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(data.length);
+  const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(body));
+  return Buffer.concat([len, body, crc]);
+}
+
+export const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+/**
+ * A PNG whose header says `width`×`height` (8-bit grey) and whose IDAT is whatever
+ * `rawBytes` of zero scanline data deflate to. With a huge canvas and a few hundred bytes
+ * of IDAT this is a decompression bomb: tiny on the wire, gigabytes once inflated.
+ */
+export function pngWithCanvas(width: number, height: number, rawBytes = 4096): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr.writeUInt8(8, 8); // bit depth
+  ihdr.writeUInt8(0, 9); // greyscale
+  ihdr.writeUInt8(0, 10); // deflate
+  ihdr.writeUInt8(0, 11); // adaptive filtering
+  ihdr.writeUInt8(0, 12); // no interlace
+  const idat = deflateSync(Buffer.alloc(rawBytes, 0), { level: 9 });
+  return Buffer.concat([PNG_SIGNATURE, chunk("IHDR", ihdr), chunk("IDAT", idat), chunk("IEND", Buffer.alloc(0))]);
+}
+
+/** A complete, decodable small PNG (every scanline present). */
+export function smallPng(width = 8, height = 8): Buffer {
+  return pngWithCanvas(width, height, (width + 1) * height);
+}
+
+/** A GIF header claiming the given logical screen size (the rest is a minimal trailer). */
+export function gifWithCanvas(width: number, height: number): Buffer {
+  const head = Buffer.alloc(13);
+  head.write("GIF89a", 0, "latin1");
+  head.writeUInt16LE(width, 6);
+  head.writeUInt16LE(height, 8);
+  return Buffer.concat([head, Buffer.from([0x3b])]);
+}
+
+/** A baseline JPEG SOF0 header claiming the given frame size. */
+export function jpegWithCanvas(width: number, height: number): Buffer {
+  const sof = Buffer.from([0xff, 0xc0, 0x00, 0x11, 0x08, 0, 0, 0, 0, 0x03, 0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01]);
+  sof.writeUInt16BE(height, 5);
+  sof.writeUInt16BE(width, 7);
+  return Buffer.concat([Buffer.from([0xff, 0xd8]), sof, Buffer.from([0xff, 0xd9])]);
+}
+
+/** A lossless WebP (VP8L) header claiming the given canvas (each side at most 16384). */
+export function webpWithCanvas(width: number, height: number): Buffer {
+  const bits = ((width - 1) & 0x3fff) | (((height - 1) & 0x3fff) << 14);
+  const vp8l = Buffer.alloc(5);
+  vp8l.writeUInt8(0x2f, 0);
+  vp8l.writeUInt32LE(bits >>> 0, 1);
+  const payload = Buffer.concat([Buffer.from("VP8L", "latin1"), Buffer.from([5, 0, 0, 0]), vp8l, Buffer.alloc(1)]);
+  const head = Buffer.alloc(12);
+  head.write("RIFF", 0, "latin1");
+  head.writeUInt32LE(payload.length + 4, 4);
+  head.write("WEBP", 8, "latin1");
+  return Buffer.concat([head, payload]);
+}
