@@ -23,7 +23,7 @@ import { buildRaters, rateOutput, type Rater } from "./raters.js";
 import { buildSummary, SUMMARY_JSON, SUMMARY_MD, summaryMarkdown, type EvalSummary } from "./report.js";
 import { readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
 import { selectItems } from "./sampling.js";
-import { AimdGate, llmOrigin, watchResponses } from "./throttle.js";
+import { AimdGate } from "./throttle.js";
 
 export interface EvalRunOptions {
   dataset: string;
@@ -225,9 +225,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   let written = 0;
 
   const writer = await ResultsWriter.open(resultsPath);
-  const unwatch = watchResponses(llmOrigin(config.llm.baseUrl), (status) => {
-    if (status === 429) gate.onRateLimited();
-  });
+  // Every model client of this run shares the pipeline's limiter, which hears each 429.
+  const unwatch = pipeline.limiter.onRateLimited(() => gate.onRateLimited());
 
   const runTask = async (x: EvalItem | ItemError, run: number): Promise<void> => {
     const started = Date.now();

@@ -1,4 +1,3 @@
-import diagnostics from "node:diagnostics_channel";
 import { MedmmvError } from "../errors.js";
 
 export interface ThrottleStats {
@@ -97,47 +96,5 @@ export class AimdGate {
 
   private pump(): void {
     while (this.waiters.length > 0 && this.inFlight < this.current) this.waiters.shift()!();
-  }
-}
-
-/**
- * Calls `onStatus` with the HTTP status of every response from `origin` that this process
- * receives, whether the model client speaks through fetch (undici) or node:http. The
- * client hides its retries, but every 429 it retries still passes through one of Node's
- * diagnostics channels, which is how the eval sees how hard the provider is pushing back
- * without reaching into the LLM layer.
- */
-export function watchResponses(origin: string, onStatus: (status: number) => void): () => void {
-  const undici = (message: unknown) => {
-    const m = message as { request?: { origin?: unknown }; response?: { statusCode?: unknown } };
-    const from = String(m.request?.origin ?? "").replace(/\/+$/, "");
-    if (from === origin && typeof m.response?.statusCode === "number") onStatus(m.response.statusCode);
-  };
-  const nodeHttp = (message: unknown) => {
-    const m = message as { request?: { protocol?: unknown; getHeader?: (name: string) => unknown }; response?: { statusCode?: unknown } };
-    const host = m.request?.getHeader?.("host");
-    if (typeof m.request?.protocol !== "string" || typeof host !== "string") return;
-    let from: string;
-    try {
-      from = new URL(`${m.request.protocol}//${host}`).origin;
-    } catch {
-      return;
-    }
-    if (from === origin && typeof m.response?.statusCode === "number") onStatus(m.response.statusCode);
-  };
-  diagnostics.subscribe("undici:request:headers", undici);
-  diagnostics.subscribe("http.client.response.finish", nodeHttp);
-  return () => {
-    diagnostics.unsubscribe("undici:request:headers", undici);
-    diagnostics.unsubscribe("http.client.response.finish", nodeHttp);
-  };
-}
-
-/** The origin ("http://host:port") model calls go to. */
-export function llmOrigin(baseUrl: string | null): string {
-  try {
-    return new URL(baseUrl ?? "https://api.openai.com/v1").origin;
-  } catch {
-    return "";
   }
 }

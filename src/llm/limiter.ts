@@ -11,8 +11,22 @@ export class FairLimiter {
   private order: string[] = []; // round-robin ring of case keys with waiters
   private cursor = 0;
   private peak = 0;
+  private readonly rateLimitListeners = new Set<() => void>();
 
   constructor(private readonly limit: number) {}
+
+  /**
+   * Provider push-back (429) seen by any client sharing this limiter. Callers that start
+   * work (the eval runner) listen to slow down; returns the unsubscribe function.
+   */
+  onRateLimited(listener: () => void): () => void {
+    this.rateLimitListeners.add(listener);
+    return () => this.rateLimitListeners.delete(listener);
+  }
+
+  noteRateLimited(): void {
+    for (const l of this.rateLimitListeners) l();
+  }
 
   get active(): number {
     return this.inFlight;

@@ -168,10 +168,14 @@ export class LlmClient {
           { maxAttempts: this.cfg.maxAttempts, baseDelayMs: this.cfg.backoffBaseMs, maxRetryAfterMs: this.cfg.maxRetryAfterMs, timeoutMs: this.cfg.timeoutMs },
           ctx.signal,
           ({ signal }) => invokeTolerant(runnable, toLangChain(messages), format, signal),
-          undefined,
+          ({ error }) => {
+            if (error.status === 429) this.limiter.noteRateLimited();
+          },
           (run) => this.limiter.run(ctx.caseKey, ctx.signal, run),
         );
       } catch (err) {
+        const d = (err as MedmmvError).details;
+        if (d && (d.status === 429 || d.retryAfterMs !== undefined)) this.limiter.noteRateLimited();
         ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(messages) });
         ctx.chain.advance();
         throw err;

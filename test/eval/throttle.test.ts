@@ -1,7 +1,5 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { AimdGate, llmOrigin, watchResponses } from "../../src/eval/throttle.js";
+import { AimdGate } from "../../src/eval/throttle.js";
 
 describe("AimdGate", () => {
   it("admits up to the limit and queues the rest in order", async () => {
@@ -75,47 +73,38 @@ describe("AimdGate", () => {
   });
 });
 
-/** GET over node:http (the transport the model client may use instead of fetch). */
-function httpGet(url: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    http.get(url, (res) => {
-      res.resume();
-      res.on("end", () => resolve(res.statusCode ?? 0));
-    }).on("error", reject);
-  });
-}
-
-describe("watchResponses", () => {
-  it("sees the status of every response from the model origin, over fetch or node:http, and nothing else", async () => {
-    const server = http.createServer((req, res) => {
-      res.statusCode = req.url === "/v1/slow-down" ? 429 : 200;
-      res.end("{}");
-    });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    const port = (server.address() as AddressInfo).port;
-    const seen: number[] = [];
-    const stop = watchResponses(llmOrigin(`http://127.0.0.1:${port}/v1`), (s) => seen.push(s));
+describe("rate-limit signal", () => {
+  it("every 429 a model client retries reaches the limiter's listeners", async () => {
+    const { startScriptedOpenAI } = await import("../support/scripted-openai-server.js");
+    const { testConfig } = await import("../support/test-config.js");
+    const { LlmClient } = await import("../../src/llm/model-client.js");
+    const { FairLimiter } = await import("../../src/llm/limiter.js");
+    const { CallChain, UsageMeter } = await import("../../src/llm/usage.js");
+    const { z } = await import("zod");
+    const server = await startScriptedOpenAI({ scenario: { agents: { probe: { ok: true } } } });
     try {
-      await (await fetch(`http://127.0.0.1:${port}/v1/slow-down`)).text();
-      await (await fetch(`http://127.0.0.1:${port}/v1/ok`)).text();
-      // Same server under another host name: another origin, not the model endpoint.
-      const other = llmOrigin(`http://localhost:${port}/v1`);
-      expect(other).not.toBe(llmOrigin(`http://127.0.0.1:${port}/v1`));
-      await (await fetch(`http://localhost:${port}/v1/slow-down`)).text();
-      expect(seen).toEqual([429, 200]);
-      expect(await httpGet(`http://127.0.0.1:${port}/v1/slow-down`)).toBe(429);
-      expect(await httpGet(`http://localhost:${port}/v1/slow-down`)).toBe(429);
-      expect(seen).toEqual([429, 200, 429]);
+      server.addFault({ kind: "status", status: 429, retryAfterSec: 0, times: 2 });
+      const cfg = testConfig(server.baseUrl);
+      const limiter = new FairLimiter(4);
+      let heard = 0;
+      const stop = limiter.onRateLimited(() => heard++);
+      const meter = new UsageMeter();
+      const client = new LlmClient(cfg.llm, limiter);
+      const out = await client.structured(
+        { role: "judge", agent: "probe", schema: z.object({ ok: z.boolean() }), schemaName: "probe", temperature: 0, messages: [{ role: "user", content: "medmmv-agent: probe" }] },
+        { caseKey: "c", meter, chain: new CallChain(meter) },
+      );
+      expect(out).toEqual({ ok: true });
+      expect(heard).toBe(2);
       stop();
-      await httpGet(`http://127.0.0.1:${port}/v1/slow-down`);
-      expect(seen).toEqual([429, 200, 429]); // unsubscribed
+      server.addFault({ kind: "status", status: 429, retryAfterSec: 0, times: 1 });
+      await client.structured(
+        { role: "judge", agent: "probe", schema: z.object({ ok: z.boolean() }), schemaName: "probe", temperature: 0, messages: [{ role: "user", content: "medmmv-agent: probe again" }] },
+        { caseKey: "c", meter, chain: new CallChain(meter) },
+      );
+      expect(heard).toBe(2); // unsubscribed
     } finally {
-      stop();
-      server.close();
+      await server.close();
     }
-  });
-
-  it("llmOrigin defaults to OpenAI", () => {
-    expect(llmOrigin(null)).toBe("https://api.openai.com");
   });
 });

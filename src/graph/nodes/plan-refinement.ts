@@ -24,8 +24,12 @@ export function planRefinementNode() {
     const opts = state.options;
     const done = [...state.rollouts].sort((a, b) => a.index - b.index);
     const answers = done.map((r) => answerKey(r.path)).filter((a): a is string => a !== null);
+    // Settled: the first adaptive round agrees (entropy and RGM 0), so more samples or more
+    // paths with the same answer cannot change the selected answer: stop sampling and refine
+    // one path for that answer (counted with the multiplicity of every rollout holding it).
+    let settled = false;
     if (opts.adaptive && !opts.ablations.noExpansion && done.length < opts.k) {
-      const settled = answers.length >= ADAPTIVE_FIRST_ROUND && new Set(answers).size === 1;
+      settled = answers.length >= ADAPTIVE_FIRST_ROUND && new Set(answers).size === 1;
       if (!settled) {
         const remaining = Array.from({ length: opts.k - done.length }, (_, i) => done.length + i);
         return { pendingRollouts: remaining };
@@ -35,7 +39,7 @@ export function planRefinementNode() {
     const bySignature = new Map<string, PlannedPath>();
     for (const r of done) {
       if (!r.path) continue;
-      const sig = opts.dedupe ? pathSignature(r.path) : `#${r.index}`;
+      const sig = settled ? `answer:${answerKey(r.path)}` : opts.dedupe ? pathSignature(r.path) : `#${r.index}`;
       const existing = bySignature.get(sig);
       if (existing) {
         existing.rolloutIndices.push(r.index);
