@@ -81,6 +81,8 @@ export const AgentUsage = z.object({
   latencyMs: z.number().optional(),
   failures: z.number().int().optional(),
   cacheHits: z.number().int().optional(),
+  /** Characters of prompt text and image data sent (what providers' prompt caches see). */
+  promptChars: z.number().int().optional(),
 });
 export const Usage = z.object({
   llmCalls: z.number().int(),

@@ -11,6 +11,7 @@ import { TavilySearch } from "../search/tavily.js";
 import { VERSION } from "../version.js";
 import { buildWorkflow, type Workflow } from "./graph.js";
 import { RunHooks, type EmitEvent } from "./run-context.js";
+import { ImageVault } from "../case/image-vault.js";
 import type { PipelineOptions } from "./state.js";
 
 export type PipelineOverrides = Partial<Omit<PipelineOptions, "ablations">> & { ablations?: Partial<PipelineOptions["ablations"]> };
@@ -50,6 +51,7 @@ export interface PipelineDeps {
 export class Pipeline {
   readonly workflow: Workflow;
   readonly hooks = new RunHooks();
+  readonly images = new ImageVault();
   readonly limiter: FairLimiter;
   readonly llm: LlmClient;
   readonly prompts: PromptLibrary;
@@ -64,7 +66,7 @@ export class Pipeline {
     this.prompts = new PromptLibrary();
     this.search = deps.search ?? (config.search.apiKey ? new TavilySearch(config.search) : new NoSearch());
     this.workflow = buildWorkflow(
-      { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: config.llm.prices, hooks: this.hooks, version: VERSION },
+      { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: config.llm.prices, hooks: this.hooks, images: this.images, version: VERSION },
       deps.checkpointer,
     );
   }
@@ -74,13 +76,14 @@ export class Pipeline {
     const threadId = c.id;
     this.hooks.set(threadId, { emit: run.emit ?? (() => undefined) });
     try {
-      const input = run.resume ? null : { caseInput: c, options, startedAt: new Date().toISOString() };
+      const held = this.images.hold(c);
+      const input = run.resume ? null : { caseInput: held, options, startedAt: new Date().toISOString() };
       // A resumed thread whose checkpoint is gone (or never written) starts over.
       let useInput = input;
       if (run.resume) {
         const snapshot = await this.workflow.getState({ configurable: { thread_id: threadId } }).catch(() => null);
         if (!snapshot || !snapshot.values || !(snapshot.values as { caseInput?: unknown }).caseInput)
-          useInput = { caseInput: c, options, startedAt: new Date().toISOString() };
+          useInput = { caseInput: held, options, startedAt: new Date().toISOString() };
       }
       const state = await this.workflow.invoke(useInput, { configurable: { thread_id: threadId }, signal: run.signal, recursionLimit: 50 });
       const result = state.result;
@@ -91,6 +94,7 @@ export class Pipeline {
       throw err;
     } finally {
       this.hooks.delete(threadId);
+      this.images.release(threadId);
     }
   }
 }

@@ -4,6 +4,7 @@ import { CallChain, UsageMeter } from "../llm/usage.js";
 import type { CallContext } from "../llm/model-client.js";
 import type { AgentDeps } from "../agents/agent-context.js";
 import type { PromptLibrary } from "../llm/prompt-template.js";
+import type { ImageVault } from "../case/image-vault.js";
 
 /** A pipeline event, as streamed to SSE subscribers and stored in the case history. */
 export type PipelineEventType = "rollout" | "evidence" | "hd-verdict" | "repair" | "path-scored" | "scores" | "final" | "branch-failed";
@@ -33,6 +34,8 @@ export interface WorkflowDeps {
   prompts: PromptLibrary;
   prices: Prices;
   hooks: RunHooks;
+  /** Image bytes, kept out of the checkpointed state. */
+  images: ImageVault;
   version: string;
 }
 

@@ -1,5 +1,5 @@
 import { Annotation } from "@langchain/langgraph";
-import type { PreparedCase } from "../case/schema.js";
+import type { CaseInState } from "../case/image-vault.js";
 import type { BranchFailure, DiagnosisResult, HdReport, CuScores, Usage } from "../case/diagnosis-result.js";
 import type { PathOutput } from "../agents/path-schema.js";
 import type { SerializedEvidenceGraph } from "../evidence/evidence-graph.js";
@@ -84,7 +84,7 @@ const append = <T>() =>
   });
 
 export const PipelineState = Annotation.Root({
-  caseInput: Annotation<PreparedCase>,
+  caseInput: Annotation<CaseInState>,
   options: Annotation<PipelineOptions>,
   startedAt: Annotation<string>,
   /** Parallel branches write only through these reducers (DESIGN §7.2). */
@@ -102,7 +102,7 @@ export type PipelineStateUpdate = typeof PipelineState.Update;
 
 /** What a rollout branch receives through Send. */
 export interface RolloutTask {
-  caseInput: PreparedCase;
+  caseInput: CaseInState;
   options: PipelineOptions;
   index: number;
   startDepth: number;
@@ -110,7 +110,7 @@ export interface RolloutTask {
 
 /** What a refinement branch receives through Send. */
 export interface RefineTask {
-  caseInput: PreparedCase;
+  caseInput: CaseInState;
   options: PipelineOptions;
   planned: PlannedPath;
   multiplicity: number;

@@ -19,7 +19,7 @@ import type { EvidenceRecord, PipelineStateUpdate, PipelineStateValue } from "..
 export function buildEvidenceNode(deps: WorkflowDeps) {
   return async (state: PipelineStateValue, config: RunnableConfig): Promise<PipelineStateUpdate> => {
     const started = Date.now();
-    const c = state.caseInput;
+    const c = deps.images.hydrate(state.caseInput);
     const opts = state.options;
     const ctx = nodeCallContext(deps, config, c.id, 0);
     const emit = deps.hooks.emitter(config);

@@ -29,7 +29,7 @@ function evidencePrompt(task: RefineTask): EvidencePrompt {
 export function refinePathNode(deps: WorkflowDeps) {
   return async (task: RefineTask, config: RunnableConfig): Promise<PipelineStateUpdate> => {
     const started = Date.now();
-    const c = task.caseInput;
+    const c = deps.images.hydrate(task.caseInput);
     const opts = task.options;
     const ctx = nodeCallContext(deps, config, c.id, task.startDepth);
     const emit = deps.hooks.emitter(config);

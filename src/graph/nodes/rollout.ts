@@ -15,7 +15,7 @@ export function rolloutNode(deps: WorkflowDeps) {
     const emit = deps.hooks.emitter(config);
     try {
       const path = await runRollout(deps.agents, ctx, {
-        case: task.caseInput,
+        case: deps.images.hydrate(task.caseInput),
         index: task.index,
         k: task.options.k,
         temperature: task.options.rolloutTemperature,
