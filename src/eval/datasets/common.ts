@@ -269,3 +269,30 @@ export function caseIdFor(itemId: string): string {
 export function letterAt(i: number): string {
   return String.fromCharCode(65 + i);
 }
+
+/** One step of a dataset file: a record with its id (claimed unique), or a per-item error. */
+export type DatasetRecordStep =
+  | { id: string; index: number; warnings: string[]; record: Record<string, unknown> }
+  | { error: ItemError };
+
+/**
+ * The loop every adapter starts with: read records, turn parse errors and non-objects into
+ * per-item errors (the run records them and goes on), and give each record a unique id from
+ * `idField` (or its position when the file has no ids).
+ */
+export async function* datasetRecords(ctx: ReadContext, file: string, idField: string): AsyncGenerator<DatasetRecordStep> {
+  for await (const rec of readRecords(file)) {
+    const fallback = ctx.fallbackId(rec.index);
+    if ("parseError" in rec) {
+      yield { error: itemError(fallback, rec.parseError) };
+      continue;
+    }
+    const record = asRecord(rec.value);
+    const claimed = ctx.claimId(text(record?.[idField]) ?? fallback);
+    if (record === null) {
+      yield { error: itemError(claimed.id, `record ${rec.index} is not a JSON object`) };
+      continue;
+    }
+    yield { id: claimed.id, index: rec.index, warnings: claimed.warning ? [claimed.warning] : [], record };
+  }
+}

@@ -1,5 +1,5 @@
 import { MedmmvError } from "../../errors.js";
-import { ReadContext, asRecord, itemError, readRecords, strataFrom, text } from "./common.js";
+import { ReadContext, asRecord, itemError, readRecords, strataFrom, text, datasetRecords } from "./common.js";
 import type { AdapterOptions, DatasetAdapter, EvalItem, ItemError } from "./types.js";
 
 const OPTION_FIELDS = [
@@ -68,20 +68,12 @@ export function medmcqaAdapter(): DatasetAdapter {
     const base = decision.copBase;
 
     const ctx = new ReadContext("medmcqa", opts);
-    for await (const rec of readRecords(file)) {
-      const fallback = ctx.fallbackId(rec.index);
-      if ("parseError" in rec) {
-        yield itemError(fallback, rec.parseError);
+    for await (const entry of datasetRecords(ctx, file, "id")) {
+      if ("error" in entry) {
+        yield entry.error;
         continue;
       }
-      const r = asRecord(rec.value);
-      const claimed = ctx.claimId(text(r?.["id"]) ?? fallback);
-      const id = claimed.id;
-      const warnings = claimed.warning ? [claimed.warning] : [];
-      if (r === null) {
-        yield itemError(id, `record ${rec.index} is not a JSON object`);
-        continue;
-      }
+      const { id, warnings, record: r } = entry;
       const question = text(r["question"]);
       if (question === null) {
         yield itemError(id, `item ${id} has no question`);

@@ -1,4 +1,4 @@
-import { ReadContext, asRecord, itemError, readRecords, text } from "./common.js";
+import { ReadContext, asRecord, itemError, text, datasetRecords } from "./common.js";
 import type { AdapterOptions, DatasetAdapter, EvalItem, ItemError } from "./types.js";
 
 const squash = (s: string) => s.replace(/\s+/g, " ").trim();
@@ -11,20 +11,12 @@ const squash = (s: string) => s.replace(/\s+/g, " ").trim();
  */
 async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalItem | ItemError> {
   const ctx = new ReadContext("medqa", opts);
-  for await (const rec of readRecords(file)) {
-    const fallback = ctx.fallbackId(rec.index);
-    if ("parseError" in rec) {
-      yield itemError(fallback, rec.parseError);
+  for await (const entry of datasetRecords(ctx, file, "id")) {
+    if ("error" in entry) {
+      yield entry.error;
       continue;
     }
-    const r = asRecord(rec.value);
-    const claimed = ctx.claimId(text(r?.["id"]) ?? fallback);
-    const id = claimed.id;
-    const warnings = claimed.warning ? [claimed.warning] : [];
-    if (r === null) {
-      yield itemError(id, `record ${rec.index} is not a JSON object`);
-      continue;
-    }
+    const { id, warnings, record: r } = entry;
     const question = text(r["question"]);
     const rawOptions = asRecord(r["options"]);
     if (question === null || rawOptions === null) {

@@ -1,4 +1,4 @@
-import { ReadContext, asRecord, goldYesNo, itemError, readRecords, text } from "./common.js";
+import { ReadContext, goldYesNo, itemError, text, datasetRecords } from "./common.js";
 import type { AdapterOptions, DatasetAdapter, EvalItem, GoldAnswer, ItemError } from "./types.js";
 
 /**
@@ -7,20 +7,12 @@ import type { AdapterOptions, DatasetAdapter, EvalItem, GoldAnswer, ItemError } 
  */
 async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalItem | ItemError> {
   const ctx = new ReadContext("vqa-rad", opts);
-  for await (const rec of readRecords(file)) {
-    const fallback = ctx.fallbackId(rec.index);
-    if ("parseError" in rec) {
-      yield itemError(fallback, rec.parseError);
+  for await (const entry of datasetRecords(ctx, file, "qid")) {
+    if ("error" in entry) {
+      yield entry.error;
       continue;
     }
-    const r = asRecord(rec.value);
-    const claimed = ctx.claimId(text(r?.["qid"]) ?? fallback);
-    const id = claimed.id;
-    const warnings = claimed.warning ? [claimed.warning] : [];
-    if (r === null) {
-      yield itemError(id, `record ${rec.index} is not a JSON object`);
-      continue;
-    }
+    const { id, warnings, record: r } = entry;
     const question = text(r["question"]);
     const answer = text(r["answer"]);
     const imageName = text(r["image_name"]);
