@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { Prices } from "../config.js";
 import { CallChain, UsageMeter } from "../llm/usage.js";
@@ -41,6 +42,9 @@ export interface WorkflowDeps {
 
 /** A fresh meter and call chain for one node run; the node returns the meter's snapshot. */
 export function nodeCallContext(deps: WorkflowDeps, config: RunnableConfig, caseId: string, startDepth: number): CallContext & { meter: UsageMeter } {
+  // Every task of a superstep (k rollouts, m refinements) listens on this one run signal
+  // for as long as it runs: more than ten at once is by design, not a leak (DESIGN §8).
+  if (config.signal) setMaxListeners(0, config.signal);
   const meter = new UsageMeter(deps.prices);
   return { caseKey: caseId, meter, chain: new CallChain(meter, startDepth), signal: config.signal };
 }

@@ -270,8 +270,13 @@ export class CaseService {
       await this.#tails.get(id);
       void this.#append(id, "scores", scoresEvent(result));
       await this.#tails.get(id);
-      await this.#store.saveResult(id, result, fullEvidenceGraph);
-      await this.#append(id, "final", finalEvent(result));
+      // The result and its final event are one write: a kill between them cannot leave a
+      // finished case without its final event.
+      const final = finalEvent(result);
+      const event = await this.#store.saveResult(id, result, fullEvidenceGraph, { type: "final", data: final });
+      if (event) this.hub.publish(event);
+      const progress = this.#runs.get(id)?.tracker.observe("final", final);
+      if (progress) await this.#store.setProgress(id, progress);
       this.#log.info({ caseId: id, status: result.status, llmCalls: result.usage.llmCalls, ms: Date.now() - started }, "case finished");
     } catch (err) {
       if (run.deleted) return;

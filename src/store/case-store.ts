@@ -101,8 +101,13 @@ export interface CaseStore {
   listUnfinished(): Promise<CaseRecord[]>;
   setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<void>;
   setProgress(id: string, progress: CaseProgress): Promise<void>;
-  /** Store the final result and full graph and set the status from result.status, atomically. */
-  saveResult(id: string, result: DiagnosisResult, fullEvidenceGraph: Record<string, unknown> | null): Promise<void>;
+  /**
+   * Store the final result and full graph and set the status from result.status, atomically.
+   * With `finalEvent`, that event is appended in the same transaction: a process killed
+   * between the two would otherwise leave a finished case without its final event (it is
+   * terminal, so it is never resumed to write it).
+   */
+  saveResult(id: string, result: DiagnosisResult, fullEvidenceGraph: Record<string, unknown> | null, finalEvent?: { type: string; data: Record<string, unknown> }): Promise<CaseEvent | null>;
   /** Remove the case, its events, its checkpoints (thread id = case id), and images no other case uses. */
   deleteCase(id: string): Promise<boolean>;
 

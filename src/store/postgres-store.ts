@@ -262,13 +262,36 @@ export class PostgresStore implements CaseStore {
     await this.#updateOne("setProgress", id, "progress = $2::jsonb", [jsonParam(progress)]);
   }
 
-  async saveResult(id: string, result: DiagnosisResult, fullEvidenceGraph: Record<string, unknown> | null): Promise<void> {
-    await this.#updateOne("saveResult", id, "status = $2, result = $3::jsonb, full_graph = $4::jsonb, error = $5::jsonb", [
-      result.status,
-      jsonParam(result),
-      jsonParam(fullEvidenceGraph),
-      jsonParam(result.error ?? null),
-    ]);
+  async saveResult(
+    id: string,
+    result: DiagnosisResult,
+    fullEvidenceGraph: Record<string, unknown> | null,
+    finalEvent?: { type: string; data: Record<string, unknown> },
+  ): Promise<CaseEvent | null> {
+    if (!finalEvent) {
+      await this.#updateOne("saveResult", id, "status = $2, result = $3::jsonb, full_graph = $4::jsonb, error = $5::jsonb", [
+        result.status,
+        jsonParam(result),
+        jsonParam(fullEvidenceGraph),
+        jsonParam(result.error ?? null),
+      ]);
+      return null;
+    }
+    // One statement: the result and its final event land together or not at all.
+    const rows = await this.#query(
+      "saveResult",
+      `WITH saved AS (
+         UPDATE ${this.#t.cases} SET status = $2, result = $3::jsonb, full_graph = $4::jsonb, error = $5::jsonb, updated_at = $8, last_seq = last_seq + 1
+         WHERE id = $1 RETURNING last_seq
+       )
+       INSERT INTO ${this.#t.events} (case_id, seq, type, data, at)
+       SELECT $1, last_seq, $6, $7::jsonb, $8 FROM saved
+       RETURNING case_id, seq, type, data, at`,
+      [id, result.status, jsonParam(result), jsonParam(fullEvidenceGraph), jsonParam(result.error ?? null), finalEvent.type, jsonParam(finalEvent.data), nowIso()],
+    );
+    const r = rows[0];
+    if (!r) throw notFound(id);
+    return eventFromRow({ case_id: r.case_id as string, seq: r.seq as number, type: r.type as string, data: r.data, at: iso(r.at) });
   }
 
   async deleteCase(id: string): Promise<boolean> {

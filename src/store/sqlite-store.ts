@@ -246,13 +246,24 @@ export class SqliteStore implements CaseStore {
     this.#updateOne("setProgress", id, "progress = ?", [toJson(progress)]);
   }
 
-  async saveResult(id: string, result: DiagnosisResult, fullEvidenceGraph: Record<string, unknown> | null): Promise<void> {
-    this.#updateOne("saveResult", id, "status = ?, result = ?, full_graph = ?, error = ?", [
-      result.status,
-      toJson(result),
-      toJson(fullEvidenceGraph),
-      toJson(result.error ?? null),
-    ]);
+  async saveResult(
+    id: string,
+    result: DiagnosisResult,
+    fullEvidenceGraph: Record<string, unknown> | null,
+    finalEvent?: { type: string; data: Record<string, unknown> },
+  ): Promise<CaseEvent | null> {
+    const at = nowIso();
+    const seq = this.#write(() => {
+      const saved = this.#stmt(
+        `UPDATE medmmv_cases SET status = ?, result = ?, full_graph = ?, error = ?, updated_at = ?${finalEvent ? ", last_seq = last_seq + 1" : ""} WHERE id = ? RETURNING last_seq`,
+      ).get(result.status, toJson(result), toJson(fullEvidenceGraph), toJson(result.error ?? null), at, id) as { last_seq: number } | undefined;
+      if (!saved) return undefined;
+      if (finalEvent)
+        this.#stmt("INSERT INTO medmmv_case_events (case_id, seq, type, data, at) VALUES (?, ?, ?, ?, ?)").run(id, saved.last_seq, finalEvent.type, toJson(finalEvent.data), at);
+      return saved.last_seq;
+    }, "saveResult");
+    if (seq === undefined) throw notFound(id);
+    return finalEvent ? { caseId: id, seq, type: finalEvent.type, data: JSON.parse(JSON.stringify(finalEvent.data)) as Record<string, unknown>, at } : null;
   }
 
   async deleteCase(id: string): Promise<boolean> {

@@ -23,8 +23,11 @@ const accepted: string[] = [];
 const statusCounts = new Map<string, Map<number, number>>();
 const rows: ReliabilityRow[] = [];
 let sent = 0;
+const warnings: string[] = [];
+const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
 
 beforeAll(async () => {
+  process.on("warning", onWarning);
   t = await startTestServer({
     env: {
       MEDMMV_RATE_LIMIT_PER_MIN: "1000000",
@@ -39,6 +42,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
+  process.off("warning", onWarning);
   recordReliability("abuse-fuzz", rows);
   await t?.close();
 });
@@ -381,6 +385,10 @@ describe("POST /diagnose under fuzzing", () => {
 
   it("sent at least 2,000 bodies; the server never logged a 5xx; every accepted case reached a terminal state", async () => {
     expect(sent).toBeGreaterThanOrEqual(2_000);
+    // The widest fan-out a client may ask for: 32 rollouts listening on one case signal.
+    const wide = await t.api("/diagnose?k=32&maxRepairs=0", { method: "POST", json: baseCase(), headers: { prefer: "respond-async" } });
+    expect(wide.status).toBe(202);
+    accepted.push(((await wide.json()) as { caseId: string }).caseId);
     expect(Object.prototype).not.toHaveProperty("polluted");
     const serverErrors = t.logs.lines().filter((l) => (l.level as number) >= 50);
     expect(serverErrors.map((l) => JSON.stringify(l).slice(0, 500))).toEqual([]);
@@ -394,6 +402,8 @@ describe("POST /diagnose under fuzzing", () => {
       `${accepted.length} accepted cases to finish`,
     );
     expect(unfinished).toEqual([]);
+    // No "possible memory leak" warnings from the fan-outs (DESIGN §8), nor anything else.
+    expect(warnings).toEqual([]);
     // Listed too: page through GET /cases.
     const listed = new Set<string>();
     let cursor: string | null = null;

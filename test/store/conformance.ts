@@ -236,6 +236,22 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         });
       });
 
+      it("saves a result and its final event in one write, the event numbered after the others", async () => {
+        await store.createCase(makeNewCase("fin"));
+        await store.appendEvent("fin", "rollout", { index: 0 });
+        const event = await store.saveResult("fin", makeResult("fin"), null, { type: "final", data: { status: "completed" } });
+        expect(event).toMatchObject({ caseId: "fin", seq: 2, type: "final", data: { status: "completed" } });
+        const events = await store.listEvents("fin");
+        expect(events.map((e) => [e.seq, e.type])).toEqual([
+          [1, "rollout"],
+          [2, "final"],
+        ]);
+        expect((await store.getCase("fin"))?.status).toBe("completed");
+        await store.appendEvent("fin", "late", {});
+        expect((await store.listEvents("fin", 2)).map((e) => e.seq)).toEqual([3]);
+        await expectCode(store.saveResult("ghost", makeResult("ghost"), null, { type: "final", data: {} }), "NOT_FOUND");
+      });
+
       it("reports NOT_FOUND when updating a case that does not exist", async () => {
         await expectCode(store.setStatus("ghost", "running"), "NOT_FOUND");
         await expectCode(store.setProgress("ghost", { step: "x", done: 0, total: 1 }), "NOT_FOUND");
