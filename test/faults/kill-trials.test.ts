@@ -15,6 +15,7 @@ import { recordReliability, type ReliabilityRow } from "../support/reliability-r
 import { startScriptedOpenAI, type Scenario, type ScriptedCallLog, type ScriptedOpenAI, type ScriptedRequest } from "../support/scripted-openai-server.js";
 import { answerByItem, evalScenario, keyOfCaseText, readItems } from "../eval/eval-fixtures.js";
 import { chestPain, pngOf, until } from "../http/http-harness.js";
+import { childServerEnv, keyedFetch } from "../support/server-process.js";
 
 /**
  * kill -9 at random moments, many times: the server with several cases in flight, and
@@ -85,29 +86,14 @@ function trialCases(): ClinicalCase[] {
 }
 
 function serverEnv(openai: ScriptedOpenAI, dataDir: string): Record<string, string> {
-  return {
-    OPENAI_BASE_URL: openai.baseUrl,
-    OPENAI_API_KEY: "test-key",
-    MEDMMV_MODEL: "scripted-executor",
-    MEDMMV_JUDGE_MODEL: "scripted-judge",
-    MEDMMV_DATA_DIR: dataDir,
-    MEDMMV_API_KEYS: KEY,
-    MEDMMV_K: "3",
-    MEDMMV_MAX_REPAIRS: "1",
-    MEDMMV_CACHE: "deterministic",
-    MEDMMV_LLM_BACKOFF_BASE_MS: "20",
-    MEDMMV_LLM_TIMEOUT_MS: "20000",
+  return childServerEnv(
+    { openaiBaseUrl: openai.baseUrl, dataDir, apiKey: KEY },
     // The test polls case status; the per-key limit is not what is under test here.
-    MEDMMV_RATE_LIMIT_PER_MIN: "100000",
-  };
+    { MEDMMV_MAX_REPAIRS: "1", MEDMMV_CACHE: "deterministic", MEDMMV_LLM_TIMEOUT_MS: "20000", MEDMMV_RATE_LIMIT_PER_MIN: "100000" },
+  );
 }
 
-async function api(base: string, p: string, init: RequestInit & { json?: unknown } = {}): Promise<Response> {
-  const headers = new Headers(init.headers);
-  headers.set("authorization", `Bearer ${KEY}`);
-  if (init.json !== undefined) headers.set("content-type", "application/json");
-  return fetch(base + p, { ...init, headers, body: init.json !== undefined ? JSON.stringify(init.json) : init.body });
-}
+const api = keyedFetch(KEY);
 
 async function submitAll(base: string, cases: ClinicalCase[]): Promise<string[]> {
   const ids: string[] = [];

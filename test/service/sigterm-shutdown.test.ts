@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/open-store.js";
 import { clinicalScenario } from "../support/clinical-scenario.js";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
-import { spawnServer, type ServerProcess } from "../support/server-process.js";
+import { childServerEnv, keyedFetch, spawnServer, type ServerProcess } from "../support/server-process.js";
 import { chestPain, until, withDelays } from "../http/http-harness.js";
 
 const KEY = "term-test-key-0123456789";
@@ -17,25 +17,10 @@ let openai: ScriptedOpenAI;
 let proc: ServerProcess | null = null;
 
 function env(dataDir: string): Record<string, string> {
-  return {
-    OPENAI_BASE_URL: openai.baseUrl,
-    OPENAI_API_KEY: "test-key",
-    MEDMMV_MODEL: "scripted-executor",
-    MEDMMV_JUDGE_MODEL: "scripted-judge",
-    MEDMMV_DATA_DIR: dataDir,
-    MEDMMV_API_KEYS: KEY,
-    MEDMMV_K: "3",
-    MEDMMV_LLM_TIMEOUT_MS: "90000",
-    MEDMMV_LOG_LEVEL: "info",
-  };
+  return childServerEnv({ openaiBaseUrl: openai.baseUrl, dataDir, apiKey: KEY });
 }
 
-async function api(base: string, p: string, init: RequestInit & { json?: unknown } = {}): Promise<Response> {
-  const headers = new Headers(init.headers);
-  headers.set("authorization", `Bearer ${KEY}`);
-  if (init.json !== undefined) headers.set("content-type", "application/json");
-  return fetch(base + p, { ...init, headers, body: init.json !== undefined ? JSON.stringify(init.json) : init.body });
-}
+const api = keyedFetch(KEY);
 
 beforeAll(async () => {
   openai = await startScriptedOpenAI({ scenario });

@@ -66,3 +66,30 @@ export async function spawnServer(env: Record<string, string>, opts: { startTime
     },
   };
 }
+
+/** The environment of a server child process pointed at a scripted model, with one API key. */
+export function childServerEnv(opts: { openaiBaseUrl: string; dataDir: string; apiKey: string }, overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    OPENAI_BASE_URL: opts.openaiBaseUrl,
+    OPENAI_API_KEY: "test-key",
+    MEDMMV_MODEL: "scripted-executor",
+    MEDMMV_JUDGE_MODEL: "scripted-judge",
+    MEDMMV_DATA_DIR: opts.dataDir,
+    MEDMMV_API_KEYS: opts.apiKey,
+    MEDMMV_K: "3",
+    MEDMMV_LLM_BACKOFF_BASE_MS: "20",
+    MEDMMV_LLM_TIMEOUT_MS: "90000",
+    MEDMMV_LOG_LEVEL: "info",
+    ...overrides,
+  };
+}
+
+/** fetch against a server with a bearer key; `json` sets the body and its content type. */
+export function keyedFetch(apiKey: string) {
+  return (base: string, p: string, init: RequestInit & { json?: unknown } = {}): Promise<Response> => {
+    const headers = new Headers(init.headers);
+    headers.set("authorization", `Bearer ${apiKey}`);
+    if (init.json !== undefined) headers.set("content-type", "application/json");
+    return fetch(base + p, { ...init, headers, body: init.json !== undefined ? JSON.stringify(init.json) : init.body });
+  };
+}
