@@ -48,3 +48,32 @@ export interface ViewPayload {
   /** null when the report was made from a bare result without its case. */
   caseInput: ViewCase | null;
 }
+
+/** Which graph the audit page shows: the selected path's subgraph or the whole graph. */
+export type GraphMode = "path" | "full";
+
+/** What tests (and curious auditors in the console) can read about the live page. */
+export interface ViewState {
+  ready: boolean;
+  renderMs: number | null;
+  layoutMs: number | null;
+  /** Milliseconds from script start at which each phase ended (payload, graph, sections, frame). */
+  phases: Record<string, number>;
+  nodeCount: number;
+  edgeCount: number;
+  renderedNodeCount: number;
+  renderedEdgeCount: number;
+  highlighted: string[];
+  matches: string[];
+  selectedNode: string | null;
+  activeClaim: string | null;
+  subgraphNodes: string[];
+  mode: GraphMode;
+  graphError: string | null;
+  cspViolations: string[];
+  errors: string[];
+  /** Milliseconds the last click/keyboard handler took. */
+  lastHandlerMs: number | null;
+  nodeClientPosition(id: string): { x: number; y: number } | null;
+  nodeDisplay(id: string): { color: string; shape: string | null; size: number; opacity: number; label: string | null } | null;
+}

@@ -15,37 +15,16 @@ import { AGENT_COLORS, KIND_STYLE } from "../../src/view/client/palette.js";
 import { newViewNonce, renderCaseViewHtml, viewContentSecurityPolicy } from "../../src/view/render-view.js";
 import { writeOfflineReport } from "../../src/view/report-command.js";
 import { runScriptedCase, syntheticCase, type ScriptedCaseRun } from "./view-fixtures.js";
+import type { ViewState } from "../../src/view/view-payload.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/view/", import.meta.url));
 
-interface ViewStateLike {
-  ready: boolean;
-  renderMs: number | null;
-  layoutMs: number | null;
-  phases: Record<string, number>;
-  nodeCount: number;
-  edgeCount: number;
-  renderedNodeCount: number;
-  renderedEdgeCount: number;
-  highlighted: string[];
-  matches: string[];
-  selectedNode: string | null;
-  activeClaim: string | null;
-  subgraphNodes: string[];
-  mode: "path" | "full";
-  graphError: string | null;
-  cspViolations: string[];
-  errors: string[];
-  lastHandlerMs: number | null;
-  nodeClientPosition(id: string): { x: number; y: number } | null;
-  nodeDisplay(id: string): { color: string; shape: string | null; size: number; opacity: number; label: string | null } | null;
-}
-type Snapshot = Omit<ViewStateLike, "nodeClientPosition" | "nodeDisplay">;
+type Snapshot = Omit<ViewState, "nodeClientPosition" | "nodeDisplay">;
 
 async function snapshot(page: Page): Promise<Snapshot> {
   return page.evaluate(() => {
-    const v = (window as unknown as { __medmmvView: ViewStateLike }).__medmmvView;
+    const v = (window as unknown as { __medmmvView: ViewState }).__medmmvView;
     return {
       ready: v.ready,
       renderMs: v.renderMs,
@@ -243,7 +222,7 @@ describe("audit view in Chromium", () => {
     const agents = new Set(nodes.map((n) => n.sources[0]!.agent));
     expect(agents).toEqual(new Set(["text-doctor", "image-doctor", "web-search"]));
     for (const n of nodes) {
-      const d = await page.evaluate((id) => (window as unknown as { __medmmvView: ViewStateLike }).__medmmvView.nodeDisplay(id), n.id);
+      const d = await page.evaluate((id) => (window as unknown as { __medmmvView: ViewState }).__medmmvView.nodeDisplay(id), n.id);
       expect(d, n.id).not.toBeNull();
       expect(d!.color.toLowerCase()).toBe(AGENT_COLORS[n.sources[0]!.agent]);
       expect(d!.shape).toBe(KIND_STYLE[n.kind]!.shape);
@@ -285,7 +264,7 @@ describe("audit view in Chromium", () => {
     expect(node.source.agent).toBe("text-doctor");
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.waitForTimeout(300); // let any camera animation settle
-    const at = await page.evaluate((id) => (window as unknown as { __medmmvView: ViewStateLike }).__medmmvView.nodeClientPosition(id), cited);
+    const at = await page.evaluate((id) => (window as unknown as { __medmmvView: ViewState }).__medmmvView.nodeClientPosition(id), cited);
     expect(at).not.toBeNull();
     const box = (await page.locator("#graph").boundingBox())!;
     expect(at!.x).toBeGreaterThan(box.x);
@@ -541,7 +520,7 @@ describe("audit view with 300 evidence nodes", () => {
       const retracted = g.nodes().filter((n) => n.status === "retracted");
       expect(retracted.length).toBeGreaterThan(0);
       for (const n of retracted) {
-        const d = await page.evaluate((id) => (window as unknown as { __medmmvView: ViewStateLike }).__medmmvView.nodeDisplay(id), n.id);
+        const d = await page.evaluate((id) => (window as unknown as { __medmmvView: ViewState }).__medmmvView.nodeDisplay(id), n.id);
         expect(d!.opacity).toBeLessThan(1);
         expect(d!.label).toContain("(retracted)");
       }

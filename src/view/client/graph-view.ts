@@ -33,7 +33,8 @@ type NodeState = { isSelected: boolean; isMatch: boolean };
 type GraphState = { pathMode: boolean };
 type Renderer = Sigma<NodeAttrs, EdgeAttrs, Attributes, NodeState, {}, GraphState>;
 
-export type GraphMode = "path" | "full";
+export type { GraphMode } from "../view-payload.js";
+import type { GraphMode } from "../view-payload.js";
 
 /** The agent whose colour a node wears: its first source (the one that introduced it). */
 export function primaryAgent(attrs: { source?: { agent?: string }; sources?: Array<{ agent?: string }> }): string {

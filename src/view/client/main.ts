@@ -1,36 +1,10 @@
-import type { ViewPayload } from "../view-payload.js";
+import type { ViewPayload, ViewState } from "../view-payload.js";
 import { append, h } from "./dom.js";
-import { GraphView, type GraphMode } from "./graph-view.js";
+import { GraphView } from "./graph-view.js";
 import { renderNodePanel } from "./node-panel.js";
 import { AGENT_COLORS, KIND_STYLE, RELATION_COLORS } from "./palette.js";
 import { renderPathPanel, type ClaimRef } from "./path-panel.js";
 import { renderCandidates, renderCase, renderHallucinations, renderHeader, renderProvenance, renderRepairs, renderStability, renderUsage } from "./sections.js";
-
-/** What tests (and curious auditors in the console) can read about the live page. */
-export interface ViewState {
-  ready: boolean;
-  renderMs: number | null;
-  layoutMs: number | null;
-  /** Milliseconds from script start at which each phase ended (payload, graph, sections, frame). */
-  phases: Record<string, number>;
-  nodeCount: number;
-  edgeCount: number;
-  renderedNodeCount: number;
-  renderedEdgeCount: number;
-  highlighted: string[];
-  matches: string[];
-  selectedNode: string | null;
-  activeClaim: string | null;
-  subgraphNodes: string[];
-  mode: GraphMode;
-  graphError: string | null;
-  cspViolations: string[];
-  errors: string[];
-  /** Milliseconds the last click/keyboard handler took. */
-  lastHandlerMs: number | null;
-  nodeClientPosition(id: string): { x: number; y: number } | null;
-  nodeDisplay(id: string): { color: string; shape: string | null; size: number; opacity: number; label: string | null } | null;
-}
 
 declare global {
   interface Window {

@@ -5,14 +5,10 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jsonlAdapter } from "../../../src/eval/datasets/jsonl.js";
 import { type EvalItem, type ItemError, isItemError } from "../../../src/eval/datasets/types.js";
+import { collect } from "./dataset-kit.js";
 
 const IMAGES = fileURLToPath(new URL("../../../../shared/benchmarks/samples/images/", import.meta.url));
 
-async function collect(it: AsyncIterable<EvalItem | ItemError>): Promise<(EvalItem | ItemError)[]> {
-  const out: (EvalItem | ItemError)[] = [];
-  for await (const x of it) out.push(x);
-  return out;
-}
 
 let tmp: string;
 beforeAll(async () => {

@@ -1,37 +1,23 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { MedmmvError } from "../../../src/errors.js";
 import { detectCopBase, medmcqaAdapter } from "../../../src/eval/datasets/medmcqa.js";
 import { type EvalItem, type ItemError, isItemError } from "../../../src/eval/datasets/types.js";
+import { collect, readJsonl, useTempDir } from "./dataset-kit.js";
 
 const SAMPLE = fileURLToPath(new URL("../../../../shared/benchmarks/samples/medmcqa.jsonl", import.meta.url));
 
-async function collect(it: AsyncIterable<EvalItem | ItemError>): Promise<(EvalItem | ItemError)[]> {
-  const out: (EvalItem | ItemError)[] = [];
-  for await (const x of it) out.push(x);
-  return out;
-}
 type Raw = Record<string, unknown> & { id: string; cop: number; exp: string | null };
 async function raw(): Promise<Raw[]> {
-  return (await readFile(SAMPLE, "utf8"))
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as Raw);
+  return readJsonl<Raw>(SAMPLE);
 }
 
-let tmp: string;
-beforeAll(async () => {
-  tmp = await mkdtemp(path.join(tmpdir(), "medmmv-medmcqa-"));
-});
-afterAll(async () => {
-  await rm(tmp, { recursive: true, force: true });
-});
+const tmp = useTempDir("medmmv-medmcqa-");
 
 async function fixture(name: string, records: unknown[]): Promise<string> {
-  const file = path.join(tmp, name);
+  const file = path.join(tmp(), name);
   await writeFile(file, records.map((r) => JSON.stringify(r)).join("\n") + "\n");
   return file;
 }

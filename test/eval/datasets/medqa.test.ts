@@ -1,40 +1,21 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { medqaAdapter } from "../../../src/eval/datasets/medqa.js";
 import { type EvalItem, type ItemError, isItemError } from "../../../src/eval/datasets/types.js";
+import { collect, onlyItems, readJsonl, useTempDir } from "./dataset-kit.js";
 
 const SAMPLES = fileURLToPath(new URL("../../../../shared/benchmarks/samples/", import.meta.url));
 const FIVE = path.join(SAMPLES, "medqa.jsonl");
 const FOUR = path.join(SAMPLES, "medqa_4options.jsonl");
 
-async function collect(it: AsyncIterable<EvalItem | ItemError>): Promise<(EvalItem | ItemError)[]> {
-  const out: (EvalItem | ItemError)[] = [];
-  for await (const x of it) out.push(x);
-  return out;
-}
-function onlyItems(xs: (EvalItem | ItemError)[]): EvalItem[] {
-  const errs = xs.filter(isItemError);
-  expect(errs).toEqual([]);
-  return xs as EvalItem[];
-}
 type Raw = { question: string; answer: string; answer_idx: string; options: Record<string, string>; meta_info: string };
 async function raw(file: string): Promise<Raw[]> {
-  return (await readFile(file, "utf8"))
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as Raw);
+  return readJsonl<Raw>(file);
 }
 
-let tmp: string;
-beforeAll(async () => {
-  tmp = await mkdtemp(path.join(tmpdir(), "medmmv-medqa-"));
-});
-afterAll(async () => {
-  await rm(tmp, { recursive: true, force: true });
-});
+const tmp = useTempDir("medmmv-medqa-");
 
 describe("MedQA", () => {
   it.each([
@@ -69,7 +50,7 @@ describe("MedQA", () => {
 
   it("warns when the answer text disagrees, derives a missing letter, and rejects a letter outside the options", async () => {
     const [r] = await raw(FOUR);
-    const file = path.join(tmp, "edge.jsonl");
+    const file = path.join(tmp(), "edge.jsonl");
     const noIdx: Partial<Raw> = { ...r };
     delete noIdx.answer_idx;
     await writeFile(

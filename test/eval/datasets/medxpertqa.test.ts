@@ -1,38 +1,24 @@
-import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { copyFile, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { medxpertqaAdapter, stripAnswerChoices } from "../../../src/eval/datasets/medxpertqa.js";
 import { type EvalItem, type ItemError, isItemError } from "../../../src/eval/datasets/types.js";
+import { collect, readJsonl, useTempDir } from "./dataset-kit.js";
 
 const SAMPLES = fileURLToPath(new URL("../../../../shared/benchmarks/samples/", import.meta.url));
 const TEXT = path.join(SAMPLES, "medxpertqa_text.jsonl");
 const MM = path.join(SAMPLES, "medxpertqa_mm.jsonl");
 
-async function collect(it: AsyncIterable<EvalItem | ItemError>): Promise<(EvalItem | ItemError)[]> {
-  const out: (EvalItem | ItemError)[] = [];
-  for await (const x of it) out.push(x);
-  return out;
-}
 const items = (xs: (EvalItem | ItemError)[]) => xs.filter((x): x is EvalItem => !isItemError(x));
 const errors = (xs: (EvalItem | ItemError)[]) => xs.filter(isItemError);
 
 type Raw = { id: string; question: string; options: Record<string, string>; label: string; images?: string[] } & Record<string, unknown>;
 async function raw(file: string): Promise<Raw[]> {
-  return (await readFile(file, "utf8"))
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as Raw);
+  return readJsonl<Raw>(file);
 }
 
-let tmp: string;
-beforeAll(async () => {
-  tmp = await mkdtemp(path.join(tmpdir(), "medmmv-mxqa-"));
-});
-afterAll(async () => {
-  await rm(tmp, { recursive: true, force: true });
-});
+const tmp = useTempDir("medmmv-mxqa-");
 
 describe("MedXpertQA Text (HF layout)", () => {
   it("reads every record with its label, 10 options and strata", async () => {
@@ -86,14 +72,14 @@ describe("MedXpertQA MM (HF layout)", () => {
     expect(errors(noDir)[0]!.error.message).toContain("MM-1524-a.jpeg");
     expect(errors(noDir)[0]!.error.message).toContain("--images");
 
-    const withDir = await collect(medxpertqaAdapter().read(MM, { imagesDir: tmp, missingImages: "error" }));
+    const withDir = await collect(medxpertqaAdapter().read(MM, { imagesDir: tmp(), missingImages: "error" }));
     expect(errors(withDir)).toHaveLength(4);
     expect(errors(withDir)[1]!.error.message).toContain("MM-1556-a.jpeg");
-    expect(errors(withDir)[1]!.error.message).toContain(tmp);
+    expect(errors(withDir)[1]!.error.message).toContain(tmp());
   });
 
   it("runs text-only when asked, with a warning and an images stratum", async () => {
-    const got = await collect(medxpertqaAdapter().read(MM, { imagesDir: tmp, missingImages: "text-only" }));
+    const got = await collect(medxpertqaAdapter().read(MM, { imagesDir: tmp(), missingImages: "text-only" }));
     expect(errors(got)).toEqual([]);
     for (const item of items(got)) {
       expect(item.case.images).toBeUndefined();
@@ -103,7 +89,7 @@ describe("MedXpertQA MM (HF layout)", () => {
   });
 
   it("resolves images that are present to absolute paths", async () => {
-    const dir = path.join(tmp, "present");
+    const dir = path.join(tmp(), "present");
     await mkdir(dir, { recursive: true });
     await copyFile(path.join(SAMPLES, "images", "synpic676.jpg"), path.join(dir, "MM-1524-a.jpeg"));
     await copyFile(path.join(SAMPLES, "images", "synpic38531.jpg"), path.join(dir, "MM-1524-b.jpeg"));
@@ -129,7 +115,7 @@ describe("MedXpertQA official eval layout", () => {
       label: [r.label],
       images: (r.images ?? []).map((image_path) => ({ image_path })),
     }));
-    const file = path.join(tmp, "official.jsonl");
+    const file = path.join(tmp(), "official.jsonl");
     await writeFile(file, official.map((r) => JSON.stringify(r)).join("\n") + "\n");
     const opts = { missingImages: "text-only" as const };
     const fromOfficial = await collect(medxpertqaAdapter().read(file, opts));
@@ -139,11 +125,11 @@ describe("MedXpertQA official eval layout", () => {
   });
 
   it("finds an image_path with a folder prefix by its bare name too", async () => {
-    const dir = path.join(tmp, "flat");
+    const dir = path.join(tmp(), "flat");
     await mkdir(dir, { recursive: true });
     await copyFile(path.join(SAMPLES, "images", "synpic676.jpg"), path.join(dir, "MM-1905-a.jpeg"));
     const [r] = (await raw(MM)).filter((x) => x.id === "MM-1905");
-    const file = path.join(tmp, "prefixed.jsonl");
+    const file = path.join(tmp(), "prefixed.jsonl");
     await writeFile(file, JSON.stringify({ ...r, label: [r!.label], images: [{ image_path: "images/MM-1905-a.jpeg" }] }));
     const [item] = await collect(medxpertqaAdapter().read(file, { imagesDir: dir }));
     expect(isItemError(item!)).toBe(false);
@@ -154,7 +140,7 @@ describe("MedXpertQA official eval layout", () => {
 describe("MedXpertQA bad records", () => {
   it("reports a bad line, a label outside the options and duplicate ids, and goes on", async () => {
     const [r] = await raw(TEXT);
-    const file = path.join(tmp, "bad.jsonl");
+    const file = path.join(tmp(), "bad.jsonl");
     await writeFile(
       file,
       [

@@ -1,34 +1,20 @@
-import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { copyFile, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { pathvqaAdapter } from "../../../src/eval/datasets/pathvqa.js";
 import { type EvalItem, type ItemError, isItemError } from "../../../src/eval/datasets/types.js";
+import { collect, readJsonl, useTempDir } from "./dataset-kit.js";
 
 const SAMPLES = fileURLToPath(new URL("../../../../shared/benchmarks/samples/", import.meta.url));
 const SAMPLE = path.join(SAMPLES, "pathvqa_test_lxmert.jsonl");
 
-async function collect(it: AsyncIterable<EvalItem | ItemError>): Promise<(EvalItem | ItemError)[]> {
-  const out: (EvalItem | ItemError)[] = [];
-  for await (const x of it) out.push(x);
-  return out;
-}
 type Raw = { img_id: string; labelf: { pvqa: Record<string, number>[] }; sentf: { pvqa: string[] } };
 async function raw(): Promise<Raw[]> {
-  return (await readFile(SAMPLE, "utf8"))
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as Raw);
+  return readJsonl<Raw>(SAMPLE);
 }
 
-let tmp: string;
-beforeAll(async () => {
-  tmp = await mkdtemp(path.join(tmpdir(), "medmmv-pathvqa-"));
-});
-afterAll(async () => {
-  await rm(tmp, { recursive: true, force: true });
-});
+const tmp = useTempDir("medmmv-pathvqa-");
 
 describe("PathVQA (LXMERT json)", () => {
   it("expands each image record into question/answer items paired by position", async () => {
@@ -54,7 +40,7 @@ describe("PathVQA (LXMERT json)", () => {
   });
 
   it("reports every question of an image whose file is not there", async () => {
-    const out = await collect(pathvqaAdapter().read(SAMPLE, { imagesDir: tmp }));
+    const out = await collect(pathvqaAdapter().read(SAMPLE, { imagesDir: tmp() }));
     expect(out).toHaveLength(12);
     expect(out.every(isItemError)).toBe(true);
     expect(out[0]!.id).toBe("test_0875#0");
@@ -62,19 +48,19 @@ describe("PathVQA (LXMERT json)", () => {
   });
 
   it("finds images at the top of --images or in its split sub-folder", async () => {
-    await mkdir(path.join(tmp, "test"), { recursive: true });
-    await copyFile(path.join(SAMPLES, "images", "synpic676.jpg"), path.join(tmp, "test_0875.jpg"));
-    await copyFile(path.join(SAMPLES, "images", "synpic676.jpg"), path.join(tmp, "test", "test_0878.jpg"));
-    const out = (await collect(pathvqaAdapter().read(SAMPLE, { imagesDir: tmp }))) as EvalItem[];
+    await mkdir(path.join(tmp(), "test"), { recursive: true });
+    await copyFile(path.join(SAMPLES, "images", "synpic676.jpg"), path.join(tmp(), "test_0875.jpg"));
+    await copyFile(path.join(SAMPLES, "images", "synpic676.jpg"), path.join(tmp(), "test", "test_0878.jpg"));
+    const out = (await collect(pathvqaAdapter().read(SAMPLE, { imagesDir: tmp() }))) as EvalItem[];
     expect(out.filter(isItemError)).toEqual([]);
-    expect(out[0]!.case.images).toEqual([{ id: "test_0875.jpg", path: path.join(tmp, "test_0875.jpg") }]);
-    expect(out[6]!.case.images).toEqual([{ id: "test_0878.jpg", path: path.join(tmp, "test", "test_0878.jpg") }]);
+    expect(out[0]!.case.images).toEqual([{ id: "test_0875.jpg", path: path.join(tmp(), "test_0875.jpg") }]);
+    expect(out[6]!.case.images).toEqual([{ id: "test_0878.jpg", path: path.join(tmp(), "test", "test_0878.jpg") }]);
   });
 
   it("reads the official JSON array file and flags unpaired questions", async () => {
     const records = await raw();
     const uneven = { ...records[0]!, img_id: "test_0001", sentf: { pvqa: ["Q0?", "Q1?", "Q2?"] }, labelf: { pvqa: [{ no: 1 }, {}] } };
-    const file = path.join(tmp, "test.json");
+    const file = path.join(tmp(), "test.json");
     await writeFile(file, JSON.stringify([records[1], uneven]));
     const out = await collect(pathvqaAdapter().read(file, { missingImages: "text-only" }));
     expect(out.map((x) => x.id)).toEqual([0, 1, 2, 3, 4, 5].map((i) => `test_0878#${i}`).concat(["test_0001#0", "test_0001#1", "test_0001#2"]));

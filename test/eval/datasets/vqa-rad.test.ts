@@ -1,35 +1,21 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type EvalItem, type ItemError, isItemError } from "../../../src/eval/datasets/types.js";
 import { vqaRadAdapter } from "../../../src/eval/datasets/vqa-rad.js";
+import { collect, readJsonl, useTempDir } from "./dataset-kit.js";
 
 const SAMPLES = fileURLToPath(new URL("../../../../shared/benchmarks/samples/", import.meta.url));
 const SAMPLE = path.join(SAMPLES, "vqa_rad.jsonl");
 const IMAGES = path.join(SAMPLES, "images");
 
-async function collect(it: AsyncIterable<EvalItem | ItemError>): Promise<(EvalItem | ItemError)[]> {
-  const out: (EvalItem | ItemError)[] = [];
-  for await (const x of it) out.push(x);
-  return out;
-}
 type Raw = Record<string, unknown>;
 async function raw(): Promise<Raw[]> {
-  return (await readFile(SAMPLE, "utf8"))
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as Raw);
+  return readJsonl<Raw>(SAMPLE);
 }
 
-let tmp: string;
-beforeAll(async () => {
-  tmp = await mkdtemp(path.join(tmpdir(), "medmmv-vqarad-"));
-});
-afterAll(async () => {
-  await rm(tmp, { recursive: true, force: true });
-});
+const tmp = useTempDir("medmmv-vqarad-");
 
 describe("VQA-RAD", () => {
   it("reads the sample with its shipped images, normalising closed answers", async () => {
@@ -66,9 +52,9 @@ describe("VQA-RAD", () => {
       { ...records[3], qid: 9003, answer_type: "CLOSED", answer: "left", question: "Which side is abnormal, left or right?" },
       { ...records[3], qid: 9004, answer_type: "", answer: "no" },
     ];
-    const arrayFile = path.join(tmp, "VQA_RAD Dataset Public.json");
+    const arrayFile = path.join(tmp(), "VQA_RAD Dataset Public.json");
     await writeFile(arrayFile, JSON.stringify(odd, null, 2));
-    const jsonlFile = path.join(tmp, "odd.jsonl");
+    const jsonlFile = path.join(tmp(), "odd.jsonl");
     await writeFile(jsonlFile, odd.map((r) => JSON.stringify(r)).join("\n"));
 
     const fromArray = (await collect(vqaRadAdapter().read(arrayFile, { imagesDir: IMAGES }))) as EvalItem[];
@@ -84,10 +70,10 @@ describe("VQA-RAD", () => {
   });
 
   it("treats a missing image as an item error, or runs text-only when asked", async () => {
-    const errs = await collect(vqaRadAdapter().read(SAMPLE, { imagesDir: tmp }));
+    const errs = await collect(vqaRadAdapter().read(SAMPLE, { imagesDir: tmp() }));
     expect(errs.every(isItemError)).toBe(true);
     expect((errs[0] as ItemError).error.message).toContain("synpic26764.jpg");
-    expect((errs[0] as ItemError).error.message).toContain(tmp);
+    expect((errs[0] as ItemError).error.message).toContain(tmp());
 
     const textOnly = (await collect(vqaRadAdapter().read(SAMPLE, { missingImages: "text-only" }))) as EvalItem[];
     expect(textOnly.filter(isItemError)).toEqual([]);
@@ -97,7 +83,7 @@ describe("VQA-RAD", () => {
 
   it("refuses image names that escape the images folder", async () => {
     const [r] = await raw();
-    const file = path.join(tmp, "escape.jsonl");
+    const file = path.join(tmp(), "escape.jsonl");
     await writeFile(file, JSON.stringify({ ...r, image_name: "../images/synpic26764.jpg" }));
     const [out] = await collect(vqaRadAdapter().read(file, { imagesDir: IMAGES, missingImages: "text-only" }));
     expect(isItemError(out!)).toBe(true);
