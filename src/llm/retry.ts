@@ -1,6 +1,6 @@
 import { setMaxListeners } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
-import { MedmmvError } from "../errors.js";
+import { MedmmvError, type ErrorCode } from "../errors.js";
 
 /**
  * The one retry layer of the service (the SDK's own retries are off: maxRetries 0).
@@ -15,6 +15,11 @@ export interface RetryPolicy {
   timeoutMs: number;
   /** Injected for tests of the jitter; defaults to Math.random. */
   random?: () => number;
+  /**
+   * The code of the final failure when the caller is not a model call (e.g. SEARCH_FAILED),
+   * so provenance names the right dependency; `retryable` still tells transient from fatal.
+   */
+  failureCode?: ErrorCode;
 }
 
 export interface AttemptInfo {
@@ -122,18 +127,20 @@ export async function withRetry<T>(
         }
       });
     } catch (err) {
+      const fail = (code: ErrorCode, message: string, details: Record<string, unknown>) =>
+        new MedmmvError(policy.failureCode ?? code, message, { cause: err, details, retryable: code !== "LLM_FATAL" });
       const c = classifyError(err, parent?.aborted ?? false);
       if (c.aborted) throw new MedmmvError("ABORTED", `${what}: aborted`, { cause: err });
       if (!c.retryable && !timedOut) {
         if (err instanceof MedmmvError) throw err;
-        throw new MedmmvError("LLM_FATAL", `${what}: provider refused the request (HTTP ${c.status ?? "?"}): ${c.message}`, { cause: err, details: { status: c.status } });
+        throw fail("LLM_FATAL", `${what}: provider refused the request (HTTP ${c.status ?? "?"}): ${c.message}`, { status: c.status });
       }
       const finalCode = timedOut ? "LLM_TIMEOUT" : "LLM_RETRYABLE";
       const describe = timedOut ? `timed out after ${policy.timeoutMs} ms` : `HTTP ${c.status ?? "connection error"}: ${c.message}`;
       if (c.retryAfterMs !== null && c.retryAfterMs > policy.maxRetryAfterMs)
-        throw new MedmmvError("LLM_RETRYABLE", `${what}: provider asked to retry after ${Math.round(c.retryAfterMs / 1000)} s, beyond the ${Math.round(policy.maxRetryAfterMs / 1000)} s budget`, { cause: err, details: { retryAfterMs: c.retryAfterMs } });
+        throw fail("LLM_RETRYABLE", `${what}: provider asked to retry after ${Math.round(c.retryAfterMs / 1000)} s, beyond the ${Math.round(policy.maxRetryAfterMs / 1000)} s budget`, { retryAfterMs: c.retryAfterMs });
       if (attempt >= policy.maxAttempts)
-        throw new MedmmvError(finalCode, `${what}: failed after ${attempt} attempt(s); last: ${describe}`, { cause: err, details: { attempts: attempt, status: c.status } });
+        throw fail(finalCode, `${what}: failed after ${attempt} attempt(s); last: ${describe}`, { attempts: attempt, status: c.status });
       const backoff = policy.baseDelayMs * 2 ** (attempt - 1);
       const jittered = Math.round(random() * backoff);
       // Retry-After is a floor, not a suggestion: never come back earlier than asked.

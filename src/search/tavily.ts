@@ -22,7 +22,7 @@ export class TavilySearch implements SearchProvider {
     if (!q) throw new MedmmvError("SEARCH_FAILED", "empty search query");
     return withRetry(
       "web search",
-      { maxAttempts: 3, baseDelayMs: 300, maxRetryAfterMs: 10_000, timeoutMs: this.cfg.timeoutMs },
+      { maxAttempts: 3, baseDelayMs: 300, maxRetryAfterMs: 10_000, timeoutMs: this.cfg.timeoutMs, failureCode: "SEARCH_FAILED" },
       opts.signal,
       async ({ signal }) => {
         const res = await fetch(`${this.cfg.baseUrl}/search`, {

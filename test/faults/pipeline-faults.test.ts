@@ -112,6 +112,7 @@ describe("one agent failing for good", () => {
     assertSound(result);
     expect(result.status).toBe("completed");
     expect(result.provenance.failures!.every((f) => f.branch.startsWith("web-search"))).toBe(true);
+    expect(result.provenance.failures!.every((f) => f.code === "SEARCH_FAILED")).toBe(true);
     expect(result.provenance.failures!.length).toBeGreaterThan(0);
     rows.push({ suite: "pipeline", scenario: "search provider answers 503", trials: 1, outcome: "completed; web-search failures in provenance", itemsLost: 0 });
   });
