@@ -64,10 +64,21 @@ function schemaText(schema: z.ZodType): string {
   return text;
 }
 
+/** The case block of each case object, rendered once for the several calls a node makes. */
+const caseBlocks = new WeakMap<PreparedCase, string>();
+function caseBlock(c: PreparedCase): string {
+  let block = caseBlocks.get(c);
+  if (block === undefined) {
+    block = renderCaseBlock(c);
+    caseBlocks.set(c, block);
+  }
+  return block;
+}
+
 export function buildMessages(deps: AgentDeps, c: PreparedCase, req: PromptRequest): ChatMessage[] {
   const template = deps.prompts.get(req.agent);
   const schemaText_ = schemaText(req.schema);
-  const text = `${renderCaseBlock(c)}\n\n${template.render(req.slots)}\n\nReply with a JSON object that matches this JSON Schema:\n${schemaText_}`;
+  const text = `${caseBlock(c)}\n\n${template.render(req.slots)}\n\nReply with a JSON object that matches this JSON Schema:\n${schemaText_}`;
   const system: ChatMessage = { role: "system", content: deps.prompts.get("system").source };
   if (!req.withImages || c.images.length === 0) return [system, { role: "user", content: text }];
   const parts: ContentPart[] = [{ type: "text", text }];

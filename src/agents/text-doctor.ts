@@ -24,13 +24,12 @@ export interface TextDoctorResult {
 }
 
 /**
- * Find `quote` in `text` ignoring case and whitespace differences. Returns the span in the
- * ORIGINAL text, so auditors can highlight exactly the words the fact rests on.
+ * Finds quotes in `text` ignoring case and whitespace differences, and returns each span in
+ * the ORIGINAL text, so auditors can highlight exactly the words a fact rests on. The
+ * normalised copy of the text is built once and serves every quote of the case.
  */
-export function locateQuote(text: string, quote: string): [number, number] | null {
-  const q = quote.trim().replace(/\s+/g, " ").toLowerCase();
-  if (q.length < 2) return null;
-  // Build a normalised copy of text with a map back to original offsets.
+export function quoteLocator(text: string): (quote: string) => [number, number] | null {
+  // The normalised text, with the original offset of every character of it.
   const map: number[] = [];
   let norm = "";
   let prevSpace = false;
@@ -42,14 +41,24 @@ export function locateQuote(text: string, quote: string): [number, number] | nul
       map.push(i);
       prevSpace = true;
     } else {
-      norm += ch.toLowerCase();
-      map.push(i);
+      // Lower-casing may lengthen a character (İ → i̇): every piece maps back to it.
+      const lower = ch.toLowerCase();
+      norm += lower;
+      for (let j = 0; j < lower.length; j++) map.push(i);
       prevSpace = false;
     }
   }
-  const at = norm.indexOf(q);
-  if (at < 0) return null;
-  return [map[at]!, map[at + q.length - 1]! + 1];
+  return (quote) => {
+    const q = quote.trim().replace(/\s+/g, " ").toLowerCase();
+    if (q.length < 2) return null;
+    const at = norm.indexOf(q);
+    if (at < 0) return null;
+    return [map[at]!, map[at + q.length - 1]! + 1];
+  };
+}
+
+export function locateQuote(text: string, quote: string): [number, number] | null {
+  return quoteLocator(text)(quote);
 }
 
 /** The text the quotes are checked against: notes, then question (spans index into this). */
@@ -66,10 +75,11 @@ export async function runTextDoctor(deps: AgentDeps, ctx: CallContext, c: Prepar
     slots: { maxEntities: "25" },
   });
   const source = caseSourceText(c);
+  const locate = quoteLocator(source);
   const nodes: NewEvidenceNode[] = [];
   const rejected: TextDoctorResult["rejected"] = [];
   for (const e of out.entities) {
-    const span = locateQuote(source, e.quote);
+    const span = locate(e.quote);
     if (!span) {
       rejected.push({ label: e.label.slice(0, 200), reason: "quote not found verbatim in the case text" });
       continue;

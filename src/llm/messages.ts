@@ -1,5 +1,3 @@
-import { AIMessage, HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
-
 /** Provider-neutral chat messages; images go as OpenAI `image_url` parts with data URLs. */
 export type ContentPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
 export interface ChatMessage {
@@ -7,16 +5,18 @@ export interface ChatMessage {
   content: string | ContentPart[];
 }
 
-export function imagePart(mimeType: string, base64: string): ContentPart {
-  return { type: "image_url", image_url: { url: `data:${mimeType};base64,${base64}` } };
-}
+/**
+ * Marks an image URL whose text needs no JSON escaping (a MIME type and canonical base64),
+ * so the request encoder may copy it in as bytes instead of scanning it (openai-chat.ts).
+ * A symbol key: invisible to JSON.stringify, the cache key and every other reader.
+ */
+export const JSON_SAFE_URL = Symbol("medmmv.jsonSafeUrl");
 
-export function toLangChain(messages: ChatMessage[]): BaseMessage[] {
-  return messages.map((m) => {
-    if (m.role === "system") return new SystemMessage(typeof m.content === "string" ? m.content : textOf(m.content));
-    if (m.role === "assistant") return new AIMessage(typeof m.content === "string" ? m.content : textOf(m.content));
-    return new HumanMessage({ content: m.content });
-  });
+/** An image part. `base64` must be canonical base64 (as Buffer#toString("base64") writes it). */
+export function imagePart(mimeType: string, base64: string): ContentPart {
+  const image_url = { url: `data:${mimeType};base64,${base64}` };
+  Object.defineProperty(image_url, JSON_SAFE_URL, { value: true });
+  return { type: "image_url", image_url };
 }
 
 export function textOf(content: string | ContentPart[]): string {

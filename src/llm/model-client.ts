@@ -1,14 +1,12 @@
 import { createHash } from "node:crypto";
-import { ChatOpenAI } from "@langchain/openai";
 import { toJsonSchema } from "@langchain/core/utils/json_schema";
-import type { BaseMessage } from "@langchain/core/messages";
 import type { z } from "zod";
 import type { Config } from "../config.js";
 import { MedmmvError } from "../errors.js";
 import type { FairLimiter } from "./limiter.js";
 import { withRetry } from "./retry.js";
-import { httpFetch } from "./http-fetch.js";
-import { toLangChain, promptChars, type ChatMessage } from "./messages.js";
+import { ChatCompletionsEndpoint, type ChatCompletionReply } from "./openai-chat.js";
+import { promptChars, type ChatMessage } from "./messages.js";
 import type { CallChain, UsageMeter } from "./usage.js";
 
 export type Role = "executor" | "vision" | "judge";
@@ -39,16 +37,13 @@ export interface ResponseCache {
 /** At most this many re-asks after an invalid reply (DESIGN §5). */
 export const MAX_REASKS = 2;
 
-type Invokable = { invoke(messages: BaseMessage[], options: Record<string, unknown> & { signal: AbortSignal }): Promise<unknown> };
-type RawMessage = BaseMessage & { usage_metadata?: { input_tokens?: number; output_tokens?: number }; tool_calls?: Array<{ args: unknown }>; invalid_tool_calls?: Array<{ args?: string }> };
-
 /**
  * Role-based access to an OpenAI-compatible endpoint. One retry layer (ours), a
  * process-wide fair limiter, structured output validated with zod and re-asked at most
  * twice, usage per agent, and a content-addressed response cache for deterministic calls.
  */
 export class LlmClient {
-  private readonly models_ = new Map<string, Invokable>();
+  private readonly endpoint: ChatCompletionsEndpoint;
   /** Request options per schema object and schema name (see requestFormat). */
   private readonly formats = new WeakMap<z.ZodType, Map<string, Record<string, unknown>>>();
 
@@ -56,7 +51,9 @@ export class LlmClient {
     private readonly cfg: Config["llm"],
     private readonly limiter: FairLimiter,
     private readonly cache: ResponseCache | null = null,
-  ) {}
+  ) {
+    this.endpoint = new ChatCompletionsEndpoint(cfg.baseUrl, cfg.apiKey);
+  }
 
   modelFor(role: Role): string {
     const m = this.cfg.models[role];
@@ -68,37 +65,12 @@ export class LlmClient {
     return { executor: this.modelFor("executor"), vision: this.modelFor("vision"), judge: this.modelFor("judge") };
   }
 
-  private chat(role: Role, temperature: number): ChatOpenAI {
-    return new ChatOpenAI({
-      model: this.modelFor(role),
-      temperature,
-      apiKey: this.cfg.apiKey ?? "not-needed",
-      // Our retry layer is the only one (DESIGN §5, §8): the SDK and LangChain's caller must not retry.
-      maxRetries: 0,
-      streaming: false,
-      // node:http instead of the built-in fetch: half the CPU per call (see http-fetch.ts).
-      configuration: { baseURL: this.cfg.baseUrl ?? undefined, maxRetries: 0, fetch: httpFetch },
-    });
-  }
-
-  private model(role: Role, temperature: number): Invokable {
-    const key = `${role}|${temperature}`;
-    let m = this.models_.get(key);
-    if (!m) {
-      m = this.chat(role, temperature) as unknown as Invokable;
-      this.models_.set(key, m);
-    }
-    return m;
-  }
-
   /**
    * The structured-output part of the request (response_format, or a forced tool call),
-   * built once per schema and reused. It is the request `withStructuredOutput(zod)` sends,
-   * field for field, but that path converts the zod schema to JSON Schema again on every
-   * call and runs LangChain's parser chain around it: measured by `npm run bench`
-   * (orchestration overhead), ≈ 9 ms of CPU per call through withStructuredOutput against
-   * ≈ 3 ms through a plain invoke with these options. The reply is validated with zod
-   * below either way, so nothing is lost by parsing it ourselves.
+   * built once per schema and reused: the same fields LangChain's `withStructuredOutput`
+   * sends, without converting the zod schema to JSON Schema again on every call (that
+   * conversion alone cost several ms of CPU per call, `npm run bench`). The reply is
+   * validated with zod in structured(), whatever the method.
    */
   private requestFormat(call: StructuredCall<z.ZodType>): Record<string, unknown> {
     let bySchema = this.formats.get(call.schema);
@@ -155,19 +127,18 @@ export class LlmClient {
         return parsed.data;
       }
     }
-    const runnable = this.model(call.role, call.temperature);
     const format = this.requestFormat(call);
     let messages = call.messages;
     let lastProblem = "";
     for (let ask = 0; ask <= MAX_REASKS; ask++) {
       const started = Date.now();
-      let out: RawMessage | undefined;
+      let out: ChatCompletionReply;
       try {
         out = await withRetry(
           `${call.agent} (${model})`,
           { maxAttempts: this.cfg.maxAttempts, baseDelayMs: this.cfg.backoffBaseMs, maxRetryAfterMs: this.cfg.maxRetryAfterMs, timeoutMs: this.cfg.timeoutMs },
           ctx.signal,
-          ({ signal }) => invokeTolerant(runnable, toLangChain(messages), format, signal),
+          ({ signal }) => this.endpoint.complete({ model, temperature: call.temperature, messages, format }, signal),
           ({ error }) => {
             if (error.status === 429) this.limiter.noteRateLimited();
           },
@@ -180,10 +151,9 @@ export class LlmClient {
         ctx.chain.advance();
         throw err;
       }
-      const usage = out?.usage_metadata;
-      ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, promptTokens: usage?.input_tokens, completionTokens: usage?.output_tokens, promptChars: promptChars(messages) });
+      ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, promptTokens: out.promptTokens, completionTokens: out.completionTokens, promptChars: promptChars(messages) });
       ctx.chain.advance();
-      const candidate = readJson(out);
+      const candidate = out.json;
       const checked = candidate === undefined ? null : call.schema.safeParse(candidate);
       if (checked?.success) {
         if (useCache) await this.cache!.put(key, { parsed: checked.data as Record<string, unknown> }).catch(() => undefined);
@@ -200,41 +170,6 @@ export class LlmClient {
       ];
     }
     throw new MedmmvError("LLM_BAD_OUTPUT", `${call.agent}: the model's structured output was still invalid after ${MAX_REASKS} re-asks (${lastProblem})`, { retryable: false });
-  }
-}
-
-/**
- * With json_schema the SDK parses inside the call and throws on bad output (SyntaxError,
- * LengthFinishReasonError, …). That is a content problem to re-ask about, not a transport
- * failure to retry, so it comes back as "no usable reply" (undefined).
- */
-const BAD_OUTPUT_ERRORS = new Set(["SyntaxError", "ZodError", "$ZodError", "LengthFinishReasonError", "ContentFilterFinishReasonError", "OutputParserException"]);
-async function invokeTolerant(runnable: Invokable, messages: BaseMessage[], format: Record<string, unknown>, signal: AbortSignal): Promise<RawMessage | undefined> {
-  try {
-    return (await runnable.invoke(messages, { ...format, signal })) as RawMessage;
-  } catch (err) {
-    const name = (err as Error)?.name ?? "";
-    const ctor = (err as object)?.constructor?.name ?? "";
-    if (BAD_OUTPUT_ERRORS.has(name) || BAD_OUTPUT_ERRORS.has(ctor) || (err as { lc_error_code?: string })?.lc_error_code === "OUTPUT_PARSING_FAILURE")
-      return undefined;
-    throw err;
-  }
-}
-
-/** The reply's JSON: the forced tool call's arguments, or the content (tolerating fences and prose around it). */
-function readJson(raw: RawMessage | undefined): unknown {
-  if (!raw) return undefined;
-  if (raw.tool_calls?.length) return raw.tool_calls[0]!.args;
-  const text = typeof raw.content === "string" ? raw.content : "";
-  const fenced = /```(?:json)?\s*([\s\S]*?)```/.exec(text);
-  const body = (fenced ? fenced[1]! : text).trim();
-  const start = body.indexOf("{");
-  const end = body.lastIndexOf("}");
-  if (start < 0 || end <= start) return undefined;
-  try {
-    return JSON.parse(body.slice(start, end + 1));
-  } catch {
-    return undefined;
   }
 }
 

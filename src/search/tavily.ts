@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { Config } from "../config.js";
 import { MedmmvError } from "../errors.js";
 import { withRetry } from "../llm/retry.js";
+import { postJson } from "../llm/http-transport.js";
 import type { SearchProvider, SearchResponse } from "./search-provider.js";
 
 const TavilyReply = z.object({
@@ -9,8 +10,9 @@ const TavilyReply = z.object({
 });
 
 /**
- * Tavily's REST API over fetch (base URL configurable so tests and proxies work). Same
- * retry layer as the model calls; results are capped in size because they are untrusted.
+ * Tavily's REST API (base URL configurable so tests and proxies work), on the same
+ * keep-alive transport and retry layer as the model calls; results are capped in size
+ * because they are untrusted.
  */
 export class TavilySearch implements SearchProvider {
   readonly name = "tavily" as const;
@@ -25,23 +27,16 @@ export class TavilySearch implements SearchProvider {
       { maxAttempts: 3, baseDelayMs: 300, maxRetryAfterMs: 10_000, timeoutMs: this.cfg.timeoutMs, failureCode: "SEARCH_FAILED" },
       opts.signal,
       async ({ signal }) => {
-        const res = await fetch(`${this.cfg.baseUrl}/search`, {
-          method: "POST",
-          signal,
-          headers: { "content-type": "application/json", authorization: `Bearer ${this.cfg.apiKey}` },
-          body: JSON.stringify({ query: q, max_results: opts.maxResults ?? 3, search_depth: "basic", include_answer: false }),
-        });
-        if (!res.ok) {
-          const err = new Error(`search provider answered HTTP ${res.status}`) as Error & { status: number; headers: Headers };
-          err.status = res.status;
-          err.headers = res.headers;
-          throw err;
-        }
         let body: unknown;
         try {
-          body = await res.json();
-        } catch {
-          throw new MedmmvError("SEARCH_FAILED", "search provider sent a reply that is not JSON", { retryable: true });
+          body = await postJson(
+            `${this.cfg.baseUrl}/search`,
+            { query: q, max_results: opts.maxResults ?? 3, search_depth: "basic", include_answer: false },
+            { headers: { authorization: `Bearer ${this.cfg.apiKey}` }, signal },
+          );
+        } catch (err) {
+          if (err instanceof SyntaxError) throw new MedmmvError("SEARCH_FAILED", "search provider sent a reply that is not JSON", { retryable: true });
+          throw err;
         }
         const parsed = TavilyReply.safeParse(body);
         if (!parsed.success) throw new MedmmvError("SEARCH_FAILED", "search provider reply has an unexpected shape", { retryable: true });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { restrictQueryToFacts, scanForInjection } from "../../src/agents/untrusted-content.js";
 import { scrubQuery } from "../../src/agents/web-search.js";
-import { locateQuote } from "../../src/agents/text-doctor.js";
+import { locateQuote, quoteLocator } from "../../src/agents/text-doctor.js";
 
 describe("scanForInjection", () => {
   it.each([
@@ -37,5 +37,16 @@ describe("locateQuote", () => {
   });
   it("returns null for a fabricated quote", () => {
     expect(locateQuote("fever and cough", "recent travel to the Amazon")).toBeNull();
+  });
+  it("keeps spans right after a character that lower-cases to two (İ)", () => {
+    const text = "İstanbul trip; then FEVER for 3 days";
+    const span = locateQuote(text, "fever for 3 days")!;
+    expect(text.slice(span[0], span[1])).toBe("FEVER for 3 days");
+  });
+  it("one locator serves many quotes of the same text", () => {
+    const locate = quoteLocator("Fever and   cough. No rash.");
+    expect(locate("fever and cough")).toEqual([0, 17]);
+    expect(locate("no RASH")).toEqual([19, 26]);
+    expect(locate("x")).toBeNull();
   });
 });
