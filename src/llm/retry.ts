@@ -36,7 +36,7 @@ export interface ClassifiedError {
   message: string;
 }
 
-/** Read an HTTP status and Retry-After from the shapes the OpenAI SDK / fetch / our own errors use. */
+/** Read an HTTP status and Retry-After from an error: our transport's HttpStatusError, or the shapes fetch and the OpenAI SDK use (for callers that bring their own client). */
 export function classifyError(err: unknown, parentAborted: boolean): ClassifiedError {
   const e = err as Record<string, unknown> & { name?: string; message?: string; cause?: unknown };
   const status = numberOrNull(e?.status) ?? numberOrNull((e?.response as Record<string, unknown> | undefined)?.status);
