@@ -24,6 +24,8 @@ const EnvSchema = z.object({
   TAVILY_BASE_URL: z.string().url().default("https://api.tavily.com"),
   MEDMMV_K: z.coerce.number().int().min(1).max(32).default(5),
   MEDMMV_MAX_REPAIRS: z.coerce.number().int().min(0).max(10).default(3),
+  /** Adaptive rollouts by default (a request or a CLI flag may still choose). */
+  MEDMMV_ADAPTIVE: z.enum(["true", "false", "1", "0"]).default("false"),
   MEDMMV_CU_WEIGHTS: csvNumbers(3).default([1, 1, 1]),
   MEDMMV_MAX_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16),
   MEDMMV_ROLLOUT_TEMPERATURE: z.coerce.number().min(0).max(2).default(0.7),
@@ -68,7 +70,7 @@ export interface Config {
     cache: "off" | "deterministic" | "all";
   };
   search: { provider: "tavily" | "none"; apiKey: string | null; baseUrl: string; timeoutMs: number; maxPairs: number };
-  pipeline: { k: number; maxRepairs: number; weights: [number, number, number] };
+  pipeline: { k: number; maxRepairs: number; adaptive: boolean; weights: [number, number, number] };
   store: { databaseUrl: string | null; dataDir: string };
   http: {
     host: string;
@@ -124,7 +126,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: e.MEDMMV_SEARCH_TIMEOUT_MS,
       maxPairs: e.MEDMMV_MAX_SEARCH_PAIRS,
     },
-    pipeline: { k: e.MEDMMV_K, maxRepairs: e.MEDMMV_MAX_REPAIRS, weights: [w[0]!, w[1]!, w[2]!] },
+    pipeline: { k: e.MEDMMV_K, maxRepairs: e.MEDMMV_MAX_REPAIRS, adaptive: e.MEDMMV_ADAPTIVE === "true" || e.MEDMMV_ADAPTIVE === "1", weights: [w[0]!, w[1]!, w[2]!] },
     store: { databaseUrl: e.DATABASE_URL ?? null, dataDir: e.MEDMMV_DATA_DIR },
     http: {
       host: e.HOST,

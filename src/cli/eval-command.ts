@@ -38,6 +38,9 @@ export interface EvalCliOptions {
   k?: number;
   maxRepairs?: number;
   adaptive?: boolean;
+  /** commander's `--no-dedupe` */
+  dedupe?: boolean;
+  cache?: Config["llm"]["cache"];
   expansion: boolean;
   hd: boolean;
   textDoctor: boolean;
@@ -94,6 +97,7 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
       k: o.k,
       maxRepairs: o.maxRepairs,
       adaptive: o.adaptive,
+      dedupe: o.dedupe,
       select: o.select,
       ablations: { noExpansion: !o.expansion, noHd: !o.hd, noTextDoctor: !o.textDoctor, noImageDoctor: !o.imageDoctor, noWebSearch: !o.webSearch },
     },
@@ -115,6 +119,7 @@ async function evalAction(o: EvalCliOptions): Promise<number> {
   } catch (err) {
     return usageError(describeError(err).message);
   }
+  if (o.cache) config = { ...config, llm: { ...config.llm, cache: o.cache } };
   const opts = toRunOptions({ ...o, dataset: o.dataset, input: o.input, out: o.out });
 
   // First Ctrl-C: stop starting items, let the summary be written. Second: leave now.
@@ -181,6 +186,8 @@ export function registerEvalCommands(program: Command): void {
     .option("--k <n>", "rollouts (medmmv) or samples (self-consistency)", int(1, 32))
     .option("--max-repairs <n>", "repair budget per path", int(0, 10))
     .option("--adaptive", "sample rollouts in rounds; stop early when they agree")
+    .option("--no-dedupe", "refine identical rollouts separately (measures what deduplication saves)")
+    .addOption(new Option("--cache <mode>", "response cache in the store: temperature-0 calls, all calls, or none (default MEDMMV_CACHE)").choices(["off", "deterministic", "all"]))
     .option("--no-expansion", "ablation: one rollout path, still refined")
     .option("--no-hd", "ablation: no hallucination detection / repair")
     .option("--no-text-doctor", "ablation: no TextDoctor evidence")

@@ -23,7 +23,7 @@ export function pipelineOptions(config: Config, o: PipelineOverrides = {}): Pipe
     weights: o.weights ?? config.pipeline.weights,
     rolloutTemperature: o.rolloutTemperature ?? config.llm.rolloutTemperature,
     maxSearchPairs: o.maxSearchPairs ?? config.search.maxPairs,
-    adaptive: o.adaptive ?? false,
+    adaptive: o.adaptive ?? config.pipeline.adaptive,
     dedupe: o.dedupe ?? true,
     select: o.select ?? "cu",
     seed: o.seed ?? 1,

@@ -22,6 +22,7 @@ import { ProgressTracker } from "./progress.js";
 export interface CaseOverrides {
   k?: number;
   maxRepairs?: number;
+  adaptive?: boolean;
 }
 
 export interface SubmitRequest {

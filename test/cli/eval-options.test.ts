@@ -21,7 +21,7 @@ describe("medmmv eval flags", () => {
   it("defaults: medmmv, one run, concurrency 4, cop base auto, no ablations", async () => {
     const o = await parse(["--dataset", "medqa", "--input", "in.jsonl", "--out", "out"]);
     expect(o).toMatchObject({ dataset: "medqa", input: "in.jsonl", out: "out", method: "medmmv", runs: 1, concurrency: 4, copBase: "auto" });
-    expect(o.pipeline).toEqual({ k: undefined, maxRepairs: undefined, adaptive: undefined, select: undefined, ablations: { noExpansion: false, noHd: false, noTextDoctor: false, noImageDoctor: false, noWebSearch: false } });
+    expect(o.pipeline).toEqual({ k: undefined, maxRepairs: undefined, adaptive: undefined, dedupe: true, select: undefined, ablations: { noExpansion: false, noHd: false, noTextDoctor: false, noImageDoctor: false, noWebSearch: false } });
   });
 
   it("every ablation, selection rule, sampling and rater flag reaches the runner", async () => {
@@ -30,10 +30,10 @@ describe("medmmv eval flags", () => {
       "--sample", "200", "--stratify", "body_system,question_type", "--seed", "7", "--limit", "50", "--runs", "3",
       "--method", "medmmv", "--k", "3", "--max-repairs", "2", "--adaptive", "--select", "random",
       "--no-expansion", "--no-hd", "--no-text-doctor", "--no-image-doctor", "--no-web-search",
-      "--concurrency", "8", "--resume", "--raters", "gpt-4o, claude", "--cop-base", "1",
+      "--concurrency", "8", "--resume", "--raters", "gpt-4o, claude", "--cop-base", "1", "--no-dedupe",
     ]);
     expect(o).toMatchObject({ images: "imgs", missingImages: "text-only", sample: 200, stratify: ["body_system", "question_type"], seed: 7, limit: 50, runs: 3, concurrency: 8, resume: true, raters: ["gpt-4o", "claude"], copBase: 1 });
-    expect(o.pipeline).toEqual({ k: 3, maxRepairs: 2, adaptive: true, select: "random", ablations: { noExpansion: true, noHd: true, noTextDoctor: true, noImageDoctor: true, noWebSearch: true } });
+    expect(o.pipeline).toEqual({ k: 3, maxRepairs: 2, adaptive: true, dedupe: false, select: "random", ablations: { noExpansion: true, noHd: true, noTextDoctor: true, noImageDoctor: true, noWebSearch: true } });
   });
 
   it("a generic JSONL field map is parsed as JSON", async () => {
@@ -46,5 +46,6 @@ describe("medmmv eval flags", () => {
     await expect(parse(["--dataset", "mmlu", "--input", "x", "--out", "o"])).rejects.toThrow(/Allowed choices/);
     await expect(parse(["--dataset", "medqa", "--input", "x", "--out", "o", "--runs", "0"])).rejects.toThrow(/integer/);
     await expect(parse(["--dataset", "jsonl", "--input", "x", "--out", "o", "--field-map", "{nope"])).rejects.toThrow(/JSON/);
+    await expect(parse(["--dataset", "medqa", "--input", "x", "--out", "o", "--cache", "sometimes"])).rejects.toThrow(/Allowed choices/);
   });
 });

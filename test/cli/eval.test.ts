@@ -146,6 +146,24 @@ describe("medmmv eval (CLI)", () => {
     expect(s.usage.total.llmCalls).toBe(0);
   });
 
+  it("--cache all turns the store's response cache on over MEDMMV_CACHE=off: the re-run makes no model call", async () => {
+    const input = path.join(SAMPLES, "medmcqa.jsonl");
+    const items = await readItems("medmcqa", input);
+    model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
+    model.reset();
+    const env = { ...endpoint(), MEDMMV_DATA_DIR: path.join(tmp, "data-flag") };
+    // The full method: its rollouts sample at 0.7, so only `all` (not `deterministic`) serves them again.
+    const args = (out: string) => ["eval", "--dataset", "medmcqa", "--input", input, "--k", "2", "--cache", "all", "--out", path.join(tmp, out), "--json"];
+    const first = await medmmv(args("flag-1"), env).done;
+    expect(first.code).toBe(0);
+    const paid = model.stats().total;
+    expect(paid).toBeGreaterThan(2 * items.length);
+    const second = await medmmv(args("flag-2"), env).done;
+    expect(second.code).toBe(0);
+    expect(model.stats().total).toBe(paid);
+    expect((JSON.parse(second.stdout) as EvalSummary).usage.total.llmCalls).toBe(0);
+  });
+
   it("eval report prints the runs side by side with deltas", async () => {
     const input = path.join(SAMPLES, "medxpertqa_text.jsonl");
     const items = await readItems("medxpertqa", input);

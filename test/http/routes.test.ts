@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import { chestPain, json, pngOf, startTestServer, until, type TestServer } from "./http-harness.js";
+import { clinicalScenario } from "../support/clinical-scenario.js";
 
 let t: TestServer;
 beforeAll(async () => {
@@ -71,6 +72,34 @@ describe("POST /diagnose", () => {
     const result = DiagnosisResult.parse(await res.json());
     expect(result.provenance.config).toMatchObject({ k: 2, maxRepairs: 0 });
     expect(t.openai.stats().byAgent.rollout).toBe(2);
+  });
+
+  it("honours ?adaptive: an agreeing first round stops at 3 rollouts, a disagreeing one goes on to k", async () => {
+    const diagnose = async (query: string) => {
+      t.openai.reset();
+      const result = DiagnosisResult.parse(await (await t.api(`/diagnose?${query}`, { method: "POST", json: chestPain() })).json());
+      return { result, rollouts: t.openai.stats().byAgent.rollout };
+    };
+    t.openai.setScenario(clinicalScenario({ rolloutAnswers: ["B"] }));
+    try {
+      const adaptive = await diagnose("k=5&adaptive=true");
+      expect(adaptive.result.provenance.config).toMatchObject({ k: 5, adaptive: true });
+      expect(adaptive.rollouts).toBe(3);
+      const full = await diagnose("k=5&adaptive=false");
+      expect(full.result.provenance.config).toMatchObject({ k: 5, adaptive: false });
+      expect(full.rollouts).toBe(5);
+      expect(adaptive.result.answer).toEqual(full.result.answer);
+    } finally {
+      t.openai.setScenario(clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }));
+    }
+    // This server's default scenario disagrees in the first round (B, B, A): all k run.
+    expect((await diagnose("k=5&adaptive=true")).rollouts).toBe(5);
+  });
+
+  it("refuses a malformed ?adaptive with a 400 that says what to send", async () => {
+    const res = await t.api("/diagnose?adaptive=yes", { method: "POST", json: chestPain() });
+    expect(res.status).toBe(400);
+    expect(JSON.stringify(await res.json())).toContain('adaptive must be \\"true\\" or \\"false\\"');
   });
 
   it("takes multipart/form-data: a `case` JSON field plus image files named by image id", async () => {
@@ -231,7 +260,7 @@ describe("probes and docs", () => {
     const post = doc.paths["/diagnose"]!.post!;
     expect(Object.keys(post.requestBody!.content).sort()).toEqual(["application/json", "multipart/form-data"]);
     expect(JSON.stringify(post.requestBody!.content["application/json"])).toContain("question");
-    expect(post.parameters!.map((p) => p.name)).toEqual(expect.arrayContaining(["k", "maxRepairs", "idempotency-key", "prefer"]));
+    expect(post.parameters!.map((p) => p.name)).toEqual(expect.arrayContaining(["k", "maxRepairs", "adaptive", "idempotency-key", "prefer"]));
     const ui = await t.api("/docs", { key: null, redirect: "follow" });
     expect(ui.status).toBe(200);
     expect(await ui.text()).toContain("swagger");

@@ -12,6 +12,11 @@ import type { RouteDeps } from "./route-deps.js";
 const DiagnoseQuery = z.object({
   k: z.coerce.number().int().min(1).max(32).optional().describe("Rollouts per case (default MEDMMV_K)"),
   maxRepairs: z.coerce.number().int().min(0).max(10).optional().describe("Repair budget per path (default MEDMMV_MAX_REPAIRS)"),
+  adaptive: z
+    .enum(["true", "false"], { error: 'adaptive must be "true" or "false"' })
+    .transform((v) => v === "true")
+    .optional()
+    .describe("Sample rollouts in rounds and stop early when the first round agrees: fewer model calls, same answer on agreeing cases (default MEDMMV_ADAPTIVE)"),
 });
 
 const DiagnoseHeaders = z.looseObject({

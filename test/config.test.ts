@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest";
+import { assertLlmConfigured, loadConfig } from "../src/config.js";
+import { pipelineOptions } from "../src/graph/pipeline.js";
+import { MedmmvError } from "../src/errors.js";
+
+describe("loadConfig", () => {
+  it("documented defaults with an empty environment; empty strings count as unset", () => {
+    const c = loadConfig({ MEDMMV_K: "", OPENAI_BASE_URL: "" });
+    expect(c.pipeline).toEqual({ k: 5, maxRepairs: 3, adaptive: false, weights: [1, 1, 1] });
+    expect(c.llm).toMatchObject({ baseUrl: null, structuredOutput: "jsonSchema", cache: "deterministic", maxConcurrency: 16, rolloutTemperature: 0.7 });
+    expect(c.search.provider).toBe("none");
+  });
+
+  it("MEDMMV_ADAPTIVE sets the default that a request or flag may still override", () => {
+    for (const on of ["true", "1"]) expect(loadConfig({ MEDMMV_ADAPTIVE: on }).pipeline.adaptive).toBe(true);
+    for (const off of ["false", "0"]) expect(loadConfig({ MEDMMV_ADAPTIVE: off }).pipeline.adaptive).toBe(false);
+    const c = loadConfig({ MEDMMV_ADAPTIVE: "true" });
+    expect(pipelineOptions(c).adaptive).toBe(true);
+    expect(pipelineOptions(c, { adaptive: false }).adaptive).toBe(false);
+  });
+
+  it("a bad value is CONFIG_INVALID naming the variable", () => {
+    for (const [name, value] of [["MEDMMV_ADAPTIVE", "yes"], ["MEDMMV_K", "0"], ["MEDMMV_CACHE", "always"], ["OPENAI_BASE_URL", "not a url"]]) {
+      let err: unknown;
+      try {
+        loadConfig({ [name!]: value });
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(MedmmvError);
+      expect((err as MedmmvError).code).toBe("CONFIG_INVALID");
+      expect((err as MedmmvError).message).toContain(name);
+    }
+  });
+
+  it("assertLlmConfigured names what is missing", () => {
+    expect(() => assertLlmConfigured(loadConfig({}))).toThrow(/MEDMMV_MODEL and OPENAI_BASE_URL/);
+    expect(() => assertLlmConfigured(loadConfig({ OPENAI_BASE_URL: "http://127.0.0.1:9/v1", MEDMMV_MODEL: "m" }))).not.toThrow();
+  });
+});
