@@ -20,7 +20,11 @@ function counted(o: BenchScenarioOptions): Scenario {
     agents[name] = (req: ScriptedRequest) => {
       const a = (promptByAgent[name] ??= { calls: 0, textChars: 0, imageChars: 0 });
       a.calls++;
-      a.textChars += req.text.length;
+      // Each text as sent (req.text joins them with newlines, which were not sent).
+      for (const m of req.messages as Array<{ content: string | Array<{ type: string; text?: string }> }>) {
+        if (typeof m.content === "string") a.textChars += m.content.length;
+        else for (const part of m.content) if (part.type === "text") a.textChars += part.text?.length ?? 0;
+      }
       for (const url of req.images) a.imageChars += url.length;
       return typeof script === "function" ? (script as (r: ScriptedRequest) => unknown)(req) : script;
     };

@@ -38,6 +38,11 @@ export async function callsGrowth(ctx: BenchContext): Promise<SectionReport> {
     if (result.status !== "completed") throw new Error(`calls-growth case ${label} ended ${result.status}`);
     const stats = await ctx.servers.stats();
     if (stats.model.total !== result.usage.llmCalls) throw new Error(`calls-growth: server saw ${stats.model.total} calls, usage says ${result.usage.llmCalls}`);
+    // The pipeline's own prompt size per agent (UsageMeter, in the result) must match what the server received.
+    for (const [agent, p] of Object.entries(stats.promptByAgent)) {
+      const own = result.usage.byAgent[agent]?.promptChars ?? 0;
+      if (own !== p.textChars + p.imageChars) throw new Error(`calls-growth: ${agent}: the result says ${own} prompt characters, the server received ${p.textChars + p.imageChars}`);
+    }
     return { label, usage: result.usage, prompts: stats.promptByAgent };
   };
 
@@ -64,7 +69,7 @@ export async function callsGrowth(ctx: BenchContext): Promise<SectionReport> {
     );
 
   const body = [
-    `Scripted rollouts with distinct reasoning (answers ${ANSWERS.join(", ")} cycled), so deduplication merges nothing and every rollout path is refined; paths answering B need one repair. L = 0 (the counts do not depend on it). One case per row. Calls are the result's \`usage.byAgent[agent].calls\` (checked against the server's count). Prompt sizes are measured at the scripted server: "text" is the characters of all text parts of all messages of each call, "image" the characters of the image data URLs (each bench image is a 128×128 PNG, ≈ 66 KB as base64). The pipeline's own \`promptChars\` per agent is recorded by its UsageMeter but dropped from \`DiagnosisResult.usage\` by the result schema, so it is not read here.`,
+    `Scripted rollouts with distinct reasoning (answers ${ANSWERS.join(", ")} cycled), so deduplication merges nothing and every rollout path is refined; paths answering B need one repair. L = 0 (the counts do not depend on it). One case per row. Calls are the result's \`usage.byAgent[agent].calls\` (checked against the server's count). Prompt sizes are measured at the scripted server: "text" is the characters of all text parts of all messages of each call, "image" the characters of the image data URLs (each bench image is a 128×128 PNG, ≈ 66 KB as base64). The result's own \`usage.byAgent[agent].promptChars\` (what the pipeline counted) is checked against the server's text + image characters for every agent of every row; the run stops if they differ.`,
     "",
     "**Per case at k = 5, long case, one image, by agent:**",
     "",
