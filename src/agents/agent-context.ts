@@ -48,6 +48,13 @@ export interface PromptRequest {
   slots: Record<string, string>;
   schema: z.ZodType;
   withImages?: boolean;
+  /**
+   * The rendered evidence graph, for the calls that check and repair paths against it.
+   * It goes right after the case block, before the agent's own instructions, so every
+   * such call of a case shares one long prefix (system, case, evidence) that providers'
+   * prompt caches (OpenAI's automatic caching, vLLM's prefix caching) can reuse.
+   */
+  evidence?: string;
 }
 
 /**
@@ -78,7 +85,8 @@ function caseBlock(c: PreparedCase): string {
 export function buildMessages(deps: AgentDeps, c: PreparedCase, req: PromptRequest): ChatMessage[] {
   const template = deps.prompts.get(req.agent);
   const schemaText_ = schemaText(req.schema);
-  const text = `${caseBlock(c)}\n\n${template.render(req.slots)}\n\nReply with a JSON object that matches this JSON Schema:\n${schemaText_}`;
+  const evidence = req.evidence === undefined ? "" : `Evidence graph (ids in brackets):\n<<<EVIDENCE\n${req.evidence}\nEVIDENCE>>>\n\n`;
+  const text = `${caseBlock(c)}\n\n${evidence}${template.render(req.slots)}\n\nReply with a JSON object that matches this JSON Schema:\n${schemaText_}`;
   const system: ChatMessage = { role: "system", content: deps.prompts.get("system").source };
   if (!req.withImages || c.images.length === 0) return [system, { role: "user", content: text }];
   const parts: ContentPart[] = [{ type: "text", text }];

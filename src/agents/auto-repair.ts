@@ -24,7 +24,8 @@ export async function runAutoRepair(
     temperature: 0,
     schema: PathOutput,
     withImages: true,
-    slots: { evidence: input.evidenceText, path: renderPathForPrompt(input.path), report, answerInstruction: answerInstruction(c) },
+    evidence: input.evidenceText,
+    slots: { path: renderPathForPrompt(input.path), report, answerInstruction: answerInstruction(c) },
   });
   return { ...out, answer: normaliseAnswer(out, c.options) };
 }

@@ -38,7 +38,8 @@ export async function runHdSupervisor(
     role: "judge",
     temperature: 0,
     schema: HdOutput,
-    slots: { evidence: input.evidenceText, path: renderPathForPrompt(input.path), attempt: String(input.attempt) },
+    evidence: input.evidenceText,
+    slots: { path: renderPathForPrompt(input.path), attempt: String(input.attempt) },
   });
   const byId = new Map(out.claims.map((x) => [x.claimId.trim().toLowerCase(), x]));
   const texts = input.path.steps.flatMap((s) => s.claims.map((claim) => ({ claim, stage: s.stage })));

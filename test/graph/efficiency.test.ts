@@ -150,7 +150,7 @@ describe("response cache in the case store", () => {
 });
 
 describe("prompt order for provider prompt caches", () => {
-  it("starts every call of a case with the same system message and case block", async () => {
+  it("starts every call of a case with the same system message and case block, and every fact-check and repair call with the same evidence block too", async () => {
     const seen: Array<{ agent: string; messages: unknown[] }> = [];
     const base = clinicalScenario({ rolloutAnswers: ["B", "C"], identicalReasoning: false, repairsNeeded: { C: 1 } });
     const recording: Scenario = {
@@ -174,6 +174,7 @@ describe("prompt order for provider prompt caches", () => {
     for (const a of ["rollout", "text-doctor", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge"]) expect(agents).toContain(a);
     const block = renderCaseBlock(c);
     const systems = new Set<string>();
+    const evidencePrefixes = new Set<string>();
     for (const { agent, messages } of seen) {
       const [system, user] = messages as Array<{ role: string; content: string | Array<{ type: string; text?: string }> }>;
       expect(system!.role, agent).toBe("system");
@@ -181,7 +182,18 @@ describe("prompt order for provider prompt caches", () => {
       expect(user!.role, agent).toBe("user");
       const firstText = typeof user!.content === "string" ? user!.content : user!.content.find((p) => p.type === "text")!.text!;
       expect(firstText.startsWith(block), agent).toBe(true);
+      // Fact-checking and repair calls share the evidence graph as well: it comes right
+      // after the case block, before the agent's own instructions.
+      if (agent === "hd-supervisor" || agent === "auto-repair") {
+        const end = firstText.indexOf("EVIDENCE>>>");
+        expect(firstText.slice(block.length, block.length + 50), agent).toMatch(/^\n\nEvidence graph \(ids in brackets\):\n<<<EVIDENCE\n/);
+        expect(end, agent).toBeGreaterThan(block.length);
+        evidencePrefixes.add(firstText.slice(0, end + "EVIDENCE>>>".length));
+        expect(firstText.indexOf("medmmv-agent:"), agent).toBeGreaterThan(end);
+      }
     }
     expect(systems.size).toBe(1);
+    expect(seen.filter((s) => s.agent === "hd-supervisor" || s.agent === "auto-repair").length).toBeGreaterThan(2);
+    expect(evidencePrefixes.size).toBe(1);
   });
 });
