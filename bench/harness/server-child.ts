@@ -9,8 +9,21 @@ import { benchScenario, type BenchScenarioOptions } from "./bench-scenario.js";
 import type { Scenario, ScriptedRequest } from "../../test/support/scripted-openai-server.js";
 import type { ChildReply, ChildRequest } from "./servers.js";
 
-/** Prompt size per agent as the server received it: text characters and image data-URL characters. */
-let promptByAgent: Record<string, { calls: number; textChars: number; imageChars: number }> = {};
+/**
+ * Prompt size per agent as the server received it: text characters, image data-URL
+ * characters, and how many of the text characters continue a prefix that an earlier call
+ * (since the last reset: one case) already sent — what a provider's prompt cache can serve.
+ */
+let promptByAgent: Record<string, { calls: number; textChars: number; imageChars: number; reusedPrefixChars: number }> = {};
+/** The text of every call since the last reset, messages joined by a separator. */
+let sentTexts: string[] = [];
+
+function commonPrefix(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
 
 /** The bench scenario, with each agent's script wrapped to count what its prompts carried. */
 function counted(o: BenchScenarioOptions): Scenario {
@@ -18,13 +31,20 @@ function counted(o: BenchScenarioOptions): Scenario {
   const agents: Scenario["agents"] = {};
   for (const [name, script] of Object.entries(s.agents)) {
     agents[name] = (req: ScriptedRequest) => {
-      const a = (promptByAgent[name] ??= { calls: 0, textChars: 0, imageChars: 0 });
+      const a = (promptByAgent[name] ??= { calls: 0, textChars: 0, imageChars: 0, reusedPrefixChars: 0 });
       a.calls++;
       // Each text as sent (req.text joins them with newlines, which were not sent).
+      const texts: string[] = [];
       for (const m of req.messages as Array<{ content: string | Array<{ type: string; text?: string }> }>) {
-        if (typeof m.content === "string") a.textChars += m.content.length;
-        else for (const part of m.content) if (part.type === "text") a.textChars += part.text?.length ?? 0;
+        if (typeof m.content === "string") texts.push(m.content);
+        else for (const part of m.content) if (part.type === "text") texts.push(part.text ?? "");
       }
+      for (const t of texts) a.textChars += t.length;
+      const sent = texts.join("\u0000");
+      // The separators are not prompt characters: count only text the prefix covers.
+      const reused = sentTexts.reduce((best, earlier) => Math.max(best, commonPrefix(sent, earlier)), 0);
+      a.reusedPrefixChars += reused - (sent.slice(0, reused).split("\u0000").length - 1);
+      sentTexts.push(sent);
       for (const url of req.images) a.imageChars += url.length;
       return typeof script === "function" ? (script as (r: ScriptedRequest) => unknown)(req) : script;
     };
@@ -53,6 +73,7 @@ process.on("message", (raw) => {
       model.reset();
       search.reset();
       promptByAgent = {};
+      sentTexts = [];
       break;
     case "stats": {
       const s = model.stats();

@@ -3,7 +3,7 @@ import type { Usage } from "../../src/case/diagnosis-result.js";
 import type { BenchContext } from "../harness/context.js";
 import type { ChildStats } from "../harness/servers.js";
 import { benchCase, type CaseShape } from "../harness/cases.js";
-import { kib, table, type SectionReport } from "../harness/report.js";
+import { kib, pct, table, type SectionReport } from "../harness/report.js";
 
 const AGENTS = ["rollout", "text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge"];
 /** Rollouts with distinct reasoning, so every rollout is refined (the most calls dedupe allows). */
@@ -20,6 +20,8 @@ const text = (r: Row, a: string) => r.prompts[a]?.textChars ?? 0;
 const image = (r: Row, a: string) => r.prompts[a]?.imageChars ?? 0;
 const totalText = (r: Row) => Object.values(r.prompts).reduce((n, a) => n + a.textChars, 0);
 const totalImage = (r: Row) => Object.values(r.prompts).reduce((n, a) => n + a.imageChars, 0);
+const reused = (r: Row, a: string) => r.prompts[a]?.reusedPrefixChars ?? 0;
+const totalReused = (r: Row) => Object.values(r.prompts).reduce((n, a) => n + a.reusedPrefixChars, 0);
 
 /**
  * Calls and prompt bytes per case, by agent, and how they grow with k, the number of
@@ -54,12 +56,12 @@ export async function callsGrowth(ctx: BenchContext): Promise<SectionReport> {
   const lenRows: Row[] = [await run("short notes", 5, { length: "short", images: 1 }), { ...base, label: "long notes" }];
 
   const agentTable = table(
-    ["agent", "calls", "prompt text KiB", "image KiB", "text KiB per call"],
+    ["agent", "calls", "prompt text KiB", "image KiB", "text KiB per call", "text in a prefix already sent"],
     [
       ...AGENTS.filter((a) => calls(base.usage, a) > 0).map((a) =>
-        a === "web-search" ? [a, calls(base.usage, a), "–", "–", "–"] : [a, calls(base.usage, a), kib(text(base, a)), kib(image(base, a)), kib(text(base, a) / calls(base.usage, a))],
+        a === "web-search" ? [a, calls(base.usage, a), "–", "–", "–", "–"] : [a, calls(base.usage, a), kib(text(base, a)), kib(image(base, a)), kib(text(base, a) / calls(base.usage, a)), pct(reused(base, a) / text(base, a))],
       ),
-      ["**total**", `**${base.usage.llmCalls + base.usage.searchCalls}** (${base.usage.llmCalls} model + ${base.usage.searchCalls} search)`, `**${kib(totalText(base))}**`, `**${kib(totalImage(base))}**`, ""],
+      ["**total**", `**${base.usage.llmCalls + base.usage.searchCalls}** (${base.usage.llmCalls} model + ${base.usage.searchCalls} search)`, `**${kib(totalText(base))}**`, `**${kib(totalImage(base))}**`, "", `**${pct(totalReused(base) / totalText(base))}**`],
     ],
   );
   const growthTable = (rows: Row[], cols: string[]) =>
@@ -69,7 +71,7 @@ export async function callsGrowth(ctx: BenchContext): Promise<SectionReport> {
     );
 
   const body = [
-    `Scripted rollouts with distinct reasoning (answers ${ANSWERS.join(", ")} cycled), so deduplication merges nothing and every rollout path is refined; paths answering B need one repair. L = 0 (the counts do not depend on it). One case per row. Calls are the result's \`usage.byAgent[agent].calls\` (checked against the server's count). Prompt sizes are measured at the scripted server: "text" is the characters of all text parts of all messages of each call, "image" the characters of the image data URLs (each bench image is a 128×128 PNG, ≈ 66 KB as base64). The result's own \`usage.byAgent[agent].promptChars\` (what the pipeline counted) is checked against the server's text + image characters for every agent of every row; the run stops if they differ.`,
+    `Scripted rollouts with distinct reasoning (answers ${ANSWERS.join(", ")} cycled), so deduplication merges nothing and every rollout path is refined; paths answering B need one repair. L = 0 (the counts do not depend on it). One case per row. Calls are the result's \`usage.byAgent[agent].calls\` (checked against the server's count). Prompt sizes are measured at the scripted server: "text" is the characters of all text parts of all messages of each call, "image" the characters of the image data URLs (each bench image is a 128×128 PNG, ≈ 66 KB as base64). "Text in a prefix already sent" is the share of an agent's prompt text that continues, character for character from the start of the system message, a prompt an earlier call of the same case sent: the part a provider's prompt cache (OpenAI's automatic caching, vLLM's prefix caching) can serve instead of processing again. The system message and the case block open every call; the fact-check and repair calls add the evidence graph to that shared prefix. The result's own \`usage.byAgent[agent].promptChars\` (what the pipeline counted) is checked against the server's text + image characters for every agent of every row; the run stops if they differ.`,
     "",
     "**Per case at k = 5, long case, one image, by agent:**",
     "",

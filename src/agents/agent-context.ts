@@ -71,6 +71,8 @@ function schemaText(schema: z.ZodType): string {
   return text;
 }
 
+const RESPONSE_SCHEMA_SLOT = "responseSchema";
+
 /** The case block of each case object, rendered once for the several calls a node makes. */
 const caseBlocks = new WeakMap<PreparedCase, string>();
 function caseBlock(c: PreparedCase): string {
@@ -86,7 +88,14 @@ export function buildMessages(deps: AgentDeps, c: PreparedCase, req: PromptReque
   const template = deps.prompts.get(req.agent);
   const schemaText_ = schemaText(req.schema);
   const evidence = req.evidence === undefined ? "" : `Evidence graph (ids in brackets):\n<<<EVIDENCE\n${req.evidence}\nEVIDENCE>>>\n\n`;
-  const text = `${caseBlock(c)}\n\n${evidence}${template.render(req.slots)}\n\nReply with a JSON object that matches this JSON Schema:\n${schemaText_}`;
+  const schemaBlock = `Reply with a JSON object that matches this JSON Schema:\n${schemaText_}`;
+  // A template may place the schema itself ({{responseSchema}}) so that what varies between
+  // its calls (a rollout's index) comes last and the rest stays a shared prefix; otherwise
+  // the schema closes the prompt.
+  const body = template.slots.includes(RESPONSE_SCHEMA_SLOT)
+    ? template.render({ ...req.slots, [RESPONSE_SCHEMA_SLOT]: schemaBlock })
+    : `${template.render(req.slots)}\n\n${schemaBlock}`;
+  const text = `${caseBlock(c)}\n\n${evidence}${body}`;
   const system: ChatMessage = { role: "system", content: deps.prompts.get("system").source };
   if (!req.withImages || c.images.length === 0) return [system, { role: "user", content: text }];
   const parts: ContentPart[] = [{ type: "text", text }];

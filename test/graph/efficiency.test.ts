@@ -175,6 +175,7 @@ describe("prompt order for provider prompt caches", () => {
     const block = renderCaseBlock(c);
     const systems = new Set<string>();
     const evidencePrefixes = new Set<string>();
+    const rolloutPrefixes = new Set<string>();
     for (const { agent, messages } of seen) {
       const [system, user] = messages as Array<{ role: string; content: string | Array<{ type: string; text?: string }> }>;
       expect(system!.role, agent).toBe("system");
@@ -184,6 +185,13 @@ describe("prompt order for provider prompt caches", () => {
       expect(firstText.startsWith(block), agent).toBe(true);
       // Fact-checking and repair calls share the evidence graph as well: it comes right
       // after the case block, before the agent's own instructions.
+      // The rollouts of a case differ only in their last line (which rollout this is): the
+      // response schema is placed before it, inside the shared part.
+      if (agent === "rollout") {
+        const at = firstText.lastIndexOf("This is rollout ");
+        expect(at, agent).toBeGreaterThan(firstText.indexOf("Reply with a JSON object that matches this JSON Schema:"));
+        rolloutPrefixes.add(firstText.slice(0, at));
+      }
       if (agent === "hd-supervisor" || agent === "auto-repair") {
         const end = firstText.indexOf("EVIDENCE>>>");
         expect(firstText.slice(block.length, block.length + 50), agent).toMatch(/^\n\nEvidence graph \(ids in brackets\):\n<<<EVIDENCE\n/);
@@ -195,5 +203,6 @@ describe("prompt order for provider prompt caches", () => {
     expect(systems.size).toBe(1);
     expect(seen.filter((s) => s.agent === "hd-supervisor" || s.agent === "auto-repair").length).toBeGreaterThan(2);
     expect(evidencePrefixes.size).toBe(1);
+    expect(rolloutPrefixes.size).toBe(1);
   });
 });
