@@ -1,5 +1,5 @@
 import { VERSION } from "../version.js";
-import { postJson } from "./http-transport.js";
+import { HttpStatusError, postJson } from "./http-transport.js";
 import { randomBytes } from "node:crypto";
 import { JSON_SAFE_URL, type ChatMessage, type ContentPart } from "./messages.js";
 
@@ -34,6 +34,7 @@ export interface ChatCompletionReply {
 }
 
 interface WireReply {
+  error?: { message?: unknown; code?: unknown } | string;
   choices?: Array<{
     finish_reason?: string | null;
     message?: { content?: unknown; refusal?: unknown; tool_calls?: Array<{ function?: { arguments?: unknown } }> };
@@ -54,6 +55,14 @@ export class ChatCompletionsEndpoint {
   async complete(req: ChatCompletionRequest, signal: AbortSignal): Promise<ChatCompletionReply> {
     const body = encodeRequest({ model: req.model, temperature: req.temperature, stream: false, messages: req.messages, ...req.format });
     const reply = (await postJson(this.url, body, { headers: this.headers, signal })) as WireReply | null;
+    // Some gateways answer 200 with an error object and no choices: a provider fault
+    // (retried like a 502), not a reply to re-ask about.
+    if (reply && !Array.isArray(reply.choices) && reply.error !== undefined) {
+      const e = reply.error;
+      const message = typeof e === "string" ? e : typeof e?.message === "string" ? e.message : "no message";
+      const code = typeof e === "object" && typeof e?.code === "number" && e.code >= 400 && e.code <= 599 ? e.code : 502;
+      throw new HttpStatusError(code, {}, `provider answered 200 with an error (${code}): ${message.slice(0, 300)}`);
+    }
     const choice = reply?.choices?.[0];
     const usage = reply?.usage;
     return {

@@ -131,6 +131,28 @@ describe("ChatCompletionsEndpoint through LlmClient", () => {
     }
   });
 
+  it("a 200 carrying an error object and no choices is a provider fault with its status, not a reply", async () => {
+    const raw = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify(req.url?.includes("coded") ? { error: { message: "rate limited upstream", code: 429 } } : { error: "upstream exploded" }));
+      });
+    });
+    await new Promise<void>((r) => raw.listen(0, "127.0.0.1", r));
+    const base = `http://127.0.0.1:${(raw.address() as AddressInfo).port}`;
+    try {
+      const request = { model: "m", temperature: 0, messages: [{ role: "user" as const, content: "hi" }], format: {} };
+      const plain = await new ChatCompletionsEndpoint(base, null).complete(request, new AbortController().signal).catch((e: unknown) => e);
+      expect(plain).toMatchObject({ name: "HttpStatusError", status: 502 });
+      expect((plain as Error).message).toContain("upstream exploded");
+      const coded = await new ChatCompletionsEndpoint(`${base}/coded`, null).complete(request, new AbortController().signal).catch((e: unknown) => e);
+      expect(coded).toMatchObject({ name: "HttpStatusError", status: 429 });
+    } finally {
+      await new Promise<void>((r) => raw.close(() => r()));
+    }
+  });
+
   it("defaults to api.openai.com when no base URL is set", () => {
     expect(OPENAI_DEFAULT_BASE_URL).toBe("https://api.openai.com/v1");
     expect((new ChatCompletionsEndpoint(null, "k") as unknown as { url: string }).url).toBe("https://api.openai.com/v1/chat/completions");
