@@ -276,6 +276,7 @@ export class CaseService {
       const final = finalEvent(result);
       const event = await this.#store.saveResult(id, result, fullEvidenceGraph, { type: "final", data: final });
       if (event) this.hub.publish(event);
+      await this.#pruneCheckpoints(id);
       const progress = this.#runs.get(id)?.tracker.observe("final", final);
       if (progress) await this.#store.setProgress(id, progress);
       this.#log.info({ caseId: id, status: result.status, llmCalls: result.usage.llmCalls, ms: Date.now() - started }, "case finished");
@@ -291,9 +292,19 @@ export class CaseService {
         await this.#tails.get(id);
         await this.#store.setStatus(id, "failed", error);
         await this.#append(id, "final", { status: "failed", error });
+        await this.#pruneCheckpoints(id);
       } catch (storeErr) {
         this.#log.error({ caseId: id, code: describeError(storeErr).code }, "could not record the failure");
       }
+    }
+  }
+
+  /** Best effort: a terminal case never needs them; left behind, they only take space. */
+  async #pruneCheckpoints(id: string): Promise<void> {
+    try {
+      await this.#store.pruneCheckpoints(id);
+    } catch (err) {
+      this.#log.warn({ caseId: id, code: describeError(err).code }, "could not prune the checkpoints of a finished case");
     }
   }
 

@@ -108,6 +108,13 @@ export interface CaseStore {
    * terminal, so it is never resumed to write it).
    */
   saveResult(id: string, result: DiagnosisResult, fullEvidenceGraph: Record<string, unknown> | null, finalEvent?: { type: string; data: Record<string, unknown> }): Promise<CaseEvent | null>;
+  /**
+   * Drop the workflow checkpoints of a case (thread id = case id). A terminal case needs
+   * none: its result, full graph and events say everything, and it is never resumed. A
+   * case's checkpoints hold the workflow state after every step (a few hundred kilobytes
+   * for a k = 5 case), so keeping them would make the store grow ten times faster.
+   */
+  pruneCheckpoints(id: string): Promise<void>;
   /** Remove the case, its events, its checkpoints (thread id = case id), and images no other case uses. */
   deleteCase(id: string): Promise<boolean>;
 

@@ -294,6 +294,10 @@ export class PostgresStore implements CaseStore {
     return eventFromRow({ case_id: r.case_id as string, seq: r.seq as number, type: r.type as string, data: r.data, at: iso(r.at) });
   }
 
+  async pruneCheckpoints(id: string): Promise<void> {
+    for (const table of this.#t.checkpointTables) await this.#query("pruneCheckpoints", `DELETE FROM ${table} WHERE thread_id = $1`, [id]);
+  }
+
   async deleteCase(id: string): Promise<boolean> {
     try {
       return await this.#tx(async (client) => {

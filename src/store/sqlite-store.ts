@@ -266,15 +266,21 @@ export class SqliteStore implements CaseStore {
     return finalEvent ? { caseId: id, seq, type: finalEvent.type, data: JSON.parse(JSON.stringify(finalEvent.data)) as Record<string, unknown>, at } : null;
   }
 
+  async pruneCheckpoints(id: string): Promise<void> {
+    this.#write(() => this.#deleteCheckpoints(id), "pruneCheckpoints");
+  }
+
+  #deleteCheckpoints(id: string): void {
+    for (const table of SQLITE_CHECKPOINT_TABLES) this.#stmt(`DELETE FROM ${table} WHERE thread_id = ?`).run(id);
+  }
+
   async deleteCase(id: string): Promise<boolean> {
     return this.#write(() => {
       const shas = (this.#stmt("SELECT sha256 FROM medmmv_case_images WHERE case_id = ?").all(id) as Array<{
         sha256: string;
       }>).map((r) => r.sha256);
       // Checkpoints go even when the case row is already gone: they are useless without it.
-      for (const table of SQLITE_CHECKPOINT_TABLES) {
-        this.#stmt(`DELETE FROM ${table} WHERE thread_id = ?`).run(id);
-      }
+      this.#deleteCheckpoints(id);
       // Events and image links go with the case (ON DELETE CASCADE).
       const removed = this.#stmt("DELETE FROM medmmv_cases WHERE id = ?").run(id).changes > 0;
       const orphan = this.#stmt(

@@ -157,18 +157,24 @@ function agentOfReply(v: Record<string, unknown>): string {
 
 /**
  * Model calls whose outcome the (dead) server had made durable, per agent: rollout results
- * in the checkpointer's pending writes, deterministic replies in the response cache. A
- * restart may redo anything else, but none of these.
+ * in the checkpointer's pending writes of an unfinished case, or in the stored result of a
+ * finished one (whose checkpoints are pruned when it finishes), and deterministic replies
+ * in the response cache. A restart may redo anything else, but none of these.
  */
 function durableWork(dataDir: string, ids: string[]): Record<string, number> {
   const db = new Database(path.join(dataDir, SQLITE_FILE_NAME));
   try {
     const out: Record<string, number> = {};
-    const marks = ids.map(() => "?").join(",");
     const hasWrites = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'writes'").get() !== undefined;
-    const rollouts = hasWrites
-      ? (db.prepare(`SELECT COUNT(DISTINCT thread_id || '/' || task_id) AS n FROM writes WHERE channel = 'rollouts' AND thread_id IN (${marks})`).get(...ids) as { n: number }).n
-      : 0;
+    let rollouts = 0;
+    for (const id of ids) {
+      const row = db.prepare("SELECT result FROM medmmv_cases WHERE id = ?").get(id) as { result: string | null } | undefined;
+      if (row?.result) {
+        rollouts += (JSON.parse(row.result) as DiagnosisResult).usage.byAgent.rollout?.calls ?? 0;
+      } else if (hasWrites) {
+        rollouts += (db.prepare("SELECT COUNT(DISTINCT task_id) AS n FROM writes WHERE channel = 'rollouts' AND thread_id = ?").get(id) as { n: number }).n;
+      }
+    }
     if (rollouts) out.rollout = rollouts;
     for (const row of db.prepare("SELECT value FROM medmmv_response_cache").all() as Array<{ value: string }>) {
       const agent = agentOfReply((JSON.parse(row.value) as { parsed: Record<string, unknown> }).parsed);

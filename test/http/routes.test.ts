@@ -23,6 +23,14 @@ interface CaseViewBody {
   updatedAt: string;
 }
 
+/** The workflow checkpoints of a finished case are dropped (soon after its final event). */
+async function checkpointsPruned(id: string): Promise<void> {
+  await until(async () => ((await t.server.store.checkpointer().getTuple({ configurable: { thread_id: id } })) === undefined ? true : undefined), 5_000, `checkpoints of ${id} pruned`);
+  const left = [];
+  for await (const c of t.server.store.checkpointer().list({ configurable: { thread_id: id } })) left.push(c);
+  expect(left).toEqual([]);
+}
+
 async function waitFinished(id: string): Promise<CaseViewBody> {
   return until(async () => {
     const v = await json<CaseViewBody>(await t.api(`/cases/${id}`));
@@ -43,6 +51,8 @@ describe("POST /diagnose", () => {
     expect(res.headers.get("x-content-type-options")).toBe("nosniff");
     expect(res.headers.get("content-security-policy")).toContain("default-src 'self'");
     expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    // A finished case keeps its result and events, not its workflow checkpoints.
+    await checkpointsPruned(result.caseId);
   });
 
   it("with Prefer: respond-async answers 202 at once; the case is then fetchable until done", async () => {
@@ -143,6 +153,7 @@ describe("a case that fails", () => {
       const events = await t.server.store.listEvents(result.caseId);
       expect(events.filter((e) => e.type === "branch-failed")).toHaveLength(3);
       expect(events.at(-1)).toMatchObject({ type: "final", data: { status: "failed" } });
+      await checkpointsPruned(result.caseId);
     } finally {
       t.openai.clearFaults();
     }
@@ -221,7 +232,7 @@ describe("GET /cases/{id}/evidence-graph", () => {
 });
 
 describe("DELETE /cases/{id}", () => {
-  it("purges a finished case with its images, events and checkpoints; a second DELETE is 404", async () => {
+  it("purges a finished case with its images and events (its checkpoints went when it finished); a second DELETE is 404", async () => {
     const image = pngOf(123, 45); // unique to this case
     const res = await t.api("/diagnose", { method: "POST", json: chestPain({ images: [{ id: "only-here", data: image.toString("base64") }] }) });
     const result = DiagnosisResult.parse(await res.json());
@@ -229,7 +240,7 @@ describe("DELETE /cases/{id}", () => {
     const sha = view.case.images[0]!.sha256 as string;
     const thread = { configurable: { thread_id: result.caseId } };
     expect(await t.server.store.getImage(sha)).not.toBeNull();
-    expect(await t.server.store.checkpointer().getTuple(thread)).toBeTruthy();
+    await checkpointsPruned(result.caseId);
 
     const del = await t.api(`/cases/${result.caseId}`, { method: "DELETE" });
     expect(del.status).toBe(204);

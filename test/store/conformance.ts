@@ -499,6 +499,32 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         expect(history).toEqual([]);
         expect((await graph.getState(otherCfg)).values).toEqual({ count: 16 });
       });
+
+      it("pruneCheckpoints drops one case's checkpoints and keeps the case and the others", async () => {
+        const graph = new StateGraph(Counter)
+          .addNode("one", async () => ({ count: 1 }))
+          .addEdge(START, "one")
+          .addEdge("one", END)
+          .compile({ checkpointer: store.checkpointer() });
+        await store.createCase(makeNewCase("pr"));
+        await store.createCase(makeNewCase("pr-other"));
+        const cfg = { configurable: { thread_id: "pr" } };
+        const otherCfg = { configurable: { thread_id: "pr-other" } };
+        await graph.invoke({ count: 1 }, cfg);
+        await graph.invoke({ count: 2 }, otherCfg);
+        await store.saveResult("pr", makeResult("pr"), null);
+
+        await store.pruneCheckpoints("pr");
+        expect(await store.checkpointer().getTuple(cfg)).toBeUndefined();
+        const history = [];
+        for await (const t of store.checkpointer().list(cfg)) history.push(t);
+        expect(history).toEqual([]);
+        expect((await store.getCase("pr"))?.status).toBe("completed");
+        expect((await graph.getState(otherCfg)).values).toEqual({ count: 3 });
+        // Pruning a case without checkpoints, or twice, is harmless.
+        await store.pruneCheckpoints("pr");
+        await store.pruneCheckpoints("never-existed");
+      });
     });
 
     describe("lifecycle", () => {
