@@ -48,6 +48,27 @@ export interface NewCase {
   options: Record<string, unknown>;
   idempotencyKey?: string | null;
   requestHash?: string | null;
+  /** The creating process's claim, written with the row, so no other process adopts the case before it starts. */
+  lease?: CaseLease;
+}
+
+/**
+ * Which process may run an unfinished case, and until when. Several processes can share
+ * one store (SQLite file or Postgres): each claims a case before running it and renews
+ * the claim while it runs, so a case is run by one process at a time, and the cases of a
+ * process that died are adopted by another once its leases expire.
+ */
+export interface CaseLease {
+  /** The process's runner id (host, pid and a random part). */
+  runner: string;
+  /** Epoch ms. */
+  expiresAtMs: number;
+}
+
+export interface UnfinishedLease {
+  id: string;
+  runner: string | null;
+  expiresAtMs: number | null;
 }
 
 export interface CaseEvent {
@@ -99,6 +120,18 @@ export interface CaseStore {
   listCases(q: ListCasesQuery): Promise<{ items: CaseSummary[]; nextCursor: string | null }>;
   /** Cases not in a terminal status (for resume at boot), oldest first. */
   listUnfinished(): Promise<CaseRecord[]>;
+  /** Who holds each unfinished case, oldest case first (no case content: cheap to poll). */
+  listUnfinishedLeases(): Promise<UnfinishedLease[]>;
+  /**
+   * Claim an unfinished case, atomically. Succeeds when nobody holds it, its lease expired
+   * before `nowMs`, `lease.runner` already holds it, or `takeOverFrom` holds it (a runner
+   * the caller knows to be dead). False otherwise, and for a finished or missing case.
+   */
+  claimCase(id: string, lease: CaseLease, nowMs: number, takeOverFrom?: string): Promise<boolean>;
+  /** Extend `runner`'s leases on `ids` to `expiresAtMs`; returns the ids it no longer holds (taken over or deleted). */
+  renewLeases(runner: string, ids: string[], expiresAtMs: number): Promise<string[]>;
+  /** Give up `runner`'s leases on `ids` (a graceful stop), so another process may adopt them at once. */
+  releaseLeases(runner: string, ids: string[]): Promise<void>;
   setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<void>;
   setProgress(id: string, progress: CaseProgress): Promise<void>;
   /**

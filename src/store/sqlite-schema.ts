@@ -4,7 +4,7 @@
  * (`checkpoints`, `writes`) in the same file; our tables carry a `medmmv_` prefix so the
  * two never collide.
  */
-export const SQLITE_SCHEMA_VERSION = 1;
+export const SQLITE_SCHEMA_VERSION = 2;
 
 export const SQLITE_DDL = `
 CREATE TABLE IF NOT EXISTS medmmv_cases (
@@ -20,6 +20,8 @@ CREATE TABLE IF NOT EXISTS medmmv_cases (
   idempotency_key TEXT,
   request_hash TEXT,
   last_seq INTEGER NOT NULL DEFAULT 0,
+  runner TEXT,
+  lease_expires_ms INTEGER,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL,
   UNIQUE (owner, idempotency_key)
@@ -60,6 +62,12 @@ CREATE TABLE IF NOT EXISTS medmmv_response_cache (
   created_at TEXT NOT NULL
 );
 `;
+
+/** Columns added after version 1, for files created before them: [name, type]. */
+export const SQLITE_ADDED_CASE_COLUMNS: ReadonlyArray<readonly [string, string]> = [
+  ["runner", "TEXT"],
+  ["lease_expires_ms", "INTEGER"],
+];
 
 /** Table names the installed SqliteSaver (@langchain/langgraph-checkpoint-sqlite 1.x) creates. */
 export const SQLITE_CHECKPOINT_TABLES = ["checkpoints", "writes"] as const;

@@ -7,6 +7,7 @@ import type { DiagnosisResult } from "../case/diagnosis-result.js";
 import type {
   CachedResponse,
   CaseEvent,
+  CaseLease,
   CaseProgress,
   CaseRecord,
   CaseStatus,
@@ -14,8 +15,9 @@ import type {
   CaseSummary,
   ListCasesQuery,
   NewCase,
+  UnfinishedLease,
 } from "./case-store.js";
-import { SQLITE_CHECKPOINT_TABLES, SQLITE_DDL, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
+import { SQLITE_ADDED_CASE_COLUMNS, SQLITE_CHECKPOINT_TABLES, SQLITE_DDL, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
 import {
   checkLimit,
   closedError,
@@ -120,6 +122,9 @@ export class SqliteStore implements CaseStore {
       conn
         .transaction(() => {
           conn.exec(SQLITE_DDL);
+          // A file from an older version: CREATE TABLE IF NOT EXISTS left its table as it was.
+          const have = new Set((conn.pragma("table_info(medmmv_cases)") as Array<{ name: string }>).map((c) => c.name));
+          for (const [name, type] of SQLITE_ADDED_CASE_COLUMNS) if (!have.has(name)) conn.exec(`ALTER TABLE medmmv_cases ADD COLUMN ${name} ${type}`);
           conn.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`);
         })
         .immediate();
@@ -173,9 +178,9 @@ export class SqliteStore implements CaseStore {
     const now = nowIso();
     const insert = () => {
       this.#stmt(
-        `INSERT INTO medmmv_cases (id, owner, status, input, options, idempotency_key, request_hash, created_at, updated_at)
-         VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
-      ).run(c.id, c.owner, toJson(c.input), toJson(c.options), c.idempotencyKey ?? null, c.requestHash ?? null, now, now);
+        `INSERT INTO medmmv_cases (id, owner, status, input, options, idempotency_key, request_hash, runner, lease_expires_ms, created_at, updated_at)
+         VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(c.id, c.owner, toJson(c.input), toJson(c.options), c.idempotencyKey ?? null, c.requestHash ?? null, c.lease?.runner ?? null, c.lease?.expiresAtMs ?? null, now, now);
       const link = this.#stmt("INSERT INTO medmmv_case_images (case_id, sha256) VALUES (?, ?)");
       for (const sha of imageHashes(c)) link.run(c.id, sha.toLowerCase());
       return this.#stmt(`SELECT ${CASE_COLUMNS} FROM medmmv_cases WHERE id = ?`).get(c.id) as RawCaseRow;
@@ -236,6 +241,39 @@ export class SqliteStore implements CaseStore {
       ).all(),
     ) as RawCaseRow[];
     return rows.map(caseFromRaw);
+  }
+
+  async listUnfinishedLeases(): Promise<UnfinishedLease[]> {
+    const rows = this.#run("listUnfinishedLeases", () =>
+      this.#stmt("SELECT id, runner, lease_expires_ms FROM medmmv_cases WHERE status IN ('queued','running') ORDER BY created_at ASC, id ASC").all(),
+    ) as Array<{ id: string; runner: string | null; lease_expires_ms: number | null }>;
+    return rows.map((r) => ({ id: r.id, runner: r.runner, expiresAtMs: r.lease_expires_ms }));
+  }
+
+  async claimCase(id: string, lease: CaseLease, nowMs: number, takeOverFrom?: string): Promise<boolean> {
+    return this.#write(
+      () =>
+        this.#stmt(
+          `UPDATE medmmv_cases SET runner = ?, lease_expires_ms = ?
+           WHERE id = ? AND status IN ('queued','running')
+             AND (runner IS NULL OR runner = ? OR lease_expires_ms IS NULL OR lease_expires_ms < ? OR runner = ?)`,
+        ).run(lease.runner, lease.expiresAtMs, id, lease.runner, nowMs, takeOverFrom ?? null).changes === 1,
+      "claimCase",
+    );
+  }
+
+  async renewLeases(runner: string, ids: string[], expiresAtMs: number): Promise<string[]> {
+    return this.#write(() => {
+      const renew = this.#stmt("UPDATE medmmv_cases SET lease_expires_ms = ? WHERE id = ? AND runner = ?");
+      return ids.filter((id) => renew.run(expiresAtMs, id, runner).changes === 0);
+    }, "renewLeases");
+  }
+
+  async releaseLeases(runner: string, ids: string[]): Promise<void> {
+    this.#write(() => {
+      const release = this.#stmt("UPDATE medmmv_cases SET runner = NULL, lease_expires_ms = NULL WHERE id = ? AND runner = ?");
+      for (const id of ids) release.run(id, runner);
+    }, "releaseLeases");
   }
 
   async setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<void> {

@@ -101,6 +101,23 @@ describe("PostgresStore specifics", () => {
     }
   });
 
+  it("upgrades a table from the first schema version: the lease columns are added, the cases kept", async () => {
+    const schema = newSchema();
+    const first = await openStore({ databaseUrl: URL, dataDir: "./unused" }, { pgSchema: schema });
+    await first.createCase(makeNewCase("old-case"));
+    await first.close();
+    await admin.query(`ALTER TABLE "${schema}".medmmv_cases DROP COLUMN runner, DROP COLUMN lease_expires_ms`);
+    const upgraded = await openStore({ databaseUrl: URL, dataDir: "./unused" }, { pgSchema: schema });
+    try {
+      expect((await upgraded.getCase("old-case"))?.status).toBe("queued");
+      expect(await upgraded.listUnfinishedLeases()).toEqual([{ id: "old-case", runner: null, expiresAtMs: null }]);
+      expect(await upgraded.claimCase("old-case", { runner: "A", expiresAtMs: 2_000 }, 1_000)).toBe(true);
+    } finally {
+      await upgraded.close();
+      await dropSchema(schema);
+    }
+  });
+
   it("initialises safely when several processes start at once on a fresh schema", async () => {
     const schema = newSchema();
     const stores = Array.from({ length: 4 }, () => new PostgresStore({ connectionString: URL, schema, poolMax: 3 }));

@@ -48,6 +48,30 @@ describeStoreConformance("sqlite", async () => {
 });
 
 describe("SqliteStore specifics", () => {
+  it("upgrades a file from the first schema version: the lease columns are added, the cases kept", async () => {
+    const dataDir = join(tempDir(), "v1");
+    const first = await openStore({ databaseUrl: null, dataDir });
+    await first.createCase(makeNewCase("old-case"));
+    await first.close();
+    // Back to version 1: the table without the columns added since.
+    const db = new Database(join(dataDir, SQLITE_FILE_NAME));
+    db.exec("ALTER TABLE medmmv_cases DROP COLUMN runner; ALTER TABLE medmmv_cases DROP COLUMN lease_expires_ms");
+    db.pragma("user_version = 1");
+    db.close();
+
+    const upgraded = await openStore({ databaseUrl: null, dataDir });
+    try {
+      expect((await upgraded.getCase("old-case"))?.status).toBe("queued");
+      expect(await upgraded.listUnfinishedLeases()).toEqual([{ id: "old-case", runner: null, expiresAtMs: null }]);
+      expect(await upgraded.claimCase("old-case", { runner: "A", expiresAtMs: 2_000 }, 1_000)).toBe(true);
+      const peek = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
+      expect(peek.pragma("user_version", { simple: true })).toBe(2);
+      peek.close();
+    } finally {
+      await upgraded.close();
+    }
+  });
+
   it("opens <dataDir>/medmmv.sqlite in WAL mode, sharing the file with the checkpointer", async () => {
     const dataDir = join(tempDir(), "d");
     const store = await openStore({ databaseUrl: null, dataDir });
