@@ -40,6 +40,10 @@ const EnvSchema = z.object({
   MEDMMV_PRICES: z.string().optional(),
   MEDMMV_CACHE: z.enum(["off", "deterministic", "all"]).default("deterministic"),
   DATABASE_URL: z.string().optional(),
+  /** How long a process's claim on a running case lasts without renewal (renewed every third of it). */
+  MEDMMV_LEASE_MS: z.coerce.number().int().min(500).max(3_600_000).default(30_000),
+  /** This process's name to the others on the store (unique per process); default host/pid/random. */
+  MEDMMV_RUNNER_ID: z.string().min(1).max(200).optional(),
   MEDMMV_DATA_DIR: z.string().default("./data"),
   MEDMMV_API_KEYS: z.string().optional(),
   MEDMMV_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60),
@@ -71,7 +75,7 @@ export interface Config {
   };
   search: { provider: "tavily" | "none"; apiKey: string | null; baseUrl: string; timeoutMs: number; maxPairs: number };
   pipeline: { k: number; maxRepairs: number; adaptive: boolean; weights: [number, number, number] };
-  store: { databaseUrl: string | null; dataDir: string };
+  store: { databaseUrl: string | null; dataDir: string; leaseMs: number; runnerId: string | null };
   http: {
     host: string;
     port: number;
@@ -127,7 +131,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxPairs: e.MEDMMV_MAX_SEARCH_PAIRS,
     },
     pipeline: { k: e.MEDMMV_K, maxRepairs: e.MEDMMV_MAX_REPAIRS, adaptive: e.MEDMMV_ADAPTIVE === "true" || e.MEDMMV_ADAPTIVE === "1", weights: [w[0]!, w[1]!, w[2]!] },
-    store: { databaseUrl: e.DATABASE_URL ?? null, dataDir: e.MEDMMV_DATA_DIR },
+    store: { databaseUrl: e.DATABASE_URL ?? null, dataDir: e.MEDMMV_DATA_DIR, leaseMs: e.MEDMMV_LEASE_MS, runnerId: e.MEDMMV_RUNNER_ID ?? null },
     http: {
       host: e.HOST,
       port: e.PORT,

@@ -96,7 +96,7 @@ export async function startServer(config: Config, opts: StartServerOptions = {})
       logger.warn("no model endpoint configured (set OPENAI_BASE_URL and MEDMMV_MODEL): cases are refused and unfinished ones wait");
     }
     if (llmReady) {
-      void service.resumeUnfinished().catch((err: unknown) => logger.error({ code: describeError(err).code }, "resuming unfinished cases failed"));
+      service.start();
     }
     let onSignal: ((signal: NodeJS.Signals) => void) | null = null;
     const close = async (): Promise<void> => {

@@ -1,3 +1,5 @@
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { assertLlmConfigured, type Config } from "../config.js";
 import { prepareCase } from "../case/images.js";
@@ -44,6 +46,8 @@ export interface CaseServiceDeps {
   store: CaseStore;
   pipeline: Pipeline;
   logger: Logger;
+  /** Defaults to makeRunnerId(). */
+  runnerId?: string;
 }
 
 interface CaseRun {
@@ -51,6 +55,36 @@ interface CaseRun {
   tracker: ProgressTracker;
   done: Promise<void>;
   deleted: boolean;
+  /** Another process holds the case now (our lease lapsed, or it was deleted there): stop quietly. */
+  lost: boolean;
+}
+
+/**
+ * This process's runner id. Host and pid let a process restarted on the same host see that
+ * the previous holder of a case is dead and adopt it at once; the random part keeps a new
+ * process that got an old pid (pid 1 in a restarted container) apart from its predecessor.
+ */
+export function makeRunnerId(): string {
+  return `${hostname()}/${process.pid}/${randomBytes(4).toString("hex")}`;
+}
+
+/** The runner ids of the services alive in this process (tests run several in one). */
+const liveRunners = new Set<string>();
+
+/** True when `runner` ran on this host in a process that no longer exists. */
+export function isDeadOnThisHost(runner: string, self: string): boolean {
+  const [host, pidText] = runner.split("/");
+  if (runner === self || liveRunners.has(runner) || host !== hostname()) return false;
+  const pid = Number(pidText);
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  if (pid === process.pid) return true; // our pid, another runner id: a predecessor of ours
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    // EPERM: it exists (another user's process); only ESRCH says it is gone.
+    return (err as NodeJS.ErrnoException).code === "ESRCH";
+  }
 }
 
 export function isTerminal(status: CaseStatus): boolean {
@@ -78,12 +112,58 @@ export class CaseService {
   readonly #tails = new Map<string, Promise<void>>();
   readonly #deleting = new Set<string>();
   #closing = false;
+  /** Who this process is to the other processes on the store, and how long its claims last. */
+  readonly runnerId: string;
+  readonly #leaseMs: number;
+  #timers: NodeJS.Timeout[] = [];
+  #adopting: Promise<number> | null = null;
 
   constructor(deps: CaseServiceDeps) {
     this.#config = deps.config;
     this.#store = deps.store;
     this.#pipeline = deps.pipeline;
     this.#log = deps.logger;
+    this.runnerId = deps.runnerId ?? deps.config.store.runnerId ?? makeRunnerId();
+    this.#leaseMs = deps.config.store.leaseMs;
+    liveRunners.add(this.runnerId);
+  }
+
+  #lease(now = Date.now()): { runner: string; expiresAtMs: number } {
+    return { runner: this.runnerId, expiresAtMs: now + this.#leaseMs };
+  }
+
+  /**
+   * Take part in the store's shared work: adopt the unfinished cases nobody runs (a
+   * previous process's, or a dead peer's once its leases expire), renew this process's
+   * leases every third of their length, and look for orphaned cases once per lease.
+   */
+  start(): void {
+    if (this.#timers.length > 0 || this.#closing) return;
+    void this.adoptUnfinished();
+    const renew = setInterval(() => void this.#renewLeases(), Math.max(100, Math.floor(this.#leaseMs / 3)));
+    const adopt = setInterval(() => void this.adoptUnfinished(), this.#leaseMs);
+    for (const t of [renew, adopt]) t.unref();
+    this.#timers = [renew, adopt];
+  }
+
+  async #renewLeases(): Promise<void> {
+    const ids = [...this.#runs.keys()];
+    if (ids.length === 0 || this.#closing) return;
+    let lost: string[];
+    try {
+      lost = await this.#store.renewLeases(this.runnerId, ids, Date.now() + this.#leaseMs);
+    } catch (err) {
+      // The store is unreachable: keep running; if it stays so past the lease, a peer may adopt.
+      this.#log.warn({ code: describeError(err).code, cases: ids.length }, "could not renew case leases");
+      return;
+    }
+    for (const id of lost) {
+      const run = this.#runs.get(id);
+      if (!run || run.deleted) continue;
+      run.lost = true;
+      run.controller.abort(new MedmmvError("ABORTED", "another process holds this case now"));
+      this.#log.warn({ caseId: id }, "case lease lost: another process runs it now (or it was deleted); stopping here");
+    }
   }
 
   get closing(): boolean {
@@ -121,6 +201,7 @@ export class CaseService {
         options: options as unknown as Record<string, unknown>,
         idempotencyKey: key,
         requestHash: hash,
+        lease: this.#lease(),
       });
     } catch (err) {
       // Two requests with one key raced; the loser answers as a retry would.
@@ -205,13 +286,51 @@ export class CaseService {
     this.hub.end(id, "deleted");
   }
 
-  /** Restart every case a previous process left unfinished; returns how many. */
-  async resumeUnfinished(): Promise<number> {
-    const records = await this.#store.listUnfinished();
+  /**
+   * Resume every unfinished case that no live process holds: free ones (left by a
+   * graceful stop), ones whose lease expired (their process died elsewhere), and ones
+   * whose holder is known dead (a process on this host that is gone). Each is claimed
+   * atomically first, so of several processes starting together each case goes to one.
+   * Returns how many this call resumed; concurrent calls share one pass.
+   */
+  adoptUnfinished(): Promise<number> {
+    this.#adopting ??= this.#adoptPass().finally(() => {
+      this.#adopting = null;
+    });
+    return this.#adopting;
+  }
+
+  async #adoptPass(): Promise<number> {
     let resumed = 0;
-    for (const record of records) {
-      if (this.#closing) break;
-      if (this.#runs.has(record.id)) continue;
+    try {
+      const leases = await this.#store.listUnfinishedLeases();
+      for (const l of leases) {
+        if (this.#closing) break;
+        if (this.#runs.has(l.id) || this.#deleting.has(l.id)) continue;
+        const now = Date.now();
+        const held = l.runner !== null && l.runner !== this.runnerId && l.expiresAtMs !== null && l.expiresAtMs >= now;
+        const takeOverFrom = held && isDeadOnThisHost(l.runner!, this.runnerId) ? l.runner! : undefined;
+        if (held && !takeOverFrom) continue;
+        if (!(await this.#store.claimCase(l.id, this.#lease(now), now, takeOverFrom))) continue;
+        const record = await this.#store.getCase(l.id);
+        if (!record || isTerminal(record.status) || this.#runs.has(l.id)) continue;
+        if (l.runner !== null && l.runner !== this.runnerId) this.#log.info({ caseId: l.id, from: l.runner }, "adopting a case another process left unfinished");
+        if (await this.#resume(record)) resumed++;
+      }
+    } catch (err) {
+      this.#log.error({ code: describeError(err).code }, "looking for unfinished cases failed");
+    }
+    if (resumed) this.#log.info({ resumed }, "resumed unfinished cases");
+    return resumed;
+  }
+
+  /** Kept for callers of the first version: same as adoptUnfinished(). */
+  resumeUnfinished(): Promise<number> {
+    return this.adoptUnfinished();
+  }
+
+  async #resume(record: CaseRecord): Promise<boolean> {
+    {
       let prepared: PreparedCase;
       try {
         prepared = await rebuildPreparedCase(record, this.#store);
@@ -220,14 +339,12 @@ export class CaseService {
         this.#log.error({ caseId: record.id, code: error.code }, "cannot resume case");
         await this.#store.setStatus(record.id, "failed", error);
         await this.#append(record.id, "final", { status: "failed", error });
-        continue;
+        return false;
       }
       const options = pipelineOptions(this.#config, record.options as Partial<PipelineOptions>);
       this.#start(record, prepared, options, true);
-      resumed++;
+      return true;
     }
-    if (records.length) this.#log.info({ resumed }, "resumed unfinished cases");
-    return resumed;
   }
 
   /**
@@ -236,10 +353,17 @@ export class CaseService {
    */
   async close(): Promise<void> {
     this.#closing = true;
+    for (const t of this.#timers) clearInterval(t);
+    this.#timers = [];
+    await this.#adopting?.catch(() => undefined);
+    const ids = [...this.#runs.keys()];
     const runs = [...this.#runs.values()];
     for (const run of runs) run.controller.abort(new MedmmvError("ABORTED", "server shutting down"));
     await Promise.allSettled(runs.map((r) => r.done));
     await Promise.allSettled([...this.#tails.values()]);
+    // Free the interrupted cases, so that a peer (or this server's next start) resumes them at once.
+    await this.#store.releaseLeases(this.runnerId, ids).catch((err: unknown) => this.#log.warn({ code: describeError(err).code }, "could not release case leases"));
+    liveRunners.delete(this.runnerId);
     this.hub.endAll("shutdown");
   }
 
@@ -249,6 +373,7 @@ export class CaseService {
       tracker: new ProgressTracker(options, prepared.images.length, this.#pipeline.search.enabled),
       done: Promise.resolve(),
       deleted: false,
+      lost: false,
     };
     this.#runs.set(record.id, run);
     run.done = this.#execute(record.id, prepared, options, resume, run).finally(() => {
@@ -282,6 +407,7 @@ export class CaseService {
       this.#log.info({ caseId: id, status: result.status, llmCalls: result.usage.llmCalls, ms: Date.now() - started }, "case finished");
     } catch (err) {
       if (run.deleted) return;
+      if (run.lost) return; // the process that holds the case now finishes it
       const error = describeError(err);
       if (this.#closing) {
         this.#log.info({ caseId: id }, "case interrupted by shutdown; it resumes at the next start");

@@ -9,7 +9,7 @@ export interface OpenStoreOptions {
 }
 
 /** Postgres when a database URL is configured, else the embedded SQLite file under dataDir; initialised. */
-export async function openStore(config: Config["store"], opts: OpenStoreOptions = {}): Promise<CaseStore> {
+export async function openStore(config: Pick<Config["store"], "databaseUrl" | "dataDir">, opts: OpenStoreOptions = {}): Promise<CaseStore> {
   const store: CaseStore = config.databaseUrl
     ? new PostgresStore({ connectionString: config.databaseUrl, schema: opts.pgSchema })
     : new SqliteStore({ dataDir: config.dataDir });

@@ -19,9 +19,14 @@ function frame(ev: CaseEvent): string {
   return `id: ${ev.seq}\nevent: ${ev.type}\ndata: ${JSON.stringify({ seq: ev.seq, type: ev.type, at: ev.at, data: ev.data })}\n\n`;
 }
 
+/** How often a stream polls the store for a case that runs in another process. */
+const REMOTE_POLL_MS = 500;
+
 /**
  * Server-Sent Events for one case: first the stored history after Last-Event-ID, then
- * live events, then the stream closes after the `final` event. The reply is hijacked
+ * live events, then the stream closes after the `final` event. A case that runs in
+ * another process on the same store (or waits to be adopted by one) has no live events
+ * here: its stream polls the store instead. The reply is hijacked
  * (DESIGN §8); live events that arrive while history is being sent are buffered and
  * de-duplicated by sequence number, so nothing is skipped or sent twice.
  */
@@ -64,12 +69,14 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { servi
       let replaying = true;
       const buffered: CaseEvent[] = [];
       let heartbeat: NodeJS.Timeout | undefined;
+      let poller: NodeJS.Timeout | undefined;
       let unsubscribe = (): void => undefined;
 
       const finish = (): void => {
         if (!open) return;
         open = false;
         if (heartbeat) clearInterval(heartbeat);
+        if (poller) clearInterval(poller);
         unsubscribe();
         raw.end();
       };
@@ -83,8 +90,31 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { servi
       raw.on("close", () => {
         open = false;
         if (heartbeat) clearInterval(heartbeat);
+        if (poller) clearInterval(poller);
         unsubscribe();
       });
+      /** Stored events after the last one sent; ends the stream when the case is finished or gone. */
+      let polling = false;
+      const pollStore = async (): Promise<void> => {
+        if (!open || polling) return;
+        polling = true;
+        try {
+          for (const ev of await service.events(id, last)) send(ev);
+          if (!open) return;
+          const now = await service.get(request.owner, id).catch(() => null);
+          if (!now) {
+            raw.write(`event: deleted\ndata: ${JSON.stringify({ caseId: id })}\n\n`);
+            finish();
+          } else if (isTerminal(now.status)) {
+            for (const ev of await service.events(id, last)) send(ev);
+            finish();
+          }
+        } catch (err) {
+          request.log.warn({ caseId: id, err }, "event stream: polling the store failed");
+        } finally {
+          polling = false;
+        }
+      };
       unsubscribe = service.subscribe(id, {
         onEvent: (ev) => (replaying ? buffered.push(ev) : send(ev)),
         onEnd: (reason: StreamEnd) => {
@@ -92,8 +122,15 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { servi
           finish();
         },
       });
+      const startPolling = (): void => {
+        if (poller || !open) return;
+        poller = setInterval(() => void pollStore(), REMOTE_POLL_MS);
+        poller.unref();
+      };
       heartbeat = setInterval(() => {
         if (open) raw.write(": heartbeat\n\n");
+        // A case that stopped running here without finishing (another process took it over) goes on there.
+        if (open && !replaying && !service.isRunning(id)) startPolling();
       }, heartbeatMs);
       heartbeat.unref();
 
@@ -105,6 +142,7 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { servi
         if (open && !service.isRunning(id)) {
           const now = await service.get(request.owner, id).catch(() => null);
           if (!now || isTerminal(now.status)) finish();
+          else startPolling(); // running in another process, or waiting for one to adopt it
         }
       } catch (err) {
         request.log.warn({ caseId: id, err }, "event stream failed");

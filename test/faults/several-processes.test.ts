@@ -1,0 +1,186 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ClinicalCase } from "../../src/case/schema.js";
+import { TERMINAL_STATUSES, type CaseEvent, type CaseStatus } from "../../src/store/case-store.js";
+import { SqliteStore } from "../../src/store/sqlite-store.js";
+import { bundleEntry, startBundledServer, type Bundle, type BundledServer } from "../support/bundled-process.js";
+import { clinicalScenario } from "../support/clinical-scenario.js";
+import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
+import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
+import { childServerEnv, keyedFetch } from "../support/server-process.js";
+import { chestPain, until } from "../http/http-harness.js";
+
+/**
+ * Several server processes on one store (here one SQLite file): each case is run by one
+ * process at a time (a lease in the store), a dead process's cases are adopted by a live
+ * one, and an event stream opened on one process follows a case another process runs.
+ */
+const KEY = "several-processes-key";
+const LEASE_MS = 1_500;
+const LATENCY_MS = 150;
+const api = keyedFetch(KEY);
+const rows: ReliabilityRow[] = [];
+let bundle: Bundle;
+const scratch: string[] = [];
+
+beforeAll(async () => {
+  bundle = await bundleEntry("server");
+});
+afterAll(async () => {
+  recordReliability("several-processes", rows);
+  await Promise.all([bundle?.remove(), ...scratch.map((d) => rm(d, { recursive: true, force: true }))]);
+});
+
+async function tempDir(): Promise<string> {
+  const d = await mkdtemp(path.join(tmpdir(), "medmmv-several-"));
+  scratch.push(d);
+  return d;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function cases(): ClinicalCase[] {
+  return [
+    chestPain(),
+    chestPain({ question: "Which diagnosis best explains these findings?" }),
+    chestPain({ question: "What is the most likely cause of this presentation?", notes: "A 64-year-old woman has had pressure-like chest pain for two hours, with sweating. ECG shows ST elevation in leads II, III and aVF." }),
+  ];
+}
+
+function env(openai: ScriptedOpenAI, dataDir: string, extra: Record<string, string> = {}): Record<string, string> {
+  return childServerEnv({ openaiBaseUrl: openai.baseUrl, dataDir, apiKey: KEY }, { MEDMMV_LEASE_MS: String(LEASE_MS), MEDMMV_RATE_LIMIT_PER_MIN: "100000", MEDMMV_CACHE: "deterministic", ...extra });
+}
+
+async function submitAll(base: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (const c of cases()) {
+    const res = await api(base, "/diagnose", { method: "POST", json: c, headers: { prefer: "respond-async" } });
+    expect(res.status).toBe(202);
+    ids.push(((await res.json()) as { caseId: string }).caseId);
+  }
+  return ids;
+}
+
+async function waitTerminal(base: string, ids: string[], ms: number): Promise<Array<{ status: CaseStatus }>> {
+  return until(async () => {
+    const views = await Promise.all(ids.map(async (id) => (await (await api(base, `/cases/${id}`)).json()) as { status: CaseStatus }));
+    return views.every((v) => TERMINAL_STATUSES.includes(v.status)) ? views : undefined;
+  }, ms, "cases to finish");
+}
+
+/** Each case's stored events (read from the file after the servers are gone). */
+async function storedEvents(dataDir: string, ids: string[]): Promise<Record<string, CaseEvent[]>> {
+  const store = new SqliteStore({ dataDir });
+  await store.init();
+  try {
+    const out: Record<string, CaseEvent[]> = {};
+    for (const id of ids) out[id] = await store.listEvents(id);
+    return out;
+  } finally {
+    await store.close();
+  }
+}
+
+const resumedRuns = (events: CaseEvent[]) => events.filter((e) => e.type === "status" && e.data.resumed === true).length;
+const finals = (events: CaseEvent[]) => events.filter((e) => e.type === "final").length;
+
+/** Read an SSE stream until its `final` event (or the time limit); returns the events' ids and types. */
+async function readStream(base: string, id: string, ms: number): Promise<Array<{ id: number; type: string }>> {
+  const res = await api(base, `/cases/${id}/events`);
+  expect(res.status).toBe(200);
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline && !/\nevent: final\n/.test(text)) {
+    const chunk = await Promise.race([reader.read(), sleep(deadline - Date.now()).then(() => null)]);
+    if (!chunk || chunk.done) break;
+    text += decoder.decode(chunk.value, { stream: true });
+  }
+  await reader.cancel().catch(() => undefined);
+  return [...text.matchAll(/^id: (\d+)\nevent: ([\w-]+)$/gm)].map((m) => ({ id: Number(m[1]), type: m[2]! }));
+}
+
+describe("several server processes on one store", () => {
+  it("a process that dies mid-case: a peer adopts its cases once the leases expire, and finishes each exactly once", async () => {
+    const openai = await startScriptedOpenAI({ scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A"], repairsNeeded: { A: 1 } }), latencyMs: LATENCY_MS });
+    const dir = await tempDir();
+    const servers: BundledServer[] = [];
+    try {
+      // A names itself as a process on another host: the peer cannot tell it is dead and must wait for its leases.
+      const a = await startBundledServer(bundle, env(openai, dir, { MEDMMV_RUNNER_ID: "other-host/1/a" }));
+      servers.push(a);
+      const b = await startBundledServer(bundle, env(openai, dir));
+      servers.push(b);
+      const ids = await submitAll(a.address);
+      // An event stream opened on B for a case A runs: B has no live events for it, it polls the store.
+      const stream = readStream(b.address, ids[0]!, 40_000);
+      await sleep(600);
+      const killedAt = Date.now();
+      await a.kill("SIGKILL");
+
+      const views = await waitTerminal(b.address, ids, 40_000);
+      const adoptedAfterMs = Date.now() - killedAt;
+      expect(views.map((v) => v.status)).toEqual(["completed", "completed", "completed"]);
+      const seen = await stream;
+      expect(seen.at(-1)?.type).toBe("final");
+      for (let i = 1; i < seen.length; i++) expect(seen[i]!.id).toBeGreaterThan(seen[i - 1]!.id);
+      expect(b.output()).toContain("adopting a case another process left unfinished");
+      await b.kill("SIGTERM");
+
+      const events = await storedEvents(dir, ids);
+      for (const id of ids) {
+        expect(finals(events[id]!), `final events of ${id}`).toBe(1);
+        // Each unfinished case was resumed by one process, once.
+        expect(resumedRuns(events[id]!), `resumed runs of ${id}`).toBeLessThanOrEqual(1);
+      }
+      expect(ids.some((id) => resumedRuns(events[id]!) === 1)).toBe(true);
+      rows.push({
+        suite: "several-processes",
+        scenario: `2 server processes on one SQLite file; the one running ${ids.length} cases is SIGKILLed; lease ${LEASE_MS} ms`,
+        trials: 1,
+        outcome: `the peer adopted the unfinished cases after their leases expired and finished each exactly once (one final event, at most one resumed run each), ${Math.round(adoptedAfterMs / 100) / 10} s after the kill; its event stream for one of them ran to the final event`,
+        itemsLost: 0,
+      });
+    } finally {
+      for (const s of servers) await s.kill("SIGKILL");
+      await openai.close();
+    }
+  }, 120_000);
+
+  it("processes starting together on unfinished cases: each case is resumed by exactly one of them", async () => {
+    const openai = await startScriptedOpenAI({ scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }), latencyMs: LATENCY_MS });
+    const dir = await tempDir();
+    const servers: BundledServer[] = [];
+    try {
+      const first = await startBundledServer(bundle, env(openai, dir));
+      const ids = await submitAll(first.address);
+      await sleep(300);
+      await first.kill("SIGKILL");
+
+      // Three processes start at once on the same file; the dead one's cases must each go to one of them.
+      servers.push(...(await Promise.all([0, 1, 2].map(() => startBundledServer(bundle, env(openai, dir))))));
+      const views = await waitTerminal(servers[0]!.address, ids, 40_000);
+      expect(views.map((v) => v.status)).toEqual(["completed", "completed", "completed"]);
+      for (const s of servers) await s.kill("SIGTERM");
+
+      const events = await storedEvents(dir, ids);
+      for (const id of ids) {
+        expect(finals(events[id]!), `final events of ${id}`).toBe(1);
+        expect(resumedRuns(events[id]!), `resumed runs of ${id}`).toBe(1);
+      }
+      rows.push({
+        suite: "several-processes",
+        scenario: `a server SIGKILLed with ${ids.length} cases in flight; 3 processes then start together on the same SQLite file`,
+        trials: 1,
+        outcome: "each case resumed by exactly one process (one resumed run, one final event each)",
+        itemsLost: 0,
+      });
+    } finally {
+      for (const s of servers) await s.kill("SIGKILL");
+      await openai.close();
+    }
+  }, 120_000);
+});
