@@ -53,6 +53,8 @@ const EnvSchema = z.object({
   MEDMMV_VIEW_LINK_SECRET: z.string().optional(),
   MEDMMV_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   PORT: z.coerce.number().int().min(0).max(65535).default(8787),
+  /** Server processes for `medmmv serve` (one per core to use); they share the port and the store. */
+  MEDMMV_WORKERS: z.coerce.number().int().min(1).max(256).default(1),
   HOST: z.string().default("127.0.0.1"),
 });
 
@@ -79,6 +81,7 @@ export interface Config {
   http: {
     host: string;
     port: number;
+    workers: number;
     apiKeys: string[];
     rateLimitPerMin: number;
     maxBodyBytes: number;
@@ -135,6 +138,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     http: {
       host: e.HOST,
       port: e.PORT,
+      workers: e.MEDMMV_WORKERS,
       apiKeys: (e.MEDMMV_API_KEYS ?? "").split(",").map((s) => s.trim()).filter(Boolean),
       rateLimitPerMin: e.MEDMMV_RATE_LIMIT_PER_MIN,
       maxBodyBytes: e.MEDMMV_MAX_BODY_BYTES,

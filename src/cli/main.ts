@@ -39,9 +39,10 @@ program
 program
   .command("serve")
   .description("start the REST API (HOST:PORT, default 127.0.0.1:8787)")
-  .action(async () => {
+  .option("--workers <n>", "server processes on one port and one store (default MEDMMV_WORKERS, 1): one per core to use", intArg(1, 256))
+  .action(async (opts: { workers?: number }) => {
     const { serveCommand } = await import("./serve-command.js");
-    process.exitCode = await serveCommand();
+    process.exitCode = await serveCommand(opts);
   });
 
 program

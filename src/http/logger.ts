@@ -69,7 +69,8 @@ export function serializeError(err: unknown): Record<string, unknown> {
 export function createLogger(level: Config["logLevel"], destination?: DestinationStream): Logger {
   const options = {
     level,
-    base: { service: "medmmv" },
+    // The pid tells the processes of `serve --workers N` apart; the hostname is left out.
+    base: { service: "medmmv", pid: process.pid },
     redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
     serializers: { req: serializeRequest, res: serializeResponse, err: serializeError, error: serializeError },
   };

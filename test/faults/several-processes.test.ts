@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClinicalCase } from "../../src/case/schema.js";
 import { TERMINAL_STATUSES, type CaseEvent, type CaseStatus } from "../../src/store/case-store.js";
 import { SqliteStore } from "../../src/store/sqlite-store.js";
-import { bundleEntry, startBundledServer, type Bundle, type BundledServer } from "../support/bundled-process.js";
+import { bundleEntry, spawnBundle, startBundledServer, type Bundle, type BundledServer } from "../support/bundled-process.js";
 import { clinicalScenario } from "../support/clinical-scenario.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
@@ -23,15 +23,30 @@ const LATENCY_MS = 150;
 const api = keyedFetch(KEY);
 const rows: ReliabilityRow[] = [];
 let bundle: Bundle;
+let cliBundle: Bundle;
 const scratch: string[] = [];
 
 beforeAll(async () => {
-  bundle = await bundleEntry("server");
+  [bundle, cliBundle] = await Promise.all([bundleEntry("server"), bundleEntry("cli")]);
 });
 afterAll(async () => {
   recordReliability("several-processes", rows);
-  await Promise.all([bundle?.remove(), ...scratch.map((d) => rm(d, { recursive: true, force: true }))]);
+  await Promise.all([bundle?.remove(), cliBundle?.remove(), ...scratch.map((d) => rm(d, { recursive: true, force: true }))]);
 });
+
+/** The JSON log lines a process wrote so far. */
+function logLines(output: string): Array<Record<string, unknown>> {
+  return output
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
+}
 
 async function tempDir(): Promise<string> {
   const d = await mkdtemp(path.join(tmpdir(), "medmmv-several-"));
@@ -65,8 +80,9 @@ async function submitAll(base: string): Promise<string[]> {
 
 async function waitTerminal(base: string, ids: string[], ms: number): Promise<Array<{ status: CaseStatus }>> {
   return until(async () => {
-    const views = await Promise.all(ids.map(async (id) => (await (await api(base, `/cases/${id}`)).json()) as { status: CaseStatus }));
-    return views.every((v) => TERMINAL_STATUSES.includes(v.status)) ? views : undefined;
+    // A connection to a process that was just killed resets: a client asks again.
+    const views = await Promise.all(ids.map(async (id) => (await (await api(base, `/cases/${id}`)).json()) as { status: CaseStatus })).catch(() => undefined);
+    return views?.every((v) => TERMINAL_STATUSES.includes(v.status)) ? views : undefined;
   }, ms, "cases to finish");
 }
 
@@ -183,4 +199,58 @@ describe("several server processes on one store", () => {
       await openai.close();
     }
   }, 120_000);
+
+  it("medmmv serve --workers 2: two processes on one port share the cases; a worker killed mid-case is replaced and its cases finish", async () => {
+    const openai = await startScriptedOpenAI({ scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }), latencyMs: LATENCY_MS });
+    const dir = await tempDir();
+    // No response cache: every case makes all its calls, so the kill lands while cases run.
+    const run = spawnBundle(cliBundle, ["serve", "--workers", "2"], { HOST: "127.0.0.1", PORT: "0", ...env(openai, dir, { MEDMMV_CACHE: "off" }) });
+    try {
+      const listening = await until(() => {
+        const lines = logLines(run.output()).filter((l) => l.msg === "medmmv listening");
+        return lines.length >= 2 ? lines : undefined;
+      }, 40_000, "two workers listening");
+      const address = listening[0]!.address as string;
+      expect(listening[1]!.address).toBe(address); // one port for both
+      const workerPids = new Set(listening.map((l) => l.pid as number));
+      expect(workerPids.size).toBe(2);
+
+      const first = [...(await submitAll(address)), ...(await submitAll(address))];
+      await waitTerminal(address, first, 40_000);
+      const served = new Set(logLines(run.output()).filter((l) => l.msg === "case accepted").map((l) => l.pid as number));
+      expect(served.size, "both workers accepted cases").toBe(2);
+
+      // Kill one worker while cases run: the primary starts a replacement, and the cases finish.
+      const second = await submitAll(address);
+      await sleep(150);
+      // The worker that accepted the first of these cases (each takes ≥ 4 × L, so it is still running).
+      const acceptedBy = new Map(logLines(run.output()).filter((l) => l.msg === "case accepted").map((l) => [l.caseId as string, l.pid as number]));
+      const victim = acceptedBy.get(second[0]!)!;
+      expect(workerPids.has(victim)).toBe(true);
+      const victimCases = second.filter((id) => acceptedBy.get(id) === victim);
+      process.kill(victim, "SIGKILL");
+      const views = await waitTerminal(address, second, 40_000);
+      expect(views.map((v) => v.status)).toEqual(["completed", "completed", "completed"]);
+      expect(run.output()).toContain("worker exited unexpectedly");
+      await until(() => (logLines(run.output()).filter((l) => l.msg === "medmmv listening").length >= 3 ? true : undefined), 40_000, "a replacement worker");
+
+      // SIGTERM to the primary: every worker stops gracefully, the primary exits 0.
+      const exit = await run.kill("SIGTERM");
+      expect(exit.code).toBe(0);
+      const events = await storedEvents(dir, [...first, ...second]);
+      for (const id of [...first, ...second]) expect(finals(events[id]!), `final events of ${id}`).toBe(1);
+      // The killed worker's cases were picked up by another process and resumed there, once.
+      for (const id of victimCases) expect(resumedRuns(events[id]!), `resumed runs of ${id}`).toBe(1);
+      rows.push({
+        suite: "several-processes",
+        scenario: "medmmv serve --workers 2 on one SQLite file; one worker SIGKILLed with 3 cases in flight",
+        trials: 1,
+        outcome: "both workers accepted cases on one port; the primary replaced the killed worker; every case finished exactly once; SIGTERM stopped all with exit 0",
+        itemsLost: 0,
+      });
+    } finally {
+      await run.kill("SIGKILL");
+      await openai.close();
+    }
+  }, 180_000);
 });
