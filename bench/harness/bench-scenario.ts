@@ -12,6 +12,11 @@ import type { Scenario } from "../../test/support/scripted-openai-server.js";
 export interface BenchScenarioOptions extends Omit<ClinicalScenarioOptions, "answerFor"> {
   /** Upper bound on TextDoctor facts (default 12). */
   maxFacts?: number;
+  /**
+   * Measure, per agent, how much prompt text repeats a prefix sent earlier since the last
+   * reset (server-child.ts). Quadratic in the calls since the reset: for one-case runs only.
+   */
+  countPrefixReuse?: boolean;
 }
 
 export function benchClauses(text: string, max: number): string[] {

@@ -27,6 +27,7 @@ function commonPrefix(a: string, b: string): number {
 
 /** The bench scenario, with each agent's script wrapped to count what its prompts carried. */
 function counted(o: BenchScenarioOptions): Scenario {
+  const trackPrefixes = o.countPrefixReuse === true;
   const s = benchScenario(o);
   const agents: Scenario["agents"] = {};
   for (const [name, script] of Object.entries(s.agents)) {
@@ -40,11 +41,13 @@ function counted(o: BenchScenarioOptions): Scenario {
         else for (const part of m.content) if (part.type === "text") texts.push(part.text ?? "");
       }
       for (const t of texts) a.textChars += t.length;
-      const sent = texts.join("\u0000");
-      // The separators are not prompt characters: count only text the prefix covers.
-      const reused = sentTexts.reduce((best, earlier) => Math.max(best, commonPrefix(sent, earlier)), 0);
-      a.reusedPrefixChars += reused - (sent.slice(0, reused).split("\u0000").length - 1);
-      sentTexts.push(sent);
+      if (trackPrefixes) {
+        const sent = texts.join("\u0000");
+        // The separators are not prompt characters: count only text the prefix covers.
+        const reused = sentTexts.reduce((best, earlier) => Math.max(best, commonPrefix(sent, earlier)), 0);
+        a.reusedPrefixChars += reused - (sent.slice(0, reused).split("\u0000").length - 1);
+        sentTexts.push(sent);
+      }
       for (const url of req.images) a.imageChars += url.length;
       return typeof script === "function" ? (script as (r: ScriptedRequest) => unknown)(req) : script;
     };

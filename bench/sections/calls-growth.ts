@@ -31,7 +31,7 @@ const totalReused = (r: Row) => Object.values(r.prompts).reduce((n, a) => n + a.
 export async function callsGrowth(ctx: BenchContext): Promise<SectionReport> {
   const started = Date.now();
   await ctx.servers.setLatency(0);
-  await ctx.servers.setScenario({ rolloutAnswers: ANSWERS, identicalReasoning: false, repairsNeeded: { B: 1 } });
+  await ctx.servers.setScenario({ rolloutAnswers: ANSWERS, identicalReasoning: false, repairsNeeded: { B: 1 }, countPrefixReuse: true });
   const cfg = ctx.config();
   const pipeline = new Pipeline(cfg);
   const run = async (label: string, k: number, shape: CaseShape): Promise<Row> => {
