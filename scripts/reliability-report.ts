@@ -73,10 +73,11 @@ const SUITE_TITLES: Record<string, string> = {
   llm: "Model provider faults (retry layer, structured output)",
   pipeline: "Pipeline faults (an agent failing for good, a branch throwing, search down)",
   kill: "Process kills (SIGKILL at random points, restart / --resume)",
+  "several-processes": "Several processes on one store (leases, adoption, serve --workers)",
   cancel: "Cancellation",
   abuse: "Abuse (fuzzing, prompt injection, patient data, image URLs)",
 };
-const SUITE_ORDER = ["llm", "pipeline", "kill", "cancel", "abuse"];
+const SUITE_ORDER = ["llm", "pipeline", "kill", "several-processes", "cancel", "abuse"];
 
 function isRow(v: unknown): v is Row {
   const r = v as Row;
