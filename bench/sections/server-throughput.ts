@@ -217,7 +217,7 @@ export async function serverThroughput(ctx: BenchContext): Promise<SectionReport
     "",
     ...tables,
     `- **latency bound** = C ÷ (L × mean critical path of the cases served): the rate if every case took exactly its chain of dependent calls.`,
-    `- **CPU bound** = the smaller of ${ctx.cores} cores ÷ all CPU per case (server processes, load generator, scripted servers: all on this machine's cores) and (JavaScript threads of the server) ÷ server CPU per case. When it is below the latency bound, CPU, not the pipeline's structure, caps the throughput.`,
+    `- **CPU bound** = the smaller of ${ctx.cores} cores ÷ all CPU per case (server processes, load generator, scripted servers: all on this machine's cores) and (JavaScript threads of the server) ÷ server CPU per case. When it is below the latency bound, CPU, not the pipeline's structure, caps the throughput. A process's CPU includes V8's helper threads (garbage collection, compilation), which run beside its JavaScript thread, so a process can run a little above its one-thread bound.`,
     `- **peak RSS** is the in-process set-up's process (server and load generator), sampled every 20 ms.`,
     ...(single ? ["", reading(single, multi ?? null, ctx.cores)] : []),
   ].join("\n");
