@@ -94,6 +94,9 @@ const CASE_COLUMNS =
  * BEGIN IMMEDIATE so they take the write lock up front (and wait on busy_timeout)
  * instead of failing on a read→write upgrade.
  */
+/** How long a start waits for other processes holding the file (the busy timeout, too). */
+const INIT_BUSY_WAIT_MS = 5_000;
+
 export class SqliteStore implements CaseStore {
   readonly backend = "sqlite" as const;
   readonly file: string;
@@ -109,12 +112,30 @@ export class SqliteStore implements CaseStore {
 
   async init(): Promise<void> {
     if (this.#db) return;
+    // Processes starting together on a fresh file: switching it to WAL needs a moment alone
+    // with it, and SQLite may answer SQLITE_BUSY at once there instead of waiting out the
+    // busy timeout. Such a start is tried again, for as long as a busy timeout would wait.
+    const started = Date.now();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.#open();
+        return;
+      } catch (e) {
+        const code = (e as { code?: unknown }).code;
+        const busy = typeof code === "string" && code.startsWith("SQLITE_BUSY");
+        if (!busy || Date.now() - started > INIT_BUSY_WAIT_MS) throw storeFailed("init", e);
+        await new Promise((r) => setTimeout(r, Math.min(200, 10 * attempt) * (0.5 + Math.random())));
+      }
+    }
+  }
+
+  #open(): void {
     let db: Database.Database | undefined;
     try {
       mkdirSync(this.#dataDir, { recursive: true });
       db = new Database(this.file);
       // busy_timeout first: the journal_mode switch itself may have to wait for another process.
-      db.pragma("busy_timeout = 5000");
+      db.pragma(`busy_timeout = ${INIT_BUSY_WAIT_MS}`);
       db.pragma("journal_mode = WAL");
       db.pragma("synchronous = NORMAL");
       db.pragma("foreign_keys = ON");
@@ -134,7 +155,7 @@ export class SqliteStore implements CaseStore {
       this.#saver = saver;
     } catch (e) {
       if (db?.open) db.close();
-      throw storeFailed("init", e);
+      throw e;
     }
   }
 
