@@ -84,6 +84,17 @@ function caseBlock(c: PreparedCase): string {
   return block;
 }
 
+/** One system message object per prompt library: the client serialises it once (openai-chat.ts). */
+const systemMessages = new WeakMap<PromptLibrary, ChatMessage>();
+function systemMessage(prompts: PromptLibrary): ChatMessage {
+  let m = systemMessages.get(prompts);
+  if (!m) {
+    m = Object.freeze({ role: "system", content: prompts.get("system").source }) as ChatMessage;
+    systemMessages.set(prompts, m);
+  }
+  return m;
+}
+
 export function buildMessages(deps: AgentDeps, c: PreparedCase, req: PromptRequest): ChatMessage[] {
   const template = deps.prompts.get(req.agent);
   const schemaText_ = schemaText(req.schema);
@@ -96,7 +107,7 @@ export function buildMessages(deps: AgentDeps, c: PreparedCase, req: PromptReque
     ? template.render({ ...req.slots, [RESPONSE_SCHEMA_SLOT]: schemaBlock })
     : `${template.render(req.slots)}\n\n${schemaBlock}`;
   const text = `${caseBlock(c)}\n\n${evidence}${body}`;
-  const system: ChatMessage = { role: "system", content: deps.prompts.get("system").source };
+  const system = systemMessage(deps.prompts);
   if (!req.withImages || c.images.length === 0) return [system, { role: "user", content: text }];
   const parts: ContentPart[] = [{ type: "text", text }];
   for (const img of c.images) parts.push(imagePart(img.mimeType, img.data));

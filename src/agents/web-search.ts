@@ -68,7 +68,7 @@ export async function runWebSearch(
   opts: { maxPairs: number },
 ): Promise<WebSearchOutcome> {
   const outcome: WebSearchOutcome = { pairsPlanned: 0, pairsSearched: 0, failures: [], suspicious: [] };
-  if (!deps.search.enabled || opts.maxPairs === 0 || graph.activeNodes().length < 2) return outcome;
+  if (!deps.search.enabled || opts.maxPairs === 0 || graph.activeNodeIds().length < 2) return outcome;
   const plan = await callAgent(deps, ctx, c, {
     agent: "web-search-query",
     role: "judge",

@@ -141,6 +141,23 @@ export class EvidenceGraph {
     return this.nodes().filter((n) => n.status === "active");
   }
 
+  /** Ids of the active nodes, sorted (no copies of their attributes). */
+  activeNodeIds(): string[] {
+    return this.#g.filterNodes((_, attrs) => attrs.status === "active").sort();
+  }
+
+  /**
+   * The active nodes for reading only, sorted by id: shallow views of the stored
+   * attributes instead of deep copies, for the renderers that run on every case.
+   */
+  readActiveNodes(): ReadonlyArray<Readonly<EvidenceNode>> {
+    const out: EvidenceNode[] = [];
+    this.#g.forEachNode((id, attrs) => {
+      if (attrs.status === "active") out.push({ id, ...attrs });
+    });
+    return out.sort(byKey((n) => n.id));
+  }
+
   /** All edges sorted by (from, to, relation, id). */
   edges(): EvidenceEdge[] {
     return this.#g

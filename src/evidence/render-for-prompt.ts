@@ -37,11 +37,11 @@ function clean(text: string, cap: number): string {
   return chars.length <= cap ? flat : chars.slice(0, cap - 1).join("") + "…";
 }
 
-function isUntrusted(n: EvidenceNode): boolean {
+function isUntrusted(n: Readonly<EvidenceNode>): boolean {
   return n.sources.some((s) => s.agent === "web-search");
 }
 
-function nodeLine(n: EvidenceNode): string {
+function nodeLine(n: Readonly<EvidenceNode>): string {
   const parts = [`[${n.id}] (${n.kind}/${n.category}) ${clean(n.label, FIELD_CAP.label)}`];
   if (n.detail) parts.push(clean(n.detail, FIELD_CAP.detail));
   const quote = n.sources.find((s) => s.quote)?.quote;
@@ -64,7 +64,7 @@ function edgeLine(e: EvidenceEdge): string {
   return `[${e.from}] ${e.relation} [${e.to}] (${e.provenance.agent})`;
 }
 
-function sortNodes(nodes: EvidenceNode[]): EvidenceNode[] {
+function sortNodes(nodes: ReadonlyArray<Readonly<EvidenceNode>>): Array<Readonly<EvidenceNode>> {
   return nodes
     .map((n) => ({ n, key: normalizeLabel(n.label) }))
     .sort((a, b) => {
@@ -92,7 +92,7 @@ export function renderEvidenceForPrompt(graph: EvidenceGraph, opts: RenderEviden
   const maxNodes = intAtLeast(opts.maxNodes, 150, "maxNodes", 0);
   const maxChars = intAtLeast(opts.maxChars, 16_000, "maxChars", 1);
 
-  const active = graph.activeNodes();
+  const active = graph.readActiveNodes();
   const activeIds = new Set(active.map((n) => n.id));
   const activeEdges = graph.edges().filter((e) => activeIds.has(e.from) && activeIds.has(e.to));
   if (active.length === 0) return "Evidence graph: no active nodes.".slice(0, maxChars);

@@ -53,7 +53,7 @@ export class ChatCompletionsEndpoint {
   }
 
   async complete(req: ChatCompletionRequest, signal: AbortSignal): Promise<ChatCompletionReply> {
-    const body = encodeRequest({ model: req.model, temperature: req.temperature, stream: false, messages: req.messages, ...req.format });
+    const body = encodeRequest(req);
     const reply = (await postJson(this.url, body, { headers: this.headers, signal })) as WireReply | null;
     // Some gateways answer 200 with an error object and no choices: a provider fault
     // (retried like a 502), not a reply to re-ask about.
@@ -79,17 +79,37 @@ const PLACEHOLDER_NONCE = randomBytes(8).toString("hex");
 const placeholder = (i: number) => `medmmv-image-${PLACEHOLDER_NONCE}-${i}`;
 
 /**
- * The request body as bytes. Image data URLs are tens of kilobytes of base64 on every
- * call that carries the images (rollouts, image checks, repairs); JSON.stringify would
- * scan each for characters to escape and Buffer.from would encode it again, ≈ 0.13 ms of
- * CPU per image per call on the benchmark machine. URLs marked JSON-safe by imagePart are
- * serialised as placeholders and their bytes spliced in instead: the same JSON, byte for
- * byte (checked by test/llm/openai-chat.test.ts).
+ * JSON of the objects a case sends again and again: the structured-output options (built
+ * once per schema, a few kilobytes of JSON Schema) and the system message (one per prompt
+ * library). Keyed by object identity, so a new object is simply serialised anew.
  */
-export function encodeRequest(body: { messages: ChatMessage[] } & Record<string, unknown>): Buffer {
+const formatJson = new WeakMap<object, string>();
+const messageJson = new WeakMap<object, string>();
+
+function cachedJson(cache: WeakMap<object, string>, value: object, make: () => string): string {
+  let json = cache.get(value);
+  if (json === undefined) {
+    json = make();
+    cache.set(value, json);
+  }
+  return json;
+}
+
+/**
+ * The request body as bytes: the same JSON as
+ * `JSON.stringify({ model, temperature, stream: false, messages, ...format })`, byte for
+ * byte (checked by test/llm/openai-chat.test.ts), built with less work. Image data URLs
+ * are tens of kilobytes of base64 on every call that carries the images (rollouts, image
+ * checks, repairs): JSON.stringify would scan each for characters to escape and
+ * Buffer.from would encode it again, ≈ 0.13 ms of CPU per image per call on the benchmark
+ * machine, so URLs marked JSON-safe by imagePart are serialised as placeholders and their
+ * bytes spliced in. The format options and string-only messages are serialised once per
+ * object (cachedJson).
+ */
+export function encodeRequest(req: ChatCompletionRequest): Buffer {
   const urls: string[] = [];
-  const messages = body.messages.map((m) => {
-    if (typeof m.content === "string") return m;
+  const messages = req.messages.map((m) => {
+    if (typeof m.content === "string") return cachedJson(messageJson, m, () => JSON.stringify(m));
     let parts: ContentPart[] | null = null;
     m.content.forEach((p, i) => {
       if (p.type !== "image_url" || !(p.image_url as { [JSON_SAFE_URL]?: boolean })[JSON_SAFE_URL]) return;
@@ -97,10 +117,12 @@ export function encodeRequest(body: { messages: ChatMessage[] } & Record<string,
       parts[i] = { type: "image_url", image_url: { url: placeholder(urls.length) } };
       urls.push(p.image_url.url);
     });
-    return parts ? { ...m, content: parts } : m;
+    return JSON.stringify(parts ? { ...m, content: parts } : m);
   });
-  if (urls.length === 0) return Buffer.from(JSON.stringify(body));
-  const json = JSON.stringify({ ...body, messages });
+  // The options object's members, without its braces, after the messages.
+  const format = cachedJson(formatJson, req.format, () => JSON.stringify(req.format).slice(1, -1));
+  const json = `{"model":${JSON.stringify(req.model)},"temperature":${JSON.stringify(req.temperature)},"stream":false,"messages":[${messages.join(",")}]${format ? `,${format}` : ""}}`;
+  if (urls.length === 0) return Buffer.from(json);
   const chunks: Buffer[] = [];
   let at = 0;
   urls.forEach((url, i) => {
@@ -128,6 +150,15 @@ export function readReplyJson(message: NonNullable<NonNullable<WireReply["choice
 }
 
 function parseJsonObject(text: string): unknown {
+  // The usual reply is the bare object: parse it without the regex and slicing below.
+  const bare = text.trim();
+  if (bare.startsWith("{") && bare.endsWith("}")) {
+    try {
+      return JSON.parse(bare);
+    } catch {
+      // fall through: prose or a fence around braces
+    }
+  }
   const fenced = /```(?:json)?\s*([\s\S]*?)```/.exec(text);
   const body = (fenced ? fenced[1]! : text).trim();
   const start = body.indexOf("{");

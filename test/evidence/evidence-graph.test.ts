@@ -63,6 +63,9 @@ describe("EvidenceGraph nodes", () => {
     expect(g.getNode(id)!.status).toBe("retracted");
     expect(g.getNode(id)!.retractedReason).toBe("HD: not visible in image");
     expect(g.activeNodes().map((n) => n.id)).toEqual([other]);
+    // The cheap readers agree with the copying one.
+    expect(g.activeNodeIds()).toEqual([other]);
+    expect(g.readActiveNodes()).toEqual(g.activeNodes());
     g.addNode({ kind: "finding", category: "imaging", label: "Lytic lesion", source: { agent: "image-doctor", imageId: "img1", region: "tibia" } });
     expect(g.getNode(id)!.status).toBe("retracted");
     g.retract(id, "second check");

@@ -160,11 +160,13 @@ describe("ChatCompletionsEndpoint through LlmClient", () => {
 });
 
 describe("encodeRequest", () => {
-  it("writes the same bytes as JSON.stringify, with image URLs spliced in", () => {
+  const reference = (req: Parameters<typeof encodeRequest>[0]) => Buffer.from(JSON.stringify({ model: req.model, temperature: req.temperature, stream: false, messages: req.messages, ...req.format }));
+
+  it("writes the same bytes as JSON.stringify of the request, with image URLs spliced in", () => {
     const png = Buffer.from("not really a png, but bytes ✓").toString("base64");
     const jpeg = Buffer.alloc(3000, 7).toString("base64");
-    const body = {
-      model: "m",
+    const req = {
+      model: "m \"quoted\"",
       temperature: 0.7,
       messages: [
         { role: "system" as const, content: 'system "quoted" \\ text with medmmv-image-0 in it' },
@@ -173,18 +175,22 @@ describe("encodeRequest", () => {
         // An image part not made by imagePart (not marked safe) is serialised as usual.
         { role: "user" as const, content: [{ type: "image_url" as const, image_url: { url: 'data:image/png;base64,"odd"' } }, imagePart("image/png", png)] },
       ],
-      response_format: { type: "json_object" },
+      format: { response_format: { type: "json_schema", json_schema: { name: "x", strict: true, schema: { type: "object", properties: { a: { type: "string", description: "é \" ✓" } } } } } },
     };
-    const bytes = encodeRequest(body);
-    expect(bytes.equals(Buffer.from(JSON.stringify(body)))).toBe(true);
+    const bytes = encodeRequest(req);
+    expect(bytes.equals(reference(req))).toBe(true);
+    // Served from the caches the second time: still the same bytes.
+    expect(encodeRequest(req).equals(reference(req))).toBe(true);
     expect(JSON.parse(bytes.toString()).messages[1].content[2].image_url.url).toBe(`data:image/jpeg;base64,${jpeg}`);
     // The messages the caller holds are not changed.
-    expect((body.messages[1]!.content as Array<{ image_url?: { url: string } }>)[1]!.image_url!.url).toBe(`data:image/png;base64,${png}`);
+    expect((req.messages[1]!.content as Array<{ image_url?: { url: string } }>)[1]!.image_url!.url).toBe(`data:image/png;base64,${png}`);
   });
 
-  it("encodes a request without images as plain JSON", () => {
-    const body = { model: "m", messages: [{ role: "user" as const, content: "hi" }] };
-    expect(encodeRequest(body).toString()).toBe(JSON.stringify(body));
+  it("encodes a request without images or options as plain JSON", () => {
+    const req = { model: "m", temperature: 0, messages: [{ role: "user" as const, content: "hi" }], format: {} };
+    expect(encodeRequest(req).toString()).toBe(reference(req).toString());
+    const tools = { tools: [{ type: "function", function: { name: "f", parameters: {} } }], tool_choice: { type: "function", function: { name: "f" } } };
+    expect(encodeRequest({ ...req, format: tools }).toString()).toBe(reference({ ...req, format: tools }).toString());
   });
 });
 

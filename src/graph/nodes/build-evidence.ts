@@ -86,7 +86,7 @@ export function buildEvidenceNode(deps: WorkflowDeps) {
       evidence: {
         ...record,
         graph: graph.export(),
-        prompt: { text: renderEvidenceForPrompt(graph), activeNodeIds: graph.activeNodes().map((n) => n.id) },
+        prompt: { text: renderEvidenceForPrompt(graph), activeNodeIds: graph.activeNodeIds() },
         depth: ctx.meter.snapshot(0).criticalPathCalls ?? 0,
         usage: ctx.meter.snapshot(Date.now() - started),
       },

@@ -17,7 +17,7 @@ function evidencePrompt(task: RefineTask): EvidencePrompt {
   const e = task.evidence ?? { graph: (task as unknown as { graph: SerializedEvidenceGraph }).graph };
   if (!("graph" in e)) return e;
   const graph = EvidenceGraph.import(e.graph);
-  return { text: renderEvidenceForPrompt(graph), activeNodeIds: graph.activeNodes().map((n) => n.id) };
+  return { text: renderEvidenceForPrompt(graph), activeNodeIds: graph.activeNodeIds() };
 }
 
 /**
