@@ -46,7 +46,7 @@ async function cpuPerCall(n: number, par: number, fn: () => Promise<unknown>): P
  */
 export async function overhead(ctx: BenchContext): Promise<SectionReport> {
   const started = Date.now();
-  const n = ctx.quick ? 6 : 30;
+  const n = ctx.quick ? 6 : 36;
   // A service runs for hours: the figure that matters is the steady state, after V8 has
   // compiled the hot paths. The first cases of a fresh process are measured as well and
   // reported beside it (cold), not hidden.
@@ -69,7 +69,7 @@ export async function overhead(ctx: BenchContext): Promise<SectionReport> {
   // 1. The whole pipeline, one case at a time, in batches: on a shared machine a burst of
   // other work (or a CPU frequency change) inflates one batch, so the median batch is the
   // figure and the spread is shown beside it.
-  const batches = ctx.quick ? 2 : 5;
+  const batches = ctx.quick ? 2 : 9;
   const perBatch = Math.max(1, Math.round(n / batches));
   const batchPerCall: number[] = [];
   let calls = 0;
