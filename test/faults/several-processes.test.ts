@@ -215,7 +215,8 @@ describe("several server processes on one store", () => {
       const workerPids = new Set(listening.map((l) => l.pid as number));
       expect(workerPids.size).toBe(2);
 
-      const first = [...(await submitAll(address)), ...(await submitAll(address))];
+      // Posted at once: several connections, which the primary hands to the workers in turn.
+      const first = (await Promise.all([submitAll(address), submitAll(address), submitAll(address)])).flat();
       await waitTerminal(address, first, 40_000);
       const served = new Set(logLines(run.output()).filter((l) => l.msg === "case accepted").map((l) => l.pid as number));
       expect(served.size, "both workers accepted cases").toBe(2);
