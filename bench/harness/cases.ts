@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { deflateSync } from "node:zlib";
 import type { LoadedImage, PreparedCase } from "../../src/case/schema.js";
+import { encodePng } from "../../test/support/image-bytes.js";
 
 /**
  * Invented cases for the benchmark (not benchmark items). The long case states more than
@@ -44,36 +44,9 @@ export function noisePng(side: number, seed: number): Buffer {
     raw[row] = 0; // filter: none
     for (let x = 0; x < side * 3; x++) raw[row + 1 + x] = rand();
   }
-  const chunk = (type: string, data: Buffer) => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(data.length);
-    const td = Buffer.concat([Buffer.from(type, "ascii"), data]);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(td));
-    return Buffer.concat([len, td, crc]);
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(side, 0);
-  ihdr.writeUInt32BE(side, 4);
-  ihdr[8] = 8; // bit depth
-  ihdr[9] = 2; // truecolour
-  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk("IHDR", ihdr), chunk("IDAT", deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
+  return encodePng(side, side, 2, raw);
 }
 
-let crcTable: Uint32Array | null = null;
-function crc32(buf: Buffer): number {
-  if (!crcTable) {
-    crcTable = new Uint32Array(256);
-    for (let n = 0; n < 256; n++) {
-      let c = n;
-      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-      crcTable[n] = c >>> 0;
-    }
-  }
-  let c = 0xffffffff;
-  for (const b of buf) c = crcTable[(c ^ b) & 0xff]! ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
-}
 
 const images = new Map<number, LoadedImage>();
 

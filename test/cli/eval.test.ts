@@ -3,9 +3,8 @@ import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
-import { testConfig } from "../support/test-config.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { useScriptedServers } from "../support/scripted-servers-fixture.js";
 import { runEval } from "../../src/eval/runner.js";
 import type { EvalSummary } from "../../src/eval/report.js";
 import { answerByItem, evalScenario, readItems, SAMPLES } from "../eval/eval-fixtures.js";
@@ -34,23 +33,16 @@ function medmmv(args: string[], env: Record<string, string> = {}): Child {
   return { pid: child.pid!, done, kill: (s) => child.kill(s) };
 }
 
-let model: ScriptedOpenAI;
+const servers = useScriptedServers({ scenario: evalScenario({}) });
 let tmp: string;
 beforeAll(async () => {
-  model = await startScriptedOpenAI({ scenario: evalScenario({}) });
   tmp = await mkdtemp(path.join(tmpdir(), "medmmv-cli-eval-"));
 });
 afterAll(async () => {
-  await model.close();
   await rm(tmp, { recursive: true, force: true });
 });
-beforeEach(() => {
-  model.clearFaults();
-  model.setLatency(0);
-  model.reset();
-});
 
-const endpoint = () => ({ OPENAI_BASE_URL: model.baseUrl, OPENAI_API_KEY: "k", MEDMMV_MODEL: "scripted", MEDMMV_LLM_BACKOFF_BASE_MS: "5", MEDMMV_CACHE: "off", MEDMMV_LOG_LEVEL: "silent" });
+const endpoint = () => ({ OPENAI_BASE_URL: servers.model.baseUrl, OPENAI_API_KEY: "k", MEDMMV_MODEL: "scripted", MEDMMV_LLM_BACKOFF_BASE_MS: "5", MEDMMV_CACHE: "off", MEDMMV_LOG_LEVEL: "silent" });
 
 /** A MedQA-format file of our own, big enough to kill a run in the middle of it. */
 async function syntheticMedqa(n: number): Promise<string> {
@@ -83,14 +75,14 @@ describe("medmmv eval (CLI)", () => {
     const r = await medmmv(["eval", "--dataset", "medqa", "--input", path.join(SAMPLES, "medqa.jsonl"), "--out", path.join(tmp, "never")]).done;
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/MEDMMV_MODEL/);
-    expect(model.stats().total).toBe(0);
+    expect(servers.model.stats().total).toBe(0);
   });
 
   it("SIGKILLed mid-run, then --resume: each (item, run) exactly once, nothing finished is rerun", async () => {
     const input = await syntheticMedqa(8);
     const items = await readItems("medqa", input);
-    model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
-    model.setLatency(120);
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
+    servers.model.setLatency(120);
     const out = path.join(tmp, "killed");
     const results = path.join(out, "results.jsonl");
     const args = ["eval", "--dataset", "medqa", "--input", input, "--method", "cot", "--runs", "2", "--concurrency", "2", "--out", out];
@@ -106,13 +98,13 @@ describe("medmmv eval (CLI)", () => {
     expect(before.length).toBeLessThan(16); // really killed mid-way
     await expect(stat(path.join(out, "summary.json"))).rejects.toThrow();
 
-    model.reset();
-    model.setLatency(5);
+    servers.model.reset();
+    servers.model.setLatency(5);
     const resumed = await medmmv([...args, "--resume"], endpoint()).done;
     expect(resumed.stderr).not.toMatch(/Error|\[INTERNAL\]/);
     expect(resumed.code).toBe(0);
     // Items in flight at the kill were lost, not half-recorded: exactly the unfinished ones ran again.
-    expect(model.stats().byAgent["cot"]).toBe(16 - before.length);
+    expect(servers.model.stats().byAgent["cot"]).toBe(16 - before.length);
     const after = await validLines(results);
     const keys = after.map((r) => `${r.id}#${r.run}`);
     expect(new Set(keys).size).toBe(keys.length);
@@ -125,11 +117,11 @@ describe("medmmv eval (CLI)", () => {
   it("logs progress without patient text off a terminal; with the cache on, a second identical CoT run is served from the store", async () => {
     const input = path.join(SAMPLES, "medmcqa.jsonl");
     const items = await readItems("medmcqa", input);
-    model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
     const env = { ...endpoint(), MEDMMV_CACHE: "deterministic", MEDMMV_DATA_DIR: path.join(tmp, "data") };
     const first = await medmmv(["eval", "--dataset", "medmcqa", "--input", input, "--method", "cot", "--out", path.join(tmp, "cache-1")], env).done;
     expect(first.code).toBe(0);
-    expect(model.stats().total).toBe(items.length);
+    expect(servers.model.stats().total).toBe(items.length);
     const lines = first.stderr.split("\n").filter((l) => l.startsWith("[eval]"));
     expect(lines.at(-1)).toMatch(new RegExp(`^\\[eval\\] finished ${items.length}/${items.length} · acc 100\\.0%`));
     for (const it of items) {
@@ -140,7 +132,7 @@ describe("medmmv eval (CLI)", () => {
 
     const second = await medmmv(["eval", "--dataset", "medmcqa", "--input", input, "--method", "cot", "--out", path.join(tmp, "cache-2"), "--json"], env).done;
     expect(second.code).toBe(0);
-    expect(model.stats().total).toBe(items.length); // no new calls
+    expect(servers.model.stats().total).toBe(items.length); // no new calls
     const s = JSON.parse(second.stdout) as EvalSummary;
     expect(s).toMatchObject({ accuracy: 1, items: items.length });
     expect(s.usage.total.llmCalls).toBe(0);
@@ -149,31 +141,31 @@ describe("medmmv eval (CLI)", () => {
   it("--cache all turns the store's response cache on over MEDMMV_CACHE=off: the re-run makes no model call", async () => {
     const input = path.join(SAMPLES, "medmcqa.jsonl");
     const items = await readItems("medmcqa", input);
-    model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
-    model.reset();
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
+    servers.model.reset();
     const env = { ...endpoint(), MEDMMV_DATA_DIR: path.join(tmp, "data-flag") };
     // The full method: its rollouts sample at 0.7, so only `all` (not `deterministic`) serves them again.
     const args = (out: string) => ["eval", "--dataset", "medmcqa", "--input", input, "--k", "2", "--cache", "all", "--out", path.join(tmp, out), "--json"];
     const first = await medmmv(args("flag-1"), env).done;
     expect(first.code).toBe(0);
-    const paid = model.stats().total;
+    const paid = servers.model.stats().total;
     expect(paid).toBeGreaterThan(2 * items.length);
     const second = await medmmv(args("flag-2"), env).done;
     expect(second.code).toBe(0);
-    expect(model.stats().total).toBe(paid);
+    expect(servers.model.stats().total).toBe(paid);
     expect((JSON.parse(second.stdout) as EvalSummary).usage.total.llmCalls).toBe(0);
   });
 
   it("eval report prints the runs side by side with deltas", async () => {
     const input = path.join(SAMPLES, "medxpertqa_text.jsonl");
     const items = await readItems("medxpertqa", input);
-    const config = testConfig(model.baseUrl);
+    const config = servers.config();
     // MedMMV right on every item; CoT right on the first item only; MedMMV without HD right on two.
-    model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
     await runEval({ dataset: "medxpertqa", input, out: path.join(tmp, "r-medmmv"), pipeline: { k: 2 } }, { config });
-    model.setScenario(evalScenario({ answerFor: answerByItem(items, (it) => (it.id === items[0]!.id ? "gold" : "wrong")) }));
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, (it) => (it.id === items[0]!.id ? "gold" : "wrong")) }));
     await runEval({ dataset: "medxpertqa", input, out: path.join(tmp, "r-cot"), method: "cot" }, { config });
-    model.setScenario(evalScenario({ answerFor: answerByItem(items, (it) => (items.indexOf(it) < 2 ? "gold" : "wrong")) }));
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, (it) => (items.indexOf(it) < 2 ? "gold" : "wrong")) }));
     await runEval({ dataset: "medxpertqa", input, out: path.join(tmp, "r-nohd"), pipeline: { k: 2, ablations: { noHd: true } } }, { config });
 
     const r = await medmmv(["eval", "report", path.join(tmp, "r-medmmv"), path.join(tmp, "r-cot"), path.join(tmp, "r-nohd")]).done;

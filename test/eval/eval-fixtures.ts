@@ -5,28 +5,15 @@ import { getAdapter, isItemError, type AdapterOptions, type EvalItem } from "../
 import type { ResultRecord } from "../../src/eval/results-file.js";
 import type { Scenario, ScriptedRequest } from "../support/scripted-openai-server.js";
 import { clinicalScenario, type ClinicalScenarioOptions } from "../support/clinical-scenario.js";
+import { pngWithCanvas } from "../support/image-bytes.js";
 
 export const SAMPLES = fileURLToPath(new URL("../../../shared/benchmarks/samples/", import.meta.url));
 export const SAMPLE_IMAGES = path.join(SAMPLES, "images");
 
-/** A small but well-formed PNG header (the image checks read the header only). */
-export function tinyPng(width = 4, height = 4): Buffer {
-  const sig = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-  const ihdr = Buffer.alloc(25);
-  ihdr.writeUInt32BE(13, 0);
-  ihdr.write("IHDR", 4, "latin1");
-  ihdr.writeUInt32BE(width, 8);
-  ihdr.writeUInt32BE(height, 12);
-  ihdr.writeUInt8(8, 16);
-  ihdr.writeUInt8(2, 17);
-  const iend = Buffer.from([0, 0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82]);
-  return Buffer.concat([sig, ihdr, iend]);
-}
-
 /** Stand-in image files under `dir` for the given names (the MM and PathVQA samples ship without images). */
 export async function fakeImages(dir: string, names: readonly string[]): Promise<void> {
   await mkdir(dir, { recursive: true });
-  for (const n of names) await writeFile(path.join(dir, n), tinyPng());
+  for (const n of names) await writeFile(path.join(dir, n), pngWithCanvas(4, 4));
 }
 
 export async function readItems(dataset: string, file: string, opts: AdapterOptions = {}): Promise<EvalItem[]> {

@@ -1,21 +1,19 @@
 import { appendFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
-import { testConfig } from "../support/test-config.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { useScriptedServers } from "../support/scripted-servers-fixture.js";
 import { runEval, type EvalRunOptions } from "../../src/eval/runner.js";
 import { readResults } from "../../src/eval/results-file.js";
 import type { EvalSummary } from "../../src/eval/report.js";
 import { MedmmvError } from "../../src/errors.js";
 import { answerByItem, evalScenario, fakeImages, readItems, SAMPLE_IMAGES, SAMPLES, type RaterScores, type Verdict } from "./eval-fixtures.js";
 
-let model: ScriptedOpenAI;
+const servers = useScriptedServers({ scenario: evalScenario({}) });
 let tmp: string;
 let fakeImageDir: string;
 
 beforeAll(async () => {
-  model = await startScriptedOpenAI({ scenario: evalScenario({}) });
   tmp = await mkdtemp(path.join(tmpdir(), "medmmv-eval-"));
   // The MedXpertQA MM and PathVQA samples ship without their images: stand-ins with the real names.
   fakeImageDir = path.join(tmp, "images");
@@ -24,20 +22,14 @@ beforeAll(async () => {
   await fakeImages(fakeImageDir, [...mm, ...pvqa]);
 });
 afterAll(async () => {
-  await model.close();
   await rm(tmp, { recursive: true, force: true });
-});
-beforeEach(() => {
-  model.clearFaults();
-  model.setLatency(0);
-  model.reset();
 });
 
 let outCount = 0;
 const freshOut = () => path.join(tmp, `out-${++outCount}`);
 
 function config(env: Record<string, string> = {}) {
-  return testConfig(model.baseUrl, { MEDMMV_LLM_BACKOFF_BASE_MS: "5", ...env });
+  return servers.config({ MEDMMV_LLM_BACKOFF_BASE_MS: "5", ...env });
 }
 
 async function run(opts: Partial<EvalRunOptions> & Pick<EvalRunOptions, "dataset" | "input">, env: Record<string, string> = {}) {
@@ -83,7 +75,7 @@ describe("gold answers score 100%, wrong answers 0%, for every format and method
         const images = f.images === "fake" ? fakeImageDir : f.images === "samples" ? SAMPLE_IMAGES : undefined;
         const items = await readItems(f.dataset, input, { imagesDir: images, fieldMap: f.fieldMap });
         for (const verdict of ["gold", "wrong"] as Verdict[]) {
-          model.setScenario(evalScenario({ answerFor: answerByItem(items, () => verdict) }));
+          servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => verdict) }));
           const { summary } = await run({ dataset: f.dataset, input, images, fieldMap: f.fieldMap, method, pipeline: { k: 2 } });
           expect(summary.items).toBe(items.length);
           expect(summary.failed).toBe(0);
@@ -111,13 +103,13 @@ describe("gold answers score 100%, wrong answers 0%, for every format and method
       const input = path.join(SAMPLES, file);
       const items = await readItems(dataset, input, { imagesDir: images });
       for (const verdict of ["gold", "wrong"] as Verdict[]) {
-        model.setScenario(evalScenario({ answerFor: answerByItem(items, () => verdict) }));
-        model.reset();
+        servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => verdict) }));
+        servers.model.reset();
         const { summary } = await run({ dataset, input, images, method: "self-consistency", pipeline: { k: 3 } });
         expect(summary.accuracy).toBe(verdict === "gold" ? 1 : 0);
         // k samples per item, all at the rollout temperature.
-        expect(model.stats().byAgent["cot"]).toBe(3 * items.length);
-        expect(model.stats().log.every((l) => l.temperature === 0.7)).toBe(true);
+        expect(servers.model.stats().byAgent["cot"]).toBe(3 * items.length);
+        expect(servers.model.stats().log.every((l) => l.temperature === 0.7)).toBe(true);
       }
     }
   });
@@ -135,7 +127,7 @@ describe("metrics against hand-computed values", () => {
       "rater-a": { truthfulness: 5, informativeness: 4, consistency: 0.5 },
       "rater-b": { truthfulness: 3, informativeness: 2, consistency: 1 },
     };
-    model.setScenario(evalScenario({ answerFor: answerByItem(items, (it, visit) => (rightIn[visit]!.has(index.get(it.id)!) ? "gold" : "wrong")) }, raters));
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, (it, visit) => (rightIn[visit]!.has(index.get(it.id)!) ? "gold" : "wrong")) }, raters));
     // One item at a time: run 0 finishes before run 1 starts, so "visit" is the run index.
     const { summary } = await run({ dataset: "medqa", input, method: "cot", runs: 2, concurrency: 1, raters: ["rater-a", "rater-b"] });
 
@@ -159,8 +151,8 @@ describe("metrics against hand-computed values", () => {
     expect(Object.values(meta).reduce((s, c) => s + c.correct, 0)).toBe(correct);
     // One CoT call per item; ratings are counted apart.
     expect(summary.usage.perItem.llmCalls).toBe(1);
-    expect(model.stats().byAgent["cot"]).toBe(8);
-    expect(model.stats().byAgent["rater"]).toBe(16);
+    expect(servers.model.stats().byAgent["cot"]).toBe(8);
+    expect(servers.model.stats().byAgent["rater"]).toBe(16);
     // Raters (no images, so C counts as 1): T×I a = 5·4/25·100 = 80, b = 3·2/25·100 = 24 → mean 52.
     // Rel a = (5/5)(4/5)·1 = 0.8, b = (3/5)(2/5)·1 = 0.24 → mean 0.52 → CMHR = 100·(1 − 0.52) = 48.
     const rel = summary.reliability!;
@@ -179,7 +171,7 @@ describe("metrics against hand-computed values", () => {
     // Rollouts answer A, B, A (whatever the gold): RGM = mean(H({A}), H({A,B})) = (0 + 1)/2 = 0.5;
     // final distribution {A: 2/3, B: 1/3}: entropy = −(2/3)log2(2/3) − (1/3)log2(1/3) ≈ 0.918296.
     const answers = ["A", "B", "A"];
-    model.setScenario(evalScenario({ answerFor: (req) => answers[Number(/rollout (\d+) of/.exec(req.text)![1]) - 1]!, repairsNeeded: { B: 1 }, coherence: { A: 0.8, B: 0.8 } }));
+    servers.model.setScenario(evalScenario({ answerFor: (req) => answers[Number(/rollout (\d+) of/.exec(req.text)![1]) - 1]!, repairsNeeded: { B: 1 }, coherence: { A: 0.8, B: 0.8 } }));
     const { summary } = await run({ dataset: "medqa", input, pipeline: { k: 3, maxRepairs: 3 } });
     expect(summary.failed).toBe(0);
     expect(summary.rgm).toBeCloseTo(0.5, 10);
@@ -201,10 +193,10 @@ describe("runs that survive", () => {
   it("a failed item is recorded with its error and retried on --resume; finished items are not rerun", async () => {
     const input = path.join(SAMPLES, "medqa.jsonl");
     const items = await readItems("medqa", input);
-    model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
     const victim = items[2]!;
     const marker = victim.case.question.slice(0, 60);
-    model.addFault({ kind: "status", status: 500, textIncludes: marker });
+    servers.model.addFault({ kind: "status", status: 500, textIncludes: marker });
     const out = freshOut();
     const env = { MEDMMV_LLM_MAX_ATTEMPTS: "2" };
     const first = await runEval({ dataset: "medqa", input, method: "cot", out, concurrency: 2, itemRetries: 1 }, { config: config(env), progress: null });
@@ -216,10 +208,10 @@ describe("runs that survive", () => {
     expect(failedLine.attempts).toBe(2); // item retried once after its calls ran out of retries
     expect(failedLine.error?.message).toMatch(/HTTP 500/);
 
-    model.clearFaults();
-    model.reset();
+    servers.model.clearFaults();
+    servers.model.reset();
     const second = await runEval({ dataset: "medqa", input, method: "cot", out, resume: true }, { config: config(env), progress: null });
-    expect(model.stats().total).toBe(1); // only the failed item ran again
+    expect(servers.model.stats().total).toBe(1); // only the failed item ran again
     expect(second.written).toBe(1);
     expect(second.summary).toMatchObject({ items: 4, records: 4, failed: 0, accuracy: 1, complete: true });
     const raw = (await readFile(path.join(out, "results.jsonl"), "utf8")).trim().split("\n");
@@ -229,14 +221,14 @@ describe("runs that survive", () => {
   it("resume tolerates a torn last line and a run killed before writing its summary", async () => {
     const input = path.join(SAMPLES, "medmcqa.jsonl");
     const items = await readItems("medmcqa", input);
-    model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
     const out = freshOut();
     await runEval({ dataset: "medmcqa", input, method: "cot", out, limit: 2 }, { config: config(), progress: null });
     await rm(path.join(out, "summary.json"));
     await appendFile(path.join(out, "results.jsonl"), '{"id":"half-writ');
-    model.reset();
+    servers.model.reset();
     const { summary } = await runEval({ dataset: "medmcqa", input, method: "cot", out, resume: true }, { config: config(), progress: null });
-    expect(model.stats().total).toBe(items.length - 2);
+    expect(servers.model.stats().total).toBe(items.length - 2);
     expect(summary).toMatchObject({ items: items.length, failed: 0, accuracy: 1, complete: true });
     const read = await readResults(path.join(out, "results.jsonl"));
     expect(read).toMatchObject({ invalidLines: 0, tornTail: false });
@@ -246,7 +238,7 @@ describe("runs that survive", () => {
   it("refuses to mix results: an existing folder needs --resume, and --resume needs the same configuration", async () => {
     const input = path.join(SAMPLES, "medmcqa.jsonl");
     const items = await readItems("medmcqa", input);
-    model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
     const out = freshOut();
     await runEval({ dataset: "medmcqa", input, method: "cot", out, limit: 1 }, { config: config(), progress: null });
     await expect(runEval({ dataset: "medmcqa", input, method: "cot", out }, { config: config(), progress: null })).rejects.toMatchObject({ code: "CONFLICT" });
@@ -260,12 +252,12 @@ describe("runs that survive", () => {
   it("20% 429s (Retry-After 0) and 5% 500s: every item finishes, and item concurrency is cut", async () => {
     const input = path.join(SAMPLES, "medqa.jsonl");
     const items = await readItems("medqa", input);
-    model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
-    model.addFault({ kind: "status", status: 429, retryAfterSec: 0, probability: 0.2 });
-    model.addFault({ kind: "status", status: 500, probability: 0.05 });
-    model.setLatency(5);
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
+    servers.model.addFault({ kind: "status", status: 429, retryAfterSec: 0, probability: 0.2 });
+    servers.model.addFault({ kind: "status", status: 500, probability: 0.05 });
+    servers.model.setLatency(5);
     const { summary, dir } = await runEval({ dataset: "medqa", input, out: freshOut(), runs: 2, concurrency: 4, pipeline: { k: 3 } }, { config: config(), progress: null, throttleCooldownMs: 50 });
-    const stats = model.stats();
+    const stats = servers.model.stats();
     expect(stats.faultsInjected.status).toBeGreaterThan(5);
     expect(summary).toMatchObject({ items: 4, records: 8, failed: 0, accuracy: 1, complete: true });
     expect(summary.throttle!.rateLimited).toBeGreaterThan(0);
@@ -278,8 +270,8 @@ describe("runs that survive", () => {
   it("cancelled (Ctrl-C): items in flight are dropped, the summary says incomplete, --resume finishes", async () => {
     const input = path.join(SAMPLES, "medxpertqa_text.jsonl");
     const items = await readItems("medxpertqa", input);
-    model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
-    model.setLatency(80);
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
+    servers.model.setLatency(80);
     const out = freshOut();
     const ctrl = new AbortController();
     const running = runEval({ dataset: "medxpertqa", input, method: "cot", out, runs: 2, concurrency: 2 }, { config: config(), progress: null, signal: ctrl.signal });
@@ -290,7 +282,7 @@ describe("runs that survive", () => {
     expect(stopped.summary.complete).toBe(false);
     expect(stopped.summary.failed).toBe(0); // cancelled items are not failures
     expect(stopped.summary.records).toBeLessThan(8);
-    model.setLatency(0);
+    servers.model.setLatency(0);
     const resumed = await runEval({ dataset: "medxpertqa", input, method: "cot", out, runs: 2, resume: true }, { config: config(), progress: null });
     expect(resumed.written).toBe(8 - stopped.summary.records);
     expect(resumed.summary).toMatchObject({ records: 8, accuracy: 1, complete: true });
@@ -299,8 +291,8 @@ describe("runs that survive", () => {
   it("results.jsonl grows one synced line per finished item while the run is going", async () => {
     const input = path.join(SAMPLES, "medxpertqa_text.jsonl");
     const items = await readItems("medxpertqa", input);
-    model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
-    model.setLatency(60);
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
+    servers.model.setLatency(60);
     const out = freshOut();
     const seen: number[] = [];
     const running = runEval({ dataset: "medxpertqa", input, method: "cot", out, concurrency: 1 }, { config: config(), progress: null });
@@ -328,25 +320,25 @@ describe("dataset details in the summary", () => {
     const items = await readItems("vqa-rad", input, { imagesDir: SAMPLE_IMAGES });
     // Text-only prompts carry no image ids, so the model recognises the items without them.
     const textOnlyItems = items.map((i) => ({ ...i, case: { ...i.case, images: [] } }));
-    model.setScenario(evalScenario({ answerFor: answerByItem(textOnlyItems, () => "gold") }));
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(textOnlyItems, () => "gold") }));
     const strict = await run({ dataset: "vqa-rad", input, method: "cot" });
     expect(strict.summary).toMatchObject({ records: 4, failed: 4, accuracy: 0 });
     expect(strict.summary.failures.byCode).toEqual({ INVALID_INPUT: 4 });
     expect(strict.summary.dataset.readErrors).toBe(4);
     expect(strict.summary.failures.items[0]!.message).toMatch(/--images/);
-    expect(model.stats().total).toBe(0);
+    expect(servers.model.stats().total).toBe(0);
 
     const textOnly = await run({ dataset: "vqa-rad", input, method: "cot", missingImages: "text-only" });
     expect(textOnly.summary).toMatchObject({ failed: 0, accuracy: 1 });
     expect(textOnly.summary.strata["images"]).toEqual({ missing: { n: 4, correct: 4, accuracy: 1 } });
     expect(textOnly.summary.dataset.warnings).toBe(4);
-    expect(model.stats().log.every((l) => l.images === 0)).toBe(true);
+    expect(servers.model.stats().log.every((l) => l.images === 0)).toBe(true);
   });
 
   it("MedMCQA: the cop base and how it was decided; sampling stratified and reproducible", async () => {
     const input = path.join(SAMPLES, "medmcqa.jsonl");
     const items = await readItems("medmcqa", input);
-    model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
     const a = await run({ dataset: "medmcqa", input, method: "cot", sample: 2, stratify: ["subject_name"], seed: 7 });
     expect(a.summary.dataset.details).toMatchObject({ copBase: expect.any(Number), copBaseSource: expect.stringMatching(/detected|default/) });
     expect(a.summary.dataset.selection).toMatchObject({ available: items.length, selected: 2, seed: 7, stratify: ["subject_name"] });
@@ -360,14 +352,14 @@ describe("dataset details in the summary", () => {
   it("summary.json and summary.md describe the method, ablations and prompt versions", async () => {
     const input = path.join(SAMPLES, "medqa.jsonl");
     const items = await readItems("medqa", input);
-    model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
     const { summary, dir } = await run({ dataset: "medqa", input, pipeline: { k: 2, select: "majority", ablations: { noHd: true } } });
     const onDisk = JSON.parse(await readFile(path.join(dir, "summary.json"), "utf8")) as EvalSummary;
     expect(onDisk.accuracy).toBe(summary.accuracy);
     expect(onDisk.label).toBe("medmmv (no-hd, select=majority)");
     expect(onDisk.config).toMatchObject({ k: 2, select: "majority", ablations: { noHd: true, noExpansion: false } });
     expect(onDisk.prompts["rollout"]).toMatch(/^sha256:[0-9a-f]{64}$/);
-    expect(model.stats().byAgent["hd-supervisor"] ?? 0).toBe(0);
+    expect(servers.model.stats().byAgent["hd-supervisor"] ?? 0).toBe(0);
     const md = await readFile(path.join(dir, "summary.md"), "utf8");
     expect(md).toContain("# Eval: medmmv (no-hd, select=majority) on medqa");
     expect(md).toMatch(/\| accuracy \(%\)\s+\| 100\.0/);

@@ -14,7 +14,8 @@ import { createPrng, nowMs } from "../support/faults.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
 import { startScriptedOpenAI, type Scenario, type ScriptedCallLog, type ScriptedOpenAI, type ScriptedRequest } from "../support/scripted-openai-server.js";
 import { answerByItem, evalScenario, keyOfCaseText, readItems } from "../eval/eval-fixtures.js";
-import { chestPain, pngOf, until } from "../http/http-harness.js";
+import { chestPain, until } from "../http/http-harness.js";
+import { pngWithCanvas } from "../support/image-bytes.js";
 import { childServerEnv, keyedFetch } from "../support/server-process.js";
 
 /**
@@ -76,7 +77,7 @@ const serverScenario = (): Scenario => clinicalScenario({ rolloutAnswers: ["B", 
 function trialCases(): ClinicalCase[] {
   return [
     chestPain(),
-    chestPain({ question: "Which diagnosis best explains the findings on the film?", images: [{ id: "film", caption: "Chest film", data: pngOf(64, 64).toString("base64") }] }),
+    chestPain({ question: "Which diagnosis best explains the findings on the film?", images: [{ id: "film", caption: "Chest film", data: pngWithCanvas(64, 64).toString("base64") }] }),
     chestPain({
       question: "What is the most likely cause of this presentation?",
       notes:

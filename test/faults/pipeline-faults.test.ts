@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
-import { startScriptedTavily, type ScriptedTavily } from "../support/scripted-tavily-server.js";
+import { afterAll, describe, expect, it } from "vitest";
+import { useScriptedServers } from "../support/scripted-servers-fixture.js";
+import { smallPng } from "../support/image-bytes.js";
 import { clinicalScenario } from "../support/clinical-scenario.js";
 import { testConfig } from "../support/test-config.js";
 import { chestPainCase } from "../support/sample-cases.js";
@@ -15,31 +15,16 @@ import type { Fault } from "../support/faults.js";
  * must end either completed from the remaining branches, or failed with a clear reason —
  * never a null or partial result marked complete — and the failure is recorded on its branch.
  */
-let model: ScriptedOpenAI;
-let search: ScriptedTavily;
 const rows: ReliabilityRow[] = [];
 
 // A 1×1 PNG so the image doctor runs too.
-const PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==";
+const PNG_1X1 = smallPng(1, 1).toString("base64");
 function caseWithImage(): PreparedCase {
   return { ...chestPainCase(), images: [{ id: "img1", mimeType: "image/png", data: PNG_1X1, sha256: "x" }] };
 }
 
-beforeAll(async () => {
-  model = await startScriptedOpenAI({ scenario: clinicalScenario({ rolloutAnswers: ["B", "C", "B", "A", "B"], identicalReasoning: false }) });
-  search = await startScriptedTavily({});
-});
-afterAll(async () => {
-  await model.close();
-  await search.close();
-  recordReliability("pipeline-faults", rows);
-});
-beforeEach(() => {
-  model.clearFaults();
-  model.reset();
-  search.clearFaults();
-  search.reset();
-});
+const servers = useScriptedServers({ scenario: clinicalScenario({ rolloutAnswers: ["B", "C", "B", "A", "B"], identicalReasoning: false }), search: true });
+afterAll(() => recordReliability("pipeline-faults", rows));
 
 /** Agents whose loss leaves something to answer with; the others fail the case clearly. */
 const RECOVERABLE = new Set(["text-doctor", "image-doctor", "image-hd", "web-search-query", "web-search-analysis", "auto-repair"]);
@@ -71,12 +56,12 @@ describe("one agent failing for good", () => {
     for (const [label, fault] of FAULTS)
       it(`${agent}: ${label}`, async () => {
         // auto-repair only runs when a path is flagged: path C needs a repair.
-        model.setScenario(clinicalScenario({ rolloutAnswers: ["B", "C", "B", "A", "B"], identicalReasoning: false, repairsNeeded: { C: 1 } }));
-        model.addFault({ ...fault, agent } as Fault);
-        const cfg = testConfig(model.baseUrl, { TAVILY_API_KEY: "t", TAVILY_BASE_URL: search.baseUrl, MEDMMV_LLM_MAX_ATTEMPTS: "2", MEDMMV_LLM_TIMEOUT_MS: "300" });
+        servers.model.setScenario(clinicalScenario({ rolloutAnswers: ["B", "C", "B", "A", "B"], identicalReasoning: false, repairsNeeded: { C: 1 } }));
+        servers.model.addFault({ ...fault, agent } as Fault);
+        const cfg = servers.config({ MEDMMV_LLM_MAX_ATTEMPTS: "2", MEDMMV_LLM_TIMEOUT_MS: "300" });
         const { result } = await new Pipeline(cfg).run(caseWithImage(), pipelineOptions(cfg));
         assertSound(result);
-        expect(model.stats().byAgent[agent] ?? 0).toBeGreaterThan(0);
+        expect(servers.model.stats().byAgent[agent] ?? 0).toBeGreaterThan(0);
         if (RECOVERABLE.has(agent)) {
           expect(result.status).toBe("completed");
           expect(result.provenance.failures!.length).toBeGreaterThan(0);
@@ -93,9 +78,9 @@ describe("one agent failing for good", () => {
 
   it("a branch that throws keeps its siblings' results", async () => {
     // Only rollout 3's path fails refinement (its coherence judge call always errors).
-    model.setScenario(clinicalScenario({ rolloutAnswers: ["B", "C", "A", "D", "E"], identicalReasoning: false }));
-    model.addFault({ kind: "status", status: 500, agent: "coherence-judge", textIncludes: "Answer: (A)" });
-    const cfg = testConfig(model.baseUrl, { MEDMMV_LLM_MAX_ATTEMPTS: "2" });
+    servers.model.setScenario(clinicalScenario({ rolloutAnswers: ["B", "C", "A", "D", "E"], identicalReasoning: false }));
+    servers.model.addFault({ kind: "status", status: 500, agent: "coherence-judge", textIncludes: "Answer: (A)" });
+    const cfg = testConfig(servers.model.baseUrl, { MEDMMV_LLM_MAX_ATTEMPTS: "2" });
     const { result } = await new Pipeline(cfg).run(chestPainCase(), pipelineOptions(cfg));
     assertSound(result);
     expect(result.status).toBe("completed");
@@ -106,8 +91,8 @@ describe("one agent failing for good", () => {
   });
 
   it("search provider down: web search recorded as failed, the case completes", async () => {
-    search.addFault({ kind: "status", status: 503 });
-    const cfg = testConfig(model.baseUrl, { TAVILY_API_KEY: "t", TAVILY_BASE_URL: search.baseUrl });
+    servers.search.addFault({ kind: "status", status: 503 });
+    const cfg = servers.config();
     const { result } = await new Pipeline(cfg).run(chestPainCase(), pipelineOptions(cfg));
     assertSound(result);
     expect(result.status).toBe("completed");

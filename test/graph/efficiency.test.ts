@@ -1,49 +1,29 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startScriptedOpenAI, type Scenario, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
-import { startScriptedTavily, type ScriptedTavily } from "../support/scripted-tavily-server.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Scenario } from "../support/scripted-openai-server.js";
+import { useScriptedServers } from "../support/scripted-servers-fixture.js";
 import { clinicalScenario, type ClinicalScenarioOptions } from "../support/clinical-scenario.js";
-import { testConfig } from "../support/test-config.js";
 import { chestPainCase } from "../support/sample-cases.js";
 import { Pipeline, pipelineOptions, type PipelineOverrides } from "../../src/graph/pipeline.js";
 import { renderCaseBlock } from "../../src/agents/agent-context.js";
 import { openStore } from "../../src/store/open-store.js";
 import type { CaseStore } from "../../src/store/case-store.js";
 import type { ResponseCache } from "../../src/llm/model-client.js";
-import type { Config } from "../../src/config.js";
 
 /**
  * The efficiency switches of the pipeline (issue 7), checked on the real HTTP path against
  * the scripted model: each must save calls without changing the selected answer.
  */
-let model: ScriptedOpenAI;
-let search: ScriptedTavily;
-
-beforeAll(async () => {
-  model = await startScriptedOpenAI({ scenario: clinicalScenario() });
-  search = await startScriptedTavily({});
-});
-afterAll(async () => {
-  await model.close();
-  await search.close();
-});
-beforeEach(() => {
-  model.reset();
-  search.reset();
-});
-
-function config(env: Record<string, string> = {}): Config {
-  return testConfig(model.baseUrl, { TAVILY_API_KEY: "t", TAVILY_BASE_URL: search.baseUrl, ...env });
-}
+const servers = useScriptedServers({ search: true });
 
 async function run(scenario: ClinicalScenarioOptions, overrides: PipelineOverrides = {}, opts: { env?: Record<string, string>; cache?: ResponseCache; id?: string } = {}) {
-  model.setScenario(clinicalScenario(scenario));
-  model.reset();
-  const cfg = config(opts.env);
+  servers.model.setScenario(clinicalScenario(scenario));
+  servers.model.reset();
+  const cfg = servers.config(opts.env);
   const { result } = await new Pipeline(cfg, { cache: opts.cache ?? null }).run(chestPainCase(opts.id), pipelineOptions(cfg, overrides));
-  return { result, stats: model.stats() };
+  return { result, stats: servers.model.stats() };
 }
 
 describe("adaptive rollouts", () => {
@@ -165,8 +145,8 @@ describe("prompt order for provider prompt caches", () => {
         ]),
       ),
     };
-    model.setScenario(recording);
-    const cfg = config();
+    servers.model.setScenario(recording);
+    const cfg = servers.config();
     const c = chestPainCase("prefix-case");
     await new Pipeline(cfg).run(c, pipelineOptions(cfg));
 

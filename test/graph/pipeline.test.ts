@@ -1,39 +1,17 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
-import { startScriptedTavily, type ScriptedTavily } from "../support/scripted-tavily-server.js";
-import { clinicalScenario, FABRICATED_QUOTE } from "../support/clinical-scenario.js";
+import { describe, expect, it } from "vitest";
+import { useScriptedServers } from "../support/scripted-servers-fixture.js";
 import { testConfig } from "../support/test-config.js";
+import { clinicalScenario, FABRICATED_QUOTE } from "../support/clinical-scenario.js";
 import { chestPainCase } from "../support/sample-cases.js";
 import { Pipeline, pipelineOptions } from "../../src/graph/pipeline.js";
 import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import { EvidenceGraph } from "../../src/evidence/evidence-graph.js";
-import type { Config } from "../../src/config.js";
 
-let model: ScriptedOpenAI;
-let search: ScriptedTavily;
-
-beforeAll(async () => {
-  model = await startScriptedOpenAI({ scenario: clinicalScenario() });
-  search = await startScriptedTavily({});
-});
-afterAll(async () => {
-  await model.close();
-  await search.close();
-});
-beforeEach(() => {
-  model.clearFaults();
-  model.setLatency(0);
-  model.reset();
-  search.reset();
-});
-
-function config(env: Record<string, string> = {}): Config {
-  return testConfig(model.baseUrl, { TAVILY_API_KEY: "t", TAVILY_BASE_URL: search.baseUrl, ...env });
-}
+const servers = useScriptedServers({ search: true });
 
 async function run(scenario: Parameters<typeof clinicalScenario>[0], env: Record<string, string> = {}, overrides = {}) {
-  model.setScenario(clinicalScenario(scenario));
-  const cfg = config(env);
+  servers.model.setScenario(clinicalScenario(scenario));
+  const cfg = servers.config(env);
   const p = new Pipeline(cfg);
   const started = Date.now();
   const out = await p.run(chestPainCase(), pipelineOptions(cfg, overrides));
@@ -57,19 +35,19 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
     expect(full.nodes().some((n) => n.source.agent === "web-search" && n.source.url && n.source.retrievedAt)).toBe(true);
     expect(Object.keys(result.provenance.prompts)).toContain("rollout");
     expect(result.provenance.prompts.rollout).toMatch(/^sha256:[0-9a-f]{64}$/);
-    expect(result.usage.llmCalls).toBe(model.stats().total);
-    expect(result.usage.searchCalls).toBe(search.stats().total);
+    expect(result.usage.llmCalls).toBe(servers.model.stats().total);
+    expect(result.usage.searchCalls).toBe(servers.search.stats().total);
   });
 
   it("runs the k rollouts and the evidence agents at the same time", async () => {
-    model.setLatency(150);
+    servers.model.setLatency(150);
     const { result } = await run({ rolloutAnswers: ["B"] });
-    const log = model.stats().log;
+    const log = servers.model.stats().log;
     const rollouts = log.filter((l) => l.agent === "rollout");
     const text = log.find((l) => l.agent === "text-doctor")!;
     expect(rollouts).toHaveLength(5);
     // All five rollouts and the text doctor overlap in time: peak in flight ≥ 6.
-    expect(model.stats().peakInFlight).toBeGreaterThanOrEqual(6);
+    expect(servers.model.stats().peakInFlight).toBeGreaterThanOrEqual(6);
     for (const r of rollouts) expect(r.start).toBeLessThan(text.end!);
     expect(result.status).toBe("completed");
   });
@@ -80,7 +58,7 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
     expect(c.repairs).toBe(0);
     expect(c.hdReports).toHaveLength(1);
     expect(c.hdReports[0]!.hallucinationDetected).toBe(false);
-    expect(model.stats().byAgent["auto-repair"] ?? 0).toBe(0);
+    expect(servers.model.stats().byAgent["auto-repair"] ?? 0).toBe(0);
   });
 
   it("stops the HD loop at maxRepairs", async () => {
@@ -89,7 +67,7 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
     expect(c.repairs).toBe(2);
     expect(c.hdReports).toHaveLength(3); // checked after each repair, then the budget is spent
     expect(c.scores!.repairPenalty).toBe(1);
-    expect(model.stats().byAgent["auto-repair"]).toBe(2);
+    expect(servers.model.stats().byAgent["auto-repair"]).toBe(2);
     expect(result.hallucinations.some((h) => !h.resolved)).toBe(true);
   });
 
@@ -123,29 +101,29 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
   });
 
   it("re-asks after a malformed reply and succeeds", async () => {
-    model.addFault({ kind: "malformed-json", agent: "coherence-judge", times: 1 });
+    servers.model.addFault({ kind: "malformed-json", agent: "coherence-judge", times: 1 });
     const { result } = await run({ rolloutAnswers: ["B"] });
     expect(result.status).toBe("completed");
-    expect(model.stats().byAgent["coherence-judge"]).toBe(2);
+    expect(servers.model.stats().byAgent["coherence-judge"]).toBe(2);
     expect(result.candidates[0]!.scores).not.toBeNull();
   });
 
   it("fails a branch with a typed error after two re-asks, and the case completes without it", async () => {
     // Rollout 2 always answers garbage: 1 ask + 2 re-asks, then LLM_BAD_OUTPUT on that branch only.
-    model.addFault({ kind: "schema-violation", agent: "rollout", textIncludes: "rollout 2 of" });
+    servers.model.addFault({ kind: "schema-violation", agent: "rollout", textIncludes: "rollout 2 of" });
     const { result } = await run({ rolloutAnswers: ["B", "B", "C", "B", "D"], identicalReasoning: false });
     expect(result.status).toBe("completed");
     expect(result.stability.rolloutAnswers[1]).toBeNull();
     expect(result.candidates).toHaveLength(4);
     const failure = result.provenance.failures!.find((f) => f.branch === "rollout-1");
     expect(failure?.code).toBe("LLM_BAD_OUTPUT");
-    expect(model.stats().log.filter((l) => l.agent === "rollout" && l.fault === "schema-violation")).toHaveLength(3);
+    expect(servers.model.stats().log.filter((l) => l.agent === "rollout" && l.fault === "schema-violation")).toHaveLength(3);
   });
 
   it("waits out a 429 with Retry-After", async () => {
-    model.addFault({ kind: "status", status: 429, retryAfterSec: 1, agent: "text-doctor", times: 1 });
+    servers.model.addFault({ kind: "status", status: 429, retryAfterSec: 1, agent: "text-doctor", times: 1 });
     const { result } = await run({ rolloutAnswers: ["B"] });
-    const calls = model.stats().log.filter((l) => l.agent === "text-doctor");
+    const calls = servers.model.stats().log.filter((l) => l.agent === "text-doctor");
     expect(calls).toHaveLength(2);
     expect(calls[1]!.start - calls[0]!.end!).toBeGreaterThanOrEqual(1000);
     expect(result.status).toBe("completed");
@@ -153,7 +131,7 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
   });
 
   it("one failing rollout leaves a completed case with k−1 candidates", async () => {
-    model.addFault({ kind: "status", status: 500, agent: "rollout", textIncludes: "rollout 4 of" });
+    servers.model.addFault({ kind: "status", status: 500, agent: "rollout", textIncludes: "rollout 4 of" });
     const { result } = await run({ rolloutAnswers: ["B", "C", "A", "D", "E"], identicalReasoning: false }, { MEDMMV_LLM_MAX_ATTEMPTS: "2" });
     expect(result.status).toBe("completed");
     expect(result.candidates).toHaveLength(4);
@@ -162,7 +140,7 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
   });
 
   it("fails the case with a clear reason when every rollout fails", async () => {
-    model.addFault({ kind: "status", status: 400, agent: "rollout" });
+    servers.model.addFault({ kind: "status", status: 400, agent: "rollout" });
     const { result } = await run({ rolloutAnswers: ["B"] });
     expect(result.status).toBe("failed");
     expect(result.answer).toBeNull();
@@ -171,15 +149,15 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
   });
 
   it("records web search as failed when the provider is down, and completes", async () => {
-    search.addFault({ kind: "status", status: 503 });
+    servers.search.addFault({ kind: "status", status: 503 });
     const { result } = await run({ rolloutAnswers: ["B"] });
     expect(result.status).toBe("completed");
     expect(result.provenance.failures!.some((f) => f.branch.startsWith("web-search"))).toBe(true);
   });
 
   it("says in provenance that web search is off without a key", async () => {
-    model.setScenario(clinicalScenario({ rolloutAnswers: ["B"] }));
-    const cfg = testConfig(model.baseUrl);
+    servers.model.setScenario(clinicalScenario({ rolloutAnswers: ["B"] }));
+    const cfg = testConfig(servers.model.baseUrl); // no search server: web search off
     const { result } = await new Pipeline(cfg).run(chestPainCase(), pipelineOptions(cfg));
     expect(result.provenance.search).toEqual({ provider: "none", enabled: false, note: expect.stringMatching(/TAVILY_API_KEY/) });
     expect(result.usage.searchCalls).toBe(0);
@@ -189,7 +167,7 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
     const { result } = await run({ rolloutAnswers: ["B", "A"] , identicalReasoning: false }, { MEDMMV_STRUCTURED_OUTPUT: method });
     expect(result.status).toBe("completed");
     expect(result.answer?.option).toBe("B");
-    const modes = new Set(model.stats().log.map((l) => l.mode));
+    const modes = new Set(servers.model.stats().log.map((l) => l.mode));
     expect([...modes]).toEqual([method === "functionCalling" ? "tool" : "content"]);
   });
 
@@ -199,16 +177,16 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
       ["B", 4],
       ["C", 1],
     ]);
-    expect(model.stats().byAgent["hd-supervisor"]).toBe(2);
+    expect(servers.model.stats().byAgent["hd-supervisor"]).toBe(2);
   });
 
   it("adaptive rollouts stop after the first round when it agrees", async () => {
     const { result } = await run({ rolloutAnswers: ["B"] }, {}, { adaptive: true });
-    expect(model.stats().byAgent["rollout"]).toBe(3);
+    expect(servers.model.stats().byAgent["rollout"]).toBe(3);
     expect(result.answer?.option).toBe("B");
-    model.reset();
+    servers.model.reset();
     const split = await run({ rolloutAnswers: ["B", "C", "B", "B", "B"] }, {}, { adaptive: true });
-    expect(model.stats().byAgent["rollout"]).toBe(5);
+    expect(servers.model.stats().byAgent["rollout"]).toBe(5);
     expect(split.result.answer?.option).toBe("B");
   });
 });

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import { startServer } from "../../src/server.js";
 import { testConfig } from "../support/test-config.js";
-import { chestPain, json, KEY_B, pngOf, startTestServer, type TestServer } from "./http-harness.js";
+import { chestPain, json, KEY_B, startTestServer, type TestServer } from "./http-harness.js";
+import { pngWithCanvas } from "../support/image-bytes.js";
 
 interface ErrorResponse {
   statusCode: number;
@@ -98,7 +99,7 @@ describe("bad input (400) says what to fix", () => {
       /`path` is not accepted here; send the image bytes as base64/,
     );
     await expectError(await t.api("/diagnose", { method: "POST", json: chestPain({ images: [{ id: "x", data: "@@@@" }] }) }), 400, "INVALID_INPUT", /not valid base64/);
-    const png = b64(pngOf(4, 4));
+    const png = b64(pngWithCanvas(4, 4));
     await expectError(
       await t.api("/diagnose", { method: "POST", json: chestPain({ images: [{ id: "x", data: png }, { id: "x", data: png }] }) }),
       400,
@@ -116,7 +117,7 @@ describe("bad input (400) says what to fix", () => {
     form.set("notes", "x");
     await expectError(await t.api("/diagnose", { method: "POST", body: form }), 400, "INVALID_INPUT", /unexpected form field "notes"/);
     const noCase = new FormData();
-    noCase.set("img", new Blob([new Uint8Array(pngOf(2, 2))]), "a.png");
+    noCase.set("img", new Blob([new Uint8Array(pngWithCanvas(2, 2))]), "a.png");
     await expectError(await t.api("/diagnose", { method: "POST", body: noCase }), 400, "INVALID_INPUT", /no `case` field/);
     const missing = new FormData();
     missing.set("case", JSON.stringify(chestPain({ images: [{ id: "ct" } as never] })));
@@ -133,7 +134,7 @@ describe("limits (413) and media types (415)", () => {
   });
 
   it("refuses an image over the byte limit, as base64 or as an uploaded file", async () => {
-    const big = Buffer.concat([pngOf(10, 10), Buffer.alloc(6000)]);
+    const big = Buffer.concat([pngWithCanvas(10, 10), Buffer.alloc(6000)]);
     await expectError(await t.api("/diagnose", { method: "POST", json: chestPain({ images: [{ id: "big", data: b64(big) }] }) }), 413, "PAYLOAD_TOO_LARGE", /image "big" is \d+ bytes; the limit is 4096 bytes/);
     const form = new FormData();
     form.set("case", JSON.stringify(chestPain()));
@@ -144,12 +145,12 @@ describe("limits (413) and media types (415)", () => {
   it("applies the body limit to multipart uploads too", async () => {
     const form = new FormData();
     form.set("case", JSON.stringify(chestPain()));
-    for (let i = 0; i < 16; i++) form.set(`img${i}`, new Blob([new Uint8Array(Buffer.concat([pngOf(8, 8), Buffer.alloc(4000)]))]), `${i}.png`);
+    for (let i = 0; i < 16; i++) form.set(`img${i}`, new Blob([new Uint8Array(Buffer.concat([pngWithCanvas(8, 8), Buffer.alloc(4000)]))]), `${i}.png`);
     await expectError(await t.api("/diagnose", { method: "POST", body: form }), 413, "PAYLOAD_TOO_LARGE", /request body is larger than the limit of 65536 bytes/);
   });
 
   it("refuses an image whose header claims too many pixels, before decoding it", async () => {
-    const res = await t.api("/diagnose", { method: "POST", json: chestPain({ images: [{ id: "bomb", data: b64(pngOf(20_000, 20_000)) }] }) });
+    const res = await t.api("/diagnose", { method: "POST", json: chestPain({ images: [{ id: "bomb", data: b64(pngWithCanvas(20_000, 20_000)) }] }) });
     const body = await expectError(res, 413, "PAYLOAD_TOO_LARGE", /image "bomb" is 20000×20000 \(400000000 pixels\); the limit is 10000 pixels/);
     expect(body.details).toMatchObject({ width: 20000, height: 20000, maxPixels: 10000 });
   });

@@ -118,20 +118,6 @@ export async function until<T>(check: () => Promise<T | undefined> | T | undefin
   }
 }
 
-/** A minimal valid PNG of the given size (header only matters for the checks; the bytes are real PNG chunks). */
-export function pngOf(width: number, height: number): Buffer {
-  const sig = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-  const ihdr = Buffer.alloc(25);
-  ihdr.writeUInt32BE(13, 0);
-  ihdr.write("IHDR", 4, "latin1");
-  ihdr.writeUInt32BE(width, 8);
-  ihdr.writeUInt32BE(height, 12);
-  ihdr.writeUInt8(8, 16); // bit depth
-  ihdr.writeUInt8(2, 17); // colour type RGB
-  ihdr.writeUInt32BE(0, 21); // CRC is not checked by the header reader
-  const iend = Buffer.from([0, 0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82]);
-  return Buffer.concat([sig, ihdr, iend]);
-}
 
 /** Read an SSE response to the end (or until `stopAfter` events), returning parsed events and raw text. */
 export async function readSse(res: Response, opts: { stopAfter?: number; timeoutMs?: number } = {}): Promise<{ events: { id: number; event: string; data: Record<string, unknown> }[]; raw: string }> {

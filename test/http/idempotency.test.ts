@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
-import { chestPain, json, KEY_B, pngOf, startTestServer, until, type TestServer } from "./http-harness.js";
+import { chestPain, json, KEY_B, startTestServer, until, type TestServer } from "./http-harness.js";
+import { pngWithCanvas } from "../support/image-bytes.js";
 
 let t: TestServer;
 beforeAll(async () => {
@@ -93,7 +94,7 @@ describe("Idempotency-Key on POST /diagnose", () => {
   });
 
   it("keys are scoped to the API key, and JSON and multipart uploads of the same case match", async () => {
-    const png = pngOf(32, 32);
+    const png = pngWithCanvas(32, 32);
     const asJson = chestPain({ images: [{ id: "film", caption: "AP film", data: png.toString("base64") }] });
     const first = await post(asJson, "idem-shared-1");
     expect(first.status).toBe(201);

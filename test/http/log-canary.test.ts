@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from "vitest";
 import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
-import { chestPain, json, pngOf, readSse, startTestServer, type TestServer } from "./http-harness.js";
+import { chestPain, json, readSse, startTestServer, type TestServer } from "./http-harness.js";
+import { pngWithCanvas } from "../support/image-bytes.js";
 
 /**
  * Patient data must never reach the logs. A canary string goes into every free-text
@@ -28,7 +29,7 @@ const canaryCase = () =>
     options: { A: `Pericarditis ${CANARY}`, B: "Inferior myocardial infarction", C: "Aortic dissection" },
     patient: { age: 58, sex: `male ${CANARY}` },
     metadata: { ward: CANARY },
-    images: [{ id: "ecg", caption: `ECG of ${CANARY}`, data: pngOf(16, 16).toString("base64") }],
+    images: [{ id: "ecg", caption: `ECG of ${CANARY}`, data: pngWithCanvas(16, 16).toString("base64") }],
   });
 
 describe("logs carry no patient data", () => {
@@ -41,7 +42,7 @@ describe("logs carry no patient data", () => {
     expect(JSON.stringify(result).toLowerCase()).toContain(CANARY.toLowerCase());
     const form = new FormData();
     form.set("case", JSON.stringify({ ...canaryCase(), images: [{ id: "ecg", caption: `ECG of ${CANARY}` }] }));
-    form.set("ecg", new Blob([new Uint8Array(pngOf(16, 16))]), `${CANARY}.png`);
+    form.set("ecg", new Blob([new Uint8Array(pngWithCanvas(16, 16))]), `${CANARY}.png`);
     const mp = await t.api("/diagnose", { method: "POST", body: form, headers: { prefer: "respond-async" } });
     expect(mp.status).toBe(202);
     const mpId = (await json<{ caseId: string }>(mp)).caseId;

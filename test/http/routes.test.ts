@@ -3,7 +3,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
-import { chestPain, json, pngOf, startTestServer, until, type TestServer } from "./http-harness.js";
+import { chestPain, json, startTestServer, until, type TestServer } from "./http-harness.js";
+import { pngWithCanvas } from "../support/image-bytes.js";
 import { clinicalScenario } from "../support/clinical-scenario.js";
 
 let t: TestServer;
@@ -114,11 +115,11 @@ describe("POST /diagnose", () => {
 
   it("takes multipart/form-data: a `case` JSON field plus image files named by image id", async () => {
     t.openai.reset();
-    const png = pngOf(64, 48);
+    const png = pngWithCanvas(64, 48);
     const form = new FormData();
     form.set("case", JSON.stringify(chestPain({ images: [{ id: "ecg", caption: "12-lead ECG" } as never] })));
     form.set("ecg", new Blob([new Uint8Array(png)], { type: "application/octet-stream" }), "ecg.bin");
-    form.set("extra", new Blob([new Uint8Array(pngOf(8, 8))]), "extra.png");
+    form.set("extra", new Blob([new Uint8Array(pngWithCanvas(8, 8))]), "extra.png");
     const res = await t.api("/diagnose", { method: "POST", body: form });
     expect(res.status).toBe(201);
     const result = DiagnosisResult.parse(await res.json());
@@ -233,7 +234,7 @@ describe("GET /cases/{id}/evidence-graph", () => {
 
 describe("DELETE /cases/{id}", () => {
   it("purges a finished case with its images and events (its checkpoints went when it finished); a second DELETE is 404", async () => {
-    const image = pngOf(123, 45); // unique to this case
+    const image = pngWithCanvas(123, 45); // unique to this case
     const res = await t.api("/diagnose", { method: "POST", json: chestPain({ images: [{ id: "only-here", data: image.toString("base64") }] }) });
     const result = DiagnosisResult.parse(await res.json());
     const view = await json<CaseViewBody>(await t.api(`/cases/${result.caseId}`));

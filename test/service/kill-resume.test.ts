@@ -6,7 +6,8 @@ import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import { clinicalScenario } from "../support/clinical-scenario.js";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
 import { childServerEnv, keyedFetch, spawnServer, type ServerProcess } from "../support/server-process.js";
-import { chestPain, pngOf, until, withDelays } from "../http/http-harness.js";
+import { chestPain, until, withDelays } from "../http/http-harness.js";
+import { pngWithCanvas } from "../support/image-bytes.js";
 
 const KEY = "kill-test-key-0123456789";
 
@@ -42,7 +43,7 @@ describe("kill -9 mid-case", () => {
     proc = await spawnServer(env());
     const ids: string[] = [];
     for (const question of ["What is the most likely diagnosis?", "Which diagnosis best explains the findings?"]) {
-      const images = [{ id: "film", caption: "Chest film", data: pngOf(64, 64).toString("base64") }];
+      const images = [{ id: "film", caption: "Chest film", data: pngWithCanvas(64, 64).toString("base64") }];
       const res = await api(proc.address, "/diagnose", { method: "POST", json: chestPain({ question, images }), headers: { prefer: "respond-async" } });
       expect(res.status).toBe(202);
       ids.push(((await res.json()) as { caseId: string }).caseId);

@@ -1,7 +1,7 @@
 /**
- * Real image files built byte by byte (with correct CRCs), for the abuse suites: a
- * decoder, not only our header reader, would accept them — which is the point of a
- * decompression bomb.
+ * Real image files built byte by byte (with correct CRCs), for every suite that needs
+ * image bytes: a decoder, not only our header reader, would accept them — which is the
+ * point of a decompression bomb.
  */
 import { deflateSync } from "node:zlib";
 
@@ -33,21 +33,32 @@ function chunk(type: string, data: Buffer): Buffer {
 export const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 /**
- * A PNG whose header says `width`×`height` (8-bit grey) and whose IDAT is whatever
- * `rawBytes` of zero scanline data deflate to. With a huge canvas and a few hundred bytes
- * of IDAT this is a decompression bomb: tiny on the wire, gigabytes once inflated.
+ * A PNG of `width`×`height`: 8-bit greyscale (colour type 0) or RGB (2), whose IDAT is
+ * `scanlines` deflated — each row a filter byte then its pixels when the image is meant
+ * to decode, or anything at all when only the header matters.
  */
-export function pngWithCanvas(width: number, height: number, rawBytes = 4096): Buffer {
+export function encodePng(width: number, height: number, colourType: 0 | 2, scanlines: Buffer, deflateLevel = 6): Buffer {
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(width, 0);
   ihdr.writeUInt32BE(height, 4);
   ihdr.writeUInt8(8, 8); // bit depth
-  ihdr.writeUInt8(0, 9); // greyscale
+  ihdr.writeUInt8(colourType, 9);
   ihdr.writeUInt8(0, 10); // deflate
   ihdr.writeUInt8(0, 11); // adaptive filtering
   ihdr.writeUInt8(0, 12); // no interlace
-  const idat = deflateSync(Buffer.alloc(rawBytes, 0), { level: 9 });
+  const idat = deflateSync(scanlines, { level: deflateLevel });
   return Buffer.concat([PNG_SIGNATURE, chunk("IHDR", ihdr), chunk("IDAT", idat), chunk("IEND", Buffer.alloc(0))]);
+}
+
+/**
+ * A PNG whose header says `width`×`height` (8-bit grey) and whose IDAT is whatever
+ * `rawBytes` of zero scanline data deflate to. With a huge canvas and a few hundred bytes
+ * of IDAT this is a decompression bomb: tiny on the wire, gigabytes once inflated. With
+ * the default it is also the cheap stand-in image of the HTTP and eval tests, which read
+ * only the header (and any size, each its own sha256).
+ */
+export function pngWithCanvas(width: number, height: number, rawBytes = 4096): Buffer {
+  return encodePng(width, height, 0, Buffer.alloc(rawBytes, 0), 9);
 }
 
 /** A complete, decodable small PNG (every scanline present). */

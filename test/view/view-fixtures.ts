@@ -1,4 +1,3 @@
-import { deflateSync } from "node:zlib";
 import { DISCLAIMER, type DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import { prepareCase } from "../../src/case/images.js";
 import { EvidenceGraph } from "../../src/evidence/evidence-graph.js";
@@ -6,39 +5,14 @@ import type { EvidenceAgent, NodeKind } from "../../src/evidence/types.js";
 import { Pipeline, pipelineOptions } from "../../src/graph/pipeline.js";
 import type { CaseViewCaseInput } from "../../src/view/render-view.js";
 import { clinicalScenario } from "../support/clinical-scenario.js";
+import { encodePng } from "../support/image-bytes.js";
 import { chestPainCase } from "../support/sample-cases.js";
 import { startScriptedOpenAI } from "../support/scripted-openai-server.js";
 import { startScriptedTavily } from "../support/scripted-tavily-server.js";
 import { testConfig } from "../support/test-config.js";
 
-const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
-  let c = n;
-  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-  return c >>> 0;
-});
-
-function crc32(buf: Buffer): number {
-  let c = 0xffffffff;
-  for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xff]! ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
-}
-
-function chunk(type: string, data: Buffer): Buffer {
-  const len = Buffer.alloc(4);
-  len.writeUInt32BE(data.length);
-  const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(body));
-  return Buffer.concat([len, body, crc]);
-}
-
 /** A real RGB PNG (a grey square with a bright blob), small enough to inline anywhere. */
 export function makePng(width = 48, height = 48): Buffer {
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr[8] = 8; // bit depth
-  ihdr[9] = 2; // RGB
   const rows: Buffer[] = [];
   for (let y = 0; y < height; y++) {
     const row = Buffer.alloc(1 + width * 3);
@@ -51,12 +25,7 @@ export function makePng(width = 48, height = 48): Buffer {
     }
     rows.push(row);
   }
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk("IHDR", ihdr),
-    chunk("IDAT", deflateSync(Buffer.concat(rows))),
-    chunk("IEND", Buffer.alloc(0)),
-  ]);
+  return encodePng(width, height, 2, Buffer.concat(rows));
 }
 
 export interface ScriptedCaseRun {
