@@ -1,38 +1,16 @@
 /**
  * Shared by the load and soak runs: the server under test as a child process (started the
- * way `npm start` starts it, through tsx, plus a GC probe), the machine description,
- * percentiles, and the JSON artefacts `npm run reliability` turns into RELIABILITY.md.
+ * way `npm start` starts it, through tsx, plus a GC probe), free memory, percentiles, and the JSON artefacts `npm run reliability` turns into RELIABILITY.md.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { cpus, freemem, totalmem } from "node:os";
+import { freemem } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const RELIABILITY_DIR = path.join(ROOT, "test-artifacts", "reliability");
 export const API_KEY = "load-test-key-0123456789abcdef";
-
-export interface MachineInfo {
-  cpuModel: string;
-  cores: number;
-  memoryGiB: number;
-  node: string;
-  platform: string;
-  date: string;
-}
-
-export function machineInfo(): MachineInfo {
-  const c = cpus();
-  return {
-    cpuModel: c[0]?.model.trim() ?? "unknown",
-    cores: c.length,
-    memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
-    node: process.version,
-    platform: `${process.platform} ${process.arch}`,
-    date: new Date().toISOString(),
-  };
-}
 
 export function freeMemoryGiB(): number {
   return Math.round((freemem() / 2 ** 30) * 10) / 10;

@@ -10,7 +10,8 @@ import path from "node:path";
 import { DiagnosisResult } from "../src/case/diagnosis-result.js";
 import { clinicalScenario } from "../test/support/clinical-scenario.js";
 import { startScriptedOpenAI } from "../test/support/scripted-openai-server.js";
-import { api, latencySummary, machineInfo, mib, serverEnv, startServerChild } from "./lib.js";
+import { api, latencySummary, mib, serverEnv, startServerChild } from "./lib.js";
+import { machineInfo, type MachineInfo } from "../test/support/machine-info.js";
 
 export interface LoadOptions {
   concurrency: number;
@@ -38,7 +39,7 @@ export interface LoadRun {
 export interface LoadReport {
   kind: "load";
   description: string;
-  machine: ReturnType<typeof machineInfo>;
+  machine: MachineInfo;
   config: { concurrency: number; modelLatencyMs: number; k: number; maxRepairs: number; store: string };
   runs: LoadRun[];
 }

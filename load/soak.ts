@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { clinicalScenario } from "../test/support/clinical-scenario.js";
 import { startScriptedOpenAI } from "../test/support/scripted-openai-server.js";
-import { api, latencySummary, machineInfo, mib, serverEnv, startServerChild, type HeapProbe, type ServerChild } from "./lib.js";
+import { api, latencySummary, mib, serverEnv, startServerChild, type HeapProbe, type ServerChild } from "./lib.js";
+import { machineInfo, type MachineInfo } from "../test/support/machine-info.js";
 
 export interface SoakOptions {
   requests: number;
@@ -22,7 +23,7 @@ export interface SoakOptions {
 export interface SoakReport {
   kind: "soak";
   description: string;
-  machine: ReturnType<typeof machineInfo>;
+  machine: MachineInfo;
   config: SoakOptions & { postEvery: number; listEvery: number };
   requestsSent: number;
   errors: number;

@@ -6,68 +6,19 @@
  * test/abuse`) and `npm run load` first.
  */
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { LoadReport } from "../load/load.js";
+import type { SoakReport } from "../load/soak.js";
+import { describeMachine, machineInfo } from "../test/support/machine-info.js";
+import type { ReliabilityRow } from "../test/support/reliability-recorder.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const DIR = path.join(ROOT, "test-artifacts", "reliability");
 const OUT = path.join(ROOT, "RELIABILITY.md");
 
-interface Row {
-  suite: string;
-  scenario: string;
-  trials: number;
-  outcome: string;
-  itemsLost: number;
-}
-interface Machine {
-  cpuModel: string;
-  cores: number;
-  memoryGiB: number;
-  node: string;
-  platform?: string;
-  date: string;
-}
-interface Latency {
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-  mean: number;
-}
-interface LoadRun {
-  llmConcurrency: number;
-  requests: number;
-  errors: number;
-  latencyMs: Latency;
-  wallMs: number;
-  throughputPerSec: number;
-  modelCalls: number;
-  modelCallsPerCase: number;
-  peakModelCallsInFlight: number;
-  serverPeakRssMiB: number | null;
-}
-interface LoadReport {
-  kind: "load";
-  description: string;
-  machine: Machine;
-  runs: LoadRun[];
-}
-interface SoakReport {
-  kind: "soak";
-  description: string;
-  machine: Machine;
-  requestsSent: number;
-  errors: number;
-  casesCreated: number;
-  casesUnfinished: number;
-  latencyMs: Latency;
-  wallMs: number;
-  heapMiB: { baseline: number; samples: Array<{ afterRequests: number; heapUsed: number }>; final: number; delta: number; tolerance: number };
-  backToBaseline: boolean;
-  serverPeakRssMiB: number | null;
-}
+// The artefacts' shapes, from the code that writes them.
+type Row = ReliabilityRow;
 
 const SUITE_TITLES: Record<string, string> = {
   llm: "Model provider faults (retry layer, structured output)",
@@ -90,10 +41,6 @@ function cell(s: string | number): string {
     .replace(/(\d+\.\d)\d{2,}/g, "$1")
     .replace(/\|/g, "\\|")
     .replace(/\s*\n\s*/g, " ");
-}
-
-function machineLine(m: Machine): string {
-  return `${m.cpuModel}, ${m.cores} cores, ${m.memoryGiB} GiB memory, Node ${m.node}${m.platform ? `, ${m.platform}` : ""}`;
 }
 
 const files = (() => {
@@ -133,14 +80,7 @@ for (const f of files) {
   }
 }
 
-const here: Machine = {
-  cpuModel: cpus()[0]?.model.trim() ?? "unknown",
-  cores: cpus().length,
-  memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
-  node: process.version,
-  platform: `${process.platform} ${process.arch}`,
-  date: new Date().toISOString(),
-};
+const here = machineInfo();
 
 const out: string[] = [];
 const lostTotal = rows.reduce((n, r) => n + r.itemsLost, 0);
@@ -156,9 +96,9 @@ out.push(
 out.push("");
 out.push("## Machine");
 out.push("");
-out.push(`- Report generated on: ${machineLine(here)}, ${here.date.slice(0, 10)}`);
-if (load) out.push(`- Load run measured on: ${machineLine(load.machine)}, ${load.machine.date.slice(0, 16).replace("T", " ")} UTC`);
-if (soak) out.push(`- Soak run measured on: ${machineLine(soak.machine)}, ${soak.machine.date.slice(0, 16).replace("T", " ")} UTC`);
+out.push(`- Report generated on: ${describeMachine(here)}, ${here.at.slice(0, 10)}`);
+if (load) out.push(`- Load run measured on: ${describeMachine(load.machine)}, ${load.machine.at.slice(0, 16).replace("T", " ")} UTC`);
+if (soak) out.push(`- Soak run measured on: ${describeMachine(soak.machine)}, ${soak.machine.at.slice(0, 16).replace("T", " ")} UTC`);
 out.push("");
 
 const suites = [...new Set(rows.map((r) => r.suite))].sort((a, b) => {

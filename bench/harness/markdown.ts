@@ -1,29 +1,6 @@
-import os from "node:os";
 import { VERSION } from "../../src/version.js";
+import type { MachineInfo } from "../../test/support/machine-info.js";
 import { table, yesNo, type SectionReport } from "./report.js";
-
-export interface MachineInfo {
-  cpuModel: string;
-  cores: number;
-  memoryGiB: number;
-  node: string;
-  platform: string;
-  loadavg: number[];
-  at: string;
-}
-
-export function machineInfo(): MachineInfo {
-  const cpus = os.cpus();
-  return {
-    cpuModel: cpus[0]?.model.trim() ?? "unknown",
-    cores: cpus.length,
-    memoryGiB: os.totalmem() / 2 ** 30,
-    node: process.version,
-    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
-    loadavg: os.loadavg(),
-    at: new Date().toISOString(),
-  };
-}
 
 export function renderMarkdown(o: { reports: SectionReport[]; machineBefore: MachineInfo; machineAfter: MachineInfo; totalSeconds: number; latencyMs: number; argsNote: string; partial: boolean }): string {
   const m = o.machineBefore;

@@ -51,6 +51,17 @@ export class HttpStatusError extends Error {
   }
 }
 
+/**
+ * A 2xx reply whose body is not JSON (a proxy's HTML page, a truncated body). It carries
+ * no status, so the retry layer treats it as a transient fault of the provider.
+ */
+export class ReplyNotJsonError extends Error {
+  override readonly name = "ReplyNotJsonError";
+  constructor(status: number, contentType: string | undefined, bytes: number) {
+    super(`HTTP ${status} reply is not JSON (${contentType ?? "no content-type"}, ${bytes} bytes)`);
+  }
+}
+
 function abortError(signal: AbortSignal): unknown {
   // The retry layer tells a timeout or cancellation from a network error by the AbortError name.
   return signal.reason instanceof Error ? signal.reason : new DOMException("This operation was aborted", "AbortError");
@@ -145,7 +156,7 @@ function providerMessage(body: Buffer): string {
 /**
  * POST a JSON body (a value to serialise, or bytes already encoded) and return the parsed
  * JSON reply. A non-2xx status throws HttpStatusError; a 2xx body that is not JSON throws
- * a SyntaxError.
+ * ReplyNotJsonError.
  */
 export async function postJson(url: string, body: unknown, opts: { headers?: Record<string, string>; signal?: AbortSignal }): Promise<unknown> {
   const reply = await httpRequest(url, {
@@ -157,5 +168,9 @@ export async function postJson(url: string, body: unknown, opts: { headers?: Rec
     signal: opts.signal,
   });
   if (reply.status < 200 || reply.status > 299) throw new HttpStatusError(reply.status, reply.headers, `HTTP ${reply.status}: ${providerMessage(reply.body)}`);
-  return JSON.parse(reply.body.toString("utf8"));
+  try {
+    return JSON.parse(reply.body.toString("utf8"));
+  } catch {
+    throw new ReplyNotJsonError(reply.status, reply.headers["content-type"], reply.body.length);
+  }
 }

@@ -27,17 +27,11 @@ export class TavilySearch implements SearchProvider {
       { maxAttempts: 3, baseDelayMs: 300, maxRetryAfterMs: 10_000, timeoutMs: this.cfg.timeoutMs, failureCode: "SEARCH_FAILED" },
       opts.signal,
       async ({ signal }) => {
-        let body: unknown;
-        try {
-          body = await postJson(
-            `${this.cfg.baseUrl}/search`,
-            { query: q, max_results: opts.maxResults ?? 3, search_depth: "basic", include_answer: false },
-            { headers: { authorization: `Bearer ${this.cfg.apiKey}` }, signal },
-          );
-        } catch (err) {
-          if (err instanceof SyntaxError) throw new MedmmvError("SEARCH_FAILED", "search provider sent a reply that is not JSON", { retryable: true });
-          throw err;
-        }
+        const body = await postJson(
+          `${this.cfg.baseUrl}/search`,
+          { query: q, max_results: opts.maxResults ?? 3, search_depth: "basic", include_answer: false },
+          { headers: { authorization: `Bearer ${this.cfg.apiKey}` }, signal },
+        );
         const parsed = TavilyReply.safeParse(body);
         if (!parsed.success) throw new MedmmvError("SEARCH_FAILED", "search provider reply has an unexpected shape", { retryable: true });
         return {

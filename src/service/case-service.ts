@@ -11,6 +11,7 @@ import type { PipelineOptions } from "../graph/state.js";
 import {
   TERMINAL_STATUSES,
   type CaseEvent,
+  type CaseLease,
   type CaseRecord,
   type CaseStatus,
   type CaseStore,
@@ -128,7 +129,7 @@ export class CaseService {
     liveRunners.add(this.runnerId);
   }
 
-  #lease(now = Date.now()): { runner: string; expiresAtMs: number } {
+  #lease(now = Date.now()): CaseLease {
     return { runner: this.runnerId, expiresAtMs: now + this.#leaseMs };
   }
 
@@ -324,27 +325,21 @@ export class CaseService {
     return resumed;
   }
 
-  /** Kept for callers of the first version: same as adoptUnfinished(). */
-  resumeUnfinished(): Promise<number> {
-    return this.adoptUnfinished();
-  }
-
+  /** Start a claimed case from its checkpoints; a case whose images are gone fails clearly. */
   async #resume(record: CaseRecord): Promise<boolean> {
-    {
-      let prepared: PreparedCase;
-      try {
-        prepared = await rebuildPreparedCase(record, this.#store);
-      } catch (err) {
-        const error = describeError(err);
-        this.#log.error({ caseId: record.id, code: error.code }, "cannot resume case");
-        await this.#store.setStatus(record.id, "failed", error);
-        await this.#append(record.id, "final", { status: "failed", error });
-        return false;
-      }
-      const options = pipelineOptions(this.#config, record.options as Partial<PipelineOptions>);
-      this.#start(record, prepared, options, true);
-      return true;
+    let prepared: PreparedCase;
+    try {
+      prepared = await rebuildPreparedCase(record, this.#store);
+    } catch (err) {
+      const error = describeError(err);
+      this.#log.error({ caseId: record.id, code: error.code }, "cannot resume case");
+      await this.#store.setStatus(record.id, "failed", error);
+      await this.#append(record.id, "final", { status: "failed", error });
+      return false;
     }
+    const options = pipelineOptions(this.#config, record.options as Partial<PipelineOptions>);
+    this.#start(record, prepared, options, true);
+    return true;
   }
 
   /**

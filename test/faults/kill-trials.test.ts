@@ -7,16 +7,16 @@ import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import type { ClinicalCase } from "../../src/case/schema.js";
 import type { EvalSummary } from "../../src/eval/report.js";
 import { SQLITE_FILE_NAME, SqliteStore } from "../../src/store/sqlite-store.js";
-import { TERMINAL_STATUSES, type CaseStatus } from "../../src/store/case-store.js";
+import type { CaseStatus } from "../../src/store/case-store.js";
 import { bundleEntry, spawnBundle, startBundledServer, type Bundle } from "../support/bundled-process.js";
 import { caseBlock, clinicalScenario } from "../support/clinical-scenario.js";
 import { createPrng, nowMs } from "../support/faults.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
 import { startScriptedOpenAI, type Scenario, type ScriptedCallLog, type ScriptedOpenAI, type ScriptedRequest } from "../support/scripted-openai-server.js";
 import { answerByItem, evalScenario, keyOfCaseText, readItems } from "../eval/eval-fixtures.js";
-import { chestPain, until } from "../http/http-harness.js";
+import { chestPain } from "../http/http-harness.js";
 import { pngWithCanvas } from "../support/image-bytes.js";
-import { childServerEnv, keyedFetch } from "../support/server-process.js";
+import { childServerEnv, keyedFetch, submitAsync, waitTerminal } from "../support/server-process.js";
 
 /**
  * kill -9 at random moments, many times: the server with several cases in flight, and
@@ -95,35 +95,6 @@ function serverEnv(openai: ScriptedOpenAI, dataDir: string): Record<string, stri
 }
 
 const api = keyedFetch(KEY);
-
-async function submitAll(base: string, cases: ClinicalCase[]): Promise<string[]> {
-  const ids: string[] = [];
-  for (const c of cases) {
-    const res = await api(base, "/diagnose", { method: "POST", json: c, headers: { prefer: "respond-async" } });
-    expect(res.status).toBe(202);
-    ids.push(((await res.json()) as { caseId: string }).caseId);
-  }
-  return ids;
-}
-
-interface CaseView {
-  caseId: string;
-  status: CaseStatus;
-  result: unknown;
-}
-
-async function waitTerminal(base: string, ids: string[], ms: number): Promise<CaseView[]> {
-  return until(async () => {
-    const views = await Promise.all(
-      ids.map(async (id) => {
-        const res = await api(base, `/cases/${id}`);
-        if (res.status !== 200) throw new Error(`GET /cases/${id}: HTTP ${res.status} ${await res.text()}`);
-        return (await res.json()) as CaseView;
-      }),
-    );
-    return views.every((v) => TERMINAL_STATUSES.includes(v.status)) ? views : undefined;
-  }, ms, `cases ${ids.join(", ")} to finish`);
-}
 
 interface StoreCheck {
   unfinished: number;
@@ -204,9 +175,9 @@ describe("SIGKILL of the server at random points", () => {
     const dir = await tempDir("medmmv-kill-base-");
     const srv = await startBundledServer(serverBundle, serverEnv(openai, dir));
     try {
-      const ids = await submitAll(srv.address, trialCases());
+      const ids = await submitAsync(api, srv.address, trialCases());
       const t0 = Date.now();
-      const views = await waitTerminal(srv.address, ids, 30_000);
+      const views = await waitTerminal(api, srv.address, ids, 30_000);
       const results = views.map((v) => DiagnosisResult.parse(v.result));
       expect(results.map((r) => r.status)).toEqual(["completed", "completed", "completed"]);
       baseline = {
@@ -257,7 +228,7 @@ describe("SIGKILL of the server at random points", () => {
       const dir = await tempDir(`medmmv-kill-${trial}-`);
       let srv = await startBundledServer(serverBundle, serverEnv(openai, dir));
       try {
-        const ids = await submitAll(srv.address, cases);
+        const ids = await submitAsync(api, srv.address, cases);
         // Anywhere from "just accepted" to "about to finish" (the baseline's duration).
         const delay = Math.round(draw * baseline.durationMs);
         await sleep(delay);
@@ -270,7 +241,7 @@ describe("SIGKILL of the server at random points", () => {
         const durable = durableWork(dir, ids);
 
         srv = await startBundledServer(serverBundle, serverEnv(openai, dir));
-        const views = await waitTerminal(srv.address, ids, 45_000);
+        const views = await waitTerminal(api, srv.address, ids, 45_000);
         const listed = (await (await api(srv.address, "/cases?limit=100")).json()) as { items: Array<{ caseId: string; status: CaseStatus }> };
         const total = openai.stats().byAgent;
         await srv.kill("SIGTERM");

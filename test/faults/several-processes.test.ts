@@ -3,14 +3,15 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClinicalCase } from "../../src/case/schema.js";
-import { TERMINAL_STATUSES, type CaseEvent, type CaseStatus } from "../../src/store/case-store.js";
+import type { CaseEvent } from "../../src/store/case-store.js";
 import { SqliteStore } from "../../src/store/sqlite-store.js";
 import { bundleEntry, spawnBundle, startBundledServer, type Bundle, type BundledServer } from "../support/bundled-process.js";
 import { clinicalScenario } from "../support/clinical-scenario.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
-import { childServerEnv, keyedFetch } from "../support/server-process.js";
-import { chestPain, until } from "../http/http-harness.js";
+import { childServerEnv, keyedFetch, submitAsync, waitTerminal } from "../support/server-process.js";
+import { chestPain } from "../http/http-harness.js";
+import { until } from "../support/until.js";
 
 /**
  * Several server processes on one store (here one SQLite file): each case is run by one
@@ -68,24 +69,6 @@ function env(openai: ScriptedOpenAI, dataDir: string, extra: Record<string, stri
   return childServerEnv({ openaiBaseUrl: openai.baseUrl, dataDir, apiKey: KEY }, { MEDMMV_LEASE_MS: String(LEASE_MS), MEDMMV_RATE_LIMIT_PER_MIN: "100000", MEDMMV_CACHE: "deterministic", ...extra });
 }
 
-async function submitAll(base: string): Promise<string[]> {
-  const ids: string[] = [];
-  for (const c of cases()) {
-    const res = await api(base, "/diagnose", { method: "POST", json: c, headers: { prefer: "respond-async" } });
-    expect(res.status).toBe(202);
-    ids.push(((await res.json()) as { caseId: string }).caseId);
-  }
-  return ids;
-}
-
-async function waitTerminal(base: string, ids: string[], ms: number): Promise<Array<{ status: CaseStatus }>> {
-  return until(async () => {
-    // A connection to a process that was just killed resets: a client asks again.
-    const views = await Promise.all(ids.map(async (id) => (await (await api(base, `/cases/${id}`)).json()) as { status: CaseStatus })).catch(() => undefined);
-    return views?.every((v) => TERMINAL_STATUSES.includes(v.status)) ? views : undefined;
-  }, ms, "cases to finish");
-}
-
 /** Each case's stored events (read from the file after the servers are gone). */
 async function storedEvents(dataDir: string, ids: string[]): Promise<Record<string, CaseEvent[]>> {
   const store = new SqliteStore({ dataDir });
@@ -130,14 +113,14 @@ describe("several server processes on one store", () => {
       servers.push(a);
       const b = await startBundledServer(bundle, env(openai, dir));
       servers.push(b);
-      const ids = await submitAll(a.address);
+      const ids = await submitAsync(api, a.address, cases());
       // An event stream opened on B for a case A runs: B has no live events for it, it polls the store.
       const stream = readStream(b.address, ids[0]!, 40_000);
       await sleep(600);
       const killedAt = Date.now();
       await a.kill("SIGKILL");
 
-      const views = await waitTerminal(b.address, ids, 40_000);
+      const views = await waitTerminal(api, b.address, ids, 40_000);
       const adoptedAfterMs = Date.now() - killedAt;
       expect(views.map((v) => v.status)).toEqual(["completed", "completed", "completed"]);
       const seen = await stream;
@@ -172,13 +155,13 @@ describe("several server processes on one store", () => {
     const servers: BundledServer[] = [];
     try {
       const first = await startBundledServer(bundle, env(openai, dir));
-      const ids = await submitAll(first.address);
+      const ids = await submitAsync(api, first.address, cases());
       await sleep(300);
       await first.kill("SIGKILL");
 
       // Three processes start at once on the same file; the dead one's cases must each go to one of them.
       servers.push(...(await Promise.all([0, 1, 2].map(() => startBundledServer(bundle, env(openai, dir))))));
-      const views = await waitTerminal(servers[0]!.address, ids, 40_000);
+      const views = await waitTerminal(api, servers[0]!.address, ids, 40_000);
       expect(views.map((v) => v.status)).toEqual(["completed", "completed", "completed"]);
       for (const s of servers) await s.kill("SIGTERM");
 
@@ -216,13 +199,13 @@ describe("several server processes on one store", () => {
       expect(workerPids.size).toBe(2);
 
       // Posted at once: several connections, which the primary hands to the workers in turn.
-      const first = (await Promise.all([submitAll(address), submitAll(address), submitAll(address)])).flat();
-      await waitTerminal(address, first, 40_000);
+      const first = (await Promise.all([submitAsync(api, address, cases()), submitAsync(api, address, cases()), submitAsync(api, address, cases())])).flat();
+      await waitTerminal(api, address, first, 40_000);
       const served = new Set(logLines(run.output()).filter((l) => l.msg === "case accepted").map((l) => l.pid as number));
       expect(served.size, "both workers accepted cases").toBe(2);
 
       // Kill one worker while cases run: the primary starts a replacement, and the cases finish.
-      const second = await submitAll(address);
+      const second = await submitAsync(api, address, cases());
       await sleep(150);
       // The worker that accepted the first of these cases (each takes ≥ 4 × L, so it is still running).
       const acceptedBy = new Map(logLines(run.output()).filter((l) => l.msg === "case accepted").map((l) => [l.caseId as string, l.pid as number]));
@@ -230,7 +213,7 @@ describe("several server processes on one store", () => {
       expect(workerPids.has(victim)).toBe(true);
       const victimCases = second.filter((id) => acceptedBy.get(id) === victim);
       process.kill(victim, "SIGKILL");
-      const views = await waitTerminal(address, second, 40_000);
+      const views = await waitTerminal(api, address, second, 40_000);
       expect(views.map((v) => v.status)).toEqual(["completed", "completed", "completed"]);
       expect(run.output()).toContain("worker exited unexpectedly");
       await until(() => (logLines(run.output()).filter((l) => l.msg === "medmmv listening").length >= 3 ? true : undefined), 40_000, "a replacement worker");

@@ -107,16 +107,7 @@ export function chestPain(overrides: Partial<ClinicalCase> = {}): ClinicalCase {
   };
 }
 
-/** Poll until `check` returns a value (not undefined), or fail after `ms`. */
-export async function until<T>(check: () => Promise<T | undefined> | T | undefined, ms = 10_000, what = "condition"): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export { until } from "../support/until.js";
 
 
 /** Read an SSE response to the end (or until `stopAfter` events), returning parsed events and raw text. */

@@ -2,7 +2,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HttpStatusError, MAX_REPLY_BYTES, httpRequest, postJson } from "../../src/llm/http-transport.js";
+import { HttpStatusError, MAX_REPLY_BYTES, ReplyNotJsonError, httpRequest, postJson } from "../../src/llm/http-transport.js";
 
 /** A tiny server whose routes show what the client sent and exercise the reply paths. */
 let server: http.Server;
@@ -93,8 +93,11 @@ describe("http transport (the model and search clients' HTTP)", () => {
     expect((err as Error).message).toBe("HTTP 429: slow down");
   });
 
-  it("a 2xx body that is not JSON is a SyntaxError (the callers treat it as a transient provider fault)", async () => {
-    await expect(postJson(`${base}/not-json`, {}, {})).rejects.toBeInstanceOf(SyntaxError);
+  it("a 2xx body that is not JSON is ReplyNotJsonError, with no status (the retry layer treats it as transient)", async () => {
+    const err = await postJson(`${base}/not-json`, {}, {}).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ReplyNotJsonError);
+    expect((err as Error).message).toBe("HTTP 200 reply is not JSON (text/html, 24 bytes)");
+    expect((err as { status?: unknown }).status).toBeUndefined();
   });
 
   it("returns an empty body for 204", async () => {

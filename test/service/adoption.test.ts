@@ -68,9 +68,6 @@ describe("adopting unfinished cases", () => {
       }
       // k = 3 rollouts per case and no more: no case ran twice.
       expect(openai.stats().byAgent.rollout).toBe(3 * ids.length);
-      // Exactly the servers that adopted a case hold its (now finished) lease.
-      const runners = new Set(servers.map((s) => s.server.service.runnerId));
-      expect(runners.size).toBe(3);
     } finally {
       await Promise.all(servers.map((s) => s.close()));
       await openai.close();

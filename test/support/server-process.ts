@@ -6,6 +6,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { TERMINAL_STATUSES, type CaseStatus } from "../../src/store/case-store.js";
+import { until } from "./until.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -92,4 +94,41 @@ export function keyedFetch(apiKey: string) {
     if (init.json !== undefined) headers.set("content-type", "application/json");
     return fetch(base + p, { ...init, headers, body: init.json !== undefined ? JSON.stringify(init.json) : init.body });
   };
+}
+
+type KeyedFetch = ReturnType<typeof keyedFetch>;
+
+/** POST each case with `Prefer: respond-async`; the ids the server gave them, in order. */
+export async function submitAsync(api: KeyedFetch, base: string, cases: readonly unknown[]): Promise<string[]> {
+  const ids: string[] = [];
+  for (const c of cases) {
+    const res = await api(base, "/diagnose", { method: "POST", json: c, headers: { prefer: "respond-async" } });
+    if (res.status !== 202) throw new Error(`POST /diagnose: HTTP ${res.status} ${await res.text()}`);
+    ids.push(((await res.json()) as { caseId: string }).caseId);
+  }
+  return ids;
+}
+
+export interface CaseView {
+  caseId: string;
+  status: CaseStatus;
+  result: unknown;
+}
+
+/**
+ * Poll GET /cases/{id} until every case is terminal. An HTTP error fails at once; a
+ * connection reset (a server process that was just killed) is asked again, as a client would.
+ */
+export async function waitTerminal(api: KeyedFetch, base: string, ids: readonly string[], ms: number): Promise<CaseView[]> {
+  return until(async () => {
+    const views = await Promise.all(
+      ids.map(async (id) => {
+        const res = await api(base, `/cases/${id}`).catch(() => null);
+        if (!res) return null;
+        if (res.status !== 200) throw new Error(`GET /cases/${id}: HTTP ${res.status} ${await res.text()}`);
+        return (await res.json()) as CaseView;
+      }),
+    );
+    return views.every((v) => v !== null && TERMINAL_STATUSES.includes(v.status)) ? (views as CaseView[]) : undefined;
+  }, ms, `cases ${ids.join(", ")} to finish`);
 }
