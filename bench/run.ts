@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the performance benchmark of issue 7. Runs the pipeline against the
+ * `npm run bench`: the performance benchmark (what a user of the service feels). Runs the pipeline against the
  * scripted model and search servers (in a child process) with a fixed per-call latency,
  * and writes BENCHMARKS.md from what it measured. Not a test: nothing here asserts; every
  * target is reported as met or not met.
@@ -20,20 +20,22 @@ import { renderMarkdown } from "./harness/markdown.js";
 import { machineInfo } from "../test/support/machine-info.js";
 import type { SectionReport } from "./harness/report.js";
 import { criticalPath } from "./sections/critical-path.js";
-import { overhead } from "./sections/overhead.js";
+import { cpuShare } from "./sections/cpu-share.js";
+import { concurrentLatency } from "./sections/concurrent-latency.js";
+import { costVsCot } from "./sections/cost-vs-cot.js";
 import { callsGrowth } from "./sections/calls-growth.js";
 import { adaptiveRollouts } from "./sections/adaptive.js";
 import { responseCache } from "./sections/response-cache.js";
-import { serverThroughput } from "./sections/server-throughput.js";
 import { evalBatch } from "./sections/eval-batch.js";
 
 const SECTIONS: Record<string, (ctx: BenchContext) => Promise<SectionReport>> = {
-  overhead,
+  "cpu-share": cpuShare,
   "critical-path": criticalPath,
+  "concurrent-latency": concurrentLatency,
+  "cost-vs-cot": costVsCot,
   "calls-growth": callsGrowth,
   adaptive: adaptiveRollouts,
   "response-cache": responseCache,
-  "server-throughput": serverThroughput,
   "eval-batch": evalBatch,
 };
 

@@ -2,7 +2,7 @@ import { Pipeline, pipelineOptions } from "../../src/graph/pipeline.js";
 import type { BenchContext } from "../harness/context.js";
 import type { BenchScenarioOptions } from "../harness/bench-scenario.js";
 import { benchCase } from "../harness/cases.js";
-import { fmt, pct, table, yesNo, type SectionReport } from "../harness/report.js";
+import { pct, table, yesNo, type SectionReport } from "../harness/report.js";
 
 export const TARGET_SAVED = 0.3;
 
@@ -21,6 +21,20 @@ const SCENARIOS: AdaptiveScenario[] = [
   { name: "disagree in the first round", agreeing: false, scenario: { rolloutAnswers: ["A", "B", "A", "A", "C"], identicalReasoning: false } },
   { name: "disagree, 1 repair each", agreeing: false, scenario: { rolloutAnswers: ["A", "B", "C", "A", "A"], identicalReasoning: false, repairsNeeded: { A: 1, B: 1, C: 1 } } },
 ];
+
+/** Model calls of the evidence graph (TextDoctor, ImageDoctor and its check, planner, analyses): no sampling rule saves them. */
+function evidenceCalls(u: { llmCalls: number; byAgent: Record<string, { calls: number } | undefined> }): number {
+  const refine = ["rollout", "hd-supervisor", "auto-repair", "coherence-judge"].reduce((n, a) => n + (u.byAgent[a]?.calls ?? 0), 0);
+  return u.llmCalls - refine;
+}
+
+/** The paragraph under the table, every figure in it from this run. */
+function reading(m: { neither: number; dedupeOnly: number; both: number; bothSaved: number; bothSame: boolean; evidenceCalls: number }): string {
+  // With identical reasoning, dedupe already refined one path; the most any sampling rule
+  // could still save is every rollout but one.
+  const bestCase = 4 / m.dedupeOnly;
+  return `On the identical-reasoning scenario, measured with both switches: neither ${m.neither} model calls, dedupe alone ${m.dedupeOnly}, dedupe and adaptive ${m.both} — together they save **${pct(m.bothSaved)}** against neither, answer ${m.bothSame ? "the same" : "DIFFERENT"}. Of dedupe's ${m.dedupeOnly} calls, ${m.evidenceCalls} build the evidence graph, which no sampling rule can save; even a single rollout instead of 5 would save only 4 (${pct(bestCase)}). Against the whole case, those fixed evidence calls dilute every saving in the table; the figures are per case, all calls counted.`;
+}
 
 /**
  * Adaptive rollouts (`adaptive: true`, `--adaptive`): a first round of 3 rollouts, and the
@@ -58,11 +72,11 @@ export async function adaptiveRollouts(ctx: BenchContext): Promise<SectionReport
     ctx.log(`adaptive: ${s.name}: ${off.usage.llmCalls} → ${on.usage.llmCalls} model calls`);
   }
   const body = [
-    `k = 5, the long case with one image and 8 search pairs (whose 12 evidence calls — TextDoctor, ImageDoctor, image check, query planner, 8 analyses — adaptive sampling cannot save), L = 0. "saved" is 1 − model calls with adaptive ÷ model calls without (searches, 8 per case, are the same in both and not counted). The "rollout + refine calls" column restricts the count to the stages adaptive sampling acts on (rollout, hd-supervisor, auto-repair, coherence-judge).`,
+    `k = 5, the long case with one image and ${dedupeOnly.usage.searchCalls} searches (whose ${evidenceCalls(dedupeOnly.usage)} evidence-graph model calls — TextDoctor, ImageDoctor, image check, query planner, analyses — adaptive sampling cannot save), L = 0. "saved" is 1 − model calls with adaptive ÷ model calls without (searches are the same in both and not counted). The "rollout + refine calls" column restricts the count to the stages adaptive sampling acts on (rollout, hd-supervisor, auto-repair, coherence-judge).`,
     "",
     table(["scenario", "kind", "rollouts off → on", "model calls off", "model calls on", "saved", "rollout + refine calls", "answer off / on", "same answer"], rows),
     "",
-    `With identical reasoning, dedupe already refines the agreeing rollouts once, so adaptive sampling only saves the 2 rollout calls: the target is not met there, and no sampling rule could meet it: even a single rollout would save only 4 of ${dedupeOnly.usage.llmCalls} calls (${pct(4 / dedupeOnly.usage.llmCalls)}), since the other ${fmt(dedupeOnly.usage.llmCalls - 5, 0)} are the evidence graph and the one refinement. Measured on that scenario with both switches: neither ${neither.usage.llmCalls} model calls, dedupe alone ${dedupeOnly.usage.llmCalls}, dedupe and adaptive ${both.usage.llmCalls} — together they save **${pct(bothSaved)}** against neither, answer ${bothSame ? "the same" : "DIFFERENT"}. With distinct reasoning it also saves the refinement of 2 paths, which grows with the repairs each path needs. Against the whole case, the fixed evidence calls dilute the saving; the figures above are per case, all calls counted. In adaptive mode the second round (when needed) starts only after the evidence graph is built (both branches join at plan-refinement, a LangGraph superstep), so a disagreeing case costs one more link of L on its critical path.`,
+    reading({ neither: neither.usage.llmCalls, dedupeOnly: dedupeOnly.usage.llmCalls, both: both.usage.llmCalls, bothSaved, bothSame, evidenceCalls: evidenceCalls(dedupeOnly.usage) }),
   ].join("\n");
   return { id: "adaptive", title: "Adaptive rollouts", command: `npm run bench -- --only adaptive${ctx.argsNote}`, body, verdicts, seconds: (Date.now() - started) / 1000 };
 }

@@ -88,8 +88,13 @@ export async function runWebSearch(
     .slice(0, opts.maxPairs);
   outcome.pairsPlanned = pairs.length;
   const afterPlan = ctx.chain;
+  // Each pair's additions are applied after all pairs are done, in plan order: the graph
+  // (and so every later prompt) must not depend on which search answered first.
+  const perPair: Array<() => void> = [];
   await Promise.all(
-    pairs.map(async (pair) => {
+    pairs.map(async (pair, pairIndex) => {
+      const apply: Array<() => void> = [];
+      perPair[pairIndex] = () => apply.forEach((f) => f());
       const chain = afterPlan.fork();
       const branchCtx = { ...ctx, chain };
       const label = `${pair.a}~${pair.b}`;
@@ -110,7 +115,7 @@ export async function runWebSearch(
         if (found.results.length === 0) return;
         for (const r of found.results) {
           const hit = scanForInjection(`${r.title}\n${r.content}`);
-          if (hit) outcome.suspicious.push({ url: r.url, note: `search result ${hit}; treated as data` });
+          if (hit) apply.push(() => outcome.suspicious.push({ url: r.url, note: `search result ${hit}; treated as data` }));
         }
         const results = found.results
           .map((r, i) => `[result ${i}] ${neutralise(r.title)} (${neutralise(r.url)})\n${neutralise(r.content)}`)
@@ -122,29 +127,32 @@ export async function runWebSearch(
           schema: SearchAnalysis,
           slots: { factA: neutralise(factA), factB: neutralise(factB), results },
         });
-        if (analysis.suspiciousContent) outcome.suspicious.push({ url: found.results[0]!.url, note: "search result contained instructions; treated as data" });
         const pick = (i: number | null) => (i !== null && found.results[i] ? found.results[i]! : found.results[0]!);
-        if (analysis.relation) {
-          const r = pick(analysis.relationResultIndex);
-          graph.addEdge(pair.a, pair.b, analysis.relation as Relation, { agent: "web-search", url: r.url, retrievedAt: found.retrievedAt });
-        }
-        for (const k of analysis.knowledge) {
-          const r = pick(k.resultIndex);
-          const id = graph.addNode({
-            kind: "knowledge",
-            category: "literature",
-            label: k.label,
-            source: { agent: "web-search", url: r.url, title: r.title, retrievedAt: found.retrievedAt },
-          });
-          const prov = { agent: "web-search" as const, url: r.url, retrievedAt: found.retrievedAt };
-          if (k.relatesTo !== "b") graph.addEdge(id, pair.a, k.relation as Relation, prov);
-          if (k.relatesTo !== "a") graph.addEdge(id, pair.b, k.relation as Relation, prov);
-        }
+        apply.push(() => {
+          if (analysis.suspiciousContent) outcome.suspicious.push({ url: found.results[0]!.url, note: "search result contained instructions; treated as data" });
+          if (analysis.relation) {
+            const r = pick(analysis.relationResultIndex);
+            graph.addEdge(pair.a, pair.b, analysis.relation as Relation, { agent: "web-search", url: r.url, retrievedAt: found.retrievedAt });
+          }
+          for (const k of analysis.knowledge) {
+            const r = pick(k.resultIndex);
+            const id = graph.addNode({
+              kind: "knowledge",
+              category: "literature",
+              label: k.label,
+              source: { agent: "web-search", url: r.url, title: r.title, retrievedAt: found.retrievedAt },
+            });
+            const prov = { agent: "web-search" as const, url: r.url, retrievedAt: found.retrievedAt };
+            if (k.relatesTo !== "b") graph.addEdge(id, pair.a, k.relation as Relation, prov);
+            if (k.relatesTo !== "a") graph.addEdge(id, pair.b, k.relation as Relation, prov);
+          }
+        });
       } catch (err) {
         const d = describeError(err);
-        outcome.failures.push({ pair: label, code: d.code, message: d.message });
+        apply.push(() => outcome.failures.push({ pair: label, code: d.code, message: d.message }));
       }
     }),
   );
+  for (const applyPair of perPair) applyPair();
   return outcome;
 }

@@ -4,7 +4,7 @@ import { PipelineState, type PipelineStateValue, type RefineTask, type RolloutTa
 import type { WorkflowDeps } from "./run-context.js";
 import { rolloutNode } from "./nodes/rollout.js";
 import { buildEvidenceNode } from "./nodes/build-evidence.js";
-import { ADAPTIVE_FIRST_ROUND, planRefinementNode } from "./nodes/plan-refinement.js";
+import { planRefinementNode } from "./nodes/plan-refinement.js";
 import { refinePathNode } from "./nodes/refine-path.js";
 import { selectPathNode } from "./nodes/select-path.js";
 
@@ -14,10 +14,13 @@ import { selectPathNode } from "./nodes/select-path.js";
  * per distinct path (Send); select-path assembles the result.
  */
 
-/** START → k rollouts (or the first adaptive round) in parallel with evidence construction. */
+/**
+ * START → k rollouts in parallel with evidence construction. In adaptive mode the rollouts
+ * after the first round are sent too and wait for its outcome (adaptive-rounds.ts), so a
+ * second round never waits for the evidence graph.
+ */
 export function routeStart(state: PipelineStateValue): Array<Send | "build-evidence"> {
-  const first = state.options.adaptive ? Math.min(ADAPTIVE_FIRST_ROUND, state.options.k) : state.options.k;
-  const rollouts = state.options.ablations.noExpansion ? 1 : first;
+  const rollouts = state.options.ablations.noExpansion ? 1 : state.options.k;
   return [...rolloutSends(state, Array.from({ length: rollouts }, (_, i) => i), 0), "build-evidence"];
 }
 
@@ -25,7 +28,7 @@ function rolloutSends(state: PipelineStateValue, indices: number[], startDepth: 
   return indices.map((index) => new Send("rollout", { caseInput: state.caseInput, options: state.options, index, startDepth } satisfies RolloutTask));
 }
 
-/** After the join: another adaptive round, refinement of each planned path, or straight to the result. */
+/** After the join: refinement of each planned path, or straight to the result (or, for an old checkpoint, another adaptive round). */
 export function routePlan(state: PipelineStateValue): Send[] | "select-path" {
   const joinDepth = Math.max(state.evidence?.depth ?? 0, ...state.rollouts.map((r) => r.depth));
   if (state.pendingRollouts.length > 0) return rolloutSends(state, state.pendingRollouts, joinDepth);

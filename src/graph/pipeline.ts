@@ -12,6 +12,7 @@ import { VERSION } from "../version.js";
 import { buildWorkflow, type Workflow } from "./graph.js";
 import { RunHooks, type EmitEvent } from "./run-context.js";
 import { ImageVault } from "../case/image-vault.js";
+import { AdaptiveRounds } from "./adaptive-rounds.js";
 import type { PipelineOptions } from "./state.js";
 
 export type PipelineOverrides = Partial<Omit<PipelineOptions, "ablations">> & { ablations?: Partial<PipelineOptions["ablations"]> };
@@ -52,6 +53,7 @@ export class Pipeline {
   readonly workflow: Workflow;
   readonly hooks = new RunHooks();
   readonly images = new ImageVault();
+  readonly rounds = new AdaptiveRounds();
   readonly limiter: FairLimiter;
   readonly llm: LlmClient;
   readonly prompts: PromptLibrary;
@@ -66,7 +68,7 @@ export class Pipeline {
     this.prompts = new PromptLibrary();
     this.search = deps.search ?? (config.search.apiKey ? new TavilySearch(config.search) : new NoSearch());
     this.workflow = buildWorkflow(
-      { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: config.llm.prices, hooks: this.hooks, images: this.images, version: VERSION },
+      { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: config.llm.prices, hooks: this.hooks, images: this.images, rounds: this.rounds, version: VERSION },
       deps.checkpointer,
     );
   }
@@ -75,6 +77,7 @@ export class Pipeline {
   async run(c: PreparedCase, options: PipelineOptions, run: { signal?: AbortSignal; emit?: EmitEvent; resume?: boolean } = {}): Promise<PipelineRun> {
     const threadId = c.id;
     this.hooks.set(threadId, { emit: run.emit ?? (() => undefined) });
+    this.rounds.open(threadId, { resumed: run.resume === true });
     try {
       const held = this.images.hold(c);
       const input = run.resume ? null : { caseInput: held, options, startedAt: new Date().toISOString() };
@@ -94,6 +97,7 @@ export class Pipeline {
       throw err;
     } finally {
       this.hooks.delete(threadId);
+      this.rounds.close(threadId);
       this.images.release(threadId);
     }
   }

@@ -6,6 +6,7 @@ import type { CallContext } from "../llm/model-client.js";
 import type { AgentDeps } from "../agents/agent-context.js";
 import type { PromptLibrary } from "../llm/prompt-template.js";
 import type { ImageVault } from "../case/image-vault.js";
+import type { AdaptiveRounds } from "./adaptive-rounds.js";
 
 /** A pipeline event, as streamed to SSE subscribers and stored in the case history. */
 export type PipelineEventType = "rollout" | "evidence" | "hd-verdict" | "repair" | "path-scored" | "scores" | "final" | "branch-failed";
@@ -37,6 +38,8 @@ export interface WorkflowDeps {
   hooks: RunHooks;
   /** Image bytes, kept out of the checkpointed state. */
   images: ImageVault;
+  /** Coordination of the adaptive rounds of running cases (in memory, like hooks). */
+  rounds: AdaptiveRounds;
   version: string;
 }
 

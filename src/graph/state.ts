@@ -24,6 +24,8 @@ export interface RolloutRecord {
   index: number;
   path: PathOutput | null;
   error?: { code: string; message: string };
+  /** A second-round adaptive rollout not sampled because the first round agreed. */
+  skipped?: true;
   usage: Usage;
   /** Call-chain depth at the end of this branch (for the critical path). */
   depth: number;
@@ -92,7 +94,10 @@ export const PipelineState = Annotation.Root({
   refined: append<RefinedPath>(),
   evidence: Annotation<EvidenceRecord | null>({ reducer: (_a, b) => b, default: () => null }),
   plan: Annotation<PlannedPath[]>({ reducer: (_a, b) => b, default: () => [] }),
-  /** Rollout indices requested by the last planning step (adaptive rounds). */
+  /**
+   * Rollout indices requested by the last planning step: only for adaptive cases whose
+   * checkpoint predates sending every rollout at START (adaptive-rounds.ts).
+   */
   pendingRollouts: Annotation<number[]>({ reducer: (_a, b) => b, default: () => [] }),
   result: Annotation<DiagnosisResult | null>({ reducer: (_a, b) => b, default: () => null }),
 });

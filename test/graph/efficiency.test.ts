@@ -52,6 +52,9 @@ describe("adaptive rollouts", () => {
     expect(adaptive.result.usage.llmCalls).toBe(full.result.usage.llmCalls);
     expect(adaptive.result.answer).toEqual(full.result.answer);
     expect(adaptive.result.stability.rolloutAnswers).toEqual(full.result.stability.rolloutAnswers);
+    // The second round starts when the first is done, not after the evidence graph: the
+    // longest chain of dependent calls is the same as sampling all k at once.
+    expect(adaptive.result.usage.criticalPathCalls).toBe(full.result.usage.criticalPathCalls);
   });
 });
 

@@ -44,13 +44,18 @@ export function buildEvidenceNode(deps: WorkflowDeps) {
       emit("branch-failed", { branch, ...d });
     };
 
+    // Nodes enter the graph in a fixed order (text, then image), not in the order the two
+    // agents happen to finish: the graph's order is the order of every later prompt, and a
+    // prompt that depends on timing is never served from the response cache.
+    let textNodes: Parameters<EvidenceGraph["addNode"]>[0][] = [];
+    let imageNodes: Parameters<EvidenceGraph["addNode"]>[0][] = [];
     const textChain = ctx.chain.fork();
     const imageChain = ctx.chain.fork();
     const text = opts.ablations.noTextDoctor
       ? Promise.resolve()
       : runTextDoctor(deps.agents, { ...ctx, chain: textChain }, c).then(
           (r) => {
-            for (const n of r.nodes) graph.addNode(n);
+            textNodes = r.nodes;
             record.textDoctor = { accepted: r.nodes.length, rejected: r.rejected };
             emit("evidence", { agent: "text-doctor", facts: r.nodes.length, rejectedQuotes: r.rejected.length });
           },
@@ -61,13 +66,14 @@ export function buildEvidenceNode(deps: WorkflowDeps) {
         ? Promise.resolve()
         : runImageDoctor(deps.agents, { ...ctx, chain: imageChain }, c, { checkFindings: !opts.ablations.noHd }).then(
             (r) => {
-              for (const n of r.nodes) graph.addNode(n);
+              imageNodes = r.nodes;
               record.imageChecks = r.checks;
               emit("evidence", { agent: "image-doctor", findings: r.nodes.length, checks: r.checks.length });
             },
             (err) => fail("image-doctor", err),
           );
     await Promise.all([text, image]);
+    for (const n of [...textNodes, ...imageNodes]) graph.addNode(n);
 
     const searchChain = CallChain.join(ctx.meter, [textChain, imageChain]);
     if (record.search.enabled) {

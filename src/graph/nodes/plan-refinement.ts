@@ -1,8 +1,6 @@
 import type { PathOutput } from "../../agents/path-schema.js";
 import type { PipelineStateUpdate, PipelineStateValue, PlannedPath } from "../state.js";
-
-/** Rollouts sampled in the first round when adaptive sampling is on. */
-export const ADAPTIVE_FIRST_ROUND = 3;
+import { firstRoundSettled } from "../adaptive-rounds.js";
 
 export function answerKey(p: PathOutput | null): string | null {
   if (!p) return null;
@@ -22,15 +20,16 @@ function pathSignature(p: PathOutput): string {
 export function planRefinementNode() {
   return async (state: PipelineStateValue): Promise<PipelineStateUpdate> => {
     const opts = state.options;
-    const done = [...state.rollouts].sort((a, b) => a.index - b.index);
-    const answers = done.map((r) => answerKey(r.path)).filter((a): a is string => a !== null);
-    // Settled: the first adaptive round agrees (entropy and RGM 0), so more samples or more
-    // paths with the same answer cannot change the selected answer: stop sampling and refine
-    // one path for that answer (counted with the multiplicity of every rollout holding it).
+    const done = state.rollouts.filter((r) => !r.skipped).sort((a, b) => a.index - b.index);
+    // Settled: the first adaptive round agreed (entropy and RGM 0), so more samples or more
+    // paths with the same answer cannot change the selected answer: the second round stood
+    // down, and one path for that answer is refined (counted with the multiplicity of every
+    // rollout holding it).
     let settled = false;
     if (opts.adaptive && !opts.ablations.noExpansion && done.length < opts.k) {
-      settled = answers.length >= ADAPTIVE_FIRST_ROUND && new Set(answers).size === 1;
-      if (!settled) {
+      settled = firstRoundSettled(done.map((r) => answerKey(r.path)));
+      // A checkpoint written before all rollouts were sent at START: sample the rest now.
+      if (!settled && !state.rollouts.some((r) => r.skipped)) {
         const remaining = Array.from({ length: opts.k - done.length }, (_, i) => done.length + i);
         return { pendingRollouts: remaining };
       }

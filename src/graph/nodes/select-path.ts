@@ -49,7 +49,8 @@ export function selectPathNode(deps: WorkflowDeps) {
     const c = state.caseInput;
     const opts = state.options;
     const refined = [...state.refined].sort((a, b) => Number(a.pathId.slice(5)) - Number(b.pathId.slice(5)));
-    const rollouts = [...state.rollouts].sort((a, b) => a.index - b.index);
+    // Second-round rollouts an agreeing adaptive first round made unnecessary were never sampled.
+    const rollouts = state.rollouts.filter((r) => !r.skipped).sort((a, b) => a.index - b.index);
     const evidence = state.evidence;
     const failures: BranchFailure[] = [];
     for (const r of rollouts) if (r.error) failures.push({ branch: `rollout-${r.index}`, ...r.error });
