@@ -32,8 +32,12 @@ export function permuteItem(item: EvalItem, order: readonly string[], index: num
     presented[letterAt(i)] = options[orig]!;
   });
   const goldLetter = Object.keys(letters).find((l) => letters[l] === item.gold.option);
+  // A question that spells out its lettered options itself (a generic JSONL file, say) keeps the old order there.
+  const listed = Object.entries(options).filter(([l, t]) => item.case.question.includes(`(${l}) ${t}`)).length;
+  const warnings = listed >= 2 ? [...(item.warnings ?? []), "the question text lists the lettered options itself, in the original order: the shuffled options contradict it"] : item.warnings;
   return {
     ...item,
+    ...(warnings ? { warnings } : {}),
     id: `${item.id}#p${index}`,
     // Case ids allow "." but not "#"; the pipeline keys its thread on this.
     case: { ...item.case, ...(item.case.id ? { id: `${item.case.id}.p${index}` } : {}), options: presented },

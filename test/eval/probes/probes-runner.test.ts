@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -80,6 +80,10 @@ describe("a sycophantic model (always answers the hypothesised option)", () => {
     const r = await run({ method: "cot", hypothesis: "rq-w" });
     expect(r.summary.robustness?.agreesWithWrong).toBe(1);
     expect(r.records.every((x) => x.hypothesis!.template.startsWith("rq-"))).toBe(true);
+    const md = await readFile(path.join(r.dir, "summary.md"), "utf8");
+    expect(md).toContain("## Robustness");
+    expect(md).toMatch(/\| agrees with the wrong hypothesis \(%\) +\| 100\.0 +\|/);
+    expect(md).toMatch(/\| probe +\| rq-w +\|/);
   });
 });
 
@@ -119,6 +123,9 @@ describe("option shuffles", () => {
     // Orders are rotations, so each item shows a different option first in each of its 3 orders:
     // never the same option twice, and every one of the 3 pairs of orders differs.
     expect(rob).toMatchObject({ shuffleOptions: 3, permutationGroups: N_ITEMS, incompleteGroups: 0, consistency: 0, flipRate: 1 });
+    const md = await readFile(path.join(r.dir, "summary.md"), "utf8");
+    expect(md).toMatch(/\| consistency \(%\) +\| 0\.0 of 8 item-runs +\|/);
+    expect(md).toMatch(/\| flip rate \(%\) +\| 100\.0 +\|/);
     for (const x of r.records) {
       expect(x.answer!.option).toBe("A");
       // The recorded gold letter follows its option.

@@ -54,6 +54,13 @@ describe("option permutations", () => {
     expect(q.gold.option).toBe("D");
     expect(q.case.options![q.gold.option!]).toBe(q.gold.text);
     expect(q.probe.permutation).toEqual({ index: 1, of: 3, baseId: "q2", letters: { A: "C", B: "B", C: "D", D: "A" } });
+    expect(q.warnings).toBeUndefined();
+  });
+
+  it("warn when the question itself lists the lettered options (the shuffle cannot reorder them there)", () => {
+    const it0 = item("q1");
+    it0.case.question += " Answer Choices: (A) option a of q1 (B) option b of q1 (C) option c of q1 (D) option d of q1";
+    expect(permuteItem(it0, ["B", "A", "C", "D"], 1, 2).warnings?.[0]).toMatch(/lists the lettered options/);
   });
 });
 
