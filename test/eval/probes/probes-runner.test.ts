@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { registerEvalCommands, toRunOptions, type EvalCliOptions } from "../../../src/cli/eval-command.js";
+import { registerEvalCommands } from "../../../src/cli/eval-command.js";
 import type { EvalItem } from "../../../src/eval/datasets/types.js";
 import { readResults, type ResultRecord } from "../../../src/eval/results-file.js";
 import { runEval, type EvalRunOptions } from "../../../src/eval/runner.js";
@@ -250,23 +250,6 @@ describe("the hypothesis text never leaks into answer extraction", () => {
 });
 
 describe("command line", () => {
-  async function parse(args: string[]): Promise<EvalRunOptions> {
-    const program = new Command().exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
-    registerEvalCommands(program);
-    let captured: EvalRunOptions | null = null;
-    program.commands.find((c) => c.name() === "eval")!.action((o: EvalCliOptions) => {
-      captured = toRunOptions({ ...o, dataset: o.dataset!, input: o.input!, out: o.out! });
-    });
-    await program.parseAsync(["eval", ...args], { from: "user" });
-    return captured!;
-  }
-
-  it("--hypothesis and --shuffle-options reach the runner; bad values are refused", async () => {
-    expect(await parse(["--dataset", "medqa", "--input", "x", "--out", "o", "--hypothesis", "rq-w", "--shuffle-options", "5"])).toMatchObject({ hypothesis: "rq-w", shuffleOptions: 5 });
-    await expect(parse(["--dataset", "medqa", "--input", "x", "--out", "o", "--hypothesis", "cq"])).rejects.toThrow(/Allowed choices/);
-    await expect(parse(["--dataset", "medqa", "--input", "x", "--out", "o", "--shuffle-options", "0"])).rejects.toThrow();
-  });
-
   it("eval report CLEAN PROBE pairs items and counts changed, correct→wrong and wrong→correct", async () => {
     servers.model.setScenario(probeScenario(ignoresHypothesis(items, rightOn)));
     const cleanDir = path.join(tmp, "clean");
