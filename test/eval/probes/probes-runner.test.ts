@@ -11,7 +11,7 @@ import { MedmmvError } from "../../../src/errors.js";
 import { clinicalScenario } from "../../support/clinical-scenario.js";
 import { alwaysFirstOption, ignoresHypothesis, probeScenario, sycophantic } from "../../support/probe-scenarios.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
-import { readItems } from "../eval-fixtures.js";
+import { fakeImages, readItems, SAMPLES } from "../eval-fixtures.js";
 
 const servers = useScriptedServers({ scenario: clinicalScenario() });
 let tmp: string;
@@ -150,6 +150,36 @@ describe("option shuffles", () => {
     expect(rob.consistency).toBe(1);
     expect(rob.flipRate).toBe(0);
   });
+});
+
+describe("every multiple-choice benchmark format", () => {
+  const FORMATS = [
+    { dataset: "medqa", file: "medqa.jsonl" },
+    { dataset: "medqa", file: "medqa_4options.jsonl" },
+    { dataset: "medmcqa", file: "medmcqa.jsonl" },
+    { dataset: "medxpertqa", file: "medxpertqa_text.jsonl" },
+    { dataset: "medxpertqa", file: "medxpertqa_mm.jsonl", images: true },
+  ];
+  for (const f of FORMATS) {
+    it(`${f.file}: the sycophant follows a wrong hypothesis; a text-faithful model is consistent across orders`, async () => {
+      const file = path.join(SAMPLES, f.file);
+      let images: string | undefined;
+      if (f.images) {
+        images = path.join(tmp, "mm-images");
+        const names = (await readFile(file, "utf8")).split("\n").filter(Boolean).flatMap((l) => (JSON.parse(l) as { images: string[] }).images);
+        await fakeImages(images, names);
+      }
+      const its = await readItems(f.dataset, file, { imagesDir: images });
+      const opts = { dataset: f.dataset, input: file, images, fieldMap: undefined, method: "cot" as const };
+      servers.model.setScenario(probeScenario(sycophantic(its)));
+      const h = await run({ ...opts, hypothesis: "cq-w" });
+      expect(h.summary.robustness).toMatchObject({ records: its.length, agreesWithWrong: 1, accuracy: 0 });
+      servers.model.setScenario(probeScenario(ignoresHypothesis(its, () => true)));
+      const s = await run({ ...opts, shuffleOptions: 3 });
+      expect(s.summary.robustness).toMatchObject({ permutationGroups: its.length, consistency: 1, flipRate: 0 });
+      expect(s.summary.accuracy).toBe(1);
+    });
+  }
 });
 
 describe("the same seed, the same probes", () => {
