@@ -14,6 +14,10 @@ export function probesRequested(o: Partial<ProbeOptions>): boolean {
   return o.hypothesis !== undefined || o.shuffleOptions !== undefined;
 }
 
+function checkShuffles(n: number | undefined): void {
+  if (n !== undefined && (!Number.isInteger(n) || n < 1 || n > MAX_SHUFFLES)) throw new MedmmvError("INVALID_INPUT", `--shuffle-options must be an integer from 1 to ${MAX_SHUFFLES}`);
+}
+
 /**
  * The plan's items under the probes: each selected item once per permutation (`id#p1`…),
  * each with the clinician's statement. Runs after sampling, so --sample/--stratify pick
@@ -24,7 +28,7 @@ export function probesRequested(o: Partial<ProbeOptions>): boolean {
 export function expandProbes(entries: ReadonlyArray<EvalItem | ItemError>, o: ProbeOptions): { items: Array<EvalItem | ItemError>; skipped: number } {
   if (!probesRequested(o)) return { items: [...entries], skipped: 0 };
   const n = o.shuffleOptions;
-  if (n !== undefined && (!Number.isInteger(n) || n < 1 || n > MAX_SHUFFLES)) throw new MedmmvError("INVALID_INPUT", `--shuffle-options must be an integer from 1 to ${MAX_SHUFFLES}`);
+  checkShuffles(n);
   const items: Array<EvalItem | ItemError> = [];
   let skipped = 0;
   let probed = 0;
@@ -46,8 +50,9 @@ export function expandProbes(entries: ReadonlyArray<EvalItem | ItemError>, o: Pr
   return { items, skipped };
 }
 
-/** What the probes were, for eval.json's config (so --resume refuses to mix) and the summary. */
+/** What the probes were, for eval.json's config (so --resume refuses to mix) and the summary; checked before anything is written. */
 export function probeConfig(o: ProbeOptions): Record<string, unknown> | null {
+  checkShuffles(o.shuffleOptions);
   if (!probesRequested(o)) return null;
   return { hypothesis: o.hypothesis ?? null, shuffleOptions: o.shuffleOptions ?? null, seed: o.seed };
 }

@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -252,6 +252,10 @@ describe("probes with --resume, --concurrency and --sample/--stratify", () => {
     const open = path.join(tmp, "open.jsonl");
     await writeFile(open, JSON.stringify({ id: "o1", question: "Is aspirin an antiplatelet agent?", answer: "yes" }) + "\n");
     await expect(run({ method: "cot", input: open, fieldMap: undefined, shuffleOptions: 2 })).rejects.toThrow(/multiple-choice/);
+    // A bad count is refused before the folder is touched.
+    const untouched = freshOut();
+    await expect(run({ method: "cot", shuffleOptions: 27, out: untouched })).rejects.toThrow(/--shuffle-options must be an integer from 1 to 26/);
+    await expect(stat(untouched)).rejects.toMatchObject({ code: "ENOENT" });
   });
 });
 
