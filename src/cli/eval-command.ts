@@ -6,6 +6,7 @@ import type { ResponseCache } from "../llm/model-client.js";
 import { DATASET_NAMES, type JsonlFieldMap } from "../eval/datasets/index.js";
 import { METHOD_NAMES, type MethodName } from "../eval/methods/types.js";
 import type { EvalRunOptions } from "../eval/runner.js";
+import { HYPOTHESIS_KINDS, MAX_SHUFFLES, type HypothesisKind } from "../eval/probes/types.js";
 import { EXIT, intArg as int, listArg as list } from "./cli-args.js";
 
 // The runner, the store and the report are imported when a command runs, so `--help` and
@@ -52,6 +53,8 @@ export interface EvalCliOptions {
   raters?: string[];
   out?: string;
   json?: boolean;
+  hypothesis?: HypothesisKind;
+  shuffleOptions?: number;
 }
 
 /** The store's response cache, when caching is on; an eval without it still runs (and says so). */
@@ -105,6 +108,8 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
     resume: o.resume,
     raters: o.raters,
     out: o.out,
+    hypothesis: o.hypothesis,
+    shuffleOptions: o.shuffleOptions,
   };
 }
 
@@ -156,8 +161,16 @@ async function reportAction(dirs: string[], o: { json?: boolean }): Promise<numb
     // Folder names as column heads; the full path where two share a name.
     const bases = dirs.map((d) => path.basename(path.resolve(d)));
     const names = bases.map((b, i) => (bases.indexOf(b) !== bases.lastIndexOf(b) ? dirs[i]! : b));
+    // Probe folders after the first (the clean run): what the probe changed, item by item.
+    const { pairAgainstFirst } = await import("../eval/probes/paired.js");
+    const pairs = await pairAgainstFirst(dirs.map((d) => path.resolve(d)), summaries.map((s) => Boolean(s.robustness)));
+    pairs.forEach((p, i) => p && Object.assign(summaries[i]!, { pairedWithFirst: p }));
     if (o.json) process.stdout.write(JSON.stringify(Object.fromEntries(names.map((n, i) => [n, summaries[i]])), null, 2) + "\n");
     else process.stdout.write(compareSummaries(summaries, names) + "\n");
+    if (!o.json && pairs.some(Boolean)) {
+      const { pairedMarkdown } = await import("../eval/probes/robustness-report.js");
+      process.stdout.write("\n" + pairedMarkdown(names, pairs) + "\n");
+    }
     return EXIT.ok;
   } catch (err) {
     const e = describeError(err);
@@ -199,6 +212,8 @@ export function registerEvalCommands(program: Command): void {
     .option("--raters <models>", "reliability raters (model names on the same endpoint): T, I, T×I, CMHR", list)
     .option("--out <dir>", "results folder")
     .option("--json", "print summary.json instead of the Markdown summary")
+    .addOption(new Option("--hypothesis <kind>", "robustness probe: a clinician's right (-r) or wrong (-w, seeded by --seed) hypothesis before each question, as a confirmation (cq) or rationalisation (rq) query").choices(HYPOTHESIS_KINDS))
+    .option("--shuffle-options <n>", "robustness probe: N seeded option orders per item, each its own item id#p1…", int(1, MAX_SHUFFLES))
     .action(async (opts: EvalCliOptions) => {
       process.exitCode = await evalAction(opts);
     });

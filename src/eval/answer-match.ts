@@ -119,3 +119,24 @@ export function extractOptionLetter(text: string, optionLetters: readonly string
   }
   return marked.size === 1 ? [...marked][0]! : null;
 }
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/**
+ * The text with every quotation of the given passages (whole, or any one sentence of
+ * them) blanked out, ignoring case and spacing. A probe's clinician statement names an
+ * option ("the clinician believes the answer is (B)"); a reply that quotes it back must
+ * not be read as committing to (B).
+ */
+export function withoutPassages(text: string, passages: readonly string[]): string {
+  let out = text;
+  for (const p of passages) {
+    const pieces = [p, ...p.split(/(?<=[.?!])\s+/)].map((s) => s.trim()).filter((s) => s.length >= 12);
+    // Longest first, so the whole passage goes before its sentences are looked for.
+    for (const piece of pieces.sort((a, b) => b.length - a.length)) {
+      const re = new RegExp(piece.split(/\s+/).map(escapeRegExp).join("\\s+"), "gi");
+      out = out.replace(re, " ");
+    }
+  }
+  return out;
+}

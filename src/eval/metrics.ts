@@ -1,5 +1,6 @@
 import { aggregateReliability, type ReliabilitySummary } from "../scoring/reliability.js";
 import type { ResultRecord } from "./results-file.js";
+import { computeRobustness, type RobustnessSummary } from "./probes/robustness.js";
 
 export interface StratumCell {
   n: number;
@@ -52,6 +53,8 @@ export interface EvalMetrics {
   /** Branch failures inside records that still finished (a rollout, a search), by code. */
   branchFailures: Record<string, number>;
   reliability: { raters: string[]; overall: ReliabilitySummary; byRater: Record<string, ReliabilitySummary>; ratingFailures: number } | null;
+  /** Robustness probes (DESIGN §12); null (or absent, in older summaries) without probes. */
+  robustness?: RobustnessSummary | null;
 }
 
 const mean = (xs: readonly number[]): number | null => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
@@ -187,5 +190,6 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
     failures,
     branchFailures,
     reliability,
+    robustness: computeRobustness(records),
   };
 }

@@ -7,6 +7,7 @@ import { computeMetrics, type EvalMetrics } from "./metrics.js";
 import { readResults, RESULTS_FILE, type ResultRecord } from "./results-file.js";
 import type { SelectionReport } from "./sampling.js";
 import type { ThrottleStats } from "./throttle.js";
+import { robustnessMarkdown, robustnessRows } from "./probes/robustness-report.js";
 
 export const SUMMARY_JSON = "summary.json";
 export const SUMMARY_MD = "summary.md";
@@ -156,6 +157,8 @@ export function summaryMarkdown(s: EvalSummary): string {
     out.push(`${h.resolved} of ${h.total} were repaired away.`, "");
   }
 
+  out.push(...robustnessMarkdown(s.robustness));
+
   const u = s.usage;
   out.push("## Cost", "");
   out.push(
@@ -207,7 +210,7 @@ export function summaryMarkdown(s: EvalSummary): string {
   return out.join("\n");
 }
 
-interface Row {
+export interface Row {
   name: string;
   value: (s: EvalSummary) => number | null;
   format: (x: number, s: EvalSummary) => string;
@@ -250,6 +253,7 @@ export function compareSummaries(summaries: readonly EvalSummary[], names: reado
     { name: "  knowledge", value: (s) => (measuresHallucinations(s) ? s.hallucinations.perItem.knowledge : null), format: (x) => x.toFixed(2), delta: 2 },
     { name: "  reasoning", value: (s) => (measuresHallucinations(s) ? s.hallucinations.perItem.reasoning : null), format: (x) => x.toFixed(2), delta: 2 },
   );
+  rows.push(...robustnessRows(summaries));
   if (summaries.some((s) => s.reliability))
     rows.push(
       { name: "T×I", value: (s) => s.reliability?.overall.meanTxI ?? null, format: (x) => x.toFixed(1), delta: 1 },

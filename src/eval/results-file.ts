@@ -2,6 +2,7 @@ import { open, readFile, truncate, type FileHandle } from "node:fs/promises";
 import type { Usage } from "../case/diagnosis-result.js";
 import { MedmmvError } from "../errors.js";
 import type { GoldAnswer } from "./datasets/types.js";
+import type { HypothesisRecord, PermutationRecord } from "./probes/types.js";
 
 export const RESULTS_FILE = "results.jsonl";
 
@@ -45,6 +46,9 @@ export interface ResultRecord {
   ratingErrors?: Array<{ rater: string; code: string; message: string }>;
   ratingUsage?: Usage;
   warnings?: string[];
+  /** Robustness probes (DESIGN §12): the clinician's statement the case carried, the option order it was shown. */
+  hypothesis?: HypothesisRecord;
+  permutation?: PermutationRecord;
   /** How many times the item was run in this session (transient failures are retried). */
   attempts: number;
   finishedAt: string;

@@ -24,6 +24,8 @@ import { buildSummary, SUMMARY_JSON, SUMMARY_MD, summaryMarkdown, type EvalSumma
 import { readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
 import { selectItems } from "./sampling.js";
 import { AimdGate } from "./throttle.js";
+import { expandProbes, probeConfig, probeLabel } from "./probes/expand-items.js";
+import { HYPOTHESIS_KINDS, type HypothesisKind } from "./probes/types.js";
 
 export interface EvalRunOptions {
   dataset: string;
@@ -48,6 +50,10 @@ export interface EvalRunOptions {
   out: string;
   /** Extra attempts for an item that failed with a transient error (429/5xx/timeout out of retries). */
   itemRetries?: number;
+  /** Robustness probe: a clinician's right or wrong hypothesis before each question (DESIGN §12). */
+  hypothesis?: HypothesisKind;
+  /** Robustness probe: N seeded option orders per item, each its own item `id#p1`…. */
+  shuffleOptions?: number;
 }
 
 export interface EvalRunDeps {
@@ -133,6 +139,9 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   check((METHOD_NAMES as readonly string[]).includes(method), `unknown method "${method}"; use one of ${METHOD_NAMES.join(", ")}`);
   check(Number.isInteger(runs) && runs >= 1, "--runs must be an integer ≥ 1");
   check(Number.isInteger(concurrency) && concurrency >= 1, "--concurrency must be an integer ≥ 1");
+  check(o.hypothesis === undefined || (HYPOTHESIS_KINDS as readonly string[]).includes(o.hypothesis), `unknown hypothesis "${o.hypothesis}"; use one of ${HYPOTHESIS_KINDS.join(", ")}`);
+  const probeOpts = { hypothesis: o.hypothesis, shuffleOptions: o.shuffleOptions, seed: o.seed ?? 1 };
+  const probes = probeConfig(probeOpts);
   const adapter = getAdapter(o.dataset);
   const input = path.resolve(o.input);
   const dir = path.resolve(o.out);
@@ -163,11 +172,11 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     copBase: o.copBase ?? "auto",
     fieldMap: o.fieldMap ?? null,
     method,
-    label: labelFor(method, popts),
+    label: labelFor(method, popts) + probeLabel(probeOpts),
     runs,
     concurrency,
     selection: { sample: o.sample ?? null, stratify: o.stratify ?? [], seed: o.seed ?? 1, limit: o.limit ?? null },
-    config: methodConfig(method, popts, config),
+    config: { ...methodConfig(method, popts, config), ...(probes ? { probes } : {}) },
     models: method === "medmmv" ? pipeline.llm.models() : { executor: pipeline.llm.modelFor("executor") },
     raters: raterModels,
     prompts: pipeline.prompts.hashes(promptNames),
@@ -193,10 +202,14 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const all: Array<EvalItem | ItemError> = [];
   for await (const x of adapter.read(input, { imagesDir: o.images, missingImages: o.missingImages, medmcqaCopBase: o.copBase, fieldMap: o.fieldMap })) all.push(x);
   const details = adapter.describe?.() ?? {};
-  const { selected, report: selection } = selectItems(
+  const { selected: drawn, report: selection } = selectItems(
     all.map((x) => ({ id: x.id, strata: isItemError(x) ? {} : x.strata, x })),
     { sample: o.sample, stratify: o.stratify, seed: o.seed, limit: o.limit },
   );
+  // Probes apply to the drawn items: every permutation of a sampled item is planned, each its own (id, run).
+  const probed = expandProbes(drawn.map((s) => s.x), probeOpts);
+  const selected = probed.items.map((x) => ({ id: x.id, x }));
+  if (probes) details["probes"] = { ...probes, notMultipleChoice: probed.skipped };
 
   const done = new Map(existing.records.filter((r) => r.status !== "failed").map((r) => [recordKey(r.id, r.run), r]));
   const planned = new Set<string>();
@@ -261,6 +274,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
         finishedAt: new Date().toISOString(),
       };
       delete (r as Partial<MethodOutput>).rationale;
+      if (item.probe) Object.assign(r, item.probe);
       if (item.warnings?.length) r.warnings = item.warnings;
       return r;
     };

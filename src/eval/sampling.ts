@@ -23,7 +23,7 @@ export interface SelectionReport {
 }
 
 /** An item's position in the random order of a seed: a hash of (seed, id), so it does not depend on file order or on the other items. */
-function rank(seed: number, id: string): string {
+export function rank(seed: number, id: string): string {
   return createHash("sha256").update(`${seed}\u0000${id}`).digest("hex");
 }
 

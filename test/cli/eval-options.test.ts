@@ -36,6 +36,12 @@ describe("medmmv eval flags", () => {
     expect(o.pipeline).toEqual({ k: 3, maxRepairs: 2, adaptive: true, dedupe: false, select: "random", ablations: { noExpansion: true, noHd: true, noTextDoctor: true, noImageDoctor: true, noWebSearch: true } });
   });
 
+  it("robustness probes: --hypothesis and --shuffle-options reach the runner; bad values are refused", async () => {
+    expect(await parse(["--dataset", "medqa", "--input", "x", "--out", "o", "--hypothesis", "rq-w", "--shuffle-options", "5"])).toMatchObject({ hypothesis: "rq-w", shuffleOptions: 5 });
+    await expect(parse(["--dataset", "medqa", "--input", "x", "--out", "o", "--hypothesis", "cq"])).rejects.toThrow(/Allowed choices/);
+    await expect(parse(["--dataset", "medqa", "--input", "x", "--out", "o", "--shuffle-options", "0"])).rejects.toThrow(/integer/);
+  });
+
   it("a generic JSONL field map is parsed as JSON", async () => {
     const o = await parse(["--dataset", "jsonl", "--input", "x", "--out", "o", "--field-map", '{"question":"q","answer":"a","strata":["subject"]}']);
     expect(o.fieldMap).toEqual({ question: "q", answer: "a", strata: ["subject"] });

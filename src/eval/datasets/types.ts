@@ -1,4 +1,5 @@
 import type { ClinicalCase } from "../../case/schema.js";
+import type { ProbeFields } from "../probes/types.js";
 
 /** The expected answer of a benchmark item; `text` is what open and closed items are graded on. */
 export interface GoldAnswer {
@@ -17,6 +18,8 @@ export interface EvalItem {
   /** Grouping keys for per-stratum accuracy, e.g. body_system, answer_type, images. */
   strata: Record<string, string>;
   warnings?: string[];
+  /** Set by robustness probes (src/eval/probes), copied onto the item's records. */
+  probe?: ProbeFields;
 }
 
 /** Where each field of a generic JSONL record lives; dotted paths reach into objects. */

@@ -4,20 +4,22 @@ import type { PreparedCase } from "../../case/schema.js";
 import type { Prices } from "../../config.js";
 import { describeError, MedmmvError } from "../../errors.js";
 import { CallChain, UsageMeter } from "../../llm/usage.js";
-import { extractOptionLetter } from "../answer-match.js";
+import { extractOptionLetter, withoutPassages } from "../answer-match.js";
+import { hypothesisStatements } from "../probes/hypothesis.js";
 import { NO_HALLUCINATIONS, type EvalMethod, type MethodOutput } from "./types.js";
 
 /**
  * The answer a CoT reply commits to, mapped onto the case's options: the `option` field
  * when it is a valid letter (models write "C", "(C)", "c"), else a letter the answer text
  * or, failing that, the reasoning commits to. With no letter the text stays, and grading
- * falls back to comparing it with the gold option's text.
+ * falls back to comparing it with the gold option's text. `ignore` holds passages of the
+ * case (a probe's clinician statement) whose quotation commits the reply to nothing.
  */
-export function commitAnswer(out: CotOutput, options: Record<string, string> | undefined): { option: string | null; text: string } {
+export function commitAnswer(out: CotOutput, options: Record<string, string> | undefined, ignore: readonly string[] = []): { option: string | null; text: string } {
   const letters = options ? Object.keys(options) : [];
   if (letters.length === 0 || !options) return { option: null, text: out.answer.text.trim() };
   const raw = (out.answer.option ?? "").replace(/[^A-Za-z]/g, "").toUpperCase();
-  const letter = raw.length === 1 && options[raw] !== undefined ? raw : (extractOptionLetter(out.answer.text, letters) ?? extractOptionLetter(out.reasoning, letters));
+  const letter = raw.length === 1 && options[raw] !== undefined ? raw : (extractOptionLetter(withoutPassages(out.answer.text, ignore), letters) ?? extractOptionLetter(withoutPassages(out.reasoning, ignore), letters));
   return letter ? { option: letter, text: options[letter]! } : { option: null, text: out.answer.text.trim() };
 }
 
@@ -32,7 +34,7 @@ export function cotMethod(deps: AgentDeps, prices: Prices): EvalMethod {
       const base = { cu: null, answerSupport: null, stability: null, hallucinations: { ...NO_HALLUCINATIONS }, errors: [] };
       try {
         const out = await runCot(deps, { caseKey: c.id, meter, chain: new CallChain(meter), signal }, c, { temperature: 0 });
-        const answer = commitAnswer(out, c.options);
+        const answer = commitAnswer(out, c.options, hypothesisStatements(c));
         return { ...base, status: "completed", answer, usage: meter.snapshot(Date.now() - started), rationale: rationaleOf(out, answer) };
       } catch (err) {
         if (signal.aborted) throw err instanceof MedmmvError ? err : new MedmmvError("ABORTED", "eval cancelled", { cause: err });

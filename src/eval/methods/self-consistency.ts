@@ -6,6 +6,7 @@ import { describeError, MedmmvError } from "../../errors.js";
 import { CallChain, UsageMeter } from "../../llm/usage.js";
 import { stabilityReport } from "../../scoring/stability.js";
 import { normalizeAnswer, normalizeYesNo } from "../answer-match.js";
+import { hypothesisStatements } from "../probes/hypothesis.js";
 import { commitAnswer, rationaleOf } from "./cot.js";
 import { NO_HALLUCINATIONS, type EvalMethod, type MethodOutput } from "./types.js";
 
@@ -55,7 +56,7 @@ export function selfConsistencyMethod(deps: AgentDeps, prices: Prices, opts: { k
         Array.from({ length: opts.k }, async (_, i) => {
           try {
             const out = await runCot(deps, { caseKey: c.id, meter, chain: root.fork(), signal }, c, { temperature: opts.temperature });
-            return { ok: true as const, out, answer: commitAnswer(out, c.options) };
+            return { ok: true as const, out, answer: commitAnswer(out, c.options, hypothesisStatements(c)) };
           } catch (err) {
             if (signal.aborted) throw err instanceof MedmmvError ? err : new MedmmvError("ABORTED", "eval cancelled", { cause: err });
             return { ok: false as const, error: { branch: `sample-${i}`, ...describeError(err) } };
