@@ -1,17 +1,16 @@
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig, type Config } from "../../src/config.js";
 import { corpusIndexCommand, corpusNameFromFile, corpusSearchCommand, corpusStatsCommand, type CorpusCommandEnv } from "../../src/cli/corpus-command.js";
+import { PG_TEST_URL, usePgSchemas } from "../support/pg-schemas.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const EXAMPLE = path.join(ROOT, "examples/corpus/cardiology.jsonl");
-const PG_URL = process.env.MEDMMV_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const pgSchemas = usePgSchemas();
 
 const roots: string[] = [];
 const tempDir = () => {
@@ -19,15 +18,7 @@ const tempDir = () => {
   roots.push(d);
   return d;
 };
-let admin: pg.Client;
-const schemas: string[] = [];
-beforeAll(async () => {
-  admin = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 5_000 });
-  await admin.connect();
-});
-afterAll(async () => {
-  for (const s of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`).catch(() => undefined);
-  await admin?.end();
+afterAll(() => {
   for (const r of roots) rmSync(r, { recursive: true, force: true });
 });
 
@@ -50,9 +41,8 @@ const backends: Array<[string, () => { config: Config; pgSchema?: string }]> = [
   [
     "Postgres (DATABASE_URL)",
     () => {
-      const schema = `medmmv_test_${randomBytes(6).toString("hex")}`;
-      schemas.push(schema);
-      return { config: loadConfig({ DATABASE_URL: PG_URL }), pgSchema: schema };
+      const schema = pgSchemas.newSchema();
+      return { config: loadConfig({ DATABASE_URL: PG_TEST_URL }), pgSchema: schema };
     },
   ],
 ];

@@ -1,22 +1,11 @@
-import { randomBytes } from "node:crypto";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { createSearchProvider, openSearchProvider } from "../../src/search/create-search-provider.js";
 import { prepareDocument } from "../../src/search/local/corpus-record.js";
 import { openCorpusIndex } from "../../src/search/local/open-corpus-index.js";
+import { PG_TEST_URL, usePgSchemas } from "../support/pg-schemas.js";
 
-const PG_URL = process.env.MEDMMV_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-let admin: pg.Client;
-const schemas: string[] = [];
-beforeAll(async () => {
-  admin = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 5_000 });
-  await admin.connect();
-});
-afterAll(async () => {
-  for (const s of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`).catch(() => undefined);
-  await admin?.end();
-});
+const pgSchemas = usePgSchemas();
 
 describe("MEDMMV_SEARCH", () => {
   it("is read by the config loader: explicit choices, the defaults, and a clear error for anything else", () => {
@@ -28,12 +17,11 @@ describe("MEDMMV_SEARCH", () => {
   });
 
   it("local on Postgres: the corpus is searched there; unset, it is chosen once a corpus is indexed there", async () => {
-    const schema = `medmmv_test_${randomBytes(6).toString("hex")}`;
-    schemas.push(schema);
-    const explicit = createSearchProvider(loadConfig({ DATABASE_URL: PG_URL, MEDMMV_SEARCH: "local" }), { pgSchema: schema });
+    const schema = pgSchemas.newSchema();
+    const explicit = createSearchProvider(loadConfig({ DATABASE_URL: PG_TEST_URL, MEDMMV_SEARCH: "local" }), { pgSchema: schema });
     expect(explicit).toMatchObject({ name: "local", note: expect.stringMatching(/Postgres full-text search/) });
 
-    const auto = loadConfig({ DATABASE_URL: PG_URL });
+    const auto = loadConfig({ DATABASE_URL: PG_TEST_URL });
     expect((await openSearchProvider(auto, { pgSchema: schema })).name).toBe("none");
     const index = await openCorpusIndex(auto.store, { pgSchema: schema });
     await index.upsert("cardio", [prepareDocument({ id: "t", title: "Troponin", text: "Troponin above the 99th percentile means myocardial injury." })]);

@@ -1,40 +1,13 @@
-import { randomBytes } from "node:crypto";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CorpusIndex } from "../../../src/search/local/corpus-index.js";
 import { prepareDocument } from "../../../src/search/local/corpus-record.js";
 import { openCorpusIndex } from "../../../src/search/local/open-corpus-index.js";
 import { PostgresCorpusIndex } from "../../../src/search/local/postgres-corpus-index.js";
 import { describeCorpusConformance } from "./corpus-conformance.js";
+import { PG_TEST_URL, usePgSchemas } from "../../support/pg-schemas.js";
 
-/** Runs against a real Postgres (as the store's suite does): an unreachable server fails the file. */
-const URL = process.env.MEDMMV_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-
-let admin: pg.Client;
-const schemas = new Set<string>();
-const newSchema = () => {
-  const s = `medmmv_test_${randomBytes(6).toString("hex")}`;
-  schemas.add(s);
-  return s;
-};
-const dropSchema = async (s: string) => {
-  await admin.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
-  schemas.delete(s);
-};
-
-beforeAll(async () => {
-  admin = new pg.Client({ connectionString: URL, connectionTimeoutMillis: 5_000 });
-  try {
-    await admin.connect();
-  } catch (e) {
-    throw new Error(`Postgres is not reachable at ${URL.replace(/:[^:@/]*@/, ":***@")} (set MEDMMV_TEST_DATABASE_URL): ${(e as Error).message}`);
-  }
-});
-
-afterAll(async () => {
-  for (const s of [...schemas]) await dropSchema(s).catch(() => undefined);
-  await admin?.end();
-});
+const pgs = usePgSchemas();
+const { newSchema, dropSchema } = pgs;
 
 describeCorpusConformance(
   "postgres",
@@ -42,7 +15,7 @@ describeCorpusConformance(
     const schema = newSchema();
     const opened: CorpusIndex[] = [];
     const open = async () => {
-      const i = await openCorpusIndex({ databaseUrl: URL, dataDir: "./unused" }, { pgSchema: schema });
+      const i = await openCorpusIndex({ databaseUrl: PG_TEST_URL, dataDir: "./unused" }, { pgSchema: schema });
       opened.push(i);
       return i;
     };
@@ -61,13 +34,13 @@ describeCorpusConformance(
 describe("PostgresCorpusIndex specifics", () => {
   it("keeps a weighted tsvector per chunk behind a GIN index, in the requested schema", async () => {
     const schema = newSchema();
-    const index = await openCorpusIndex({ databaseUrl: URL, dataDir: "./unused" }, { pgSchema: schema });
+    const index = await openCorpusIndex({ databaseUrl: PG_TEST_URL, dataDir: "./unused" }, { pgSchema: schema });
     try {
       expect(index.backend).toBe("postgres");
       await index.upsert("cardio", [prepareDocument({ id: "a", title: "Troponin", text: "A cardiac marker." })]);
-      const idx = await admin.query<{ indexdef: string }>("SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'medmmv_corpus_chunks_tsv'", [schema]);
+      const idx = await pgs.admin.query<{ indexdef: string }>("SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'medmmv_corpus_chunks_tsv'", [schema]);
       expect(idx.rows[0]?.indexdef).toMatch(/USING gin \(tsv\)/);
-      const row = await admin.query<{ tsv: string }>(`SELECT tsv::text FROM "${schema}".medmmv_corpus_chunks`);
+      const row = await pgs.admin.query<{ tsv: string }>(`SELECT tsv::text FROM "${schema}".medmmv_corpus_chunks`);
       expect(row.rows[0]!.tsv).toMatch(/'troponin':1A/);
     } finally {
       await index.close();
@@ -77,7 +50,7 @@ describe("PostgresCorpusIndex specifics", () => {
 
   it("initialises safely when several processes create the tables at once", async () => {
     const schema = newSchema();
-    const indexes = Array.from({ length: 4 }, () => new PostgresCorpusIndex({ connectionString: URL, schema }));
+    const indexes = Array.from({ length: 4 }, () => new PostgresCorpusIndex({ connectionString: PG_TEST_URL, schema }));
     try {
       const results = await Promise.allSettled(indexes.map((i) => i.init()));
       expect(results.map((r) => (r.status === "rejected" ? String(r.reason) : "ok"))).toEqual(["ok", "ok", "ok", "ok"]);
