@@ -1,4 +1,4 @@
-import { tavily, type TavilyClient } from "@tavily/core";
+import type { TavilyClient } from "@tavily/core";
 import { z } from "zod";
 import type { Config } from "../config.js";
 import { MedmmvError } from "../errors.js";
@@ -38,12 +38,19 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 export class TavilySearch implements SearchProvider {
   readonly name = "tavily" as const;
   readonly enabled = true;
-  readonly #client: TavilyClient;
+  readonly #apiKey: string;
+  #client: Promise<TavilyClient> | null = null;
 
   constructor(private readonly cfg: Config["search"]) {
     if (!cfg.apiKey) throw new MedmmvError("CONFIG_MISSING", "Tavily search needs TAVILY_API_KEY");
+    this.#apiKey = cfg.apiKey;
+  }
+
+  /** Loaded on first use: the client pulls in axios and a tokenizer (~18 MB of heap) that a process without web search should not pay for. */
+  #tavily(): Promise<TavilyClient> {
     // An explicit key: the client would otherwise fall back to keyless mode or read the environment itself.
-    this.#client = tavily({ apiKey: cfg.apiKey, apiBaseURL: cfg.baseUrl });
+    this.#client ??= import("@tavily/core").then(({ tavily }) => tavily({ apiKey: this.#apiKey, apiBaseURL: this.cfg.baseUrl }));
+    return this.#client;
   }
 
   async search(query: string, opts: { signal?: AbortSignal; maxResults?: number }): Promise<SearchResponse> {
@@ -57,10 +64,8 @@ export class TavilySearch implements SearchProvider {
       async ({ signal }) => {
         let reply;
         try {
-          reply = await untilAborted(
-            this.#client.search(q, { maxResults: max, searchDepth: "basic", includeAnswer: false, timeout: this.cfg.timeoutMs / 1000 }),
-            signal,
-          );
+          const client = await this.#tavily();
+          reply = await untilAborted(client.search(q, { maxResults: max, searchDepth: "basic", includeAnswer: false, timeout: this.cfg.timeoutMs / 1000 }), signal);
         } catch (err) {
           if (signal.aborted || !tavilyRefusal(err)) throw err;
           throw new MedmmvError("SEARCH_FAILED", `web search: provider refused the request: ${err instanceof Error ? err.message.slice(0, 200) : "unknown error"}`, { cause: err, retryable: false });
