@@ -15,23 +15,22 @@ export const DEFAULT_CHUNKING: ChunkOptions = { size: 1200, overlap: 200 };
 export function chunkText(text: string, opts: ChunkOptions = DEFAULT_CHUNKING): string[] {
   if (opts.size <= 0 || opts.overlap < 0 || opts.overlap >= opts.size) throw new RangeError("chunk overlap must be smaller than the chunk size");
   const clean = text.replace(/\s+/g, " ").trim();
-  if (clean.length <= opts.size) return clean ? [clean] : [];
+  if (!clean) return [];
+  if (clean.length <= opts.size) return [clean];
+  // Whole words only: a word longer than the chunk size is a chunk of its own.
+  const words = clean.split(" ");
   const chunks: string[] = [];
-  let start = 0;
-  while (start < clean.length) {
-    let end = Math.min(clean.length, start + opts.size);
-    // Cut at the last space inside the window, so words are never split.
-    if (end < clean.length) {
-      const space = clean.lastIndexOf(" ", end);
-      if (space > start + opts.overlap) end = space;
-    }
-    chunks.push(clean.slice(start, end).trim());
-    if (end >= clean.length) break;
-    // Step back by the overlap, then forward to a word start.
-    let next = Math.max(start + 1, end - opts.overlap);
-    const space = clean.indexOf(" ", next);
-    if (space !== -1 && space < end) next = space + 1;
-    start = next;
+  let i = 0;
+  for (;;) {
+    let j = i + 1;
+    let len = words[i]!.length;
+    while (j < words.length && len + 1 + words[j]!.length <= opts.size) len += 1 + words[j++]!.length;
+    chunks.push(words.slice(i, j).join(" "));
+    if (j >= words.length) return chunks;
+    // The next chunk repeats the last words that fit in the overlap, and always moves forward.
+    let k = j;
+    let back = 0;
+    while (k - 1 > i && back + words[k - 1]!.length + (back ? 1 : 0) <= opts.overlap) back += words[--k]!.length + (back ? 1 : 0);
+    i = k;
   }
-  return chunks;
 }

@@ -34,11 +34,14 @@ export interface PreparedDocument {
   chunks: string[];
 }
 
+/** Part of every content hash: a change to how texts are chunked re-chunks what is already indexed. */
+const CHUNKER_VERSION = 1;
+
 export function prepareDocument(r: CorpusRecord, chunking: ChunkOptions = DEFAULT_CHUNKING): PreparedDocument {
   const url = r.url ?? null;
   const source = r.source ?? null;
   const contentHash = createHash("sha256")
-    .update(JSON.stringify([r.title, r.text, url, source, chunking.size, chunking.overlap]))
+    .update(JSON.stringify([CHUNKER_VERSION, r.title, r.text, url, source, chunking.size, chunking.overlap]))
     .digest("hex");
   return { id: r.id, title: r.title, url, source, contentHash, chunks: chunkText(r.text, chunking) };
 }
