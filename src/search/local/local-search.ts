@@ -16,15 +16,13 @@ export class LocalSearch implements SearchProvider {
   readonly name = "local" as const;
   readonly enabled = true;
   readonly note: string;
-  readonly #corpus: string | undefined;
   #index: Promise<CorpusIndex> | null = null;
 
   constructor(
     private readonly open: () => Promise<CorpusIndex>,
-    opts: { backend: "sqlite" | "postgres"; corpus?: string },
+    opts: { backend: "sqlite" | "postgres" },
   ) {
-    this.note = `local literature corpus (${opts.backend === "postgres" ? "Postgres full-text search" : "SQLite FTS5, BM25"}${opts.corpus ? `, corpus ${opts.corpus}` : ""}); nothing leaves this machine`;
-    this.#corpus = opts.corpus;
+    this.note = `local literature corpus (${opts.backend === "postgres" ? "Postgres full-text search" : "SQLite FTS5, BM25"}, every indexed corpus); no query goes to a web service`;
   }
 
   #opened(): Promise<CorpusIndex> {
@@ -44,7 +42,7 @@ export class LocalSearch implements SearchProvider {
     let hits;
     try {
       const index = await this.#opened();
-      hits = await index.search(q, { limit: max * OVERFETCH, corpus: this.#corpus });
+      hits = await index.search(q, { limit: max * OVERFETCH });
     } catch (err) {
       throw new MedmmvError("SEARCH_FAILED", `local corpus search failed: ${err instanceof Error ? err.message.slice(0, 200) : String(err)}`, { cause: err });
     }
