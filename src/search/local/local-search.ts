@@ -7,8 +7,8 @@ import { hitUrl } from "./corpus-record.js";
 const OVERFETCH = 3;
 
 /**
- * `MEDMMV_SEARCH=local`: the user's own literature corpus, searched in the store. Nothing
- * leaves the machine. The index is opened on the first search, so a pipeline that never
+ * `MEDMMV_SEARCH=local`: the user's own literature corpus, searched in the store: no
+ * query goes to a web service. The index is opened on the first search, so a pipeline that never
  * searches never touches the store. Hits are returned like web results (title, url,
  * content) and are just as untrusted: the web-search agent fences them the same way.
  */
