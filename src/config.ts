@@ -22,6 +22,8 @@ const EnvSchema = z.object({
   MEDMMV_STRUCTURED_OUTPUT: z.enum(["jsonSchema", "functionCalling", "jsonMode"]).default("jsonSchema"),
   TAVILY_API_KEY: z.string().optional(),
   TAVILY_BASE_URL: z.string().url().default("https://api.tavily.com"),
+  /** Search provider; unset: tavily with a key, else the local corpus when one is indexed, else none. */
+  MEDMMV_SEARCH: z.enum(["tavily", "local", "none"]).optional(),
   MEDMMV_K: z.coerce.number().int().min(1).max(32).default(5),
   MEDMMV_MAX_REPAIRS: z.coerce.number().int().min(0).max(10).default(3),
   /** Adaptive rollouts by default (a request or a CLI flag may still choose). */
@@ -75,7 +77,16 @@ export interface Config {
     prices: Prices;
     cache: "off" | "deterministic" | "all";
   };
-  search: { provider: "tavily" | "none"; apiKey: string | null; baseUrl: string; timeoutMs: number; maxPairs: number };
+  search: {
+    /** Known at boot; "none" with `auto` may still become "local" once the store shows an indexed corpus. */
+    provider: "tavily" | "local" | "none";
+    /** MEDMMV_SEARCH was not set: the provider was chosen by the defaults. */
+    auto: boolean;
+    apiKey: string | null;
+    baseUrl: string;
+    timeoutMs: number;
+    maxPairs: number;
+  };
   pipeline: { k: number; maxRepairs: number; adaptive: boolean; weights: [number, number, number] };
   store: { databaseUrl: string | null; dataDir: string; leaseMs: number; runnerId: string | null };
   http: {
@@ -109,6 +120,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       throw new MedmmvError("CONFIG_INVALID", 'MEDMMV_PRICES must be JSON like {"gpt-4o":{"input":2.5,"output":10}} (USD per million tokens)');
     }
   }
+  if (e.MEDMMV_SEARCH === "tavily" && !e.TAVILY_API_KEY)
+    throw new MedmmvError("CONFIG_MISSING", "MEDMMV_SEARCH=tavily needs TAVILY_API_KEY (or choose MEDMMV_SEARCH=local for the offline corpus, or none)");
   const executor = e.MEDMMV_MODEL ?? null;
   const w = e.MEDMMV_CU_WEIGHTS;
   return {
@@ -127,7 +140,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       cache: e.MEDMMV_CACHE,
     },
     search: {
-      provider: e.TAVILY_API_KEY ? "tavily" : "none",
+      provider: e.MEDMMV_SEARCH ?? (e.TAVILY_API_KEY ? "tavily" : "none"),
+      auto: e.MEDMMV_SEARCH === undefined,
       apiKey: e.TAVILY_API_KEY ?? null,
       baseUrl: e.TAVILY_BASE_URL.replace(/\/+$/, ""),
       timeoutMs: e.MEDMMV_SEARCH_TIMEOUT_MS,

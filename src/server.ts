@@ -8,6 +8,7 @@ import type { DestinationStream, Logger } from "pino";
 import { assertLlmConfigured, loadConfig, type Config } from "./config.js";
 import { MedmmvError, describeError } from "./errors.js";
 import { Pipeline } from "./graph/pipeline.js";
+import { openSearchProvider } from "./search/create-search-provider.js";
 import { medmmvApp } from "./http/app.js";
 import { createLogger } from "./http/logger.js";
 import { CaseService } from "./service/case-service.js";
@@ -60,7 +61,8 @@ export async function startServer(config: Config, opts: StartServerOptions = {})
   const store = await openStore(config.store, opts.storeOptions);
   let app: FastifyInstance | null = null;
   try {
-    const pipeline = new Pipeline(config, { checkpointer: store.checkpointer(), cache: storeResponseCache(store) });
+    const search = await openSearchProvider(config, { pgSchema: opts.storeOptions?.pgSchema });
+    const pipeline = new Pipeline(config, { checkpointer: store.checkpointer(), cache: storeResponseCache(store), search });
     const service = new CaseService({ config, store, pipeline, logger });
     const instance: FastifyInstance = Fastify({
       loggerInstance: logger as FastifyBaseLogger,

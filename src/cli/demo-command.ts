@@ -7,6 +7,7 @@ import { startScriptedOpenAI } from "../../test/support/scripted-openai-server.j
 import { startScriptedTavily } from "../../test/support/scripted-tavily-server.js";
 import { clinicalScenario } from "../../test/support/clinical-scenario.js";
 import { writeResult } from "./diagnose-command.js";
+import { prepareDemoCorpus } from "./demo-corpus.js";
 
 const DEMO_CASE = fileURLToPath(new URL("../../examples/chest-pain.json", import.meta.url));
 
@@ -22,7 +23,10 @@ export async function demoCommand(opts: { json?: boolean; out?: string }): Promi
     scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A", "B", "C"], repairsNeeded: { A: 1, C: 2 }, repairTo: { A: "B" }, coherence: { B: 0.9, C: 0.6 } }),
   });
   const search = await startScriptedTavily({ latencyMs: 20 });
+  let corpus: Awaited<ReturnType<typeof prepareDemoCorpus>> | null = null;
   try {
+    // Without a Tavily key of the user's, literature comes from the bundled corpus, searched offline (MEDMMV_SEARCH=local).
+    corpus = loadConfig().search.apiKey ? null : await prepareDemoCorpus();
     const config = loadConfig({
       ...process.env,
       OPENAI_BASE_URL: model.baseUrl,
@@ -32,6 +36,7 @@ export async function demoCommand(opts: { json?: boolean; out?: string }): Promi
       MEDMMV_JUDGE_MODEL: "scripted-demo-model",
       TAVILY_API_KEY: "demo",
       TAVILY_BASE_URL: search.baseUrl,
+      ...corpus?.env,
     });
     const c = await loadCaseFile(DEMO_CASE, { maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
     const { result } = await new Pipeline(config).run(c, pipelineOptions(config));
@@ -51,6 +56,6 @@ export async function demoCommand(opts: { json?: boolean; out?: string }): Promi
     process.stderr.write(`medmmv demo: ${isMedmmvError(err) ? `[${err.code}] ${err.message}` : String(err)}\n`);
     return 1;
   } finally {
-    await Promise.all([model.close(), search.close()]);
+    await Promise.all([model.close(), search.close(), corpus?.dispose()]);
   }
 }

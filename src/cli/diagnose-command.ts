@@ -4,6 +4,7 @@ import { assertLlmConfigured, loadConfig } from "../config.js";
 import { isMedmmvError } from "../errors.js";
 import { loadCaseFile } from "../case/load-case.js";
 import { Pipeline, pipelineOptions } from "../graph/pipeline.js";
+import { openSearchProvider } from "../search/create-search-provider.js";
 import { formatSummary } from "./format-summary.js";
 
 export interface DiagnoseOptions {
@@ -34,7 +35,7 @@ export async function diagnoseCommand(file: string, opts: DiagnoseOptions): Prom
   const onSigint = () => ctrl.abort();
   process.once("SIGINT", onSigint);
   try {
-    const pipeline = new Pipeline(config);
+    const pipeline = new Pipeline(config, { search: await openSearchProvider(config) });
     const { result } = await pipeline.run(c, pipelineOptions(config, { k: opts.k, maxRepairs: opts.maxRepairs, adaptive: opts.adaptive }), { signal: ctrl.signal });
     await writeResult(result, opts);
     return result.status === "failed" ? 1 : 0;

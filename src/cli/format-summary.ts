@@ -31,7 +31,7 @@ export function formatSummary(r: DiagnosisResult): string {
   for (const h of r.hallucinations.slice(0, 8)) out.push(`  ${h.resolved ? "repaired" : "open    "} ${h.pathId} attempt ${h.attempt} [${h.stage}/${h.severity}] ${h.claim}`);
   const g = r.evidenceGraph as { nodes?: unknown[]; edges?: unknown[] } | null;
   out.push(
-    `Evidence: ${g?.nodes?.length ?? 0} nodes, ${g?.edges?.length ?? 0} edges in the selected path's subgraph; web search ${r.provenance.search?.enabled ? "on" : `off (${r.provenance.search?.note ?? "disabled"})`}`,
+    `Evidence: ${g?.nodes?.length ?? 0} nodes, ${g?.edges?.length ?? 0} edges in the selected path's subgraph; web search ${r.provenance.search?.enabled ? (r.provenance.search.provider === "local" ? "on (local corpus, offline)" : "on") : `off (${r.provenance.search?.note ?? "disabled"})`}`,
   );
   out.push(`Stability: rollouts ${r.stability.rolloutAnswers.map((a) => a ?? "×").join(" ")}  RGM ${num(r.stability.rgm)}  entropy ${num(r.stability.entropy)}`);
   const u = r.usage;

@@ -3,6 +3,7 @@ import { VERSION } from "../version.js";
 import { isMedmmvError } from "../errors.js";
 import { EXIT, intArg } from "./cli-args.js";
 import { registerEvalCommands } from "./eval-command.js";
+import { registerCorpusCommands } from "./corpus-command.js";
 
 // Each command's module is imported when it runs: the pipeline, the server and the
 // scripted demo servers are not loaded for `--help` or for the other commands.
@@ -56,6 +57,7 @@ program
   });
 
 registerEvalCommands(program);
+registerCorpusCommands(program);
 
 try {
   await program.parseAsync(process.argv);

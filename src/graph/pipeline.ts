@@ -6,8 +6,8 @@ import { MedmmvError } from "../errors.js";
 import { FairLimiter } from "../llm/limiter.js";
 import { LlmClient, type ResponseCache } from "../llm/model-client.js";
 import { PromptLibrary } from "../llm/prompt-template.js";
-import { NoSearch, type SearchProvider } from "../search/search-provider.js";
-import { TavilySearch } from "../search/tavily.js";
+import type { SearchProvider } from "../search/search-provider.js";
+import { createSearchProvider } from "../search/create-search-provider.js";
 import { VERSION } from "../version.js";
 import { buildWorkflow, type Workflow } from "./graph.js";
 import { RunHooks, type EmitEvent } from "./run-context.js";
@@ -66,7 +66,7 @@ export class Pipeline {
     this.limiter = deps.limiter ?? new FairLimiter(config.llm.maxConcurrency);
     this.llm = new LlmClient(config.llm, this.limiter, deps.cache ?? null);
     this.prompts = new PromptLibrary();
-    this.search = deps.search ?? (config.search.apiKey ? new TavilySearch(config.search) : new NoSearch());
+    this.search = deps.search ?? createSearchProvider(config);
     this.workflow = buildWorkflow(
       { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: config.llm.prices, hooks: this.hooks, images: this.images, rounds: this.rounds, version: VERSION },
       deps.checkpointer,

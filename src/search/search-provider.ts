@@ -1,4 +1,4 @@
-/** Web search behind one interface; results are untrusted text. */
+/** Literature search behind one interface (web or local corpus); results are untrusted text. */
 export interface SearchResult {
   title: string;
   url: string;
@@ -11,11 +11,13 @@ export interface SearchResponse {
   retrievedAt: string;
 }
 export interface SearchProvider {
-  readonly name: "tavily" | "none";
+  readonly name: "tavily" | "local" | "none";
   readonly enabled: boolean;
   /** Why search is off, for provenance (e.g. "TAVILY_API_KEY not set"). */
   readonly note?: string;
   search(query: string, opts: { signal?: AbortSignal; maxResults?: number }): Promise<SearchResponse>;
+  /** Release what the provider holds (the local corpus's store connection). */
+  close?(): Promise<void>;
 }
 
 export class NoSearch implements SearchProvider {

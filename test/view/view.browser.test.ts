@@ -139,6 +139,18 @@ function hostileRun(base: ScriptedCaseRun): ScriptedCaseRun {
   return run;
 }
 
+/** The scripted run with a passage from the local literature corpus (MEDMMV_SEARCH=local) in its graph. */
+const CORPUS_URL = "corpus://cardiology/inferior-leads";
+function localCorpusRun(base: ScriptedCaseRun): { run: ScriptedCaseRun; nodeId: string; label: string; retrievedAt: string } {
+  const run = structuredClone(base);
+  const g = EvidenceGraph.import(run.fullEvidenceGraph);
+  const label = "inferior leads localise the infarction";
+  const retrievedAt = "2026-01-02T03:04:05.000Z";
+  const nodeId = g.addNode({ kind: "knowledge", category: "literature", label, source: { agent: "web-search", url: CORPUS_URL, title: "Inferior wall infarction", retrievedAt } });
+  run.fullEvidenceGraph = g.export() as unknown as Record<string, unknown>;
+  return { run, nodeId, label, retrievedAt };
+}
+
 let browser: Browser;
 let server: http.Server;
 let baseUrl: string;
@@ -155,6 +167,7 @@ beforeAll(async () => {
   const nonce = newViewNonce();
   pages.set("/cases/view", renderCaseViewHtml({ ...run, mode: "served", nonce }));
   pages.set("/cases/hostile", renderCaseViewHtml({ ...hostileRun(run), mode: "served", nonce }));
+  pages.set("/cases/local", renderCaseViewHtml({ ...localCorpusRun(run).run, mode: "served", nonce }));
   offlineFile = (await writeOfflineReport(run, `${ARTIFACTS}report.html`)).file;
   server = http.createServer((req, res) => {
     const html = pages.get(req.url ?? "");
@@ -530,4 +543,29 @@ describe("audit view with 300 evidence nodes", () => {
       await context.close();
     }
   });
+});
+
+describe("audit view of a local-corpus passage", () => {
+  it("shows a literature node from the local corpus with its corpus provenance as text, never as a link", async () => {
+    const { nodeId, label, retrievedAt } = localCorpusRun(run);
+    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    try {
+      const page = await context.newPage();
+      const watched = watch(page);
+      await openReady(page, `${baseUrl}/cases/local`);
+      await page.fill("[data-testid=search]", label);
+      await page.waitForFunction((id) => (window as unknown as { __medmmvView: { matches: string[] } }).__medmmvView.matches.includes(id), nodeId);
+      await page.press("[data-testid=search]", "Enter");
+      await page.waitForFunction((id) => (window as unknown as { __medmmvView: { selectedNode: string | null } }).__medmmvView.selectedNode === id, nodeId);
+      const panel = page.locator("[data-testid=node-panel]");
+      const text = await panel.textContent();
+      expect(text).toContain(`Local corpus passage: ${CORPUS_URL}`);
+      expect(text).toContain(`Retrieved: ${retrievedAt}`);
+      expect(text).toContain("searched offline");
+      expect(await panel.locator("a[href^='corpus:']").count()).toBe(0);
+      expect(watched.problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
 });

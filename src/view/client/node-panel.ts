@@ -65,12 +65,14 @@ function renderSource(s: Source, i: number, payload: ViewPayload, nodeLabel: str
     append(box, h("div", { class: "small" }, h("b", null, "Finding: "), nodeLabel), s.region ? h("div", { class: "small" }, h("b", null, "Region: "), s.region) : null);
   }
   if (s.url !== undefined || s.title !== undefined) {
+    // A passage of the local literature corpus (MEDMMV_SEARCH=local) names its corpus and record instead of a web address.
+    const local = typeof s.url === "string" && s.url.startsWith("corpus://");
     append(
       box,
       s.title ? h("div", { class: "small" }, h("b", null, "Title: "), s.title) : null,
-      s.url !== undefined ? h("div", { class: "small" }, h("b", null, "URL: "), externalLink(s.url)) : null,
+      s.url !== undefined ? h("div", { class: "small" }, h("b", null, local ? "Local corpus passage: " : "URL: "), externalLink(s.url)) : null,
       h("div", { class: "small" }, h("b", null, "Retrieved: "), s.retrievedAt ?? "unknown"),
-      h("p", { class: "muted small" }, "Web content is untrusted; this page never fetches it."),
+      h("p", { class: "muted small" }, local ? "Corpus content is untrusted like web content; it was searched offline, in the store." : "Web content is untrusted; this page never fetches it."),
     );
   }
   return box;

@@ -1,0 +1,32 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { MedmmvError } from "../errors.js";
+import { indexCorpusFile } from "../search/local/index-corpus-file.js";
+import { openCorpusIndex } from "../search/local/open-corpus-index.js";
+
+export const DEMO_CORPUS_FILE = fileURLToPath(new URL("../../examples/corpus/cardiology.jsonl", import.meta.url));
+
+/**
+ * The demo's offline literature search: the bundled example corpus indexed into a
+ * throwaway embedded store, and the environment that points MEDMMV_SEARCH=local at it
+ * (DATABASE_URL blanked so a user's Postgres is never written to by the demo).
+ */
+export async function prepareDemoCorpus(): Promise<{ env: Record<string, string>; dispose(): Promise<void> }> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), "medmmv-demo-corpus-"));
+  const dispose = () => rm(dataDir, { recursive: true, force: true });
+  try {
+    const index = await openCorpusIndex({ databaseUrl: null, dataDir });
+    try {
+      const r = await indexCorpusFile(index, DEMO_CORPUS_FILE, "cardiology");
+      if (r.errors.length) throw new MedmmvError("INTERNAL", `the bundled demo corpus has ${r.errors.length} bad line(s), first: line ${r.errors[0]!.line}`);
+    } finally {
+      await index.close();
+    }
+  } catch (e) {
+    await dispose();
+    throw e;
+  }
+  return { env: { MEDMMV_SEARCH: "local", MEDMMV_DATA_DIR: dataDir, DATABASE_URL: "" }, dispose };
+}

@@ -1,0 +1,23 @@
+import type { Config } from "../../config.js";
+import type { CorpusIndex } from "./corpus-index.js";
+import { PostgresCorpusIndex } from "./postgres-corpus-index.js";
+import { SqliteCorpusIndex } from "./sqlite-corpus-index.js";
+
+export interface OpenCorpusIndexOptions {
+  /** Postgres schema (default "public"); tests use a throwaway one. */
+  pgSchema?: string;
+}
+
+/** The corpus index on the configured store: Postgres with a database URL, else the embedded SQLite file; initialised. */
+export async function openCorpusIndex(store: Pick<Config["store"], "databaseUrl" | "dataDir">, opts: OpenCorpusIndexOptions = {}): Promise<CorpusIndex> {
+  const index: CorpusIndex = store.databaseUrl
+    ? new PostgresCorpusIndex({ connectionString: store.databaseUrl, schema: opts.pgSchema })
+    : new SqliteCorpusIndex(store.dataDir);
+  try {
+    await index.init();
+  } catch (e) {
+    await index.close().catch(() => undefined);
+    throw e;
+  }
+  return index;
+}
