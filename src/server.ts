@@ -43,7 +43,7 @@ export interface RunningServer {
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-function isLoopback(host: string): boolean {
+export function isLoopback(host: string): boolean {
   if (host === "localhost") return true;
   if (isIP(host) === 4) return host.startsWith("127.");
   return host === "::1";
