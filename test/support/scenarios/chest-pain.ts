@@ -6,7 +6,17 @@
  * which shows no waveform at all; the image check rejects that finding.
  * The literature below was written for this demo: it is not a real publication.
  */
-import type { CaseScript } from "./case-script.js";
+import type { CaseScript, ScriptedStep } from "./case-script.js";
+
+/** The first step of the pericarditis path, which its repair keeps. */
+const pericarditisOpening: ScriptedStep = {
+  text: "The patient has acute chest pain and ST elevation on the ECG.",
+  stage: "reasoning",
+  claims: [
+    { text: "Crushing substernal chest pain radiates to the left arm", evidence: ["pain"] },
+    { text: "ST elevation is present in leads II, III and aVF", evidence: ["ste"] },
+  ],
+};
 
 const DEMO_NOTE = "Text written for the medmmv demo; not a real publication.";
 
@@ -170,14 +180,7 @@ export const chestPainScript: CaseScript = {
       rationale: "The steps follow from one another, but the conclusion rests on reading the ST elevation as diffuse.",
       repairedTo: "pericarditisRepaired",
       steps: [
-        {
-          text: "The patient has acute chest pain and ST elevation on the ECG.",
-          stage: "reasoning",
-          claims: [
-            { text: "Crushing substernal chest pain radiates to the left arm", evidence: ["pain"] },
-            { text: "ST elevation is present in leads II, III and aVF", evidence: ["ste"] },
-          ],
-        },
+        pericarditisOpening,
         {
           text: "The ST elevation is diffuse, the pattern of acute pericarditis.",
           stage: "knowledge",
@@ -203,14 +206,7 @@ export const chestPainScript: CaseScript = {
       coherence: 0.88,
       rationale: "The corrected reading of the ECG and the troponin lead to the answer.",
       steps: [
-        {
-          text: "The patient has acute chest pain and ST elevation on the ECG.",
-          stage: "reasoning",
-          claims: [
-            { text: "Crushing substernal chest pain radiates to the left arm", evidence: ["pain"] },
-            { text: "ST elevation is present in leads II, III and aVF", evidence: ["ste"] },
-          ],
-        },
+        pericarditisOpening,
         {
           text: "The ST elevation is confined to the inferior leads with reciprocal depression in aVL, which pericarditis does not produce.",
           stage: "knowledge",

@@ -7,7 +7,17 @@
  * rejects the claim (a visual-stage hallucination) and AutoRepair returns to the image.
  * The literature below was written for this demo: it is not a real publication.
  */
-import type { CaseScript } from "./case-script.js";
+import type { CaseScript, ScriptedStep } from "./case-script.js";
+
+/** The first step of the infarction path, which its repair keeps. */
+const infarctionOpening: ScriptedStep = {
+  text: "Pleuritic pain with tachypnoea and hypoxaemia raises pulmonary embolism.",
+  stage: "reasoning",
+  claims: [
+    { text: "She has right-sided pleuritic chest pain", evidence: ["pleurisy"] },
+    { text: "Oxygen saturation is 91% on room air", evidence: ["spo2"] },
+  ],
+};
 
 const DEMO_NOTE = "Text written for the medmmv demo; not a real publication.";
 
@@ -167,14 +177,7 @@ export const communityPneumoniaScript: CaseScript = {
       rationale: "The steps are linked, but the conclusion hangs on an image feature that is not described anywhere else.",
       repairedTo: "infarctionRepaired",
       steps: [
-        {
-          text: "Pleuritic pain with tachypnoea and hypoxaemia raises pulmonary embolism.",
-          stage: "reasoning",
-          claims: [
-            { text: "She has right-sided pleuritic chest pain", evidence: ["pleurisy"] },
-            { text: "Oxygen saturation is 91% on room air", evidence: ["spo2"] },
-          ],
-        },
+        infarctionOpening,
         {
           text: "The radiograph shows a wedge-shaped pleural-based opacity, typical of a pulmonary infarct.",
           stage: "visual",
@@ -199,14 +202,7 @@ export const communityPneumoniaScript: CaseScript = {
       coherence: 0.87,
       rationale: "The corrected image reading and the clinical findings lead to the answer.",
       steps: [
-        {
-          text: "Pleuritic pain with tachypnoea and hypoxaemia raises pulmonary embolism.",
-          stage: "reasoning",
-          claims: [
-            { text: "She has right-sided pleuritic chest pain", evidence: ["pleurisy"] },
-            { text: "Oxygen saturation is 91% on room air", evidence: ["spo2"] },
-          ],
-        },
+        infarctionOpening,
         {
           text: "The radiograph shows patchy consolidation in the right lower zone, not a wedge-shaped infarct.",
           stage: "visual",
