@@ -8,7 +8,7 @@
  * are read from the evidence graph the pipeline rendered, so a claim cites only nodes that
  * really exist, and a fact that did not make it into the graph leaves its claims unsupported.
  */
-import type { Scenario, ScriptedRequest } from "../scripted-openai-server.js";
+import type { Scenario } from "../scripted-openai-server.js";
 import type { TavilyRequest, TavilyResult } from "../scripted-tavily-server.js";
 import { caseBlock, optionLetters } from "../clinical-scenario.js";
 
@@ -191,12 +191,14 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
     },
     "hd-supervisor": (req) => {
       const ids = evidenceIds(req.text);
-      const claims = claimTexts(firstModelOutput(req.text)).map(({ id, text }, i, all) => {
+      const block = firstModelOutput(req.text);
+      const claims = claimTexts(block).map(({ id, text }) => {
         const scripted = claimByText.get(norm(text));
         const evidence = resolve(ids, scripted?.evidence ?? []);
-        const stageLine = new RegExp(`^Step ${id.slice(1, id.indexOf("c"))} \\[([a-z]+)\\]`, "m").exec(firstModelOutput(req.text));
+        // A claim's stage is its step's (s2c1 → "Step 2 [knowledge]").
+        const stage = (new RegExp(`^Step ${id.slice(1, id.indexOf("c"))} \\[([a-z]+)\\]`, "m").exec(block)?.[1] ?? "reasoning") as Stage;
         const verdict = scripted?.flaw ? scripted.flaw.verdict : evidence.length ? "supported" : "unsupported";
-        return { claimId: id, verdict, evidence, stage: (stageLine?.[1] ?? (i === all.length - 1 ? "reasoning" : "knowledge")) as Stage, flaw: scripted?.flaw };
+        return { claimId: id, verdict, evidence, stage, flaw: scripted?.flaw };
       });
       const flaws = claims.flatMap((c) => (c.flaw ? [c.flaw] : []));
       const rank = { LOW: 0, MEDIUM: 1, HIGH: 2 } as const;
