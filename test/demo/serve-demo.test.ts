@@ -125,6 +125,18 @@ describe("serve --demo runs the bundled cases", () => {
     expect(pneumonia.path!.steps[0]).toMatchObject({ stage: "visual", text: "The radiograph shows consolidation in the right lower zone." });
   });
 
+  it("a case of the user's own is answered too, and says it is scripted", async () => {
+    const res = await api("/diagnose", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ question: "What is the most likely diagnosis?", notes: "A 30-year-old woman with fever and a painful swollen knee for two days.", options: { A: "Septic arthritis", B: "Gout" } }),
+    });
+    expect(res.status).toBe(201);
+    const r = DiagnosisResult.parse(await res.json());
+    expect(r.status).toBe("completed");
+    expect(Object.values(r.provenance.models)).toEqual([DEMO_MODEL, DEMO_MODEL, DEMO_MODEL]);
+  });
+
   it("the event stream of a demo case replays to its final event", async () => {
     const res = await api(`/cases/${demo.cases[0]!.caseId}/events`, { headers: { accept: "text/event-stream" } });
     expect(res.status).toBe(200);
@@ -147,7 +159,8 @@ describe("serve --demo runs the bundled cases", () => {
     demo = await startDemoService({ ...ENV, MEDMMV_DATA_DIR: dataDir() }, opts());
     expect(demo.apiKey).toBe(key);
     expect(demo.cases.map((c) => c.caseId)).toEqual(first);
+    // The two demo cases and the user's own one: nothing was run twice.
     const listed = (await (await api("/cases?limit=100")).json()) as { items: unknown[] };
-    expect(listed.items).toHaveLength(2);
+    expect(listed.items).toHaveLength(3);
   }, 120_000);
 });
