@@ -172,14 +172,16 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
       return { pairs };
     },
     "web-search-analysis": (req) => {
+      // Only what the results in front of it say: a scripted fact is reported when the result
+      // it was written from is among them (whichever provider returned it, at whatever index).
+      const shown = new Map([...req.text.matchAll(/^\[result (\d+)\] .* \((\S+)\)$/gm)].map((m) => [m[2]!, Number(m[1])]));
       const q = pairOf(req.text);
-      if (!q) return { relation: null, relationResultIndex: null, knowledge: [], suspiciousContent: false };
-      return {
-        relation: q.relation,
-        relationResultIndex: 0,
-        knowledge: q.knowledge.map((k) => ({ label: k.label, resultIndex: k.resultIndex, relatesTo: k.relatesTo, relation: k.relation })),
-        suspiciousContent: false,
-      };
+      const knowledge = (q?.knowledge ?? []).flatMap((k) => {
+        const at = shown.get(q!.results[k.resultIndex]?.url ?? "");
+        return at === undefined ? [] : [{ label: k.label, resultIndex: at, relatesTo: k.relatesTo, relation: k.relation }];
+      });
+      if (!q || knowledge.length === 0) return { relation: null, relationResultIndex: null, knowledge: [], suspiciousContent: false };
+      return { relation: q.relation, relationResultIndex: knowledge[0]!.resultIndex, knowledge, suspiciousContent: false };
     },
     rollout: (req) => {
       const i = Number(/rollout (\d+) of/.exec(req.text)?.[1] ?? 1) - 1;
