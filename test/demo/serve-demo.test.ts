@@ -4,10 +4,12 @@
  * through must be there (docs, key, signed links, events), every result must say it is
  * scripted, and the demo must refuse to face the network or another store's cases.
  */
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import { DEMO_MODEL } from "../../src/demo/demo-backends.js";
@@ -62,6 +64,31 @@ describe("serve --demo refuses", () => {
     // Nothing touched it: the case is still queued, not run by the script.
     const after = await openStore({ databaseUrl: null, dataDir: path.join(dataDir, "demo") });
     expect((await after.getCase("real-1"))?.status).toBe("queued");
+    await after.close();
+  });
+});
+
+describe("serve --demo on PostgreSQL (DATABASE_URL)", () => {
+  const url = process.env.MEDMMV_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+  const schema = `medmmv_demo_${randomBytes(6).toString("hex")}`;
+  afterAll(async () => {
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+    await admin.end();
+  });
+
+  it("refuses a database that holds cases of a real service, and runs nothing on it", async () => {
+    const store = await openStore({ databaseUrl: url, dataDir: root }, { pgSchema: schema });
+    await store.createCase({ id: "real-pg-1", owner: "5f2a-some-key-hash", input: { id: "real-pg-1", question: "Q?", images: [] }, options: {} });
+    await store.createCase({ id: "real-pg-2", owner: "cli", input: { id: "real-pg-2", question: "Q?", images: [] }, options: {} });
+    await store.close();
+    const e = await refusal(startDemoService({ ...ENV, DATABASE_URL: url, MEDMMV_DATA_DIR: path.join(root, "pg") }, { ...opts(), storeOptions: { pgSchema: schema } }));
+    expect(e.code).toBe("CONFLICT");
+    expect(e.message).toMatch(/^refusing to start the demo on the PostgreSQL store at DATABASE_URL: it holds 2 cases that the demo did not create/);
+    expect(e.message).toMatch(/unset DATABASE_URL/);
+    const after = await openStore({ databaseUrl: url, dataDir: root }, { pgSchema: schema });
+    expect((await after.getCase("real-pg-1"))?.status).toBe("queued");
     await after.close();
   });
 });
