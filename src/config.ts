@@ -171,7 +171,7 @@ export function assertLlmConfigured(config: Config): void {
   if (!config.llm.baseUrl && !config.llm.apiKey) missing.push("OPENAI_BASE_URL (or OPENAI_API_KEY for api.openai.com)");
   if (missing.length)
     throw new MedmmvError(
-      "CONFIG_MISSING",
-      `no model endpoint configured: set ${missing.join(" and ")}. Example: OPENAI_BASE_URL=http://localhost:8000/v1 MEDMMV_MODEL=Qwen2.5-VL-7B-Instruct (add OPENAI_API_KEY if the endpoint needs one).`,
+      "MODEL_NOT_CONFIGURED",
+      `no model endpoint configured: set ${missing.join(" and ")}. Example: OPENAI_BASE_URL=http://localhost:8000/v1 MEDMMV_MODEL=Qwen2.5-VL-7B-Instruct (add OPENAI_API_KEY if the endpoint needs one). For Azure OpenAI set AZURE_OPENAI_API_KEY, AZURE_OPENAI_API_INSTANCE_NAME, AZURE_OPENAI_API_DEPLOYMENT_NAME and AZURE_OPENAI_API_VERSION. These are read at start.`,
     );
 }

@@ -4,6 +4,7 @@
  */
 export type ErrorCode =
   | "CONFIG_MISSING" // required configuration absent (endpoint, key…)
+  | "MODEL_NOT_CONFIGURED" // no model endpoint/name: an operator's fix, not an outage
   | "CONFIG_INVALID"
   | "INVALID_INPUT" // client sent something we cannot accept
   | "UNSUPPORTED_MEDIA" // image bytes are not an accepted format

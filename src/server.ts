@@ -10,6 +10,7 @@ import { MedmmvError, describeError } from "./errors.js";
 import { Pipeline } from "./graph/pipeline.js";
 import { openSearchProvider } from "./search/create-search-provider.js";
 import { medmmvApp } from "./http/app.js";
+import { explainListenError } from "./http/listen-errors.js";
 import { createLogger } from "./http/logger.js";
 import { CaseService } from "./service/case-service.js";
 import { storeResponseCache } from "./service/store-cache.js";
@@ -43,7 +44,7 @@ export interface RunningServer {
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-function isLoopback(host: string): boolean {
+export function isLoopback(host: string): boolean {
   if (host === "localhost") return true;
   if (isIP(host) === 4) return host.startsWith("127.");
   return host === "::1";
@@ -83,7 +84,9 @@ export async function startServer(config: Config, opts: StartServerOptions = {})
     instance.addHook("onClose", async () => {
       await store.close();
     });
-    await instance.listen({ host: config.http.host, port: config.http.port });
+    await instance.listen({ host: config.http.host, port: config.http.port }).catch((err: unknown) => {
+      throw explainListenError(err, config.http.host, config.http.port);
+    });
     const addr = instance.server.address();
     const port = typeof addr === "object" && addr ? addr.port : config.http.port;
     const host = config.http.host.includes(":") ? `[${config.http.host}]` : config.http.host;
@@ -93,9 +96,10 @@ export async function startServer(config: Config, opts: StartServerOptions = {})
     let llmReady = true;
     try {
       assertLlmConfigured(config);
-    } catch {
+    } catch (err) {
       llmReady = false;
-      logger.warn("no model endpoint configured (set OPENAI_BASE_URL and MEDMMV_MODEL): cases are refused and unfinished ones wait");
+      // Once, at start: the same words POST /diagnose answers with (variable names, no values).
+      logger.warn({ code: describeError(err).code }, `${describeError(err).message} Until then cases are refused (503 MODEL_NOT_CONFIGURED) and unfinished ones wait.`);
     }
     if (llmReady) {
       service.start();

@@ -1,61 +1,81 @@
-import { fileURLToPath } from "node:url";
+import path from "node:path";
 import { loadConfig } from "../config.js";
 import { isMedmmvError } from "../errors.js";
 import { loadCaseFile } from "../case/load-case.js";
+import type { PreparedCase } from "../case/schema.js";
 import { Pipeline, pipelineOptions } from "../graph/pipeline.js";
-import { startScriptedOpenAI } from "../../test/support/scripted-openai-server.js";
-import { startScriptedTavily } from "../../test/support/scripted-tavily-server.js";
-import { clinicalScenario } from "../../test/support/clinical-scenario.js";
+import { startDemoBackends } from "../demo/demo-backends.js";
+import { DEMO_CASES } from "../demo/demo-cases.js";
+import type { CaseViewCaseInput } from "../view/render-view.js";
+import { writeOfflineReport } from "../view/report-command.js";
 import { writeResult } from "./diagnose-command.js";
 import { prepareDemoCorpus } from "./demo-corpus.js";
 
-const DEMO_CASE = fileURLToPath(new URL("../../examples/chest-pain.json", import.meta.url));
+/** The case as the offline audit view shows it (images embedded). */
+function viewCaseOf(c: PreparedCase): CaseViewCaseInput {
+  return {
+    question: c.question,
+    ...(c.notes !== undefined ? { notes: c.notes } : {}),
+    ...(c.options !== undefined ? { options: c.options } : {}),
+    images: c.images.map((i) => ({ id: i.id, mimeType: i.mimeType, data: i.data, ...(i.caption !== undefined ? { caption: i.caption } : {}) })),
+  };
+}
+
+/** out/demo-result.json → out/demo-result-<slug>.json for every case after the first. */
+function outputFor(file: string, index: number, slug: string): string {
+  if (index === 0) return file;
+  const ext = path.extname(file);
+  return `${file.slice(0, file.length - ext.length)}-${slug}${ext}`;
+}
 
 /**
- * `medmmv demo`: the real pipeline, over real HTTP, against a scripted OpenAI-compatible
- * server and a scripted Tavily server started in this process. The model's answers are
- * scripted; everything else (prompts, retries, evidence graph, HD loop, CU) is the product.
+ * `medmmv demo`: the bundled example cases through the real pipeline, over real HTTP,
+ * against a scripted OpenAI-compatible server and a scripted Tavily server started in this
+ * process. The model's answers are scripted for these cases; everything else (prompts,
+ * retries, evidence graph, HD loop, CU) is the product. Each case's result goes to a JSON
+ * file and its audit view to a self-contained HTML file (out/demo-report.html first).
  */
 export async function demoCommand(opts: { json?: boolean; out?: string }): Promise<number> {
-  const model = await startScriptedOpenAI({
-    latencyMs: 30,
-    // Rollout 3 goes astray (A); the detector flags it once and the repair brings it to B.
-    scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A", "B", "C"], repairsNeeded: { A: 1, C: 2 }, repairTo: { A: "B" }, coherence: { B: 0.9, C: 0.6 } }),
-  });
-  const search = await startScriptedTavily({ latencyMs: 20 });
+  const backends = await startDemoBackends();
   let corpus: Awaited<ReturnType<typeof prepareDemoCorpus>> | null = null;
   try {
     // Without a Tavily key of the user's, literature comes from the bundled corpus, searched offline (MEDMMV_SEARCH=local).
     corpus = loadConfig().search.apiKey ? null : await prepareDemoCorpus();
-    const config = loadConfig({
-      ...process.env,
-      OPENAI_BASE_URL: model.baseUrl,
-      OPENAI_API_KEY: "demo",
-      MEDMMV_MODEL: "scripted-demo-model",
-      MEDMMV_VISION_MODEL: "scripted-demo-model",
-      MEDMMV_JUDGE_MODEL: "scripted-demo-model",
-      TAVILY_API_KEY: "demo",
-      TAVILY_BASE_URL: search.baseUrl,
-      ...corpus?.env,
-    });
-    const c = await loadCaseFile(DEMO_CASE, { maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
-    const { result } = await new Pipeline(config).run(c, pipelineOptions(config));
+    const config = loadConfig({ ...process.env, ...backends.env, ...corpus?.env });
     if (!opts.json)
       process.stdout.write(
         [
           "medmmv demo — the model answers below are SCRIPTED by a local OpenAI-compatible test server;",
           "the pipeline around them (prompts, retries, evidence graph, hallucination detection, repair, CU scoring) is real.",
-          `To use a live model: OPENAI_BASE_URL=https://…/v1 OPENAI_API_KEY=… MEDMMV_MODEL=… npx medmmv diagnose examples/chest-pain.json`,
           "",
         ].join("\n"),
       );
-    await writeResult(result, opts);
-    if (!opts.json) process.stdout.write(`\nFull result written to ${opts.out}\n`);
-    return result.status === "failed" ? 1 : 0;
+    const pipeline = new Pipeline(config);
+    let failed = false;
+    for (const [i, demo] of DEMO_CASES.entries()) {
+      const c = await loadCaseFile(demo.file, { maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
+      const { result, fullEvidenceGraph } = await pipeline.run(c, pipelineOptions(config));
+      failed ||= result.status === "failed";
+      const out = opts.out ? outputFor(opts.out, i, demo.slug) : undefined;
+      // --json prints the main case only, so the output stays one JSON document.
+      if (i === 0 || !opts.json) await writeResult(result, { json: opts.json, out });
+      const reportFile = outputFor(path.join(path.dirname(opts.out ?? "out/demo-result.json"), "demo-report.html"), i, demo.slug);
+      const report = await writeOfflineReport({ result, fullEvidenceGraph, caseInput: viewCaseOf(c) }, reportFile);
+      if (!opts.json) process.stdout.write(`${out ? `Result written to ${out}\n` : ""}Audit view (opens offline in a browser): ${report.file}\n\n`);
+    }
+    if (!opts.json)
+      process.stdout.write(
+        [
+          "Next: `npm run demo -- --serve` runs the REST API, the event stream and the audit view in your browser, still scripted.",
+          "With a live model: OPENAI_BASE_URL=https://…/v1 OPENAI_API_KEY=… MEDMMV_MODEL=… npx medmmv diagnose examples/chest-pain.json",
+          "",
+        ].join("\n"),
+      );
+    return failed ? 1 : 0;
   } catch (err) {
     process.stderr.write(`medmmv demo: ${isMedmmvError(err) ? `[${err.code}] ${err.message}` : String(err)}\n`);
     return 1;
   } finally {
-    await Promise.all([model.close(), search.close(), corpus?.dispose()]);
+    await Promise.all([backends.close(), corpus?.dispose()]);
   }
 }

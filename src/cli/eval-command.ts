@@ -147,7 +147,7 @@ async function evalAction(o: EvalCliOptions): Promise<number> {
   } catch (err) {
     const e = describeError(err);
     process.stderr.write(`medmmv eval: [${e.code}] ${e.message}\n`);
-    return isMedmmvError(err) && ["INVALID_INPUT", "CONFLICT", "CONFIG_MISSING", "CONFIG_INVALID", "NOT_FOUND"].includes(err.code) ? EXIT.usage : EXIT.failed;
+    return isMedmmvError(err) && ["INVALID_INPUT", "CONFLICT", "CONFIG_MISSING", "MODEL_NOT_CONFIGURED", "CONFIG_INVALID", "NOT_FOUND"].includes(err.code) ? EXIT.usage : EXIT.failed;
   } finally {
     process.off("SIGINT", onSigint);
     await close().catch(() => undefined);

@@ -32,7 +32,13 @@ program
   .description("run a bundled example case against a scripted model server started in-process")
   .option("--json", "print the DiagnosisResult JSON instead of the summary")
   .option("--out <file>", "where to write the result", "out/demo-result.json")
-  .action(async (opts) => {
+  .option("--serve", "instead, run the REST API, event stream and audit view on loopback with the scripted model (= serve --demo)")
+  .action(async (opts: { json?: boolean; out?: string; serve?: boolean }) => {
+    if (opts.serve) {
+      const { serveCommand } = await import("./serve-command.js");
+      process.exitCode = await serveCommand({ demo: true });
+      return;
+    }
     const { demoCommand } = await import("./demo-command.js");
     process.exitCode = await demoCommand(opts);
   });
@@ -41,7 +47,8 @@ program
   .command("serve")
   .description("start the REST API (HOST:PORT, default 127.0.0.1:8787)")
   .option("--workers <n>", "server processes on one port and one store (default MEDMMV_WORKERS, 1): one per core to use", intArg(1, 256))
-  .action(async (opts: { workers?: number }) => {
+  .option("--demo", "loopback only, backed by a scripted model started in-process, with the example cases submitted; prints the docs URL, an API key and audit-view links")
+  .action(async (opts: { workers?: number; demo?: boolean }) => {
     const { serveCommand } = await import("./serve-command.js");
     process.exitCode = await serveCommand(opts);
   });

@@ -3,10 +3,16 @@ import { isMedmmvError } from "../errors.js";
 
 /**
  * `medmmv serve`: the REST API on HOST:PORT until SIGINT/SIGTERM (graceful shutdown in
- * server.ts); with `--workers N` (or MEDMMV_WORKERS), N such processes on one port and one store.
+ * server.ts); with `--workers N` (or MEDMMV_WORKERS), N such processes on one port and one store;
+ * with `--demo`, one process on loopback backed by the scripted model (src/demo/serve-demo.ts).
  */
-export async function serveCommand(opts: { workers?: number } = {}): Promise<number> {
+export async function serveCommand(opts: { workers?: number; demo?: boolean } = {}): Promise<number> {
   try {
+    if (opts.demo) {
+      const { describeDemo, startDemoService } = await import("../demo/serve-demo.js");
+      process.stdout.write(describeDemo(await startDemoService(process.env, { handleSignals: true })));
+      return 0;
+    }
     const config = loadConfig();
     const workers = opts.workers ?? config.http.workers;
     if (workers > 1) {

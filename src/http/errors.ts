@@ -23,6 +23,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   LLM_BAD_OUTPUT: 502,
   SEARCH_FAILED: 502,
   CONFIG_MISSING: 503,
+  MODEL_NOT_CONFIGURED: 503,
   STORE_FAILED: 503,
   ABORTED: 503,
   LLM_TIMEOUT: 504,
@@ -132,8 +133,14 @@ export function toHttpError(err: unknown, config: Config): HttpError {
   return { status, code: "INTERNAL", message: "internal error" };
 }
 
+/**
+ * 5xx codes whose own message is shown: it names what the operator must set (variable
+ * names only, never their values), and retrying would never help.
+ */
+const OPERATOR_FIX_CODES: ReadonlySet<string> = new Set<ErrorCode>(["MODEL_NOT_CONFIGURED"]);
+
 export function errorBody(h: HttpError, requestId: string): ErrorBody {
-  const message = h.status >= 500 ? (SERVER_MESSAGES[h.status] ?? SERVER_MESSAGES[500]!) : h.message;
+  const message = h.status >= 500 && !OPERATOR_FIX_CODES.has(h.code) ? (SERVER_MESSAGES[h.status] ?? SERVER_MESSAGES[500]!) : h.message;
   const body: ErrorBody = { statusCode: h.status, code: h.code, message, requestId };
   if (h.status < 500) {
     if (h.issues) body.issues = h.issues;

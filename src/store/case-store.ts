@@ -118,6 +118,8 @@ export interface CaseStore {
   getCase(id: string): Promise<CaseRecord | null>;
   findByIdempotencyKey(owner: string, key: string): Promise<CaseRecord | null>;
   listCases(q: ListCasesQuery): Promise<{ items: CaseSummary[]; nextCursor: string | null }>;
+  /** How many cases, in any status, belong to another owner than `owner` (the demo's check for a store of its own). */
+  countCasesNotOwnedBy(owner: string): Promise<number>;
   /** Cases not in a terminal status (for resume at boot), oldest first. */
   listUnfinished(): Promise<CaseRecord[]>;
   /** Who holds each unfinished case, oldest case first (no case content: cheap to poll). */

@@ -1,5 +1,6 @@
 import type { Config } from "../config.js";
 import type { CaseStore } from "./case-store.js";
+import { checkDatabaseUrl, explainStoreOpenError } from "./open-store-errors.js";
 import { PostgresStore } from "./postgres-store.js";
 import { SqliteStore } from "./sqlite-store.js";
 
@@ -10,6 +11,7 @@ export interface OpenStoreOptions {
 
 /** Postgres when a database URL is configured, else the embedded SQLite file under dataDir; initialised. */
 export async function openStore(config: Pick<Config["store"], "databaseUrl" | "dataDir">, opts: OpenStoreOptions = {}): Promise<CaseStore> {
+  if (config.databaseUrl) checkDatabaseUrl(config.databaseUrl);
   const store: CaseStore = config.databaseUrl
     ? new PostgresStore({ connectionString: config.databaseUrl, schema: opts.pgSchema })
     : new SqliteStore({ dataDir: config.dataDir });
@@ -17,7 +19,7 @@ export async function openStore(config: Pick<Config["store"], "databaseUrl" | "d
     await store.init();
   } catch (e) {
     await store.close().catch(() => undefined);
-    throw e;
+    throw explainStoreOpenError(e, config);
   }
   return store;
 }

@@ -248,6 +248,11 @@ export class PostgresStore implements CaseStore {
     return { items: p.rows.map(summaryFromRow), nextCursor: p.nextCursor };
   }
 
+  async countCasesNotOwnedBy(owner: string): Promise<number> {
+    const rows = await this.#query("countCasesNotOwnedBy", `SELECT COUNT(*) AS n FROM ${this.#t.cases} WHERE owner <> $1`, [owner]);
+    return Number(rows[0]?.n ?? 0);
+  }
+
   async listUnfinished(): Promise<CaseRecord[]> {
     const rows = await this.#query(
       "listUnfinished",

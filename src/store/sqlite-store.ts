@@ -255,6 +255,11 @@ export class SqliteStore implements CaseStore {
     return { items: p.rows.map((r) => summaryFromRow({ ...r, answer: parse(r.answer) })), nextCursor: p.nextCursor };
   }
 
+  async countCasesNotOwnedBy(owner: string): Promise<number> {
+    const row = this.#run("countCasesNotOwnedBy", () => this.#stmt("SELECT COUNT(*) AS n FROM medmmv_cases WHERE owner <> ?").get(owner)) as { n: number };
+    return Number(row.n);
+  }
+
   async listUnfinished(): Promise<CaseRecord[]> {
     const rows = this.#run("listUnfinished", () =>
       this.#stmt(

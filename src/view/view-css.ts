@@ -16,6 +16,7 @@ header.top { padding: 14px 20px; background: #0f172a; color: #f8fafc; display: f
 header.top h1 { font-size: 17px; margin: 0; font-weight: 600; }
 header.top .answer { font-size: 15px; }
 header.top .meta { color: #cbd5e1; font-size: 12px; }
+.scripted-banner { background: #fde047; color: #422006; border-bottom: 2px solid #ca8a04; padding: 8px 20px; font-size: 13px; }
 .disclaimer { background: #fff7ed; color: #7c2d12; border-bottom: 1px solid #fed7aa; padding: 6px 20px; font-size: 12px; }
 .badge { display: inline-block; padding: 1px 7px; border-radius: 9px; font-size: 11px; font-weight: 600; background: #e2e8f0; color: #1e293b; vertical-align: 1px; }
 .badge.completed, .badge.supported { background: #dcfce7; color: #14532d; }

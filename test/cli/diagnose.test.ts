@@ -77,7 +77,7 @@ describe("medmmv diagnose", () => {
     expect(missing.stderr).toMatch(/neither a file nor a case id/);
   });
 
-  it("demo runs the bundled case against the in-process scripted servers", async () => {
+  it("demo runs the bundled cases against the in-process scripted servers and writes their offline audit views", async () => {
     const dir = await mkdtemp(path.join(tmpdir(), "medmmv-demo-"));
     const out = path.join(dir, "demo.json");
     const r = await medmmv(["demo", "--out", out]);
@@ -88,5 +88,20 @@ describe("medmmv diagnose", () => {
     expect(result.status).toBe("completed");
     expect(result.provenance.search?.enabled).toBe(true);
     expect(result.usage.llmCalls).toBeGreaterThan(10);
+    // The summary reads like the case, not like filler.
+    expect(r.stdout).toContain("ST elevation in II, III and aVF with reciprocal depression in aVL");
+    expect(r.stdout).toMatch(/repaired path-\d attempt 1 \[knowledge\/MEDIUM\] The ST elevation is diffuse across the leads/);
+    expect(r.stdout).not.toMatch(/Together the findings point to|consistent with B/);
+    // The audit views: printed, written, self-contained, and carrying the scripted provenance the banner reads.
+    for (const [report, json] of [
+      [path.join(dir, "demo-report.html"), out],
+      [path.join(dir, "demo-report-community-pneumonia.html"), path.join(dir, "demo-community-pneumonia.json")],
+    ] as const) {
+      expect(r.stdout).toContain(`Audit view (opens offline in a browser): ${report}`);
+      const html = await readFile(report, "utf8");
+      expect(html).toContain('<script id="medmmv-data" type="application/json">');
+      expect(html).toContain('"executor":"scripted-demo"');
+      expect(DiagnosisResult.parse(JSON.parse(await readFile(json, "utf8"))).status).toBe("completed");
+    }
   });
 });

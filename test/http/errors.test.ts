@@ -216,11 +216,20 @@ describe("rate limit (429)", () => {
 });
 
 describe("server errors (5xx) hide internals", () => {
-  it("no model endpoint: 503 with a generic message; readyz says why without config values", async () => {
+  it("no model endpoint: 503 MODEL_NOT_CONFIGURED naming the variables to set (not their values), logged once at start; readyz says why", async () => {
     const bare = await startTestServer({ env: { MEDMMV_MODEL: "", MEDMMV_JUDGE_MODEL: "" } });
     try {
-      const body = await expectError(await bare.api("/diagnose", { method: "POST", json: chestPain() }), 503, "CONFIG_MISSING", /^the service is temporarily unavailable; try again later$/);
-      expect(JSON.stringify(body)).not.toMatch(/MEDMMV_MODEL|OPENAI/);
+      const body = await expectError(await bare.api("/diagnose", { method: "POST", json: chestPain() }), 503, "MODEL_NOT_CONFIGURED", /no model endpoint configured: set MEDMMV_MODEL\b/);
+      expect(body.message).toMatch(/AZURE_OPENAI_API_KEY/);
+      expect(body.message).not.toMatch(/try again later/);
+      // Names, never values: the configured endpoint URL and key stay out of the answer.
+      expect(JSON.stringify(body)).not.toContain(bare.openai.baseUrl);
+      expect(JSON.stringify(body)).not.toContain("test-key");
+      const warnings = bare.logs.lines().filter((l) => l.level === 40 && /no model endpoint configured/.test(String(l.msg)));
+      expect(warnings).toHaveLength(1);
+      expect(String(warnings[0]!.msg)).toMatch(/set MEDMMV_MODEL/);
+      await expectError(await bare.api("/diagnose", { method: "POST", json: chestPain() }), 503, "MODEL_NOT_CONFIGURED");
+      expect(bare.logs.lines().filter((l) => l.level === 40 && /no model endpoint configured/.test(String(l.msg)))).toHaveLength(1);
       const ready = await bare.api("/readyz", { key: null });
       expect(ready.status).toBe(503);
       expect(await ready.json()).toEqual({ status: "not-ready", checks: { store: "ok", model: "not-configured", accepting: true } });

@@ -338,6 +338,20 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         await expectCode(store.listCases({ owner: "owner-a", limit: 101 }), "INVALID_INPUT");
       });
 
+      it("counts the cases of other owners, whatever their status", async () => {
+        expect(await store.countCasesNotOwnedBy("demo")).toBe(0);
+        await store.createCase(makeNewCase("o1", { owner: "demo" }));
+        await store.createCase(makeNewCase("o2", { owner: "demo" }));
+        expect(await store.countCasesNotOwnedBy("demo")).toBe(0);
+        await store.createCase(makeNewCase("o3", { owner: "cli" }));
+        await store.createCase(makeNewCase("o4", { owner: "someone" }));
+        await store.saveResult("o4", makeResult("o4"), null);
+        expect(await store.countCasesNotOwnedBy("demo")).toBe(2);
+        expect(await store.countCasesNotOwnedBy("cli")).toBe(3);
+        await store.deleteCase("o3");
+        expect(await store.countCasesNotOwnedBy("demo")).toBe(1);
+      });
+
       it("lists unfinished cases across owners, oldest first", async () => {
         await store.createCase(makeNewCase("u1", { owner: "alice" }));
         await store.createCase(makeNewCase("u2", { owner: "bob" }));

@@ -1,6 +1,7 @@
 import type { ViewPayload } from "../view-payload.js";
 import { lineDiff } from "./diff.js";
 import { append, dataImage, fmt, h, kv, section, setWidthPercent, table } from "./dom.js";
+import { renderScriptedBanner } from "./scripted-banner.js";
 
 type Result = ViewPayload["result"];
 type Path = NonNullable<Result["path"]>;
@@ -21,6 +22,8 @@ export function renderHeader(payload: ViewPayload): HTMLElement[] {
     ),
   );
   const notes: HTMLElement[] = [h("div", { class: "disclaimer" }, r.disclaimer)];
+  const scripted = renderScriptedBanner(r);
+  if (scripted) notes.unshift(scripted);
   if (r.abstentionReason) notes.push(h("div", { class: "disclaimer" }, `Abstained: ${r.abstentionReason}`));
   if (r.error) notes.push(h("div", { class: "disclaimer" }, `Error ${r.error.code}: ${r.error.message}`));
   return [header, ...notes];

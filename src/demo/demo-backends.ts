@@ -1,0 +1,43 @@
+import { startScriptedOpenAI } from "../../test/support/scripted-openai-server.js";
+import { startScriptedTavily } from "../../test/support/scripted-tavily-server.js";
+import { demoScenario, demoSearchResults } from "../../test/support/scenarios/demo-scenario.js";
+
+/**
+ * The model name every role gets in the demo. It is what results carry in
+ * `provenance.models`, and what the audit view reads to show its "scripted model" banner
+ * (src/view/client/scripted-banner.ts): the page learns it from the result, not from a flag.
+ */
+export const DEMO_MODEL = "scripted-demo";
+
+export interface DemoBackends {
+  /** Environment that points a Config at the scripted servers (merged over the real env). */
+  env: Record<string, string>;
+  close(): Promise<void>;
+}
+
+/**
+ * The scripted OpenAI-compatible and Tavily servers of the demo, on 127.0.0.1 in this
+ * process. Their answers are written for the bundled example cases
+ * (test/support/scenarios/); everything that talks to them is the product.
+ */
+export async function startDemoBackends(): Promise<DemoBackends> {
+  const model = await startScriptedOpenAI({ latencyMs: 30, scenario: demoScenario(), models: [DEMO_MODEL] });
+  const search = await startScriptedTavily({ latencyMs: 20, results: demoSearchResults }).catch(async (err: unknown) => {
+    await model.close();
+    throw err;
+  });
+  return {
+    env: {
+      OPENAI_BASE_URL: model.baseUrl,
+      OPENAI_API_KEY: "demo",
+      MEDMMV_MODEL: DEMO_MODEL,
+      MEDMMV_VISION_MODEL: DEMO_MODEL,
+      MEDMMV_JUDGE_MODEL: DEMO_MODEL,
+      TAVILY_API_KEY: "demo",
+      TAVILY_BASE_URL: search.baseUrl,
+    },
+    close: async () => {
+      await Promise.all([model.close(), search.close()]);
+    },
+  };
+}

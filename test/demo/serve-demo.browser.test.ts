@@ -1,0 +1,137 @@
+/**
+ * The `serve --demo` service as a newcomer sees it: Chromium (playwright-core, Debian's
+ * /usr/bin/chromium) opens the signed audit-view link the demo printed for the chest-pain
+ * case and finds the scripted-model banner, the path that was repaired with its detector
+ * reports and diff, and the evidence behind it. Every wait is on page state.
+ * Screenshots land in test-artifacts/demo/.
+ */
+import { existsSync, mkdirSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
+import { DEMO_MODEL } from "../../src/demo/demo-backends.js";
+import { startDemoService, type RunningDemo } from "../../src/demo/serve-demo.js";
+import type { ViewState } from "../../src/view/view-payload.js";
+import { LogCapture } from "../http/http-harness.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/demo/", import.meta.url));
+
+type View = { __medmmvView: ViewState };
+
+let root: string;
+let demo: RunningDemo;
+let browser: Browser;
+let page: Page;
+let result: DiagnosisResult;
+const problems: string[] = [];
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`browser tests need Chromium at ${CHROMIUM} (apt-get install chromium; .ci/run installs it)`);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  root = await mkdtemp(path.join(tmpdir(), "medmmv-demo-browser-"));
+  demo = await startDemoService({ HOST: "127.0.0.1", PORT: "0", MEDMMV_DATA_DIR: root }, { handleSignals: false, logStream: new LogCapture() });
+  const chest = demo.cases.find((c) => c.slug === "chest-pain")!;
+  const res = await fetch(`${demo.server.address}/cases/${chest.caseId}`, { headers: { authorization: `Bearer ${demo.apiKey}` } });
+  result = DiagnosisResult.parse(((await res.json()) as { result: unknown }).result);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  page = await context.newPage();
+  page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() === "error") problems.push(`console: ${m.text()}`);
+  });
+  // The link alone, no API key: what a colleague handed the link would open.
+  await page.goto(chest.viewUrl);
+  await page.waitForFunction(() => (window as unknown as { __medmmvView?: { ready: boolean } }).__medmmvView?.ready === true, null, { timeout: 30_000 });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await demo?.close();
+  if (root) await rm(root, { recursive: true, force: true });
+});
+
+describe("the demo's audit view in Chromium", () => {
+  it("says plainly that the model is scripted", async () => {
+    const banner = page.locator("[data-testid=scripted-banner]");
+    await banner.waitFor({ state: "visible" });
+    expect(await banner.textContent()).toMatch(/^Scripted model — demo\. The model answers on this page were written in advance/);
+    expect(await banner.textContent()).toContain(DEMO_MODEL);
+    expect(await page.locator("[data-testid=answer]").textContent()).toBe("(B) Inferior ST-elevation myocardial infarction");
+    const state = await page.evaluate(() => ({ errors: (window as unknown as View).__medmmvView.errors, csp: (window as unknown as View).__medmmvView.cspViolations }));
+    expect(state).toEqual({ errors: [], csp: [] });
+    expect(problems).toEqual([]);
+    await page.screenshot({ path: `${ARTIFACTS}demo-view.png`, fullPage: true });
+  });
+
+  it("shows the repaired path: the rejected claim, the change the repair made, and the accepted attempt", async () => {
+    const repaired = result.candidates.find((c) => c.repairs > 0)!;
+    expect(repaired).toMatchObject({ initialAnswer: "A", finalAnswer: "B" });
+    const row = page.locator(`[data-testid=candidates-table] tr[data-path-id="${repaired.pathId}"]`);
+    expect(await row.locator("[data-col=answers]").textContent()).toBe("A \u2192 B");
+    expect(await row.locator("[data-col=repairs]").textContent()).toBe("1");
+
+    const history = page.locator(`#repairs details[data-path-id="${repaired.pathId}"]`);
+    expect(await history.evaluate((d) => (d as HTMLDetailsElement).open)).toBe(true);
+    const first = history.locator('.attempt[data-attempt="1"]');
+    expect(await first.textContent()).toContain("hallucination detected");
+    expect(await first.textContent()).toContain("The ECG shows ST elevation confined to II, III and aVF with reciprocal depression in aVL");
+    const contradicted = first.locator("tr", { has: page.locator(".badge.contradicted") });
+    expect(await contradicted.locator("td").first().textContent()).toBe("The ST elevation is diffuse across the leads");
+    const removed = await first.locator(".diff .del").allTextContents();
+    const added = await first.locator(".diff .add").allTextContents();
+    expect(removed.join("\n")).toContain("The ST elevation is diffuse across the leads");
+    expect(added.join("\n")).toContain("Reciprocal ST depression argues against pericarditis");
+    expect(added.join("\n")).toContain("inferior ST-elevation myocardial infarction");
+
+    const second = history.locator('.attempt[data-attempt="2"]');
+    expect(await second.textContent()).toContain("no hallucination detected");
+    expect(await second.locator(".badge.contradicted").count()).toBe(0);
+    await history.screenshot({ path: `${ARTIFACTS}repair-history.png` });
+  });
+
+  it("and the repaired path's evidence: every cited node is in the drawn graph, quote and literature source included", async () => {
+    const repaired = result.candidates.find((c) => c.repairs > 0)!;
+    const accepted = repaired.hdReports.at(-1)!;
+    const cited = [...new Set(accepted.claims.flatMap((c) => c.evidence))];
+    expect(cited.length).toBeGreaterThanOrEqual(4);
+    const chips = await page.locator(`#repairs details[data-path-id="${repaired.pathId}"] .attempt[data-attempt="2"] .chip`).allTextContents();
+    expect(new Set(chips)).toEqual(new Set(cited));
+    for (const id of cited) {
+      const shown = await page.evaluate((n) => (window as unknown as View).__medmmvView.nodeDisplay(n), id);
+      expect(shown, id).not.toBeNull();
+    }
+
+    const panel = page.locator("[data-testid=node-panel]");
+    const open = async (label: string) => {
+      await page.fill("[data-testid=search]", label);
+      await page.waitForFunction(() => (window as unknown as View).__medmmvView.matches.length > 0);
+      await page.press("[data-testid=search]", "Enter");
+      await page.waitForFunction((l) => document.querySelector("[data-testid=node-panel] h3.node-label")?.textContent === l, label);
+    };
+    await open("reciprocal ST depression in aVL");
+    expect(await panel.locator("blockquote.quote").textContent()).toBe("reciprocal ST depression in aVL");
+    expect(await panel.locator(".case-text mark").textContent()).toBe("reciprocal ST depression in aVL");
+    await open("pericarditis gives widespread ST elevation without reciprocal ST depression");
+    expect(await panel.textContent()).toContain("https://literature.example/demo/ecg-localisation");
+    await panel.screenshot({ path: `${ARTIFACTS}literature-node.png` });
+  });
+
+  it("the selected path's claims light up their evidence when clicked", async () => {
+    const claim = result.path!.steps[1]!.claims[1]!;
+    expect(claim.text).toBe("Reciprocal ST depression in aVL localises the injury to the inferior wall");
+    await page.click('[data-claim="s2c2"]');
+    const expected = [...new Set(claim.evidence)].sort();
+    await page.waitForFunction((exp) => JSON.stringify((window as unknown as View).__medmmvView.highlighted) === exp, JSON.stringify(expected), { timeout: 5_000 });
+    expect(expected).toHaveLength(2);
+    expect(problems).toEqual([]);
+  });
+});

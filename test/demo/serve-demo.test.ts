@@ -1,0 +1,193 @@
+/**
+ * `medmmv serve --demo` in process: the real service on loopback, the scripted model and
+ * search servers behind it, the bundled cases submitted at start. What a newcomer clicks
+ * through must be there (docs, key, signed links, events), every result must say it is
+ * scripted, and the demo must refuse to face the network or another store's cases.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
+import { DEMO_MODEL } from "../../src/demo/demo-backends.js";
+import { describeDemo, startDemoService, type RunningDemo } from "../../src/demo/serve-demo.js";
+import { isMedmmvError } from "../../src/errors.js";
+import { EvidenceGraph } from "../../src/evidence/evidence-graph.js";
+import { openStore } from "../../src/store/open-store.js";
+import { LogCapture } from "../http/http-harness.js";
+
+const ENV = { HOST: "127.0.0.1", PORT: "0", MEDMMV_LOG_LEVEL: "warn" };
+const opts = () => ({ handleSignals: false, logStream: new LogCapture() });
+
+async function refusal(p: Promise<unknown>): Promise<{ code: string; message: string }> {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(isMedmmvError(err), String(err)).toBe(true);
+  return err as { code: string; message: string };
+}
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(path.join(tmpdir(), "medmmv-serve-demo-"));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("serve --demo refuses", () => {
+  it("a non-loopback HOST, before opening any store or port", async () => {
+    for (const host of ["0.0.0.0", "::", "192.168.1.20", "medmmv.example.org"]) {
+      const dataDir = path.join(root, `host-${host.replace(/[^a-z0-9]/gi, "_")}`);
+      const e = await refusal(startDemoService({ ...ENV, HOST: host, MEDMMV_DATA_DIR: dataDir }, opts()));
+      expect(e.code).toBe("CONFIG_INVALID");
+      expect(e.message).toBe(
+        `serve --demo listens on loopback only, and HOST=${host} is not a loopback address: unset HOST or set HOST=127.0.0.1 (the demo's answers are scripted; it is not a service for other machines)`,
+      );
+      expect(existsSync(dataDir)).toBe(false);
+    }
+  });
+
+  it("a store that already holds cases the demo did not create", async () => {
+    const dataDir = path.join(root, "foreign");
+    const store = await openStore({ databaseUrl: null, dataDir: path.join(dataDir, "demo") });
+    await store.createCase({ id: "real-1", owner: "cli", input: { id: "real-1", question: "Q?", images: [] }, options: {} });
+    await store.close();
+    const e = await refusal(startDemoService({ ...ENV, MEDMMV_DATA_DIR: dataDir }, opts()));
+    expect(e.code).toBe("CONFLICT");
+    expect(e.message).toContain(`refusing to start the demo on the store in ${path.join(dataDir, "demo")}: it holds 1 case that the demo did not create`);
+    expect(e.message).toMatch(/set MEDMMV_DATA_DIR to an empty directory/);
+    // Nothing touched it: the case is still queued, not run by the script.
+    const after = await openStore({ databaseUrl: null, dataDir: path.join(dataDir, "demo") });
+    expect((await after.getCase("real-1"))?.status).toBe("queued");
+    await after.close();
+  });
+});
+
+describe("serve --demo on PostgreSQL (DATABASE_URL)", () => {
+  const url = process.env.MEDMMV_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+  const schema = `medmmv_demo_${randomBytes(6).toString("hex")}`;
+  afterAll(async () => {
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+    await admin.end();
+  });
+
+  it("refuses a database that holds cases of a real service, and runs nothing on it", async () => {
+    const store = await openStore({ databaseUrl: url, dataDir: root }, { pgSchema: schema });
+    await store.createCase({ id: "real-pg-1", owner: "5f2a-some-key-hash", input: { id: "real-pg-1", question: "Q?", images: [] }, options: {} });
+    await store.createCase({ id: "real-pg-2", owner: "cli", input: { id: "real-pg-2", question: "Q?", images: [] }, options: {} });
+    await store.close();
+    const e = await refusal(startDemoService({ ...ENV, DATABASE_URL: url, MEDMMV_DATA_DIR: path.join(root, "pg") }, { ...opts(), storeOptions: { pgSchema: schema } }));
+    expect(e.code).toBe("CONFLICT");
+    expect(e.message).toMatch(/^refusing to start the demo on the PostgreSQL store at DATABASE_URL: it holds 2 cases that the demo did not create/);
+    expect(e.message).toMatch(/unset DATABASE_URL/);
+    const after = await openStore({ databaseUrl: url, dataDir: root }, { pgSchema: schema });
+    expect((await after.getCase("real-pg-1"))?.status).toBe("queued");
+    await after.close();
+  });
+});
+
+describe("serve --demo runs the bundled cases", () => {
+  let demo: RunningDemo;
+  const dataDir = () => path.join(root, "demo-run");
+  const api = (p: string, init: RequestInit = {}) => fetch(demo.server.address + p, { ...init, headers: { authorization: `Bearer ${demo.apiKey}`, ...init.headers } });
+
+  beforeAll(async () => {
+    demo = await startDemoService({ ...ENV, MEDMMV_DATA_DIR: dataDir() }, opts());
+  }, 120_000);
+  afterAll(async () => {
+    await demo?.close();
+  });
+
+  it("prints the docs URL, the generated key and a signed audit-view link per case", async () => {
+    expect(demo.server.address).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(demo.apiKey).toMatch(/^demo-[A-Za-z0-9_-]{32}$/);
+    expect(demo.cases.map((c) => [c.slug, c.status])).toEqual([
+      ["chest-pain", "completed"],
+      ["community-pneumonia", "completed"],
+    ]);
+    const text = describeDemo(demo);
+    expect(text).toContain(`${demo.server.address}/docs`);
+    expect(text).toContain(demo.apiKey);
+    for (const c of demo.cases) expect(text).toContain(c.viewUrl);
+    expect((await fetch(`${demo.server.address}/docs/json`)).status).toBe(200);
+    // The link opens the view with no key at all; the bare URL without it does not.
+    const page = await fetch(demo.cases[0]!.viewUrl);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("medmmv-data");
+    expect((await fetch(demo.cases[0]!.viewUrl.replace(/\?token=.*/, ""))).status).toBe(401);
+  });
+
+  it("every result says scripted in provenance.models, and reads like the case", async () => {
+    const results = await Promise.all(demo.cases.map(async (c) => DiagnosisResult.parse(((await (await api(`/cases/${c.caseId}`)).json()) as { result: unknown }).result)));
+    for (const r of results) {
+      expect(Object.values(r.provenance.models)).toEqual([DEMO_MODEL, DEMO_MODEL, DEMO_MODEL]);
+      expect(r.provenance.evidenceChecks?.textDoctor.rejected).toEqual([]);
+      expect(r.provenance.failures).toEqual([]);
+      // Every claim of the selected path rests on nodes of its evidence graph.
+      const g = EvidenceGraph.import(r.evidenceGraph);
+      for (const claim of r.path!.steps.flatMap((s) => s.claims)) {
+        expect(claim.verdict, claim.text).toBe("supported");
+        for (const id of claim.evidence) expect(g.hasNode(id), `${claim.text} → ${id}`).toBe(true);
+      }
+    }
+    const [chest, pneumonia] = results as [DiagnosisResult, DiagnosisResult];
+    expect(chest.answer).toEqual({ option: "B", text: "Inferior ST-elevation myocardial infarction" });
+    expect(chest.path!.steps.map((s) => s.text).join(" ")).toMatch(/II, III and aVF.*reciprocal depression in aVL/);
+    const repaired = chest.candidates.find((c) => c.initialAnswer === "A")!;
+    expect(repaired).toMatchObject({ finalAnswer: "B", repairs: 1 });
+    expect(repaired.hdReports[0]!.claims.find((c) => c.verdict === "contradicted")?.claim).toBe("The ST elevation is diffuse across the leads");
+    expect(chest.hallucinations).toEqual([expect.objectContaining({ pathId: repaired.pathId, stage: "knowledge", resolved: true })]);
+    expect(chest.provenance.evidenceChecks?.imageDoctor[0]?.flagged.map((f) => f.label)).toEqual(["ST-segment elevation on the rhythm strip"]);
+    expect(new Set(chest.stability.rolloutAnswers)).toEqual(new Set(["A", "B", "C"]));
+
+    expect(pneumonia.answer?.option).toBe("A");
+    expect(pneumonia.hallucinations).toEqual([expect.objectContaining({ stage: "visual", resolved: true })]);
+    expect(pneumonia.path!.steps[0]).toMatchObject({ stage: "visual", text: "The radiograph shows consolidation in the right lower zone." });
+  });
+
+  it("a case of the user's own is answered too, and says it is scripted", async () => {
+    const res = await api("/diagnose", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ question: "What is the most likely diagnosis?", notes: "A 30-year-old woman with fever and a painful swollen knee for two days.", options: { A: "Septic arthritis", B: "Gout" } }),
+    });
+    expect(res.status).toBe(201);
+    const r = DiagnosisResult.parse(await res.json());
+    expect(r.status).toBe("completed");
+    expect(Object.values(r.provenance.models)).toEqual([DEMO_MODEL, DEMO_MODEL, DEMO_MODEL]);
+  });
+
+  it("the event stream of a demo case replays to its final event", async () => {
+    const res = await api(`/cases/${demo.cases[0]!.caseId}/events`, { headers: { accept: "text/event-stream" } });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    let text = "";
+    while (!/event: final/.test(text)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    await reader.cancel();
+    expect(text).toMatch(/event: repair/);
+    expect(text).toMatch(/event: final/);
+  });
+
+  it("a restart on the same store keeps the key and finds the cases instead of running them again", async () => {
+    const first = demo.cases.map((c) => c.caseId);
+    const key = demo.apiKey;
+    await demo.close();
+    demo = await startDemoService({ ...ENV, MEDMMV_DATA_DIR: dataDir() }, opts());
+    expect(demo.apiKey).toBe(key);
+    expect(demo.cases.map((c) => c.caseId)).toEqual(first);
+    // The two demo cases and the user's own one: nothing was run twice.
+    const listed = (await (await api("/cases?limit=100")).json()) as { items: unknown[] };
+    expect(listed.items).toHaveLength(3);
+  }, 120_000);
+});

@@ -1,0 +1,37 @@
+/**
+ * The scripted model and search answers behind `medmmv demo` and `medmmv serve --demo`:
+ * each bundled example case has a script written for it (chest-pain.ts,
+ * community-pneumonia.ts); a case no script knows (one a user submits to the demo service)
+ * gets the generic clinical scenario, so the demo service still answers it — scripted.
+ */
+import type { Scenario, ScriptedRequest } from "../scripted-openai-server.js";
+import { defaultTavilyResults, type TavilyRequest, type TavilyResult } from "../scripted-tavily-server.js";
+import { caseBlock, clinicalScenario } from "../clinical-scenario.js";
+import { caseAgents, caseSearchResults, type CaseScript } from "./case-script.js";
+import { chestPainScript } from "./chest-pain.js";
+import { communityPneumoniaScript } from "./community-pneumonia.js";
+
+export const DEMO_SCRIPTS: readonly CaseScript[] = [chestPainScript, communityPneumoniaScript];
+
+export function demoScenario(): Scenario {
+  const scripted = DEMO_SCRIPTS.map((s) => ({ s, agents: caseAgents(s) }));
+  const generic = clinicalScenario({ coherence: {} }).agents;
+  const route = (agent: string) => (req: ScriptedRequest) => {
+    const block = caseBlock(req.text);
+    const hit = scripted.find((x) => x.s.matches(block));
+    const script = hit ? hit.agents[agent] : generic[agent];
+    if (typeof script !== "function") throw new Error(`no demo script for agent ${agent}`);
+    return script(req);
+  };
+  const agents = ["text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "rollout", "cot", "hd-supervisor", "auto-repair", "coherence-judge"];
+  return { name: "demo", agents: Object.fromEntries(agents.map((a) => [a, route(a)])) };
+}
+
+/** Search results for the demo: the scripts' literature for their queries, generic hits otherwise. */
+export function demoSearchResults(req: TavilyRequest): TavilyResult[] {
+  for (const s of DEMO_SCRIPTS) {
+    const hit = caseSearchResults(s, req);
+    if (hit) return hit;
+  }
+  return defaultTavilyResults(req.query);
+}
