@@ -7,9 +7,14 @@ import { indexCorpusFile } from "../search/local/index-corpus-file.js";
 import { openCorpusIndex } from "../search/local/open-corpus-index.js";
 
 export const DEMO_CORPUS_FILE = fileURLToPath(new URL("../../examples/corpus/cardiology.jsonl", import.meta.url));
+/** Every bundled corpus, by name: the demo cases' topics (chest pain, pneumonia). */
+export const DEMO_CORPORA: Record<string, string> = {
+  cardiology: DEMO_CORPUS_FILE,
+  respiratory: fileURLToPath(new URL("../../examples/corpus/respiratory.jsonl", import.meta.url)),
+};
 
 /**
- * The demo's offline literature search: the bundled example corpus indexed into a
+ * The demo's offline literature search: the bundled example corpora indexed into a
  * throwaway embedded store, and the environment that points MEDMMV_SEARCH=local at it
  * (DATABASE_URL blanked so a user's Postgres is never written to by the demo).
  */
@@ -19,8 +24,10 @@ export async function prepareDemoCorpus(): Promise<{ env: Record<string, string>
   try {
     const index = await openCorpusIndex({ databaseUrl: null, dataDir });
     try {
-      const r = await indexCorpusFile(index, DEMO_CORPUS_FILE, "cardiology");
-      if (r.errors.length) throw new MedmmvError("INTERNAL", `the bundled demo corpus has ${r.errors.length} bad line(s), first: line ${r.errors[0]!.line}`);
+      for (const [name, file] of Object.entries(DEMO_CORPORA)) {
+        const r = await indexCorpusFile(index, file, name);
+        if (r.errors.length) throw new MedmmvError("INTERNAL", `the bundled ${name} corpus has ${r.errors.length} bad line(s), first: line ${r.errors[0]!.line}`);
+      }
     } finally {
       await index.close();
     }

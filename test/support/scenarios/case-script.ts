@@ -45,6 +45,12 @@ export interface ScriptedSearch {
   /** Matches the query as it reaches the search server (after the product's scrubbing). */
   matches: RegExp;
   results: TavilyResult[];
+  /**
+   * Passages of the bundled example corpus (examples/corpus/, `corpus://NAME/ID`) that say
+   * what `results` say: with the offline corpus (MEDMMV_SEARCH=local) the literature comes
+   * from these instead, and a fact is reported when one of them is among the hits.
+   */
+  corpus?: string[];
   relation: Relation;
   knowledge: Array<{ key: string; label: string; resultIndex: number; relatesTo: "a" | "b" | "both"; relation: Relation }>;
 }
@@ -176,8 +182,9 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
       // it was written from is among them (whichever provider returned it, at whatever index).
       const shown = new Map([...req.text.matchAll(/^\[result (\d+)\] .* \((\S+)\)$/gm)].map((m) => [m[2]!, Number(m[1])]));
       const q = pairOf(req.text);
+      const corpusHit = (q?.corpus ?? []).map((url) => shown.get(url)).find((at) => at !== undefined);
       const knowledge = (q?.knowledge ?? []).flatMap((k) => {
-        const at = shown.get(q!.results[k.resultIndex]?.url ?? "");
+        const at = shown.get(q!.results[k.resultIndex]?.url ?? "") ?? corpusHit;
         return at === undefined ? [] : [{ label: k.label, resultIndex: at, relatesTo: k.relatesTo, relation: k.relation }];
       });
       if (!q || knowledge.length === 0) return { relation: null, relationResultIndex: null, knowledge: [], suspiciousContent: false };

@@ -60,6 +60,7 @@ export const chestPainScript: CaseScript = {
       b: "recip",
       query: "inferior ST elevation with reciprocal ST depression in aVL versus pericarditis",
       matches: /reciprocal/i,
+      corpus: ["corpus://cardiology/inferior-leads", "corpus://cardiology/reciprocal-changes", "corpus://cardiology/pericarditis-ecg"],
       relation: "associated-with",
       results: [
         {
@@ -85,6 +86,7 @@ export const chestPainScript: CaseScript = {
       b: "pain",
       query: "troponin rise with ischaemic chest pain definition of myocardial infarction",
       matches: /troponin/i,
+      corpus: ["corpus://cardiology/troponin-basics", "corpus://cardiology/stemi-definition", "corpus://cardiology/typical-ischaemic-pain"],
       relation: "supports",
       results: [
         {
@@ -101,6 +103,7 @@ export const chestPainScript: CaseScript = {
       b: "pain",
       query: "hypertension chest pain aortic dissection presentation",
       matches: /dissection/i,
+      corpus: ["corpus://cardiology/aortic-dissection-features", "corpus://cardiology/risk-factors", "corpus://cardiology/aortic-dissection-stemi"],
       relation: "associated-with",
       results: [
         {

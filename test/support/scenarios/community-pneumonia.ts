@@ -69,6 +69,7 @@ export const communityPneumoniaScript: CaseScript = {
       b: "consolidation",
       query: "bronchial breathing crackles lobar consolidation radiograph",
       matches: /consolidation/i,
+      corpus: ["corpus://respiratory/consolidation-signs", "corpus://respiratory/lobar-pneumonia-radiograph"],
       relation: "explains",
       results: [
         {
@@ -85,6 +86,7 @@ export const communityPneumoniaScript: CaseScript = {
       b: "crp",
       query: "neutrophilia raised C-reactive protein bacterial pneumonia",
       matches: /neutrophilia|reactive/i,
+      corpus: ["corpus://respiratory/inflammatory-markers", "corpus://respiratory/bacterial-vs-viral"],
       relation: "associated-with",
       results: [
         {
@@ -101,6 +103,7 @@ export const communityPneumoniaScript: CaseScript = {
       b: "cough",
       query: "pleuritic chest pain purulent sputum pneumonia versus pulmonary infarction",
       matches: /infarction|pleuritic/i,
+      corpus: ["corpus://respiratory/pleuritic-pain", "corpus://respiratory/pulmonary-infarction"],
       relation: "associated-with",
       results: [
         {
