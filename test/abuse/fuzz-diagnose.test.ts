@@ -41,9 +41,9 @@ beforeAll(async () => {
     },
   });
 });
-afterAll(async () => {
+afterAll(async ({}, suite) => {
   process.off("warning", onWarning);
-  recordReliability("abuse-fuzz", rows);
+  recordReliability("abuse-fuzz", rows, suite);
   await t?.close();
 });
 

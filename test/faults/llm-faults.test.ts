@@ -17,9 +17,9 @@ const rows: ReliabilityRow[] = [];
 beforeAll(async () => {
   server = await startScriptedOpenAI({ scenario: { agents: { probe: { answer: "ok" } } } });
 });
-afterAll(async () => {
+afterAll(async ({}, suite) => {
   await server.close();
-  recordReliability("llm-faults", rows);
+  recordReliability("llm-faults", rows, suite);
 });
 beforeEach(() => {
   server.clearFaults();

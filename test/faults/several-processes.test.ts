@@ -30,8 +30,8 @@ const scratch: string[] = [];
 beforeAll(async () => {
   [bundle, cliBundle] = await Promise.all([bundleEntry("server"), bundleEntry("cli")]);
 });
-afterAll(async () => {
-  recordReliability("several-processes", rows);
+afterAll(async ({}, suite) => {
+  recordReliability("several-processes", rows, suite);
   await Promise.all([bundle?.remove(), cliBundle?.remove(), ...scratch.map((d) => rm(d, { recursive: true, force: true }))]);
 });
 
