@@ -1,17 +1,14 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
-import { SQLITE_FILE_NAME } from "../../src/store/sqlite-store.js";
 import { clinicalScenario } from "../support/clinical-scenario.js";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
 import { childServerEnv, keyedFetch, spawnServer, type ServerProcess } from "../support/server-process.js";
 import { chestPain, until, withDelays } from "../http/http-harness.js";
 import { pngWithCanvas } from "../support/image-bytes.js";
-import { untilCheckpointed } from "../support/checkpoint-writes.js";
+import { untilCheckpointedInFile } from "../support/checkpoint-writes.js";
 
 const KEY = "kill-test-key-0123456789";
 
@@ -62,14 +59,7 @@ describe("kill -9 mid-case", () => {
     }
     expect(openai.stats().byAgent).toMatchObject({ rollout: 6, "text-doctor": 2, "image-doctor": 2 });
     // The rollouts' task writes reach the checkpointer after their events: wait for them, not for a pause.
-    const file = new Database(path.join(dataDir, SQLITE_FILE_NAME));
-    try {
-      file.pragma("busy_timeout = 5000");
-      const saver = new SqliteSaver(file);
-      for (const id of ids) await untilCheckpointed(saver, id, "rollouts", 3);
-    } finally {
-      file.close();
-    }
+    for (const id of ids) await untilCheckpointedInFile(dataDir, id, "rollouts", 3);
 
     await proc.kill("SIGKILL");
     expect(proc.child.signalCode).toBe("SIGKILL");

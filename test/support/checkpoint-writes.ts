@@ -1,4 +1,8 @@
+import path from "node:path";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import Database from "better-sqlite3";
+import { SQLITE_FILE_NAME } from "../../src/store/sqlite-store.js";
 import { until } from "./until.js";
 
 /**
@@ -18,4 +22,18 @@ export async function untilCheckpointed(saver: BaseCheckpointSaver, threadId: st
     const n = await checkpointedTasks(saver, threadId, channel);
     return n >= tasks ? n : undefined;
   }, ms, `${tasks} checkpointed "${channel}" writes of ${threadId}`);
+}
+
+/**
+ * Waits on the checkpointer of a server running in another process, through a connection of
+ * our own to its SQLite file (WAL: readers and the server's writer do not block each other).
+ */
+export async function untilCheckpointedInFile(dataDir: string, threadId: string, channel: string, tasks: number, ms = 10_000): Promise<number> {
+  const db = new Database(path.join(dataDir, SQLITE_FILE_NAME));
+  try {
+    db.pragma("busy_timeout = 5000");
+    return await untilCheckpointed(new SqliteSaver(db), threadId, channel, tasks, ms);
+  } finally {
+    db.close();
+  }
 }
