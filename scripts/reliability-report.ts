@@ -4,18 +4,27 @@
  * items lost) grouped by suite, the load and soak figures, and the machine. Nothing in
  * the table is typed by hand; run the suites (`npm run test:faults`, `npx vitest run
  * test/abuse`) and `npm run load` first.
+ *
+ * Rows are taken only from a run that passed: each `<name>.json` of rows needs the
+ * `<name>.status.json` its suite wrote beside it, saying every test of the file passed and
+ * carrying the hash of exactly those rows. Otherwise nothing is written and the exit code
+ * is 1, naming the artefacts and the tests that did not pass.
+ *
+ * Options (for the report's own test): --dir <artefacts> --out <file>.
  */
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
 import type { LoadReport } from "../load/load.js";
 import type { SoakReport } from "../load/soak.js";
 import { describeMachine, machineInfo } from "../test/support/machine-info.js";
-import type { ReliabilityRow } from "../test/support/reliability-recorder.js";
+import { rowsDigest, statusFileOf, type ReliabilityRow, type ReliabilityRunStatus } from "../test/support/reliability-recorder.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const DIR = path.join(ROOT, "test-artifacts", "reliability");
-const OUT = path.join(ROOT, "RELIABILITY.md");
+const { values: args } = parseArgs({ options: { dir: { type: "string" }, out: { type: "string" } } });
+const DIR = args.dir ? path.resolve(args.dir) : path.join(ROOT, "test-artifacts", "reliability");
+const OUT = args.out ? path.resolve(args.out) : path.join(ROOT, "RELIABILITY.md");
 
 // The artefacts' shapes, from the code that writes them.
 type Row = ReliabilityRow;
@@ -46,7 +55,7 @@ function cell(s: string | number): string {
 const files = (() => {
   try {
     return readdirSync(DIR)
-      .filter((f) => f.endsWith(".json"))
+      .filter((f) => f.endsWith(".json") && !f.endsWith(".status.json"))
       .sort();
   } catch {
     return [];
@@ -57,6 +66,21 @@ if (files.length === 0) {
   process.exit(1);
 }
 
+/** Why rows artefact `f` (with this text) is not from a passing run, or null when it is. */
+function whyNotPassed(f: string, text: string): string | null {
+  const statusFile = statusFileOf(f.replace(/\.json$/, ""));
+  let status: ReliabilityRunStatus;
+  try {
+    status = JSON.parse(readFileSync(path.join(DIR, statusFile), "utf8")) as ReliabilityRunStatus;
+  } catch {
+    return `${f}: no readable ${statusFile}, so nothing says the run that wrote it passed`;
+  }
+  if (status.rowsSha256 !== rowsDigest(text)) return `${f}: not the rows ${statusFile} describes (written by another run)`;
+  if (!status.passed) return `${f}: its run did not pass (${status.notPassed.length} of ${status.tests} tests: ${status.notPassed.slice(0, 5).join("; ")}${status.notPassed.length > 5 ? "; ..." : ""})`;
+  return null;
+}
+
+const problems: string[] = [];
 const rows: Array<Row & { file: string }> = [];
 let load: LoadReport | null = null;
 let soak: SoakReport | null = null;
@@ -72,12 +96,22 @@ for (const f of files) {
   }
   sources.push(`\`${f}\` (${statSync(full).mtime.toISOString().slice(0, 16).replace("T", " ")} UTC)`);
   if (Array.isArray(data)) {
+    const refused = whyNotPassed(f, readFileSync(full, "utf8"));
+    if (refused) {
+      problems.push(refused);
+      continue;
+    }
     for (const r of data) if (isRow(r)) rows.push({ ...r, file: f });
   } else if ((data as LoadReport).kind === "load") {
     load = data as LoadReport;
   } else if ((data as SoakReport).kind === "soak") {
     soak = data as SoakReport;
   }
+}
+
+if (problems.length) {
+  process.stderr.write(`reliability: refusing to write ${path.relative(ROOT, OUT) || OUT}: rows from runs that did not pass\n${problems.map((p) => `  - ${p}`).join("\n")}\nrerun those suites until they pass, then npm run reliability\n`);
+  process.exit(1);
 }
 
 const here = machineInfo();
@@ -114,7 +148,7 @@ for (const suite of suites) {
   out.push("");
   out.push("| scenario | trials | outcome | items lost |");
   out.push("|---|---:|---|---:|");
-  for (const r of list) out.push(`| ${cell(r.scenario)} | ${r.trials} | ${cell(r.outcome)} | ${r.itemsLost === 0 ? "0" : `**${r.itemsLost}**`} |`);
+  for (const r of list) out.push(`| ${cell(r.scenario)} | ${r.failed ? `${r.trials} (**${r.failed} failed**)` : r.trials} | ${cell(r.outcome)} | ${r.itemsLost === 0 ? "0" : `**${r.itemsLost}**`} |`);
   out.push("");
 }
 

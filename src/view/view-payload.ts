@@ -69,6 +69,8 @@ export interface ViewState {
   activeClaim: string | null;
   subgraphNodes: string[];
   mode: GraphMode;
+  /** True once the drawing shows the last change (mode, highlight, search, selection, camera): read nodeDisplay/nodeClientPosition then. */
+  settled: boolean;
   graphError: string | null;
   cspViolations: string[];
   errors: string[];

@@ -41,9 +41,9 @@ beforeAll(async () => {
     },
   });
 });
-afterAll(async () => {
+afterAll(async ({}, suite) => {
   process.off("warning", onWarning);
-  recordReliability("abuse-fuzz", rows);
+  recordReliability("abuse-fuzz", rows, suite);
   await t?.close();
 });
 
@@ -57,11 +57,16 @@ interface FuzzRequest {
   contentType?: string;
   query?: string;
   headers?: Record<string, string>;
-  /** Statuses this body may get; omitted: any 4xx, or 202 if the body happens to be valid. */
-  expect?: readonly number[];
+  /**
+   * The statuses this body may get, stated by the generator that made it: a body meant to be
+   * valid expects [202]; an invalid one the 4xx statuses that say why (a 202 for it fails).
+   */
+  expect: readonly number[];
+  /** Text the error message must contain (the field to fix), when the body is invalid. */
+  mentions?: string;
 }
 
-const json = (v: unknown, extra: Omit<FuzzRequest, "body"> = {}): FuzzRequest => ({ body: JSON.stringify(v), contentType: "application/json", ...extra });
+const json = (v: unknown, extra: Omit<FuzzRequest, "body">): FuzzRequest => ({ body: JSON.stringify(v), contentType: "application/json", ...extra });
 
 function tally(category: string, status: number): void {
   let m = statusCounts.get(category);
@@ -76,9 +81,10 @@ async function send(category: string, req: FuzzRequest): Promise<void> {
   const text = await res.text();
   sent++;
   tally(category, res.status);
-  const what = `${category}: HTTP ${res.status} ${text.slice(0, 300)}`;
+  const sentBody = typeof req.body === "string" ? req.body : req.body instanceof Uint8Array ? `${req.body.length} bytes` : "multipart form";
+  const what = `${category}: HTTP ${res.status} ${text.slice(0, 300)} (sent ${req.contentType ?? "no content-type"}${req.query ?? ""} ${JSON.stringify(req.headers ?? {}).slice(0, 80)} ${sentBody.slice(0, 120)} [${sentBody.length} chars])`;
   expect(res.status, what).toBeLessThan(500);
-  if (req.expect) expect(req.expect, what).toContain(res.status);
+  expect(req.expect, what).toContain(res.status);
   if (res.status === 202) {
     const body = JSON.parse(text) as { caseId: string; location: string };
     expect(body.caseId, what).toMatch(/^case-/);
@@ -94,6 +100,7 @@ async function send(category: string, req: FuzzRequest): Promise<void> {
   expect(typeof body.code, what).toBe("string");
   expect(typeof body.message, what).toBe("string");
   expect(body.message.length, what).toBeGreaterThan(0);
+  if (req.mentions) expect(body.message, what).toContain(req.mentions);
 }
 
 async function fuzz(category: string, arb: fc.Arbitrary<FuzzRequest>, numRuns: number): Promise<void> {
@@ -109,7 +116,7 @@ async function fuzz(category: string, arb: fc.Arbitrary<FuzzRequest>, numRuns: n
     suite: "abuse",
     scenario: `POST /diagnose fuzz: ${category}`,
     trials: sent - before,
-    outcome: `no 5xx; ${counts.map(([s, n]) => `${s}×${n}`).join(", ")}`,
+    outcome: `every status the one its generator stated (no 5xx): ${counts.map(([s, n]) => `${s}×${n}`).join(", ")}`,
     itemsLost: 0,
   });
 }
@@ -172,16 +179,81 @@ const wrongValue = fc.oneof(
 );
 const FIELDS = ["question", "notes", "options", "images", "patient", "metadata", "id"] as const;
 
-/** One field of a good case swapped for a value of any type; or the whole body not an object. */
+const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/**
+ * Whether `v` is an acceptable value for a case field, by the contract in DESIGN §4 (written
+ * out here, not read from the product's schema, so a schema that loosened would be caught).
+ * Only used to keep valid values out of "wrong types": every body there must get a 400.
+ */
+function validFor(field: (typeof FIELDS)[number], v: unknown): boolean {
+  switch (field) {
+    case "question":
+      return typeof v === "string" && v.trim().length > 0;
+    case "notes":
+      return typeof v === "string";
+    case "options":
+      return isPlainObject(v) && Object.entries(v).every(([k, x]) => /^[A-Z]$/.test(k) && typeof x === "string" && x.length > 0);
+    case "images":
+      // [] is a case without images; any element the generator makes is not an image.
+      return Array.isArray(v) && v.length === 0;
+    case "patient":
+    case "metadata":
+      // Free-form objects are accepted (age/sex typed; prototype keys refused): left to the valid category.
+      return isPlainObject(v);
+    case "id":
+      return typeof v === "string" && /^[A-Za-z0-9._:-]{1,200}$/.test(v);
+  }
+}
+
+/** One field of a good case swapped for a value of a type it does not take; or a body that is not a case. Each a 400. */
 const wrongTypes: fc.Arbitrary<FuzzRequest> = fc.oneof(
-  fc.tuple(fc.constantFrom(...FIELDS), wrongValue).map(([field, v]) => json({ ...baseCase(), [field]: v })),
-  fc.tuple(fc.constantFrom("A", "a", "AB", "1", "", "ä"), wrongValue).map(([k, v]) => json({ ...baseCase(), options: { [k]: v } })),
-  fc.tuple(fc.constantFrom("id", "data", "caption", "mimeType", "path", "url", "extra"), wrongValue).map(([k, v]) =>
-    json({ ...baseCase(), images: [{ id: "img", data: b64(PNG), [k]: v }] }),
-  ),
-  fc.jsonValue({ maxDepth: 3 }).map((v) => json(v)),
-  fc.string({ maxLength: 200 }).map((s) => ({ body: s, contentType: "application/json" })),
+  fc
+    .tuple(fc.constantFrom(...FIELDS), wrongValue)
+    .filter(([field, v]) => !validFor(field, v))
+    .map(([field, v]) => json({ ...baseCase(), [field]: v }, { expect: [400] })),
+  // A number where the question goes: the regression the issue names.
+  fc.oneof(fc.integer(), fc.double({ noNaN: true })).map((n) => json({ ...baseCase(), question: n }, { expect: [400], mentions: "body.question" })),
+  fc
+    .tuple(fc.constantFrom("A", "a", "AB", "1", "", "\u00e4"), wrongValue)
+    .filter(([k, v]) => !(k === "A" && typeof v === "string" && v.length > 0))
+    .map(([k, v]) => json({ ...baseCase(), options: { [k]: v } }, { expect: [400] })),
+  fc
+    .tuple(fc.constantFrom("id", "data", "caption", "mimeType", "path", "url", "extra"), wrongValue)
+    // A string is what id, caption and mimeType take (a lying mimeType is fine: the bytes decide).
+    .filter(([k, v]) => !(["id", "caption", "mimeType"].includes(k) && typeof v === "string" && (k !== "id" || v.length > 0)))
+    .map(([k, v]) =>
+      // A string in `data` is read as base64: not an image (415) or not base64 (400).
+      json({ ...baseCase(), images: [{ id: "img", data: b64(PNG), [k]: v }] }, { expect: k === "data" && typeof v === "string" ? [400, 415] : [400] }),
+    ),
+  // Any JSON that is not an object with a question: no case at all.
+  fc
+    .jsonValue({ maxDepth: 3 })
+    .filter((v) => !(isPlainObject(v) && "question" in v))
+    .map((v) => json(v, { expect: [400] })),
+  fc.string({ maxLength: 200 }).map((s) => ({ body: s, contentType: "application/json", expect: [400] })),
+  // Typed patient fields with the wrong type or out of range.
+  fc
+    .oneof(
+      fc.record({ age: fc.oneof(fc.integer({ max: -1 }), fc.integer({ min: 151 }), fc.string({ maxLength: 5 }), fc.constant(null)) }),
+      fc.record({ sex: fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.string({ maxLength: 3 }), { maxLength: 2 })) }),
+    )
+    .map((patient) => json({ ...baseCase(), patient }, { expect: [400], mentions: "body.patient" })),
 );
+
+/** A good case with `s` in one string field (the idempotency key is a header, set by the caller). */
+function caseWithString(field: string, s: string): Record<string, unknown> {
+  const c: Record<string, unknown> = baseCase();
+  if (field === "question") c.question = s;
+  if (field === "notes") c.notes = s;
+  if (field === "option") c.options = { A: s, B: "other" };
+  if (field === "caption") c.images = [{ id: "img", caption: s, data: b64(PNG) }];
+  if (field === "imageId") c.images = [{ id: s, data: b64(PNG) }];
+  if (field === "caseId") c.id = s;
+  if (field === "sex") c.patient = { sex: s };
+  if (field === "mimeType") c.images = [{ id: "img", mimeType: s, data: b64(PNG) }];
+  return c;
+}
 
 /** Strings at, just over, and far over each field's limit, in awkward alphabets. */
 const hugeStrings: fc.Arbitrary<FuzzRequest> = fc
@@ -199,23 +271,32 @@ const hugeStrings: fc.Arbitrary<FuzzRequest> = fc
     ),
     fc.constantFrom(0, 1, 1000, MAX_BODY_BYTES),
     fc.constantFrom("x", "é", "😀", "\u0000", " ", "\ud800", "\n"),
+    // Keys must differ between requests: a reused key is a replay (202 or 409), not a new case.
+    fc.uuid(),
   )
-  .map(([[field, limit], over, ch]) => {
-    const s = ch.repeat(Math.ceil((limit + over) / ch.length));
-    const c: Record<string, unknown> = baseCase();
+  .map(([[field, limit], over, ch, uuid]) => {
+    // Limits count characters (code points): each `ch` is one, whatever its UTF-16 or UTF-8 length.
+    const s = ch.repeat(limit + over);
+    const c = caseWithString(field, s);
     const headers: Record<string, string> = {};
-    if (field === "question") c.question = s;
-    if (field === "notes") c.notes = s;
-    if (field === "option") c.options = { A: s, B: "other" };
-    if (field === "caption") c.images = [{ id: "img", caption: s, data: b64(PNG) }];
-    if (field === "imageId") c.images = [{ id: s, data: b64(PNG) }];
-    if (field === "caseId") c.id = s;
-    if (field === "sex") c.patient = { sex: s };
-    if (field === "mimeType") c.images = [{ id: "img", mimeType: s, data: b64(PNG) }];
     // Header values must be bytes a client can send: the long key is ASCII.
-    if (field === "idempotency-key") headers["idempotency-key"] = "k".repeat(Math.min(limit + over, 8192));
-    return json(c, { headers });
+    const keyLength = Math.min(limit + over, 8192);
+    if (field === "idempotency-key") headers["idempotency-key"] = uuid + "k".repeat(keyLength - uuid.length);
+    return json(c, { headers, expect: hugeStringExpect(field, over, ch, Buffer.byteLength(JSON.stringify(c)), keyLength) });
   });
+
+/**
+ * What a string of `limit + over` characters `ch` in `field` must get.
+ */
+function hugeStringExpect(field: string, over: number, ch: string, bodyBytes: number, keyLength: number): number[] {
+  if (bodyBytes > MAX_BODY_BYTES) return [413];
+  if (field === "idempotency-key") return keyLength <= 255 ? [202] : [400];
+  if (over > 0) return [400];
+  // At the limit: accepted, unless the characters are not allowed there.
+  if (field === "question" && ch.trim() === "") return [400]; // blank once trimmed
+  if (field === "caseId" && !/^[A-Za-z0-9._:-]$/.test(ch)) return [400];
+  return [202];
+}
 
 /** Objects or arrays nested from 1 to 100,000 levels, in every free-form and typed spot. */
 const deepNesting: fc.Arbitrary<FuzzRequest> = fc
@@ -325,7 +406,8 @@ const multipart: fc.Arbitrary<FuzzRequest> = fc.oneof(
   fc.constant<FuzzRequest>({ body: form([["case", JSON.stringify({ ...baseCase(), images: [{ id: "film" }] })], ["film", blob(PNG), "film.png"]]), expect: [202] }),
   fc.constant<FuzzRequest>({ body: form([["case", JSON.stringify(baseCase())], ["extra", blob(PNG)]]), expect: [202] }),
   fc.constant<FuzzRequest>({ body: form([["film", blob(PNG)]]), expect: [400] }),
-  fc.string({ maxLength: 60 }).map((s) => ({ body: form([["case", s]]), expect: s.trim().startsWith("{") ? [400, 202] : [400] })),
+  // Not a case: 60 random characters are never `{"question": ...}`.
+  fc.string({ maxLength: 60 }).map((s) => ({ body: form([["case", s]]), expect: [400] })),
   fc.constant<FuzzRequest>({ body: form([["case", "[1,2,3]"]]), expect: [400] }),
   fc.constant<FuzzRequest>({ body: form([["case", JSON.stringify(baseCase())], ["note", "unexpected field"]]), expect: [400] }),
   fc.constant<FuzzRequest>({ body: form([["case", JSON.stringify(baseCase())], ["x", blob(PNG)], ["x", blob(PNG)]]), expect: [400] }),
@@ -341,22 +423,53 @@ const multipart: fc.Arbitrary<FuzzRequest> = fc.oneof(
     contentType: `multipart/form-data; boundary=${boundary}`,
     expect: [400, 413, 415],
   })),
-  fc.constant<FuzzRequest>({ body: "--b\r\ncontent-disposition: form-data; name=\"case\"\r\n\r\n{\"question\":\"q\"}", contentType: "multipart/form-data; boundary=b", expect: [400, 202] }),
+  // Cut off before the closing delimiter.
+  fc.constant<FuzzRequest>({ body: "--b\r\ncontent-disposition: form-data; name=\"case\"\r\n\r\n{\"question\":\"q\"}", contentType: "multipart/form-data; boundary=b", expect: [400] }),
   fc.constant<FuzzRequest>({ body: "--b\r\n\r\n\r\n--b--", contentType: "multipart/form-data; boundary=b", expect: [400] }),
   fc.constant<FuzzRequest>({ body: "case=%7B%7D", contentType: "multipart/form-data", expect: [400] }),
 );
 
+/** How the server reads a number in the query string (as JavaScript's Number() does). */
+const queryInt = (raw: string, min: number, max: number): boolean => {
+  const n = Number(raw);
+  return Number.isInteger(n) && n >= min && n <= max;
+};
+/** A header value as it arrives: fetch strips the spaces and tabs around it. */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
 /** Content types, query parameters and headers around an otherwise good body. */
 const envelope: fc.Arbitrary<FuzzRequest> = fc.oneof(
   fc
-    .constantFrom("text/plain", "application/x-www-form-urlencoded", "application/xml", "image/png", "application/octet-stream", "", "application/json; charset=utf-16", "application/JSON", "application/json;;;")
-    .map((ct) => ({ body: JSON.stringify(baseCase()), contentType: ct })),
-  fc.oneof(fc.integer({ min: -5, max: 100 }).map(String), fc.string({ maxLength: 10 }), fc.constantFrom("1e3", "0x2", "NaN", "Infinity", "[]", "2&k=3")).map((k) => json(baseCase(), { query: `?k=${encodeURIComponent(k)}` })),
-  fc.oneof(fc.integer({ min: -5, max: 20 }).map(String), fc.string({ maxLength: 10 })).map((m) => json(baseCase(), { query: `?maxRepairs=${encodeURIComponent(m)}` })),
-  fc.string({ maxLength: 300 }).map((key) => json(baseCase(), { headers: { "idempotency-key": key.replace(/[\r\n]/g, "") } })),
-  fc.uint8Array({ maxLength: 300 }).map((u) => ({ body: new Uint8Array(u), contentType: "application/json" })),
+    .constantFrom(
+      ["text/plain", [415]],
+      ["application/x-www-form-urlencoded", [415]],
+      ["application/xml", [415]],
+      ["image/png", [415]],
+      ["application/octet-stream", [415]],
+      ["", [415]],
+      ["application/json; charset=utf-16", [415]],
+      // Media types are case-insensitive.
+      ["application/JSON", [202]],
+      // Empty parameters are allowed (RFC 9110 §5.6.6: `*( OWS ";" OWS [ parameter ] )`).
+      ["application/json;;;", [202]],
+    )
+    .map(([ct, expect]) => ({ body: JSON.stringify(baseCase()), contentType: ct, expect })),
+  fc
+    .oneof(fc.integer({ min: -5, max: 100 }).map(String), fc.string({ maxLength: 10 }), fc.constantFrom("1e3", "0x2", "NaN", "Infinity", "[]", "2&k=3"))
+    .map((k) => json(baseCase(), queryInt(k, 1, 32) ? { query: `?k=${encodeURIComponent(k)}`, expect: [202] } : { query: `?k=${encodeURIComponent(k)}`, expect: [400], mentions: "query.k" })),
+  fc
+    .oneof(fc.integer({ min: -5, max: 20 }).map(String), fc.string({ maxLength: 10 }))
+    .map((m) => json(baseCase(), queryInt(m, 0, 10) ? { query: `?maxRepairs=${encodeURIComponent(m)}`, expect: [202] } : { query: `?maxRepairs=${encodeURIComponent(m)}`, expect: [400], mentions: "query.maxRepairs" })),
+  // Each key starts with a fresh uuid: a reused key is a replay (202 or 409), not a new case.
+  fc.tuple(fc.uuid(), fc.string({ maxLength: 300 })).map(([uuid, rest]) => {
+    const key = `${uuid}${rest.replace(/[\r\n]/g, "")}`;
+    return json(baseCase(), { headers: { "idempotency-key": key }, expect: IDEMPOTENCY_KEY.test(key.replace(/[ \t]+$/, "")) ? [202] : [400] });
+  }),
+  fc.constantFrom("", "   ").map((key) => json(baseCase(), { headers: { "idempotency-key": key }, expect: [400] })),
+  // Random bytes are never a case: not JSON, not UTF-8, or JSON that is no case object.
+  fc.uint8Array({ maxLength: 300 }).map((u) => ({ body: new Uint8Array(u), contentType: "application/json", expect: [400] })),
   fc.constant<FuzzRequest>({ body: "", contentType: "application/json", expect: [400] }),
-  fc.constant<FuzzRequest>({ body: '{"question":"q","question":"dup","__proto__":{"polluted":1}}', contentType: "application/json" }),
+  fc.constant<FuzzRequest>({ body: '{"question":"q","question":"dup","__proto__":{"polluted":1}}', contentType: "application/json", expect: [400] }),
   fc.constant<FuzzRequest>({ body: '{"question":"q","constructor":{"prototype":{"polluted":1}}}', contentType: "application/json", expect: [400] }),
 );
 
@@ -382,6 +495,32 @@ describe("POST /diagnose under fuzzing", () => {
       await fuzz(name, arb, runs);
     }, 120_000);
   }
+
+  it("length limits: each string field at its limit is accepted, one character over is a 400 naming the field", async () => {
+    // The limits of DESIGN §4 (src/case/schema.ts), written out: a loosened schema fails here.
+    const LIMITS: Array<[field: string, limit: number, path: string]> = [
+      ["question", 20_000, "body.question"],
+      ["notes", 200_000, "body.notes"],
+      ["option", 5_000, "body.options.A"],
+      ["caption", 2_000, "body.images[0].caption"],
+      ["imageId", 128, "body.images[0].id"],
+      ["caseId", 200, "body.id"],
+      ["sex", 32, "body.patient.sex"],
+      ["mimeType", 64, "body.images[0].mimeType"],
+    ];
+    const before = sent;
+    for (const [field, limit, path] of LIMITS) {
+      await send("length limits", json(caseWithString(field, "x".repeat(limit)), { expect: [202] }));
+      await send("length limits", json(caseWithString(field, "x".repeat(limit + 1)), { expect: [400], mentions: path }));
+    }
+    rows.push({
+      suite: "abuse",
+      scenario: "POST /diagnose length limits (question, notes, options, captions, image id, case id, sex, MIME type)",
+      trials: sent - before,
+      outcome: `at the limit: 202 ×${statusCounts.get("length limits")?.get(202) ?? 0}; one over: 400 naming the field ×${statusCounts.get("length limits")?.get(400) ?? 0}`,
+      itemsLost: 0,
+    });
+  });
 
   it("sent at least 2,000 bodies; the server never logged a 5xx; every accepted case reached a terminal state", async () => {
     expect(sent).toBeGreaterThanOrEqual(2_000);

@@ -143,8 +143,8 @@ beforeAll(async () => {
     env: { TAVILY_API_KEY: "tvly-test", TAVILY_BASE_URL: tavily.baseUrl, MEDMMV_MAX_SEARCH_PAIRS: "3", MEDMMV_LOG_LEVEL: "trace" },
   });
 });
-afterAll(async () => {
-  recordReliability("abuse-injection", rows);
+afterAll(async ({}, suite) => {
+  recordReliability("abuse-injection", rows, suite);
   await t?.close();
   await openai?.close();
   await tavily?.close();

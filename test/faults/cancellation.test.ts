@@ -37,7 +37,7 @@ beforeAll(async () => {
   // Tags the deleted case's calls in the scripted server's log (a zero-length "latency" fault).
   t.openai.addFault({ kind: "latency", ms: 0, textIncludes: MARK_DELETED });
 });
-afterAll(async () => {
+afterAll(async ({}, suite) => {
   if (outcomes.length)
     rows.push({
       suite: "cancel",
@@ -46,7 +46,7 @@ afterAll(async () => {
       outcome: `every in-flight call of the deleted case cut (disconnect seen), none started or retried after the DELETE, the other case completed; ${outcomes.join("; ")}`,
       itemsLost: 0,
     });
-  recordReliability("cancellation", rows);
+  recordReliability("cancellation", rows, suite);
   await t?.close();
 });
 

@@ -7,11 +7,12 @@ import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import type { ClinicalCase } from "../../src/case/schema.js";
 import type { EvalSummary } from "../../src/eval/report.js";
 import { SQLITE_FILE_NAME, SqliteStore } from "../../src/store/sqlite-store.js";
-import type { CaseStatus } from "../../src/store/case-store.js";
+import { TERMINAL_STATUSES, type CaseStatus } from "../../src/store/case-store.js";
 import { bundleEntry, spawnBundle, startBundledServer, type Bundle } from "../support/bundled-process.js";
 import { caseBlock, clinicalScenario } from "../support/clinical-scenario.js";
 import { createPrng, nowMs } from "../support/faults.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
+import { span, TrialLog } from "../support/trial-log.js";
 import { startScriptedOpenAI, type Scenario, type ScriptedCallLog, type ScriptedOpenAI, type ScriptedRequest } from "../support/scripted-openai-server.js";
 import { answerByItem, evalScenario, keyOfCaseText, readItems } from "../eval/eval-fixtures.js";
 import { chestPain } from "../http/http-harness.js";
@@ -38,8 +39,8 @@ const scratch: string[] = [];
 beforeAll(async () => {
   [serverBundle, cliBundle] = await Promise.all([bundleEntry("server"), bundleEntry("cli")]);
 });
-afterAll(async () => {
-  recordReliability("kill-trials", rows);
+afterAll(async ({}, suite) => {
+  recordReliability("kill-trials", rows, suite);
   await Promise.all([serverBundle?.remove(), cliBundle?.remove(), ...scratch.map((d) => rm(d, { recursive: true, force: true }))]);
 });
 
@@ -165,9 +166,25 @@ interface Baseline {
   rolloutAnswers: (string | null)[][];
 }
 
+/** What one server kill trial measured; recorded (passed or failed) only after its assertions. */
+interface ServerTrial {
+  phase: string;
+  accepted: number;
+  /** Accepted cases listed, stored terminal and with exactly one final event. */
+  terminalOnce: number;
+  /** Completed cases whose answer and rollout answers are the uninterrupted run's. */
+  sameAnswers: number;
+  answered: number;
+  durable: number;
+  /** Calls beyond the uninterrupted run's, in all. */
+  remade: number;
+  /** Calls made again although their outcome was durable at the kill (must be 0). */
+  durableRepeated: number;
+}
+
 describe("SIGKILL of the server at random points", () => {
   let baseline: Baseline;
-  const trialOutcomes: Array<{ phase: string; answered: number; durable: number; remade: number; lost: number }> = [];
+  const trials = new TrialLog<ServerTrial>();
 
   beforeAll(async () => {
     // One uninterrupted run: how long the cases take, and how many calls each agent needs.
@@ -196,89 +213,111 @@ describe("SIGKILL of the server at random points", () => {
   }, 60_000);
 
   afterAll(() => {
-    if (trialOutcomes.length === 0) return;
-    const phases = countBy(trialOutcomes, (t) => t.phase);
-    const maxRemade = Math.max(...trialOutcomes.map((t) => t.remade));
-    const answered = trialOutcomes.map((t) => t.answered);
-    const durable = trialOutcomes.map((t) => t.durable);
-    const needed = Object.values(baseline.byAgent).reduce((a, b) => a + b, 0);
-    const lost = trialOutcomes.reduce((n, t) => n + t.lost, 0);
+    if (trials.records.length === 0) return;
+    const phases = countBy(trials.values("phase"), (p) => p);
+    const needed = baseline ? Object.values(baseline.byAgent).reduce((a, b) => a + b, 0) : 0;
+    const accepted = trials.sum("accepted");
     rows.push({
       suite: "kill",
       scenario: `server SIGKILL at a random moment, ${trialCases().length} async cases in flight, restart on the same SQLite store`,
-      trials: trialOutcomes.length,
-      outcome:
-        `every accepted case terminal exactly once (one final event) with the uninterrupted run's answers; ` +
-        `no call whose outcome was durable at the kill (checkpointed rollout, cached deterministic reply) made again; ` +
-        `killed after ${Math.min(...answered)}–${Math.max(...answered)} of ${needed} calls answered (durable: ${Math.min(...durable)}–${Math.max(...durable)}); ` +
-        `calls made twice because not yet durable: max ${maxRemade} per trial; kill phases: ` +
-        Object.entries(phases)
-          .map(([p, n]) => `${p} ×${n}`)
-          .join(", "),
-      itemsLost: lost,
+      trials: trials.records.length,
+      failed: trials.failed,
+      outcome: [
+        `${trials.passed} of ${trials.records.length} trials passed`,
+        `${trials.sum("terminalOnce")} of ${accepted} accepted cases terminal exactly once (one final event)`,
+        `${trials.sum("sameAnswers")} with the uninterrupted run's answers`,
+        `calls made again although durable at the kill (checkpointed rollout, cached deterministic reply): ${trials.sum("durableRepeated")}`,
+        `killed after ${span(trials.values("answered"))} of ${needed} calls answered (durable: ${span(trials.values("durable"))})`,
+        `calls made twice because not yet durable: max ${Math.max(0, ...trials.values("remade"))} per trial`,
+        `kill phases: ${Object.entries(phases).map(([p, n]) => `${p} ×${n}`).join(", ")}`,
+        trials.failures(),
+      ]
+        .filter(Boolean)
+        .join("; "),
+      // A trial that threw before checking its cases counts them all as lost.
+      itemsLost: accepted - trials.sum("terminalOnce"),
     });
   });
 
   const rng = createPrng(SEED);
   for (let trial = 1; trial <= TRIALS; trial++) {
     const draw = rng();
-    it(`trial ${trial}: kill -9, restart, every case finishes once without repeating finished calls`, async () => {
-      const cases = trialCases();
-      const openai = await startScriptedOpenAI({ scenario: serverScenario(), latencyMs: LATENCY_MS });
-      const dir = await tempDir(`medmmv-kill-${trial}-`);
-      let srv = await startBundledServer(serverBundle, serverEnv(openai, dir));
-      try {
-        const ids = await submitAsync(api, srv.address, cases);
-        // Anywhere from "just accepted" to "about to finish" (the baseline's duration).
-        const delay = Math.round(draw * baseline.durationMs);
-        await sleep(delay);
-        const killAt = nowMs();
-        const killed = await srv.kill("SIGKILL");
-        expect(killed.signal).toBe("SIGKILL");
-        const beforeLog = openai.stats().log;
-        const phase = phaseAt(beforeLog, killAt);
-        const before = openai.stats().byAgent;
-        const durable = durableWork(dir, ids);
+    it(`trial ${trial}: kill -9, restart, every case finishes once without repeating finished calls`, () =>
+      trials.run(trial, async (m) => {
+        const cases = trialCases();
+        const openai = await startScriptedOpenAI({ scenario: serverScenario(), latencyMs: LATENCY_MS });
+        const dir = await tempDir(`medmmv-kill-${trial}-`);
+        let srv = await startBundledServer(serverBundle, serverEnv(openai, dir));
+        try {
+          const ids = await submitAsync(api, srv.address, cases);
+          m.accepted = ids.length;
+          // Anywhere from "just accepted" to "about to finish" (the baseline's duration).
+          const delay = Math.round(draw * baseline.durationMs);
+          await sleep(delay);
+          const killAt = nowMs();
+          const killed = await srv.kill("SIGKILL");
+          expect(killed.signal).toBe("SIGKILL");
+          const beforeLog = openai.stats().log;
+          const phase = phaseAt(beforeLog, killAt);
+          m.phase = phase;
+          const before = openai.stats().byAgent;
+          const durable = durableWork(dir, ids);
+          m.answered = beforeLog.filter((c) => c.status === 200 && c.end !== null && c.end < killAt).length;
+          m.durable = Object.values(durable).reduce((a, b) => a + b, 0);
 
-        srv = await startBundledServer(serverBundle, serverEnv(openai, dir));
-        const views = await waitTerminal(api, srv.address, ids, 45_000);
-        const listed = (await (await api(srv.address, "/cases?limit=100")).json()) as { items: Array<{ caseId: string; status: CaseStatus }> };
-        const total = openai.stats().byAgent;
-        await srv.kill("SIGTERM");
-        const stored = await inspectStore(dir, ids);
+          srv = await startBundledServer(serverBundle, serverEnv(openai, dir));
+          const views = await waitTerminal(api, srv.address, ids, 45_000);
+          const listed = (await (await api(srv.address, "/cases?limit=100")).json()) as { items: Array<{ caseId: string; status: CaseStatus }> };
+          const total = openai.stats().byAgent;
+          await srv.kill("SIGTERM");
+          const stored = await inspectStore(dir, ids);
 
-        const lost = ids.filter((id) => !listed.items.some((i) => i.caseId === id) || stored.statuses[id] === "missing" || stored.finalEvents[id] !== 1).length;
-        let remade = 0;
-        for (const agent of new Set([...Object.keys(total), ...Object.keys(baseline.byAgent)])) remade += Math.max(0, (total[agent] ?? 0) - (baseline.byAgent[agent] ?? 0));
-        const durableTotal = Object.values(durable).reduce((a, b) => a + b, 0);
-        trialOutcomes.push({ phase, answered: beforeLog.filter((c) => c.status === 200 && c.end !== null && c.end < killAt).length, durable: durableTotal, remade, lost });
+          // Measured first, asserted below: the row is built from these numbers.
+          m.terminalOnce = ids.filter((id) => {
+            const status = stored.statuses[id];
+            return listed.items.some((i) => i.caseId === id) && status !== "missing" && TERMINAL_STATUSES.includes(status!) && stored.finalEvents[id] === 1;
+          }).length;
+          m.sameAnswers = views.filter((v, i) => {
+            const r = DiagnosisResult.safeParse(v.result);
+            return v.status === "completed" && r.success && (r.data.answer?.option ?? null) === baseline.answers[i] && JSON.stringify(r.data.stability.rolloutAnswers) === JSON.stringify(baseline.rolloutAnswers[i]);
+          }).length;
+          let remade = 0;
+          let durableRepeated = 0;
+          for (const agent of new Set([...Object.keys(total), ...Object.keys(baseline.byAgent)])) {
+            remade += Math.max(0, (total[agent] ?? 0) - (baseline.byAgent[agent] ?? 0));
+            const after = (total[agent] ?? 0) - (before[agent] ?? 0);
+            durableRepeated += Math.max(0, after - ((baseline.byAgent[agent] ?? 0) - (durable[agent] ?? 0)));
+          }
+          m.remade = remade;
+          m.durableRepeated = durableRepeated;
 
-        // Exactly the accepted cases, each terminal once, with the answers of an uninterrupted run.
-        expect(listed.items.map((i) => i.caseId).sort()).toEqual([...ids].sort());
-        expect(stored.unfinished).toBe(0);
-        for (const [i, v] of views.entries()) {
-          expect(v.status, `case ${i} (killed during ${phase} after ${delay} ms)`).toBe("completed");
-          const r = DiagnosisResult.parse(v.result);
-          expect(r.answer?.option ?? null).toBe(baseline.answers[i]);
-          expect(r.stability.rolloutAnswers).toEqual(baseline.rolloutAnswers[i]);
-          expect(stored.statuses[ids[i]!]).toBe("completed");
-          expect(stored.finalEvents[ids[i]!], `final events of case ${i}`).toBe(1);
+          // Exactly the accepted cases, each terminal once, with the answers of an uninterrupted run.
+          expect(listed.items.map((i) => i.caseId).sort()).toEqual([...ids].sort());
+          expect(stored.unfinished).toBe(0);
+          for (const [i, v] of views.entries()) {
+            expect(v.status, `case ${i} (killed during ${phase} after ${delay} ms)`).toBe("completed");
+            const r = DiagnosisResult.parse(v.result);
+            expect(r.answer?.option ?? null).toBe(baseline.answers[i]);
+            expect(r.stability.rolloutAnswers).toEqual(baseline.rolloutAnswers[i]);
+            expect(stored.statuses[ids[i]!]).toBe("completed");
+            expect(stored.finalEvents[ids[i]!], `final events of case ${i}`).toBe(1);
+          }
+          // Per agent: every call the work needs was made, and no call whose outcome was durable
+          // at the kill was made again (the restart made at most what was not yet durable).
+          for (const agent of Object.keys(baseline.byAgent)) {
+            const after = (total[agent] ?? 0) - (before[agent] ?? 0);
+            const where = `killed during ${phase} after ${delay} ms; durable then: ${JSON.stringify(durable)}`;
+            expect(durable[agent] ?? 0, `${agent}: durable outcomes vs calls answered before the kill`).toBeLessThanOrEqual(before[agent] ?? 0);
+            expect(total[agent] ?? 0, `${agent}: every needed call made (${where})`).toBeGreaterThanOrEqual(baseline.byAgent[agent]!);
+            expect(after, `${agent}: calls after the restart vs work not yet durable (${where})`).toBeLessThanOrEqual(baseline.byAgent[agent]! - (durable[agent] ?? 0));
+          }
+          expect(Object.keys(total).sort()).toEqual(Object.keys(baseline.byAgent).sort());
+        } finally {
+          await srv.kill("SIGKILL");
+          await openai.close();
         }
-        // Per agent: every call the work needs was made, and no call whose outcome was durable
-        // at the kill was made again (the restart made at most what was not yet durable).
-        for (const agent of Object.keys(baseline.byAgent)) {
-          const after = (total[agent] ?? 0) - (before[agent] ?? 0);
-          const where = `killed during ${phase} after ${delay} ms; durable then: ${JSON.stringify(durable)}`;
-          expect(durable[agent] ?? 0, `${agent}: durable outcomes vs calls answered before the kill`).toBeLessThanOrEqual(before[agent] ?? 0);
-          expect(total[agent] ?? 0, `${agent}: every needed call made (${where})`).toBeGreaterThanOrEqual(baseline.byAgent[agent]!);
-          expect(after, `${agent}: calls after the restart vs work not yet durable (${where})`).toBeLessThanOrEqual(baseline.byAgent[agent]! - (durable[agent] ?? 0));
-        }
-        expect(Object.keys(total).sort()).toEqual(Object.keys(baseline.byAgent).sort());
-      } finally {
-        await srv.kill("SIGKILL");
-        await openai.close();
-      }
-    }, 90_000);
+      }),
+    90_000);
   }
 });
 
@@ -366,11 +405,24 @@ async function resultLines(file: string): Promise<{ records: ResultLine[]; bad: 
   return { records, bad };
 }
 
+/** What one eval kill trial measured; recorded (passed or failed) only after its assertions. */
+interface EvalTrial {
+  method: EvalMethod;
+  phase: string;
+  /** Items in results.jsonl before the kill. */
+  before: number;
+  /** Planned items in results.jsonl exactly once after --resume. */
+  exactlyOnce: number;
+  tornLines: number;
+  /** Calls after --resume for items that had finished before the kill (must be 0). */
+  rerunFinished: number;
+}
+
 describe("SIGKILL of medmmv eval at random points", () => {
   const base: Partial<Record<EvalMethod, { firstCallMs: number; lastCallMs: number }>> = {};
   let input: string;
   let keys: Map<string, string>;
-  const trialOutcomes: Array<{ method: EvalMethod; before: number; lost: number; duplicates: number; phase: string }> = [];
+  const trials = new TrialLog<EvalTrial>();
 
   beforeAll(async () => {
     const dir = await tempDir("medmmv-evalkill-in-");
@@ -395,22 +447,30 @@ describe("SIGKILL of medmmv eval at random points", () => {
   }, 60_000);
 
   afterAll(() => {
-    if (trialOutcomes.length === 0) return;
-    const byMethod = countBy(trialOutcomes, (t) => t.method);
-    const phases = countBy(trialOutcomes, (t) => t.phase);
+    if (trials.records.length === 0) return;
+    const byMethod = countBy(trials.values("method"), (m) => m);
+    const phases = countBy(trials.values("phase"), (p) => p);
+    const planned = trials.records.length * EVAL_ITEMS;
     rows.push({
       suite: "kill",
       scenario: `medmmv eval SIGKILL at a random moment, then --resume (${EVAL_ITEMS} items; ${Object.entries(byMethod)
         .map(([m, n]) => `${m} ×${n}`)
         .join(", ")})`,
-      trials: trialOutcomes.length,
-      outcome:
-        `every item exactly once in results.jsonl, no torn line, summary complete; items finished before the kill never called again; ` +
-        `finished before the kill: ${trialOutcomes.map((t) => t.before).join("/")} of ${EVAL_ITEMS}; kill phases: ` +
-        Object.entries(phases)
-          .map(([p, n]) => `${p} ×${n}`)
-          .join(", "),
-      itemsLost: trialOutcomes.reduce((n, t) => n + t.lost + t.duplicates, 0),
+      trials: trials.records.length,
+      failed: trials.failed,
+      outcome: [
+        `${trials.passed} of ${trials.records.length} trials passed`,
+        `${trials.sum("exactlyOnce")} of ${planned} planned items exactly once in results.jsonl after --resume`,
+        `torn lines: ${trials.sum("tornLines")}`,
+        `calls for items finished before the kill: ${trials.sum("rerunFinished")}`,
+        `finished before the kill: ${trials.values("before").join("/")} of ${EVAL_ITEMS}`,
+        `kill phases: ${Object.entries(phases).map(([p, n]) => `${p} ×${n}`).join(", ")}`,
+        trials.failures(),
+      ]
+        .filter(Boolean)
+        .join("; "),
+      // A trial that threw before reading its results counts all its items as lost.
+      itemsLost: planned - trials.sum("exactlyOnce"),
     });
   });
 
@@ -418,58 +478,65 @@ describe("SIGKILL of medmmv eval at random points", () => {
   for (let trial = 1; trial <= TRIALS; trial++) {
     const draw = rng();
     const method: EvalMethod = trial % 2 === 1 ? "cot" : "medmmv";
-    it(`trial ${trial} (${method}): kill -9 mid-run, --resume: each item exactly once, finished items not rerun`, async () => {
-      const items = await readItems("medqa", input);
-      const calls: ItemCall[] = [];
-      let phase: ItemCall["phase"] = "first";
-      const scenario = recordingScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }), calls, () => phase);
-      const openai = await startScriptedOpenAI({ scenario, latencyMs: EVAL_LATENCY[method] });
-      const out = await tempDir(`medmmv-evalkill-${trial}-`);
-      const data = await tempDir(`medmmv-evalkill-data-${trial}-`);
-      const resultsFile = path.join(out, "results.jsonl");
-      try {
-        const b = base[method]!;
-        // Anywhere in the window where the uninterrupted run talked to the model.
-        const delay = Math.round(b.firstCallMs + draw * (b.lastCallMs - b.firstCallMs));
-        const started = nowMs();
-        const first = spawnBundle(cliBundle, evalArgs(method, input, out), evalEnv(openai, data, method));
-        await Promise.race([sleep(delay), first.exited]);
-        const killAt = nowMs();
-        const killed = await first.kill("SIGKILL");
-        const phaseName = killed.signal === "SIGKILL" ? phaseAt(openai.stats().log, killAt) : "after the run ended";
-        const before = await resultLines(resultsFile);
-        const finishedBefore = new Set(before.records.map((r) => r.id));
+    it(`trial ${trial} (${method}): kill -9 mid-run, --resume: each item exactly once, finished items not rerun`, () =>
+      trials.run(trial, async (m) => {
+        m.method = method;
+        const items = await readItems("medqa", input);
+        const calls: ItemCall[] = [];
+        let phase: ItemCall["phase"] = "first";
+        const scenario = recordingScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }), calls, () => phase);
+        const openai = await startScriptedOpenAI({ scenario, latencyMs: EVAL_LATENCY[method] });
+        const out = await tempDir(`medmmv-evalkill-${trial}-`);
+        const data = await tempDir(`medmmv-evalkill-data-${trial}-`);
+        const resultsFile = path.join(out, "results.jsonl");
+        try {
+          const b = base[method]!;
+          // Anywhere in the window where the uninterrupted run talked to the model.
+          const delay = Math.round(b.firstCallMs + draw * (b.lastCallMs - b.firstCallMs));
+          const started = nowMs();
+          const first = spawnBundle(cliBundle, evalArgs(method, input, out), evalEnv(openai, data, method));
+          await Promise.race([sleep(delay), first.exited]);
+          const killAt = nowMs();
+          const killed = await first.kill("SIGKILL");
+          const phaseName = killed.signal === "SIGKILL" ? phaseAt(openai.stats().log, killAt) : "after the run ended";
+          m.phase = phaseName;
+          const before = await resultLines(resultsFile);
+          const finishedBefore = new Set(before.records.map((r) => r.id));
+          m.before = finishedBefore.size;
 
-        phase = "resume";
-        const firstPhaseCalls = calls.length;
-        const resumed = spawnBundle(cliBundle, [...evalArgs(method, input, out), "--resume"], evalEnv(openai, data, method));
-        const exit = await resumed.exited;
-        const after = await resultLines(resultsFile);
-        const ids = after.records.map((r) => `${r.id}#${r.run}`);
-        const duplicates = ids.length - new Set(ids).size;
-        const lost = items.filter((it) => !after.records.some((r) => r.id === it.id)).length;
-        trialOutcomes.push({ method, before: finishedBefore.size, lost, duplicates, phase: phaseName });
+          phase = "resume";
+          const firstPhaseCalls = calls.length;
+          const resumed = spawnBundle(cliBundle, [...evalArgs(method, input, out), "--resume"], evalEnv(openai, data, method));
+          const exit = await resumed.exited;
+          const after = await resultLines(resultsFile);
+          const ids = after.records.map((r) => `${r.id}#${r.run}`);
+          const duplicates = ids.length - new Set(ids).size;
+          // Measured first, asserted below: the row is built from these numbers.
+          m.exactlyOnce = items.filter((it) => ids.filter((x) => x === `${it.id}#0`).length === 1).length;
+          m.tornLines = after.bad;
+          const resumeCalls = calls.slice(firstPhaseCalls);
+          const itemOf = (c: ItemCall) => keys.get(c.key) ?? `unknown:${c.key.slice(0, 40)}`;
+          const rerunFinished = resumeCalls.filter((c) => finishedBefore.has(itemOf(c)));
+          m.rerunFinished = rerunFinished.length;
 
-        expect(exit.code, resumed.output()).toBe(0);
-        expect(after.bad).toBe(0);
-        expect(duplicates).toBe(0);
-        expect(ids.sort()).toEqual(items.map((it) => `${it.id}#0`).sort());
-        expect(after.records.every((r) => r.status === "completed")).toBe(true);
-        const summary = JSON.parse(await readFile(path.join(out, "summary.json"), "utf8")) as EvalSummary;
-        expect(summary).toMatchObject({ items: EVAL_ITEMS, failed: 0, accuracy: 1, complete: true });
+          expect(exit.code, resumed.output()).toBe(0);
+          expect(after.bad).toBe(0);
+          expect(duplicates).toBe(0);
+          expect(ids.sort()).toEqual(items.map((it) => `${it.id}#0`).sort());
+          expect(after.records.every((r) => r.status === "completed")).toBe(true);
+          const summary = JSON.parse(await readFile(path.join(out, "summary.json"), "utf8")) as EvalSummary;
+          expect(summary).toMatchObject({ items: EVAL_ITEMS, failed: 0, accuracy: 1, complete: true });
 
-        // Work finished before the kill is not done again; everything else is done (again).
-        const resumeCalls = calls.slice(firstPhaseCalls);
-        const itemOf = (c: ItemCall) => keys.get(c.key) ?? `unknown:${c.key.slice(0, 40)}`;
-        const rerunFinished = resumeCalls.filter((c) => finishedBefore.has(itemOf(c)));
-        expect(rerunFinished.map((c) => `${itemOf(c)} ${c.agent}`), `killed at ${Math.round(killAt - started)} ms (${phaseName})`).toEqual([]);
-        expect(resumeCalls.every((c) => keys.has(c.key))).toBe(true);
-        const unfinished = items.filter((it) => !finishedBefore.has(it.id)).map((it) => it.id);
-        expect(new Set(resumeCalls.map(itemOf))).toEqual(new Set(unfinished));
-        if (method === "cot") expect(resumeCalls.length).toBe(unfinished.length);
-      } finally {
-        await openai.close();
-      }
-    }, 90_000);
+          // Work finished before the kill is not done again; everything else is done (again).
+          expect(rerunFinished.map((c) => `${itemOf(c)} ${c.agent}`), `killed at ${Math.round(killAt - started)} ms (${phaseName})`).toEqual([]);
+          expect(resumeCalls.every((c) => keys.has(c.key))).toBe(true);
+          const unfinished = items.filter((it) => !finishedBefore.has(it.id)).map((it) => it.id);
+          expect(new Set(resumeCalls.map(itemOf))).toEqual(new Set(unfinished));
+          if (method === "cot") expect(resumeCalls.length).toBe(unfinished.length);
+        } finally {
+          await openai.close();
+        }
+      }),
+    90_000);
   }
 });

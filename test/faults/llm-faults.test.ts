@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
 import { testConfig } from "../support/test-config.js";
+import { until } from "../support/until.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
 import { LlmClient } from "../../src/llm/model-client.js";
 import { FairLimiter } from "../../src/llm/limiter.js";
@@ -16,9 +17,9 @@ const rows: ReliabilityRow[] = [];
 beforeAll(async () => {
   server = await startScriptedOpenAI({ scenario: { agents: { probe: { answer: "ok" } } } });
 });
-afterAll(async () => {
+afterAll(async ({}, suite) => {
   await server.close();
-  recordReliability("llm-faults", rows);
+  recordReliability("llm-faults", rows, suite);
 });
 beforeEach(() => {
   server.clearFaults();
@@ -101,21 +102,22 @@ describe("model provider faults", () => {
     rows.push({ suite: "llm", scenario: "connection reset ×2", trials: 1, outcome: "recovered on attempt 3", itemsLost: 0 });
   });
 
-  it("a hanging backend: the timeout fires within ±10 % and the backend sees the connection closed", async () => {
+  it("a hanging backend: the timeout fires, not early, and the backend sees the connection closed", async () => {
     server.addFault({ kind: "hang" });
     const timeoutMs = 2000;
     const started = Date.now();
     const err = await failure(call(client({ MEDMMV_LLM_TIMEOUT_MS: String(timeoutMs), MEDMMV_LLM_MAX_ATTEMPTS: "1" })));
     const took = Date.now() - started;
     expect(err.code).toBe("LLM_TIMEOUT");
-    await new Promise((r) => setTimeout(r, 100));
+    await until(() => (server.stats().disconnects >= 1 ? true : undefined), 5_000, "the backend to see the connection closed");
     expect(server.stats().disconnects).toBe(1);
     // Seen from the backend: from the request's arrival to the client closing the connection.
     const hung = server.stats().log[0]!;
     const held = hung.end! - hung.start;
     expect(hung.disconnected).toBe(true);
+    // Not early; the upper bound only tells the timeout from a hang (a busy machine adds delay, never removes it).
     expect(held).toBeGreaterThanOrEqual(timeoutMs * 0.9);
-    expect(held).toBeLessThanOrEqual(timeoutMs * 1.1);
+    expect(held).toBeLessThan(timeoutMs * 3);
     rows.push({ suite: "llm", scenario: `hang, timeout ${timeoutMs} ms`, trials: 1, outcome: `LLM_TIMEOUT; backend saw the connection closed after ${held} ms (caller waited ${took} ms)`, itemsLost: 0 });
   });
 
@@ -156,7 +158,7 @@ describe("model provider faults", () => {
     setTimeout(() => ctrl.abort(), 200);
     const err = await failure(call(client(), ctrl.signal));
     expect(err.code).toBe("ABORTED");
-    await new Promise((r) => setTimeout(r, 100));
+    await until(() => (server.stats().disconnects >= 1 ? true : undefined), 5_000, "the backend to see the connection closed");
     expect(server.stats().disconnects).toBe(1);
     server.setLatency(0);
     rows.push({ suite: "llm", scenario: "abort during a slow call", trials: 1, outcome: "ABORTED; backend saw the disconnect", itemsLost: 0 });

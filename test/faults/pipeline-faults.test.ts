@@ -24,7 +24,7 @@ function caseWithImage(): PreparedCase {
 }
 
 const servers = useScriptedServers({ scenario: clinicalScenario({ rolloutAnswers: ["B", "C", "B", "A", "B"], identicalReasoning: false }), search: true });
-afterAll(() => recordReliability("pipeline-faults", rows));
+afterAll(({}, suite) => recordReliability("pipeline-faults", rows, suite));
 
 /** Agents whose loss leaves something to answer with; the others fail the case clearly. */
 const RECOVERABLE = new Set(["text-doctor", "image-doctor", "image-hd", "web-search-query", "web-search-analysis", "auto-repair"]);

@@ -30,8 +30,8 @@ const scratch: string[] = [];
 beforeAll(async () => {
   [bundle, cliBundle] = await Promise.all([bundleEntry("server"), bundleEntry("cli")]);
 });
-afterAll(async () => {
-  recordReliability("several-processes", rows);
+afterAll(async ({}, suite) => {
+  recordReliability("several-processes", rows, suite);
   await Promise.all([bundle?.remove(), cliBundle?.remove(), ...scratch.map((d) => rm(d, { recursive: true, force: true }))]);
 });
 
@@ -56,6 +56,16 @@ async function tempDir(): Promise<string> {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Every case is running and has recorded work (so a kill now leaves it unfinished, mid-case). */
+async function untilRunning(base: string, ids: string[]): Promise<void> {
+  for (const id of ids) {
+    await until(async () => {
+      const v = (await (await api(base, `/cases/${id}`)).json()) as { status: string; progress: { done: number } | null };
+      return v.status === "running" && (v.progress?.done ?? 0) >= 1 ? true : undefined;
+    }, 20_000, `case ${id} to be running`);
+  }
+}
 
 function cases(): ClinicalCase[] {
   return [
@@ -116,7 +126,7 @@ describe("several server processes on one store", () => {
       const ids = await submitAsync(api, a.address, cases());
       // An event stream opened on B for a case A runs: B has no live events for it, it polls the store.
       const stream = readStream(b.address, ids[0]!, 40_000);
-      await sleep(600);
+      await untilRunning(a.address, ids);
       const killedAt = Date.now();
       await a.kill("SIGKILL");
 
@@ -156,7 +166,7 @@ describe("several server processes on one store", () => {
     try {
       const first = await startBundledServer(bundle, env(openai, dir));
       const ids = await submitAsync(api, first.address, cases());
-      await sleep(300);
+      await untilRunning(first.address, ids);
       await first.kill("SIGKILL");
 
       // Three processes start at once on the same file; the dead one's cases must each go to one of them.
@@ -206,12 +216,16 @@ describe("several server processes on one store", () => {
 
       // Kill one worker while cases run: the primary starts a replacement, and the cases finish.
       const second = await submitAsync(api, address, cases());
-      await sleep(150);
-      // The worker that accepted the first of these cases (each takes ≥ 4 × L, so it is still running).
-      const acceptedBy = new Map(logLines(run.output()).filter((l) => l.msg === "case accepted").map((l) => [l.caseId as string, l.pid as number]));
+      // The worker that accepted the first of these cases, once every one of them is logged as accepted
+      // (each takes ≥ 4 × L, so it is still running).
+      const acceptedBy = await until(() => {
+        const by = new Map(logLines(run.output()).filter((l) => l.msg === "case accepted").map((l) => [l.caseId as string, l.pid as number]));
+        return second.every((id) => by.has(id)) ? by : undefined;
+      }, 20_000, "the cases to be accepted");
       const victim = acceptedBy.get(second[0]!)!;
       expect(workerPids.has(victim)).toBe(true);
       const victimCases = second.filter((id) => acceptedBy.get(id) === victim);
+      await untilRunning(address, victimCases);
       process.kill(victim, "SIGKILL");
       const views = await waitTerminal(api, address, second, 40_000);
       expect(views.map((v) => v.status)).toEqual(["completed", "completed", "completed"]);

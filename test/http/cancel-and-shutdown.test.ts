@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { untilCheckpointed } from "../support/checkpoint-writes.js";
 import { clinicalScenario } from "../support/clinical-scenario.js";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
 import { chestPain, json, startTestServer, until, withDelays, type TestServer } from "./http-harness.js";
@@ -38,9 +39,9 @@ describe("cancellation", () => {
       expect(stats.disconnects).toBeGreaterThanOrEqual(3);
       expect(stats.log.every((c) => c.status === 0)).toBe(true); // none was answered
       expect((await t.api(`/cases/${caseId}`)).status).toBe(404);
-      // Nothing new is started for the purged case.
+      // Nothing new is started for the purged case: its run ends without another call.
       const calls = stats.total;
-      await new Promise((r) => setTimeout(r, 300));
+      await until(() => (t.server.service.isRunning(caseId) ? undefined : true), 5_000, "the purged case's run to end");
       expect(t.openai.stats().total).toBe(calls);
     } finally {
       t.openai.setLatency(0);
@@ -92,8 +93,8 @@ describe("graceful shutdown", () => {
       return v.progress && v.progress.done === 3 ? v.progress : undefined;
     }, 5_000, "progress");
     expect(progress).toEqual({ step: "rollouts-and-evidence", done: 3, total: 4 }); // 3 rollouts + text-doctor
-    // Give the checkpointer a moment to persist the finished rollout tasks.
-    await new Promise((r) => setTimeout(r, 200));
+    // The finished rollouts' task writes reach the checkpointer after their events: wait for them.
+    await untilCheckpointed(first.server.store.checkpointer(), caseId, "rollouts", 3);
 
     const stopping = Date.now();
     await first.close();

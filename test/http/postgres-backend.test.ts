@@ -3,6 +3,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import { clinicalScenario } from "../support/clinical-scenario.js";
+import { untilCheckpointed } from "../support/checkpoint-writes.js";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
 import { chestPain, json, readSse, startTestServer, until, withDelays } from "./http-harness.js";
 
@@ -47,7 +48,8 @@ describe("HTTP API on Postgres", () => {
       const accepted = await first.api("/diagnose", { method: "POST", json: chestPain({ question: "Which diagnosis is most likely?" }), headers: { prefer: "respond-async" } });
       caseId = (await json<{ caseId: string }>(accepted)).caseId;
       await until(async () => ((await first.server.store.listEvents(caseId)).filter((e) => e.type === "rollout").length === 3 ? true : undefined), 10_000, "rollouts");
-      await new Promise((r) => setTimeout(r, 300));
+      // Their task writes reach the checkpointer after the events: the resume below must not redo them.
+      await untilCheckpointed(first.server.store.checkpointer(), caseId, "rollouts", 3);
     } finally {
       await first.close();
     }

@@ -8,6 +8,7 @@ import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-op
 import { childServerEnv, keyedFetch, spawnServer, type ServerProcess } from "../support/server-process.js";
 import { chestPain, until, withDelays } from "../http/http-harness.js";
 import { pngWithCanvas } from "../support/image-bytes.js";
+import { untilCheckpointedInFile } from "../support/checkpoint-writes.js";
 
 const KEY = "kill-test-key-0123456789";
 
@@ -57,7 +58,8 @@ describe("kill -9 mid-case", () => {
       }, 20_000, `rollouts and text-doctor of ${id}`);
     }
     expect(openai.stats().byAgent).toMatchObject({ rollout: 6, "text-doctor": 2, "image-doctor": 2 });
-    await new Promise((r) => setTimeout(r, 300)); // let the checkpointer write the finished tasks
+    // The rollouts' task writes reach the checkpointer after their events: wait for them, not for a pause.
+    for (const id of ids) await untilCheckpointedInFile(dataDir, id, "rollouts", 3);
 
     await proc.kill("SIGKILL");
     expect(proc.child.signalCode).toBe("SIGKILL");

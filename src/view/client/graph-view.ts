@@ -59,6 +59,13 @@ export class GraphView {
   private highlightedIds = new Set<string>();
   private matchIds = new Set<string>();
   private selectedId: string | null = null;
+  /**
+   * Sigma applies state and style changes on its next animation frame, so between a change and
+   * that frame getNodeDisplayData still describes the previous picture. Counting changes and the
+   * frames that drew them lets the page say when what it reports is what is on screen.
+   */
+  private changes = 0;
+  private drawnChanges = 0;
 
   constructor(
     private readonly container: HTMLElement,
@@ -189,7 +196,29 @@ export class GraphView {
       },
     });
     renderer.on("clickNode", ({ node }) => this.onNodeClick(node));
+    // A render applies every change made before it (styles first, then the frame).
+    renderer.on("afterRender", () => {
+      this.drawnChanges = this.changes;
+    });
+    // Each camera step moves the nodes on screen and is drawn on a later frame.
+    renderer.getCamera().on("updated", () => this.changed());
     return renderer;
+  }
+
+  /** A change that sigma ignores (same state again) schedules no frame: ask for one, or settled would wait forever. */
+  private changed(): void {
+    this.changes++;
+    this.renderer?.scheduleRender();
+  }
+
+  /**
+   * True once the last change (state, mode, camera) has been drawn and no camera animation is
+   * running: positions and display data read now match the screen. Always true without a renderer.
+   */
+  get settled(): boolean {
+    const r = this.renderer;
+    if (!r) return true;
+    return this.drawnChanges === this.changes && !r.getCamera().isAnimating();
   }
 
   get nodeCount(): number {
@@ -252,6 +281,7 @@ export class GraphView {
       if (present.length) r.setNodesState(present, { isHighlighted: true });
     }
     this.highlightedIds = new Set(present);
+    this.changed();
     if (present.length) this.focus(present);
     return { missing };
   }
@@ -261,6 +291,7 @@ export class GraphView {
     if (r && this.selectedId && this.graph.hasNode(this.selectedId)) r.setNodeState(this.selectedId, { isSelected: false });
     this.selectedId = id && this.graph.hasNode(id) ? id : null;
     if (r && this.selectedId) r.setNodeState(this.selectedId, { isSelected: true });
+    this.changed();
   }
 
   /** Nodes whose label (or id) contains the query, case-insensitive; marks them on the graph. */
@@ -273,12 +304,14 @@ export class GraphView {
       if (found.length) r.setNodesState(found, { isMatch: true });
     }
     this.matchIds = new Set(found);
+    this.changed();
     return found;
   }
 
   setMode(mode: GraphMode): void {
     this.mode = mode;
     this.renderer?.setGraphState({ pathMode: mode === "path" });
+    this.changed();
   }
 
   /** Centres the camera on these nodes without changing the zoom much. */

@@ -212,6 +212,9 @@ function main(): void {
     get mode() {
       return view.mode;
     },
+    get settled() {
+      return view.settled;
+    },
     graphError: view.error,
     cspViolations,
     errors,
