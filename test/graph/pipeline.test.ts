@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { ChatOpenAI } from "@langchain/openai";
 import { useScriptedServers } from "../support/scripted-servers-fixture.js";
 import { testConfig } from "../support/test-config.js";
 import { clinicalScenario, FABRICATED_QUOTE } from "../support/clinical-scenario.js";
@@ -163,12 +164,36 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
     expect(result.usage.searchCalls).toBe(0);
   });
 
-  it.each(["functionCalling", "jsonMode"])("works with structured output method %s", async (method) => {
+  it.each(["jsonSchema", "functionCalling", "jsonMode"])("works with structured output method %s, and its usage is the server's", async (method) => {
     const { result } = await run({ rolloutAnswers: ["B", "A"] , identicalReasoning: false }, { MEDMMV_STRUCTURED_OUTPUT: method });
     expect(result.status).toBe("completed");
     expect(result.answer?.option).toBe("B");
-    const modes = new Set(servers.model.stats().log.map((l) => l.mode));
+    const log = servers.model.stats().log;
+    const modes = new Set(log.map((l) => l.mode));
     expect([...modes]).toEqual([method === "functionCalling" ? "tool" : "content"]);
+    // Token counts are what the server reported in each reply's usage block, call for call.
+    expect(result.usage.llmCalls).toBe(log.length);
+    expect(result.usage.promptTokens).toBe(log.reduce((n, l) => n + l.promptTokens, 0));
+    expect(result.usage.completionTokens).toBe(log.reduce((n, l) => n + l.completionTokens, 0));
+  });
+
+  it("runs on chat models the embedding program hands in (a factory per role and temperature)", async () => {
+    servers.model.setScenario(clinicalScenario({ rolloutAnswers: ["B", "A"], identicalReasoning: false }));
+    const cfg = servers.config();
+    const asked: Array<{ role: string; temperature: number }> = [];
+    const chatModels = {
+      executor: (want: { role: string; temperature: number }) => {
+        asked.push(want);
+        return new ChatOpenAI({ model: "embedded-executor", temperature: want.temperature, apiKey: "k", maxRetries: 0, configuration: { baseURL: servers.model.baseUrl } });
+      },
+    };
+    const { result } = await new Pipeline(cfg, { chatModels }).run(chestPainCase(), pipelineOptions(cfg));
+    expect(result.status).toBe("completed");
+    expect(result.provenance.models).toMatchObject({ executor: "embedded-executor", judge: "scripted-judge" });
+    const log = servers.model.stats().log;
+    expect(log.filter((l) => l.agent === "rollout").every((l) => l.model === "embedded-executor" && l.temperature === 0.7)).toBe(true);
+    expect(log.some((l) => l.agent === "hd-supervisor" && l.model === "scripted-judge")).toBe(true);
+    expect(asked.some((a) => a.role === "executor" && a.temperature === 0.7)).toBe(true);
   });
 
   it("refines identical rollouts once and counts their multiplicity", async () => {
