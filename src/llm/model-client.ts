@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import { setMaxListeners } from "node:events";
 import type { Callbacks } from "@langchain/core/callbacks/manager";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
@@ -163,9 +162,6 @@ export class LlmClient {
           { maxAttempts: this.cfg.maxAttempts, baseDelayMs: this.cfg.backoffBaseMs, maxRetryAfterMs: this.cfg.maxRetryAfterMs, timeoutMs: this.cfg.timeoutMs },
           ctx.signal,
           async ({ signal, attempt }): Promise<Attempt> => {
-            // The runnable sequence, the chat model, LangChain's caller and the SDK each listen
-            // on this attempt's own signal: more than ten listeners is by design (DESIGN §8).
-            setMaxListeners(0, signal);
             const tap: ReplyTap = { replied: false };
             try {
               const result = await withReplyTap(tap, () =>

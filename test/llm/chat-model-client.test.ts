@@ -13,6 +13,7 @@ import { FairLimiter } from "../../src/llm/limiter.js";
 import { CallChain, UsageMeter } from "../../src/llm/usage.js";
 import { imagePart, type ChatMessage } from "../../src/llm/messages.js";
 import { MedmmvError } from "../../src/errors.js";
+import { until } from "../support/until.js";
 
 /** LlmClient on LangChain chat models, against the scripted server over real HTTP. */
 const Diagnosis = z.object({ answer: z.string().describe("option letter"), confidence: z.number().describe("0..1") }).describe("the diagnosis");
@@ -279,5 +280,32 @@ describe("a chat model the embedding program hands in", () => {
     expect(c.models().judge).toBe("TextOnlyModel");
     expect(c.models().executor).toBe("scripted-executor");
     expect(context.meter.snapshot(0)).toMatchObject({ llmCalls: 1, promptTokens: 5, completionTokens: 3 });
+  });
+});
+
+describe("one case's signal over many parallel calls", () => {
+  it("aborting it closes every in-flight request at the server, and 40 calls on it raise no MaxListeners warning", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    server.setLatency(60_000);
+    try {
+      const limiter = new FairLimiter(64);
+      const wide = new LlmClient(testConfig(server.baseUrl).llm, limiter);
+      const ctrl = new AbortController();
+      const context = { ...ctx(), signal: ctrl.signal };
+      const calls = Array.from({ length: 40 }, () => ask(wide, context).then(() => null, (e: unknown) => e));
+      await until(() => (server.stats().inFlight === 40 ? true : undefined), 20_000, "40 requests in flight at the server");
+      ctrl.abort();
+      const errors = await Promise.all(calls);
+      expect(errors.every((e) => e instanceof MedmmvError && e.code === "ABORTED")).toBe(true);
+      await until(() => (server.stats().disconnects === 40 ? true : undefined), 10_000, "the server to see 40 disconnects");
+      expect(server.stats().inFlight).toBe(0);
+      expect(server.stats().total).toBe(40);
+      expect(warnings.filter((w) => w === "MaxListenersExceededWarning")).toEqual([]);
+    } finally {
+      server.setLatency(0);
+      process.off("warning", onWarning);
+    }
   });
 });
