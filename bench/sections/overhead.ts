@@ -106,9 +106,9 @@ export async function overhead(ctx: BenchContext): Promise<SectionReport> {
   const rollout = () => runRollout(deps, callCtx(), { case: c, index: 0, k: 5, temperature: 0.7 });
   const clientNow = await cpuPerCall(m, 5, rollout);
 
-  // The clients used before, for comparison in the same run: LangChain's ChatOpenAI over
-  // the OpenAI SDK and the built-in fetch, first through withStructuredOutput(zod) (the
-  // first client), then with a prebuilt response_format (the second).
+  // For comparison in the same run: the ChatOpenAI that LlmClient wraps, bare (no retry,
+  // limiter, validation or usage layers), through withStructuredOutput(zod) and with a
+  // prebuilt response_format.
   const messages = asLangChain(buildMessages(deps, c, { agent: "rollout", schema: PathOutput, withImages: true, slots: { rolloutIndex: "1", k: "5", answerInstruction: "x" } }));
   const plain = new ChatOpenAI({ model: cfg.llm.models.executor!, temperature: 0.7, apiKey: "bench", maxRetries: 0, streaming: false, configuration: { baseURL: cfg.llm.baseUrl!, maxRetries: 0 } });
   const withSO = plain.withStructuredOutput(PathOutput, { name: "rollout", method: "jsonSchema", includeRaw: true });
@@ -168,15 +168,15 @@ export async function overhead(ctx: BenchContext): Promise<SectionReport> {
     table(
       ["piece", "CPU per call"],
       [
-        ["one rollout call through `LlmClient.structured` (prompt with the image, 5 in parallel): chat-completions over keep-alive node:http, zod validation — the current client", `${fmt(clientNow, 2)} ms`],
-        ["the same request through LangChain `ChatOpenAI.invoke` with a prebuilt response_format (OpenAI SDK, built-in fetch) — the previous client", `${fmt(clientBuiltinFetch, 2)} ms`],
-        ["the same request through LangChain `withStructuredOutput(zod)` (OpenAI SDK, built-in fetch) — the first client", `${fmt(clientBefore, 2)} ms`],
+        ["one rollout call through `LlmClient.structured` (prompt with the image, 5 in parallel): ChatOpenAI withStructuredOutput inside LlmClient's retry, limiter, zod validation and usage — the current client", `${fmt(clientNow, 2)} ms`],
+        ["the same request through bare `ChatOpenAI.invoke` with a prebuilt response_format (OpenAI SDK, built-in fetch; no LlmClient layers)", `${fmt(clientBuiltinFetch, 2)} ms`],
+        ["the same request through bare `withStructuredOutput(zod)` (no LlmClient layers)", `${fmt(clientBefore, 2)} ms`],
         ["one web search through `TavilySearch` (same transport, 8 in parallel)", `${fmt(searchCpu, 2)} ms`],
         ["the pipeline with model and search answered in-process, no HTTP (LangGraph, agents, evidence graph, scoring)", `${fmt(stubPerCall, 2)} ms`],
       ],
     ),
     "",
-    `Reading: about ${fmt(stubPerCall, 2)} ms per call is the LangGraph workflow and the agents around the calls (the in-process row; a CPU profile puts the largest part of it in LangGraph's and @langchain/core's per-task bookkeeping — a LangSmith \`RunTree\` is built for every runnable step even with tracing off — then the evidence graph and prompt building), and the rest is the calls themselves: building and serialising the request, HTTP, parsing and validating the reply, retry, limiter and usage bookkeeping. The model client speaks the chat-completions wire format directly over keep-alive node:http; LangChain's \`ChatOpenAI\` over the OpenAI SDK, measured on the same request in this run, costs ${fmt(clientBuiltinFetch / clientNow, 1)}× as much CPU per call (${fmt(clientBefore / clientNow, 1)}× through \`withStructuredOutput\`).`,
+    `Reading: about ${fmt(stubPerCall, 2)} ms per call is the LangGraph workflow and the agents around the calls (the in-process row; a CPU profile puts the largest part of it in LangGraph's and @langchain/core's per-task bookkeeping — a LangSmith \`RunTree\` is built for every runnable step even with tracing off — then the evidence graph and prompt building), and the rest is the calls themselves: building and serialising the request, HTTP, parsing and validating the reply, retry, limiter and usage bookkeeping. The model client is LangChain's \`ChatOpenAI\` (OpenAI SDK, built-in fetch) inside LlmClient's layers; bare \`ChatOpenAI\` on the same request, measured in this run, costs ${fmt(clientBuiltinFetch / clientNow, 1)}× of it per call (${fmt(clientBefore / clientNow, 1)}× through \`withStructuredOutput\`).`,
   ].join("\n");
   return { id: "overhead", title: "Orchestration overhead", command: `npm run bench -- --only overhead${ctx.argsNote}`, body, verdicts, seconds: (Date.now() - started) / 1000 };
 }
