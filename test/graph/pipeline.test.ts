@@ -149,6 +149,14 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
     expect(result.error?.message).toMatch(/all 5 rollouts failed/);
   });
 
+  it("a key the provider refuses fails the case with a reason that names the variable to fix", async () => {
+    servers.model.addFault({ kind: "status", status: 401 });
+    const { result } = await run({ rolloutAnswers: ["B"] });
+    expect(result.status).toBe("failed");
+    expect(result.error?.message).toContain("refused the API key (HTTP 401): check OPENAI_API_KEY (or AZURE_OPENAI_API_KEY)");
+    expect(result.error?.message).not.toMatch(/try again/i);
+  });
+
   it("records web search as failed when the provider is down, and completes", async () => {
     servers.search.addFault({ kind: "status", status: 503 });
     const { result } = await run({ rolloutAnswers: ["B"] });
