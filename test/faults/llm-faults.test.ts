@@ -6,8 +6,8 @@ import { recordReliability, type ReliabilityRow } from "../support/reliability-r
 import { LlmClient } from "../../src/llm/model-client.js";
 import { FairLimiter } from "../../src/llm/limiter.js";
 import { CallChain, UsageMeter } from "../../src/llm/usage.js";
-import { MedmmvError } from "../../src/errors.js";
 import { until } from "../support/until.js";
+import { rejection } from "../support/rejection.js";
 
 /** Faults of the model provider, at the one retry layer every agent call goes through. */
 const Answer = z.object({ answer: z.string() });
@@ -37,15 +37,7 @@ function ctx(signal?: AbortSignal) {
 const call = (c: LlmClient, signal?: AbortSignal) =>
   c.structured({ role: "judge", agent: "probe", schema: Answer, schemaName: "probe", temperature: 0, messages: [{ role: "user", content: "medmmv-agent: probe\nanswer" }] }, ctx(signal));
 
-async function failure(p: Promise<unknown>): Promise<MedmmvError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(MedmmvError);
-    return e as MedmmvError;
-  }
-  throw new Error("expected a failure");
-}
+const failure = rejection;
 
 describe("model provider faults", () => {
   it("429 with Retry-After: N → the next attempt waits at least N s", async () => {

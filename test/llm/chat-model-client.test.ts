@@ -14,6 +14,7 @@ import { CallChain, UsageMeter } from "../../src/llm/usage.js";
 import { imagePart, type ChatMessage } from "../../src/llm/messages.js";
 import { MedmmvError } from "../../src/errors.js";
 import { until } from "../support/until.js";
+import { rejection } from "../support/rejection.js";
 
 /** LlmClient on LangChain chat models, against the scripted server over real HTTP. */
 const Diagnosis = z.object({ answer: z.string().describe("option letter"), confidence: z.number().describe("0..1") }).describe("the diagnosis");
@@ -53,14 +54,7 @@ function ctx(caseKey = "c1") {
 const ask = (c: LlmClient, context = ctx(), messages: ChatMessage[] = [system, user], role: "judge" | "vision" = "judge") =>
   c.structured({ role, agent: "probe", schema: Diagnosis, schemaName: "diagnosis", temperature: 0, messages }, context);
 
-async function failure(p: Promise<unknown>): Promise<MedmmvError> {
-  const e = await p.then(
-    () => null,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(MedmmvError);
-  return e as MedmmvError;
-}
+const failure = rejection;
 
 /** A one-off server on 127.0.0.1 answering every request with `reply(n)` (n: 0-based request count). */
 async function rawServer(reply: (n: number, req: http.IncomingMessage) => { status: number; body: string; headers?: Record<string, string> }) {
