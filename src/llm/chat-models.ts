@@ -35,9 +35,8 @@ export class RoleModels {
 
   /** The model name recorded in provenance, usage and cache keys. */
   name(role: Role): string {
-    const own = this.custom[role];
-    if (own !== undefined) {
-      const m = typeof own === "function" ? own({ role, temperature: 0 }) : own;
+    if (this.isCustom(role)) {
+      const m = this.get(role, 0);
       const named = (m as unknown as { model?: unknown }).model;
       return typeof named === "string" && named ? named : m.getName();
     }
@@ -55,12 +54,12 @@ export class RoleModels {
   }
 
   get(role: Role, temperature: number): BaseChatModel {
-    const own = this.custom[role];
-    if (own !== undefined) return typeof own === "function" ? own({ role, temperature }) : own;
     const key = `${role}|${temperature}`;
     let m = this.built.get(key);
     if (!m) {
-      m = this.build(this.name(role), temperature);
+      const own = this.custom[role];
+      // A factory is asked once per role and temperature, like the models built here.
+      m = own === undefined ? this.build(this.name(role), temperature) : typeof own === "function" ? own({ role, temperature }) : own;
       this.built.set(key, m);
     }
     return m;

@@ -202,6 +202,8 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
     expect(log.filter((l) => l.agent === "rollout").every((l) => l.model === "embedded-executor" && l.temperature === 0.7)).toBe(true);
     expect(log.some((l) => l.agent === "hd-supervisor" && l.model === "scripted-judge")).toBe(true);
     expect(asked.some((a) => a.role === "executor" && a.temperature === 0.7)).toBe(true);
+    // Asked once per role and temperature, then reused (a chat model holds its client and connections).
+    expect(asked.length).toBe(new Set(asked.map((a) => `${a.role}|${a.temperature}`)).size);
   });
 
   it("refines identical rollouts once and counts their multiplicity", async () => {

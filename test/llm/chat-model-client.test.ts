@@ -12,6 +12,7 @@ import { LlmClient, type LlmClientOptions } from "../../src/llm/model-client.js"
 import { FairLimiter } from "../../src/llm/limiter.js";
 import { CallChain, UsageMeter } from "../../src/llm/usage.js";
 import { imagePart, type ChatMessage } from "../../src/llm/messages.js";
+import { MAX_REPLY_BYTES } from "../../src/llm/model-fetch.js";
 import { MedmmvError } from "../../src/errors.js";
 import { until } from "../support/until.js";
 import { rejection } from "../support/rejection.js";
@@ -155,6 +156,20 @@ describe("replies the SDK would take at face value", () => {
     try {
       await expect(ask(client({}, {}, `${raw.origin}/v1`))).resolves.toEqual({ answer: "C", confidence: 0.1 });
       expect(raw.requests()).toBe(2);
+    } finally {
+      await raw.close();
+    }
+  });
+});
+
+describe("reply size", () => {
+  it(`a reply larger than ${MAX_REPLY_BYTES} bytes is refused as a provider fault, not buffered`, async () => {
+    const big = Buffer.alloc(MAX_REPLY_BYTES + 64 * 1024, 0x20);
+    const raw = await rawServer(() => ({ status: 200, body: big.toString("latin1") }));
+    try {
+      const err = await failure(ask(client({ MEDMMV_LLM_MAX_ATTEMPTS: "1" }, {}, `${raw.origin}/v1`)));
+      expect(err.code).toBe("LLM_RETRYABLE");
+      expect(err.message).toContain(`larger than ${MAX_REPLY_BYTES} bytes`);
     } finally {
       await raw.close();
     }
