@@ -86,13 +86,14 @@ export class RoleModels {
         azureOpenAIApiDeploymentName: model,
         azureOpenAIApiVersion: az.apiVersion,
         ...(az.endpoint ? { azureOpenAIEndpoint: az.endpoint } : { azureOpenAIApiInstanceName: az.instanceName ?? undefined }),
-        configuration: { fetch: guardedFetch },
+        configuration: { fetch: guardedFetch() },
       });
     return new ChatOpenAI({
       ...common,
-      // A local server (vLLM, Ollama) needs no key, but the SDK refuses to run without one.
+      // A local server (vLLM, Ollama) needs no key, but the SDK refuses to run without one:
+      // a placeholder, which guardedFetch keeps off the wire.
       apiKey: this.cfg.apiKey ?? "no-key",
-      configuration: { baseURL: this.cfg.baseUrl ?? OPENAI_DEFAULT_BASE_URL, fetch: guardedFetch },
+      configuration: { baseURL: this.cfg.baseUrl ?? OPENAI_DEFAULT_BASE_URL, fetch: guardedFetch({ withoutAuthorization: this.cfg.apiKey === null }) },
     });
   }
 }

@@ -60,8 +60,21 @@ interface WireReply {
   usage?: { prompt_tokens?: unknown; completion_tokens?: unknown };
 }
 
-export const guardedFetch: typeof fetch = async (input, init) => {
-  const res = await fetch(input, init);
+/**
+ * The fetch for one chat model. `withoutAuthorization`: the endpoint has no key (a local
+ * vLLM or Ollama); the SDK insists on one, so it is given a placeholder that is dropped here
+ * and never sent (a proxy may refuse a bearer token it does not know).
+ */
+export function guardedFetch(opts: { withoutAuthorization?: boolean } = {}): typeof fetch {
+  return async (input, init) => {
+    if (!opts.withoutAuthorization || !init) return guardReply(await fetch(input, init));
+    const headers = new Headers(init.headers);
+    headers.delete("authorization");
+    return guardReply(await fetch(input, { ...init, headers }));
+  };
+}
+
+async function guardReply(res: Response): Promise<Response> {
   if (!res.ok || !res.body) return res;
   const bytes = await readCapped(res);
   if (bytes === null) return providerFault(res, 502, `the model's reply is larger than ${MAX_REPLY_BYTES} bytes`);
@@ -92,4 +105,4 @@ export const guardedFetch: typeof fetch = async (input, init) => {
   headers.delete("content-length");
   headers.delete("content-encoding");
   return new Response(text, { status: res.status, statusText: res.statusText, headers });
-};
+}

@@ -110,6 +110,11 @@ describe("structured output through the chat model", () => {
     expect(usage.promptTokens).toBeGreaterThan(0);
   });
 
+  it("without OPENAI_API_KEY (a local server), no Authorization header is sent", async () => {
+    await expect(ask(client({ OPENAI_API_KEY: "" }))).resolves.toEqual({ answer: "D", confidence: 0.8 });
+    expect(server.stats().log[0]!.authorization).toBeNull();
+  });
+
   it("sends images as image_url content parts", async () => {
     await ask(client(), ctx(), [system, { role: "user", content: [{ type: "text", text: "Look." }, imagePart("image/png", "iVBORw0KGgo=")] }], "vision");
     const sent = (bodies[0]!.messages as Array<{ content: unknown }>)[1]!.content;
