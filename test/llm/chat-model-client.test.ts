@@ -135,6 +135,24 @@ describe("structured output through the chat model", () => {
   });
 });
 
+describe("nothing leaves for the internet", () => {
+  it("no tokenizer download, no tracing upload: every fetch of a call in each mode goes to the configured endpoint", async () => {
+    const urls: string[] = [];
+    const real = globalThis.fetch;
+    globalThis.fetch = ((input: Parameters<typeof fetch>[0], init?: RequestInit) => {
+      urls.push(typeof input === "string" ? input : input instanceof URL ? input.href : input.url);
+      return real(input, init);
+    }) as typeof fetch;
+    try {
+      for (const method of ["jsonSchema", "functionCalling", "jsonMode"]) await ask(client({ MEDMMV_STRUCTURED_OUTPUT: method }));
+    } finally {
+      globalThis.fetch = real;
+    }
+    expect(urls).toHaveLength(3);
+    expect(urls.every((u) => u.startsWith(`${server.baseUrl}/chat/completions`))).toBe(true);
+  });
+});
+
 describe("replies the SDK would take at face value", () => {
   it("a 200 carrying an error object and no choices is a provider fault, retried; a coded one keeps its status", async () => {
     const raw = await rawServer((n, req) =>
