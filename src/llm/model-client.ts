@@ -11,7 +11,7 @@ import { withRetry } from "./retry.js";
 import { RoleModels, type ChatModelSource, type Role } from "./chat-models.js";
 import { withReplyTap, type ReplyTap } from "./model-fetch.js";
 import { explainProviderFailure } from "./provider-errors.js";
-import { readReplyJson } from "./reply-json.js";
+import { readReplyJson, readWireJson } from "./reply-json.js";
 import { promptChars, toLangChainMessages, type ChatMessage } from "./messages.js";
 import type { CallChain, UsageMeter } from "./usage.js";
 
@@ -62,6 +62,19 @@ function isBadOutput(err: unknown, tap: ReplyTap): boolean {
   const e = err as { status?: unknown; name?: unknown; constructor?: { name?: unknown } };
   if (typeof e?.status === "number") return false;
   return tap.replied || BAD_OUTPUT_ERRORS.has(String(e?.name)) || BAD_OUTPUT_ERRORS.has(String(e?.constructor?.name));
+}
+
+/**
+ * What was wrong with a reply the library refused, in words safe to log and to send back in
+ * the re-ask: never the error's message, which may quote the reply (and so the case).
+ */
+function describeBadOutput(err: unknown): string {
+  const e = err as { name?: unknown; constructor?: { name?: unknown }; issues?: unknown };
+  const name = String(e?.constructor?.name === "Error" || !e?.constructor?.name ? e?.name : e.constructor.name);
+  if (name === "LengthFinishReasonError") return "the reply was cut off at the length limit before the JSON object ended";
+  if (name === "ContentFilterFinishReasonError") return "the reply was stopped by the provider's content filter";
+  if (Array.isArray(e?.issues)) return formatZodIssues(err as z.ZodError);
+  return `the reply was not valid JSON (${name})`;
 }
 
 /**
@@ -176,8 +189,7 @@ export class LlmClient {
               return { raw: result.raw as AIMessage | undefined, parsed: result.parsed, tap, problem: null };
             } catch (err) {
               if (signal.aborted || !isBadOutput(err, tap)) throw err;
-              const e = err as { name?: string; message?: string };
-              return { raw: undefined, parsed: undefined, tap, problem: `the reply could not be parsed (${e.name ?? "error"}: ${String(e.message ?? err).slice(0, 200)})` };
+              return { raw: undefined, parsed: undefined, tap, problem: describeBadOutput(err) };
             }
           },
           ({ error }) => {
@@ -205,7 +217,7 @@ export class LlmClient {
       });
       ctx.chain.advance();
       // Our own reading of the raw reply first: the library's `parsed` is already its zod output.
-      const fromRaw = out.raw ? readReplyJson(out.raw) : undefined;
+      const fromRaw = out.raw ? readReplyJson(out.raw) : readWireJson(out.tap.message);
       const candidate = fromRaw ?? (out.parsed === null ? undefined : out.parsed);
       const checked = candidate === undefined ? null : call.schema.safeParse(candidate);
       if (checked?.success) {

@@ -19,6 +19,13 @@ export interface ReplyTap {
   replied: boolean;
   promptTokens?: number;
   completionTokens?: number;
+  /** The first choice's message as sent, for reading the JSON the SDK refused. */
+  message?: WireMessage;
+}
+
+export interface WireMessage {
+  content?: unknown;
+  tool_calls?: Array<{ function?: { arguments?: unknown } }>;
 }
 
 const taps = new AsyncLocalStorage<ReplyTap>();
@@ -56,7 +63,7 @@ async function readCapped(res: Response): Promise<Buffer | null> {
 
 interface WireReply {
   error?: { message?: unknown; code?: unknown } | string;
-  choices?: unknown;
+  choices?: Array<{ message?: WireMessage }>;
   usage?: { prompt_tokens?: unknown; completion_tokens?: unknown };
 }
 
@@ -100,6 +107,7 @@ async function guardReply(res: Response): Promise<Response> {
     const u = reply?.usage;
     if (typeof u?.prompt_tokens === "number") tap.promptTokens = u.prompt_tokens;
     if (typeof u?.completion_tokens === "number") tap.completionTokens = u.completion_tokens;
+    tap.message = reply?.choices?.[0]?.message;
   }
   const headers = new Headers(res.headers);
   headers.delete("content-length");

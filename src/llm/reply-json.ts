@@ -1,4 +1,5 @@
 import type { AIMessage } from "@langchain/core/messages";
+import type { WireMessage } from "./model-fetch.js";
 
 /**
  * The reply's JSON value: the forced tool call's arguments, or the content (tolerating code
@@ -19,6 +20,18 @@ export function readReplyJson(raw: AIMessage | undefined): unknown {
     return text ? parseJsonObject(text) : undefined;
   }
   return undefined;
+}
+
+/**
+ * The same, from the message as it came over the wire: when the SDK itself refused the reply
+ * (its strict JSON.parse of a json_schema reply), a fenced or prose-wrapped object is still read.
+ */
+export function readWireJson(message: WireMessage | undefined): unknown {
+  if (!message) return undefined;
+  const args = message.tool_calls?.[0]?.function?.arguments;
+  if (typeof args === "string") return parseJsonObject(args);
+  if (args && typeof args === "object") return args;
+  return typeof message.content === "string" ? parseJsonObject(message.content) : undefined;
 }
 
 export function parseJsonObject(text: string): unknown {

@@ -7,6 +7,7 @@ import { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
+import { MALFORMED_JSON_TEXT } from "../support/faults.js";
 import { testConfig } from "../support/test-config.js";
 import { LlmClient, type LlmClientOptions } from "../../src/llm/model-client.js";
 import { FairLimiter } from "../../src/llm/limiter.js";
@@ -196,6 +197,29 @@ describe("reply size", () => {
     } finally {
       await raw.close();
     }
+  });
+});
+
+describe("replies the SDK itself refuses (jsonSchema: its strict JSON.parse)", () => {
+  it("a fenced JSON object is still read, in one call", async () => {
+    const raw = await rawServer(() => ({ status: 200, body: completion('```json\n{"answer":"A","confidence":1}\n```') }));
+    try {
+      const context = ctx();
+      await expect(ask(client({ MEDMMV_STRUCTURED_OUTPUT: "jsonSchema" }, {}, `${raw.origin}/v1`), context)).resolves.toEqual({ answer: "A", confidence: 1 });
+      expect(raw.requests()).toBe(1);
+      expect(context.meter.snapshot(0)).toMatchObject({ llmCalls: 1, promptTokens: 11, completionTokens: 7 });
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it("prose is re-asked; the final error says what was wrong without quoting the reply", async () => {
+    server.addFault({ kind: "malformed-json" });
+    const err = await failure(ask(client({ MEDMMV_STRUCTURED_OUTPUT: "jsonSchema" })));
+    expect(err.code).toBe("LLM_BAD_OUTPUT");
+    expect(server.stats().total).toBe(3);
+    expect(err.message).toContain("not valid JSON");
+    expect(err.message).not.toContain(MALFORMED_JSON_TEXT.slice(0, 20));
   });
 });
 
