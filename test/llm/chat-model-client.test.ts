@@ -289,6 +289,14 @@ describe("first-run failures name the fix", () => {
     expect(err.details).toMatchObject({ fix: expect.stringContaining("OPENAI_BASE_URL") });
   });
 
+  it("endpoint host unknown (DNS): names OPENAI_BASE_URL and the URL tried", async () => {
+    // .invalid never resolves (RFC 6761).
+    const err = await failure(ask(client({ MEDMMV_LLM_MAX_ATTEMPTS: "1" }, {}, "http://medmmv-no-such-host.invalid/v1")));
+    expect(err.message).toContain("http://medmmv-no-such-host.invalid/v1/chat/completions");
+    expect(err.message).toMatch(/\((ENOTFOUND|EAI_AGAIN)\)/);
+    expect(err.message).toContain("check OPENAI_BASE_URL");
+  });
+
   it("401: the provider refused the API key, check OPENAI_API_KEY (or AZURE_OPENAI_API_KEY); not retried", async () => {
     server.addFault({ kind: "status", status: 401 });
     const err = await failure(ask(client()));
