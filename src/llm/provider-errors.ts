@@ -32,6 +32,16 @@ export function networkCode(err: unknown): string | null {
   return null;
 }
 
+/** Whether fetch refused the URL's port outright (its blocked-ports list: 9, 6000, 10080…). */
+function blockedPort(err: unknown): boolean {
+  let e: unknown = err;
+  for (let depth = 0; depth < 8 && e && typeof e === "object"; depth++) {
+    if ((e as { message?: unknown }).message === "bad port") return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /** The HTTP status down an error's cause chain (our MedmmvError wraps the SDK's). */
 function statusOf(err: unknown): number | null {
   let e: unknown = err;
@@ -52,6 +62,8 @@ export function explainProviderFailure(err: MedmmvError, facts: EndpointFacts): 
     new MedmmvError(err.code, `${message}: ${fix}`, { cause: err, retryable: err.retryable, details: { ...err.details, fix } });
   const net = networkCode(err);
   if (net) return rewrite(`cannot reach the model endpoint${where} (${net})`, `check ${endpointVars}: is the server running there, and is the URL right${facts.azure ? "" : " (it ends in /v1)"}?`);
+  if (blockedPort(err))
+    return rewrite(`the model endpoint's port${where} is one that fetch refuses to connect to (a blocked port)`, `serve the model on another port and change ${endpointVars}`);
   const status = statusOf(err);
   if (status === 401) return rewrite(`the provider${where} refused the API key (HTTP 401)`, "check OPENAI_API_KEY (or AZURE_OPENAI_API_KEY)");
   if (status === 404) {

@@ -289,6 +289,13 @@ describe("first-run failures name the fix", () => {
     expect(err.details).toMatchObject({ fix: expect.stringContaining("OPENAI_BASE_URL") });
   });
 
+  it("a port fetch refuses (9, discard): says so and names OPENAI_BASE_URL", async () => {
+    const err = await failure(ask(client({ MEDMMV_LLM_MAX_ATTEMPTS: "1" }, {}, "http://127.0.0.1:9/v1")));
+    expect(err.message).toContain("http://127.0.0.1:9/v1/chat/completions");
+    expect(err.message).toContain("blocked port");
+    expect(err.message).toContain("OPENAI_BASE_URL");
+  });
+
   it("endpoint host unknown (DNS): names OPENAI_BASE_URL and the URL tried", async () => {
     // .invalid never resolves (RFC 6761).
     const err = await failure(ask(client({ MEDMMV_LLM_MAX_ATTEMPTS: "1" }, {}, "http://medmmv-no-such-host.invalid/v1")));
