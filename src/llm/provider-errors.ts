@@ -16,20 +16,28 @@ export interface EndpointFacts {
 
 const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
 
-/** The first system error code (ECONNREFUSED…) down an error's cause chain. */
-export function networkCode(err: unknown): string | null {
+/** Certificate failures: typically a TLS-inspecting proxy or a private CA in a hospital network. */
+const UNTRUSTED_TLS = new Set(["UNABLE_TO_VERIFY_LEAF_SIGNATURE", "DEPTH_ZERO_SELF_SIGNED_CERT", "SELF_SIGNED_CERT_IN_CHAIN", "UNABLE_TO_GET_ISSUER_CERT_LOCALLY", "CERT_HAS_EXPIRED", "ERR_TLS_CERT_ALTNAME_INVALID"]);
+
+/** The first system error code of `kinds` down an error's cause chain. */
+function codeIn(err: unknown, kinds: Set<string>): string | null {
   let e: unknown = err;
   for (let depth = 0; depth < 8 && e && typeof e === "object"; depth++) {
     const rec = e as { code?: unknown; cause?: unknown; errors?: unknown };
-    if (typeof rec.code === "string" && UNREACHABLE.has(rec.code)) return rec.code;
+    if (typeof rec.code === "string" && kinds.has(rec.code)) return rec.code;
     // undici tries every address of a host name (IPv6 and IPv4): an AggregateError of them.
     if (Array.isArray(rec.errors)) {
-      const inner = rec.errors.map(networkCode).find((c) => c !== null);
+      const inner = rec.errors.map((x) => codeIn(x, kinds)).find((c) => c !== null);
       if (inner) return inner;
     }
     e = rec.cause;
   }
   return null;
+}
+
+/** The system error code (ECONNREFUSED, ENOTFOUND…) of an endpoint that could not be reached. */
+export function networkCode(err: unknown): string | null {
+  return codeIn(err, UNREACHABLE);
 }
 
 /** Whether fetch refused the URL's port outright (its blocked-ports list: 9, 6000, 10080…). */
@@ -62,6 +70,12 @@ export function explainProviderFailure(err: MedmmvError, facts: EndpointFacts): 
     new MedmmvError(err.code, `${message}: ${fix}`, { cause: err, retryable: err.retryable, details: { ...err.details, fix } });
   const net = networkCode(err);
   if (net) return rewrite(`cannot reach the model endpoint${where} (${net})`, `check ${endpointVars}: is the server running there, and is the URL right${facts.azure ? "" : " (it ends in /v1)"}?`);
+  const tls = codeIn(err, UNTRUSTED_TLS);
+  if (tls)
+    return rewrite(
+      `the model endpoint's TLS certificate${where} is not trusted (${tls})`,
+      `check ${endpointVars}; if a proxy or a private CA signs the certificate, point NODE_EXTRA_CA_CERTS at the CA's certificate file`,
+    );
   if (blockedPort(err))
     return rewrite(`the model endpoint's port${where} is one that fetch refuses to connect to (a blocked port)`, `serve the model on another port and change ${endpointVars}`);
   const status = statusOf(err);

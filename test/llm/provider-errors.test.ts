@@ -30,6 +30,12 @@ describe("explainProviderFailure", () => {
     expect(err.message).toContain("check OPENAI_BASE_URL");
   });
 
+  it("an untrusted TLS certificate (a hospital's inspecting proxy) names NODE_EXTRA_CA_CERTS", () => {
+    const err = explainProviderFailure(retryFailure(sdkConnectionError("SELF_SIGNED_CERT_IN_CHAIN")), { ...facts, url: "https://llm.example.org/v1/chat/completions" });
+    expect(err.message).toContain("TLS certificate at https://llm.example.org/v1/chat/completions is not trusted (SELF_SIGNED_CERT_IN_CHAIN)");
+    expect(err.message).toContain("NODE_EXTRA_CA_CERTS");
+  });
+
   it("on Azure, names Azure's endpoint variables and the deployment", () => {
     const az = { ...facts, azure: true, url: "https://res.openai.azure.com/openai/deployments/llava/chat/completions" };
     expect(explainProviderFailure(retryFailure(sdkConnectionError("ENOTFOUND")), az).message).toContain("AZURE_OPENAI_ENDPOINT / AZURE_OPENAI_API_INSTANCE_NAME");
