@@ -20,6 +20,14 @@ const EnvSchema = z.object({
   MEDMMV_VISION_MODEL: z.string().optional(),
   MEDMMV_JUDGE_MODEL: z.string().optional(),
   MEDMMV_STRUCTURED_OUTPUT: z.enum(["jsonSchema", "functionCalling", "jsonMode"]).default("jsonSchema"),
+  /** Azure OpenAI (the names LangChain's AzureChatOpenAI reads): used instead of OPENAI_* when the key is set. */
+  AZURE_OPENAI_API_KEY: z.string().optional(),
+  AZURE_OPENAI_API_INSTANCE_NAME: z.string().optional(),
+  AZURE_OPENAI_ENDPOINT: z.string().url().optional(),
+  AZURE_OPENAI_API_DEPLOYMENT_NAME: z.string().optional(),
+  AZURE_OPENAI_API_VERSION: z.string().default("2024-10-21"),
+  /** LangChain's own tracing switch, read here only to say at start-up that traces hold patient text. */
+  LANGSMITH_TRACING: z.string().optional(),
   TAVILY_API_KEY: z.string().optional(),
   TAVILY_BASE_URL: z.string().url().default("https://api.tavily.com"),
   /** Search provider; unset: tavily with a key, else the local corpus when one is indexed, else none. */
@@ -68,6 +76,10 @@ export interface Config {
     apiKey: string | null;
     models: { executor: string | null; vision: string | null; judge: string | null };
     structuredOutput: "jsonSchema" | "functionCalling" | "jsonMode";
+    /** Azure OpenAI instead of an OpenAI-compatible endpoint; each role's model name is its deployment. */
+    azure: { apiKey: string; instanceName: string | null; endpoint: string | null; apiVersion: string } | null;
+    /** LANGSMITH_TRACING=true: LangChain sends every model run (prompts included) to LangSmith. */
+    tracing: boolean;
     timeoutMs: number;
     maxAttempts: number;
     maxRetryAfterMs: number;
@@ -122,7 +134,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (e.MEDMMV_SEARCH === "tavily" && !e.TAVILY_API_KEY)
     throw new MedmmvError("CONFIG_MISSING", "MEDMMV_SEARCH=tavily needs TAVILY_API_KEY (or choose MEDMMV_SEARCH=local for the offline corpus, or none)");
-  const executor = e.MEDMMV_MODEL ?? null;
+  if (e.AZURE_OPENAI_API_KEY && !e.AZURE_OPENAI_API_INSTANCE_NAME && !e.AZURE_OPENAI_ENDPOINT)
+    throw new MedmmvError("CONFIG_INVALID", "AZURE_OPENAI_API_KEY is set: also set AZURE_OPENAI_API_INSTANCE_NAME (the resource name) or AZURE_OPENAI_ENDPOINT (https://<resource>.openai.azure.com)");
+  const executor = e.MEDMMV_MODEL ?? (e.AZURE_OPENAI_API_KEY ? e.AZURE_OPENAI_API_DEPLOYMENT_NAME : undefined) ?? null;
   const w = e.MEDMMV_CU_WEIGHTS;
   return {
     llm: {
@@ -130,6 +144,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       apiKey: e.OPENAI_API_KEY ?? null,
       models: { executor, vision: e.MEDMMV_VISION_MODEL ?? executor, judge: e.MEDMMV_JUDGE_MODEL ?? executor },
       structuredOutput: e.MEDMMV_STRUCTURED_OUTPUT,
+      azure: e.AZURE_OPENAI_API_KEY
+        ? { apiKey: e.AZURE_OPENAI_API_KEY, instanceName: e.AZURE_OPENAI_API_INSTANCE_NAME ?? null, endpoint: e.AZURE_OPENAI_ENDPOINT?.replace(/\/+$/, "") ?? null, apiVersion: e.AZURE_OPENAI_API_VERSION }
+        : null,
+      tracing: e.LANGSMITH_TRACING === "true",
       timeoutMs: e.MEDMMV_LLM_TIMEOUT_MS,
       maxAttempts: e.MEDMMV_LLM_MAX_ATTEMPTS,
       maxRetryAfterMs: e.MEDMMV_LLM_MAX_RETRY_AFTER_MS,
@@ -168,7 +186,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 export function assertLlmConfigured(config: Config): void {
   const missing: string[] = [];
   if (!config.llm.models.executor) missing.push("MEDMMV_MODEL");
-  if (!config.llm.baseUrl && !config.llm.apiKey) missing.push("OPENAI_BASE_URL (or OPENAI_API_KEY for api.openai.com)");
+  if (!config.llm.baseUrl && !config.llm.apiKey && !config.llm.azure) missing.push("OPENAI_BASE_URL (or OPENAI_API_KEY for api.openai.com)");
   if (missing.length)
     throw new MedmmvError(
       "MODEL_NOT_CONFIGURED",

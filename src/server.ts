@@ -92,6 +92,7 @@ export async function startServer(config: Config, opts: StartServerOptions = {})
     const host = config.http.host.includes(":") ? `[${config.http.host}]` : config.http.host;
     const address = `http://${host}:${port}`;
     logger.info({ address, store: store.backend, docs: `${address}/docs` }, "medmmv listening");
+    if (config.llm.tracing) logger.warn("LANGSMITH_TRACING=true: every model run, prompts with patient text included, is sent to LangSmith");
 
     let llmReady = true;
     try {

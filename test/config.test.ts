@@ -38,3 +38,22 @@ describe("loadConfig", () => {
     expect(() => assertLlmConfigured(loadConfig({ OPENAI_BASE_URL: "http://127.0.0.1:9/v1", MEDMMV_MODEL: "m" }))).not.toThrow();
   });
 });
+
+describe("Azure OpenAI and tracing variables", () => {
+  it("AZURE_OPENAI_API_KEY selects Azure; the deployment name stands in for MEDMMV_MODEL; no OpenAI endpoint needed", () => {
+    const c = loadConfig({ AZURE_OPENAI_API_KEY: "k", AZURE_OPENAI_API_INSTANCE_NAME: "res", AZURE_OPENAI_API_DEPLOYMENT_NAME: "gpt-4o-dep", MEDMMV_JUDGE_MODEL: "judge-dep" });
+    expect(c.llm.azure).toEqual({ apiKey: "k", instanceName: "res", endpoint: null, apiVersion: "2024-10-21" });
+    expect(c.llm.models).toEqual({ executor: "gpt-4o-dep", vision: "gpt-4o-dep", judge: "judge-dep" });
+    expect(() => assertLlmConfigured(c)).not.toThrow();
+    expect(loadConfig({ AZURE_OPENAI_API_KEY: "k", AZURE_OPENAI_ENDPOINT: "https://res.openai.azure.com/" }).llm.azure?.endpoint).toBe("https://res.openai.azure.com");
+  });
+
+  it("without the Azure key nothing Azure applies; LANGSMITH_TRACING=true is noted, anything else is off", () => {
+    const c = loadConfig({ AZURE_OPENAI_API_DEPLOYMENT_NAME: "dep" });
+    expect(c.llm.azure).toBeNull();
+    expect(c.llm.models.executor).toBeNull();
+    expect(c.llm.tracing).toBe(false);
+    expect(loadConfig({ LANGSMITH_TRACING: "true" }).llm.tracing).toBe(true);
+    expect(loadConfig({ LANGSMITH_TRACING: "false" }).llm.tracing).toBe(false);
+  });
+});

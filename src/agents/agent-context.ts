@@ -84,7 +84,7 @@ function caseBlock(c: PreparedCase): string {
   return block;
 }
 
-/** One system message object per prompt library: the client serialises it once (openai-chat.ts). */
+/** One system message object per prompt library, shared by every call (and so one cache-key prefix). */
 const systemMessages = new WeakMap<PromptLibrary, ChatMessage>();
 function systemMessage(prompts: PromptLibrary): ChatMessage {
   let m = systemMessages.get(prompts);

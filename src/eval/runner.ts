@@ -154,7 +154,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const raterModels = [...new Set(o.raters ?? [])];
   const raters: Rater[] = buildRaters(config, { prompts: pipeline.prompts, search: pipeline.search }, pipeline.limiter, raterModels);
   // Self-consistency samples one prompt k times: a response cache would hand back the first sample k times.
-  const scDeps: AgentDeps = { ...agentDeps, llm: new LlmClient(config.llm, pipeline.limiter, null) };
+  const scDeps: AgentDeps = { ...agentDeps, llm: new LlmClient(config.llm, pipeline.limiter, null, pipeline.llm.clientOptions) };
   const methodFor = (run: number): EvalMethod => {
     if (method === "cot") return cotMethod(agentDeps, config.llm.prices);
     if (method === "self-consistency") return selfConsistencyMethod(scDeps, config.llm.prices, { k: popts.k, temperature: popts.rolloutTemperature });

@@ -4,7 +4,7 @@ import type { PreparedCase } from "../case/schema.js";
 import type { DiagnosisResult } from "../case/diagnosis-result.js";
 import { MedmmvError } from "../errors.js";
 import { FairLimiter } from "../llm/limiter.js";
-import { LlmClient, type ResponseCache } from "../llm/model-client.js";
+import { LlmClient, type LlmClientOptions, type ResponseCache } from "../llm/model-client.js";
 import { PromptLibrary } from "../llm/prompt-template.js";
 import type { SearchProvider } from "../search/search-provider.js";
 import { createSearchProvider } from "../search/create-search-provider.js";
@@ -43,6 +43,12 @@ export interface PipelineDeps {
   checkpointer?: BaseCheckpointSaver;
   search?: SearchProvider;
   limiter?: FairLimiter;
+  /**
+   * For a program that embeds the pipeline: its own LangChain chat model per role (any
+   * `BaseChatModel`, or a factory per temperature) and callback handlers for every model run.
+   */
+  chatModels?: LlmClientOptions["chatModels"];
+  callbacks?: LlmClientOptions["callbacks"];
 }
 
 /**
@@ -64,7 +70,7 @@ export class Pipeline {
     deps: PipelineDeps = {},
   ) {
     this.limiter = deps.limiter ?? new FairLimiter(config.llm.maxConcurrency);
-    this.llm = new LlmClient(config.llm, this.limiter, deps.cache ?? null);
+    this.llm = new LlmClient(config.llm, this.limiter, deps.cache ?? null, { chatModels: deps.chatModels, callbacks: deps.callbacks });
     this.prompts = new PromptLibrary();
     this.search = deps.search ?? createSearchProvider(config);
     this.workflow = buildWorkflow(

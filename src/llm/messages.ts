@@ -1,3 +1,5 @@
+import { AIMessage, HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
+
 /** Provider-neutral chat messages; images go as OpenAI `image_url` parts with data URLs. */
 export type ContentPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
 export interface ChatMessage {
@@ -5,18 +7,9 @@ export interface ChatMessage {
   content: string | ContentPart[];
 }
 
-/**
- * Marks an image URL whose text needs no JSON escaping (a MIME type and canonical base64),
- * so the request encoder may copy it in as bytes instead of scanning it (openai-chat.ts).
- * A symbol key: invisible to JSON.stringify, the cache key and every other reader.
- */
-export const JSON_SAFE_URL = Symbol("medmmv.jsonSafeUrl");
-
 /** An image part. `base64` must be canonical base64 (as Buffer#toString("base64") writes it). */
 export function imagePart(mimeType: string, base64: string): ContentPart {
-  const image_url = { url: `data:${mimeType};base64,${base64}` };
-  Object.defineProperty(image_url, JSON_SAFE_URL, { value: true });
-  return { type: "image_url", image_url };
+  return { type: "image_url", image_url: { url: `data:${mimeType};base64,${base64}` } };
 }
 
 export function textOf(content: string | ContentPart[]): string {
@@ -30,4 +23,17 @@ export function promptChars(messages: ChatMessage[]): number {
     else for (const p of m.content) n += p.type === "text" ? p.text.length : p.image_url.url.length;
   }
   return n;
+}
+
+/**
+ * LangChain messages for any chat model. Image parts stay LangChain `image_url` content
+ * parts, which ChatOpenAI sends as OpenAI `image_url` parts and other chat models translate.
+ */
+export function toLangChainMessages(messages: ChatMessage[]): BaseMessage[] {
+  return messages.map((m) => {
+    const content = typeof m.content === "string" ? m.content : m.content.map((p) => ({ ...p }));
+    if (m.role === "system") return new SystemMessage({ content });
+    if (m.role === "assistant") return new AIMessage({ content });
+    return new HumanMessage({ content });
+  });
 }

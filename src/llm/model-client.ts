@@ -1,15 +1,21 @@
 import { createHash } from "node:crypto";
-import { toJsonSchema } from "@langchain/core/utils/json_schema";
+import type { Callbacks } from "@langchain/core/callbacks/manager";
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { AIMessage, BaseMessage } from "@langchain/core/messages";
+import type { Runnable } from "@langchain/core/runnables";
 import type { z } from "zod";
 import type { Config } from "../config.js";
 import { MedmmvError } from "../errors.js";
 import type { FairLimiter } from "./limiter.js";
 import { withRetry } from "./retry.js";
-import { ChatCompletionsEndpoint, type ChatCompletionReply } from "./openai-chat.js";
-import { promptChars, type ChatMessage } from "./messages.js";
+import { RoleModels, type ChatModelSource, type Role } from "./chat-models.js";
+import { withReplyTap, type ReplyTap } from "./model-fetch.js";
+import { explainProviderFailure } from "./provider-errors.js";
+import { readReplyJson, readWireJson } from "./reply-json.js";
+import { promptChars, toLangChainMessages, type ChatMessage } from "./messages.js";
 import type { CallChain, UsageMeter } from "./usage.js";
 
-export type Role = "executor" | "vision" | "judge";
+export type { Role } from "./chat-models.js";
 
 /** Where a call's costs go and which case it belongs to (for fair scheduling). */
 export interface CallContext {
@@ -34,75 +40,104 @@ export interface ResponseCache {
   put(key: string, value: Record<string, unknown>): Promise<void>;
 }
 
+export interface LlmClientOptions {
+  /** The embedding program's own LangChain chat model per role; the others come from config. */
+  chatModels?: Partial<Record<Role, ChatModelSource>>;
+  /** LangChain callback handlers given every model run (LangSmith's tracer joins by itself when LANGSMITH_TRACING=true). */
+  callbacks?: Callbacks;
+}
+
 /** At most this many re-asks after an invalid reply (DESIGN §5). */
 export const MAX_REASKS = 2;
 
+type StructuredRunnable = Runnable<BaseMessage[], { raw?: BaseMessage; parsed?: unknown }>;
+
+/** What one attempt gave: a reply (valid or not is decided after), or an unusable one. */
+type Attempt = { raw: AIMessage | undefined; parsed: unknown; tap: ReplyTap; problem: null } | { raw: undefined; parsed: undefined; tap: ReplyTap; problem: string };
+
+/** Errors raised after the model replied, on what it replied (the SDK's json_schema parse, a cut-off reply). */
+const BAD_OUTPUT_ERRORS = new Set(["SyntaxError", "ZodError", "LengthFinishReasonError", "ContentFilterFinishReasonError", "OutputParserException"]);
+
+function isBadOutput(err: unknown, tap: ReplyTap): boolean {
+  const e = err as { status?: unknown; name?: unknown; constructor?: { name?: unknown } };
+  if (typeof e?.status === "number") return false;
+  return tap.replied || BAD_OUTPUT_ERRORS.has(String(e?.name)) || BAD_OUTPUT_ERRORS.has(String(e?.constructor?.name));
+}
+
 /**
- * Role-based access to an OpenAI-compatible endpoint. One retry layer (ours), a
- * process-wide fair limiter, structured output validated with zod and re-asked at most
- * twice, usage per agent, and a content-addressed response cache for deterministic calls.
+ * What was wrong with a reply the library refused, in words safe to log and to send back in
+ * the re-ask: never the error's message, which may quote the reply (and so the case).
+ */
+function describeBadOutput(err: unknown): string {
+  const e = err as { name?: unknown; constructor?: { name?: unknown }; issues?: unknown };
+  const name = String(e?.constructor?.name === "Error" || !e?.constructor?.name ? e?.name : e.constructor.name);
+  if (name === "LengthFinishReasonError") return "the reply was cut off at the length limit before the JSON object ended";
+  if (name === "ContentFilterFinishReasonError") return "the reply was stopped by the provider's content filter";
+  if (Array.isArray(e?.issues)) return formatZodIssues(err as z.ZodError);
+  return `the reply was not valid JSON (${name})`;
+}
+
+/**
+ * Role-based access to LangChain chat models (ChatOpenAI / AzureChatOpenAI, or the
+ * embedding program's own). The wire is the chat model's; what stays ours: one retry layer,
+ * a process-wide fair limiter, structured output validated with zod and re-asked at most
+ * twice, usage per agent, a content-addressed response cache for deterministic calls, and
+ * run names and metadata for tracing.
  */
 export class LlmClient {
-  private readonly endpoint: ChatCompletionsEndpoint;
-  /** Request options per schema object and schema name (see requestFormat). */
-  private readonly formats = new WeakMap<z.ZodType, Map<string, Record<string, unknown>>>();
+  private readonly roles: RoleModels;
+  /** Structured-output runnables per model, schema and name, built once (schema conversion is not free). */
+  private readonly runnables = new WeakMap<BaseChatModel, WeakMap<z.ZodType, Map<string, StructuredRunnable>>>();
 
   constructor(
     private readonly cfg: Config["llm"],
     private readonly limiter: FairLimiter,
     private readonly cache: ResponseCache | null = null,
+    private readonly options: LlmClientOptions = {},
   ) {
-    this.endpoint = new ChatCompletionsEndpoint(cfg.baseUrl, cfg.apiKey);
+    this.roles = new RoleModels(cfg, options.chatModels);
   }
 
   modelFor(role: Role): string {
-    const m = this.cfg.models[role];
-    if (!m) throw new MedmmvError("CONFIG_MISSING", "no model configured: set MEDMMV_MODEL");
-    return m;
+    return this.roles.name(role);
   }
 
   models(): Record<Role, string> {
     return { executor: this.modelFor("executor"), vision: this.modelFor("vision"), judge: this.modelFor("judge") };
   }
 
-  /**
-   * The structured-output part of the request (response_format, or a forced tool call),
-   * built once per schema and reused: the same fields LangChain's `withStructuredOutput`
-   * sends, without converting the zod schema to JSON Schema again on every call (that
-   * conversion alone cost several ms of CPU per call, `npm run bench`). The reply is
-   * validated with zod in structured(), whatever the method.
-   */
-  private requestFormat(call: StructuredCall<z.ZodType>): Record<string, unknown> {
-    let bySchema = this.formats.get(call.schema);
+  /** The options this client was made with, for a sibling client on the same models (eval methods). */
+  get clientOptions(): LlmClientOptions {
+    return this.options;
+  }
+
+  private structuredRunnable(call: StructuredCall<z.ZodType>): StructuredRunnable {
+    const model = this.roles.get(call.role, call.temperature);
+    let bySchema = this.runnables.get(model);
     if (!bySchema) {
-      bySchema = new Map();
-      this.formats.set(call.schema, bySchema);
+      bySchema = new WeakMap();
+      this.runnables.set(model, bySchema);
     }
-    const key = `${this.cfg.structuredOutput}|${call.schemaName}`;
-    let format = bySchema.get(key);
-    if (format) return format;
-    const name = call.schemaName;
-    if (this.cfg.structuredOutput === "jsonMode") {
-      format = { response_format: { type: "json_object" } };
-    } else if (this.cfg.structuredOutput === "jsonSchema") {
-      const schema = toJsonSchema(call.schema, {
-        cycles: "ref",
-        reused: "ref",
-        override(ctx) {
-          ctx.jsonSchema.title = name;
-        },
-      }) as Record<string, unknown>;
-      const description = typeof schema.description === "string" ? schema.description : undefined;
-      format = { response_format: { type: "json_schema", json_schema: { ...(description ? { description } : {}), name, strict: true, schema } } };
-    } else {
-      const parameters = toJsonSchema(call.schema) as Record<string, unknown>;
-      format = {
-        tools: [{ type: "function", function: { name, description: parameters.description, parameters } }],
-        tool_choice: { type: "function", function: { name } },
-      };
+    let byName = bySchema.get(call.schema);
+    if (!byName) {
+      byName = new Map();
+      bySchema.set(call.schema, byName);
     }
-    bySchema.set(key, format);
-    return format;
+    const method = this.cfg.structuredOutput;
+    const key = `${method}|${call.schemaName}`;
+    let runnable = byName.get(key);
+    if (!runnable) {
+      try {
+        runnable = model.withStructuredOutput(call.schema, { name: call.schemaName, method, includeRaw: true }) as unknown as StructuredRunnable;
+      } catch (err) {
+        // A chat model of the embedding program's without tool calling or this method: plain
+        // text it is. Every prompt carries its JSON Schema, and the reply is validated below.
+        if (!this.roles.isCustom(call.role)) throw err;
+        runnable = model.pipe((raw: BaseMessage) => ({ raw, parsed: undefined })) as unknown as StructuredRunnable;
+      }
+      byName.set(key, runnable);
+    }
+    return runnable;
   }
 
   private cacheable(temperature: number): boolean {
@@ -127,18 +162,36 @@ export class LlmClient {
         return parsed.data;
       }
     }
-    const format = this.requestFormat(call);
+    const runnable = this.structuredRunnable(call);
     let messages = call.messages;
     let lastProblem = "";
     for (let ask = 0; ask <= MAX_REASKS; ask++) {
       const started = Date.now();
-      let out: ChatCompletionReply;
+      const lcMessages = toLangChainMessages(messages);
+      let out: Attempt;
       try {
         out = await withRetry(
           `${call.agent} (${model})`,
           { maxAttempts: this.cfg.maxAttempts, baseDelayMs: this.cfg.backoffBaseMs, maxRetryAfterMs: this.cfg.maxRetryAfterMs, timeoutMs: this.cfg.timeoutMs },
           ctx.signal,
-          ({ signal }) => this.endpoint.complete({ model, temperature: call.temperature, messages, format }, signal),
+          async ({ signal, attempt }): Promise<Attempt> => {
+            const tap: ReplyTap = { replied: false };
+            try {
+              const result = await withReplyTap(tap, () =>
+                runnable.invoke(lcMessages, {
+                  signal,
+                  runName: `medmmv.${call.agent}`,
+                  metadata: { caseId: ctx.caseKey, agent: call.agent, role: call.role, model, attempt, ask },
+                  tags: ["medmmv", `medmmv.${call.agent}`],
+                  callbacks: this.options.callbacks,
+                }),
+              );
+              return { raw: result.raw as AIMessage | undefined, parsed: result.parsed, tap, problem: null };
+            } catch (err) {
+              if (signal.aborted || !isBadOutput(err, tap)) throw err;
+              return { raw: undefined, parsed: undefined, tap, problem: describeBadOutput(err) };
+            }
+          },
           ({ error }) => {
             if (error.status === 429) this.limiter.noteRateLimited();
           },
@@ -149,17 +202,29 @@ export class LlmClient {
         if (d && (d.status === 429 || d.retryAfterMs !== undefined)) this.limiter.noteRateLimited();
         ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(messages) });
         ctx.chain.advance();
-        throw err;
+        if (!(err instanceof MedmmvError)) throw err;
+        throw explainProviderFailure(err, { role: call.role, model, url: this.roles.endpoint(call.role), azure: this.cfg.azure !== null && !this.roles.isCustom(call.role) });
       }
-      ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, promptTokens: out.promptTokens, completionTokens: out.completionTokens, promptChars: promptChars(messages) });
+      const usage = out.raw?.usage_metadata;
+      ctx.meter.record({
+        kind: "llm",
+        agent: call.agent,
+        model,
+        latencyMs: Date.now() - started,
+        promptTokens: usage?.input_tokens ?? out.tap.promptTokens,
+        completionTokens: usage?.output_tokens ?? out.tap.completionTokens,
+        promptChars: promptChars(messages),
+      });
       ctx.chain.advance();
-      const candidate = out.json;
+      // Our own reading of the raw reply first: the library's `parsed` is already its zod output.
+      const fromRaw = out.raw ? readReplyJson(out.raw) : readWireJson(out.tap.message);
+      const candidate = fromRaw ?? (out.parsed === null ? undefined : out.parsed);
       const checked = candidate === undefined ? null : call.schema.safeParse(candidate);
       if (checked?.success) {
         if (useCache) await this.cache!.put(key, { parsed: checked.data as Record<string, unknown> }).catch(() => undefined);
         return checked.data;
       }
-      lastProblem = checked ? formatZodIssues(checked.error) : "the reply was not valid JSON";
+      lastProblem = checked ? formatZodIssues(checked.error) : (out.problem ?? "the reply was not valid JSON");
       // Re-ask with the validation error; the bad reply is quoted back only as data.
       messages = [
         ...call.messages,

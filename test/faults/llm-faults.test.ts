@@ -7,7 +7,7 @@ import { recordReliability, type ReliabilityRow } from "../support/reliability-r
 import { LlmClient } from "../../src/llm/model-client.js";
 import { FairLimiter } from "../../src/llm/limiter.js";
 import { CallChain, UsageMeter } from "../../src/llm/usage.js";
-import { MedmmvError } from "../../src/errors.js";
+import { rejection } from "../support/rejection.js";
 
 /** Faults of the model provider, at the one retry layer every agent call goes through. */
 const Answer = z.object({ answer: z.string() });
@@ -37,23 +37,19 @@ function ctx(signal?: AbortSignal) {
 const call = (c: LlmClient, signal?: AbortSignal) =>
   c.structured({ role: "judge", agent: "probe", schema: Answer, schemaName: "probe", temperature: 0, messages: [{ role: "user", content: "medmmv-agent: probe\nanswer" }] }, ctx(signal));
 
-async function failure(p: Promise<unknown>): Promise<MedmmvError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(MedmmvError);
-    return e as MedmmvError;
-  }
-  throw new Error("expected a failure");
-}
+const failure = rejection;
 
 describe("model provider faults", () => {
   it("429 with Retry-After: N → the next attempt waits at least N s", async () => {
-    server.addFault({ kind: "status", status: 429, retryAfterSec: 1, times: 1 });
+    server.addFault({ kind: "status", status: 429, retryAfterSec: 1, times: 2 });
     await expect(call(client())).resolves.toEqual({ answer: "ok" });
-    const [a, b] = server.stats().log;
+    // Counted at the server: one request per attempt of ours, each after the wait asked for
+    // (no retry of LangChain's or the SDK's hiding under ours).
+    const [a, b, c] = server.stats().log;
+    expect(server.stats().total).toBe(3);
     expect(b!.start - a!.end!).toBeGreaterThanOrEqual(1000);
-    rows.push({ suite: "llm", scenario: "429 with Retry-After: 1", trials: 1, outcome: `second attempt after ${b!.start - a!.end!} ms (≥ 1000)`, itemsLost: 0 });
+    expect(c!.start - b!.end!).toBeGreaterThanOrEqual(1000);
+    rows.push({ suite: "llm", scenario: "429 with Retry-After: 1, twice", trials: 1, outcome: `3 requests; attempts after ${b!.start - a!.end!} and ${c!.start - b!.end!} ms (≥ 1000)`, itemsLost: 0 });
   });
 
   it("persistent 429s: attempts across all layers equal the configured count", async () => {
@@ -160,6 +156,7 @@ describe("model provider faults", () => {
     expect(err.code).toBe("ABORTED");
     await until(() => (server.stats().disconnects >= 1 ? true : undefined), 5_000, "the backend to see the connection closed");
     expect(server.stats().disconnects).toBe(1);
+    expect(server.stats().total).toBe(1);
     server.setLatency(0);
     rows.push({ suite: "llm", scenario: "abort during a slow call", trials: 1, outcome: "ABORTED; backend saw the disconnect", itemsLost: 0 });
   });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { ChatOpenAI } from "@langchain/openai";
 import { useScriptedServers } from "../support/scripted-servers-fixture.js";
 import { testConfig } from "../support/test-config.js";
 import { clinicalScenario, FABRICATED_QUOTE } from "../support/clinical-scenario.js";
@@ -148,6 +149,14 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
     expect(result.error?.message).toMatch(/all 5 rollouts failed/);
   });
 
+  it("a key the provider refuses fails the case with a reason that names the variable to fix", async () => {
+    servers.model.addFault({ kind: "status", status: 401 });
+    const { result } = await run({ rolloutAnswers: ["B"] });
+    expect(result.status).toBe("failed");
+    expect(result.error?.message).toContain("refused the API key (HTTP 401): check OPENAI_API_KEY (or AZURE_OPENAI_API_KEY)");
+    expect(result.error?.message).not.toMatch(/try again/i);
+  });
+
   it("records web search as failed when the provider is down, and completes", async () => {
     servers.search.addFault({ kind: "status", status: 503 });
     const { result } = await run({ rolloutAnswers: ["B"] });
@@ -163,12 +172,38 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
     expect(result.usage.searchCalls).toBe(0);
   });
 
-  it.each(["functionCalling", "jsonMode"])("works with structured output method %s", async (method) => {
+  it.each(["jsonSchema", "functionCalling", "jsonMode"])("works with structured output method %s, and its usage is the server's", async (method) => {
     const { result } = await run({ rolloutAnswers: ["B", "A"] , identicalReasoning: false }, { MEDMMV_STRUCTURED_OUTPUT: method });
     expect(result.status).toBe("completed");
     expect(result.answer?.option).toBe("B");
-    const modes = new Set(servers.model.stats().log.map((l) => l.mode));
+    const log = servers.model.stats().log;
+    const modes = new Set(log.map((l) => l.mode));
     expect([...modes]).toEqual([method === "functionCalling" ? "tool" : "content"]);
+    // Token counts are what the server reported in each reply's usage block, call for call.
+    expect(result.usage.llmCalls).toBe(log.length);
+    expect(result.usage.promptTokens).toBe(log.reduce((n, l) => n + l.promptTokens, 0));
+    expect(result.usage.completionTokens).toBe(log.reduce((n, l) => n + l.completionTokens, 0));
+  });
+
+  it("runs on chat models the embedding program hands in (a factory per role and temperature)", async () => {
+    servers.model.setScenario(clinicalScenario({ rolloutAnswers: ["B", "A"], identicalReasoning: false }));
+    const cfg = servers.config();
+    const asked: Array<{ role: string; temperature: number }> = [];
+    const chatModels = {
+      executor: (want: { role: string; temperature: number }) => {
+        asked.push(want);
+        return new ChatOpenAI({ model: "embedded-executor", temperature: want.temperature, apiKey: "k", maxRetries: 0, configuration: { baseURL: servers.model.baseUrl } });
+      },
+    };
+    const { result } = await new Pipeline(cfg, { chatModels }).run(chestPainCase(), pipelineOptions(cfg));
+    expect(result.status).toBe("completed");
+    expect(result.provenance.models).toMatchObject({ executor: "embedded-executor", judge: "scripted-judge" });
+    const log = servers.model.stats().log;
+    expect(log.filter((l) => l.agent === "rollout").every((l) => l.model === "embedded-executor" && l.temperature === 0.7)).toBe(true);
+    expect(log.some((l) => l.agent === "hd-supervisor" && l.model === "scripted-judge")).toBe(true);
+    expect(asked.some((a) => a.role === "executor" && a.temperature === 0.7)).toBe(true);
+    // Asked once per role and temperature, then reused (a chat model holds its client and connections).
+    expect(asked.length).toBe(new Set(asked.map((a) => `${a.role}|${a.temperature}`)).size);
   });
 
   it("refines identical rollouts once and counts their multiplicity", async () => {

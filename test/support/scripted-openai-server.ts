@@ -90,6 +90,14 @@ export interface ScriptedCallLog {
   mode: "content" | "tool";
   fault: FaultKind | null;
   disconnected: boolean;
+  /** Tokens the reply's usage block reported (0 when no completion was sent). */
+  promptTokens: number;
+  completionTokens: number;
+  /** Request path and query (Azure requests: /openai/deployments/<name>/chat/completions?api-version=…). */
+  url: string;
+  authorization: string | null;
+  /** Azure's key header. */
+  apiKey: string | null;
 }
 
 export interface ScriptedOpenAIStats {
@@ -302,6 +310,11 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
       mode,
       fault: null,
       disconnected: false,
+      promptTokens: 0,
+      completionTokens: 0,
+      url: req.url ?? "",
+      authorization: typeof req.headers.authorization === "string" ? req.headers.authorization : null,
+      apiKey: typeof req.headers["api-key"] === "string" ? req.headers["api-key"] : null,
     };
     log.push(entry);
     const call: TrackedCall = harness.begin(res, agent, (c) => {
@@ -400,6 +413,8 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
     }
     const promptTokens = estimateTokens(parsed.text.length);
     const completionTokens = estimateTokens(text.length);
+    entry.promptTokens = promptTokens;
+    entry.completionTokens = completionTokens;
     send(
       200,
       JSON.stringify({
@@ -416,7 +431,8 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
 
   const harness = new HttpHarness(async (req, res) => {
     const path = new URL(req.url ?? "/", "http://scripted.invalid").pathname.replace(/\/+$/, "");
-    if (path === "/v1/chat/completions") {
+    // Azure OpenAI's route for a deployment, beside the OpenAI one.
+    if (path === "/v1/chat/completions" || /^\/openai\/deployments\/[^/]+\/chat\/completions$/.test(path)) {
       if (req.method !== "POST") {
         req.resume();
         reject(res, 405, `method ${req.method ?? ""} not allowed on ${path}`, "method_not_allowed");
