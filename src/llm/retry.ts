@@ -36,7 +36,7 @@ export interface ClassifiedError {
   message: string;
 }
 
-/** Read an HTTP status and Retry-After from an error: the OpenAI SDK's APIError (what ChatOpenAI throws), the search transport's HttpStatusError, or a fetch-style error with a response. */
+/** Read an HTTP status and Retry-After from an error: the OpenAI SDK's APIError (what ChatOpenAI throws), or a fetch-style error with a response. */
 export function classifyError(err: unknown, parentAborted: boolean): ClassifiedError {
   const e = err as Record<string, unknown> & { name?: string; message?: string; cause?: unknown };
   const status = numberOrNull(e?.status) ?? numberOrNull((e?.response as Record<string, unknown> | undefined)?.status);
