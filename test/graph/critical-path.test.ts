@@ -15,8 +15,8 @@ import { useScriptedServers } from "../support/scripted-servers-fixture.js";
  *
  *   evidence  E = max(text-doctor 1, image-doctor 1 + image-hd 1 when there is an image)
  *                 + (search on: web-search-query 1 + one pair's search 1 + its analysis 1)
- *   stage 1   R = 1 (one rollout); an adaptive second round starts after the first join:
- *                 R2 = max(E, 1) + 1
+ *   stage 1   R = 1 (one rollout); an adaptive second round starts when the first round
+ *                 is done, without waiting for the evidence: R2 = 1 + 1
  *   join      J = max(E, R) (or max(E, R2))
  *   refine    J + hd 1 + (auto-repair 1 + hd 1) per repair + coherence 1
  *
@@ -84,17 +84,17 @@ describe("usage.criticalPathCalls against chains counted by hand", () => {
     expect(r.calls).toBe(3);
   });
 
-  it("adaptive second round, search off: it starts after the first join (1), so rollouts end at 2, then hd and coherence = 4", async () => {
+  it("adaptive second round, search off: it starts after the first round (1), so rollouts end at 2, then hd and coherence = 4", async () => {
     const r = await criticalPath({ rolloutAnswers: ["B", "C", "B", "B", "A"], identicalReasoning: false }, { ...OFF, k: 5, adaptive: true, maxRepairs: 2 });
     expect(r.byAgent.rollout).toBe(5);
     expect(r.result.provenance.config).toMatchObject({ adaptive: true, rolloutsSampled: 5 });
     expect(r.calls).toBe(1 + 1 + 1 + 1);
   });
 
-  it("adaptive second round, search on: the first join waits for the evidence (4), the second round ends at 5, then 7", async () => {
+  it("adaptive second round, search on: it ends at 2, beside the evidence (4), so the join is 4, then 6 — no extra link", async () => {
     const r = await criticalPath({ rolloutAnswers: ["B", "C", "B", "B", "A"], identicalReasoning: false }, { ...ON, k: 5, adaptive: true, maxRepairs: 2 });
     expect(r.byAgent.rollout).toBe(5);
-    expect(r.calls).toBe(4 + 1 + 1 + 1);
+    expect(r.calls).toBe(4 + 1 + 1);
   });
 
   it("an image: image-doctor and image-hd (2) outlast text-doctor; search off 4, search on 7", async () => {
