@@ -1,4 +1,5 @@
 import type { ClinicalCase } from "../../case/schema.js";
+import type { ItemStagewise } from "../stagewise/types.js";
 
 /** The expected answer of a benchmark item; `text` is what open and closed items are graded on. */
 export interface GoldAnswer {
@@ -17,6 +18,8 @@ export interface EvalItem {
   /** Grouping keys for per-stratum accuracy, e.g. body_system, answer_type, images. */
   strata: Record<string, string>;
   warnings?: string[];
+  /** ClinHallu items: the reference trace (and a --traces trace) for stage-wise diagnosis. */
+  stagewise?: ItemStagewise;
 }
 
 /** Where each field of a generic JSONL record lives; dotted paths reach into objects. */
@@ -40,9 +43,11 @@ export interface AdapterOptions {
   /** MedMCQA `cop` base; "auto" (default) detects it over the whole file. */
   medmcqaCopBase?: 0 | 1 | "auto";
   fieldMap?: JsonlFieldMap;
+  /** ClinHallu: a model_cot.jsonl whose traces are judged instead of generated (--traces). */
+  tracesFile?: string;
 }
 
-export type DatasetName = "medxpertqa" | "medqa" | "medmcqa" | "pathvqa" | "vqa-rad" | "jsonl";
+export type DatasetName = "medxpertqa" | "medqa" | "medmcqa" | "pathvqa" | "vqa-rad" | "jsonl" | "clinhallu";
 
 /** A per-item problem: the run records it and goes on. */
 export interface ItemError {
