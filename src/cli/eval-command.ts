@@ -7,6 +7,7 @@ import { DATASET_NAMES, type JsonlFieldMap } from "../eval/datasets/index.js";
 import { METHOD_NAMES, type MethodName } from "../eval/methods/types.js";
 import type { EvalRunOptions } from "../eval/runner.js";
 import { EXIT, intArg as int, listArg as list } from "./cli-args.js";
+import { replaceArg, type StagewiseCliOptions, stagewiseRunOptions } from "./stagewise-options.js";
 
 // The runner, the store and the report are imported when a command runs, so `--help` and
 // the other commands start fast.
@@ -22,7 +23,7 @@ function fieldMap(v: string): JsonlFieldMap {
   return parsed as JsonlFieldMap;
 }
 
-export interface EvalCliOptions {
+export interface EvalCliOptions extends StagewiseCliOptions {
   dataset?: string;
   input?: string;
   images?: string;
@@ -105,6 +106,7 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
     resume: o.resume,
     raters: o.raters,
     out: o.out,
+    ...stagewiseRunOptions(o),
   };
 }
 
@@ -199,6 +201,11 @@ export function registerEvalCommands(program: Command): void {
     .option("--raters <models>", "reliability raters (model names on the same endpoint): T, I, T×I, CMHR", list)
     .option("--out <dir>", "results folder")
     .option("--json", "print summary.json instead of the Markdown summary")
+    .option("--traces <file>", "clinhallu + stagewise: judge the traces of a ClinHallu model_cot.jsonl instead of generating them")
+    .addOption(new Option("--trace-format <f>", "stagewise: one structured call, or ClinHallu's free-text [Visual Recognition] … [Answer] protocol").choices(["structured", "text"]))
+    .option("--replace <settings>", "stagewise: replacement runs, a list of V, K, VK, or none (default: all three where reference traces exist)", replaceArg)
+    .option("--trace-retries <n>", "stagewise: re-tries of an invalid trace before it is kept as invalid (2)", int(0, 50))
+    .option("--stage-judge", "medmmv / cot: judge the final path's steps by stage on ClinHallu's scale (H_V, H_K, H_R)")
     .action(async (opts: EvalCliOptions) => {
       process.exitCode = await evalAction(opts);
     });

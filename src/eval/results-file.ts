@@ -2,6 +2,7 @@ import { open, readFile, truncate, type FileHandle } from "node:fs/promises";
 import type { Usage } from "../case/diagnosis-result.js";
 import { MedmmvError } from "../errors.js";
 import type { GoldAnswer } from "./datasets/types.js";
+import type { StagewiseRecord } from "./stagewise/types.js";
 
 export const RESULTS_FILE = "results.jsonl";
 
@@ -45,6 +46,10 @@ export interface ResultRecord {
   ratingErrors?: Array<{ rater: string; code: string; message: string }>;
   ratingUsage?: Usage;
   warnings?: string[];
+  /** ClinHallu stage-wise diagnosis (DESIGN §10): the trace, its stage verdicts and the replacement runs. */
+  stagewise?: StagewiseRecord;
+  /** The final path's steps with their stage tags (kept on a --stage-judge checkpoint, so judging resumes without re-running the method). */
+  steps?: Array<{ text: string; stage: Stage }>;
   /** How many times the item was run in this session (transient failures are retried). */
   attempts: number;
   finishedAt: string;

@@ -108,7 +108,7 @@ export function clinhalluAdapter(): DatasetAdapter {
       const reference = traceFromCot(r["gold_cot"])?.stages ?? null;
       if (reference === null) {
         withoutReference++;
-        warnings.push("no gold_cot: no reference trace (no replacements; every judged stage counts hallucinated, as in ClinHallu)");
+        warnings.push("no gold_cot: no reference trace (no replacements; stages are judged against the case alone)");
       }
       const stagewise: ItemStagewise = { reference };
       if (traces) {

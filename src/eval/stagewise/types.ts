@@ -60,6 +60,8 @@ export interface StagewiseRecord {
   trace: JudgedTrace | null;
   judged: StageJudgments;
   replacements: Partial<Record<ReplacementKey, ReplacementRun>>;
+  /** --stage-judge: the judged method's own status, kept while its stages are judged. */
+  methodStatus?: "completed" | "abstained";
 }
 
 /** Which stages ClinHallu's step judge scores per target (TARGET_STEP_MAP). */
