@@ -276,7 +276,6 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
         finishedAt: new Date().toISOString(),
       };
       delete (r as Partial<MethodOutput>).rationale;
-      delete (r as Partial<MethodOutput>).correct;
       if (item.warnings?.length) r.warnings = item.warnings;
       return r;
     };

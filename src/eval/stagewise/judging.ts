@@ -85,6 +85,8 @@ export async function judgeStages(
   ctx: CallContext,
   c: PreparedCase,
   input: { gold: GoldAnswer; reference: StageTrace | null; candidate: StageTrace; stages: readonly StageKey[]; judged: StageJudgments },
+  /** Called after each verdict (the caller checkpoints it, so a killed run does not pay for it again). */
+  onJudged: () => Promise<void> = async () => undefined,
 ): Promise<void> {
   await Promise.all(
     input.stages
@@ -109,6 +111,7 @@ export async function judgeStages(
           }
         }
         input.judged[stage] = j;
+        await onJudged();
       }),
   );
 }

@@ -30,9 +30,6 @@ function fromExternal(item: EvalItem): JudgedTrace {
   return { stages: { ...e.stages }, raw: e.raw, valid: e.valid, validation: e.validation, attempts: 0, answerCorrect: null, answerReason: "" };
 }
 
-/** Work left on a trace: its answer (valid traces only) or any of the stages to judge. */
-const pending = (t: JudgedTrace, judged: Record<string, unknown>, stages: readonly string[]) => (t.valid && t.answerCorrect === null) || stages.some((s) => judged[s] === undefined);
-
 /**
  * ClinHallu's protocol on one item (DESIGN §10): the baseline trace (generated, or read from
  * --traces), the answer judge and the stage judge on it, and the replacement runs Rep-V,
@@ -85,10 +82,14 @@ export function stagewiseMethod(deps: AgentDeps, prices: Prices, o: StagewiseOpt
         }
         const trace = state.trace;
         const settings = reference === null ? [] : (o.replace ?? (external ? [] : [...REPLACEMENTS]));
-        const baseline = async () => {
-          if (!pending(trace, state.judged, JUDGED_STAGES.baseline)) return;
-          await Promise.all([judgeAnswer(deps, ctx, c, item.gold, trace), judgeStages(deps, ctx, c, { gold: item.gold, reference, candidate: trace.stages, stages: JUDGED_STAGES.baseline, judged: state.judged })]);
+        // Each verdict is checkpointed as it arrives: a killed run re-pays only the calls in flight.
+        const answerThenSave = async (t: JudgedTrace) => {
+          if (!t.valid || t.answerCorrect !== null) return;
+          await judgeAnswer(deps, ctx, c, item.gold, t);
           await save();
+        };
+        const baseline = async () => {
+          await Promise.all([answerThenSave(trace), judgeStages(deps, ctx, c, { gold: item.gold, reference, candidate: trace.stages, stages: JUDGED_STAGES.baseline, judged: state.judged }, save)]);
         };
         const replacement = async (s: ReplacementKey) => {
           if (!state.replacements[s]) {
@@ -96,9 +97,7 @@ export function stagewiseMethod(deps: AgentDeps, prices: Prices, o: StagewiseOpt
             await save();
           }
           const r = state.replacements[s]!;
-          if (!pending(r.trace, r.judged, JUDGED_STAGES[s])) return;
-          await Promise.all([judgeAnswer(deps, ctx, c, item.gold, r.trace), judgeStages(deps, ctx, c, { gold: item.gold, reference, candidate: r.trace.stages, stages: JUDGED_STAGES[s], judged: r.judged })]);
-          await save();
+          await Promise.all([answerThenSave(r.trace), judgeStages(deps, ctx, c, { gold: item.gold, reference, candidate: r.trace.stages, stages: JUDGED_STAGES[s], judged: r.judged }, save)]);
         };
         // allSettled: a phase that fails must not return while its siblings still write checkpoints.
         const settled = await Promise.allSettled([baseline(), ...settings.map(replacement)]);
