@@ -3,6 +3,7 @@ import type { PreparedCase } from "../case/schema.js";
 import type { CallContext } from "../llm/model-client.js";
 import { answerInstruction, callAgent, type AgentDeps } from "./agent-context.js";
 import { CotOutput } from "./cot.js";
+import { PathOutput } from "./path-schema.js";
 
 /**
  * The CoT baseline with stage-tagged steps (for --stage-judge): the same case block and
@@ -14,7 +15,8 @@ export const StagedCotOutput = z.object({
     .array(
       z.object({
         text: z.string().min(1).describe("One reasoning step"),
-        stage: z.enum(["visual", "knowledge", "reasoning"]).describe("visual = reads an image; knowledge = recalls medical knowledge; reasoning = integrates facts"),
+        // The same stage tag as a MedMMV path step, so both are grouped by one rule.
+        stage: PathOutput.shape.steps.element.shape.stage,
       }),
     )
     .min(1)

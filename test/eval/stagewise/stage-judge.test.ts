@@ -1,7 +1,5 @@
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { beforeAll, describe, expect, it } from "vitest";
-import type { EvalItem } from "../../../src/eval/datasets/types.js";
+import { describe, expect, it } from "vitest";
 import { runEval, type EvalRunOptions } from "../../../src/eval/runner.js";
 import { readResults } from "../../../src/eval/results-file.js";
 import { clinicalScenario } from "../../support/clinical-scenario.js";
@@ -10,20 +8,14 @@ import type { ScriptedRequest } from "../../support/scripted-openai-server.js";
 import { stagewiseScenario } from "../../support/stagewise-scenario.js";
 import { until } from "../../support/until.js";
 import { useTempDir } from "../datasets/dataset-kit.js";
-import { readItems } from "../eval-fixtures.js";
+import { GOLD, IMAGES, useClinhalluItems } from "./clinhallu-fixture.js";
 
-const DIR = fileURLToPath(new URL("../../../examples/clinhallu/", import.meta.url));
-const GOLD = path.join(DIR, "gold_cot.jsonl");
-const IMAGES = path.join(DIR, "images");
 const servers = useScriptedServers();
 const tmp = useTempDir("medmmv-stage-judge-");
-let items: EvalItem[];
+const fixture = useClinhalluItems();
 let n = 0;
-beforeAll(async () => {
-  items = await readItems("clinhallu", GOLD, { imagesDir: IMAGES });
-});
 
-const byQuestion = () => new Map(items.map((it) => [it.case.question, it]));
+const byQuestion = () => new Map(fixture().map((it) => [it.case.question, it]));
 /** A CoT that writes the reference stages as tagged steps and answers with the gold answer. */
 function stagedCot(req: ScriptedRequest) {
   const it = byQuestion().get(/Question:\n([^\n]*)/.exec(req.text)?.[1] ?? "")!;
@@ -40,7 +32,7 @@ async function run(opts: Partial<EvalRunOptions>, signal?: AbortSignal) {
 
 describe("--stage-judge puts CoT and MedMMV on ClinHallu's scale", () => {
   it("CoT with stage-tagged steps: each stage judged against the reference stage", async () => {
-    const base = stagewiseScenario(items);
+    const base = stagewiseScenario(fixture());
     servers.model.setScenario({ ...base, agents: { ...base.agents, "cot-staged": stagedCot } });
     const { summary, records } = await run({ method: "cot" });
     expect(summary.label).toBe("cot + stage judge");
@@ -53,7 +45,7 @@ describe("--stage-judge puts CoT and MedMMV on ClinHallu's scale", () => {
   });
 
   it("MedMMV: its final path's steps by stage; a stage the path lacks is not judged; the HD counts stay beside", async () => {
-    const base = stagewiseScenario(items);
+    const base = stagewiseScenario(fixture());
     const clinical = clinicalScenario({});
     servers.model.setScenario({ ...clinical, agents: { ...clinical.agents, "stage-judge": base.agents["stage-judge"]!, "answer-judge": base.agents["answer-judge"]! } });
     const { summary, records } = await run({ method: "medmmv", pipeline: { k: 2 } });
@@ -67,7 +59,7 @@ describe("--stage-judge puts CoT and MedMMV on ClinHallu's scale", () => {
   });
 
   it("killed while judging, resumed: the method is not run again", async () => {
-    const base = stagewiseScenario(items);
+    const base = stagewiseScenario(fixture());
     const ctrl = new AbortController();
     let judged = 0;
     servers.model.setScenario({

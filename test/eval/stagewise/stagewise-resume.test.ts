@@ -1,7 +1,5 @@
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { beforeAll, describe, expect, it } from "vitest";
-import type { EvalItem } from "../../../src/eval/datasets/types.js";
+import { describe, expect, it } from "vitest";
 import { runEval } from "../../../src/eval/runner.js";
 import { readResults, type ResultRecord } from "../../../src/eval/results-file.js";
 import type { JudgedTrace, StageJudgments } from "../../../src/eval/stagewise/types.js";
@@ -10,17 +8,11 @@ import type { Scenario, ScriptedRequest } from "../../support/scripted-openai-se
 import { stagewiseScenario } from "../../support/stagewise-scenario.js";
 import { until } from "../../support/until.js";
 import { useTempDir } from "../datasets/dataset-kit.js";
-import { readItems } from "../eval-fixtures.js";
+import { GOLD, IMAGES, useClinhalluItems } from "./clinhallu-fixture.js";
 
-const DIR = fileURLToPath(new URL("../../../examples/clinhallu/", import.meta.url));
-const GOLD = path.join(DIR, "gold_cot.jsonl");
-const IMAGES = path.join(DIR, "images");
 const servers = useScriptedServers();
 const tmp = useTempDir("medmmv-stagewise-resume-");
-let items: EvalItem[];
-beforeAll(async () => {
-  items = await readItems("clinhallu", GOLD, { imagesDir: IMAGES });
-});
+const fixture = useClinhalluItems();
 
 /** Model calls whose results a record holds: trace attempts, judge-made answer verdicts, judge-made stage verdicts. */
 function paidFor(r: ResultRecord): number {
@@ -51,7 +43,7 @@ describe("stage-wise runs resume without re-paying finished calls", () => {
     const config = servers.config({ MEDMMV_LLM_BACKOFF_BASE_MS: "5" });
     const opts = { dataset: "clinhallu", input: GOLD, images: IMAGES, method: "stagewise" as const, concurrency: 2 };
 
-    servers.model.setScenario(stagewiseScenario(items));
+    servers.model.setScenario(stagewiseScenario(fixture()));
     const whole = await runEval({ ...opts, out: path.join(tmp(), "whole") }, { config, progress: null });
     const uninterrupted = servers.model.stats().total;
     expect(uninterrupted).toBe(56);
@@ -60,7 +52,7 @@ describe("stage-wise runs resume without re-paying finished calls", () => {
       const out = path.join(tmp(), `killed-${killAt}`);
       servers.model.reset();
       const ctrl = new AbortController();
-      servers.model.setScenario(killingAt(stagewiseScenario(items), killAt, ctrl));
+      servers.model.setScenario(killingAt(stagewiseScenario(fixture()), killAt, ctrl));
       const first = await runEval({ ...opts, out }, { config, signal: ctrl.signal, progress: null });
       expect(first.interrupted).toBe(true);
       await until(() => (servers.model.stats().inFlight === 0 ? true : undefined), 10_000, "the killed run's calls to end");
@@ -72,7 +64,7 @@ describe("stage-wise runs resume without re-paying finished calls", () => {
       expect(session1).toBeGreaterThanOrEqual(saved);
 
       servers.model.reset();
-      servers.model.setScenario(stagewiseScenario(items));
+      servers.model.setScenario(stagewiseScenario(fixture()));
       const second = await runEval({ ...opts, out, resume: true }, { config, progress: null });
       expect(servers.model.stats().total).toBe(uninterrupted - saved);
       expect(second.summary.failed).toBe(0);

@@ -1,29 +1,20 @@
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { beforeAll, describe, expect, it } from "vitest";
-import type { EvalItem } from "../../../src/eval/datasets/types.js";
+import { describe, expect, it } from "vitest";
 import { runEval, type EvalRunOptions } from "../../../src/eval/runner.js";
 import { readResults, type ResultRecord } from "../../../src/eval/results-file.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 import { stagewiseScenario, type StagewiseBehaviour } from "../../support/stagewise-scenario.js";
 import { useTempDir } from "../datasets/dataset-kit.js";
-import { readItems } from "../eval-fixtures.js";
+import { GOLD, IMAGES, TRACES, useClinhalluItems } from "./clinhallu-fixture.js";
 
-const DIR = fileURLToPath(new URL("../../../examples/clinhallu/", import.meta.url));
-const GOLD = path.join(DIR, "gold_cot.jsonl");
-const TRACES = path.join(DIR, "model_cot.jsonl");
-const IMAGES = path.join(DIR, "images");
 
 const servers = useScriptedServers();
 const tmp = useTempDir("medmmv-stagewise-");
-let items: EvalItem[];
+const fixture = useClinhalluItems();
 let n = 0;
-beforeAll(async () => {
-  items = await readItems("clinhallu", GOLD, { imagesDir: IMAGES });
-});
 
 function scenario(b: StagewiseBehaviour = {}) {
-  const s = stagewiseScenario(items, b);
+  const s = stagewiseScenario(fixture(), b);
   servers.model.setScenario(s);
   return s;
 }
@@ -35,7 +26,7 @@ async function run(opts: Partial<EvalRunOptions> = {}) {
   return { ...r, records: new Map<string, ResultRecord>(records.map((x) => [x.id, x])) };
 }
 
-const ref = (id: string) => items.find((x) => x.id === id)!.stagewise!.reference!;
+const ref = (id: string) => fixture().find((x) => x.id === id)!.stagewise!.reference!;
 
 describe("--method stagewise against the scripted model", () => {
   it("a model that reproduces the reference stages and the gold answer: Acc 100 %, H = 0, ΔAcc = 0", async () => {
