@@ -11,6 +11,15 @@ import { asRecord, readRecords } from "./common.js";
  * `cot_valid`, so a hand-edited file cannot claim a trace valid that is not.
  */
 export async function readClinhalluTraces(file: string): Promise<{ traces: Map<string, ExternalTrace>; unreadable: number }> {
+  try {
+    return await read(file);
+  } catch (err) {
+    if (err instanceof MedmmvError && err.code === "INVALID_INPUT") throw new MedmmvError("INVALID_INPUT", `--traces: ${err.message.replace(/; check --input$/, "")}`, { cause: err });
+    throw err;
+  }
+}
+
+async function read(file: string): Promise<{ traces: Map<string, ExternalTrace>; unreadable: number }> {
   const traces = new Map<string, ExternalTrace>();
   let unreadable = 0;
   for await (const rec of readRecords(file)) {

@@ -1,6 +1,8 @@
 import type { DiagnosisResult } from "../../case/diagnosis-result.js";
 import type { PreparedCase } from "../../case/schema.js";
 import { describeError, MedmmvError } from "../../errors.js";
+import { EvidenceGraph } from "../../evidence/evidence-graph.js";
+import { renderEvidenceForPrompt } from "../../evidence/render-for-prompt.js";
 import type { Pipeline } from "../../graph/pipeline.js";
 import type { PipelineOptions } from "../../graph/state.js";
 import { UsageMeter } from "../../llm/usage.js";
@@ -22,7 +24,10 @@ export function medmmvMethod(pipeline: Pipeline, options: PipelineOptions, opts:
       try {
         const { result } = await pipeline.run(c, options, { signal });
         const out = fromDiagnosis(result);
-        if (opts.steps) out.steps = (result.path?.steps ?? []).map((s) => ({ text: s.text, stage: s.stage }));
+        if (opts.steps) {
+          out.steps = (result.path?.steps ?? []).map((s) => ({ text: s.text, stage: s.stage }));
+          out.evidence = renderEvidenceForPrompt(EvidenceGraph.import(result.evidenceGraph), { maxChars: 8000 });
+        }
         return out;
       } catch (err) {
         if (signal.aborted) throw err instanceof MedmmvError ? err : new MedmmvError("ABORTED", "eval cancelled", { cause: err });

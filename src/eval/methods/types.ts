@@ -13,6 +13,8 @@ export type MethodOutput = Pick<ResultRecord, "status" | "answer" | "usage" | "c
   correct?: boolean;
   /** The final path's steps with their stage tags (MedMMV, staged CoT), for --stage-judge. */
   steps?: Array<{ text: string; stage: "visual" | "knowledge" | "reasoning" }>;
+  /** The selected path's evidence subgraph rendered for a prompt (MedMMV, for --stage-judge). */
+  evidence?: string;
 };
 
 /**

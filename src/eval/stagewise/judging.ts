@@ -84,7 +84,7 @@ export async function judgeStages(
   deps: AgentDeps,
   ctx: CallContext,
   c: PreparedCase,
-  input: { gold: GoldAnswer; reference: StageTrace | null; candidate: StageTrace; stages: readonly StageKey[]; judged: StageJudgments },
+  input: { gold: GoldAnswer; reference: StageTrace | null; candidate: StageTrace; stages: readonly StageKey[]; judged: StageJudgments; evidence?: string },
   /** Called after each verdict (the caller checkpoints it, so a killed run does not pay for it again). */
   onJudged: () => Promise<void> = async () => undefined,
 ): Promise<void> {
@@ -101,7 +101,10 @@ export async function judgeStages(
               stage,
               candidate: text,
               reference: input.reference?.[stage].trim() || "(empty)",
-              support: stage === "visual" ? "Not used for the visual step: the image(s) are the evidence." : supportContext(input.reference, input.candidate),
+              support:
+                stage === "visual"
+                  ? "Not used for the visual step: the image(s) are the evidence."
+                  : supportContext(input.reference, input.candidate) + (input.evidence ? `\nThe evidence graph the method built for its answer:\n${input.evidence}` : ""),
               groundTruth: groundTruthText(input.gold),
             });
             j = { hallucinated: r.hallucinated === 1 ? 1 : 0, reason: r.reason, by: "judge" };

@@ -39,7 +39,8 @@ function fromRecord(r: ResultRecord): MethodOutput {
 /**
  * `--stage-judge`: run a method (MedMMV, or CoT asked for stage-tagged steps), then judge its
  * final path on ClinHallu's scale — the steps grouped by stage, each group judged against
- * the item's reference stage where one exists, else against the case alone. A stage the
+ * the item's reference stage where one exists, else against the case alone; MedMMV's
+ * knowledge and reasoning judges also see the evidence graph its path rests on. A stage the
  * path has no step for is not judged (a text-only case has no visual step), so the rates
  * count paths that have that stage. The method's output is checkpointed first: judging
  * resumes without running the method again.
@@ -61,7 +62,9 @@ export function stageJudgeMethod(inner: EvalMethod, deps: AgentDeps, prices: Pri
         out = await inner.run(c, signal);
         if (out.status === "failed") return out;
         state = { format: "path", hasReference: (rc.item.stagewise?.reference ?? null) !== null, trace: pathTrace(out.steps ?? [], out.answer), judged: {}, replacements: {}, methodStatus: out.status };
+        if (out.evidence) state.evidence = out.evidence;
         out = { ...out, stagewise: state };
+        delete out.evidence;
         await rc.checkpoint(out);
       }
       const meter = new UsageMeter(prices);
@@ -71,11 +74,12 @@ export function stageJudgeMethod(inner: EvalMethod, deps: AgentDeps, prices: Pri
       try {
         await Promise.all([
           judgeAnswer(deps, ctx, c, rc.item.gold, trace),
-          judgeStages(deps, ctx, c, { gold: rc.item.gold, reference: rc.item.stagewise?.reference ?? null, candidate: trace.stages, stages: present, judged: state.judged }),
+          judgeStages(deps, ctx, c, { gold: rc.item.gold, reference: rc.item.stagewise?.reference ?? null, candidate: trace.stages, stages: present, judged: state.judged, evidence: state.evidence }),
         ]);
       } catch (err) {
         throw err instanceof MedmmvError ? err : new MedmmvError("ABORTED", "eval cancelled", { cause: err });
       }
+      delete state.evidence;
       const final: MethodOutput = { ...out, stagewise: state, usage: addUsage(out.usage, meter.snapshot(Date.now() - started)) };
       delete final.steps;
       return final;

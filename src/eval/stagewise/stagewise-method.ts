@@ -86,7 +86,8 @@ export function stagewiseMethod(deps: AgentDeps, prices: Prices, o: StagewiseOpt
         const answerThenSave = async (t: JudgedTrace) => {
           if (!t.valid || t.answerCorrect !== null) return;
           await judgeAnswer(deps, ctx, c, item.gold, t);
-          await save();
+          // A letter match cost nothing: no checkpoint line for it.
+          if (t.answerBy === "judge") await save();
         };
         const baseline = async () => {
           await Promise.all([answerThenSave(trace), judgeStages(deps, ctx, c, { gold: item.gold, reference, candidate: trace.stages, stages: JUDGED_STAGES.baseline, judged: state.judged }, save)]);

@@ -62,6 +62,8 @@ export interface StagewiseRecord {
   replacements: Partial<Record<ReplacementKey, ReplacementRun>>;
   /** --stage-judge: the judged method's own status, kept while its stages are judged. */
   methodStatus?: "completed" | "abstained";
+  /** --stage-judge on MedMMV: its path's evidence, the knowledge and reasoning judges' context (dropped when judging ends). */
+  evidence?: string;
 }
 
 /** Which stages ClinHallu's step judge scores per target (TARGET_STEP_MAP). */

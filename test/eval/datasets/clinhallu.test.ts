@@ -106,5 +106,6 @@ describe("--traces model_cot.jsonl", () => {
     const empty = path.join(tmp(), "empty.jsonl");
     await writeFile(empty, "\n");
     await expect(collect(getAdapter("clinhallu").read(GOLD, { imagesDir: IMAGES, tracesFile: empty }))).rejects.toThrow(/no readable model_cot/);
+    await expect(collect(getAdapter("clinhallu").read(GOLD, { tracesFile: path.join(tmp(), "absent.jsonl") }))).rejects.toThrow(/^--traces: cannot read dataset file .*absent\.jsonl \(ENOENT\)$/);
   });
 });

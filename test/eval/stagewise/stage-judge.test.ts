@@ -47,7 +47,12 @@ describe("--stage-judge puts CoT and MedMMV on ClinHallu's scale", () => {
   it("MedMMV: its final path's steps by stage; a stage the path lacks is not judged; the HD counts stay beside", async () => {
     const base = stagewiseScenario(fixture());
     const clinical = clinicalScenario({});
-    servers.model.setScenario({ ...clinical, agents: { ...clinical.agents, "stage-judge": base.agents["stage-judge"]!, "answer-judge": base.agents["answer-judge"]! } });
+    const withEvidence: boolean[] = [];
+    const judge = (req: ScriptedRequest) => {
+      withEvidence.push(/The evidence graph the method built for its answer:\nEvidence graph: \d+ active nodes/.test(req.text));
+      return (base.agents["stage-judge"] as (r: ScriptedRequest) => unknown)(req);
+    };
+    servers.model.setScenario({ ...clinical, agents: { ...clinical.agents, "stage-judge": judge, "answer-judge": base.agents["answer-judge"]! } });
     const { summary, records } = await run({ method: "medmmv", pipeline: { k: 2 } });
     expect(summary.failed).toBe(0);
     expect(summary.label).toBe("medmmv + stage judge");
@@ -55,6 +60,9 @@ describe("--stage-judge puts CoT and MedMMV on ClinHallu's scale", () => {
     expect(summary.stagewise).toMatchObject({ format: "path", hV: null, hK: 1, hR: 1 });
     expect(base.stageJudgeCalls.map((c) => c.stage).sort()).toEqual([...Array(4).fill("knowledge"), ...Array(4).fill("reasoning")]);
     expect(records.every((r) => r.stagewise?.judged.visual === undefined && r.hallucinations !== undefined && r.cu !== null)).toBe(true);
+    // The knowledge and reasoning judges see the evidence graph of the selected path; the final records do not keep it.
+    expect(withEvidence).toEqual(Array(8).fill(true));
+    expect(records.every((r) => r.stagewise?.evidence === undefined)).toBe(true);
     expect(summary.models).toMatchObject({ judge: "scripted-judge" });
   });
 
