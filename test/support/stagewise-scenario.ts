@@ -26,6 +26,13 @@ export interface StagewiseBehaviour {
   answerJudge?: (it: EvalItem, prediction: string, groundTruth: string) => 0 | 1 | "fail";
 }
 
+export interface TraceCall {
+  item: string;
+  images: number;
+  /** The prompt asked for the text-only variant of the visual stage. */
+  textOnly: boolean;
+}
+
 export interface StageJudgeCall {
   item: string;
   stage: StageKey;
@@ -38,7 +45,7 @@ const norm = (s: string) => s.trim().toLowerCase().replace(/[.,;:!?]+$/, "");
 /** Message content that is not JSON: the client re-asks, then gives up (LLM_BAD_OUTPUT). */
 const INVALID = "not json at all";
 
-export function stagewiseScenario(items: readonly EvalItem[], b: StagewiseBehaviour = {}): Scenario & { stageJudgeCalls: StageJudgeCall[] } {
+export function stagewiseScenario(items: readonly EvalItem[], b: StagewiseBehaviour = {}): Scenario & { stageJudgeCalls: StageJudgeCall[]; traceCalls: TraceCall[] } {
   const byQuestion = new Map(items.map((it) => [it.case.question, it]));
   const itemOf = (req: ScriptedRequest): EvalItem => {
     const q = /Question:\n([^\n]*)/.exec(req.text)?.[1] ?? "";
@@ -51,7 +58,9 @@ export function stagewiseScenario(items: readonly EvalItem[], b: StagewiseBehavi
     return it.stagewise.reference;
   };
   const attempts = new Map<string, number>();
-  const traceOf = (it: EvalItem) => {
+  const traceCalls: TraceCall[] = [];
+  const traceOf = (it: EvalItem, req: ScriptedRequest) => {
+    traceCalls.push({ item: it.id, images: req.images.length, textOnly: req.text.includes("there is no image: describe the visual features that would typically be expected") });
     const n = attempts.get(it.id) ?? 0;
     attempts.set(it.id, n + 1);
     return b.trace ? b.trace(it, n) : ref(it);
@@ -70,12 +79,13 @@ export function stagewiseScenario(items: readonly EvalItem[], b: StagewiseBehavi
   return {
     name: "stagewise",
     stageJudgeCalls,
+    traceCalls,
     agents: {
       "stagewise-trace": (req: ScriptedRequest) => {
-        const t = traceOf(itemOf(req));
+        const t = traceOf(itemOf(req), req);
         return { visualRecognition: t.visual, knowledgeRecall: t.knowledge, reasoning: t.reasoning, answer: t.answer };
       },
-      "stagewise-trace-text": (req: ScriptedRequest) => ({ trace: `Here is my analysis.\n${renderTrace(traceOf(itemOf(req)))}` }),
+      "stagewise-trace-text": (req: ScriptedRequest) => ({ trace: `Here is my analysis.\n${renderTrace(traceOf(itemOf(req), req))}` }),
       "stagewise-continue": continuation,
       "answer-judge": (req: ScriptedRequest) => {
         const it = itemOf(req);

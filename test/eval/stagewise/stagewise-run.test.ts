@@ -40,6 +40,13 @@ describe("--method stagewise against the scripted model", () => {
     // One trace and three continuations per item; 3 + 2 + 2 + 1 stage verdicts; MC answers by letter, the two open ones judged 4 times each.
     const calls = servers.model.stats().byAgent;
     expect(calls).toEqual({ "stagewise-trace": 4, "stagewise-continue": 12, "stage-judge": 32, "answer-judge": 8 });
+    // The item without images gets ClinHallu's text-only variant; the others their image.
+    expect(s.traceCalls.map((c) => [c.item, c.images, c.textOnly]).sort()).toEqual([
+      ["original_index:0", 1, false],
+      ["original_index:1", 1, false],
+      ["source_id:SYN-MM-1", 1, false],
+      ["source_id:SYN-Text-2", 0, true],
+    ]);
     // Images go to the visual-stage judge only (the text-only item has none).
     for (const c of s.stageJudgeCalls) expect(c.images).toBe(c.stage === "visual" && c.item !== "source_id:SYN-Text-2" ? 1 : 0);
     // Judges on the judge role at temperature 0; traces on the executor.
