@@ -1,4 +1,4 @@
-import { open, readFile, truncate, type FileHandle } from "node:fs/promises";
+import { open, readFile, rename, truncate, type FileHandle } from "node:fs/promises";
 import type { Usage } from "../case/diagnosis-result.js";
 import { MedmmvError } from "../errors.js";
 import type { GoldAnswer } from "./datasets/types.js";
@@ -114,6 +114,25 @@ export async function readResults(file: string): Promise<ReadResults> {
     else tornTail = true;
   }
   return { records: [...byKey.values()], lines, invalidLines, tornTail };
+}
+
+/**
+ * Rewrite the file with only the last record of each (id, run), in order of first
+ * appearance: what readResults returns, so nothing a reader sees changes. For runs whose
+ * items checkpoint their phases (stage-wise), which leave many superseded lines behind.
+ * Written to a temporary file, synced, then renamed over the original.
+ */
+export async function compactResults(file: string): Promise<void> {
+  const { records } = await readResults(file);
+  const tmp = `${file}.${process.pid}.compact`;
+  const handle = await open(tmp, "w");
+  try {
+    for (const r of records) await handle.write(JSON.stringify(r) + "\n");
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+  await rename(tmp, file);
 }
 
 /**

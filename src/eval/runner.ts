@@ -21,7 +21,7 @@ import { METHOD_NAMES, NO_HALLUCINATIONS, type EvalMethod, type MethodName, type
 import { ProgressReporter, type ProgressSink, type ProgressState } from "./progress.js";
 import { buildRaters, rateOutput, type Rater } from "./raters.js";
 import { buildSummary, SUMMARY_JSON, SUMMARY_MD, summaryMarkdown, type EvalSummary } from "./report.js";
-import { readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
+import { compactResults, readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
 import { selectItems } from "./sampling.js";
 import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
@@ -238,6 +238,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   setMaxListeners(0, signal);
   let fatal: unknown = null;
   let written = 0;
+  let checkpoints = 0;
 
   const writer = await ResultsWriter.open(resultsPath);
   // Every model client of this run shares the pipeline's limiter, which hears each 429.
@@ -313,6 +314,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
       checkpoint: async (partial: MethodOutput) => {
         const r = { ...finish(partial, attempts), status: "failed" as const, correct: false };
         await writer.append(r);
+        checkpoints++;
         partials.set(key, r);
       },
     };
@@ -376,6 +378,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     await writer.close();
   }
   if (fatal) throw fatal instanceof MedmmvError ? fatal : new MedmmvError("STORE_FAILED", `writing ${resultsPath} failed: ${describeError(fatal).message}`, { cause: fatal });
+  // Phase checkpoints are superseded once their items finish: keep the file to one line per item-run.
+  if (checkpoints > 0 && !signal.aborted) await compactResults(resultsPath);
 
   const { records } = await readResults(resultsPath);
   const inPlan = records.filter((r) => planned.has(recordKey(r.id, r.run)));

@@ -73,7 +73,19 @@ export function stagewiseMethod(deps: AgentDeps, prices: Prices, o: StagewiseOpt
           ...extra,
         };
       };
-      const save = () => rc.checkpoint(output("failed", { error: { code: "INCOMPLETE", message: "stage-wise phases unfinished" } }));
+      // Checkpoints coalesce: verdicts that arrive while one is being written (and synced) go
+      // into the next line together, which holds the state as it is when that write starts.
+      let chain: Promise<void> = Promise.resolve();
+      let queued = false;
+      const save = (): Promise<void> => {
+        if (queued) return chain;
+        queued = true;
+        chain = chain.then(() => {
+          queued = false;
+          return rc.checkpoint(output("failed", { error: { code: "INCOMPLETE", message: "stage-wise phases unfinished" } }));
+        });
+        return chain;
+      };
       const gen = { format: o.format, temperature: o.temperature, retries: o.retries };
       try {
         if (!state.trace) {
