@@ -46,7 +46,8 @@ const norm = (s: string) => s.trim().toLowerCase().replace(/[.,;:!?]+$/, "");
 const INVALID = "not json at all";
 
 export function stagewiseScenario(items: readonly EvalItem[], b: StagewiseBehaviour = {}): Scenario & { stageJudgeCalls: StageJudgeCall[]; traceCalls: TraceCall[] } {
-  const byQuestion = new Map(items.map((it) => [it.case.question, it]));
+  // Keyed by the question's first line: the case block shows the question from there on.
+  const byQuestion = new Map(items.map((it) => [it.case.question.split("\n")[0]!, it]));
   const itemOf = (req: ScriptedRequest): EvalItem => {
     const q = /Question:\n([^\n]*)/.exec(req.text)?.[1] ?? "";
     const it = byQuestion.get(q);

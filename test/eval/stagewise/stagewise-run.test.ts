@@ -4,7 +4,9 @@ import { runEval, type EvalRunOptions } from "../../../src/eval/runner.js";
 import { readResults, type ResultRecord } from "../../../src/eval/results-file.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 import { stagewiseScenario, type StagewiseBehaviour } from "../../support/stagewise-scenario.js";
+import type { EvalItem } from "../../../src/eval/datasets/types.js";
 import { useTempDir } from "../datasets/dataset-kit.js";
+import { readItems, SAMPLES } from "../eval-fixtures.js";
 import { GOLD, IMAGES, TRACES, useClinhalluItems } from "./clinhallu-fixture.js";
 
 
@@ -143,6 +145,19 @@ describe("--method stagewise against the scripted model", () => {
     expect(r.judged.knowledge).toEqual({ hallucinated: 1, reason: "empty [Knowledge Recall] step", by: "empty" });
     expect(s.stageJudgeCalls.filter((c) => c.item === "original_index:1").map((c) => c.stage).sort()).toEqual(["reasoning", "visual"]);
     expect(servers.model.stats().byAgent["stagewise-continue"]).toBeUndefined();
+  });
+
+  it("on a dataset without reference traces: no replacement runs, stages judged against the case alone", async () => {
+    const input = path.join(SAMPLES, "medqa.jsonl");
+    const medqa = await readItems("medqa", input);
+    const trace = (it: EvalItem) => ({ visual: "No image is given for this vignette.", knowledge: "Relevant textbook knowledge for the question.", reasoning: "Weighing the vignette points to one option.", answer: `${it.gold.option}. ${it.gold.text}` });
+    const s = stagewiseScenario(medqa, { trace, stageJudge: (_it, _stage, _c, reference) => (reference === "(empty)" ? 0 : 1) });
+    servers.model.setScenario(s);
+    const { summary } = await run({ dataset: "medqa", input, images: undefined });
+    expect(summary.failed).toBe(0);
+    expect(summary.stagewise).toMatchObject({ acc: 1, hV: 0, hK: 0, hR: 0, rep: {}, hFrom: { hV: "baseline" } });
+    expect(servers.model.stats().byAgent["stagewise-continue"]).toBeUndefined();
+    expect(s.stageJudgeCalls).toHaveLength(3 * medqa.length);
   });
 
   it("--traces judges another system's model_cot.jsonl: no generation, H from the baseline traces", async () => {
