@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, type ChildProcess } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -7,7 +7,11 @@ import type { EvalItem } from "../../src/eval/datasets/types.js";
 import type { EvalSummary } from "../../src/eval/report.js";
 import { useScriptedServers } from "../support/scripted-servers-fixture.js";
 import { stagewiseScenario } from "../support/stagewise-scenario.js";
+import { readResults } from "../../src/eval/results-file.js";
+import type { ScriptedRequest } from "../support/scripted-openai-server.js";
+import { until } from "../support/until.js";
 import { useTempDir } from "../eval/datasets/dataset-kit.js";
+import { paidFor } from "../eval/stagewise/clinhallu-fixture.js";
 import { readItems } from "../eval/eval-fixtures.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -20,14 +24,15 @@ beforeAll(async () => {
   items = await readItems("clinhallu", path.join(ROOT, GOLD), { imagesDir: path.join(ROOT, IMAGES) });
 });
 
-/** The command as a researcher types it, configured by its environment alone. */
-function medmmv(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+/** The command as a researcher types it, configured by its environment alone; `started` gets the child. */
+function medmmv(args: string[], started?: (child: ChildProcess) => void): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(OPENAI_|MEDMMV_|TAVILY_)/.test(k)));
   Object.assign(env, { OPENAI_BASE_URL: servers.model.baseUrl, OPENAI_API_KEY: "k", MEDMMV_MODEL: "scripted", MEDMMV_JUDGE_MODEL: "scripted-judge", MEDMMV_CACHE: "off", MEDMMV_LOG_LEVEL: "silent" });
   return new Promise((resolve) => {
-    execFile(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: ROOT, env, timeout: 120_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, stdout, stderr });
+    const child = execFile(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: ROOT, env, timeout: 120_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === "number" ? err.code : null) : 0, signal: err?.signal ?? null, stdout, stderr });
     });
+    started?.(child);
   });
 }
 
@@ -52,6 +57,38 @@ describe("medmmv eval --dataset clinhallu --method stagewise (CLI)", () => {
     expect(rep.stdout).toMatch(/\| structured \| stagewise \(structured, rep V,K,VK\) \| clinhallu \| +100\.0 \| +\+0\.0 \| +\+0\.0 \| +\+0\.0 \|/);
     expect(rep.stdout).toMatch(/\| text +\| stagewise \(text, rep K,VK\) +\| clinhallu \| +100\.0 \| +- \| +\+0\.0 \| +\+0\.0 \|/);
     expect(rep.stdout).toContain("### Fix and Break (paper Eq. 15)");
+  });
+
+  it("kill -9 mid-run, --resume: the resumed process pays only for what the checkpoints on disk lack", async () => {
+    const out = path.join(tmp(), "killed");
+    const base = stagewiseScenario(items);
+    let child: ChildProcess | undefined;
+    let seen = 0;
+    servers.model.setScenario({
+      ...base,
+      agents: Object.fromEntries(
+        Object.entries(base.agents).map(([name, script]) => [
+          name,
+          (req: ScriptedRequest) => {
+            if (++seen === 20) child?.kill("SIGKILL");
+            return (script as (r: ScriptedRequest) => unknown)(req);
+          },
+        ]),
+      ),
+    });
+    const args = ["eval", "--dataset", "clinhallu", "--input", GOLD, "--images", IMAGES, "--method", "stagewise", "--concurrency", "2", "--out", out];
+    const killed = await medmmv(args, (c) => (child = c));
+    expect(killed.signal).toBe("SIGKILL");
+    await until(() => (servers.model.stats().inFlight === 0 ? true : undefined), 10_000, "the killed run's calls to end");
+    const saved = (await readResults(path.join(out, "results.jsonl"))).records.reduce((n, r) => n + paidFor(r), 0);
+    expect(saved).toBeGreaterThan(0);
+    servers.model.reset();
+    servers.model.setScenario(stagewiseScenario(items));
+    const resumed = await medmmv([...args, "--resume"]);
+    expect(resumed.code).toBe(0);
+    expect(servers.model.stats().total).toBe(56 - saved);
+    const s = JSON.parse(await readFile(path.join(out, "summary.json"), "utf8")) as EvalSummary;
+    expect(s.stagewise).toMatchObject({ acc: 1, hV: 0, hK: 0, hR: 0, records: 4 });
   });
 
   it("bad stage-wise flags are usage errors that say what to fix", async () => {

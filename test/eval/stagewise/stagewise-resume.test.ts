@@ -1,27 +1,17 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { runEval } from "../../../src/eval/runner.js";
-import { readResults, type ResultRecord } from "../../../src/eval/results-file.js";
-import type { JudgedTrace, StageJudgments } from "../../../src/eval/stagewise/types.js";
+import { readResults } from "../../../src/eval/results-file.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 import type { Scenario, ScriptedRequest } from "../../support/scripted-openai-server.js";
 import { stagewiseScenario } from "../../support/stagewise-scenario.js";
 import { until } from "../../support/until.js";
 import { useTempDir } from "../datasets/dataset-kit.js";
-import { GOLD, IMAGES, useClinhalluItems } from "./clinhallu-fixture.js";
+import { GOLD, IMAGES, paidFor, useClinhalluItems } from "./clinhallu-fixture.js";
 
 const servers = useScriptedServers();
 const tmp = useTempDir("medmmv-stagewise-resume-");
 const fixture = useClinhalluItems();
-
-/** Model calls whose results a record holds: trace attempts, judge-made answer verdicts, judge-made stage verdicts. */
-function paidFor(r: ResultRecord): number {
-  const sw = r.stagewise;
-  if (!sw?.trace) return 0;
-  const trace = (t: JudgedTrace) => t.attempts + (t.answerBy === "judge" && t.answerCorrect !== null ? 1 : 0);
-  const judged = (j: StageJudgments) => Object.values(j).filter((v) => v.by === "judge").length;
-  return trace(sw.trace) + judged(sw.judged) + Object.values(sw.replacements).reduce((n, x) => n + trace(x.trace) + judged(x.judged), 0);
-}
 
 /** The scenario, with the run's signal aborted when the model receives its n-th call (a kill mid-run). */
 function killingAt(base: Scenario, n: number, ctrl: AbortController): Scenario {
