@@ -1,5 +1,6 @@
 import { MedmmvError } from "../../errors.js";
-import type { ExternalTrace, ItemStagewise } from "../stagewise/types.js";
+import { STAGE_HEADERS } from "../stagewise/trace-parser.js";
+import { STAGES, type ExternalTrace, type ItemStagewise } from "../stagewise/types.js";
 import { clinhalluSampleId, traceFromCot } from "./clinhallu-records.js";
 import { readClinhalluTraces } from "./clinhallu-traces.js";
 import { ReadContext, asRecord, goldYesNo, itemError, readRecords, strataFrom, text } from "./common.js";
@@ -109,6 +110,9 @@ export function clinhalluAdapter(): DatasetAdapter {
       if (reference === null) {
         withoutReference++;
         warnings.push("no gold_cot: no reference trace (no replacements; stages are judged against the case alone)");
+      } else {
+        const empty = STAGES.filter((s) => reference[s] === "").map((s) => STAGE_HEADERS[s]);
+        if (empty.length) warnings.push(`gold_cot has no text for ${empty.join(", ")}: that reference stage reads "(empty)"`);
       }
       const stagewise: ItemStagewise = { reference };
       if (traces) {

@@ -52,7 +52,7 @@ describe("clinhallu adapter (gold_cot.jsonl)", () => {
       { question: "q4?", answer: "x", question_type: "free", source_id: "S4" },
       { answer: "x", question_type: "open_ended", source_id: "S5" },
       { question: "q6?", answer: "no", question_type: "yes_no", gold_cot: "not an object", source_id: "S6" },
-      { question: "q7?", answer: "B. b", question_type: "multiple_choice", options: ["A. a", "B. b"] },
+      { question: "q7?", answer: "B. b", question_type: "multiple_choice", options: ["A. a", "B. b"], gold_cot: { visual_recognition: { text: "v v v" }, reasoning: { text: "r r r", answer: "B. b" } } },
     ];
     await writeFile(f, rows.map((r) => JSON.stringify(r)).join("\n") + "\nnot json\n");
     const out = await collect(getAdapter("clinhallu").read(f, {}));
@@ -62,6 +62,8 @@ describe("clinhallu adapter (gold_cot.jsonl)", () => {
     expect(ok[0]!.stagewise?.reference).toBeNull();
     expect(ok[1]!.gold).toEqual({ kind: "choice", option: "B", text: "b" });
     expect(ok[1]!.warnings?.join(" ")).toMatch(/identified by its position/);
+    expect(ok[1]!.stagewise?.reference).toEqual({ visual: "v v v", knowledge: "", reasoning: "r r r", answer: "B. b" });
+    expect(ok[1]!.warnings?.join(" ")).toMatch(/gold_cot has no text for \[Knowledge Recall\]/);
     const errs = out.filter(isItemError).map((e) => e.error.message);
     expect(errs).toHaveLength(6);
     expect(errs.join("\n")).toMatch(/answer_letter "C" is not one of the options A, B/);
