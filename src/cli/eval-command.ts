@@ -168,6 +168,19 @@ async function reportAction(dirs: string[], o: { json?: boolean }): Promise<numb
   }
 }
 
+async function exportTracesAction(dir: string, o: { to: string; run: number }): Promise<number> {
+  try {
+    const { exportTraces } = await import("../eval/stagewise/export-traces.js");
+    const counts = await exportTraces(path.resolve(dir), path.resolve(o.to), o.run);
+    for (const [file, n] of Object.entries(counts)) process.stdout.write(`${path.join(o.to, file)}: ${n} record(s)\n`);
+    return EXIT.ok;
+  } catch (err) {
+    const e = describeError(err);
+    process.stderr.write(`medmmv eval export-traces: ${e.message}\n`);
+    return err instanceof MedmmvError && err.code !== "INTERNAL" ? EXIT.usage : EXIT.failed;
+  }
+}
+
 /** `medmmv eval …` (run a benchmark) and `medmmv eval report DIR…` (compare runs). */
 export function registerEvalCommands(program: Command): void {
   const cmd = program
@@ -208,6 +221,16 @@ export function registerEvalCommands(program: Command): void {
     .option("--stage-judge", "medmmv / cot: judge the final path's steps by stage on ClinHallu's scale (H_V, H_K, H_R)")
     .action(async (opts: EvalCliOptions) => {
       process.exitCode = await evalAction(opts);
+    });
+
+  cmd
+    .command("export-traces")
+    .description("write a stagewise run's traces as ClinHallu files (model_cot.jsonl, replace/replace_{vr,kr,vr_kr}.jsonl)")
+    .argument("<dir>", "an eval --out folder of --dataset clinhallu --method stagewise")
+    .requiredOption("--to <dir>", "folder to write them into (ClinHallu's results/<dataset>/eval/<model>/ layout)")
+    .option("--run <r>", "which run of the folder (0)", int(0, 99), 0)
+    .action(async (dir: string, opts: { to: string; run: number }) => {
+      process.exitCode = await exportTracesAction(dir, opts);
     });
 
   cmd

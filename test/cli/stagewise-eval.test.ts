@@ -57,6 +57,14 @@ describe("medmmv eval --dataset clinhallu --method stagewise (CLI)", () => {
     expect(rep.stdout).toMatch(/\| structured \| stagewise \(structured, rep V,K,VK\) \| clinhallu \| +100\.0 \| +\+0\.0 \| +\+0\.0 \| +\+0\.0 \|/);
     expect(rep.stdout).toMatch(/\| text +\| stagewise \(text, rep K,VK\) +\| clinhallu \| +100\.0 \| +- \| +\+0\.0 \| +\+0\.0 \|/);
     expect(rep.stdout).toContain("### Fix and Break (paper Eq. 15)");
+    const exported = path.join(tmp(), "exported");
+    const ex = await medmmv(["eval", "export-traces", b, "--to", exported]);
+    expect(ex.code).toBe(0);
+    expect(ex.stdout).toMatch(/model_cot\.jsonl: 4 record\(s\)/);
+    expect((await readFile(path.join(exported, "model_cot.jsonl"), "utf8")).trim().split("\n")).toHaveLength(4);
+    const notStagewise = await medmmv(["eval", "export-traces", tmp(), "--to", exported]);
+    expect(notStagewise.code).toBe(2);
+    expect(notStagewise.stderr).toMatch(/is not an eval folder/);
   });
 
   it("kill -9 mid-run, --resume: the resumed process pays only for what the checkpoints on disk lack", async () => {

@@ -1,7 +1,9 @@
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { runEval, type EvalRunOptions } from "../../../src/eval/runner.js";
 import { readResults, type ResultRecord } from "../../../src/eval/results-file.js";
+import { exportTraces } from "../../../src/eval/stagewise/export-traces.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 import { stagewiseScenario, type StagewiseBehaviour } from "../../support/stagewise-scenario.js";
 import type { EvalItem } from "../../../src/eval/datasets/types.js";
@@ -158,6 +160,26 @@ describe("--method stagewise against the scripted model", () => {
     expect(summary.stagewise).toMatchObject({ acc: 1, hV: 0, hK: 0, hR: 0, rep: {}, hFrom: { hV: "baseline" } });
     expect(servers.model.stats().byAgent["stagewise-continue"]).toBeUndefined();
     expect(s.stageJudgeCalls).toHaveLength(3 * medqa.length);
+  });
+
+  it("export-traces writes ClinHallu's own files, which read back (--traces) to the same stages", async () => {
+    scenario({ trace: (it) => (it.id === "original_index:1" ? { ...ref(it.id), knowledge: "" } : { ...ref(it.id), reasoning: `${ref(it.id).reasoning} (own words)` }) });
+    const { dir, records } = await run({ stagewise: { retries: 0 } });
+    const to = path.join(tmp(), "exported");
+    expect(await exportTraces(dir, to)).toEqual({ "model_cot.jsonl": 4, "replace/replace_vr.jsonl": 4, "replace/replace_kr.jsonl": 4, "replace/replace_vr_kr.jsonl": 4 });
+    const lines = (await readFile(path.join(to, "model_cot.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const mm = lines.find((l) => l["source_id"] === "SYN-MM-1")!;
+    // The gold record's fields, without its reference trace, plus the model's trace.
+    expect(mm).toMatchObject({ question: expect.stringContaining("smoker"), answer: "C. Lung cancer", answer_letter: "C", cot_valid: true, cot_validation_reason: "OK", cot_meta: { mode: "model", model: "scripted-executor" } });
+    expect(mm["gold_cot"]).toBeUndefined();
+    expect(lines.find((l) => l["original_index"] === 1)).toMatchObject({ cot_valid: false, generation_status: "invalid_cot", cot_validation_reason: "Missing required step: [Knowledge Recall]" });
+    const kr = JSON.parse((await readFile(path.join(to, "replace", "replace_kr.jsonl"), "utf8")).split("\n")[0]!) as Record<string, unknown>;
+    expect(kr).toMatchObject({ experiment: "replace_kr", cot_meta: { mode: "replace_kr", replaced_steps: ["knowledge_recall"], preserved_steps: ["visual_recognition"] } });
+    const back = await readItems("clinhallu", GOLD, { imagesDir: IMAGES, tracesFile: path.join(to, "model_cot.jsonl") });
+    for (const it of back) {
+      const mine = records.get(it.id)!.stagewise!.trace!;
+      expect(it.stagewise!.external).toMatchObject({ stages: mine.stages, valid: mine.valid, validation: mine.validation });
+    }
   });
 
   it("--traces judges another system's model_cot.jsonl: no generation, H from the baseline traces", async () => {
