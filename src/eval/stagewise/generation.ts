@@ -16,19 +16,27 @@ function judgedTrace(stages: StageTrace, raw: string, check: { valid: boolean; r
   return { stages, raw, valid: check.valid, validation: check.reason, attempts, answerCorrect: null, answerReason: "" };
 }
 
+/** Where a generation resumes (an invalid attempt a killed run checkpointed), and where each invalid attempt with re-tries left goes. */
+export interface AttemptHooks {
+  from?: JudgedTrace;
+  onInvalid?: (t: JudgedTrace) => Promise<void>;
+}
+
 /** Ask until the trace is valid or the re-tries are spent; the last attempt is kept either way. */
-async function untilValid(retries: number, attempt: () => Promise<Omit<JudgedTrace, "attempts" | "answerCorrect" | "answerReason">>): Promise<JudgedTrace> {
-  let last: JudgedTrace | null = null;
-  for (let n = 1; n <= 1 + retries; n++) {
+async function untilValid(retries: number, attempt: () => Promise<Omit<JudgedTrace, "attempts" | "answerCorrect" | "answerReason">>, hooks: AttemptHooks = {}): Promise<JudgedTrace> {
+  let last: JudgedTrace | null = hooks.from ? { ...hooks.from } : null;
+  for (let n = (last?.attempts ?? 0) + 1; n <= 1 + retries; n++) {
     const t = await attempt();
     last = { ...t, attempts: n, answerCorrect: null, answerReason: "" };
     if (last.valid) break;
+    if (n < 1 + retries) await hooks.onInvalid?.({ ...last, retrying: true });
   }
+  delete last!.retrying;
   return last!;
 }
 
 /** The baseline trace: one structured call, or ClinHallu's free-text protocol parsed by its rules. */
-export async function generateTrace(deps: AgentDeps, ctx: CallContext, c: PreparedCase, o: GenerationOptions): Promise<JudgedTrace> {
+export async function generateTrace(deps: AgentDeps, ctx: CallContext, c: PreparedCase, o: GenerationOptions, hooks?: AttemptHooks): Promise<JudgedTrace> {
   return untilValid(o.retries, async () => {
     const out = await runStagewiseTrace(deps, ctx, c, { format: o.format, temperature: o.temperature });
     if ("trace" in out) {
@@ -37,7 +45,7 @@ export async function generateTrace(deps: AgentDeps, ctx: CallContext, c: Prepar
     }
     const stages: StageTrace = { visual: out.visualRecognition.trim(), knowledge: out.knowledgeRecall.trim(), reasoning: out.reasoning.trim(), answer: out.answer.trim() };
     return judgedTrace(stages, renderTrace(stages), validateStages(stages), 0);
-  });
+  }, hooks);
 }
 
 /**
@@ -62,6 +70,7 @@ export async function generateReplacement(
   c: PreparedCase,
   input: { setting: ReplacementKey; reference: StageTrace; own: StageTrace },
   o: GenerationOptions,
+  hooks?: AttemptHooks,
 ): Promise<JudgedTrace> {
   const given = givenStages(input.setting, input.reference, input.own);
   const prefix = renderTrace(given, { answer: false });
@@ -79,5 +88,5 @@ export async function generateReplacement(
       answer: out.answer.trim(),
     };
     return judgedTrace(stages, renderTrace(stages), validateStages(stages), 0);
-  });
+  }, hooks);
 }

@@ -88,8 +88,10 @@ export function stagewiseMethod(deps: AgentDeps, prices: Prices, o: StagewiseOpt
       };
       const gen = { format: o.format, temperature: o.temperature, retries: o.retries };
       try {
-        if (!state.trace) {
-          state.trace = external ? fromExternal(item) : await generateTrace(deps, ctx, c, gen);
+        // Invalid attempts with re-tries left are checkpointed too: a resumed run goes on counting.
+        if (!state.trace || state.trace.retrying) {
+          const hooks = { from: state.trace ?? undefined, onInvalid: async (t: JudgedTrace) => ((state.trace = t), save()) };
+          state.trace = external ? fromExternal(item) : await generateTrace(deps, ctx, c, gen, hooks);
           await save();
         }
         const trace = state.trace;
@@ -105,8 +107,10 @@ export function stagewiseMethod(deps: AgentDeps, prices: Prices, o: StagewiseOpt
           await Promise.all([answerThenSave(trace), judgeStages(deps, ctx, c, { gold: item.gold, reference, candidate: trace.stages, stages: JUDGED_STAGES.baseline, judged: state.judged }, save)]);
         };
         const replacement = async (s: ReplacementKey) => {
-          if (!state.replacements[s]) {
-            state.replacements[s] = { trace: await generateReplacement(deps, ctx, c, { setting: s, reference: reference!, own: trace.stages }, gen), judged: {} };
+          const before = state.replacements[s];
+          if (!before || before.trace.retrying) {
+            const hooks = { from: before?.trace, onInvalid: async (t: JudgedTrace) => ((state.replacements[s] = { trace: t, judged: {} }), save()) };
+            state.replacements[s] = { trace: await generateReplacement(deps, ctx, c, { setting: s, reference: reference!, own: trace.stages }, gen, hooks), judged: {} };
             await save();
           }
           const r = state.replacements[s]!;
