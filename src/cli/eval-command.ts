@@ -8,6 +8,7 @@ import { METHOD_NAMES, type MethodName } from "../eval/methods/types.js";
 import type { EvalRunOptions } from "../eval/runner.js";
 import { HYPOTHESIS_KINDS, MAX_SHUFFLES, type HypothesisKind } from "../eval/probes/types.js";
 import { EXIT, intArg as int, listArg as list } from "./cli-args.js";
+import { replaceArg, type StagewiseCliOptions, stagewiseRunOptions } from "./stagewise-options.js";
 
 // The runner, the store and the report are imported when a command runs, so `--help` and
 // the other commands start fast.
@@ -23,7 +24,7 @@ function fieldMap(v: string): JsonlFieldMap {
   return parsed as JsonlFieldMap;
 }
 
-export interface EvalCliOptions {
+export interface EvalCliOptions extends StagewiseCliOptions {
   dataset?: string;
   input?: string;
   images?: string;
@@ -110,6 +111,7 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
     out: o.out,
     hypothesis: o.hypothesis,
     shuffleOptions: o.shuffleOptions,
+    ...stagewiseRunOptions(o),
   };
 }
 
@@ -179,6 +181,19 @@ async function reportAction(dirs: string[], o: { json?: boolean }): Promise<numb
   }
 }
 
+async function exportTracesAction(dir: string, o: { to: string; run: number }): Promise<number> {
+  try {
+    const { exportTraces } = await import("../eval/stagewise/export-traces.js");
+    const counts = await exportTraces(path.resolve(dir), path.resolve(o.to), o.run);
+    for (const [file, n] of Object.entries(counts)) process.stdout.write(`${path.join(o.to, file)}: ${n} record(s)\n`);
+    return EXIT.ok;
+  } catch (err) {
+    const e = describeError(err);
+    process.stderr.write(`medmmv eval export-traces: ${e.message}\n`);
+    return err instanceof MedmmvError && err.code !== "INTERNAL" ? EXIT.usage : EXIT.failed;
+  }
+}
+
 /** `medmmv eval …` (run a benchmark) and `medmmv eval report DIR…` (compare runs). */
 export function registerEvalCommands(program: Command): void {
   const cmd = program
@@ -214,8 +229,23 @@ export function registerEvalCommands(program: Command): void {
     .option("--json", "print summary.json instead of the Markdown summary")
     .addOption(new Option("--hypothesis <kind>", "robustness probe: a clinician's right (-r) or wrong (-w, seeded by --seed) hypothesis before each question, as a confirmation (cq) or rationalisation (rq) query").choices(HYPOTHESIS_KINDS))
     .option("--shuffle-options <n>", "robustness probe: N seeded option orders per item, each its own item id#p1…", int(1, MAX_SHUFFLES))
+    .option("--traces <file>", "clinhallu + stagewise: judge the traces of a ClinHallu model_cot.jsonl instead of generating them")
+    .addOption(new Option("--trace-format <f>", "stagewise: one structured call, or ClinHallu's free-text [Visual Recognition] … [Answer] protocol").choices(["structured", "text"]))
+    .option("--replace <settings>", "stagewise: replacement runs, a list of V, K, VK, or none (default: all three where reference traces exist)", replaceArg)
+    .option("--trace-retries <n>", "stagewise: re-tries of an invalid trace before it is kept as invalid (2)", int(0, 50))
+    .option("--stage-judge", "medmmv / cot: judge the final path's steps by stage on ClinHallu's scale (H_V, H_K, H_R)")
     .action(async (opts: EvalCliOptions) => {
       process.exitCode = await evalAction(opts);
+    });
+
+  cmd
+    .command("export-traces")
+    .description("write a stagewise run's traces as ClinHallu files (model_cot.jsonl, replace/replace_{vr,kr,vr_kr}.jsonl)")
+    .argument("<dir>", "an eval --out folder of --dataset clinhallu --method stagewise")
+    .requiredOption("--to <dir>", "folder to write them into (ClinHallu's results/<dataset>/eval/<model>/ layout)")
+    .option("--run <r>", "which run of the folder (0)", int(0, 99), 0)
+    .action(async (dir: string, opts: { to: string; run: number }) => {
+      process.exitCode = await exportTracesAction(dir, opts);
     });
 
   cmd

@@ -6,6 +6,8 @@ import { readManifest, type RunManifest } from "./manifest.js";
 import { computeMetrics, type EvalMetrics } from "./metrics.js";
 import { readResults, RESULTS_FILE, type ResultRecord } from "./results-file.js";
 import type { SelectionReport } from "./sampling.js";
+import { computeStagewise, type StagewiseSummary } from "./stagewise/metrics.js";
+import { stagewiseMarkdown, stagewiseTables } from "./stagewise/report.js";
 import type { ThrottleStats } from "./throttle.js";
 import { robustnessMarkdown, robustnessRows } from "./probes/robustness-report.js";
 
@@ -44,6 +46,8 @@ export interface EvalSummary extends EvalMetrics {
   startedAt: string | null;
   finishedAt: string;
   version: string;
+  /** ClinHallu stage-wise diagnosis (DESIGN §10), when the records carry it. */
+  stagewise?: StagewiseSummary;
 }
 
 export function buildSummary(
@@ -52,6 +56,7 @@ export function buildSummary(
   extra: Partial<Pick<EvalSummary, "planned" | "complete" | "throttle" | "elapsedMs" | "startedAt">> & { details?: Record<string, unknown>; selection?: SelectionReport | null } = {},
 ): EvalSummary {
   const metrics = computeMetrics(records);
+  const stagewise = computeStagewise(records);
   return {
     schema: "medmmv-eval-summary/1",
     label: manifest.label,
@@ -78,6 +83,7 @@ export function buildSummary(
     startedAt: extra.startedAt ?? null,
     finishedAt: new Date().toISOString(),
     version: VERSION,
+    ...(stagewise ? { stagewise } : {}),
   };
 }
 
@@ -147,6 +153,8 @@ export function summaryMarkdown(s: EvalSummary): string {
       out.push(`### ${k}`, "", markdownTable([k, "n", "accuracy (%)"], cells.map(([v, c]) => [v, String(c.n), pct(c.accuracy)]), ["l", "r", "r"]), "");
     }
   }
+
+  if (s.stagewise) out.push(stagewiseMarkdown(s.label, s.method, s.dataset.name, s.stagewise));
 
   const h = s.hallucinations;
   out.push("## Hallucinations (flagged claims, all HD attempts)", "");
@@ -286,5 +294,7 @@ export function compareSummaries(summaries: readonly EvalSummary[], names: reado
   if (incomplete.length) notes.push(`Incomplete runs: ${incomplete.join(", ")}.`);
   const datasets = new Set(summaries.map((s) => `${s.dataset.name}:${path.basename(s.dataset.input)}`));
   if (datasets.size > 1) notes.push(`Warning: the folders evaluate different inputs (${[...datasets].join(", ")}).`);
-  return [markdownTable(header, body, ["l", ...names.map(() => "r" as const)]), "", ...notes].join("\n");
+  const staged = summaries.flatMap((s, i) => (s.stagewise ? [{ name: names[i]!, label: s.label, dataset: s.dataset.name, stagewise: s.stagewise }] : []));
+  const stagewise = staged.length ? ["", "## Stage-wise diagnosis (ClinHallu)", "", stagewiseTables(staged)] : [];
+  return [markdownTable(header, body, ["l", ...names.map(() => "r" as const)]), "", ...notes, ...stagewise].join("\n");
 }

@@ -1,8 +1,9 @@
-import { open, readFile, truncate, type FileHandle } from "node:fs/promises";
+import { open, readFile, rename, truncate, type FileHandle } from "node:fs/promises";
 import type { Usage } from "../case/diagnosis-result.js";
 import { MedmmvError } from "../errors.js";
 import type { GoldAnswer } from "./datasets/types.js";
 import type { HypothesisRecord, PermutationRecord } from "./probes/types.js";
+import type { StagewiseRecord } from "./stagewise/types.js";
 
 export const RESULTS_FILE = "results.jsonl";
 
@@ -49,6 +50,10 @@ export interface ResultRecord {
   /** Robustness probes (DESIGN §12): the clinician's statement the case carried, the option order it was shown. */
   hypothesis?: HypothesisRecord;
   permutation?: PermutationRecord;
+  /** ClinHallu stage-wise diagnosis (DESIGN §10): the trace, its stage verdicts and the replacement runs. */
+  stagewise?: StagewiseRecord;
+  /** The final path's steps with their stage tags (kept on a --stage-judge checkpoint, so judging resumes without re-running the method). */
+  steps?: Array<{ text: string; stage: Stage }>;
   /** How many times the item was run in this session (transient failures are retried). */
   attempts: number;
   finishedAt: string;
@@ -113,6 +118,25 @@ export async function readResults(file: string): Promise<ReadResults> {
     else tornTail = true;
   }
   return { records: [...byKey.values()], lines, invalidLines, tornTail };
+}
+
+/**
+ * Rewrite the file with only the last record of each (id, run), in order of first
+ * appearance: what readResults returns, so nothing a reader sees changes. For runs whose
+ * items checkpoint their phases (stage-wise), which leave many superseded lines behind.
+ * Written to a temporary file, synced, then renamed over the original.
+ */
+export async function compactResults(file: string): Promise<void> {
+  const { records } = await readResults(file);
+  const tmp = `${file}.${process.pid}.compact`;
+  const handle = await open(tmp, "w");
+  try {
+    for (const r of records) await handle.write(JSON.stringify(r) + "\n");
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+  await rename(tmp, file);
 }
 
 /**

@@ -21,8 +21,10 @@ import { METHOD_NAMES, NO_HALLUCINATIONS, type EvalMethod, type MethodName, type
 import { ProgressReporter, type ProgressSink, type ProgressState } from "./progress.js";
 import { buildRaters, rateOutput, type Rater } from "./raters.js";
 import { buildSummary, SUMMARY_JSON, SUMMARY_MD, summaryMarkdown, type EvalSummary } from "./report.js";
-import { readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
+import { compactResults, readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
 import { selectItems } from "./sampling.js";
+import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
+import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
 import { AimdGate } from "./throttle.js";
 import { expandProbes, probeConfig, probeLabel } from "./probes/expand-items.js";
 import { HYPOTHESIS_KINDS, type HypothesisKind } from "./probes/types.js";
@@ -54,6 +56,12 @@ export interface EvalRunOptions {
   hypothesis?: HypothesisKind;
   /** Robustness probe: N seeded option orders per item, each its own item `id#p1`…. */
   shuffleOptions?: number;
+  /** --method stagewise (ClinHallu): trace format, replacement settings, re-tries of invalid traces, temperature. */
+  stagewise?: Partial<StagewiseOptions>;
+  /** ClinHallu model_cot.jsonl whose traces are judged instead of generated (--traces). */
+  traces?: string;
+  /** --stage-judge on medmmv / cot: judge the final path's steps by stage, on ClinHallu's scale. */
+  stageJudge?: boolean;
 }
 
 export interface EvalRunDeps {
@@ -142,6 +150,9 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   check(o.hypothesis === undefined || (HYPOTHESIS_KINDS as readonly string[]).includes(o.hypothesis), `unknown hypothesis "${o.hypothesis}"; use one of ${HYPOTHESIS_KINDS.join(", ")}`);
   const probeOpts = { hypothesis: o.hypothesis, shuffleOptions: o.shuffleOptions, seed: o.seed ?? 1 };
   const probes = probeConfig(probeOpts);
+  check(!o.stageJudge || method === "medmmv" || method === "cot", "--stage-judge applies to --method medmmv or cot (stagewise judges its stages anyway)");
+  check(o.traces === undefined || (method === "stagewise" && o.dataset === "clinhallu"), "--traces needs --dataset clinhallu --method stagewise");
+  const sw: StagewiseOptions = { format: "structured", replace: null, retries: 2, temperature: 0.7, ...o.stagewise };
   const adapter = getAdapter(o.dataset);
   const input = path.resolve(o.input);
   const dir = path.resolve(o.out);
@@ -156,6 +167,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   // Self-consistency samples one prompt k times: a response cache would hand back the first sample k times.
   const scDeps: AgentDeps = { ...agentDeps, llm: new LlmClient(config.llm, pipeline.limiter, null, pipeline.llm.clientOptions) };
   const methodFor = (run: number): EvalMethod => {
+    if (method === "stagewise") return stagewiseMethod(agentDeps, config.llm.prices, sw);
+    if (o.stageJudge) return stageJudgeMethod(method === "cot" ? cotMethod(agentDeps, config.llm.prices, { staged: true }) : medmmvMethod(pipeline, { ...popts, seed: popts.seed + run }, { steps: true }), agentDeps, config.llm.prices);
     if (method === "cot") return cotMethod(agentDeps, config.llm.prices);
     if (method === "self-consistency") return selfConsistencyMethod(scDeps, config.llm.prices, { k: popts.k, temperature: popts.rolloutTemperature });
     // Each run its own seed, so `--select random` draws afresh per run.
@@ -172,12 +185,15 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     copBase: o.copBase ?? "auto",
     fieldMap: o.fieldMap ?? null,
     method,
-    label: labelFor(method, popts) + probeLabel(probeOpts),
+    label: (method === "stagewise" ? stagewiseLabel(sw, o.traces !== undefined) : labelFor(method, popts) + (o.stageJudge ? " + stage judge" : "")) + probeLabel(probeOpts),
     runs,
     concurrency,
     selection: { sample: o.sample ?? null, stratify: o.stratify ?? [], seed: o.seed ?? 1, limit: o.limit ?? null },
-    config: { ...methodConfig(method, popts, config), ...(probes ? { probes } : {}) },
-    models: method === "medmmv" ? pipeline.llm.models() : { executor: pipeline.llm.modelFor("executor") },
+    config: {
+      ...(method === "stagewise" ? { structuredOutput: config.llm.structuredOutput, ...sw, traces: o.traces ? path.resolve(o.traces) : null } : { ...methodConfig(method, popts, config), ...(o.stageJudge ? { stageJudge: true } : {}) }),
+      ...(probes ? { probes } : {}),
+    },
+    models: method === "medmmv" ? pipeline.llm.models() : method === "stagewise" || o.stageJudge ? { executor: pipeline.llm.modelFor("executor"), judge: pipeline.llm.modelFor("judge") } : { executor: pipeline.llm.modelFor("executor") },
     raters: raterModels,
     prompts: pipeline.prompts.hashes(promptNames),
     createdAt: new Date().toISOString(),
@@ -200,7 +216,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   await writeJsonAtomic(path.join(dir, MANIFEST_FILE), manifest);
 
   const all: Array<EvalItem | ItemError> = [];
-  for await (const x of adapter.read(input, { imagesDir: o.images, missingImages: o.missingImages, medmcqaCopBase: o.copBase, fieldMap: o.fieldMap })) all.push(x);
+  for await (const x of adapter.read(input, { imagesDir: o.images, missingImages: o.missingImages, medmcqaCopBase: o.copBase, fieldMap: o.fieldMap, tracesFile: o.traces })) all.push(x);
   const details = adapter.describe?.() ?? {};
   const { selected: drawn, report: selection } = selectItems(
     all.map((x) => ({ id: x.id, strata: isItemError(x) ? {} : x.strata, x })),
@@ -212,6 +228,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   if (probes) details["probes"] = { ...probes, notMultipleChoice: probed.skipped };
 
   const done = new Map(existing.records.filter((r) => r.status !== "failed").map((r) => [recordKey(r.id, r.run), r]));
+  // Unfinished phased work (stage-wise checkpoints) a killed run left, by (id, run); updated as this run checkpoints.
+  const partials = new Map(existing.records.filter((r) => r.status === "failed" && (r.stagewise || r.steps)).map((r) => [recordKey(r.id, r.run), r]));
   const planned = new Set<string>();
   const tasks: Array<{ x: EvalItem | ItemError; run: number }> = [];
   for (let run = 0; run < runs; run++)
@@ -236,6 +254,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   setMaxListeners(0, signal);
   let fatal: unknown = null;
   let written = 0;
+  let checkpoints = 0;
 
   const writer = await ResultsWriter.open(resultsPath);
   // Every model client of this run shares the pipeline's limiter, which hears each 429.
@@ -269,7 +288,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
         ...base,
         ...out,
         gold: item.gold,
-        correct: out.status === "completed" && isCorrect(out.answer, item.gold),
+        correct: out.status === "completed" && (out.correct ?? isCorrect(out.answer, item.gold)),
         attempts,
         finishedAt: new Date().toISOString(),
       };
@@ -303,14 +322,29 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     let usage: Usage | null = null;
     let out: MethodOutput;
     let attempts = 0;
+    const key = recordKey(item.id, run);
+    const context = {
+      item,
+      get previous() {
+        return partials.get(key);
+      },
+      checkpoint: async (partial: MethodOutput) => {
+        const r = { ...finish(partial, attempts), status: "failed" as const, correct: false };
+        await writer.append(r);
+        checkpoints++;
+        partials.set(key, r);
+      },
+    };
     for (;;) {
       attempts++;
+      // A phased method resumed from a checkpoint reports the checkpoint's usage plus its own.
+      const cumulative = partials.has(key);
       try {
-        out = await m.run(prepared, signal);
+        out = await m.run(prepared, signal, context);
       } catch (err) {
         out = failed(describeError(err), emptyUsage());
       }
-      usage = usage ? addUsage(usage, out.usage) : out.usage;
+      usage = usage && !cumulative ? addUsage(usage, out.usage) : out.usage;
       if (signal.aborted || !isTransient(out) || attempts > itemRetries) break;
       // The provider is struggling: start fewer items, then try this one again.
       gate.onRateLimited();
@@ -361,6 +395,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     await writer.close();
   }
   if (fatal) throw fatal instanceof MedmmvError ? fatal : new MedmmvError("STORE_FAILED", `writing ${resultsPath} failed: ${describeError(fatal).message}`, { cause: fatal });
+  // Phase checkpoints are superseded once their items finish: keep the file to one line per item-run.
+  if (checkpoints > 0 && !signal.aborted) await compactResults(resultsPath);
 
   const { records } = await readResults(resultsPath);
   const inPlan = records.filter((r) => planned.has(recordKey(r.id, r.run)));

@@ -1,4 +1,5 @@
 import { MedmmvError } from "../../errors.js";
+import { clinhalluAdapter } from "./clinhallu.js";
 import { jsonlAdapter } from "./jsonl.js";
 import { medmcqaAdapter } from "./medmcqa.js";
 import { medqaAdapter } from "./medqa.js";
@@ -17,6 +18,7 @@ const FACTORIES: Record<DatasetName, () => DatasetAdapter> = {
   pathvqa: pathvqaAdapter,
   "vqa-rad": vqaRadAdapter,
   jsonl: jsonlAdapter,
+  clinhallu: clinhalluAdapter,
 };
 
 export const DATASET_NAMES = Object.keys(FACTORIES) as DatasetName[];

@@ -1,5 +1,6 @@
 import type { ClinicalCase } from "../../case/schema.js";
 import type { ProbeFields } from "../probes/types.js";
+import type { ItemStagewise } from "../stagewise/types.js";
 
 /** The expected answer of a benchmark item; `text` is what open and closed items are graded on. */
 export interface GoldAnswer {
@@ -20,6 +21,8 @@ export interface EvalItem {
   warnings?: string[];
   /** Set by robustness probes (src/eval/probes), copied onto the item's records. */
   probe?: ProbeFields;
+  /** ClinHallu items: the reference trace (and a --traces trace) for stage-wise diagnosis. */
+  stagewise?: ItemStagewise;
 }
 
 /** Where each field of a generic JSONL record lives; dotted paths reach into objects. */
@@ -43,9 +46,11 @@ export interface AdapterOptions {
   /** MedMCQA `cop` base; "auto" (default) detects it over the whole file. */
   medmcqaCopBase?: 0 | 1 | "auto";
   fieldMap?: JsonlFieldMap;
+  /** ClinHallu: a model_cot.jsonl whose traces are judged instead of generated (--traces). */
+  tracesFile?: string;
 }
 
-export type DatasetName = "medxpertqa" | "medqa" | "medmcqa" | "pathvqa" | "vqa-rad" | "jsonl";
+export type DatasetName = "medxpertqa" | "medqa" | "medmcqa" | "pathvqa" | "vqa-rad" | "jsonl" | "clinhallu";
 
 /** A per-item problem: the run records it and goes on. */
 export interface ItemError {

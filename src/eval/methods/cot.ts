@@ -1,4 +1,5 @@
 import { runCot, type CotOutput } from "../../agents/cot.js";
+import { runStagedCot } from "../../agents/cot-staged.js";
 import type { AgentDeps } from "../../agents/agent-context.js";
 import type { PreparedCase } from "../../case/schema.js";
 import type { Prices } from "../../config.js";
@@ -23,17 +24,27 @@ export function commitAnswer(out: CotOutput, options: Record<string, string> | u
   return letter ? { option: letter, text: options[letter]! } : { option: null, text: out.answer.text.trim() };
 }
 
-/** Zero-shot chain of thought: one executor call at temperature 0. */
-export function cotMethod(deps: AgentDeps, prices: Prices): EvalMethod {
+/**
+ * Zero-shot chain of thought: one executor call at temperature 0. `staged` (for
+ * --stage-judge) asks for stage-tagged steps instead of one reasoning text.
+ */
+export function cotMethod(deps: AgentDeps, prices: Prices, opts: { staged?: boolean } = {}): EvalMethod {
   return {
     name: "cot",
-    prompts: ["system", "cot"],
+    prompts: ["system", opts.staged ? "cot-staged" : "cot"],
     async run(c: PreparedCase, signal: AbortSignal): Promise<MethodOutput> {
       const started = Date.now();
       const meter = new UsageMeter(prices);
       const base = { cu: null, answerSupport: null, stability: null, hallucinations: { ...NO_HALLUCINATIONS }, errors: [] };
       try {
-        const out = await runCot(deps, { caseKey: c.id, meter, chain: new CallChain(meter), signal }, c, { temperature: 0 });
+        const ctx = { caseKey: c.id, meter, chain: new CallChain(meter), signal };
+        if (opts.staged) {
+          const staged = await runStagedCot(deps, ctx, c, { temperature: 0 });
+          const out: CotOutput = { reasoning: staged.steps.map((s) => s.text).join("\n"), answer: staged.answer };
+          const answer = commitAnswer(out, c.options, hypothesisStatements(c));
+          return { ...base, status: "completed", answer, usage: meter.snapshot(Date.now() - started), rationale: rationaleOf(out, answer), steps: staged.steps };
+        }
+        const out = await runCot(deps, ctx, c, { temperature: 0 });
         const answer = commitAnswer(out, c.options, hypothesisStatements(c));
         return { ...base, status: "completed", answer, usage: meter.snapshot(Date.now() - started), rationale: rationaleOf(out, answer) };
       } catch (err) {

@@ -1,6 +1,8 @@
 import type { DiagnosisResult } from "../../case/diagnosis-result.js";
 import type { PreparedCase } from "../../case/schema.js";
 import { describeError, MedmmvError } from "../../errors.js";
+import { EvidenceGraph } from "../../evidence/evidence-graph.js";
+import { renderEvidenceForPrompt } from "../../evidence/render-for-prompt.js";
 import type { Pipeline } from "../../graph/pipeline.js";
 import type { PipelineOptions } from "../../graph/state.js";
 import { UsageMeter } from "../../llm/usage.js";
@@ -9,8 +11,11 @@ import { NO_HALLUCINATIONS, type EvalMethod, type MethodOutput } from "./types.j
 /** The prompts the MedMMV pipeline renders (mirrors its provenance list). */
 export const MEDMMV_PROMPTS = ["system", "rollout", "text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge"];
 
-/** The full pipeline; `seed` varies per run so `--select random` draws differently in each run. */
-export function medmmvMethod(pipeline: Pipeline, options: PipelineOptions): EvalMethod {
+/**
+ * The full pipeline; `seed` varies per run so `--select random` draws differently in each run.
+ * `steps` keeps the final path's stage-tagged steps on the output (for --stage-judge).
+ */
+export function medmmvMethod(pipeline: Pipeline, options: PipelineOptions, opts: { steps?: boolean } = {}): EvalMethod {
   return {
     name: "medmmv",
     prompts: MEDMMV_PROMPTS,
@@ -18,7 +23,12 @@ export function medmmvMethod(pipeline: Pipeline, options: PipelineOptions): Eval
       const started = Date.now();
       try {
         const { result } = await pipeline.run(c, options, { signal });
-        return fromDiagnosis(result);
+        const out = fromDiagnosis(result);
+        if (opts.steps) {
+          out.steps = (result.path?.steps ?? []).map((s) => ({ text: s.text, stage: s.stage }));
+          out.evidence = renderEvidenceForPrompt(EvidenceGraph.import(result.evidenceGraph), { maxChars: 8000 });
+        }
+        return out;
       } catch (err) {
         if (signal.aborted) throw err instanceof MedmmvError ? err : new MedmmvError("ABORTED", "eval cancelled", { cause: err });
         return {

@@ -1,14 +1,34 @@
 import type { PreparedCase } from "../../case/schema.js";
+import type { EvalItem } from "../datasets/types.js";
 import type { ResultRecord } from "../results-file.js";
 
-export const METHOD_NAMES = ["medmmv", "cot", "self-consistency"] as const;
+export const METHOD_NAMES = ["medmmv", "cot", "self-consistency", "stagewise"] as const;
 export type MethodName = (typeof METHOD_NAMES)[number];
 
 /** What a method produced for one item; the runner adds the gold answer, grading and ratings. */
-export type MethodOutput = Pick<ResultRecord, "status" | "answer" | "usage" | "cu" | "answerSupport" | "stability" | "hallucinations" | "errors" | "error" | "abstentionReason"> & {
+export type MethodOutput = Pick<ResultRecord, "status" | "answer" | "usage" | "cu" | "answerSupport" | "stability" | "hallucinations" | "errors" | "error" | "abstentionReason" | "stagewise"> & {
   /** The reasoning and answer as a rater should read them. */
   rationale: string;
+  /** Set by methods that grade themselves (stage-wise: ClinHallu's answer judge); otherwise the runner grades. */
+  correct?: boolean;
+  /** The final path's steps with their stage tags (MedMMV, staged CoT), for --stage-judge. */
+  steps?: Array<{ text: string; stage: "visual" | "knowledge" | "reasoning" }>;
+  /** The selected path's evidence subgraph rendered for a prompt (MedMMV, for --stage-judge). */
+  evidence?: string;
 };
+
+/**
+ * What the runner hands a method that works in phases (stage-wise diagnosis): the item
+ * (its reference trace), the checkpoint a killed run left for this (id, run), and a way to
+ * append a new checkpoint to results.jsonl, so a resumed run does not pay again for
+ * finished phases.
+ */
+export interface MethodRunContext {
+  item: EvalItem;
+  previous?: ResultRecord;
+  /** Append the work so far (written as an unfinished record: status "failed", error INCOMPLETE). */
+  checkpoint(partial: MethodOutput): Promise<void>;
+}
 
 /**
  * A way of answering a prepared case. `run` never throws for a model or branch failure
@@ -19,7 +39,7 @@ export interface EvalMethod {
   name: MethodName;
   /** Prompt templates whose hashes identify this method's prompt version. */
   prompts: string[];
-  run(c: PreparedCase, signal: AbortSignal): Promise<MethodOutput>;
+  run(c: PreparedCase, signal: AbortSignal, context?: MethodRunContext): Promise<MethodOutput>;
 }
 
 export const NO_HALLUCINATIONS: MethodOutput["hallucinations"] = { visual: 0, knowledge: 0, reasoning: 0, total: 0, resolved: 0 };
