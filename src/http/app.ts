@@ -10,6 +10,8 @@ import { caseRoutes } from "./routes/cases.js";
 import { diagnoseRoutes } from "./routes/diagnose.js";
 import { eventRoutes } from "./routes/events.js";
 import { evidenceGraphRoutes } from "./routes/evidence-graph.js";
+import { registerFhirJson } from "./fhir-requests.js";
+import { fhirRoutes } from "./routes/fhir.js";
 import { healthRoutes } from "./routes/health.js";
 import type { RouteDeps } from "./routes/route-deps.js";
 import { viewLinkRoutes, viewLinkSecret, viewPageRoutes } from "./routes/view.js";
@@ -43,6 +45,7 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
     api.decorateRequest("owner", "");
     // Cases are JSON or multipart; a plain-text body is a client mistake (415), not a case.
     api.removeContentTypeParser("text/plain");
+    registerFhirJson(api);
     const auth = authHooks(keys);
     api.addHook("onRequest", auth.identify);
     api.addHook("preParsing", auth.enforce);
@@ -53,6 +56,7 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
     await api.register(eventRoutes, deps);
     await api.register(evidenceGraphRoutes, deps);
     await api.register(viewLinkRoutes, viewDeps);
+    await api.register(fhirRoutes, deps);
   });
 }
 
