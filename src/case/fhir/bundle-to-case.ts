@@ -78,7 +78,7 @@ function refused(code: "INVALID_INPUT" | "UNPROCESSABLE" | "PAYLOAD_TOO_LARGE" |
 
 /** The envelope: a Bundle, R4, of a type we read, not too large. */
 function readEnvelope(body: unknown): BundleEnvelope {
-  if (!isObject(body)) throw refused("INVALID_INPUT", [{ path: "(root)", message: "the body must be a JSON object: a FHIR Bundle", fhirCode: "structure" }]);
+  if (!isObject(body)) throw refused("INVALID_INPUT", [{ path: "Bundle", message: "the body must be a JSON object: a FHIR Bundle", fhirCode: "structure" }]);
   if (body.resourceType !== "Bundle") {
     const what = typeof body.resourceType === "string" ? `a ${body.resourceType.slice(0, 64)}` : "no resourceType";
     throw refused("INVALID_INPUT", [{ path: "Bundle.resourceType", message: `expected a Bundle, got ${what}; wrap the patient's resources in a Bundle of type collection`, fhirCode: "structure" }]);
@@ -89,7 +89,7 @@ function readEnvelope(body: unknown): BundleEnvelope {
     throw refused("PAYLOAD_TOO_LARGE", [{ path: "Bundle.entry", message: `the bundle holds ${body.entry.length} entries; the limit is ${MAX_BUNDLE_ENTRIES}: send one patient's record for this question (e.g. recent observations only)`, fhirCode: "too-costly" }]);
   }
   const parsed = BundleEnvelope.safeParse(body);
-  if (!parsed.success) throw refused("INVALID_INPUT", zodToFhirIssues(parsed.error, "Bundle"));
+  if (!parsed.success) throw refused("INVALID_INPUT", zodToFhirIssues(parsed.error, "Bundle", body));
   return parsed.data;
 }
 
@@ -114,7 +114,7 @@ function checkResources(index: BundleIndex): { read: Array<{ entry: IndexedEntry
     }
     const type = e.type as ReadType;
     const parsed = READ_RESOURCES[type].safeParse(e.resource);
-    if (!parsed.success) issues.push(...zodToFhirIssues(parsed.error, e.at));
+    if (!parsed.success) issues.push(...zodToFhirIssues(parsed.error, e.at, e.resource));
     else read.push({ entry: e, type, resource: parsed.data });
   }
   if (issues.length) throw refused("INVALID_INPUT", issues);

@@ -32,21 +32,41 @@ export function fhirPath(at: string, path: readonly PropertyKey[]): string {
   return inner.startsWith("[") ? `${at}${inner}` : `${at}.${inner}`;
 }
 
-/** zod's problems with one resource, as FHIR issues anchored at that resource. */
-export function zodToFhirIssues(error: z.ZodError, at: string): FhirIssue[] {
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let v = input;
+  for (const k of path) {
+    if (!v || typeof v !== "object") return undefined;
+    v = (v as Record<PropertyKey, unknown>)[k];
+  }
+  return v;
+}
+
+function issueType(i: z.core.$ZodIssue, value: unknown): FhirIssueType {
+  // Whatever zod calls it (a wrong type, a value outside an enum), an absent element is missing.
+  if (value === undefined && i.code !== "unrecognized_keys" && i.code !== "custom") return "required";
+  switch (i.code) {
+    case "invalid_type":
+      return "structure";
+    case "invalid_value":
+    case "invalid_format":
+      return "value";
+    case "too_big":
+      return "too-long";
+    case "too_small":
+      // An element of cardinality 1..* sent empty is missing, in FHIR's terms.
+      return Array.isArray(value) && value.length === 0 ? "required" : "value";
+    case "unrecognized_keys":
+      return "structure";
+    default:
+      return "invariant";
+  }
+}
+
+/** zod's problems with one resource (`input`), as FHIR issues anchored at that resource. */
+export function zodToFhirIssues(error: z.ZodError, at: string, input: unknown): FhirIssue[] {
   return error.issues.map((i) => {
-    const missing = i.code === "invalid_type" && /received undefined/.test(i.message);
-    const fhirCode: FhirIssueType = missing
-      ? "required"
-      : i.code === "invalid_value" || i.code === "invalid_format"
-        ? "value"
-        : i.code === "too_big"
-          ? "too-long"
-          : i.code === "unrecognized_keys"
-            ? "structure"
-            : i.code === "invalid_type"
-              ? "structure"
-              : "invariant";
-    return { path: fhirPath(at, i.path), message: missing ? "is required" : i.message, fhirCode };
+    const value = valueAt(input, i.path);
+    const fhirCode = issueType(i, value);
+    return { path: fhirPath(at, i.path), message: fhirCode === "required" ? "is required" : i.message, fhirCode };
   });
 }
