@@ -28,6 +28,15 @@ const transform: Transform = (doc) => {
             additionalProperties: { type: "string", format: "binary", description: "An image file (JPEG, PNG, GIF or WebP); the field name is the image id" },
           },
         },
+        "application/fhir+json": {
+          schema: {
+            type: "object",
+            required: ["resourceType", "type"],
+            description:
+              "A FHIR R4 Bundle (collection, searchset, transaction, batch or document) of one patient's record: Patient, Condition, Observation, MedicationStatement/MedicationRequest (and Medication), AllergyIntolerance, Procedure, DiagnosticReport, DocumentReference, Media/Binary images. Other resource types are listed in provenance.ignoredResources. Errors are OperationOutcomes.",
+            properties: { resourceType: { const: "Bundle" }, type: { type: "string" }, entry: { type: "array", items: { type: "object" } } },
+          },
+        },
       },
     };
   }
