@@ -7,6 +7,7 @@ import { registerMultipart } from "./plugins/multipart.js";
 import { registerRateLimit } from "./plugins/rate-limit.js";
 import { registerSwagger } from "./plugins/swagger.js";
 import { caseRoutes } from "./routes/cases.js";
+import { cdsHooksRoutes } from "./routes/cds-hooks.js";
 import { diagnoseRoutes } from "./routes/diagnose.js";
 import { eventRoutes } from "./routes/events.js";
 import { evidenceGraphRoutes } from "./routes/evidence-graph.js";
@@ -39,6 +40,8 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
   const viewDeps = { ...deps, secret: viewLinkSecret(opts.config.http.viewLinkSecret) };
   // The audit page authenticates by API key or by signed link, so it sits outside the key-only context.
   await app.register(viewPageRoutes, viewDeps);
+  // CDS Hooks: an EHR authenticates with its own signed JWT, so these sit outside the key-only context too.
+  await app.register(cdsHooksRoutes, viewDeps);
 
   const keys = new ApiKeys(opts.config.http.apiKeys);
   await app.register(async (api) => {

@@ -29,6 +29,12 @@ export interface BundleToCaseOptions {
   maxImageBytes: number;
   /** Used for ages only when the bundle carries no date at all. */
   now?: Date;
+  /**
+   * Refuse references that do not resolve within the bundle (default). A CDS Hooks prefetch
+   * is a set of searches, not a closed record: there an unresolved reference (a Practitioner,
+   * an Encounter) points outside and is not an error.
+   */
+  closedBundle?: boolean;
 }
 
 export interface BundleCase {
@@ -94,7 +100,7 @@ function readEnvelope(body: unknown): BundleEnvelope {
 }
 
 /** Element-level checks of every resource we read; problems are collected, not stopped at. */
-function checkResources(index: BundleIndex): { read: Array<{ entry: IndexedEntry; type: ReadType; resource: unknown }>; ignored: IgnoredResource[] } {
+function checkResources(index: BundleIndex, closed: boolean): { read: Array<{ entry: IndexedEntry; type: ReadType; resource: unknown }>; ignored: IgnoredResource[] } {
   const issues: FhirIssue[] = [...index.duplicates()];
   const read: Array<{ entry: IndexedEntry; type: ReadType; resource: unknown }> = [];
   const ignored: IgnoredResource[] = [];
@@ -122,7 +128,7 @@ function checkResources(index: BundleIndex): { read: Array<{ entry: IndexedEntry
   if (patients.length > 1) {
     throw refused("UNPROCESSABLE", patients.slice(1).map((p) => ({ path: p.entry.at, message: `a second Patient (${p.entry.name}, first ${patients[0]!.entry.name}); a case is one patient's record`, fhirCode: "invariant" })));
   }
-  const broken = read.flatMap((r) => index.brokenReferences(r.entry));
+  const broken = closed ? read.flatMap((r) => index.brokenReferences(r.entry)) : [];
   if (broken.length) throw refused("UNPROCESSABLE", broken);
   return { read, ignored };
 }
@@ -155,7 +161,7 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): BundleCa
     if (en.search?.mode === "outcome") return; // a server's search warnings, not the record
     index.add(i, en.resource as Record<string, unknown>, en.fullUrl);
   });
-  const { read, ignored } = checkResources(index);
+  const { read, ignored } = checkResources(index, opts.closedBundle ?? true);
 
   const dates = read.flatMap((r) => clinicalDates(r.entry.resource)).sort();
   const referenceDate = envelope.timestamp ?? dates.at(-1) ?? (opts.now ?? new Date()).toISOString();

@@ -50,7 +50,7 @@ describe("bundleToCase: what a clinician would read", () => {
     expect(c.notes).not.toContain("Synthetic");
     expect(c.notes).not.toContain("1968");
     expect(c.images?.map((i) => i.id)).toEqual(["Media/ecg-strip"]);
-    const prepared = await prepareCase(ClinicalCase.parse(c), { ...opts, maxPixels: 50_000_000, allowPath: false });
+    const prepared = await prepareCase(ClinicalCase.parse(c), { maxBytes: opts.maxImageBytes, maxPixels: 50_000_000, allowPath: false });
     expect(prepared.images[0]!.mimeType).toBe("image/png");
     expect(ignoredResources).toEqual([{ resource: "Encounter/ed-visit", reason: "resource type Encounter is not read" }]);
     expect(fhirOrigin(c)).toMatchObject({ bundleId: "synthetic-stemi", bundleType: "collection", patient: "Patient/stemi-1", resources: 18 });
