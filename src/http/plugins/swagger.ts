@@ -3,6 +3,7 @@ import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance } from "fastify";
 import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
 import { VERSION } from "../../version.js";
+import { polishOpenApi, TAGS } from "../openapi-document.js";
 
 type Transform = typeof jsonSchemaTransform;
 
@@ -53,14 +54,20 @@ export async function registerSwagger(app: FastifyInstance): Promise<void> {
         version: VERSION,
         description:
           "MedMMV clinical reasoning behind a REST API: diversified rollouts, an evidence graph, hallucination-checked refinement and selection by Combined Uncertainty. Decision support for clinicians; not a diagnosis.",
+        license: { name: "MIT", identifier: "MIT" },
       },
+      servers: [
+        { url: "/", description: "The server this document was fetched from" },
+        { url: "http://127.0.0.1:8787", description: "Default local address (HOST:PORT)" },
+      ],
+      tags: TAGS,
       components: {
         securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "A key from MEDMMV_API_KEYS" } },
       },
       security: [{ bearer: [] }],
     },
     transform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (o) => polishOpenApi(jsonSchemaTransformObject(o)),
   });
   await app.register(swaggerUi, { routePrefix: "/docs", staticCSP: true });
 }
