@@ -10,6 +10,9 @@ import { resourceLinePrefix } from "./resource-lines.js";
 import type { z } from "zod";
 import type { Attachment } from "./fhir-schemas.js";
 
+/** The statuses a refused bundle gets: malformed 400, inconsistent 422, too big 413, not an image 415. */
+type RefusalCode = "INVALID_INPUT" | "UNPROCESSABLE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA";
+
 export const DEFAULT_FHIR_QUESTION = "What is the most likely diagnosis?";
 /** A patient's record for one question, not a data dump: a bigger bundle is refused, not truncated. */
 export const MAX_BUNDLE_ENTRIES = 500;
@@ -78,7 +81,7 @@ function clinicalDates(r: Record<string, unknown>): string[] {
   return out;
 }
 
-function refused(code: "INVALID_INPUT" | "UNPROCESSABLE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA", issues: FhirIssue[]): MedmmvError {
+function refused(code: RefusalCode, issues: FhirIssue[]): MedmmvError {
   return fhirError(code, issues);
 }
 
@@ -264,7 +267,8 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): BundleCa
       fhir: {
         ...(envelope.id ? { bundleId: envelope.id } : {}),
         bundleType: envelope.type,
-        ...(patientEntry ? { patient: patientEntry.entry.name } : {}),
+        // The reference the sender knows the patient by: its id, else its fullUrl (ids a server has not assigned yet).
+        ...(patientEntry ? { patient: patientEntry.entry.resource.id === undefined && patientEntry.entry.fullUrl ? patientEntry.entry.fullUrl : patientEntry.entry.name } : {}),
         referenceDate,
         resources: index.entries.length,
         ignoredResources: ignored,

@@ -82,6 +82,8 @@ describe("bundleToCase: what a clinician would read", () => {
     expect(l).toContain("[Observation/0f3a1c2e-5b6d-4e7f-8a9b-000000000003] Venous blood gas: pH 7.12, Low, reference range 7.31 – 7.41; Bicarbonate 9 mmol/L, Low (2026-11-29)");
     expect(l).toContain("[Observation/0f3a1c2e-5b6d-4e7f-8a9b-000000000004] Urine ketones 3+ (2026-11-29)");
     expect(l).toContain("  Kussmaul breathing; fruity breath odour.");
+    // No ids yet (a transaction): the patient is known by its fullUrl.
+    expect(fhirOrigin(c)?.patient).toBe("urn:uuid:0f3a1c2e-5b6d-4e7f-8a9b-000000000001");
     expect(ignoredResources).toEqual([{ resource: "DocumentReference/0f3a1c2e-5b6d-4e7f-8a9b-000000000006", reason: "content[1].attachment has no inline data (links are not fetched)" }]);
   });
 
