@@ -28,6 +28,16 @@ const SpecCard = z.object({
 });
 const SpecResponse = z.object({ cards: z.array(SpecCard), systemActions: z.array(z.unknown()).optional() });
 
+/** The hook request as the specification defines it (§HTTP request), to check what the tests send is one. */
+const SpecRequest = z.object({
+  hook: z.string(),
+  hookInstance: z.string().uuid(),
+  fhirServer: z.string().url().optional(),
+  fhirAuthorization: z.object({ access_token: z.string(), token_type: z.literal("Bearer"), expires_in: z.number().int(), scope: z.string(), subject: z.string() }).optional(),
+  context: z.object({ userId: z.string(), patientId: z.string(), encounterId: z.string().optional() }),
+  prefetch: z.record(z.string(), z.unknown()).optional(),
+});
+
 const ISS = "https://ehr.example.org";
 const SANDBOX = "https://sandbox.cds-hooks.org";
 
@@ -105,10 +115,11 @@ async function jwt(o: { aud?: string; iss?: string; exp?: number; jti?: string; 
 }
 
 function call(token: string | null, body: Record<string, unknown> = {}) {
+  const request = SpecRequest.parse({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch(), ...body });
   return fetch(`${t.base}${SERVICE}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch(), ...body }),
+    body: JSON.stringify(request),
   });
 }
 
@@ -191,6 +202,18 @@ describe("CDS Hooks 2.0", () => {
     expect(listed.requests.length).toBeGreaterThan(0);
     expect(listed.requests.every((r) => r.headers.authorization === "Bearer ehr-token-123")).toBe(true);
     expect(listed.requests.map((r) => r.url)).toContain("/fhir/Condition?patient=stemi-1&clinical-status=active");
+  });
+
+  it("a request that is not a CDS Hooks call is a 400 naming the field", async () => {
+    const res = await fetch(`${t.base}${SERVICE}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${await jwt()}` }, body: JSON.stringify({ hook: "order-sign", context: {} }) });
+    expect(res.status).toBe(400);
+    const body = await json<{ issues: Array<{ path: string }> }>(res);
+    expect(body.issues.map((i) => i.path)).toEqual(expect.arrayContaining(["body.hook", "body.hookInstance", "body.context.userId"]));
+  });
+
+  it("no patient data or tokens reach the logs", () => {
+    const logs = t.logs.text();
+    for (const canary of ["ehr-token-123", "secret-ehr-token", "Troponin", "150/95"]) expect(logs).not.toContain(canary);
   });
 
   it("a prefetched Patient that is not the patient in context is refused", async () => {

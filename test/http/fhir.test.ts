@@ -79,6 +79,12 @@ describe("POST /diagnose with application/fhir+json", () => {
     expect(graph.nodes.flatMap((n) => n.attributes.sources).some((s) => s.resource !== undefined)).toBe(false);
   });
 
+  it("no patient data from the bundle reaches the logs", () => {
+    const logs = t.logs.text();
+    expect(logs.length).toBeGreaterThan(0);
+    for (const canary of ["150/95", "Troponin", "Diaphoretic", "Penicillin", "1968-05-14", "stemi-1"]) expect(logs).not.toContain(canary);
+  });
+
   describe("GET /cases/{id}/fhir", () => {
     it("is a collection Bundle: a ClinicalImpression of the answer and its Provenance, valid R4", async () => {
       const res = await t.api(`/cases/${result.caseId}/fhir`);
