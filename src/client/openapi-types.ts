@@ -2825,7 +2825,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
+                    "application/fhir+json": {
                         /** @enum {string} */
                         resourceType: "Bundle";
                         /** @description "collection" */
@@ -2848,30 +2848,40 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "statusCode": 400,
-                     *       "code": "INVALID_INPUT",
-                     *       "message": "invalid request body: question: question must not be empty",
-                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "invalid",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "INVALID_INPUT"
+                     *               }
+                     *             ],
+                     *             "text": "invalid request body: question: question must not be empty"
+                     *           },
+                     *           "diagnostics": "invalid request body: question: question must not be empty"
+                     *         }
+                     *       ]
                      *     }
                      */
-                    "application/json": {
-                        /** @description HTTP status */
-                        statusCode: number;
-                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
-                        code: string;
-                        /** @description What went wrong and, for client errors, what to change */
-                        message: string;
-                        /** @description Request id, also in the x-request-id header and the server logs */
-                        requestId: string;
-                        /** @description Validation problems, one per field */
-                        issues?: {
-                            path: string;
-                            message: string;
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
                         }[];
-                        /** @description Machine-readable specifics */
-                        details?: {
-                            [key: string]: unknown;
-                        };
                     };
                 };
             };
@@ -2883,30 +2893,40 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "statusCode": 401,
-                     *       "code": "UNAUTHORIZED",
-                     *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
-                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "login",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "UNAUTHORIZED"
+                     *               }
+                     *             ],
+                     *             "text": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS"
+                     *           },
+                     *           "diagnostics": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS"
+                     *         }
+                     *       ]
                      *     }
                      */
-                    "application/json": {
-                        /** @description HTTP status */
-                        statusCode: number;
-                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
-                        code: string;
-                        /** @description What went wrong and, for client errors, what to change */
-                        message: string;
-                        /** @description Request id, also in the x-request-id header and the server logs */
-                        requestId: string;
-                        /** @description Validation problems, one per field */
-                        issues?: {
-                            path: string;
-                            message: string;
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
                         }[];
-                        /** @description Machine-readable specifics */
-                        details?: {
-                            [key: string]: unknown;
-                        };
                     };
                 };
             };
@@ -2918,30 +2938,40 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "statusCode": 404,
-                     *       "code": "NOT_FOUND",
-                     *       "message": "case case-3f1c… not found",
-                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "not-found",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "NOT_FOUND"
+                     *               }
+                     *             ],
+                     *             "text": "case case-3f1c… not found"
+                     *           },
+                     *           "diagnostics": "case case-3f1c… not found"
+                     *         }
+                     *       ]
                      *     }
                      */
-                    "application/json": {
-                        /** @description HTTP status */
-                        statusCode: number;
-                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
-                        code: string;
-                        /** @description What went wrong and, for client errors, what to change */
-                        message: string;
-                        /** @description Request id, also in the x-request-id header and the server logs */
-                        requestId: string;
-                        /** @description Validation problems, one per field */
-                        issues?: {
-                            path: string;
-                            message: string;
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
                         }[];
-                        /** @description Machine-readable specifics */
-                        details?: {
-                            [key: string]: unknown;
-                        };
                     };
                 };
             };
@@ -2953,30 +2983,40 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "statusCode": 409,
-                     *       "code": "CONFLICT",
-                     *       "message": "case case-3f1c… is running; its result exists once it has finished",
-                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "invalid",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "CONFLICT"
+                     *               }
+                     *             ],
+                     *             "text": "case case-3f1c… is running; its result exists once it has finished"
+                     *           },
+                     *           "diagnostics": "case case-3f1c… is running; its result exists once it has finished"
+                     *         }
+                     *       ]
                      *     }
                      */
-                    "application/json": {
-                        /** @description HTTP status */
-                        statusCode: number;
-                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
-                        code: string;
-                        /** @description What went wrong and, for client errors, what to change */
-                        message: string;
-                        /** @description Request id, also in the x-request-id header and the server logs */
-                        requestId: string;
-                        /** @description Validation problems, one per field */
-                        issues?: {
-                            path: string;
-                            message: string;
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
                         }[];
-                        /** @description Machine-readable specifics */
-                        details?: {
-                            [key: string]: unknown;
-                        };
                     };
                 };
             };
@@ -2988,30 +3028,40 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "statusCode": 429,
-                     *       "code": "RATE_LIMITED",
-                     *       "message": "rate limit exceeded: retry after 12 s",
-                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "invalid",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "RATE_LIMITED"
+                     *               }
+                     *             ],
+                     *             "text": "rate limit exceeded: retry after 12 s"
+                     *           },
+                     *           "diagnostics": "rate limit exceeded: retry after 12 s"
+                     *         }
+                     *       ]
                      *     }
                      */
-                    "application/json": {
-                        /** @description HTTP status */
-                        statusCode: number;
-                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
-                        code: string;
-                        /** @description What went wrong and, for client errors, what to change */
-                        message: string;
-                        /** @description Request id, also in the x-request-id header and the server logs */
-                        requestId: string;
-                        /** @description Validation problems, one per field */
-                        issues?: {
-                            path: string;
-                            message: string;
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
                         }[];
-                        /** @description Machine-readable specifics */
-                        details?: {
-                            [key: string]: unknown;
-                        };
                     };
                 };
             };

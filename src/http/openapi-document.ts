@@ -57,6 +57,36 @@ const CASE_EXAMPLE = {
   patient: { age: 58, sex: "male" },
 };
 
+/** What FHIR clients get instead of the JSON error (src/http/operation-outcome.ts). */
+const OPERATION_OUTCOME = {
+  type: "object",
+  description: "FHIR R4 OperationOutcome: one issue per problem; `expression` names the bad element",
+  required: ["resourceType", "issue"],
+  properties: {
+    resourceType: { const: "OperationOutcome" },
+    id: { type: "string" },
+    issue: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["severity", "code"],
+        properties: {
+          severity: { enum: ["fatal", "error", "warning", "information"] },
+          code: { type: "string", description: "FHIR issue type (invalid, required, value, not-found, login, too-costly, …)" },
+          details: { type: "object", description: "`coding[0].code` is the medmmv error code; `text` the message" },
+          diagnostics: { type: "string" },
+          expression: { type: "array", items: { type: "string" } },
+        },
+      },
+    },
+  },
+};
+
+function outcomeExample(status: string) {
+  const e = errorExample(status);
+  return { resourceType: "OperationOutcome", id: e.requestId, issue: [{ severity: "error", code: status === "404" ? "not-found" : status === "401" ? "login" : "invalid", details: { coding: [{ system: "urn:medmmv:error-code", code: e.code }], text: e.message }, diagnostics: e.message }] };
+}
+
 function errorExample(status: string) {
   const e = ERROR_EXAMPLES[status] ?? ERROR_EXAMPLES["4XX"]!;
   return { statusCode: status === "4XX" ? 400 : Number(status), ...e, requestId: "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70" };
@@ -78,6 +108,16 @@ export function polishOpenApi<T>(doc: T): T {
       const responses = (op.responses ??= {}) as Record<string, Json>;
       if (!Object.keys(responses).some((s) => s.startsWith("4")) && errorSchema) {
         responses["4XX"] = { description: "Client error (a malformed request); the body says what to fix", content: { "application/json": { schema: errorSchema } } };
+      }
+      // FHIR routes answer in FHIR: the resource, and OperationOutcomes for errors.
+      if (path.endsWith("/fhir")) {
+        for (const [status, r] of Object.entries(responses)) {
+          const content = r.content as Record<string, Json> | undefined;
+          const json = content?.["application/json"];
+          if (!content || !json) continue;
+          delete content["application/json"];
+          content["application/fhir+json"] = status.startsWith("4") ? { schema: OPERATION_OUTCOME, example: outcomeExample(status) } : json;
+        }
       }
       for (const [status, r] of Object.entries(responses)) {
         const json = (r.content as Record<string, Json> | undefined)?.["application/json"];

@@ -1,4 +1,5 @@
 import type { OperationOutcome } from "fhir/r4.js";
+import { Fhir } from "fhir";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_BUNDLE_ENTRIES } from "../../src/case/fhir/bundle-to-case.js";
 import { smallPng } from "../support/image-bytes.js";
@@ -114,6 +115,7 @@ describe("malformed FHIR bundles → 4xx OperationOutcome naming the bad element
     expect(r.headers.get("content-type")).toMatch(/^application\/fhir\+json/);
     const oo = await json<OperationOutcome>(r);
     expect(oo.resourceType).toBe("OperationOutcome");
+    expect(new Fhir().validate(oo).messages.filter((x) => x.severity === "error")).toEqual([]);
     const expression = typeof m.expression === "string" ? m.expression : m.expression(body as B);
     const issue = oo.issue.find((i) => i.expression?.includes(expression));
     expect(issue, `no issue names ${expression}: ${JSON.stringify(oo.issue)}`).toBeDefined();

@@ -224,6 +224,8 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): BundleCa
           addImage(`${e.name}/${path.filter((p) => p !== "attachment").join("-")}`, got.bytes, got.at, caption);
           return undefined;
         }
+        // Narrative HTML is read as its text; the markup means nothing to the model.
+        if (type === "text/html" || type === "application/xhtml+xml") return got.bytes.toString("utf8").replace(/<(script|style)[\s\S]*?<\/\1>/gi, " ").replace(/<[^>]*>/g, " ").replace(/&nbsp;/g, " ");
         if (type === undefined || type.startsWith("text/")) return got.bytes.toString("utf8");
         ctx.ignore(`${where} is ${type.slice(0, 100)}, which is not read (text and images are)`);
         return undefined;

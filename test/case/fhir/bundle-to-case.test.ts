@@ -87,6 +87,15 @@ describe("bundleToCase: what a clinician would read", () => {
     expect(ignoredResources).toEqual([{ resource: "DocumentReference/0f3a1c2e-5b6d-4e7f-8a9b-000000000006", reason: "content[1].attachment has no inline data (links are not fetched)" }]);
   });
 
+  it("an HTML document is read as its text", () => {
+    const b = fixtureBundle("stemi");
+    const doc = b.entry.find((e) => e.resource.id === "triage-note")!.resource as { content: Array<{ attachment: Record<string, unknown> }> };
+    doc.content[0]!.attachment = { contentType: "text/html", data: Buffer.from("<div><p>Pain <b>radiating</b> to the jaw.</p><script>alert(1)</script></div>").toString("base64") };
+    const l = lines(bundleToCase(b, opts).case.notes);
+    expect(l).toContain("  Pain radiating to the jaw.");
+    expect(l.join("\n")).not.toMatch(/<|alert/);
+  });
+
   it("entered-in-error facts are left out and listed; ages under two are in months", () => {
     const b = fixtureBundle("stemi");
     (b.entry.find((e) => e.resource.id === "hr-1")!.resource as Record<string, unknown>).status = "entered-in-error";
