@@ -159,6 +159,26 @@ describe("CDS Hooks 2.0", () => {
     expect(card.detail).toContain("Decision support for clinicians; not a diagnosis.");
   });
 
+  it("a record whose analysis failed is analysed again by the next call", async () => {
+    const { allergies: _left, ...record } = prefetch(); // another record than the other tests'
+    t.openai.addFault({ kind: "status", status: 400, agent: "rollout" });
+    let failedId: string;
+    try {
+      const first = SpecResponse.parse(await (await call(await jwt(), { prefetch: record })).json());
+      failedId = decodeURIComponent(new URL(first.cards[0]!.links![0]!.url).pathname.split("/")[2]!);
+      await until(async () => ((await t.server.store.getCase(failedId))?.status === "failed" ? true : undefined), 20_000, `case ${failedId} failed`);
+    } finally {
+      t.openai.clearFaults();
+    }
+    const second = SpecResponse.parse(await (await call(await jwt(), { prefetch: record })).json());
+    expect(second.cards[0]!.summary).toBe("medmmv started analysing this record");
+    const retryId = decodeURIComponent(new URL(second.cards[0]!.links![0]!.url).pathname.split("/")[2]!);
+    expect(retryId).not.toBe(failedId);
+    await until(async () => ((await t.server.store.getCase(retryId))?.status === "completed" ? true : undefined), 20_000, `case ${retryId} completed`);
+    const third = SpecResponse.parse(await (await call(await jwt(), { prefetch: record })).json());
+    expect(third.cards[0]!.summary).toMatch(/^medmmv: Inferior ST-elevation/);
+  });
+
   it.each([
     ["a wrong aud", () => jwt({ aud: "https://elsewhere.example.org/cds-services/medmmv-diagnosis" })],
     ["an expired exp", () => jwt({ exp: Math.floor(Date.now() / 1000) - 3600 })],

@@ -22,6 +22,8 @@ import { z } from "zod";
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 const SERVICE_PATH = `/cds-services/${SERVICE_ID}`;
+/** Failed analyses of one record retried by later calls, at most. */
+const MAX_RETRIES_PER_RECORD = 5;
 
 const Discovery = z
   .object({
@@ -34,7 +36,7 @@ const Discovery = z
  * an EHR authenticates with a signed JWT (MEDMMV_CDS_JWKS) or, like any client, an API key.
  * CORS only for the origins configured (MEDMMV_CORS_ORIGINS), e.g. the CDS Hooks sandbox.
  */
-export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { config, service, secret }) => {
+export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { config, service, store, secret }) => {
   if (config.cds.corsOrigins.length) {
     await app.register(cors, { origin: config.cds.corsOrigins, methods: ["GET", "POST"], allowedHeaders: ["authorization", "content-type"], maxAge: 600 });
   }
@@ -69,6 +71,21 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     throw new MedmmvError("UNAUTHORIZED", "invalid credentials: neither an API key nor a CDS Hooks JWT");
   };
 
+  /**
+   * The same record is analysed once: its content hash is the idempotency key of the case.
+   * A failed analysis (the model endpoint was down) is not the record's answer: the next
+   * call starts a new case under a key derived from the failed one, a bounded chain.
+   */
+  const recordKey = async (owner: string, hash: string): Promise<string> => {
+    let key = `cds-${hash}`;
+    for (let i = 0; i < MAX_RETRIES_PER_RECORD; i++) {
+      const prior = await store.findByIdempotencyKey(owner, key);
+      if (!prior || prior.status !== "failed") return key;
+      key = `cds-${hash}-after-${prior.id}`;
+    }
+    return key;
+  };
+
   app.post(
     SERVICE_PATH,
     {
@@ -100,8 +117,7 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         throw new MedmmvError("INVALID_INPUT", "the prefetched Patient is not context.patientId; prefetch the patient in context");
       }
       const built = bundleToCase(bundle, { maxImageBytes: config.http.maxImageBytes, closedBundle: false });
-      // The same record, analysed once: its content hash is the idempotency key of the case.
-      const key = `cds-${createHash("sha256").update(canonicalJson(built.case)).digest("hex")}`;
+      const key = await recordKey(request.owner, createHash("sha256").update(canonicalJson(built.case)).digest("hex"));
       const submission = await service.submit({ owner: request.owner, input: built.case, overrides: {}, idempotencyKey: key });
       const record = submission.record;
       const token = signViewLink(record.id, request.owner, secret, MAX_LINK_TTL_SEC);
