@@ -77,6 +77,7 @@ let dir: string;
 let listed: Awaited<ReturnType<typeof fakeFhirServer>>;
 let unlisted: Awaited<ReturnType<typeof fakeFhirServer>>;
 let ehrKey: CryptoKey;
+let ehrJwks: string;
 let strangerKey: CryptoKey;
 
 beforeAll(async () => {
@@ -86,7 +87,8 @@ beforeAll(async () => {
   ehrKey = ehr.privateKey;
   strangerKey = stranger.privateKey;
   const jwks = path.join(dir, "ehr-jwks.json");
-  await writeFile(jwks, JSON.stringify({ keys: [{ ...(await exportJWK(ehr.publicKey)), kid: "ehr-1", alg: "ES384", use: "sig" }] }));
+  ehrJwks = JSON.stringify({ keys: [{ ...(await exportJWK(ehr.publicKey)), kid: "ehr-1", alg: "ES384", use: "sig" }] });
+  await writeFile(jwks, ehrJwks);
   listed = await fakeFhirServer();
   unlisted = await fakeFhirServer();
   t = await startTestServer({
@@ -248,6 +250,35 @@ describe("CDS Hooks 2.0", () => {
     expect(ok.headers.get("access-control-allow-origin")).toBe(SANDBOX);
     const other = await pre("https://evil.example.org");
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
+  });
+});
+
+describe("CDS Hooks with the EHR's JWKS at a URL", () => {
+  it("verifies JWTs with keys fetched from MEDMMV_CDS_JWKS", async () => {
+    let fetched = 0;
+    const keys = createServer((_req, res) => {
+      fetched++;
+      res.writeHead(200, { "content-type": "application/json" }).end(ehrJwks);
+    });
+    await new Promise<void>((r) => keys.listen(0, "127.0.0.1", r));
+    const remote = await startTestServer({ env: { MEDMMV_CDS_JWKS: `http://127.0.0.1:${(keys.address() as AddressInfo).port}/.well-known/jwks.json`, MEDMMV_CDS_ISSUERS: ISS } });
+    try {
+      const token = await new SignJWT({})
+        .setProtectedHeader({ alg: "ES384", kid: "ehr-1" })
+        .setIssuer(ISS)
+        .setAudience(`${remote.base}${SERVICE}`)
+        .setIssuedAt()
+        .setExpirationTime("5m")
+        .setJti(randomUUID())
+        .sign(ehrKey);
+      const res = await fetch(`${remote.base}${SERVICE}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch() }) });
+      expect(res.status).toBe(200);
+      SpecResponse.parse(await res.json());
+      expect(fetched).toBeGreaterThan(0);
+    } finally {
+      await remote.close();
+      await new Promise((r) => keys.close(r));
+    }
   });
 });
 
