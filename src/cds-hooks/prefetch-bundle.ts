@@ -1,3 +1,4 @@
+import { MedmmvError } from "../errors.js";
 import { PREFETCH } from "./discovery.js";
 
 type Json = Record<string, unknown>;
@@ -32,7 +33,7 @@ export function prefetchToBundle(prefetch: Record<string, unknown> | undefined):
     if (isResource(v) && v.resourceType === "Bundle") {
       for (const e of Array.isArray(v.entry) ? v.entry : []) if (e && typeof e === "object" && isResource((e as Json).resource)) add((e as Json).resource as Json & { resourceType: string });
     } else if (isResource(v)) add(v);
-    else entries.push({ resource: v }); // refused, with its FHIRPath, by the bundle reader
+    else throw new MedmmvError("INVALID_INPUT", `prefetch.${key} must be a FHIR resource or a Bundle of them (or null when not available)`, { details: { issues: [{ path: `body.prefetch.${key}`, message: "not a FHIR resource" }] } });
   }
   return { bundle: { resourceType: "Bundle", type: "collection", entry: entries }, missing };
 }

@@ -233,6 +233,12 @@ describe("CDS Hooks 2.0", () => {
     expect(body.issues.map((i) => i.path)).toEqual(expect.arrayContaining(["body.hook", "body.hookInstance", "body.context.userId"]));
   });
 
+  it("a prefetch value that is not a FHIR resource is a 400 naming its key", async () => {
+    const res = await call(await jwt(), { prefetch: { ...prefetch(), observations: "see chart" } });
+    expect(res.status).toBe(400);
+    expect((await json<{ issues: Array<{ path: string }> }>(res)).issues).toEqual([{ path: "body.prefetch.observations", message: "not a FHIR resource" }]);
+  });
+
   it("no patient data or tokens reach the logs", () => {
     const logs = t.logs.text();
     for (const canary of ["ehr-token-123", "secret-ehr-token", "Troponin", "150/95"]) expect(logs).not.toContain(canary);
