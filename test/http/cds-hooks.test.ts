@@ -239,6 +239,14 @@ describe("CDS Hooks 2.0", () => {
     expect((await json<{ issues: Array<{ path: string }> }>(res)).issues).toEqual([{ path: "body.prefetch.observations", message: "not a FHIR resource" }]);
   });
 
+  it("an invalid prefetched resource is a 400 naming it in the prefetch", async () => {
+    const p = prefetch() as { observations: { entry: Array<{ resource: Record<string, unknown> }> } };
+    p.observations.entry[1]!.resource.status = "done";
+    const res = await call(await jwt(), { prefetch: p });
+    expect(res.status).toBe(400);
+    expect((await json<{ issues: Array<{ path: string }> }>(res)).issues.map((i) => i.path)).toEqual(["body.prefetch.observations.entry[1].resource.status"]);
+  });
+
   it("no patient data or tokens reach the logs", () => {
     const logs = t.logs.text();
     for (const canary of ["ehr-token-123", "secret-ehr-token", "Troponin", "150/95"]) expect(logs).not.toContain(canary);

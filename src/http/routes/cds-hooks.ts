@@ -8,7 +8,7 @@ import { discoveryDocument, SERVICE_ID } from "../../cds-hooks/discovery.js";
 import { fetchMissingPrefetch, isAllowedFhirServer } from "../../cds-hooks/fhir-fetch.js";
 import { HookRequest, HookResponse } from "../../cds-hooks/hook-request.js";
 import { CdsJwtVerifier, looksLikeJwt } from "../../cds-hooks/jwt-auth.js";
-import { prefetchToBundle } from "../../cds-hooks/prefetch-bundle.js";
+import { inPrefetchTerms, prefetchToBundle } from "../../cds-hooks/prefetch-bundle.js";
 import { MedmmvError } from "../../errors.js";
 import { canonicalJson } from "../../service/case-intake.js";
 import { isTerminal } from "../../service/case-service.js";
@@ -101,13 +101,13 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     },
     async (request) => {
       const call = request.body;
-      let { bundle, missing } = prefetchToBundle(call.prefetch);
+      let { bundle, missing, origins } = prefetchToBundle(call.prefetch);
       if (missing.length && call.fhirServer) {
         if (!isAllowedFhirServer(call.fhirServer, config.cds.fhirServers)) {
           request.log.info({ missing: missing.length }, "prefetch incomplete; fhirServer not on MEDMMV_FHIR_SERVERS, not contacted");
         } else {
           const fetched = await fetchMissingPrefetch(missing, { fhirServer: call.fhirServer, accessToken: call.fhirAuthorization?.access_token, patientId: call.context.patientId, allowList: config.cds.fhirServers });
-          ({ bundle, missing } = prefetchToBundle({ ...call.prefetch, ...fetched }));
+          ({ bundle, missing, origins } = prefetchToBundle({ ...call.prefetch, ...fetched }));
         }
       }
       const entries = bundle.entry as Array<{ resource: { resourceType?: unknown; id?: unknown } }>;
@@ -116,7 +116,12 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       if (patient && patient.resource.id !== call.context.patientId) {
         throw new MedmmvError("INVALID_INPUT", "the prefetched Patient is not context.patientId; prefetch the patient in context");
       }
-      const built = bundleToCase(bundle, { maxImageBytes: config.http.maxImageBytes, closedBundle: false });
+      let built;
+      try {
+        built = bundleToCase(bundle, { maxImageBytes: config.http.maxImageBytes, closedBundle: false });
+      } catch (err) {
+        throw inPrefetchTerms(err, origins);
+      }
       const key = await recordKey(request.owner, createHash("sha256").update(canonicalJson(built.case)).digest("hex"));
       const submission = await service.submit({ owner: request.owner, input: built.case, overrides: {}, idempotencyKey: key });
       const record = submission.record;
