@@ -66,6 +66,16 @@ const EnvSchema = z.object({
   /** Server processes for `medmmv serve` (one per core to use); they share the port and the store. */
   MEDMMV_WORKERS: z.coerce.number().int().min(1).max(256).default(1),
   HOST: z.string().default("127.0.0.1"),
+  /** This service's public base URL (CDS Hooks JWT audience and card links); default: the request's own host. */
+  MEDMMV_PUBLIC_URL: z.string().url().optional(),
+  /** FHIR servers (base URLs, comma-separated) that CDS Hooks calls may have us fetch missing prefetch from. */
+  MEDMMV_FHIR_SERVERS: z.string().optional(),
+  /** The EHR's JWKS for CDS Hooks JWTs: an https URL or a local JWKS file. */
+  MEDMMV_CDS_JWKS: z.string().optional(),
+  /** Accepted `iss` of CDS Hooks JWTs (comma-separated); required with MEDMMV_CDS_JWKS. */
+  MEDMMV_CDS_ISSUERS: z.string().optional(),
+  /** Browser origins (comma-separated) allowed to call the CDS Hooks endpoints, e.g. the CDS Hooks sandbox; none by default. */
+  MEDMMV_CORS_ORIGINS: z.string().optional(),
 });
 
 export type Prices = Record<string, { input: number; output: number }>;
@@ -113,6 +123,7 @@ export interface Config {
     viewLinkSecret: string | null;
   };
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  cds: { publicUrl: string | null; fhirServers: string[]; jwks: string | null; issuers: string[]; corsOrigins: string[] };
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -124,6 +135,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new MedmmvError("CONFIG_INVALID", `invalid configuration: ${msg}`);
   }
   const e = parsed.data;
+  if (e.MEDMMV_CDS_JWKS && !csvList(e.MEDMMV_CDS_ISSUERS).length) {
+    throw new MedmmvError("CONFIG_INVALID", "invalid configuration: MEDMMV_CDS_JWKS is set but MEDMMV_CDS_ISSUERS is empty; list the EHR issuers (iss) whose JWTs are accepted");
+  }
   let prices: Prices = {};
   if (e.MEDMMV_PRICES) {
     try {
@@ -179,7 +193,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       viewLinkSecret: e.MEDMMV_VIEW_LINK_SECRET ?? null,
     },
     logLevel: e.MEDMMV_LOG_LEVEL,
+    cds: {
+      publicUrl: e.MEDMMV_PUBLIC_URL?.replace(/\/+$/, "") ?? null,
+      fhirServers: csvList(e.MEDMMV_FHIR_SERVERS).map((u) => u.replace(/\/+$/, "")),
+      jwks: e.MEDMMV_CDS_JWKS ?? null,
+      issuers: csvList(e.MEDMMV_CDS_ISSUERS),
+      corsOrigins: csvList(e.MEDMMV_CORS_ORIGINS),
+    },
   };
+}
+
+function csvList(v: string | undefined): string[] {
+  return (v ?? "").split(",").map((s) => s.trim()).filter(Boolean);
 }
 
 /** The endpoint is usable only when base URL (or key for OpenAI itself) and a model are set. */

@@ -2,6 +2,8 @@ import { z } from "zod";
 import type { PreparedCase } from "../case/schema.js";
 import type { CallContext } from "../llm/model-client.js";
 import type { NewEvidenceNode } from "../evidence/types.js";
+import { fhirOrigin } from "../case/fhir/case-origin.js";
+import { resourceAt } from "../case/fhir/resource-lines.js";
 import { callAgent, type AgentDeps } from "./agent-context.js";
 
 export const TextDoctorOutput = z.object({
@@ -76,6 +78,8 @@ export async function runTextDoctor(deps: AgentDeps, ctx: CallContext, c: Prepar
   });
   const source = caseSourceText(c);
   const locate = quoteLocator(source);
+  // Notes rendered from a FHIR Bundle name a resource on every line: a quote leads back to it.
+  const fromFhir = fhirOrigin(c) !== null;
   const nodes: NewEvidenceNode[] = [];
   const rejected: TextDoctorResult["rejected"] = [];
   for (const e of out.entities) {
@@ -84,12 +88,13 @@ export async function runTextDoctor(deps: AgentDeps, ctx: CallContext, c: Prepar
       rejected.push({ label: e.label.slice(0, 200), reason: "quote not found verbatim in the case text" });
       continue;
     }
+    const resource = fromFhir ? resourceAt(source, span[0]) : null;
     nodes.push({
       kind: "finding",
       category: e.category,
       label: e.label,
       detail: e.detail ?? undefined,
-      source: { agent: "text-doctor", quote: source.slice(span[0], span[1]), span },
+      source: { agent: "text-doctor", quote: source.slice(span[0], span[1]), span, ...(resource ? { resource } : {}) },
     });
   }
   return { nodes, rejected };

@@ -129,6 +129,8 @@ export const DiagnosisResult = z.object({
     search: z.object({ provider: z.string(), enabled: z.boolean(), note: z.string().optional() }).optional(),
     failures: z.array(BranchFailure).optional(),
     untrustedContent: z.array(z.object({ source: z.string(), note: z.string() })).optional(),
+    /** Cases from a FHIR Bundle: resources (or parts) that did not go into the case, and why. */
+    ignoredResources: z.array(z.object({ resource: z.string(), reason: z.string() })).optional(),
     /** What the checks on evidence agents did: fabricated quotes dropped, image findings flagged/revised. */
     evidenceChecks: z
       .object({

@@ -119,7 +119,7 @@ const DATA_URL_PREFIX = /^data:[^,;]*(?:;[^,;]*)*;base64,/i;
 const STRICT_BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** Decode a client's base64 strictly: Buffer.from would silently skip junk characters. */
-function decodeBase64(imageId: string, raw: string, maxBytes: number): Buffer {
+export function decodeBase64(imageId: string, raw: string, maxBytes: number): Buffer {
   // MIME encoders wrap lines at 76 characters; line breaks are the only whitespace we forgive.
   const body = raw.replace(DATA_URL_PREFIX, "").replace(/\r?\n/g, "");
   if (body.length === 0) {

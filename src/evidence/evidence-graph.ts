@@ -39,6 +39,7 @@ const SourceSchema = z.looseObject({
   title: z.string().optional(),
   retrievedAt: z.string().optional(),
   flagged: z.string().optional(),
+  resource: z.string().optional(),
 });
 const NodeAttributesSchema = z.looseObject({
   kind: z.enum(KINDS),

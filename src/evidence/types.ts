@@ -15,6 +15,8 @@ export interface NodeSource {
   url?: string;
   title?: string;
   retrievedAt?: string;
+  /** The FHIR resource a quote was read from (`Observation/bp-1`), for cases built from a FHIR Bundle. */
+  resource?: string;
   /** Set when a check flagged this source (e.g. quote not found verbatim, HD flagged an image finding). */
   flagged?: string;
 }

@@ -7,9 +7,12 @@ import { registerMultipart } from "./plugins/multipart.js";
 import { registerRateLimit } from "./plugins/rate-limit.js";
 import { registerSwagger } from "./plugins/swagger.js";
 import { caseRoutes } from "./routes/cases.js";
+import { cdsHooksRoutes } from "./routes/cds-hooks.js";
 import { diagnoseRoutes } from "./routes/diagnose.js";
 import { eventRoutes } from "./routes/events.js";
 import { evidenceGraphRoutes } from "./routes/evidence-graph.js";
+import { registerFhirJson } from "./fhir-requests.js";
+import { fhirRoutes } from "./routes/fhir.js";
 import { healthRoutes } from "./routes/health.js";
 import type { RouteDeps } from "./routes/route-deps.js";
 import { viewLinkRoutes, viewLinkSecret, viewPageRoutes } from "./routes/view.js";
@@ -37,12 +40,15 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
   const viewDeps = { ...deps, secret: viewLinkSecret(opts.config.http.viewLinkSecret) };
   // The audit page authenticates by API key or by signed link, so it sits outside the key-only context.
   await app.register(viewPageRoutes, viewDeps);
+  // CDS Hooks: an EHR authenticates with its own signed JWT, so these sit outside the key-only context too.
+  await app.register(cdsHooksRoutes, viewDeps);
 
   const keys = new ApiKeys(opts.config.http.apiKeys);
   await app.register(async (api) => {
     api.decorateRequest("owner", "");
     // Cases are JSON or multipart; a plain-text body is a client mistake (415), not a case.
     api.removeContentTypeParser("text/plain");
+    registerFhirJson(api);
     const auth = authHooks(keys);
     api.addHook("onRequest", auth.identify);
     api.addHook("preParsing", auth.enforce);
@@ -53,6 +59,7 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
     await api.register(eventRoutes, deps);
     await api.register(evidenceGraphRoutes, deps);
     await api.register(viewLinkRoutes, viewDeps);
+    await api.register(fhirRoutes, deps);
   });
 }
 

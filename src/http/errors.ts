@@ -2,7 +2,9 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Config } from "../config.js";
 import { isMedmmvError, type ErrorCode } from "../errors.js";
 import { formatIssuePath } from "../case/load-case.js";
+import { FHIR_JSON, isFhirRequest } from "./fhir-requests.js";
 import { serializeError } from "./logger.js";
+import { operationOutcome } from "./operation-outcome.js";
 import type { ErrorBody } from "./schemas.js";
 
 /** The one mapping from error codes to HTTP statuses (DESIGN §7.6). */
@@ -160,6 +162,8 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, err: unk
     request.log.info({ code: h.code, statusCode: h.status }, "request rejected");
   }
   if (h.headers) void reply.headers(h.headers);
+  // A string payload skips the route's ErrorBody serializer: FHIR clients get an OperationOutcome.
+  if (isFhirRequest(request)) return reply.status(h.status).type(`${FHIR_JSON}; charset=utf-8`).send(JSON.stringify(operationOutcome(errorBody(h, String(request.id)))));
   return reply.status(h.status).type("application/json; charset=utf-8").send(errorBody(h, String(request.id)));
 }
 

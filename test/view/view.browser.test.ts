@@ -640,3 +640,33 @@ describe("audit view of a local-corpus passage", () => {
     }
   }, 60_000);
 });
+
+describe("audit view of a case from a FHIR Bundle", () => {
+  it("names the FHIR resource a quote was read from in the node panel", async () => {
+    const base = syntheticCase(12);
+    const g = EvidenceGraph.import(base.fullEvidenceGraph!);
+    const quoted = g.nodes().find((n) => n.source.agent === "text-doctor")!;
+    // What the TextDoctor records for a line of FHIR-rendered notes (src/agents/text-doctor.ts).
+    const fhirRun = structuredClone(base);
+    const nodes = (fhirRun.fullEvidenceGraph as { nodes: Array<{ key: string; attributes: { source: Record<string, unknown>; sources?: Array<Record<string, unknown>> } }> }).nodes;
+    const stored = nodes.find((n) => n.key === quoted.id)!;
+    stored.attributes.source.resource = "Observation/bp-1";
+    for (const s of stored.attributes.sources ?? []) s.resource = "Observation/bp-1";
+    const file = (await writeOfflineReport(fhirRun, `${ARTIFACTS}fhir-source.html`)).file;
+    const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    try {
+      const page = await context.newPage();
+      const w = watch(page);
+      await openReady(page, pathToFileURL(file).href);
+      await page.fill("[data-testid=search]", quoted.label);
+      await page.press("[data-testid=search]", "Enter");
+      await page.waitForFunction((id) => (window as unknown as { __medmmvView: { selectedNode: string | null } }).__medmmvView.selectedNode === id, quoted.id, { timeout: 5_000 });
+      const chip = page.locator("[data-testid=node-panel] [data-source-resource]");
+      expect(await chip.getAttribute("data-source-resource")).toBe("Observation/bp-1");
+      expect(await chip.textContent()).toBe("FHIR resource: Observation/bp-1");
+      expect(w.problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+});

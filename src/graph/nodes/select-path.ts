@@ -9,6 +9,7 @@ import type { PipelineStateUpdate, PipelineStateValue, RefinedPath } from "../st
 import { answerKey } from "./plan-refinement.js";
 import { toResultPath } from "./refine-path.js";
 import { scanForInjection } from "../../agents/untrusted-content.js";
+import { fhirIgnoredResources } from "../../case/fhir/case-origin.js";
 import { renderPathForPrompt } from "../../agents/path-schema.js";
 
 /** Agents whose prompt versions go into provenance. */
@@ -158,6 +159,7 @@ export function selectPathNode(deps: WorkflowDeps) {
         },
         search: evidence ? { provider: evidence.search.provider, enabled: evidence.search.enabled, ...(evidence.search.note ? { note: evidence.search.note } : {}) } : undefined,
         failures,
+        ...fhirIgnoredResources(c),
         untrustedContent: untrusted,
         ...(evidence
           ? { evidenceChecks: { textDoctor: evidence.textDoctor, imageDoctor: evidence.imageChecks, webSearch: { pairsPlanned: evidence.search.pairsPlanned, pairsSearched: evidence.search.pairsSearched } } }

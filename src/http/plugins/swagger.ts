@@ -3,6 +3,7 @@ import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance } from "fastify";
 import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
 import { VERSION } from "../../version.js";
+import { polishOpenApi, TAGS } from "../openapi-document.js";
 
 type Transform = typeof jsonSchemaTransform;
 
@@ -28,6 +29,15 @@ const transform: Transform = (doc) => {
             additionalProperties: { type: "string", format: "binary", description: "An image file (JPEG, PNG, GIF or WebP); the field name is the image id" },
           },
         },
+        "application/fhir+json": {
+          schema: {
+            type: "object",
+            required: ["resourceType", "type"],
+            description:
+              "A FHIR R4 Bundle (collection, searchset, transaction, batch or document) of one patient's record: Patient, Condition, Observation, MedicationStatement/MedicationRequest (and Medication), AllergyIntolerance, Procedure, DiagnosticReport, DocumentReference, Media/Binary images. Other resource types are listed in provenance.ignoredResources. Errors are OperationOutcomes.",
+            properties: { resourceType: { const: "Bundle" }, type: { type: "string" }, entry: { type: "array", items: { type: "object" } } },
+          },
+        },
       },
     };
   }
@@ -44,14 +54,20 @@ export async function registerSwagger(app: FastifyInstance): Promise<void> {
         version: VERSION,
         description:
           "MedMMV clinical reasoning behind a REST API: diversified rollouts, an evidence graph, hallucination-checked refinement and selection by Combined Uncertainty. Decision support for clinicians; not a diagnosis.",
+        license: { name: "MIT", identifier: "MIT" },
       },
+      servers: [
+        { url: "/", description: "The server this document was fetched from" },
+        { url: "http://127.0.0.1:8787", description: "Default local address (HOST:PORT)" },
+      ],
+      tags: TAGS,
       components: {
         securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "A key from MEDMMV_API_KEYS" } },
       },
       security: [{ bearer: [] }],
     },
     transform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (o) => polishOpenApi(jsonSchemaTransformObject(o)),
   });
   await app.register(swaggerUi, { routePrefix: "/docs", staticCSP: true });
 }

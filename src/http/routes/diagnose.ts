@@ -6,6 +6,7 @@ import { DiagnosisResult } from "../../case/diagnosis-result.js";
 import { isMedmmvError, MedmmvError, type ErrorCode } from "../../errors.js";
 import { isTerminal } from "../../service/case-service.js";
 import type { CaseRecord } from "../../store/case-store.js";
+import { fhirBundleToCase } from "../fhir-requests.js";
 import { CaseAccepted, ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
@@ -17,6 +18,8 @@ const DiagnoseQuery = z.object({
     .transform((v) => v === "true")
     .optional()
     .describe("Sample rollouts in rounds and stop early when the first round agrees: fewer model calls, same answer on agreeing cases (default MEDMMV_ADAPTIVE)"),
+  question: z.string().max(20_000).optional().describe('FHIR Bundle requests only: the question (default "What is the most likely diagnosis?")'),
+  option: z.union([z.string(), z.array(z.string())]).optional().describe('FHIR Bundle requests only: an answer option as "LETTER:text", repeated per option'),
 });
 
 const DiagnoseHeaders = z.looseObject({
@@ -125,12 +128,12 @@ export const diagnoseRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { se
   app.post(
     "/diagnose",
     {
-      preValidation: multipartToCase(config.http.maxBodyBytes),
+      preValidation: [multipartToCase(config.http.maxBodyBytes), fhirBundleToCase(config)],
       schema: {
         tags: ["cases"],
         summary: "Diagnose a clinical case",
         description:
-          "Accepts a ClinicalCase as JSON (images as base64 `data`) or as multipart/form-data (a `case` JSON field plus image files). The case is stored before any model call. By default the request waits for the result (201 with the DiagnosisResult and `Location: /cases/{id}`); with `Prefer: respond-async` it answers 202 at once. A client that disconnects does not cancel the case.",
+          "Accepts a ClinicalCase as JSON (images as base64 `data`), as multipart/form-data (a `case` JSON field plus image files), or a FHIR R4 Bundle as application/fhir+json (question and options in the query; errors are OperationOutcomes). The case is stored before any model call. By default the request waits for the result (201 with the DiagnosisResult and `Location: /cases/{id}`); with `Prefer: respond-async` it answers 202 at once. A client that disconnects does not cancel the case.",
         querystring: DiagnoseQuery,
         headers: DiagnoseHeaders,
         body: ClinicalCase,

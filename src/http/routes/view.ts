@@ -13,7 +13,7 @@ import { CaseIdParams, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
 const DEFAULT_LINK_TTL_SEC = 15 * 60;
-const MAX_LINK_TTL_SEC = 24 * 60 * 60;
+export const MAX_LINK_TTL_SEC = 24 * 60 * 60;
 
 /**
  * The secret that signs view links. Without MEDMMV_VIEW_LINK_SECRET a random one is made

@@ -56,6 +56,8 @@ function renderSource(s: Source, i: number, payload: ViewPayload, nodeLabel: str
     if (text && at) append(box, h("div", { class: "small muted" }, "In the case text:"), caseTextWithMark(text, at));
     else append(box, h("p", { class: "warn small" }, text ? "This quote was not found in the case text." : "The case text is not part of this view."));
   }
+  // Cases from a FHIR Bundle: the record entry the quoted line was rendered from.
+  if (s.resource !== undefined) append(box, h("div", { class: "small", attrs: { "data-source-resource": s.resource } }, h("b", null, "FHIR resource: "), h("span", { class: "chip" }, s.resource)));
   if (s.imageId !== undefined) {
     const image = payload.caseInput?.images.find((im) => im.id === s.imageId);
     append(box, h("div", { class: "small" }, "Image ", h("span", { class: "chip" }, s.imageId), image?.caption ? ` \u2014 ${image.caption}` : ""));

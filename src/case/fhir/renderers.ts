@@ -1,0 +1,269 @@
+import type { z } from "zod";
+import type { BundleIndex, IndexedEntry } from "./bundle-index.js";
+import type { Attachment, CodeableConcept, Range, ReadType, ResourceOf } from "./fhir-schemas.js";
+import { conceptText, day, oneLine, periodText, quantityText, rangeText, valueText, type ValueParts } from "./render-values.js";
+
+/** Sections of the notes, in the order a clinician reads a record. */
+export const GROUPS = {
+  patient: "Patient",
+  conditions: "Conditions",
+  vitals: "Vital signs",
+  labs: "Laboratory results",
+  observations: "Other observations",
+  medications: "Medications",
+  allergies: "Allergies and intolerances",
+  procedures: "Procedures",
+  reports: "Diagnostic reports",
+  documents: "Documents",
+  images: "Images",
+} as const;
+export type Group = keyof typeof GROUPS;
+
+/** One fact of the record: a line that names its resource, and for documents their text below it. */
+export interface NoteLine {
+  group: Group;
+  /** For ordering within the group (FHIR dateTime). */
+  date?: string;
+  text: string;
+  body?: string[];
+}
+
+/** What a renderer may ask of the bundle while rendering one resource. */
+export interface RenderContext {
+  entry: IndexedEntry;
+  index: BundleIndex;
+  /** The date ages are computed at (bundle timestamp, else the latest clinical date). */
+  referenceDate: string;
+  /** The text of an attachment, or undefined when it is not text (an image is added to the case instead). */
+  attachment(att: z.infer<typeof Attachment>, path: PropertyKey[], caption: string): string | undefined;
+  /** Register an attachment that must be an image (Media, a Binary on its own). */
+  image(att: z.infer<typeof Attachment>, path: PropertyKey[], caption: string, id: string): void;
+  /** Record that this resource (or part of it) was not used, and why. */
+  ignore(reason: string): void;
+}
+
+type Renderer<K extends ReadType> = (r: ResourceOf<K>, ctx: RenderContext) => NoteLine | null;
+
+function join(parts: Array<string | undefined | false>, sep = ", "): string {
+  return parts.filter((p): p is string => !!p).join(sep);
+}
+
+function code(c: z.infer<typeof CodeableConcept> | undefined): string | undefined {
+  return c?.coding?.find((x) => x.code)?.code;
+}
+
+function dated(line: string, date: string | undefined): string {
+  return date ? `${line} (${date})` : line;
+}
+
+/** Whole years (months under 2) between a FHIR birthDate and a reference date. */
+export function ageAt(birthDate: string, referenceDate: string): { years: number; text: string } | null {
+  const [by, bm = 7, bd = 1] = birthDate.split("-").map(Number);
+  const [ry, rm = 1, rd = 1] = referenceDate.slice(0, 10).split("-").map(Number);
+  if (by === undefined || ry === undefined) return null;
+  const months = (ry - by) * 12 + (rm - bm) - (rd < bd ? 1 : 0);
+  if (months < 0) return null;
+  const years = Math.floor(months / 12);
+  if (years < 2) return { years: Math.round((months / 12) * 100) / 100, text: `${months}-month-old` };
+  return { years, text: `${years}-year-old` };
+}
+
+const INTERPRETATION: Record<string, string> = { H: "high", L: "low", HH: "critically high", LL: "critically low", A: "abnormal", AA: "critically abnormal", N: "normal", HU: "significantly high", LU: "significantly low", POS: "positive", NEG: "negative" };
+
+function interpretationText(list: Array<z.infer<typeof CodeableConcept>> | undefined): string | undefined {
+  if (!list?.length) return undefined;
+  return list
+    .map((c) => c.text ?? c.coding?.find((x) => x.display)?.display ?? INTERPRETATION[code(c) ?? ""] ?? code(c))
+    .filter(Boolean)
+    .join(", ");
+}
+
+type Measured = ValueParts & {
+  interpretation?: Array<z.infer<typeof CodeableConcept>> | undefined;
+  referenceRange?: Array<z.infer<typeof Range> & { text?: string | undefined }> | undefined;
+};
+
+function referenceRangeText(v: Measured): string | undefined {
+  const r = v.referenceRange?.[0];
+  if (!r) return undefined;
+  const t = rangeText(r) ?? (r.text ? oneLine(r.text) : undefined);
+  return t ? `reference range ${t}` : undefined;
+}
+
+/** A value with its interpretation and reference range: `5.9 mmol/L, high, reference range 3.5 – 5.1 mmol/L`. */
+function measured(v: Measured): string | undefined {
+  const value = valueText(v);
+  if (value === undefined) return undefined;
+  return join([value, interpretationText(v.interpretation), referenceRangeText(v)]);
+}
+
+const SYSTOLIC = "8480-6";
+const DIASTOLIC = "8462-4";
+
+const patient: Renderer<"Patient"> = (r, ctx) => {
+  const age = r.birthDate ? ageAt(r.birthDate, ctx.referenceDate) : null;
+  const sex = r.gender && r.gender !== "unknown" ? r.gender : undefined;
+  const who = join([age?.text, sex], " ") || "patient (age and sex not recorded)";
+  return { group: "patient", text: join([who, r.deceasedBoolean || r.deceasedDateTime ? `deceased${r.deceasedDateTime ? ` ${day(r.deceasedDateTime)}` : ""}` : undefined]) };
+};
+
+const condition: Renderer<"Condition"> = (r, ctx) => {
+  const verification = code(r.verificationStatus);
+  if (verification === "entered-in-error") return ctx.ignore("verificationStatus is entered-in-error"), null;
+  const onset = day(r.onsetDateTime) ?? (r.onsetString ? oneLine(r.onsetString) : undefined) ?? (r.onsetAge ? `age ${quantityText(r.onsetAge)}` : undefined);
+  const status = join([conceptText(r.clinicalStatus), verification && verification !== "confirmed" ? conceptText(r.verificationStatus) : undefined, conceptText(r.severity)]);
+  const text = join([conceptText(r.code) ?? "Condition (no code)", status || undefined, onset ? `onset ${onset}` : undefined, r.abatementDateTime ? `resolved ${day(r.abatementDateTime)}` : undefined, ...(r.note ?? []).map((n) => `note: ${oneLine(n.text)}`)], "; ");
+  return { group: "conditions", date: r.onsetDateTime ?? r.recordedDate, text };
+};
+
+const observation: Renderer<"Observation"> = (r, ctx) => {
+  if (r.status === "entered-in-error" || r.status === "cancelled") return ctx.ignore(`status is ${r.status}`), null;
+  const categories = (r.category ?? []).map(code);
+  const group: Group = categories.includes("vital-signs") ? "vitals" : categories.includes("laboratory") ? "labs" : "observations";
+  const comps = r.component ?? [];
+  const sys = comps.find((c) => c.code.coding?.some((x) => x.code === SYSTOLIC));
+  const dia = comps.find((c) => c.code.coding?.some((x) => x.code === DIASTOLIC));
+  let value: string | undefined;
+  if (sys?.valueQuantity?.value !== undefined && dia?.valueQuantity?.value !== undefined) {
+    // Blood pressure is read as one value, the way it is written on a chart.
+    const unit = sys.valueQuantity.unit ?? sys.valueQuantity.code ?? "";
+    value = join([`${sys.valueQuantity.value}/${dia.valueQuantity.value}${unit ? ` ${unit}` : ""}`, interpretationText(r.interpretation ?? sys.interpretation)]);
+  } else {
+    const own = measured(r);
+    const parts = comps
+      .map((c) => {
+        const m = measured(c);
+        return m ? `${conceptText(c.code) ?? "component"} ${m}` : undefined;
+      })
+      .filter((p): p is string => !!p);
+    // A panel without a value of its own reads as "Venous blood gas: pH 7.12, low; …".
+    value = own ? [own, ...parts].join("; ") : parts.length ? `: ${parts.join("; ")}` : undefined;
+  }
+  const status = r.status === "final" || r.status === "amended" || r.status === "corrected" ? undefined : r.status;
+  const date = r.effectiveDateTime ?? r.effectivePeriod?.start ?? r.effectiveInstant ?? r.issued;
+  const text = join([`${conceptText(r.code) ?? "Observation"}${value ? `${value.startsWith(":") ? "" : " "}${value}` : " (no value)"}`, status, ...(r.note ?? []).map((n) => `note: ${oneLine(n.text)}`)]);
+  return { group, date, text: dated(text, day(date)) };
+};
+
+function medicationName(r: { medicationCodeableConcept?: z.infer<typeof CodeableConcept> | undefined; medicationReference?: { reference?: string | undefined; display?: string | undefined } | undefined }, ctx: RenderContext): string {
+  const direct = conceptText(r.medicationCodeableConcept);
+  if (direct) return direct;
+  const ref = r.medicationReference;
+  const target = ref?.reference ? ctx.index.resolve(ref.reference) : undefined;
+  const viaRef = target?.type === "Medication" ? conceptText(target.resource.code as z.infer<typeof CodeableConcept> | undefined) : undefined;
+  return viaRef ?? (ref?.display ? oneLine(ref.display) : "medication (not named)");
+}
+
+const medicationStatement: Renderer<"MedicationStatement"> = (r, ctx) => {
+  if (r.status === "entered-in-error") return ctx.ignore("status is entered-in-error"), null;
+  const dose = (r.dosage ?? []).map((d) => d.text && oneLine(d.text)).filter(Boolean).join("; ");
+  const when = periodText(r.effectivePeriod) ?? day(r.effectiveDateTime);
+  return { group: "medications", date: r.effectivePeriod?.start ?? r.effectiveDateTime ?? r.dateAsserted, text: `${join([medicationName(r, ctx), dose || undefined], " — ")} (${join([r.status.replace("-", " "), when])})` };
+};
+
+const medicationRequest: Renderer<"MedicationRequest"> = (r, ctx) => {
+  if (r.status === "entered-in-error") return ctx.ignore("status is entered-in-error"), null;
+  const dose = (r.dosageInstruction ?? []).map((d) => d.text && oneLine(d.text)).filter(Boolean).join("; ");
+  return { group: "medications", date: r.authoredOn, text: `${join([medicationName(r, ctx), dose || undefined], " — ")} (${join([`${r.status} ${r.intent}`, day(r.authoredOn) ? `prescribed ${day(r.authoredOn)}` : undefined])})` };
+};
+
+const allergy: Renderer<"AllergyIntolerance"> = (r, ctx) => {
+  const verification = code(r.verificationStatus);
+  if (verification === "entered-in-error") return ctx.ignore("verificationStatus is entered-in-error"), null;
+  const reactions = (r.reaction ?? []).map((x) => join([x.manifestation.map(conceptText).filter(Boolean).join(", "), x.severity ? `(${x.severity})` : undefined, x.description ? oneLine(x.description) : undefined], " "));
+  const text = join([
+    `${conceptText(r.code) ?? "substance not named"}${r.type ? ` ${r.type}` : ""}${r.category?.length ? ` (${r.category.join(", ")})` : ""}`,
+    reactions.length ? `reaction: ${reactions.join("; ")}` : undefined,
+    r.criticality ? `criticality ${r.criticality}` : undefined,
+    conceptText(r.clinicalStatus),
+    verification && verification !== "confirmed" ? conceptText(r.verificationStatus) : undefined,
+  ], "; ");
+  return { group: "allergies", date: r.onsetDateTime ?? r.recordedDate, text };
+};
+
+const procedure: Renderer<"Procedure"> = (r, ctx) => {
+  if (r.status === "entered-in-error") return ctx.ignore("status is entered-in-error"), null;
+  const when = periodText(r.performedPeriod) ?? day(r.performedDateTime);
+  const text = join([conceptText(r.code) ?? "Procedure (no code)", r.status.replace("-", " "), r.outcome ? `outcome: ${conceptText(r.outcome)}` : undefined, ...(r.note ?? []).map((n) => `note: ${oneLine(n.text)}`)]);
+  return { group: "procedures", date: r.performedDateTime ?? r.performedPeriod?.start, text: dated(text, when) };
+};
+
+/** Text of a document, one indented line per line, so every line still belongs to its resource. */
+function bodyLines(text: string): string[] {
+  return text
+    .split(/\r?\n/)
+    .map((l) => l.replace(/\s+/g, " ").trim())
+    .filter(Boolean)
+    .map((l) => `  ${l}`);
+}
+
+const diagnosticReport: Renderer<"DiagnosticReport"> = (r, ctx) => {
+  if (r.status === "entered-in-error" || r.status === "cancelled") return ctx.ignore(`status is ${r.status}`), null;
+  const date = r.effectiveDateTime ?? r.effectivePeriod?.start ?? r.issued;
+  const results = (r.result ?? []).map((x) => (x.reference ? ctx.index.resolve(x.reference)?.name : undefined) ?? x.display).filter(Boolean);
+  const body: string[] = [];
+  (r.presentedForm ?? []).forEach((att, i) => {
+    const t = ctx.attachment(att, ["presentedForm", i], `${conceptText(r.code) ?? "Report"}${att.title ? `: ${oneLine(att.title)}` : ""}`);
+    if (t) body.push(...bodyLines(t));
+  });
+  (r.media ?? []).forEach((m, i) => {
+    const target = m.link.reference ? ctx.index.resolve(m.link.reference) : undefined;
+    if (m.comment) body.push(`  ${target ? `${target.name}: ` : ""}${oneLine(m.comment)}`);
+    else if (!target) ctx.ignore(`media[${i}] links outside the bundle`);
+  });
+  const text = join([
+    dated(`${conceptText(r.code) ?? "Report"}${r.status !== "final" ? `, ${r.status}` : ""}`, day(date)),
+    r.conclusion ? `conclusion: ${oneLine(r.conclusion)}` : undefined,
+    r.conclusionCode?.length ? `coded: ${r.conclusionCode.map(conceptText).filter(Boolean).join(", ")}` : undefined,
+    results.length ? `results: ${results.join(", ")}` : undefined,
+  ], "; ");
+  return { group: "reports", date, text, ...(body.length ? { body } : {}) };
+};
+
+const documentReference: Renderer<"DocumentReference"> = (r, ctx) => {
+  if (r.status === "entered-in-error") return ctx.ignore("status is entered-in-error"), null;
+  const title = conceptText(r.type) ?? (r.description ? oneLine(r.description) : "Document");
+  const body: string[] = [];
+  r.content.forEach((c, i) => {
+    const t = ctx.attachment(c.attachment, ["content", i, "attachment"], title);
+    if (t) body.push(...bodyLines(t));
+  });
+  const text = dated(join([title, r.description && conceptText(r.type) ? oneLine(r.description) : undefined, r.status === "superseded" ? "superseded" : undefined]), day(r.date));
+  return { group: "documents", date: r.date, text: body.length ? `${text}:` : `${text} (no readable text)`, ...(body.length ? { body } : {}) };
+};
+
+const media: Renderer<"Media"> = (r, ctx) => {
+  if (r.status === "entered-in-error" || r.status === "not-done") return ctx.ignore(`status is ${r.status}`), null;
+  const caption = join([
+    r.content.title ? oneLine(r.content.title) : undefined,
+    conceptText(r.modality),
+    conceptText(r.view),
+    conceptText(r.bodySite),
+    ...(r.note ?? []).map((n) => oneLine(n.text)),
+  ]) || "image";
+  ctx.image(r.content, ["content"], caption, ctx.entry.name);
+  return { group: "images", date: r.createdDateTime, text: dated(`${caption} — image ${ctx.entry.name}`, day(r.createdDateTime)) };
+};
+
+const binary: Renderer<"Binary"> = (r, ctx) => {
+  ctx.image({ contentType: r.contentType, ...(r.data !== undefined ? { data: r.data } : {}) }, [], "image", ctx.entry.name);
+  return { group: "images", text: `image ${ctx.entry.name}` };
+};
+
+/** Medication is read through the statements and requests that reference it. */
+const medication: Renderer<"Medication"> = () => null;
+
+export const RENDERERS: { [K in ReadType]: Renderer<K> } = {
+  Patient: patient,
+  Condition: condition,
+  Observation: observation,
+  MedicationStatement: medicationStatement,
+  MedicationRequest: medicationRequest,
+  Medication: medication,
+  AllergyIntolerance: allergy,
+  Procedure: procedure,
+  DiagnosticReport: diagnosticReport,
+  DocumentReference: documentReference,
+  Media: media,
+  Binary: binary,
+};

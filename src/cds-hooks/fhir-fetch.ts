@@ -1,0 +1,50 @@
+import { MedmmvError } from "../errors.js";
+import { PREFETCH } from "./discovery.js";
+
+export interface FetchMissingOptions {
+  fhirServer: string;
+  accessToken: string | undefined;
+  patientId: string;
+  /** MEDMMV_FHIR_SERVERS: the only servers ever contacted. */
+  allowList: readonly string[];
+  timeoutMs?: number;
+  maxBytes?: number;
+}
+
+/** Is this FHIR base URL one the operator listed? Exact base match (trailing slashes aside). */
+export function isAllowedFhirServer(fhirServer: string, allowList: readonly string[]): boolean {
+  const base = fhirServer.replace(/\/+$/, "");
+  return allowList.includes(base);
+}
+
+/**
+ * Fetch the prefetch the EHR did not send, from its FHIR server, with its token. Only a
+ * server on the allow-list is contacted (private and loopback ones only because they are
+ * listed); redirects are refused so an allowed server cannot send us elsewhere.
+ */
+export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMissingOptions): Promise<Record<string, unknown>> {
+  if (!isAllowedFhirServer(o.fhirServer, o.allowList)) return {};
+  const base = o.fhirServer.replace(/\/+$/, "");
+  const out: Record<string, unknown> = {};
+  for (const key of keys) {
+    const template = PREFETCH[key];
+    if (!template) continue;
+    const url = `${base}/${template.replaceAll("{{context.patientId}}", encodeURIComponent(o.patientId))}`;
+    const res = await fetch(url, {
+      headers: { accept: "application/fhir+json", ...(o.accessToken ? { authorization: `Bearer ${o.accessToken}` } : {}) },
+      redirect: "error",
+      signal: AbortSignal.timeout(o.timeoutMs ?? 5_000),
+    }).catch((err: unknown) => {
+      throw new MedmmvError("UNPROCESSABLE", `the FHIR server did not answer for prefetch "${key}"`, { cause: err });
+    });
+    if (!res.ok) throw new MedmmvError("UNPROCESSABLE", `the FHIR server answered ${res.status} for prefetch "${key}"; send the prefetch with the hook call`);
+    const text = await res.text();
+    if (text.length > (o.maxBytes ?? 10_000_000)) throw new MedmmvError("PAYLOAD_TOO_LARGE", `the FHIR server's answer for prefetch "${key}" is too large`);
+    try {
+      out[key] = JSON.parse(text) as unknown;
+    } catch {
+      throw new MedmmvError("UNPROCESSABLE", `the FHIR server's answer for prefetch "${key}" is not JSON`);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,134 @@
+import cors from "@fastify/cors";
+import { createHash } from "node:crypto";
+import type { FastifyRequest } from "fastify";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { bundleToCase } from "../../case/fhir/bundle-to-case.js";
+import { noRecordCard, resultCard, startedCard } from "../../cds-hooks/cards.js";
+import { discoveryDocument, SERVICE_ID } from "../../cds-hooks/discovery.js";
+import { fetchMissingPrefetch, isAllowedFhirServer } from "../../cds-hooks/fhir-fetch.js";
+import { HookRequest, HookResponse } from "../../cds-hooks/hook-request.js";
+import { CdsJwtVerifier, looksLikeJwt } from "../../cds-hooks/jwt-auth.js";
+import { inPrefetchTerms, prefetchToBundle } from "../../cds-hooks/prefetch-bundle.js";
+import { MedmmvError } from "../../errors.js";
+import { canonicalJson } from "../../service/case-intake.js";
+import { isTerminal } from "../../service/case-service.js";
+import { signViewLink } from "../../view/signed-link.js";
+import { ApiKeys, OPEN_OWNER } from "../auth.js";
+import { registerRateLimit } from "../plugins/rate-limit.js";
+import { ErrorBody, errorResponses } from "../schemas.js";
+import type { RouteDeps } from "./route-deps.js";
+import { MAX_LINK_TTL_SEC } from "./view.js";
+import { z } from "zod";
+
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+const SERVICE_PATH = `/cds-services/${SERVICE_ID}`;
+/** Failed analyses of one record retried by later calls, at most. */
+const MAX_RETRIES_PER_RECORD = 5;
+
+const Discovery = z
+  .object({
+    services: z.array(z.object({ hook: z.string(), id: z.string(), title: z.string(), description: z.string(), prefetch: z.record(z.string(), z.string()), usageRequirements: z.string().optional() })),
+  })
+  .describe("CdsDiscovery");
+
+/**
+ * CDS Hooks 2.0 (discovery and the patient-view service). Outside the key-only context:
+ * an EHR authenticates with a signed JWT (MEDMMV_CDS_JWKS) or, like any client, an API key.
+ * CORS only for the origins configured (MEDMMV_CORS_ORIGINS), e.g. the CDS Hooks sandbox.
+ */
+export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { config, service, store, secret }) => {
+  if (config.cds.corsOrigins.length) {
+    await app.register(cors, { origin: config.cds.corsOrigins, methods: ["GET", "POST"], allowedHeaders: ["authorization", "content-type"], maxAge: 600 });
+  }
+  const keys = new ApiKeys(config.http.apiKeys);
+  const jwt = config.cds.jwks ? new CdsJwtVerifier({ jwks: config.cds.jwks, issuers: config.cds.issuers }) : null;
+  const publicBase = (request: FastifyRequest) => config.cds.publicUrl ?? `${request.protocol}://${request.host}`;
+
+  app.decorateRequest("owner", "");
+  await registerRateLimit(app, config.http.rateLimitPerMin);
+
+  app.get(
+    "/cds-services",
+    { schema: { tags: ["cds-hooks"], summary: "CDS Hooks discovery: the services this server offers", security: [], response: { 200: Discovery } } },
+    async () => discoveryDocument(),
+  );
+
+  const authenticate = async (request: FastifyRequest): Promise<void> => {
+    const m = BEARER.exec(request.headers.authorization ?? "");
+    const open = !keys.enabled && !jwt;
+    if (!m) {
+      if (open) return void (request.owner = OPEN_OWNER);
+      throw new MedmmvError("UNAUTHORIZED", "send `Authorization: Bearer <jwt>` signed by the EHR (CDS Hooks), or an API key");
+    }
+    const token = m[1]!;
+    const owner = keys.enabled ? keys.verify(token) : null;
+    if (owner) return void (request.owner = owner);
+    if (jwt && looksLikeJwt(token)) {
+      request.owner = (await jwt.verify(token, `${publicBase(request)}${SERVICE_PATH}`)).owner;
+      return;
+    }
+    if (open) return void (request.owner = OPEN_OWNER);
+    throw new MedmmvError("UNAUTHORIZED", "invalid credentials: neither an API key nor a CDS Hooks JWT");
+  };
+
+  /**
+   * The same record is analysed once: its content hash is the idempotency key of the case.
+   * A failed analysis (the model endpoint was down) is not the record's answer: the next
+   * call starts a new case under a key derived from the failed one, a bounded chain.
+   */
+  const recordKey = async (owner: string, hash: string): Promise<string> => {
+    let key = `cds-${hash}`;
+    for (let i = 0; i < MAX_RETRIES_PER_RECORD; i++) {
+      const prior = await store.findByIdempotencyKey(owner, key);
+      if (!prior || prior.status !== "failed") return key;
+      key = `cds-${hash}-after-${prior.id}`;
+    }
+    return key;
+  };
+
+  app.post(
+    SERVICE_PATH,
+    {
+      onRequest: authenticate,
+      schema: {
+        tags: ["cds-hooks"],
+        summary: "CDS Hooks patient-view: a card with medmmv's answer for the patient's record",
+        description:
+          "The prefetch becomes a FHIR Bundle and then a case. A record already analysed (same content) answers with its finished case's card; otherwise the case starts and an info card links to it at once. Missing prefetch is fetched only from a fhirServer on MEDMMV_FHIR_SERVERS.",
+        body: HookRequest,
+        response: { 200: HookResponse, ...errorResponses, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody, 422: ErrorBody },
+      },
+    },
+    async (request) => {
+      const call = request.body;
+      let { bundle, missing, origins } = prefetchToBundle(call.prefetch);
+      if (missing.length && call.fhirServer) {
+        if (!isAllowedFhirServer(call.fhirServer, config.cds.fhirServers)) {
+          request.log.info({ missing: missing.length }, "prefetch incomplete; fhirServer not on MEDMMV_FHIR_SERVERS, not contacted");
+        } else {
+          const fetched = await fetchMissingPrefetch(missing, { fhirServer: call.fhirServer, accessToken: call.fhirAuthorization?.access_token, patientId: call.context.patientId, allowList: config.cds.fhirServers });
+          ({ bundle, missing, origins } = prefetchToBundle({ ...call.prefetch, ...fetched }));
+        }
+      }
+      const entries = bundle.entry as Array<{ resource: { resourceType?: unknown; id?: unknown } }>;
+      if (!entries.length) return { cards: [noRecordCard("Nothing was prefetched, and the FHIR server is not one this service may contact (MEDMMV_FHIR_SERVERS).")] };
+      const patient = entries.find((e) => e.resource.resourceType === "Patient");
+      if (patient && patient.resource.id !== call.context.patientId) {
+        throw new MedmmvError("INVALID_INPUT", "the prefetched Patient is not context.patientId; prefetch the patient in context");
+      }
+      let built;
+      try {
+        built = bundleToCase(bundle, { maxImageBytes: config.http.maxImageBytes, closedBundle: false });
+      } catch (err) {
+        throw inPrefetchTerms(err, origins);
+      }
+      const key = await recordKey(request.owner, createHash("sha256").update(canonicalJson(built.case)).digest("hex"));
+      const submission = await service.submit({ owner: request.owner, input: built.case, overrides: {}, idempotencyKey: key });
+      const record = submission.record;
+      const token = signViewLink(record.id, request.owner, secret, MAX_LINK_TTL_SEC);
+      const viewUrl = `${publicBase(request)}/cases/${encodeURIComponent(record.id)}/view?token=${encodeURIComponent(token)}`;
+      if (isTerminal(record.status) && record.result) return { cards: [resultCard(record.result, viewUrl)] };
+      return { cards: [startedCard(viewUrl, submission.replayed)] };
+    },
+  );
+};
