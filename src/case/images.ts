@@ -3,6 +3,7 @@ import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { MedmmvError } from "../errors.js";
 import type { ClinicalCase, ImageInput, LoadedImage, PreparedCase } from "./schema.js";
+import { loadPathway } from "../pathways/load-pathway.js";
 
 export type ImageMime = LoadedImage["mimeType"];
 
@@ -257,5 +258,7 @@ export async function prepareCase(c: ClinicalCase, opts: PrepareImageOptions): P
     seen.add(img.id);
   }
   const loaded = await Promise.all(images.map((img) => prepareImage(img, opts)));
-  return { ...rest, id: id ?? `case-${randomUUID()}`, images: loaded };
+  // A pathway id is resolved here, so an unknown one is a 400 before any model call.
+  const pathway = rest.pathway === undefined ? {} : { pathway: loadPathway(rest.pathway) };
+  return { ...rest, ...pathway, id: id ?? `case-${randomUUID()}`, images: loaded };
 }

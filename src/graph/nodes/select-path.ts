@@ -10,6 +10,7 @@ import { answerKey } from "./plan-refinement.js";
 import { toResultPath } from "./refine-path.js";
 import { scanForInjection } from "../../agents/untrusted-content.js";
 import { renderPathForPrompt } from "../../agents/path-schema.js";
+import { describeLabels } from "../../pathways/consistency.js";
 
 /** Agents whose prompt versions go into provenance. */
 const PROMPTS_USED = ["system", "rollout", "text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge"];
@@ -91,6 +92,8 @@ export function selectPathNode(deps: WorkflowDeps) {
           if (cl.verdict === "supported") continue;
           hallucinations.push({ pathId: r.pathId, attempt: rep.attempt, stage: cl.stage, severity: rep.severity, claim: cl.claim, issue: rep.issues[0] ?? `claim ${cl.verdict}`, resolved });
         }
+        const cc = rep.contextConflict;
+        if (cc) hallucinations.push({ pathId: r.pathId, attempt: rep.attempt, stage: "reasoning", severity: "HIGH", claim: describeLabels(cc.labels, cc.steps), issue: cc.issue, resolved });
       });
     }
 
