@@ -11,6 +11,7 @@ import { diagnoseRoutes } from "./routes/diagnose.js";
 import { eventRoutes } from "./routes/events.js";
 import { evidenceGraphRoutes } from "./routes/evidence-graph.js";
 import { healthRoutes } from "./routes/health.js";
+import { turnRoutes } from "./routes/turns.js";
 import type { RouteDeps } from "./routes/route-deps.js";
 import { viewLinkRoutes, viewLinkSecret, viewPageRoutes } from "./routes/view.js";
 
@@ -53,6 +54,7 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
     await api.register(eventRoutes, deps);
     await api.register(evidenceGraphRoutes, deps);
     await api.register(viewLinkRoutes, viewDeps);
+    await api.register(turnRoutes, deps);
   });
 }
 

@@ -59,3 +59,29 @@ export function checkConsistency(pathway: Pathway, seq: LabelledSequence): Consi
 export function describeLabels(seq: LabelledSequence, steps: string[]): string {
   return steps.map((s) => `${s} = ${seq[s]}`).join(", ");
 }
+
+/** One labelled answer of a conversation (step null or category no-match: it labels nothing). */
+export interface LabelledAnswer {
+  step: string | null;
+  category: string | null;
+}
+
+/**
+ * The same test over a conversation's answers, in turn order. A step answered twice with
+ * two different categories contradicts itself: no rule can agree with both, so the
+ * sequence leaves S at the turn that gave the second one.
+ */
+export function checkAnswerSequence(pathway: Pathway, answers: LabelledAnswer[]): ConsistencyResult & { sequence: LabelledSequence; contradicted: string[] } {
+  const sequence: LabelledSequence = {};
+  const contradicted: string[] = [];
+  for (const a of answers) {
+    if (!a.step || !a.category || a.category === NO_MATCH) continue;
+    const before = sequence[a.step];
+    if (before !== undefined && before !== a.category && !contradicted.includes(a.step)) contradicted.push(a.step);
+    if (before === undefined) sequence[a.step] = a.category;
+  }
+  const r = checkConsistency(pathway, sequence);
+  if (contradicted.length === 0) return { ...r, sequence, contradicted };
+  const steps = [...new Set([...r.conflictingSteps, ...contradicted])];
+  return { ...r, consistent: false, matchingPaths: [], conflictingSteps: steps, sequence, contradicted };
+}
