@@ -35,6 +35,17 @@ export interface ViewGraph {
   edges: Array<{ key: string; source: string; target: string; attributes: EvidenceEdgeAttributes }>;
 }
 
+/** One conversation turn on the case (DESIGN §11), in the order asked. */
+export interface ViewTurn {
+  turn: number;
+  question: string;
+  answer: string;
+  step: string | null;
+  category: string | null;
+  contextConflict: boolean;
+  evidence: Array<{ id: string; label: string }>;
+}
+
 export interface ViewPayload {
   version: 1;
   mode: "served" | "offline";
@@ -47,6 +58,8 @@ export interface ViewPayload {
   subgraphNodeIds: string[];
   /** null when the report was made from a bare result without its case. */
   caseInput: ViewCase | null;
+  /** The conversation on the case; absent or empty when nobody asked anything. */
+  turns?: ViewTurn[];
 }
 
 /** Which graph the audit page shows: the selected path's subgraph or the whole graph. */

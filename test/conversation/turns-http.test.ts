@@ -71,6 +71,12 @@ describe("conversation turns over HTTP", () => {
     const listed = await json<{ turns: TurnBody[] }>(await t.api(`/cases/${caseId}/turns`));
     expect(listed.turns.map((x) => x.turn)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect(listed.turns[5]).toMatchObject({ ...got[5], at: expect.any(String) });
+    // The audit view carries the turns, in order, with their labels.
+    const view = await t.api(`/cases/${caseId}/view`);
+    expect(view.status).toBe(200);
+    const data = /<script id="medmmv-data" type="application\/json">([\s\S]*?)<\/script>/.exec(await view.text());
+    const embedded = (JSON.parse(data![1]!) as { turns: TurnBody[] }).turns;
+    expect(embedded.map((x) => [x.turn, x.step, x.category, x.contextConflict])).toEqual(listed.turns.map((x) => [x.turn, x.step, x.category, x.contextConflict]));
     // Questions and answers are case content: never in the logs.
     expect(t.logs.text()).not.toContain("Looking again, is the image quality acceptable");
     expect(t.logs.text()).not.toContain("Myeloblasts are proliferating");
