@@ -1,0 +1,80 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
+import { AML_ANSWERS, MARROW_NOTES, turnsScenario } from "../conversation/turns-scenario.js";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const BIN = path.join(ROOT, "bin/medmmv.js");
+
+function medmmv(args: string[], env: Record<string, string>, input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("OPENAI_") && !k.startsWith("MEDMMV_") && !k.startsWith("TAVILY_")));
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...clean, ...env }, timeout: 90_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+    child.stdin!.end(input ?? "");
+  });
+}
+
+let model: ScriptedOpenAI;
+let dir: string;
+let env: Record<string, string>;
+beforeAll(async () => {
+  model = await startScriptedOpenAI({ scenario: turnsScenario() });
+  dir = await mkdtemp(path.join(tmpdir(), "medmmv-chat-"));
+  await writeFile(path.join(dir, "case.json"), JSON.stringify({ question: "What is the diagnosis of this bone-marrow patch?", notes: MARROW_NOTES }));
+  env = { OPENAI_BASE_URL: model.baseUrl, OPENAI_API_KEY: "k", MEDMMV_MODEL: "scripted", MEDMMV_LOG_LEVEL: "silent", MEDMMV_CACHE: "off" };
+});
+afterAll(async () => {
+  await model.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+interface TurnLine {
+  type: string;
+  turn: number;
+  step: string | null;
+  category: string | null;
+  contextConflict: boolean;
+}
+
+describe("medmmv chat", () => {
+  it("--script answers each question in turn, labelled on --pathway, and flags the contradicting turn", async () => {
+    const script = path.join(dir, "questions.txt");
+    await writeFile(script, ["# a consistent AML walk, then a contradiction", ...Object.keys(AML_ANSWERS), "[diagnosis] What is the diagnosis?"].join("\n"));
+    const r = await medmmv(["chat", path.join(dir, "case.json"), "--pathway", "bone-marrow", "--script", script, "--k", "2", "--json"], env);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as TurnLine);
+    expect(lines[0]!.type).toBe("result");
+    expect(lines.slice(1).map((t) => [t.turn, t.step, t.category, t.contextConflict])).toEqual([
+      [1, "image-quality", "high", false],
+      [2, "cell-quality", "adequate", false],
+      [3, "abnormality", "abnormal", false],
+      [4, "proliferation", "blasts", false],
+      [5, "diagnosis", "aml", false],
+      [6, "image-quality", "low", true],
+      [7, "diagnosis", "aml", true],
+    ]);
+  });
+
+  it("reads questions from stdin without --script, and prints readable turns", async () => {
+    const r = await medmmv(["chat", path.join(dir, "case.json"), "--pathway", "bone-marrow", "--k", "1"], env, "What is the diagnosis?\n\n[nonsense] Which cell type is proliferating?\nWhich cell type is proliferating?\n");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("(1) [diagnosis: aml] Acute myeloid leukemia.");
+    expect(r.stdout).toContain("(2) [proliferation: blasts] Myeloblasts are proliferating");
+    expect(r.stderr).toMatch(/step "nonsense" is not a step of pathway "bone-marrow"/);
+  });
+
+  it("an unknown pathway is a usage error (exit 2) before any model call", async () => {
+    model.reset();
+    const r = await medmmv(["chat", path.join(dir, "case.json"), "--pathway", "lung"], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/unknown pathway "lung"; known pathways: bone-marrow/);
+    expect(model.stats().total).toBe(0);
+  });
+});
