@@ -36,7 +36,7 @@ export async function runTurnAnswer(
   deps: AgentDeps,
   ctx: CallContext,
   c: PreparedCase,
-  input: { question: string; history: HistoryTurn[]; pathway?: Pathway; step?: string; evidenceText: string },
+  input: { question: string; history: HistoryTurn[]; pathway?: Pathway; step?: string; evidenceText?: string },
 ): Promise<TurnOutput> {
   return callAgent(deps, ctx, c, {
     agent: "turn-answer",
@@ -44,7 +44,7 @@ export async function runTurnAnswer(
     temperature: 0,
     schema: TurnOutput,
     withImages: true,
-    evidence: input.evidenceText,
+    ...(input.evidenceText !== undefined ? { evidence: input.evidenceText } : {}),
     slots: { history: renderHistory(input.history), question: neutralise(input.question), pathwayInstruction: pathwayInstruction(input.pathway, input.step) },
   });
 }

@@ -51,12 +51,14 @@ export function checkRequestedStep(pathway: Pathway | undefined, step: string | 
  * One conversation turn on a finished case (DESIGN §11): a short rollout answers the
  * question from the case's evidence graph and the earlier turns, the hd-supervisor checks
  * its claims against the graph, the labeller maps the answer onto the pathway step, and
- * the labelled sequence of all turns so far is tested against the valid paths.
+ * the labelled sequence of all turns so far is tested against the valid paths. Without an
+ * evidence graph (`evidence: null`, the eval's cot baseline) the model answers from the case
+ * and the history alone, and nothing is fact-checked.
  */
 export async function answerTurn(
   deps: AgentDeps,
   ctx: CallContext,
-  input: { case: PreparedCase; pathway?: Pathway; evidence: TurnEvidence; history: PriorTurn[]; request: TurnRequest },
+  input: { case: PreparedCase; pathway?: Pathway; evidence: TurnEvidence | null; history: PriorTurn[]; request: TurnRequest },
 ): Promise<NewTurn> {
   const { pathway, request } = input;
   checkRequestedStep(pathway, request.step);
@@ -65,11 +67,12 @@ export async function answerTurn(
     history: input.history,
     ...(pathway ? { pathway } : {}),
     ...(request.step ? { step: request.step } : {}),
-    evidenceText: input.evidence.text,
+    ...(input.evidence ? { evidenceText: input.evidence.text } : {}),
   });
   const path: PathOutput = { steps: [{ text: out.answer, stage: "reasoning", claims: out.claims }], answer: { option: null, text: out.answer }, summary: out.answer };
-  const active = new Set(input.evidence.graph.activeNodeIds());
-  const hd = await runHdSupervisor(deps, ctx, input.case, { path, evidenceText: input.evidence.text, knownNodeIds: (id) => active.has(id), attempt: 1 });
+  const evidence = input.evidence;
+  const active = new Set(evidence?.graph.activeNodeIds() ?? []);
+  const hd = evidence ? await runHdSupervisor(deps, ctx, input.case, { path, evidenceText: evidence.text, knownNodeIds: (id) => active.has(id), attempt: 1 }) : null;
 
   // The model's choice of step counts only when it names a real step; the client's wins.
   const stepId = request.step ?? (pathway?.steps.some((s) => s.id === out.step) ? out.step : null);
@@ -91,7 +94,7 @@ export async function answerTurn(
   }
 
   const check = pathway ? checkAnswerSequence(pathway, [...input.history, { step: stepId, category }]) : null;
-  const evidenceIds = [...new Set(hd.claims.filter((x) => x.verdict === "supported").flatMap((x) => x.evidence))];
+  const evidenceIds = [...new Set((hd?.claims ?? []).filter((x) => x.verdict === "supported").flatMap((x) => x.evidence))];
   return {
     turn: (input.history.at(-1)?.turn ?? 0) + 1,
     question: request.question,
@@ -99,12 +102,16 @@ export async function answerTurn(
     step: stepId,
     category,
     contextConflict: check ? !check.consistent : false,
-    evidence: evidenceIds.map((id) => ({ id, label: input.evidence.graph.getNode(id)?.label ?? id })),
+    evidence: evidenceIds.map((id) => ({ id, label: evidence?.graph.getNode(id)?.label ?? id })),
     details: {
-      claims: hd.claims.map((x) => ({ claim: x.claim, verdict: x.verdict, evidence: x.evidence, stage: x.stage })),
-      hallucinationDetected: hd.hallucinationDetected,
-      severity: hd.severity,
-      issues: hd.issues,
+      ...(hd
+        ? {
+            claims: hd.claims.map((x) => ({ claim: x.claim, verdict: x.verdict, evidence: x.evidence, stage: x.stage })),
+            hallucinationDetected: hd.hallucinationDetected,
+            severity: hd.severity,
+            issues: hd.issues,
+          }
+        : { claims: out.claims.map((claim) => ({ claim })) }),
       ...(labelledBy ? { labelledBy } : {}),
       ...(keyword ? { keyword } : {}),
       ...(ties ? { ties } : {}),
