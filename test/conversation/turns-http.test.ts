@@ -2,6 +2,7 @@ import { rm } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEY_B, json, startTestServer, until, type TestServer } from "../http/http-harness.js";
 import { AML_ANSWERS, MARROW_NOTES, questionOf, turnsScenario } from "./turns-scenario.js";
+import { loadPathway } from "../../src/pathways/load-pathway.js";
 
 interface TurnBody {
   turn: number;
@@ -97,6 +98,23 @@ describe("conversation turns over HTTP", () => {
     await bad({}, /question/);
     const notJson = await t.api(`/cases/${caseId}/turns`, { method: "POST", body: "{", headers: { "content-type": "application/json" } });
     expect(notJson.status).toBe(400);
+  });
+
+  it("the API takes the pathway object itself; a malformed one is a 400 naming the bad entry", async () => {
+    const custom = { ...loadPathway("bone-marrow"), id: "marrow-custom", title: "Custom marrow pathway" };
+    const id = await diagnose({ ...marrowCase(), pathway: custom });
+    const stored = await json<{ case: { pathway: { id: string } } }>(await t.api(`/cases/${id}`));
+    expect(stored.case.pathway.id).toBe("marrow-custom");
+    const turn = await json<TurnBody>(await ask(id, "What is the diagnosis?"));
+    expect(turn).toMatchObject({ step: "diagnosis", category: "aml", contextConflict: false });
+
+    const bad = { ...custom, paths: [{ id: "x", outcome: "x", sequence: { diagnosis: "flu" } }] };
+    const res = await t.api("/diagnose", { method: "POST", json: { ...marrowCase(), pathway: bad } });
+    expect(res.status).toBe(400);
+    expect((await json<{ message: string }>(res)).message).toContain('path "x" gives step "diagnosis" the category "flu"');
+    const unknown = await t.api("/diagnose", { method: "POST", json: { ...marrowCase(), pathway: "lung" } });
+    expect(unknown.status).toBe(400);
+    expect((await json<{ message: string }>(unknown)).message).toMatch(/unknown pathway "lung"; known pathways: bone-marrow/);
   });
 
   it("401 without a key; another key's case and a missing case are 404 for both routes", async () => {
