@@ -1,5 +1,6 @@
 import type { DiagnosisResult } from "../case/diagnosis-result.js";
 import type { EvidenceEdgeAttributes, EvidenceNodeAttributes } from "../evidence/types.js";
+import type { ConversationTurn } from "../store/case-store.js";
 
 /**
  * The JSON the server embeds in the page and the browser bundle reads. Type-only on purpose:
@@ -36,15 +37,7 @@ export interface ViewGraph {
 }
 
 /** One conversation turn on the case (DESIGN §11), in the order asked. */
-export interface ViewTurn {
-  turn: number;
-  question: string;
-  answer: string;
-  step: string | null;
-  category: string | null;
-  contextConflict: boolean;
-  evidence: Array<{ id: string; label: string }>;
-}
+export type ViewTurn = Pick<ConversationTurn, "turn" | "question" | "answer" | "step" | "category" | "contextConflict" | "evidence">;
 
 export interface ViewPayload {
   version: 1;

@@ -5,7 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
-import { AML_ANSWERS, MARROW_NOTES, turnsScenario } from "../conversation/turns-scenario.js";
+import { AML_ANSWERS, AML_LABELS, MARROW_NOTES, turnsScenario } from "../conversation/turns-scenario.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const BIN = path.join(ROOT, "bin/medmmv.js");
@@ -51,15 +51,7 @@ describe("medmmv chat", () => {
     expect(r.code).toBe(0);
     const lines = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as TurnLine);
     expect(lines[0]!.type).toBe("result");
-    expect(lines.slice(1).map((t) => [t.turn, t.step, t.category, t.contextConflict])).toEqual([
-      [1, "image-quality", "high", false],
-      [2, "cell-quality", "adequate", false],
-      [3, "abnormality", "abnormal", false],
-      [4, "proliferation", "blasts", false],
-      [5, "diagnosis", "aml", false],
-      [6, "image-quality", "low", true],
-      [7, "diagnosis", "aml", true],
-    ]);
+    expect(lines.slice(1).map((t) => [t.turn, t.step, t.category, t.contextConflict])).toEqual([...AML_LABELS, [7, "diagnosis", "aml", true]]);
   });
 
   it("reads questions from stdin without --script, and prints readable turns", async () => {

@@ -1,19 +1,12 @@
 import { rm } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEY_B, json, startTestServer, until, type TestServer } from "../http/http-harness.js";
-import { AML_ANSWERS, MARROW_NOTES, questionOf, turnsScenario } from "./turns-scenario.js";
+import { AML_ANSWERS, AML_LABELS, MARROW_NOTES, questionOf, turnsScenario } from "./turns-scenario.js";
 import { loadPathway } from "../../src/pathways/load-pathway.js";
+import type { z } from "zod";
+import type { TurnView } from "../../src/http/routes/turns.js";
 
-interface TurnBody {
-  turn: number;
-  question: string;
-  answer: string;
-  step: string | null;
-  category: string | null;
-  contextConflict: boolean;
-  evidence: Array<{ id: string; label: string }>;
-  details: Record<string, unknown> & { conflict?: { steps: string[]; contradicted: string[] } };
-}
+type TurnBody = z.infer<typeof TurnView> & { details: { conflict?: { steps: string[]; contradicted: string[] } } };
 
 let t: TestServer;
 beforeAll(async () => {
@@ -47,14 +40,7 @@ describe("conversation turns over HTTP", () => {
       expect(res.status).toBe(201);
       got.push(await json<TurnBody>(res));
     }
-    expect(got.map((x) => [x.turn, x.step, x.category, x.contextConflict])).toEqual([
-      [1, "image-quality", "high", false],
-      [2, "cell-quality", "adequate", false],
-      [3, "abnormality", "abnormal", false],
-      [4, "proliferation", "blasts", false],
-      [5, "diagnosis", "aml", false],
-      [6, "image-quality", "low", true],
-    ]);
+    expect(got.map((x) => [x.turn, x.step, x.category, x.contextConflict])).toEqual(AML_LABELS);
     expect(got[5]!.details.conflict).toMatchObject({ contradicted: ["image-quality"] });
     expect(got[0]!.evidence.length).toBeGreaterThan(0);
     expect(got[0]!.details).toMatchObject({ hallucinationDetected: false, labelledBy: "keywords", keyword: "sufficient" });

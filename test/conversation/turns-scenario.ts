@@ -17,6 +17,16 @@ export const AML_ANSWERS: Record<string, [string, string]> = {
   "Looking again, is the image quality acceptable?": ["image-quality", "No, the image is not suitable; the quality is low."],
 };
 
+/** [turn, step, category, contextConflict] the AML_ANSWERS walk is labelled with, in order. */
+export const AML_LABELS: Array<[number, string, string, boolean]> = [
+      [1, "image-quality", "high", false],
+      [2, "cell-quality", "adequate", false],
+      [3, "abnormality", "abnormal", false],
+      [4, "proliferation", "blasts", false],
+      [5, "diagnosis", "aml", false],
+      [6, "image-quality", "low", true],
+];
+
 export const AML_PATH: PathOutput = {
   steps: [
     { text: "The image quality is sufficient and the region is adequate.", stage: "visual", claims: ["Image quality is sufficient"] },

@@ -1,22 +1,10 @@
+import { createHash } from "node:crypto";
 import type { Pathway } from "../../pathways/schema.js";
 import type { QuestionOrder, TurnSpec } from "./types.js";
 
-/** A small seeded PRNG (mulberry32): the same seed and item give the same improvised order. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function hash(s: string): number {
-  let h = 2166136261;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
-  return h >>> 0;
+/** Draw i of an item's improvised order in [0, 1): a hash of (seed, item, i), like --sample's ranking, so it depends on nothing else. */
+function draw(seed: number, itemId: string, i: number): number {
+  return parseInt(createHash("sha256").update(`${seed}\u0000${itemId}\u0000${i}`).digest("hex").slice(0, 12), 16) / 2 ** 48;
 }
 
 /**
@@ -30,6 +18,5 @@ export function orderTurns(turns: readonly TurnSpec[], order: QuestionOrder, pat
     const diagnosis = pathway.steps.at(-1)!.id;
     return [...turns.filter((t) => t.step === diagnosis), ...turns.filter((t) => t.step !== diagnosis)];
   }
-  const rand = prng(seed ^ hash(itemId));
-  return turns.map(() => turns[Math.floor(rand() * turns.length)]!);
+  return turns.map((_, i) => turns[Math.floor(draw(seed, itemId, i) * turns.length)]!);
 }
