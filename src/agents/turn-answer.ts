@@ -26,9 +26,9 @@ function renderHistory(history: HistoryTurn[]): string {
 
 function pathwayInstruction(pathway: Pathway | undefined, step: string | undefined): string {
   if (!pathway) return "- `step`: null (this case has no clinical pathway).";
-  const steps = pathway.steps.map((s) => `  ${s.id}: ${s.question} (answers: ${s.categories.map((c) => c.label).join(" | ")})`).join("\n");
-  const pick = step ? `The clinician says the question is about step "${step}": set \`step\` to "${step}".` : "- `step`: the id of the step the question asks about, or null if none fits.";
-  return `The case follows the clinical pathway "${pathway.title}". Its steps:\n${steps}\nYour answer must stay on one valid path of this pathway across the whole conversation.\n${pick}`;
+  // The steps and valid paths are in the case block; here only what this turn must do with them.
+  const pick = step ? `- \`step\`: "${step}" (the clinician says the question is about this step).` : `- \`step\`: the id of the step of the pathway the question asks about (${pathway.steps.map((s) => s.id).join(", ")}), or null if none fits.`;
+  return `Your answers across the whole conversation must stay on one valid path of the clinical pathway "${pathway.title}" given in the case block.\n${pick}`;
 }
 
 /** A short rollout for one conversation turn (executor, temperature 0: a turn is answered once). */

@@ -99,6 +99,10 @@ describe("context-conflict: a refined path must stay on the case's pathway", () 
       },
     ]);
     expect(servers.model.stats().byAgent["auto-repair"]).toBe(1);
+    // Every agent saw the pathway in the case block; the result says which pathway it was held to.
+    expect(repairPrompts[0]).toMatch(/Clinical pathway "Bone-marrow aspirate review[^"]*": the reasoning must follow one of its valid paths\.\nSteps:\n- image-quality: /);
+    expect(repairPrompts[0]).toContain("- blood (Blood-contaminated region: inconclusive): image-quality = low, cell-quality = blood");
+    expect(result.provenance.config["pathway"]).toBe("bone-marrow");
   });
 
   it("a case without a pathway is not checked; a path on the pathway is not flagged", async () => {

@@ -157,6 +157,7 @@ export function selectPathNode(deps: WorkflowDeps) {
           select: opts.select,
           ablations: opts.ablations,
           rolloutsSampled: rollouts.length,
+          ...(c.pathway ? { pathway: typeof c.pathway === "string" ? c.pathway : c.pathway.id } : {}),
         },
         search: evidence ? { provider: evidence.search.provider, enabled: evidence.search.enabled, ...(evidence.search.note ? { note: evidence.search.note } : {}) } : undefined,
         failures,

@@ -45,7 +45,7 @@ function scenario(override: (image: string, step: string) => string | undefined 
       ...base.agents,
       "turn-answer": (req: ScriptedRequest) => {
         const image = /Images: ([^\s;(]+)/.exec(req.text)?.[1] ?? "";
-        const step = /about step "([a-z-]+)"/.exec(req.text)?.[1] ?? "";
+        const step = /`step`: "([a-z-]+)" \(the clinician says/.exec(req.text)?.[1] ?? "";
         const answer = override(image, step) ?? ANSWERS[image]?.[step] ?? "I cannot tell.";
         return { step, answer, claims: [answer] };
       },
