@@ -258,7 +258,8 @@ export async function prepareCase(c: ClinicalCase, opts: PrepareImageOptions): P
     seen.add(img.id);
   }
   const loaded = await Promise.all(images.map((img) => prepareImage(img, opts)));
-  // A pathway id is resolved here, so an unknown one is a 400 before any model call.
-  const pathway = rest.pathway === undefined ? {} : { pathway: loadPathway(rest.pathway) };
-  return { ...rest, ...pathway, id: id ?? `case-${randomUUID()}`, images: loaded };
+  // Checked here, so an unknown pathway id is a 400 before any model call; an id stays an
+  // id (the stored case and every checkpoint carry the name, not a copy of the file).
+  if (rest.pathway !== undefined) loadPathway(rest.pathway);
+  return { ...rest, id: id ?? `case-${randomUUID()}`, images: loaded };
 }

@@ -6,7 +6,7 @@ import { loadPathway } from "./load-pathway.js";
 import type { Pathway } from "./schema.js";
 import type { CasePathwayRef } from "./case-pathway-ref.js";
 
-/** A case's pathway as an object (ids from checkpoints written before intake resolved them are loaded). */
+/** A case's pathway as an object: an id (checked at intake) is loaded from pathways/, once per process. */
 export function casePathway(ref: CasePathwayRef | undefined): Pathway | undefined {
   if (ref === undefined) return undefined;
   return typeof ref === "string" ? loadPathway(ref) : ref;
