@@ -9,7 +9,7 @@ import { EvidenceGraph, type SerializedEvidenceGraph } from "../evidence/evidenc
 import { renderEvidenceForPrompt } from "../evidence/render-for-prompt.js";
 import { MedmmvError } from "../errors.js";
 import { labelAnswer } from "../pathways/labeller.js";
-import { checkAnswerSequence, describeLabels } from "../pathways/consistency.js";
+import { checkAnswerSequence, contextConflictIssue } from "../pathways/consistency.js";
 import { NO_MATCH, type Pathway } from "../pathways/schema.js";
 import type { NewTurn } from "../store/case-store.js";
 
@@ -116,7 +116,7 @@ export async function answerTurn(
       ...(keyword ? { keyword } : {}),
       ...(ties ? { ties } : {}),
       ...(check && !check.consistent
-        ? { conflict: { pathway: pathway!.id, steps: check.conflictingSteps, contradicted: check.contradicted, labels: check.sequence, issue: `context-conflict: ${describeLabels({ ...check.sequence, ...(stepId && category ? { [stepId]: category } : {}) }, check.conflictingSteps)} fit no valid path of pathway "${pathway!.id}"` } }
+        ? { conflict: { pathway: pathway!.id, steps: check.conflictingSteps, contradicted: check.contradicted, labels: check.sequence, issue: contextConflictIssue(pathway!.id, { ...check.sequence, ...(stepId && category ? { [stepId]: category } : {}) }, check.conflictingSteps) } }
         : {}),
     },
   };

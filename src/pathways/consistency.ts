@@ -60,6 +60,11 @@ export function describeLabels(seq: LabelledSequence, steps: string[]): string {
   return steps.map((s) => `${s} = ${seq[s]}`).join(", ");
 }
 
+/** The issue text of a context conflict (the detector's report, a conversation turn). */
+export function contextConflictIssue(pathwayId: string, seq: LabelledSequence, steps: string[]): string {
+  return `context-conflict: ${describeLabels(seq, steps)} fit no valid path of pathway "${pathwayId}"`;
+}
+
 /** One labelled answer of a conversation (step null or category no-match: it labels nothing). */
 export interface LabelledAnswer {
   step: string | null;

@@ -1,6 +1,6 @@
 import type { ContextConflict, HdReport } from "../case/diagnosis-result.js";
 import type { PathOutput } from "../agents/path-schema.js";
-import { checkConsistency, describeLabels, type ConsistencyResult, type LabelledSequence } from "./consistency.js";
+import { checkConsistency, contextConflictIssue, describeLabels, type ConsistencyResult, type LabelledSequence } from "./consistency.js";
 import { labelAnswer } from "./labeller.js";
 import { loadPathway } from "./load-pathway.js";
 import type { Pathway } from "./schema.js";
@@ -32,7 +32,7 @@ export function labelPath(pathway: Pathway, path: PathOutput): LabelledSequence 
 function conflictIssue(pathway: Pathway, seq: LabelledSequence, r: ConsistencyResult): string {
   const closest = r.closest && pathway.paths.find((p) => p.id === r.closest!.path);
   const hint = closest && r.closest!.disagrees.length ? `; the closest valid path, "${closest.id}" (${closest.outcome}), has ${describeLabels(closest.sequence, r.closest!.disagrees)}` : "";
-  return `context-conflict: ${describeLabels(seq, r.conflictingSteps)} fit no valid path of pathway "${pathway.id}"${hint}`;
+  return `${contextConflictIssue(pathway.id, seq, r.conflictingSteps)}${hint}`;
 }
 
 /** The conflict of a path with the pathway, or null when some valid path agrees with all its labels. */
