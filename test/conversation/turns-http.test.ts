@@ -114,6 +114,16 @@ describe("conversation turns over HTTP", () => {
     expect((await json<{ message: string }>(unknown)).message).toMatch(/unknown pathway "lung"; known pathways: bone-marrow/);
   });
 
+  it("questions sent at once on one case are answered one after the other, each seeing the turns before it", async () => {
+    const id = await diagnose(marrowCase());
+    const [a, b, c] = await Promise.all(["What is the diagnosis?", "Which cell type is proliferating?", "Are there abnormalities in the cells?"].map((q) => ask(id, q)));
+    expect([a!.status, b!.status, c!.status]).toEqual([201, 201, 201]);
+    const turns = await Promise.all([a!, b!, c!].map((r) => json<TurnBody>(r)));
+    expect(turns.map((x) => x.turn).sort()).toEqual([1, 2, 3]);
+    const listed = await json<{ turns: TurnBody[] }>(await t.api(`/cases/${id}/turns`));
+    expect(listed.turns.map((x) => x.turn)).toEqual([1, 2, 3]);
+  });
+
   it("401 without a key; another key's case and a missing case are 404 for both routes", async () => {
     expect((await t.api(`/cases/${caseId}/turns`, { key: null })).status).toBe(401);
     expect((await ask(caseId, "What is the diagnosis?", null)).status).toBe(401);
