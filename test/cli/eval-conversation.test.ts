@@ -1,25 +1,17 @@
-import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { medmmvCli } from "../support/medmmv-cli.js";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
 import { clinicalScenario } from "../support/clinical-scenario.js";
 import { fakeImages } from "../eval/eval-fixtures.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const BIN = path.join(ROOT, "bin/medmmv.js");
 const FIXTURES = path.join(ROOT, "test/eval/conversation/fixtures");
 
-function medmmv(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("OPENAI_") && !k.startsWith("MEDMMV_") && !k.startsWith("TAVILY_")));
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...clean, ...env }, timeout: 90_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
+const medmmv = medmmvCli;
 
 let model: ScriptedOpenAI;
 let dir: string;

@@ -1,23 +1,15 @@
-import { execFile } from "node:child_process";
 import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEY_B, json, startTestServer, until, type TestServer } from "../http/http-harness.js";
 import { AML_ANSWERS, AML_LABELS, MARROW_NOTES, questionOf, turnsScenario } from "./turns-scenario.js";
 import { loadPathway } from "../../src/pathways/load-pathway.js";
+import { medmmvCli } from "../support/medmmv-cli.js";
 import type { z } from "zod";
 import type { TurnView } from "../../src/http/routes/turns.js";
 
 type TurnBody = z.infer<typeof TurnView> & { details: { conflict?: { steps: string[]; contradicted: string[] } } };
 
-const BIN = fileURLToPath(new URL("../../bin/medmmv.js", import.meta.url));
-function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stderr: string }> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("OPENAI_") && !k.startsWith("MEDMMV_")));
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...clean, ...env }, timeout: 60_000 }, (err, _stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }));
-  });
-}
 
 let t: TestServer;
 beforeAll(async () => {
@@ -171,7 +163,7 @@ describe("conversation turns over HTTP", () => {
       expect(second).toMatchObject({ turn: 2, category: "adequate", contextConflict: false });
       // The offline report of a stored case carries its turns too.
       const html = path.join(dataDir, "report.html");
-      const rep = await runCli(["report", id, "-o", html], { MEDMMV_DATA_DIR: dataDir });
+      const rep = await medmmvCli(["report", id, "-o", html], { MEDMMV_DATA_DIR: dataDir });
       expect(rep.code).toBe(0);
       const data = /<script id="medmmv-data" type="application\/json">([\s\S]*?)<\/script>/.exec(await readFile(html, "utf8"));
       expect((JSON.parse(data![1]!) as { turns: TurnBody[] }).turns.map((x) => [x.turn, x.category])).toEqual([
