@@ -28,6 +28,7 @@ COPY --chown=root:root package.json package-lock.json ./
 COPY --chown=root:root bin ./bin
 COPY --chown=root:root src ./src
 COPY --chown=root:root prompts ./prompts
+COPY --chown=root:root pathways ./pathways
 # `medmmv demo` runs against the scripted model server in test/support and an example case.
 COPY --chown=root:root test/support ./test/support
 COPY --chown=root:root examples ./examples

@@ -4,6 +4,7 @@ import type { LlmClient, CallContext, Role } from "../llm/model-client.js";
 import type { PromptLibrary } from "../llm/prompt-template.js";
 import { imagePart, type ChatMessage, type ContentPart } from "../llm/messages.js";
 import type { SearchProvider } from "../search/search-provider.js";
+import { renderPathwayForPrompt } from "../pathways/render-pathway.js";
 
 /** What every agent needs, injected (agents never read env or construct clients). */
 export interface AgentDeps {
@@ -28,6 +29,8 @@ export function renderCaseBlock(c: PreparedCase): string {
   }
   // Image ids are client text too (up to 128 characters of anything): they must not close the fence either.
   if (c.images.length) lines.push(`Images: ${c.images.map((i) => (i.caption ? `${neutralise(i.id)} (${neutralise(i.caption)})` : neutralise(i.id))).join("; ")}`);
+  const pathway = renderPathwayForPrompt(c.pathway);
+  if (pathway) lines.push(neutralise(pathway));
   lines.push("CASE>>>");
   return lines.join("\n");
 }

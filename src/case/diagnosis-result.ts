@@ -27,6 +27,16 @@ export const ClaimVerdict = z.object({
   evidence: z.array(z.string()),
   stage: Stage,
 });
+/** A path whose labelled steps fit no valid path of the case's clinical pathway (DESIGN §11). */
+export const ContextConflict = z.object({
+  pathway: z.string(),
+  steps: z.array(z.string()),
+  labels: z.record(z.string(), z.string()),
+  closestPath: z.string().optional(),
+  issue: z.string(),
+});
+export type ContextConflict = z.infer<typeof ContextConflict>;
+
 export const HdReport = z.object({
   attempt: z.number().int(),
   hallucinationDetected: z.boolean(),
@@ -37,6 +47,8 @@ export const HdReport = z.object({
   claims: z.array(ClaimVerdict),
   /** The path as it stood when this report was written (for the repair diff in the audit view). */
   path: ReasoningPath.optional(),
+  /** Set when the path leaves the case's pathway: a HIGH reasoning-stage hallucination. */
+  contextConflict: ContextConflict.optional(),
 });
 export type HdReport = z.infer<typeof HdReport>;
 

@@ -3,6 +3,7 @@ import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { MedmmvError } from "../errors.js";
 import type { ClinicalCase, ImageInput, LoadedImage, PreparedCase } from "./schema.js";
+import { loadPathway } from "../pathways/load-pathway.js";
 
 export type ImageMime = LoadedImage["mimeType"];
 
@@ -257,5 +258,8 @@ export async function prepareCase(c: ClinicalCase, opts: PrepareImageOptions): P
     seen.add(img.id);
   }
   const loaded = await Promise.all(images.map((img) => prepareImage(img, opts)));
+  // Checked here, so an unknown pathway id is a 400 before any model call; an id stays an
+  // id (the stored case and every checkpoint carry the name, not a copy of the file).
+  if (rest.pathway !== undefined) loadPathway(rest.pathway);
   return { ...rest, id: id ?? `case-${randomUUID()}`, images: loaded };
 }

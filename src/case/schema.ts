@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CasePathwayRef } from "../pathways/case-pathway-ref.js";
 
 /** DESIGN §4: the input contract. Only `question` is required. */
 export const ImageInput = z
@@ -55,6 +56,7 @@ export const ClinicalCase = z
       .catchall(FreeJson)
       .optional(),
     metadata: z.record(z.string(), FreeJson).optional(),
+    pathway: CasePathwayRef.optional(),
   })
   .strict();
 export type ClinicalCase = z.infer<typeof ClinicalCase>;

@@ -7,6 +7,7 @@ import { DATASET_NAMES, type JsonlFieldMap } from "../eval/datasets/index.js";
 import { METHOD_NAMES, type MethodName } from "../eval/methods/types.js";
 import type { EvalRunOptions } from "../eval/runner.js";
 import { HYPOTHESIS_KINDS, MAX_SHUFFLES, type HypothesisKind } from "../eval/probes/types.js";
+import { CONVERSATION_DATASETS, QUESTION_ORDERS, type QuestionOrder } from "../eval/conversation/types.js";
 import { EXIT, intArg as int, listArg as list } from "./cli-args.js";
 import { replaceArg, type StagewiseCliOptions, stagewiseRunOptions } from "./stagewise-options.js";
 
@@ -56,6 +57,8 @@ export interface EvalCliOptions extends StagewiseCliOptions {
   json?: boolean;
   hypothesis?: HypothesisKind;
   shuffleOptions?: number;
+  /** Conversation datasets: question orders to run (default all three). */
+  order?: QuestionOrder[];
 }
 
 /** The store's response cache, when caching is on; an eval without it still runs (and says so). */
@@ -116,7 +119,7 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
 }
 
 async function evalAction(o: EvalCliOptions): Promise<number> {
-  if (!o.dataset) return usageError(`--dataset is required (${DATASET_NAMES.join(" | ")})`);
+  if (!o.dataset) return usageError(`--dataset is required (${[...DATASET_NAMES, ...CONVERSATION_DATASETS].join(" | ")})`);
   if (!o.input) return usageError("--input FILE is required");
   if (!o.out) return usageError("--out DIR is required");
   let config: Config;
@@ -139,6 +142,7 @@ async function evalAction(o: EvalCliOptions): Promise<number> {
   process.on("SIGINT", onSigint);
   const { cache, close } = await openCache(config);
   try {
+    if ((CONVERSATION_DATASETS as readonly string[]).includes(o.dataset)) return await conversationEval(o, opts, config, cache);
     const { runEval } = await import("../eval/runner.js");
     const { summaryMarkdown } = await import("../eval/report.js");
     const { summary, interrupted, dir } = await runEval(opts, { config, signal: ctrl.signal, progress: process.stderr, cache });
@@ -154,6 +158,20 @@ async function evalAction(o: EvalCliOptions): Promise<number> {
     process.off("SIGINT", onSigint);
     await close().catch(() => undefined);
   }
+}
+
+/** `--dataset drllava|conversation`: multi-turn conversations, metrics per question order. */
+async function conversationEval(o: EvalCliOptions, opts: EvalRunOptions, config: Config, cache: ResponseCache | null): Promise<number> {
+  if (o.method !== "medmmv" && o.method !== "cot") return usageError(`--method ${o.method} does not run conversations; use medmmv or cot`);
+  const { runConversationEval } = await import("../eval/conversation/run-conversation-eval.js");
+  const { summaryMarkdown } = await import("../eval/report.js");
+  const { summary, dir } = await runConversationEval(
+    { dataset: o.dataset as (typeof CONVERSATION_DATASETS)[number], input: opts.input, images: opts.images, missingImages: opts.missingImages, method: o.method, orders: o.order, seed: opts.seed, limit: opts.limit, pipeline: opts.pipeline, concurrency: opts.concurrency, out: opts.out },
+    { config, cache },
+  );
+  process.stdout.write(o.json ? JSON.stringify(summary, null, 2) + "\n" : summaryMarkdown(summary) + "\n");
+  process.stderr.write(`medmmv eval: results in ${path.join(dir, "results.jsonl")}, summary in ${path.join(dir, "summary.json")} and summary.md\n`);
+  return summary.failed > 0 ? EXIT.failed : EXIT.ok;
 }
 
 async function reportAction(dirs: string[], o: { json?: boolean }): Promise<number> {
@@ -199,7 +217,7 @@ export function registerEvalCommands(program: Command): void {
   const cmd = program
     .command("eval")
     .description("evaluate a method on a benchmark file: DIR/results.jsonl (one line per finished item), DIR/summary.json, DIR/summary.md")
-    .addOption(new Option("--dataset <name>", "dataset format").choices(DATASET_NAMES))
+    .addOption(new Option("--dataset <name>", "dataset format (drllava, conversation: multi-turn conversations on a pathway)").choices([...DATASET_NAMES, ...CONVERSATION_DATASETS]))
     .option("--input <file>", "the benchmark file as distributed (JSONL or JSON array)")
     .option("--images <dir>", "folder holding the dataset's images")
     .addOption(new Option("--missing-images <mode>", "an item whose images are missing: fail it, or run it text-only (flagged)").choices(["error", "text-only"]))
@@ -234,6 +252,12 @@ export function registerEvalCommands(program: Command): void {
     .option("--replace <settings>", "stagewise: replacement runs, a list of V, K, VK, or none (default: all three where reference traces exist)", replaceArg)
     .option("--trace-retries <n>", "stagewise: re-tries of an invalid trace before it is kept as invalid (2)", int(0, 50))
     .option("--stage-judge", "medmmv / cot: judge the final path's steps by stage on ClinHallu's scale (H_V, H_K, H_R)")
+    .option("--order <orders>", `conversation datasets: question orders, any of ${QUESTION_ORDERS.join(",")} (standard, diagnosis first, improvised: random with replacement, seeded by --seed); default all`, (v: string) => {
+      const orders = list(v);
+      const bad = orders.filter((x) => !(QUESTION_ORDERS as readonly string[]).includes(x));
+      if (bad.length || orders.length === 0) throw new InvalidArgumentError(`expected a comma-separated list of ${QUESTION_ORDERS.join(", ")}`);
+      return orders as QuestionOrder[];
+    })
     .action(async (opts: EvalCliOptions) => {
       process.exitCode = await evalAction(opts);
     });

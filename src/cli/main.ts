@@ -63,6 +63,20 @@ program
     process.exitCode = await reportCommand(source, opts);
   });
 
+program
+  .command("chat")
+  .description("run a case, then ask questions about it turn by turn; answers are checked against a clinical pathway")
+  .argument("<case>", "ClinicalCase JSON file")
+  .option("--pathway <id|file>", "a pathway id from pathways/ (e.g. bone-marrow) or a pathway .json file; overrides the case's own")
+  .option("--script <file>", "answer the questions in this file (one per line; \"[step] question\" names the step) instead of reading stdin")
+  .option("--k <n>", "number of rollouts", intArg(1, 32))
+  .option("--max-repairs <n>", "repair budget per path", intArg(0, 10))
+  .option("--json", "print the result and each turn as JSON lines")
+  .action(async (file: string, opts) => {
+    const { chatCommand } = await import("./chat-command.js");
+    process.exitCode = await chatCommand(file, opts);
+  });
+
 registerEvalCommands(program);
 registerCorpusCommands(program);
 

@@ -23,7 +23,7 @@ async function loadReportInput(source: string): Promise<ReportInput> {
     if (!record) throw new MedmmvError("NOT_FOUND", `${source} is neither a file nor a case id in the store (${store.backend})`);
     if (!record.result) throw new MedmmvError("CONFLICT", `case ${source} is ${record.status}; a report needs a finished case`);
     const images = await Promise.all(record.input.images.map((i) => store.getImage(i.sha256)));
-    return { result: record.result, fullEvidenceGraph: record.fullEvidenceGraph, caseInput: caseViewInputFromStored(record.input, images) };
+    return { result: record.result, fullEvidenceGraph: record.fullEvidenceGraph, caseInput: caseViewInputFromStored(record.input, images), turns: await store.listTurns(source) };
   } finally {
     await store.close();
   }

@@ -1,7 +1,7 @@
 import { readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { MedmmvError } from "../errors.js";
-import type { DatasetName, JsonlFieldMap } from "./datasets/types.js";
+import type { ConversationDatasetName, DatasetName, JsonlFieldMap } from "./datasets/types.js";
 import type { MethodName } from "./methods/types.js";
 
 export const MANIFEST_FILE = "eval.json";
@@ -9,7 +9,7 @@ export const MANIFEST_FILE = "eval.json";
 /** DIR/eval.json: what a results folder was produced with, so --resume cannot mix configurations. */
 export interface RunManifest {
   schema: "medmmv-eval-run/1";
-  dataset: DatasetName;
+  dataset: DatasetName | ConversationDatasetName;
   input: string;
   images: string | null;
   missingImages: "error" | "text-only";

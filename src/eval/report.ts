@@ -10,6 +10,8 @@ import { computeStagewise, type StagewiseSummary } from "./stagewise/metrics.js"
 import { stagewiseMarkdown, stagewiseTables } from "./stagewise/report.js";
 import type { ThrottleStats } from "./throttle.js";
 import { robustnessMarkdown, robustnessRows } from "./probes/robustness-report.js";
+import type { ConversationMetrics } from "./conversation/metrics.js";
+import type { QuestionOrder } from "./conversation/types.js";
 
 export const SUMMARY_JSON = "summary.json";
 export const SUMMARY_MD = "summary.md";
@@ -48,6 +50,8 @@ export interface EvalSummary extends EvalMetrics {
   version: string;
   /** ClinHallu stage-wise diagnosis (DESIGN §10), when the records carry it. */
   stagewise?: StagewiseSummary;
+  /** Conversation evals (DESIGN §11): A_Q, A_C, A_D, H_cc per question order. */
+  conversation?: Partial<Record<QuestionOrder, ConversationMetrics>>;
 }
 
 export function buildSummary(
@@ -144,6 +148,12 @@ export function summaryMarkdown(s: EvalSummary): string {
   if (s.answerSupport !== null) rows.push(["answer support (mean)", fix(s.answerSupport)]);
   out.push(markdownTable(["metric", "value"], rows), "");
   out.push("Failed and abstained items count as wrong. ± is the sample standard deviation over runs.", "");
+  if (s.conversation) {
+    const orders = (["si", "df", "ii"] as const).filter((o) => s.conversation![o]);
+    out.push("## Conversations (Dr-LLaVA metrics, %)", "");
+    out.push(markdownTable(["order", "conversations", "questions", "A_Q", "A_C", "A_D", "H_cc", "failed"], orders.map((o) => { const m = s.conversation![o]!; return [o, String(m.conversations), String(m.questions), pct(m.aQ), pct(m.aC), pct(m.aD), pct(m.hCC), String(m.failed)]; }), ["l", "r", "r", "r", "r", "r", "r", "r"]), "");
+    out.push("A turn is correct when the labeller's category equals the expected one. H_cc is the share of conversations whose labelled sequence fits no valid path (per conversation).", "");
+  }
 
   const keys = Object.keys(s.strata).sort();
   if (keys.length) {
@@ -262,6 +272,12 @@ export function compareSummaries(summaries: readonly EvalSummary[], names: reado
     { name: "  reasoning", value: (s) => (measuresHallucinations(s) ? s.hallucinations.perItem.reasoning : null), format: (x) => x.toFixed(2), delta: 2 },
   );
   rows.push(...robustnessRows(summaries));
+  // Conversation evals: A_Q, A_C, A_D, H_cc per question order (DESIGN §11).
+  for (const order of ["si", "df", "ii"] as const) {
+    if (!summaries.some((s) => s.conversation?.[order])) continue;
+    for (const [key, name] of [["aQ", "A_Q"], ["aC", "A_C"], ["aD", "A_D"], ["hCC", "H_cc"]] as const)
+      rows.push({ name: `${name} ${order} (%)`, value: (s) => { const v = s.conversation?.[order]?.[key]; return v === null || v === undefined ? null : v * 100; }, format: (x) => x.toFixed(1), delta: 1 });
+  }
   if (summaries.some((s) => s.reliability))
     rows.push(
       { name: "T×I", value: (s) => s.reliability?.overall.meanTxI ?? null, format: (x) => x.toFixed(1), delta: 1 },

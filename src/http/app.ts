@@ -14,6 +14,7 @@ import { evidenceGraphRoutes } from "./routes/evidence-graph.js";
 import { registerFhirJson } from "./fhir-requests.js";
 import { fhirRoutes } from "./routes/fhir.js";
 import { healthRoutes } from "./routes/health.js";
+import { turnRoutes } from "./routes/turns.js";
 import type { RouteDeps } from "./routes/route-deps.js";
 import { viewLinkRoutes, viewLinkSecret, viewPageRoutes } from "./routes/view.js";
 
@@ -60,6 +61,7 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
     await api.register(evidenceGraphRoutes, deps);
     await api.register(viewLinkRoutes, viewDeps);
     await api.register(fhirRoutes, deps);
+    await api.register(turnRoutes, deps);
   });
 }
 

@@ -19,6 +19,7 @@ import {
 } from "../store/case-store.js";
 import { rebuildPreparedCase, requestHash, toStoredInput } from "./case-intake.js";
 import { EventHub, type CaseListener } from "./event-hub.js";
+import type { AgentDeps } from "../agents/agent-context.js";
 import { ProgressTracker } from "./progress.js";
 
 /** Per-request pipeline settings a client may choose (bounded by the route schema). */
@@ -165,6 +166,11 @@ export class CaseService {
       run.controller.abort(new MedmmvError("ABORTED", "another process holds this case now"));
       this.#log.warn({ caseId: id }, "case lease lost: another process runs it now (or it was deleted); stopping here");
     }
+  }
+
+  /** The model, prompts and search the pipeline uses, for work on finished cases (conversation turns). */
+  get agentDeps(): AgentDeps {
+    return { llm: this.#pipeline.llm, prompts: this.#pipeline.prompts, search: this.#pipeline.search };
   }
 
   get closing(): boolean {

@@ -95,6 +95,30 @@ export interface CaseSummary {
   updatedAt: string;
 }
 
+/**
+ * One question-and-answer turn of a conversation on a finished case (DESIGN §11). Turns
+ * are numbered from 1 per case; the caller gives the number, so two processes adding the
+ * same turn at once cannot both succeed (the second gets CONFLICT).
+ */
+export interface ConversationTurn {
+  caseId: string;
+  turn: number;
+  question: string;
+  answer: string;
+  /** The pathway step the question was about, when the case has a pathway. */
+  step: string | null;
+  /** The labeller's category for the answer at that step ("no-match" when none). */
+  category: string | null;
+  /** True when the labelled sequence of all turns so far leaves the pathway's valid paths. */
+  contextConflict: boolean;
+  /** Evidence nodes the answer's supported claims rest on. */
+  evidence: Array<{ id: string; label: string }>;
+  /** Anything else the answering code records (detector verdicts, conflict details, usage). */
+  details: Record<string, unknown>;
+  at: string; // ISO
+}
+export type NewTurn = Omit<ConversationTurn, "caseId" | "at">;
+
 export interface CachedResponse {
   /** The raw provider message JSON we need to rebuild the reply, plus its usage. */
   value: Record<string, unknown>;
@@ -157,6 +181,11 @@ export interface CaseStore {
   appendEvent(caseId: string, type: string, data: Record<string, unknown>): Promise<CaseEvent>;
   /** Events with seq > afterSeq, in order. */
   listEvents(caseId: string, afterSeq?: number): Promise<CaseEvent[]>;
+
+  /** Store turn `turn.turn` of a case's conversation: NOT_FOUND without the case, CONFLICT if that turn exists. */
+  addTurn(caseId: string, turn: NewTurn): Promise<ConversationTurn>;
+  /** The case's turns in order (none for a missing case). */
+  listTurns(caseId: string): Promise<ConversationTurn[]>;
 
   /** Content-addressed model response cache. */
   getCachedResponse(key: string): Promise<CachedResponse | null>;

@@ -19,6 +19,7 @@ export interface PgTables {
   images: string;
   caseImages: string;
   cache: string;
+  turns: string;
   /** The installed PostgresSaver's (@langchain/langgraph-checkpoint-postgres 1.x) tables keyed by thread_id. */
   checkpointTables: string[];
 }
@@ -31,6 +32,7 @@ export function pgTables(schema: string): PgTables {
     images: `${q}.medmmv_images`,
     caseImages: `${q}.medmmv_case_images`,
     cache: `${q}.medmmv_response_cache`,
+    turns: `${q}.medmmv_case_turns`,
     checkpointTables: ["checkpoint_writes", "checkpoint_blobs", "checkpoints"].map((t) => `${q}.${t}`),
   };
 }
@@ -97,6 +99,15 @@ CREATE TABLE IF NOT EXISTS ${t.caseImages} (
   PRIMARY KEY (case_id, sha256)
 );
 CREATE INDEX IF NOT EXISTS medmmv_case_images_sha256 ON ${t.caseImages} (sha256);
+
+-- Added with conversations; CREATE IF NOT EXISTS is also the upgrade of older schemas.
+CREATE TABLE IF NOT EXISTS ${t.turns} (
+  case_id TEXT NOT NULL REFERENCES ${t.cases}(id) ON DELETE CASCADE,
+  turn INTEGER NOT NULL,
+  data JSONB NOT NULL,
+  at TIMESTAMPTZ NOT NULL,
+  PRIMARY KEY (case_id, turn)
+);
 
 CREATE TABLE IF NOT EXISTS ${t.cache} (
   key TEXT PRIMARY KEY,

@@ -11,8 +11,10 @@ import type {
   CaseStatus,
   CaseStore,
   CaseSummary,
+  ConversationTurn,
   ListCasesQuery,
   NewCase,
+  NewTurn,
   UnfinishedLease,
 } from "./case-store.js";
 import { PG_CONSTRAINTS, checkSchemaName, pgDdl, pgTables, type PgTables } from "./postgres-schema.js";
@@ -22,6 +24,7 @@ import {
   decodeCursor,
   duplicateId,
   duplicateIdempotencyKey,
+  duplicateTurn,
   eventFromRow,
   imageBytes,
   imageFromRow,
@@ -32,6 +35,8 @@ import {
   page,
   recordFromRow,
   storeFailed,
+  turnData,
+  turnFromRow,
   summaryFromRow,
   type ImageRow,
 } from "./store-rows.js";
@@ -398,6 +403,33 @@ export class PostgresStore implements CaseStore {
     return rows.map((r) =>
       eventFromRow({ case_id: r.case_id as string, seq: r.seq as number, type: r.type as string, data: r.data, at: iso(r.at) }),
     );
+  }
+
+  async addTurn(caseId: string, turn: NewTurn): Promise<ConversationTurn> {
+    let rows: Row[];
+    try {
+      const res = await this.#live().query(
+        `INSERT INTO ${this.#t.turns} (case_id, turn, data, at)
+         SELECT id, $2, $3::jsonb, $4 FROM ${this.#t.cases} WHERE id = $1
+         RETURNING case_id, turn, data, at`,
+        [caseId, turn.turn, jsonParam(turnData(turn)), nowIso()],
+      );
+      rows = res.rows as Row[];
+    } catch (e) {
+      const err = e as PgError;
+      // The case can be deleted between the SELECT and the insert's foreign-key check.
+      if (err.code === "23503") throw notFound(caseId);
+      if (err.code === "23505") throw duplicateTurn(caseId, turn.turn, e);
+      throw storeFailed("addTurn", e);
+    }
+    const r = rows[0];
+    if (!r) throw notFound(caseId);
+    return turnFromRow({ case_id: r.case_id as string, turn: r.turn as number, data: r.data, at: iso(r.at) });
+  }
+
+  async listTurns(caseId: string): Promise<ConversationTurn[]> {
+    const rows = await this.#query("listTurns", `SELECT case_id, turn, data, at FROM ${this.#t.turns} WHERE case_id = $1 ORDER BY turn`, [caseId]);
+    return rows.map((r) => turnFromRow({ case_id: r.case_id as string, turn: r.turn as number, data: r.data, at: iso(r.at) }));
   }
 
   async getCachedResponse(key: string): Promise<CachedResponse | null> {

@@ -4,7 +4,7 @@
  * (`checkpoints`, `writes`) in the same file; our tables carry a `medmmv_` prefix so the
  * two never collide.
  */
-export const SQLITE_SCHEMA_VERSION = 2;
+export const SQLITE_SCHEMA_VERSION = 3;
 
 export const SQLITE_DDL = `
 CREATE TABLE IF NOT EXISTS medmmv_cases (
@@ -55,6 +55,15 @@ CREATE TABLE IF NOT EXISTS medmmv_case_images (
   PRIMARY KEY (case_id, sha256)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS medmmv_case_images_sha256 ON medmmv_case_images (sha256);
+
+-- Added in version 3 (conversations); CREATE IF NOT EXISTS is also the upgrade of older files.
+CREATE TABLE IF NOT EXISTS medmmv_case_turns (
+  case_id TEXT NOT NULL REFERENCES medmmv_cases(id) ON DELETE CASCADE,
+  turn INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  at TEXT NOT NULL,
+  PRIMARY KEY (case_id, turn)
+) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS medmmv_response_cache (
   key TEXT PRIMARY KEY,

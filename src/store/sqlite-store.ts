@@ -4,6 +4,7 @@ import Database from "better-sqlite3";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import type { LoadedImage } from "../case/schema.js";
 import type { DiagnosisResult } from "../case/diagnosis-result.js";
+import { isMedmmvError } from "../errors.js";
 import type {
   CachedResponse,
   CaseEvent,
@@ -13,8 +14,10 @@ import type {
   CaseStatus,
   CaseStore,
   CaseSummary,
+  ConversationTurn,
   ListCasesQuery,
   NewCase,
+  NewTurn,
   UnfinishedLease,
 } from "./case-store.js";
 import { SQLITE_ADDED_CASE_COLUMNS, SQLITE_CHECKPOINT_TABLES, SQLITE_DDL, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
@@ -24,6 +27,7 @@ import {
   decodeCursor,
   duplicateId,
   duplicateIdempotencyKey,
+  duplicateTurn,
   eventFromRow,
   imageBytes,
   imageFromRow,
@@ -34,6 +38,8 @@ import {
   page,
   recordFromRow,
   storeFailed,
+  turnData,
+  turnFromRow,
   summaryFromRow,
   type ImageRow,
 } from "./store-rows.js";
@@ -385,6 +391,28 @@ export class SqliteStore implements CaseStore {
       ),
     ) as Array<{ case_id: string; seq: number; type: string; data: string; at: string }>;
     return rows.map((r) => eventFromRow({ ...r, data: parse(r.data) }));
+  }
+
+  async addTurn(caseId: string, turn: NewTurn): Promise<ConversationTurn> {
+    const at = nowIso();
+    try {
+      this.#write(() => {
+        if (!this.#stmt("SELECT 1 FROM medmmv_cases WHERE id = ?").get(caseId)) throw notFound(caseId);
+        this.#stmt("INSERT INTO medmmv_case_turns (case_id, turn, data, at) VALUES (?, ?, ?, ?)").run(caseId, turn.turn, toJson(turnData(turn)), at);
+      });
+    } catch (e) {
+      if (isMedmmvError(e)) throw e;
+      if ((e as { code?: unknown }).code === "SQLITE_CONSTRAINT_PRIMARYKEY") throw duplicateTurn(caseId, turn.turn, e);
+      throw storeFailed("addTurn", e);
+    }
+    return turnFromRow({ case_id: caseId, turn: turn.turn, data: JSON.parse(toJson(turnData(turn))!), at });
+  }
+
+  async listTurns(caseId: string): Promise<ConversationTurn[]> {
+    const rows = this.#run("listTurns", () =>
+      this.#stmt("SELECT case_id, turn, data, at FROM medmmv_case_turns WHERE case_id = ? ORDER BY turn").all(caseId),
+    ) as Array<{ case_id: string; turn: number; data: string; at: string }>;
+    return rows.map((r) => turnFromRow({ ...r, data: parse(r.data) }));
   }
 
   async getCachedResponse(key: string): Promise<CachedResponse | null> {

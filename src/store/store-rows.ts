@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { MedmmvError } from "../errors.js";
 import type { LoadedImage } from "../case/schema.js";
-import type { CaseEvent, CaseProgress, CaseRecord, CaseStatus, CaseSummary, NewCase } from "./case-store.js";
+import type { CaseEvent, CaseProgress, CaseRecord, CaseStatus, CaseSummary, ConversationTurn, NewCase, NewTurn } from "./case-store.js";
 
 /**
  * Backend-neutral pieces shared by the SQLite and Postgres stores: the clock, cursors,
@@ -160,6 +160,30 @@ export interface EventRow {
 
 export function eventFromRow(r: EventRow): CaseEvent {
   return { caseId: r.case_id, seq: Number(r.seq), type: r.type, data: r.data as Record<string, unknown>, at: r.at };
+}
+
+export interface TurnRow {
+  case_id: string;
+  turn: number | string;
+  data: unknown;
+  at: string;
+}
+
+/** A turn row: the answer's fields live in one JSON column beside the key and time. */
+export function turnFromRow(r: TurnRow): ConversationTurn {
+  const d = r.data as Omit<ConversationTurn, "caseId" | "turn" | "at">;
+  return { caseId: r.case_id, turn: Number(r.turn), question: d.question, answer: d.answer, step: d.step, category: d.category, contextConflict: d.contextConflict, evidence: d.evidence, details: d.details, at: r.at };
+}
+
+export function turnData(t: NewTurn): Omit<ConversationTurn, "caseId" | "turn" | "at"> {
+  return { question: t.question, answer: t.answer, step: t.step, category: t.category, contextConflict: t.contextConflict, evidence: t.evidence, details: t.details };
+}
+
+export function duplicateTurn(caseId: string, turn: number, cause?: unknown): MedmmvError {
+  return new MedmmvError("CONFLICT", `turn ${turn} of case ${caseId} already exists (another turn was added at the same time); fetch the turns and ask again`, {
+    cause,
+    details: { reason: "duplicate-turn" },
+  });
 }
 
 export function notFound(id: string): MedmmvError {

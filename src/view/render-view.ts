@@ -4,7 +4,7 @@ import { MedmmvError } from "../errors.js";
 import { EvidenceGraph } from "../evidence/evidence-graph.js";
 import { clientBundle } from "./build-client.js";
 import { VIEW_CSS } from "./view-css.js";
-import type { ViewCase, ViewGraph, ViewImage, ViewPayload } from "./view-payload.js";
+import type { ViewCase, ViewGraph, ViewImage, ViewPayload, ViewTurn } from "./view-payload.js";
 
 export interface CaseViewImageInput {
   id: string;
@@ -31,6 +31,8 @@ export interface CaseViewInput {
   nonce?: string;
   /** Clock for the "generated at" line (tests). */
   now?: () => Date;
+  /** Conversation turns on the case, in order. */
+  turns?: ViewTurn[];
 }
 
 const DRAWABLE_IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
@@ -144,6 +146,7 @@ export function buildViewPayload(input: Omit<CaseViewInput, "nonce">): ViewPaylo
     graphIsFull: full !== null,
     subgraphNodeIds: (sub?.nodes ?? []).map((n) => n.key).filter((k) => present.has(k)),
     caseInput: viewCase(input.caseInput),
+    ...(input.turns?.length ? { turns: input.turns.map(({ turn, question, answer, step, category, contextConflict, evidence }) => ({ turn, question, answer, step, category, contextConflict, evidence })) } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { DiagnosisResult } from "../case/diagnosis-result.js";
 import type { EvidenceEdgeAttributes, EvidenceNodeAttributes } from "../evidence/types.js";
+import type { ConversationTurn } from "../store/case-store.js";
 
 /**
  * The JSON the server embeds in the page and the browser bundle reads. Type-only on purpose:
@@ -35,6 +36,9 @@ export interface ViewGraph {
   edges: Array<{ key: string; source: string; target: string; attributes: EvidenceEdgeAttributes }>;
 }
 
+/** One conversation turn on the case (DESIGN §11), in the order asked. */
+export type ViewTurn = Pick<ConversationTurn, "turn" | "question" | "answer" | "step" | "category" | "contextConflict" | "evidence">;
+
 export interface ViewPayload {
   version: 1;
   mode: "served" | "offline";
@@ -47,6 +51,8 @@ export interface ViewPayload {
   subgraphNodeIds: string[];
   /** null when the report was made from a bare result without its case. */
   caseInput: ViewCase | null;
+  /** The conversation on the case; absent or empty when nobody asked anything. */
+  turns?: ViewTurn[];
 }
 
 /** Which graph the audit page shows: the selected path's subgraph or the whole graph. */

@@ -65,7 +65,29 @@ describe("SqliteStore specifics", () => {
       expect(await upgraded.listUnfinishedLeases()).toEqual([{ id: "old-case", runner: null, expiresAtMs: null }]);
       expect(await upgraded.claimCase("old-case", { runner: "A", expiresAtMs: 2_000 }, 1_000)).toBe(true);
       const peek = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
-      expect(peek.pragma("user_version", { simple: true })).toBe(2);
+      expect(peek.pragma("user_version", { simple: true })).toBe(3);
+      peek.close();
+    } finally {
+      await upgraded.close();
+    }
+  });
+
+  it("upgrades a version-2 file: the conversation turns table is added, the cases kept", async () => {
+    const dataDir = join(tempDir(), "v2");
+    const first = await openStore({ databaseUrl: null, dataDir });
+    await first.createCase(makeNewCase("v2-case"));
+    await first.close();
+    const db = new Database(join(dataDir, SQLITE_FILE_NAME));
+    db.exec("DROP TABLE medmmv_case_turns");
+    db.pragma("user_version = 2");
+    db.close();
+
+    const upgraded = await openStore({ databaseUrl: null, dataDir });
+    try {
+      const t = await upgraded.addTurn("v2-case", { turn: 1, question: "q", answer: "a", step: null, category: null, contextConflict: false, evidence: [], details: {} });
+      expect((await upgraded.listTurns("v2-case")).map((x) => x.turn)).toEqual([t.turn]);
+      const peek = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
+      expect(peek.pragma("user_version", { simple: true })).toBe(3);
       peek.close();
     } finally {
       await upgraded.close();

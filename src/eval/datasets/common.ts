@@ -5,7 +5,7 @@ import { createInterface } from "node:readline";
 import { describeZodIssues } from "../../case/load-case.js";
 import { ClinicalCase } from "../../case/schema.js";
 import { MedmmvError } from "../../errors.js";
-import type { AdapterOptions, DatasetName, EvalItem, GoldAnswer, ItemError } from "./types.js";
+import type { AdapterOptions, ConversationDatasetName, DatasetName, EvalItem, GoldAnswer, ItemError } from "./types.js";
 
 /** One record of a dataset file: its position, and either the parsed value or why it failed. */
 export type RawRecord =
@@ -138,7 +138,7 @@ export class ReadContext {
   private readonly exists = new Map<string, Promise<boolean>>();
 
   constructor(
-    readonly dataset: DatasetName,
+    readonly dataset: DatasetName | ConversationDatasetName,
     readonly opts: AdapterOptions,
   ) {}
 

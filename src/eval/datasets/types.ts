@@ -51,6 +51,8 @@ export interface AdapterOptions {
 }
 
 export type DatasetName = "medxpertqa" | "medqa" | "medmcqa" | "pathvqa" | "vqa-rad" | "jsonl" | "clinhallu";
+/** Multi-turn conversation datasets (DESIGN §11), run by src/eval/conversation rather than the item runner. */
+export type ConversationDatasetName = "drllava" | "conversation";
 
 /** A per-item problem: the run records it and goes on. */
 export interface ItemError {

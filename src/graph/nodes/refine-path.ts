@@ -9,6 +9,7 @@ import { computeCu } from "../../scoring/cu.js";
 import { describeError } from "../../errors.js";
 import type { HdReport } from "../../case/diagnosis-result.js";
 import { nodeCallContext, type WorkflowDeps } from "../run-context.js";
+import { casePathway, withContextConflict } from "../../pathways/path-conflict.js";
 import type { EvidencePrompt, PipelineStateUpdate, RefineTask } from "../state.js";
 
 /** The rendered evidence, or (a task from an older checkpoint) render it from the graph. */
@@ -37,13 +38,16 @@ export function refinePathNode(deps: WorkflowDeps) {
     const active = new Set(activeNodeIds);
     const knownNodeIds = (id: string) => active.has(id);
     const pathId = task.planned.pathId;
+    const pathway = casePathway(c.pathway);
     const hdReports: HdReport[] = [];
     let path: PathOutput = task.planned.path;
     let repairs = 0;
     try {
       if (!opts.ablations.noHd) {
         for (let attempt = 1; ; attempt++) {
-          const report = await runHdSupervisor(deps.agents, ctx, c, { path, evidenceText, knownNodeIds, attempt });
+          const checked = await runHdSupervisor(deps.agents, ctx, c, { path, evidenceText, knownNodeIds, attempt });
+          // A path that leaves the case's pathway is a hallucination too (deterministic, no model call).
+          const report = pathway ? withContextConflict(checked, pathway, path) : checked;
           hdReports.push({ ...report, path: toResultPath(pathId, path, report) });
           emit("hd-verdict", {
             pathId,

@@ -11,6 +11,7 @@ import { toResultPath } from "./refine-path.js";
 import { scanForInjection } from "../../agents/untrusted-content.js";
 import { fhirIgnoredResources } from "../../case/fhir/case-origin.js";
 import { renderPathForPrompt } from "../../agents/path-schema.js";
+import { describeLabels } from "../../pathways/consistency.js";
 
 /** Agents whose prompt versions go into provenance. */
 const PROMPTS_USED = ["system", "rollout", "text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge"];
@@ -93,6 +94,8 @@ export function selectPathNode(deps: WorkflowDeps) {
           if (cl.verdict === "supported") continue;
           hallucinations.push({ pathId: r.pathId, attempt: rep.attempt, stage: cl.stage, severity: rep.severity, claim: cl.claim, issue: rep.issues[0] ?? `claim ${cl.verdict}`, resolved });
         }
+        const cc = rep.contextConflict;
+        if (cc) hallucinations.push({ pathId: r.pathId, attempt: rep.attempt, stage: "reasoning", severity: "HIGH", claim: describeLabels(cc.labels, cc.steps), issue: cc.issue, resolved });
       });
     }
 
@@ -156,6 +159,7 @@ export function selectPathNode(deps: WorkflowDeps) {
           select: opts.select,
           ablations: opts.ablations,
           rolloutsSampled: rollouts.length,
+          ...(c.pathway ? { pathway: typeof c.pathway === "string" ? c.pathway : c.pathway.id } : {}),
         },
         search: evidence ? { provider: evidence.search.provider, enabled: evidence.search.enabled, ...(evidence.search.note ? { note: evidence.search.note } : {}) } : undefined,
         failures,

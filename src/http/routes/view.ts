@@ -96,6 +96,7 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         caseInput: caseViewInputFromStored(record.input, images),
         mode: "served",
         nonce,
+        turns: await store.listTurns(record.id),
       });
       // Helmet's default CSP would block the page's own inline script; this one allows exactly it.
       void reply

@@ -4,7 +4,7 @@ import { GraphView } from "./graph-view.js";
 import { renderNodePanel } from "./node-panel.js";
 import { AGENT_COLORS, KIND_STYLE, RELATION_COLORS } from "./palette.js";
 import { renderPathPanel, type ClaimRef } from "./path-panel.js";
-import { renderCandidates, renderCase, renderHallucinations, renderHeader, renderProvenance, renderRepairs, renderStability, renderUsage } from "./sections.js";
+import { renderCandidates, renderCase, renderHallucinations, renderHeader, renderProvenance, renderRepairs, renderStability, renderTurns, renderUsage } from "./sections.js";
 
 declare global {
   interface Window {
@@ -168,6 +168,7 @@ function main(): void {
     renderRepairs(r),
     hallucinations,
     h("div", { class: "grid2 wide" }, renderStability(r), renderUsage(r), renderProvenance(r)),
+    renderTurns(payload),
     renderCase(payload),
     h("p", { class: "footer" }, `medmmv ${r.provenance.version} \u00b7 self-contained page: nothing is loaded from the network`),
   );

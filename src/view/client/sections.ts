@@ -255,3 +255,30 @@ export function renderCase(payload: ViewPayload): HTMLElement {
   }
   return s;
 }
+
+/** The conversation on the case, turn by turn, each with its pathway label and conflict flag. */
+export function renderTurns(payload: ViewPayload): HTMLElement | null {
+  const turns = payload.turns ?? [];
+  if (turns.length === 0) return null;
+  const s = section("Conversation", { id: "turns", wide: true });
+  append(
+    s,
+    table(
+      ["turn", "question", "answer", "step", "category", "conflict", "evidence"],
+      turns.map((t) =>
+        h(
+          "tr",
+          { attrs: { "data-testid": `turn-${t.turn}` } },
+          h("td", { class: "num" }, t.turn),
+          h("td", null, t.question),
+          h("td", null, t.answer),
+          h("td", null, t.step ?? "\u2014"),
+          h("td", null, t.category ?? "\u2014"),
+          h("td", null, t.contextConflict ? h("span", { class: "bad" }, "context conflict") : "no"),
+          h("td", null, t.evidence.map((e) => e.label).join("; ")),
+        ),
+      ),
+    ),
+  );
+  return s;
+}

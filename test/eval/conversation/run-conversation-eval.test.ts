@@ -1,0 +1,138 @@
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runConversationEval, type ConversationRecord } from "../../../src/eval/conversation/run-conversation-eval.js";
+import { compareSummaries, loadSummary } from "../../../src/eval/report.js";
+import { clinicalScenario } from "../../support/clinical-scenario.js";
+import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
+import type { Scenario, ScriptedRequest } from "../../support/scripted-openai-server.js";
+import { fakeImages } from "../eval-fixtures.js";
+
+const FIXTURES = fileURLToPath(new URL("./fixtures/", import.meta.url));
+
+/** What a model that stays on the pathway answers, per image (= per record) and step. */
+const ANSWERS: Record<string, Record<string, string>> = {
+  "test1.jpeg": {
+    "image-quality": "Yes, the image quality is sufficient for analysis.",
+    "cell-quality": "The region is adequate, close to the particles.",
+    abnormality: "Yes, there is a malignancy.",
+    proliferation: "Myeloblasts are proliferating.",
+    diagnosis: "Acute myeloid leukemia.",
+  },
+  "test2.jpeg": {
+    "image-quality": "No, the image is not suitable for analysis.",
+    "cell-quality": "The region is dominated by blood.",
+    abnormality: "Cannot be judged: the quality is inadequate.",
+    proliferation: "Inadequate: no cells to assess.",
+    diagnosis: "Inconclusive because of low quality.",
+  },
+  "test3.jpeg": {
+    "image-quality": "The image is of optimal quality.",
+    "cell-quality": "An adequate region near the particles.",
+    abnormality: "No abnormality is seen.",
+    proliferation: "There is no proliferation.",
+    diagnosis: "Healthy marrow.",
+  },
+};
+
+function scenario(override: (image: string, step: string) => string | undefined = () => undefined): Scenario {
+  const base = clinicalScenario();
+  return {
+    ...base,
+    agents: {
+      ...base.agents,
+      "turn-answer": (req: ScriptedRequest) => {
+        const image = /Images: ([^\s;(]+)/.exec(req.text)?.[1] ?? "";
+        const step = /`step`: "([a-z-]+)" \(the clinician says/.exec(req.text)?.[1] ?? "";
+        const answer = override(image, step) ?? ANSWERS[image]?.[step] ?? "I cannot tell.";
+        return { step, answer, claims: [answer] };
+      },
+    },
+  };
+}
+
+const servers = useScriptedServers({ scenario: scenario() });
+let dir: string;
+let images: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "medmmv-conv-eval-"));
+  images = path.join(dir, "images");
+  await fakeImages(images, ["test1.jpeg", "test2.jpeg", "test3.jpeg"]);
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function records(out: string): Promise<ConversationRecord[]> {
+  return (await readFile(path.join(out, "results.jsonl"), "utf8"))
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as ConversationRecord);
+}
+
+describe("conversation eval over the scripted model", () => {
+  for (const method of ["cot", "medmmv"] as const) {
+    it(`${method}: a conversation that answers consistently has H_cc = 0 and A_C = 1 in all three orders`, async () => {
+      servers.model.setScenario(scenario());
+      const out = path.join(dir, `consistent-${method}`);
+      const { summary } = await runConversationEval(
+        { dataset: "drllava", input: path.join(FIXTURES, "drllava-synthetic.json"), images, method, pipeline: { k: 1, maxRepairs: 1 }, out, seed: 3 },
+        { config: servers.config() },
+      );
+      for (const order of ["si", "df", "ii"] as const) expect(summary.conversation?.[order]).toMatchObject({ aQ: 1, aC: 1, aD: expect.any(Number), hCC: 0, conversations: 3, failed: 0 });
+      // si and df always ask the diagnosis; ii may not (drawn with replacement).
+      expect(summary.conversation?.si?.aD).toBe(1);
+      expect(summary.conversation?.df?.aD).toBe(1);
+      expect(summary).toMatchObject({ items: 9, failed: 0, accuracy: 1 });
+      const recs = await records(out);
+      expect(recs.map((r) => r.id).sort()).toEqual(["test1@df", "test1@ii", "test1@si", "test2@df", "test2@ii", "test2@si", "test3@df", "test3@ii", "test3@si"]);
+      const df = recs.find((r) => r.id === "test2@df")!;
+      expect(df.conversation.turns.map((t) => t.step)).toEqual(["diagnosis", "image-quality", "cell-quality", "abnormality", "proliferation"]);
+      expect(df.answer?.text).toBe("Inconclusive because of low quality.");
+      // medmmv checks every turn's claims (3 items × 3 orders × 5 turns) besides the pipeline's own passes; cot checks nothing.
+      if (method === "medmmv") {
+        expect(servers.model.stats().byAgent["hd-supervisor"]).toBeGreaterThanOrEqual(45);
+        expect(servers.model.stats().byAgent["rollout"]).toBe(3);
+      } else expect(servers.model.stats().byAgent["hd-supervisor"] ?? 0).toBe(0);
+    });
+  }
+
+  it("a conversation that contradicts an earlier turn is flagged on that turn, and the metrics say so", async () => {
+    // Record 1's model says multiple myeloma after calling the proliferating cells myeloblasts.
+    servers.model.setScenario(scenario((image, step) => (image === "test1.jpeg" && step === "diagnosis" ? "Multiple myeloma." : undefined)));
+    const out = path.join(dir, "contradiction");
+    const { summary } = await runConversationEval({ dataset: "conversation", input: path.join(FIXTURES, "conversation-synthetic.jsonl"), images, method: "cot", orders: ["si", "df"], out }, { config: servers.config() });
+    const recs = await records(out);
+    const si = recs.find((r) => r.id === "conv-aml@si")!;
+    expect(si.conversation.turns.map((t) => [t.step, t.category, t.correct, t.contextConflict])).toEqual([
+      ["image-quality", "high", true, false],
+      ["cell-quality", "adequate", true, false],
+      ["abnormality", "abnormal", true, false],
+      ["proliferation", "blasts", true, false],
+      ["diagnosis", "mm", false, true],
+    ]);
+    // Asked first, "mm" conflicts with nothing yet; high / adequate / abnormal fit the mm path too;
+    // the proliferation answer (blasts, turn 5) is the one that leaves S.
+    const df = recs.find((r) => r.id === "conv-aml@df")!;
+    expect(df.conversation.turns.map((t) => [t.step, t.contextConflict])).toEqual([
+      ["diagnosis", false],
+      ["image-quality", false],
+      ["cell-quality", false],
+      ["abnormality", false],
+      ["proliferation", true],
+    ]);
+    // Hand-computed: 2 conversations per order; conv-aml 4 of 5 right with a conflict, conv-blood all right.
+    expect(summary.conversation?.si).toMatchObject({ aQ: 9 / 10, aC: 1 / 2, aD: 1 / 2, hCC: 1 / 2 });
+    expect(summary.conversation?.df).toMatchObject({ aQ: 9 / 10, aC: 1 / 2, aD: 1 / 2, hCC: 1 / 2 });
+    expect(summary.conversation?.ii).toBeUndefined();
+
+    // eval report shows the folders' conversation metrics side by side.
+    const table = compareSummaries([await loadSummary(path.join(dir, "consistent-cot")), await loadSummary(out)], ["consistent", "contradiction"]);
+    expect(table).toMatch(/\| H_cc si \(%\)\s*\|\s*0\.0 \|\s*50\.0 \(\+50\.0\) \|/);
+    expect(table).toMatch(/\| A_C df \(%\)\s*\|\s*100\.0 \|\s*50\.0 \(-50\.0\) \|/);
+    expect(table).toMatch(/\| A_Q ii \(%\)\s*\|\s*100\.0 \|\s*— \|/);
+    expect(await readFile(path.join(out, "summary.md"), "utf8")).toMatch(/## Conversations \(Dr-LLaVA metrics, %\)[\s\S]*\| si\s*\|\s*2 \|\s*10 \|\s*90\.0 \|\s*50\.0 \|\s*50\.0 \|\s*50\.0 \|/);
+  });
+});
