@@ -218,6 +218,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/cases/{id}/turns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The conversation on a case, turn by turn */
+        get: operations["getCasesIdTurns"];
+        put?: never;
+        /**
+         * Ask a follow-up question about a finished case
+         * @description Answered by a short rollout and an hd-supervisor pass over the case's evidence graph and the earlier turns. With a pathway on the case, the answer is labelled at its step and `contextConflict` says whether the conversation has left the pathway's valid paths. 409 while the case is running, or when it failed.
+         */
+        post: operations["postCasesIdTurns"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1050,6 +1071,46 @@ export interface operations {
                     metadata?: {
                         [key: string]: unknown;
                     };
+                    /** @description The clinical pathway the case's reasoning must stay on (DESIGN §11); each refined path is checked against its valid paths */
+                    pathway?: string | {
+                        /** @description Pathway id (the file name in pathways/ without .json) */
+                        id: string;
+                        /** @description Human-readable title */
+                        title: string;
+                        /** @description Free notes for readers (sources, known disagreements); JSON has no comments */
+                        notes?: string[];
+                        /** @description The decision steps, in their standard order */
+                        steps: {
+                            /** @description Step id, unique within the pathway */
+                            id: string;
+                            /** @description The question a clinician asks at this step */
+                            question: string;
+                            /** @description The admissible answers of this step */
+                            categories: {
+                                /** @description Category id, unique within its step */
+                                id: string;
+                                /** @description Human-readable name of the category */
+                                label: string;
+                                /** @description Words or phrases that put an answer in this category, matched on word boundaries (a plural s/es is allowed; a trailing * matches any word ending). All-capital acronyms (AML, RBC) match case-sensitively, everything else ignores case. A keyword counts only when it is not negated. */
+                                keywords: string[];
+                                /** @description Extra negation cues for this category, beyond the built-in ones (no, not, without, cannot, absence of …) */
+                                negations?: string[];
+                            }[];
+                            /** @description When true, an answer the keywords leave at no-match is given to the judge model, constrained to this step's category ids (off by default) */
+                            judgeFallback?: boolean;
+                        }[];
+                        /** @description The valid paths (the set S) */
+                        paths: {
+                            /** @description Path id, unique within the pathway */
+                            id: string;
+                            /** @description What this valid path concludes */
+                            outcome: string;
+                            /** @description stepId → categoryId along this valid path */
+                            sequence: {
+                                [key: string]: string;
+                            };
+                        }[];
+                    };
                 };
                 "multipart/form-data": {
                     /** @description The ClinicalCase as JSON. An entry of `images` may omit `data` (or give a `path`, as CLI case files do): its bytes come from the file part whose field name equals the image id. File parts not listed in `images` are added with their field name as id. */
@@ -1145,6 +1206,15 @@ export interface operations {
                                             evidence: string[];
                                         }[];
                                     }[];
+                                };
+                                contextConflict?: {
+                                    pathway: string;
+                                    steps: string[];
+                                    labels: {
+                                        [key: string]: string;
+                                    };
+                                    closestPath?: string;
+                                    issue: string;
                                 };
                             }[];
                             error?: {
@@ -1841,6 +1911,15 @@ export interface operations {
                                                 evidence: string[];
                                             }[];
                                         }[];
+                                    };
+                                    contextConflict?: {
+                                        pathway: string;
+                                        steps: string[];
+                                        labels: {
+                                            [key: string]: string;
+                                        };
+                                        closestPath?: string;
+                                        issue: string;
                                     };
                                 }[];
                                 error?: {
@@ -3062,6 +3141,421 @@ export interface operations {
                             diagnostics?: string;
                             expression?: string[];
                         }[];
+                    };
+                };
+            };
+        };
+    };
+    getCasesIdTurns: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Case id (from POST /diagnose) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        caseId: string;
+                        turns: {
+                            /** @description 1-based turn number within the case's conversation */
+                            turn: number;
+                            question: string;
+                            answer: string;
+                            /** @description Pathway step the question was about (null without a pathway) */
+                            step: string | null;
+                            /** @description Labeller category of the answer at that step, or no-match */
+                            category: string | null;
+                            /** @description True when the labelled sequence of all turns so far leaves the pathway's valid paths */
+                            contextConflict: boolean;
+                            /** @description Evidence nodes the answer's supported claims rest on */
+                            evidence: {
+                                id: string;
+                                label: string;
+                            }[];
+                            /** @description Claim verdicts, the conflict (steps, labels), how the answer was labelled, usage */
+                            details: {
+                                [key: string]: unknown;
+                            };
+                            at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 400,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "invalid request body: question: question must not be empty",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 401,
+                     *       "code": "UNAUTHORIZED",
+                     *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 404,
+                     *       "code": "NOT_FOUND",
+                     *       "message": "case case-3f1c… not found",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 429,
+                     *       "code": "RATE_LIMITED",
+                     *       "message": "rate limit exceeded: retry after 12 s",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postCasesIdTurns: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Case id (from POST /diagnose) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The clinician's question about the case */
+                    question: string;
+                    /** @description The pathway step the question is about (a step id of the case's pathway); without it the model says which */
+                    step?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description 1-based turn number within the case's conversation */
+                        turn: number;
+                        question: string;
+                        answer: string;
+                        /** @description Pathway step the question was about (null without a pathway) */
+                        step: string | null;
+                        /** @description Labeller category of the answer at that step, or no-match */
+                        category: string | null;
+                        /** @description True when the labelled sequence of all turns so far leaves the pathway's valid paths */
+                        contextConflict: boolean;
+                        /** @description Evidence nodes the answer's supported claims rest on */
+                        evidence: {
+                            id: string;
+                            label: string;
+                        }[];
+                        /** @description Claim verdicts, the conflict (steps, labels), how the answer was labelled, usage */
+                        details: {
+                            [key: string]: unknown;
+                        };
+                        at: string;
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 400,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "invalid request body: question: question must not be empty",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 401,
+                     *       "code": "UNAUTHORIZED",
+                     *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 404,
+                     *       "code": "NOT_FOUND",
+                     *       "message": "case case-3f1c… not found",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 409,
+                     *       "code": "CONFLICT",
+                     *       "message": "case case-3f1c… is running; its result exists once it has finished",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 429,
+                     *       "code": "RATE_LIMITED",
+                     *       "message": "rate limit exceeded: retry after 12 s",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
                     };
                 };
             };
