@@ -203,6 +203,40 @@ describe("CDS Hooks 2.0", () => {
     expect((await json<{ message: string }>(again)).message).toContain("jti");
   });
 
+  it("a jti used on one server is refused by another server on the same store (workers, replicas)", async () => {
+    // A second process on the same data directory, answering under the same public URL as an
+    // EHR would see behind a load balancer; its own memory has never seen the token.
+    const replica = await startTestServer({
+      openai: t.openai,
+      dataDir: t.dataDir,
+      env: { MEDMMV_CDS_JWKS: path.join(dir, "ehr-jwks.json"), MEDMMV_CDS_ISSUERS: ISS, MEDMMV_PUBLIC_URL: t.base },
+    });
+    try {
+      const token = await jwt({ jti: "replayed-across-processes" });
+      const first = await call(token);
+      expect(first.status).toBe(200);
+      // Let the record's case finish first, so the replica's calls meet a settled record.
+      const caseId = decodeURIComponent(new URL(SpecResponse.parse(await first.json()).cards[0]!.links![0]!.url).pathname.split("/")[2]!);
+      await until(async () => ((await t.server.store.getCase(caseId))?.result ? true : undefined), 20_000, `case ${caseId} finished`);
+      const replay = await fetch(`${replica.base}${SERVICE}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+        body: JSON.stringify({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch() }),
+      });
+      expect(replay.status).toBe(401);
+      expect((await json<{ message: string }>(replay)).message).toContain("jti replay");
+      // A fresh token is accepted by the replica: the refusal was the replay, not the replica's setup.
+      const fresh = await fetch(`${replica.base}${SERVICE}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${await jwt()}` },
+        body: JSON.stringify({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch() }),
+      });
+      expect(fresh.status).toBe(200);
+    } finally {
+      await replica.close();
+    }
+  });
+
   it("an API key works too", async () => {
     const res = await call("test-key-alpha-0123456789");
     expect(res.status).toBe(200);
