@@ -116,9 +116,10 @@ async function jwt(o: { aud?: string; iss?: string; exp?: number; jti?: string; 
     .sign(o.key ?? ehrKey);
 }
 
-function call(token: string | null, body: Record<string, unknown> = {}) {
+/** A hook call to `base` (the test server unless another is named). */
+function call(token: string | null, body: Record<string, unknown> = {}, base = t.base) {
   const request = SpecRequest.parse({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch(), ...body });
-  return fetch(`${t.base}${SERVICE}`, {
+  return fetch(`${base}${SERVICE}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
     body: JSON.stringify(request),
@@ -218,19 +219,11 @@ describe("CDS Hooks 2.0", () => {
       // Let the record's case finish first, so the replica's calls meet a settled record.
       const caseId = decodeURIComponent(new URL(SpecResponse.parse(await first.json()).cards[0]!.links![0]!.url).pathname.split("/")[2]!);
       await until(async () => ((await t.server.store.getCase(caseId))?.result ? true : undefined), 20_000, `case ${caseId} finished`);
-      const replay = await fetch(`${replica.base}${SERVICE}`, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
-        body: JSON.stringify({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch() }),
-      });
+      const replay = await call(token, {}, replica.base);
       expect(replay.status).toBe(401);
       expect((await json<{ message: string }>(replay)).message).toContain("jti replay");
       // A fresh token is accepted by the replica: the refusal was the replay, not the replica's setup.
-      const fresh = await fetch(`${replica.base}${SERVICE}`, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${await jwt()}` },
-        body: JSON.stringify({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch() }),
-      });
+      const fresh = await call(await jwt(), {}, replica.base);
       expect(fresh.status).toBe(200);
     } finally {
       await replica.close();
