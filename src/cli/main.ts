@@ -1,4 +1,4 @@
-import { Command } from "commander";
+import { Command, CommanderError } from "commander";
 import { VERSION } from "../version.js";
 import { isMedmmvError } from "../errors.js";
 import { EXIT, intArg } from "./cli-args.js";
@@ -11,7 +11,13 @@ const program = new Command()
   .name("medmmv")
   .description("Reliable, verifiable clinical reasoning with multimodal LLMs (MedMMV).")
   .version(VERSION)
-  .showHelpAfterError();
+  .showHelpAfterError()
+  // Each command's options only after its own name: `eval report DIR --json` is the
+  // report's --json, not the parent eval's. Inherited by every command added below.
+  .enablePositionalOptions()
+  // Usage errors (unknown option, bad value, missing argument) throw instead of exiting 1,
+  // so they exit EXIT.usage (2) below. Also inherited by every command added below.
+  .exitOverride();
 
 program
   .command("diagnose")
@@ -83,6 +89,11 @@ registerCorpusCommands(program);
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
-  process.stderr.write(`medmmv: ${isMedmmvError(err) ? err.message : err instanceof Error ? err.message : String(err)}\n`);
-  process.exitCode = EXIT.usage;
+  if (err instanceof CommanderError) {
+    // commander has already printed its message (naming the flag) and the help; --help and --version exit 0.
+    process.exitCode = err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+  } else {
+    process.stderr.write(`medmmv: ${isMedmmvError(err) ? err.message : err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = EXIT.usage;
+  }
 }

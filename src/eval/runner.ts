@@ -9,7 +9,7 @@ import { describeError, MedmmvError } from "../errors.js";
 import { Pipeline, pipelineOptions, type PipelineOverrides } from "../graph/pipeline.js";
 import type { PipelineOptions } from "../graph/state.js";
 import { LlmClient, type ResponseCache } from "../llm/model-client.js";
-import { UsageMeter } from "../llm/usage.js";
+import { addUsage, UsageMeter } from "../llm/usage.js";
 import { VERSION } from "../version.js";
 import { isCorrect } from "./answer-match.js";
 import { getAdapter, isItemError, type EvalItem, type ItemError, type JsonlFieldMap } from "./datasets/index.js";
@@ -120,13 +120,6 @@ function methodConfig(method: MethodName, p: PipelineOptions, config: Config): R
 
 function emptyUsage(wallMs = 0): Usage {
   return new UsageMeter().snapshot(wallMs);
-}
-
-function addUsage(a: Usage, b: Usage): Usage {
-  const m = new UsageMeter();
-  m.absorb(a);
-  m.absorb(b);
-  return m.snapshot(a.wallMs + b.wallMs);
 }
 
 function check(ok: boolean, message: string): void {

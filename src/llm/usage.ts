@@ -103,6 +103,14 @@ export class UsageMeter {
   }
 }
 
+/** Two usages as one (a resumed item's earlier attempt and this one, a method and its judge pass); wall times add. */
+export function addUsage(a: Usage, b: Usage): Usage {
+  const m = new UsageMeter();
+  m.absorb(a);
+  m.absorb(b);
+  return m.snapshot(a.wallMs + b.wallMs);
+}
+
 /**
  * Tracks the length of the chain of dependent calls leading to the current point of a
  * branch. Parallel branches fork from one cursor; a step that waits on several branches

@@ -187,6 +187,14 @@ export interface CaseStore {
   /** The case's turns in order (none for a missing case). */
   listTurns(caseId: string): Promise<ConversationTurn[]>;
 
+  /**
+   * Record one use of a single-use token id (a CDS Hooks JWT's issuer and `jti`), atomically
+   * across every process on the store: true the first time, false when it was already
+   * recorded and has not expired by `nowMs` (a replay). Kept until `expiresAtMs` (the
+   * token's own expiry plus clock tolerance), after which the row is pruned.
+   */
+  useTokenId(issuer: string, tokenId: string, expiresAtMs: number, nowMs: number): Promise<boolean>;
+
   /** Content-addressed model response cache. */
   getCachedResponse(key: string): Promise<CachedResponse | null>;
   putCachedResponse(key: string, value: Record<string, unknown>): Promise<void>;

@@ -20,6 +20,7 @@ export interface PgTables {
   caseImages: string;
   cache: string;
   turns: string;
+  usedTokenIds: string;
   /** The installed PostgresSaver's (@langchain/langgraph-checkpoint-postgres 1.x) tables keyed by thread_id. */
   checkpointTables: string[];
 }
@@ -33,6 +34,7 @@ export function pgTables(schema: string): PgTables {
     caseImages: `${q}.medmmv_case_images`,
     cache: `${q}.medmmv_response_cache`,
     turns: `${q}.medmmv_case_turns`,
+    usedTokenIds: `${q}.medmmv_used_token_ids`,
     checkpointTables: ["checkpoint_writes", "checkpoint_blobs", "checkpoints"].map((t) => `${q}.${t}`),
   };
 }
@@ -114,6 +116,15 @@ CREATE TABLE IF NOT EXISTS ${t.cache} (
   value JSONB NOT NULL,
   created_at TIMESTAMPTZ NOT NULL
 );
+
+-- Single-use token ids (CDS Hooks JWT jti) seen by any process on this store, until they expire.
+CREATE TABLE IF NOT EXISTS ${t.usedTokenIds} (
+  issuer TEXT NOT NULL,
+  token_id TEXT NOT NULL,
+  expires_ms BIGINT NOT NULL,
+  PRIMARY KEY (issuer, token_id)
+);
+CREATE INDEX IF NOT EXISTS medmmv_used_token_ids_expiry ON ${t.usedTokenIds} (expires_ms);
 `;
 }
 

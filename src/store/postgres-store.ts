@@ -432,6 +432,22 @@ export class PostgresStore implements CaseStore {
     return rows.map((r) => turnFromRow({ case_id: r.case_id as string, turn: r.turn as number, data: r.data, at: iso(r.at) }));
   }
 
+  /**
+   * Insert-if-absent is the atomic check: of two processes inserting the same id, one gets
+   * the row back. A row left by an expired token is taken over by the conditional update.
+   */
+  async useTokenId(issuer: string, tokenId: string, expiresAtMs: number, nowMs: number): Promise<boolean> {
+    await this.#query("useTokenId", `DELETE FROM ${this.#t.usedTokenIds} WHERE expires_ms <= $1`, [nowMs]);
+    const rows = await this.#query(
+      "useTokenId",
+      `INSERT INTO ${this.#t.usedTokenIds} AS u (issuer, token_id, expires_ms) VALUES ($1, $2, $3)
+       ON CONFLICT (issuer, token_id) DO UPDATE SET expires_ms = EXCLUDED.expires_ms WHERE u.expires_ms <= $4
+       RETURNING 1 AS used`,
+      [issuer, tokenId, expiresAtMs, nowMs],
+    );
+    return rows.length === 1;
+  }
+
   async getCachedResponse(key: string): Promise<CachedResponse | null> {
     const rows = await this.#query("getCachedResponse", `SELECT value, created_at FROM ${this.#t.cache} WHERE key = $1`, [key]);
     const r = rows[0];

@@ -70,6 +70,15 @@ CREATE TABLE IF NOT EXISTS medmmv_response_cache (
   value TEXT NOT NULL,
   created_at TEXT NOT NULL
 );
+
+-- Single-use token ids (CDS Hooks JWT jti) seen by any process on this store, until they expire.
+CREATE TABLE IF NOT EXISTS medmmv_used_token_ids (
+  issuer TEXT NOT NULL,
+  token_id TEXT NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  PRIMARY KEY (issuer, token_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS medmmv_used_token_ids_expiry ON medmmv_used_token_ids (expires_ms);
 `;
 
 /** Columns added after version 1, for files created before them: [name, type]. */

@@ -415,6 +415,17 @@ export class SqliteStore implements CaseStore {
     return rows.map((r) => turnFromRow({ ...r, data: parse(r.data) }));
   }
 
+  /** Prune, then insert-if-absent (an expired row is taken over), in one IMMEDIATE transaction. */
+  async useTokenId(issuer: string, tokenId: string, expiresAtMs: number, nowMs: number): Promise<boolean> {
+    return this.#write(() => {
+      this.#stmt("DELETE FROM medmmv_used_token_ids WHERE expires_ms <= ?").run(nowMs);
+      const inserted = this.#stmt(
+        "INSERT INTO medmmv_used_token_ids (issuer, token_id, expires_ms) VALUES (?, ?, ?) ON CONFLICT (issuer, token_id) DO NOTHING",
+      ).run(issuer, tokenId, expiresAtMs);
+      return inserted.changes === 1;
+    }, "useTokenId");
+  }
+
   async getCachedResponse(key: string): Promise<CachedResponse | null> {
     const row = this.#run("getCachedResponse", () =>
       this.#stmt("SELECT value, created_at FROM medmmv_response_cache WHERE key = ?").get(key),

@@ -2,6 +2,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { getAdapter, isItemError, type AdapterOptions, type EvalItem } from "../../src/eval/datasets/index.js";
+import type { RunManifest } from "../../src/eval/manifest.js";
 import type { ResultRecord } from "../../src/eval/results-file.js";
 import type { Scenario, ScriptedRequest } from "../support/scripted-openai-server.js";
 import { clinicalScenario, type ClinicalScenarioOptions } from "../support/clinical-scenario.js";
@@ -115,5 +116,29 @@ export function resultRecord(id: string, run: number, status: ResultRecord["stat
     attempts: 1,
     finishedAt: "2025-01-01T00:00:00.000Z",
     ...extra,
+  };
+}
+
+/** A run's eval.json with neutral values (a MedXpertQA-MM run), for tests of the report. */
+export function runManifest(method: RunManifest["method"], label: string): RunManifest {
+  return {
+    schema: "medmmv-eval-run/1",
+    dataset: "medxpertqa",
+    input: "/data/MedXpertQA/MM/test.jsonl",
+    images: "/data/MedXpertQA/images",
+    missingImages: "error",
+    copBase: "auto",
+    fieldMap: null,
+    method,
+    label,
+    runs: 1,
+    concurrency: 4,
+    selection: { sample: null, stratify: [], seed: 1, limit: null },
+    config: { k: 5 },
+    models: { executor: "m" },
+    raters: [],
+    prompts: { rollout: "sha256:" + "0".repeat(64) },
+    createdAt: "2025-01-01T00:00:00.000Z",
+    version: "0.1.0",
   };
 }

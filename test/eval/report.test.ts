@@ -2,33 +2,9 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RunManifest } from "../../src/eval/manifest.js";
 import { buildSummary, compareSummaries, loadSummary, markdownTable, summaryMarkdown } from "../../src/eval/report.js";
 import type { ResultRecord } from "../../src/eval/results-file.js";
-import { resultRecord } from "./eval-fixtures.js";
-
-function manifest(method: RunManifest["method"], label: string): RunManifest {
-  return {
-    schema: "medmmv-eval-run/1",
-    dataset: "medxpertqa",
-    input: "/data/MedXpertQA/MM/test.jsonl",
-    images: "/data/MedXpertQA/images",
-    missingImages: "error",
-    copBase: "auto",
-    fieldMap: null,
-    method,
-    label,
-    runs: 1,
-    concurrency: 4,
-    selection: { sample: null, stratify: [], seed: 1, limit: null },
-    config: { k: 5 },
-    models: { executor: "m" },
-    raters: [],
-    prompts: { rollout: "sha256:" + "0".repeat(64) },
-    createdAt: "2025-01-01T00:00:00.000Z",
-    version: "0.1.0",
-  };
-}
+import { resultRecord, runManifest as manifest } from "./eval-fixtures.js";
 
 const u = (llmCalls: number): ResultRecord["usage"] => ({ llmCalls, searchCalls: 0, promptTokens: 1000, completionTokens: 200, costUsd: 0.002, wallMs: 4000, byAgent: {} });
 

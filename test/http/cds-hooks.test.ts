@@ -116,9 +116,10 @@ async function jwt(o: { aud?: string; iss?: string; exp?: number; jti?: string; 
     .sign(o.key ?? ehrKey);
 }
 
-function call(token: string | null, body: Record<string, unknown> = {}) {
+/** A hook call to `base` (the test server unless another is named). */
+function call(token: string | null, body: Record<string, unknown> = {}, base = t.base) {
   const request = SpecRequest.parse({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch(), ...body });
-  return fetch(`${t.base}${SERVICE}`, {
+  return fetch(`${base}${SERVICE}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
     body: JSON.stringify(request),
@@ -201,6 +202,32 @@ describe("CDS Hooks 2.0", () => {
     const again = await call(token);
     expect(again.status).toBe(401);
     expect((await json<{ message: string }>(again)).message).toContain("jti");
+  });
+
+  it("a jti used on one server is refused by another server on the same store (workers, replicas)", async () => {
+    // A second process on the same data directory, answering under the same public URL as an
+    // EHR would see behind a load balancer; its own memory has never seen the token.
+    const replica = await startTestServer({
+      openai: t.openai,
+      dataDir: t.dataDir,
+      env: { MEDMMV_CDS_JWKS: path.join(dir, "ehr-jwks.json"), MEDMMV_CDS_ISSUERS: ISS, MEDMMV_PUBLIC_URL: t.base },
+    });
+    try {
+      const token = await jwt({ jti: "replayed-across-processes" });
+      const first = await call(token);
+      expect(first.status).toBe(200);
+      // Let the record's case finish first, so the replica's calls meet a settled record.
+      const caseId = decodeURIComponent(new URL(SpecResponse.parse(await first.json()).cards[0]!.links![0]!.url).pathname.split("/")[2]!);
+      await until(async () => ((await t.server.store.getCase(caseId))?.result ? true : undefined), 20_000, `case ${caseId} finished`);
+      const replay = await call(token, {}, replica.base);
+      expect(replay.status).toBe(401);
+      expect((await json<{ message: string }>(replay)).message).toContain("jti replay");
+      // A fresh token is accepted by the replica: the refusal was the replay, not the replica's setup.
+      const fresh = await call(await jwt(), {}, replica.base);
+      expect(fresh.status).toBe(200);
+    } finally {
+      await replica.close();
+    }
   });
 
   it("an API key works too", async () => {

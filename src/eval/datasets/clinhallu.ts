@@ -121,16 +121,14 @@ export function clinhalluAdapter(): DatasetAdapter {
       }
 
       const strata: Record<string, string> = { question_type: qType, ...strataFrom(r, ["source", "body_system", "modality", "specialty"]) };
-      const imgs = await ctx.resolveImages(id, names);
-      if (!imgs.ok) {
-        yield imgs.error;
+      const imgs = await ctx.itemImages(id, names, { strata, warnings });
+      if ("error" in imgs) {
+        yield imgs;
         continue;
       }
-      if (imgs.stratum) strata["images"] = imgs.stratum;
-      warnings.push(...imgs.warnings);
       const item = ctx.finish({
         id,
-        case: { question, ...(options && qType === "multiple_choice" ? { options } : {}), ...(imgs.images.length > 0 ? { images: imgs.images } : {}) },
+        case: { question, ...(options && qType === "multiple_choice" ? { options } : {}), ...imgs },
         gold,
         strata,
         warnings,

@@ -235,6 +235,24 @@ export class ReadContext {
   }
 
   /**
+   * resolveImages for a question item, with the outcome recorded on the item being built:
+   * the `images` stratum (present / missing) and the warnings. Returns the case fields to
+   * spread (`images` only when there are some), or the ItemError to yield instead.
+   */
+  async itemImages(
+    itemId: string,
+    names: readonly string[],
+    item: { strata: Record<string, string>; warnings: string[] },
+    alternatives?: (name: string) => string[],
+  ): Promise<{ images?: { id: string; path: string }[] } | ItemError> {
+    const imgs = await this.resolveImages(itemId, names, alternatives);
+    if (!imgs.ok) return imgs.error;
+    if (imgs.stratum) item.strata["images"] = imgs.stratum;
+    item.warnings.push(...imgs.warnings);
+    return imgs.images.length > 0 ? { images: imgs.images } : {};
+  }
+
+  /**
    * Validate the assembled case against the ClinicalCase contract, so that an item the
    * pipeline would refuse surfaces here as an ItemError with the offending field.
    */

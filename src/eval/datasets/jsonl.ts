@@ -154,13 +154,11 @@ export function jsonlAdapter(): DatasetAdapter {
         const v = text(getField(r, f));
         if (v !== null) strata[f] = v;
       }
-      const imgs = await ctx.resolveImages(id, names);
-      if (!imgs.ok) {
-        yield imgs.error;
+      const imgs = await ctx.itemImages(id, names, { strata, warnings });
+      if ("error" in imgs) {
+        yield imgs;
         continue;
       }
-      if (imgs.stratum) strata["images"] = imgs.stratum;
-      warnings.push(...imgs.warnings);
 
       const notes = text(getField(r, map.notes));
       yield ctx.finish({
@@ -169,7 +167,7 @@ export function jsonlAdapter(): DatasetAdapter {
           question,
           ...(Object.keys(options).length > 0 ? { options } : {}),
           ...(notes !== null ? { notes } : {}),
-          ...(imgs.images.length > 0 ? { images: imgs.images } : {}),
+          ...imgs,
         },
         gold,
         strata,

@@ -98,20 +98,18 @@ async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalIte
     if (subset) strata["subset"] = subset;
 
     // MM images are bare file names, sometimes with a folder in the eval copy ("images/MM-1-a.jpeg").
-    const imgs = await ctx.resolveImages(id, names, (n) => (n.includes("/") ? [n.slice(n.lastIndexOf("/") + 1)] : []));
-    if (!imgs.ok) {
-      yield imgs.error;
+    const imgs = await ctx.itemImages(id, names, { strata, warnings }, (n) => (n.includes("/") ? [n.slice(n.lastIndexOf("/") + 1)] : []));
+    if ("error" in imgs) {
+      yield imgs;
       continue;
     }
-    if (imgs.stratum) strata["images"] = imgs.stratum;
-    warnings.push(...imgs.warnings);
 
     yield ctx.finish({
       id,
       case: {
         question: stripped.question,
         options,
-        ...(imgs.images.length > 0 ? { images: imgs.images } : {}),
+        ...imgs,
       },
       gold: { kind: "choice", option: label, text: gold },
       strata,

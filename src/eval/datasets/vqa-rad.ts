@@ -39,17 +39,15 @@ async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalIte
     const qType = text(r["question_type"]);
     if (qType !== null) strata["question_type"] = qType;
 
-    const imgs = await ctx.resolveImages(id, [imageName]);
-    if (!imgs.ok) {
-      yield imgs.error;
+    const imgs = await ctx.itemImages(id, [imageName], { strata, warnings });
+    if ("error" in imgs) {
+      yield imgs;
       continue;
     }
-    if (imgs.stratum) strata["images"] = imgs.stratum;
-    warnings.push(...imgs.warnings);
 
     yield ctx.finish({
       id,
-      case: { question, ...(imgs.images.length > 0 ? { images: imgs.images } : {}) },
+      case: { question, ...imgs },
       gold,
       strata,
       warnings,

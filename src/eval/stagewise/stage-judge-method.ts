@@ -2,11 +2,10 @@ import type { AgentDeps } from "../../agents/agent-context.js";
 import type { PreparedCase } from "../../case/schema.js";
 import type { Prices } from "../../config.js";
 import { MedmmvError } from "../../errors.js";
-import { CallChain, UsageMeter } from "../../llm/usage.js";
+import { addUsage, CallChain, UsageMeter } from "../../llm/usage.js";
 import type { ResultRecord } from "../results-file.js";
 import type { EvalMethod, MethodOutput, MethodRunContext } from "../methods/types.js";
 import { judgeAnswer, judgeStages } from "./judging.js";
-import { addUsage } from "./stagewise-method.js";
 import { renderTrace } from "./trace-parser.js";
 import { STAGES, type JudgedTrace, type StageTrace, type StagewiseRecord } from "./types.js";
 

@@ -1,9 +1,8 @@
 import type { AgentDeps } from "../../agents/agent-context.js";
-import type { Usage } from "../../case/diagnosis-result.js";
 import type { PreparedCase } from "../../case/schema.js";
 import type { Prices } from "../../config.js";
 import { describeError, MedmmvError } from "../../errors.js";
-import { CallChain, UsageMeter } from "../../llm/usage.js";
+import { addUsage, CallChain, UsageMeter } from "../../llm/usage.js";
 import type { EvalItem } from "../datasets/types.js";
 import { NO_HALLUCINATIONS, type EvalMethod, type MethodOutput, type MethodRunContext } from "../methods/types.js";
 import { generateReplacement, generateTrace, type GenerationOptions } from "./generation.js";
@@ -16,13 +15,6 @@ export interface StagewiseOptions extends GenerationOptions {
 }
 
 export const STAGEWISE_PROMPTS = (format: GenerationOptions["format"]) => ["system", format === "text" ? "stagewise-trace-text" : "stagewise-trace", "stagewise-continue", "answer-judge", "stage-judge"];
-
-export function addUsage(a: Usage, b: Usage): Usage {
-  const m = new UsageMeter();
-  m.absorb(a);
-  m.absorb(b);
-  return m.snapshot(a.wallMs + b.wallMs);
-}
 
 function fromExternal(item: EvalItem): JudgedTrace {
   const e = item.stagewise?.external;

@@ -1,0 +1,79 @@
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildSummary, type EvalSummary } from "../../src/eval/report.js";
+import { resultRecord, runManifest } from "../eval/eval-fixtures.js";
+import { medmmvCli } from "../support/medmmv-cli.js";
+
+/**
+ * The CLI's argument contract through the real binary: each command's own options work
+ * after its name (even where the parent command has an option of the same name), and
+ * every usage error exits 2 with a message naming what to fix.
+ */
+let tmp: string;
+let env: Record<string, string>;
+let runA: string;
+let runB: string;
+
+beforeAll(async () => {
+  tmp = await mkdtemp(path.join(tmpdir(), "medmmv-cli-usage-"));
+  env = { MEDMMV_DATA_DIR: path.join(tmp, "data") };
+  // Two finished runs: 3 of 4 right, and 1 of 4 right.
+  const write = async (name: string, right: number) => {
+    const dir = path.join(tmp, name);
+    await mkdir(dir, { recursive: true });
+    const records = [0, 1, 2, 3].map((i) => resultRecord(`MM-${i}`, 0, "completed", { correct: i < right }));
+    await writeFile(path.join(dir, "summary.json"), JSON.stringify(buildSummary(records, runManifest("cot", name), { planned: 4, complete: true })));
+    return dir;
+  };
+  runA = await write("run-a", 3);
+  runB = await write("run-b", 1);
+});
+afterAll(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+describe("medmmv CLI options and usage errors", () => {
+  it("eval report DIR… --json prints the summaries as JSON, keyed by folder (the parent eval's --json does not take it)", async () => {
+    const r = await medmmvCli(["eval", "report", runA, runB, "--json"], env);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const parsed = JSON.parse(r.stdout) as Record<string, EvalSummary>;
+    expect(Object.keys(parsed)).toEqual(["run-a", "run-b"]);
+    expect(parsed["run-a"]!.accuracy).toBeCloseTo(0.75);
+    expect(parsed["run-b"]!.accuracy).toBeCloseTo(0.25);
+  });
+
+  it("eval report without --json prints the Markdown comparison", async () => {
+    const r = await medmmvCli(["eval", "report", runA, runB], env);
+    expect(r.code).toBe(0);
+    expect(() => JSON.parse(r.stdout)).toThrow();
+    expect(r.stdout).toMatch(/^\|.*run-a.*\|/m);
+  });
+
+  it.each([
+    ["eval --order x", ["eval", "--order", "x"], /option '--order <orders>' argument 'x' is invalid/],
+    ["eval --replace x", ["eval", "--replace", "x"], /option '--replace <settings>' argument 'x' is invalid/],
+    ["eval --method tot", ["eval", "--method", "tot"], /option '--method <m>' argument 'tot' is invalid/],
+    ["diagnose --k 0", ["diagnose", "case.json", "--k", "0"], /option '--k <n>' argument '0' is invalid. expected an integer from 1 to 32/],
+    ["corpus search without a query", ["corpus", "search"], /missing required argument 'query'/],
+    ["report without --out", ["report", "result.json"], /required option '-o, --out <file>' not specified/],
+    ["an unknown option", ["eval", "report", runA, "--jsn"], /unknown option '--jsn'/],
+    ["an unknown command", ["diagnos"], /unknown command 'diagnos'/],
+  ])("%s exits 2 and names the flag", async (_name, args, message) => {
+    const r = await medmmvCli(args, env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(r.stdout).toBe("");
+  });
+
+  it("--help and --version still exit 0", async () => {
+    const help = await medmmvCli(["eval", "report", "--help"], env);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("--json");
+    const version = await medmmvCli(["--version"], env);
+    expect(version.code).toBe(0);
+    expect(version.stdout).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});
