@@ -79,6 +79,17 @@ export interface ScriptedPath {
   repairedTo?: string;
 }
 
+/** An answer to one conversation turn (POST /cases/{id}/turns) on this script's case. */
+export interface ScriptedTurn {
+  /** Matches the clinician's question. */
+  asks: RegExp;
+  /** The pathway step the answer is about. */
+  step: string | null;
+  answer: string;
+  /** Checked by the hd-supervisor like a path's claims. */
+  claims: ScriptedClaim[];
+}
+
 export interface CaseScript {
   name: string;
   /** True for the case block of this script's case. */
@@ -89,6 +100,8 @@ export interface CaseScript {
   paths: Record<string, ScriptedPath>;
   /** Path key of rollout i (cycled). */
   rollouts: string[];
+  /** Answers to conversation turns, first match wins (a case without turns cannot be chatted with). */
+  turns?: ScriptedTurn[];
 }
 
 /** The form labels are compared in (as src/evidence/ids.ts normalises them). */
@@ -137,6 +150,7 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
     pathBySignature.set(p.steps.flatMap((st) => st.claims.map((c) => norm(c.text))).join("|"), key);
     for (const st of p.steps) for (const c of st.claims) claimByText.set(norm(c.text), c);
   }
+  for (const t of s.turns ?? []) for (const c of t.claims) claimByText.set(norm(c.text), c);
   const pathIn = (block: string): ScriptedPath | undefined => {
     const key = pathBySignature.get(claimTexts(block).map((c) => norm(c.text)).join("|"));
     return key ? s.paths[key] : undefined;
@@ -193,6 +207,12 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
     rollout: (req) => {
       const i = Number(/rollout (\d+) of/.exec(req.text)?.[1] ?? 1) - 1;
       return pathOutput(req.text, s.paths[s.rollouts[i % s.rollouts.length]!]!);
+    },
+    "turn-answer": (req) => {
+      const question = /<<<QUESTION\n([\s\S]*?)\nQUESTION>>>/.exec(req.text)?.[1] ?? "";
+      const t = s.turns?.find((x) => x.asks.test(question));
+      if (!t) throw new Error(`the ${s.name} script has no answer for the question ${JSON.stringify(question.slice(0, 80))}`);
+      return { step: t.step, answer: t.answer, claims: t.claims.map((c) => c.text) };
     },
     cot: (req) => {
       const p = s.paths[s.rollouts[0]!]!;
