@@ -176,7 +176,7 @@ export function describeDemo(d: RunningDemo): string {
     ...d.cases.flatMap((c) => [
       `Audit view of ${c.slug} (${c.caseId}, ${c.status}; signed link, valid 24 h):`,
       `  ${c.viewUrl}`,
-      ...(c.turns.length ? [`  Conversation on it (scripted; POST /cases/${c.caseId}/turns asks more):`, ...describeTurns(c.turns)] : []),
+      ...(c.turns.length ? [`  Conversation on it (scripted; other questions to POST /cases/${c.caseId}/turns get a "not scripted" reply):`, ...describeTurns(c.turns)] : []),
     ]),
     "",
     "Try:",

@@ -206,6 +206,15 @@ describe("serve --demo runs the bundled cases", () => {
     expect(demo.cases.filter((c) => c.slug !== "bone-marrow").every((c) => c.turns.length === 0)).toBe(true);
   });
 
+  it("a question no script answers gets a scripted reply that says so, not a model error", async () => {
+    const chest = demo.cases.find((c) => c.slug === "chest-pain")!;
+    const res = await api(`/cases/${chest.caseId}/turns`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ question: "Should we start heparin now?" }) });
+    expect(res.status).toBe(201);
+    const t = (await res.json()) as { turn: number; answer: string; step: string | null };
+    expect(t).toMatchObject({ turn: 1, step: null });
+    expect(t.answer).toMatch(/^The demo's scripted model has no answer written for this question/);
+  });
+
   it("a case of the user's own is answered too, and says it is scripted", async () => {
     const res = await api("/diagnose", {
       method: "POST",

@@ -211,8 +211,7 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
     "turn-answer": (req) => {
       const question = /<<<QUESTION\n([\s\S]*?)\nQUESTION>>>/.exec(req.text)?.[1] ?? "";
       const t = s.turns?.find((x) => x.asks.test(question));
-      if (!t) throw new Error(`the ${s.name} script has no answer for the question ${JSON.stringify(question.slice(0, 80))}`);
-      return { step: t.step, answer: t.answer, claims: t.claims.map((c) => c.text) };
+      return t ? { step: t.step, answer: t.answer, claims: t.claims.map((c) => c.text) } : unscriptedTurn();
     },
     cot: (req) => {
       const p = s.paths[s.rollouts[0]!]!;
@@ -251,6 +250,18 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
       const p = pathIn(firstModelOutput(req.text));
       return p ? { coherence: p.coherence, rationale: p.rationale } : { coherence: 0.5, rationale: "The path is not one this script knows." };
     },
+  };
+}
+
+/**
+ * The answer to a conversation question no script has an answer for: it says so, instead of
+ * failing the turn with a model error a demo user could do nothing about.
+ */
+export function unscriptedTurn(): { step: null; answer: string; claims: string[] } {
+  return {
+    step: null,
+    answer: "The demo's scripted model has no answer written for this question; with a live model configured, medmmv answers any question about the case.",
+    claims: ["No answer was scripted for this question"],
   };
 }
 

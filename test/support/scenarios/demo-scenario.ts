@@ -7,7 +7,7 @@
 import type { Scenario, ScriptedRequest } from "../scripted-openai-server.js";
 import { defaultTavilyResults, type TavilyRequest, type TavilyResult } from "../scripted-tavily-server.js";
 import { caseBlock, clinicalScenario } from "../clinical-scenario.js";
-import { caseAgents, caseSearchResults, type CaseScript } from "./case-script.js";
+import { caseAgents, caseSearchResults, unscriptedTurn, type CaseScript } from "./case-script.js";
 import { chestPainScript } from "./chest-pain.js";
 import { communityPneumoniaScript } from "./community-pneumonia.js";
 import { boneMarrowScript } from "./bone-marrow.js";
@@ -16,7 +16,7 @@ export const DEMO_SCRIPTS: readonly CaseScript[] = [chestPainScript, communityPn
 
 export function demoScenario(): Scenario {
   const scripted = DEMO_SCRIPTS.map((s) => ({ s, agents: caseAgents(s) }));
-  const generic = clinicalScenario({ coherence: {} }).agents;
+  const generic = { ...clinicalScenario({ coherence: {} }).agents, "turn-answer": unscriptedTurn };
   const route = (agent: string) => (req: ScriptedRequest) => {
     const block = caseBlock(req.text);
     const hit = scripted.find((x) => x.s.matches(block));
