@@ -16,7 +16,7 @@ export const DEMO_SCRIPTS: readonly CaseScript[] = [chestPainScript, communityPn
 
 export function demoScenario(): Scenario {
   const scripted = DEMO_SCRIPTS.map((s) => ({ s, agents: caseAgents(s) }));
-  const generic = { ...clinicalScenario({ coherence: {} }).agents, "turn-answer": unscriptedTurn };
+  const generic: Scenario["agents"] = { ...clinicalScenario({ coherence: {} }).agents, "turn-answer": unscriptedTurn };
   const route = (agent: string) => (req: ScriptedRequest) => {
     const block = caseBlock(req.text);
     const hit = scripted.find((x) => x.s.matches(block));
