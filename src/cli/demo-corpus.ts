@@ -7,10 +7,11 @@ import { indexCorpusFile } from "../search/local/index-corpus-file.js";
 import { openCorpusIndex } from "../search/local/open-corpus-index.js";
 
 export const DEMO_CORPUS_FILE = fileURLToPath(new URL("../../examples/corpus/cardiology.jsonl", import.meta.url));
-/** Every bundled corpus, by name: the demo cases' topics (chest pain, pneumonia). */
+/** Every bundled corpus, by name: the demo cases' topics (chest pain, pneumonia, marrow morphology). */
 export const DEMO_CORPORA: Record<string, string> = {
   cardiology: DEMO_CORPUS_FILE,
   respiratory: fileURLToPath(new URL("../../examples/corpus/respiratory.jsonl", import.meta.url)),
+  haematology: fileURLToPath(new URL("../../examples/corpus/haematology.jsonl", import.meta.url)),
 };
 
 /**

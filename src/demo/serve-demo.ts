@@ -9,6 +9,7 @@ import { isLoopback, startServer, type RunningServer, type StartServerOptions } 
 import { openStore } from "../store/open-store.js";
 import { startDemoBackends } from "./demo-backends.js";
 import { DEMO_CASES } from "./demo-cases.js";
+import { askDemoQuestions, describeTurns, type DemoTurn } from "./demo-turns.js";
 
 export type DemoServiceOptions = StartServerOptions;
 
@@ -18,6 +19,8 @@ export interface DemoCaseLink {
   status: string;
   /** Absolute URL of the signed audit-view link. */
   viewUrl: string;
+  /** The scripted conversation posted on the case (empty for cases without questions). */
+  turns: DemoTurn[];
 }
 
 export interface RunningDemo {
@@ -123,7 +126,7 @@ export async function startDemoService(env: Record<string, string | undefined>, 
       return body;
     };
 
-    const submitted: Array<{ slug: string; caseId: string }> = [];
+    const submitted: Array<{ slug: string; caseId: string; questions?: readonly string[] }> = [];
     for (const demo of DEMO_CASES) {
       const body = await requestBody(demo.file, config.http.maxImageBytes, config.http.maxImagePixels);
       // Same example, same key: a restart finds the stored case; an edited example is a new case.
@@ -133,13 +136,15 @@ export async function startDemoService(env: Record<string, string | undefined>, 
         json: body,
         headers: { prefer: "respond-async", "idempotency-key": `medmmv-demo-${demo.slug}-${digest}` },
       });
-      submitted.push({ slug: demo.slug, caseId: accepted.caseId });
+      submitted.push({ slug: demo.slug, caseId: accepted.caseId, ...(demo.questions ? { questions: demo.questions } : {}) });
     }
     const cases: DemoCaseLink[] = [];
     for (const s of submitted) {
       const record = await server.service.wait(s.caseId);
+      // Turns are asked of a finished case only (the endpoint answers 409 otherwise).
+      const turns = s.questions && record?.status === "completed" ? await askDemoQuestions(api, s.caseId, s.questions) : [];
       const link = await api<{ url: string }>(`/cases/${encodeURIComponent(s.caseId)}/view-links`, { method: "POST", json: { ttlSec: LINK_TTL_SEC } });
-      cases.push({ slug: s.slug, caseId: s.caseId, status: record?.status ?? "unknown", viewUrl: address + link.url });
+      cases.push({ slug: s.slug, caseId: s.caseId, status: record?.status ?? "unknown", viewUrl: address + link.url, turns });
     }
     const running = server;
     return {
@@ -168,7 +173,11 @@ export function describeDemo(d: RunningDemo): string {
     `API docs (try the endpoints in the browser): ${d.docsUrl}`,
     `API key (generated for this demo):         ${d.apiKey}`,
     "",
-    ...d.cases.flatMap((c) => [`Audit view of ${c.slug} (${c.caseId}, ${c.status}; signed link, valid 24 h):`, `  ${c.viewUrl}`]),
+    ...d.cases.flatMap((c) => [
+      `Audit view of ${c.slug} (${c.caseId}, ${c.status}; signed link, valid 24 h):`,
+      `  ${c.viewUrl}`,
+      ...(c.turns.length ? [`  Conversation on it (scripted; other questions to POST /cases/${c.caseId}/turns get a "not scripted" reply):`, ...describeTurns(c.turns)] : []),
+    ]),
     "",
     "Try:",
     `  curl -s ${d.server.address}/cases -H "Authorization: Bearer ${d.apiKey}"`,

@@ -5,6 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
+import { EvidenceGraph } from "../../src/evidence/evidence-graph.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -38,6 +39,16 @@ describe("medmmv demo's literature search", () => {
     const result = DiagnosisResult.parse(JSON.parse(await readFile(out, "utf8")));
     expect(result.provenance.search).toMatchObject({ provider: "local", enabled: true });
     expect(result.usage.searchCalls).toBeGreaterThan(0);
+    // The pathway case: its literature is the bundled haematology corpus, and the rollout
+    // that left the pathway was caught and repaired.
+    expect(r.stdout).toContain(path.join(dir, "local-bone-marrow.json"));
+    const marrow = DiagnosisResult.parse(JSON.parse(await readFile(path.join(dir, "local-bone-marrow.json"), "utf8")));
+    expect(marrow.answer?.option).toBe("A");
+    const urls = EvidenceGraph.import(marrow.evidenceGraph)
+      .nodes()
+      .flatMap((n) => n.sources.flatMap((s) => (s.url ? [s.url] : [])));
+    expect(urls.filter((u) => u.startsWith("corpus://haematology/")).length).toBeGreaterThan(0);
+    expect(marrow.hallucinations).toEqual([expect.objectContaining({ stage: "reasoning", resolved: true, issue: expect.stringMatching(/^context-conflict:/) })]);
     // The demo's store was its own: nothing was written to the user's data directory.
     await expect(readFile(path.join(dataDir, "medmmv.sqlite"))).rejects.toMatchObject({ code: "ENOENT" });
   }, 120_000);

@@ -92,10 +92,13 @@ describe("medmmv diagnose", () => {
     expect(r.stdout).toContain("ST elevation in II, III and aVF with reciprocal depression in aVL");
     expect(r.stdout).toMatch(/repaired path-\d attempt 1 \[knowledge\/MEDIUM\] The ST elevation is diffuse across the leads/);
     expect(r.stdout).not.toMatch(/Together the findings point to|consistent with B/);
+    // The pathway case: the rollout that left the bone-marrow pathway was caught by its own check and repaired.
+    expect(r.stdout).toMatch(/repaired path-\d attempt 1 \[reasoning\/HIGH\] image-quality = low, .*diagnosis = aml/);
     // The audit views: printed, written, self-contained, and carrying the scripted provenance the banner reads.
     for (const [report, json] of [
       [path.join(dir, "demo-report.html"), out],
       [path.join(dir, "demo-report-community-pneumonia.html"), path.join(dir, "demo-community-pneumonia.json")],
+      [path.join(dir, "demo-report-bone-marrow.html"), path.join(dir, "demo-bone-marrow.json")],
     ] as const) {
       expect(r.stdout).toContain(`Audit view (opens offline in a browser): ${report}`);
       const html = await readFile(report, "utf8");

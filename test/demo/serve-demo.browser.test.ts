@@ -2,7 +2,8 @@
  * The `serve --demo` service as a newcomer sees it: Chromium (playwright-core, Debian's
  * /usr/bin/chromium) opens the signed audit-view link the demo printed for the chest-pain
  * case and finds the scripted-model banner, the path that was repaired with its detector
- * reports and diff, and the evidence behind it. Every wait is on page state.
+ * reports and diff, and the evidence behind it; and for the bone-marrow pathway case, the
+ * context conflict repaired and the scripted conversation. Every wait is on page state.
  * Screenshots land in test-artifacts/demo/.
  */
 import { existsSync, mkdirSync } from "node:fs";
@@ -132,6 +133,41 @@ describe("the demo's audit view in Chromium", () => {
     const expected = [...new Set(claim.evidence)].sort();
     await page.waitForFunction((exp) => JSON.stringify((window as unknown as View).__medmmvView.highlighted) === exp, JSON.stringify(expected), { timeout: 5_000 });
     expect(expected).toHaveLength(2);
+    expect(problems).toEqual([]);
+  });
+});
+
+describe("the demo's pathway case in Chromium", () => {
+  let marrowPage: Page;
+  beforeAll(async () => {
+    const marrow = demo.cases.find((c) => c.slug === "bone-marrow")!;
+    marrowPage = await page.context().newPage();
+    marrowPage.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+    await marrowPage.goto(marrow.viewUrl);
+    await marrowPage.waitForFunction(() => (window as unknown as { __medmmvView?: { ready: boolean } }).__medmmvView?.ready === true, null, { timeout: 30_000 });
+  }, 60_000);
+
+  it("shows the context conflict as a repaired detector finding, and the repair onto the pathway", async () => {
+    expect(await marrowPage.locator("[data-testid=answer]").textContent()).toBe("(A) Acute myeloid leukaemia (AML)");
+    const finding = marrowPage.locator("#hallucinations tr", { hasText: "context-conflict" });
+    await finding.waitFor({ state: "visible" });
+    expect(await finding.textContent()).toMatch(/reasoning.*HIGH.*image-quality = low.*diagnosis = aml.*yes$/);
+    const history = marrowPage.locator("#repairs details", { hasText: "1 repair" });
+    expect(await history.locator('.attempt[data-attempt="1"]').textContent()).toContain("fit no valid path of pathway \"bone-marrow\"");
+    const added = await history.locator('.attempt[data-attempt="1"] .diff .add').allTextContents();
+    expect(added.join("\n")).toContain("the image is sufficient for analysis");
+    expect(await history.locator('.attempt[data-attempt="2"]').textContent()).toContain("no hallucination detected");
+  });
+
+  it("shows the scripted conversation turn by turn, each on the pathway", async () => {
+    const rows = marrowPage.locator("#turns tr[data-testid^=turn-]");
+    await rows.first().waitFor({ state: "visible" });
+    expect(await rows.count()).toBe(3);
+    const cells = async (n: number) => (await marrowPage.locator(`[data-testid=turn-${n}] td`).allTextContents()).slice(0, 6);
+    expect(await cells(1)).toEqual(["1", "Is the aspirate image of sufficient quality for analysis?", "Yes: the aspirate smear is well spread and well stained, so the image is sufficient for analysis.", "image-quality", "high", "no"]);
+    expect((await cells(2)).slice(3)).toEqual(["cell-quality", "adequate", "no"]);
+    expect((await cells(3)).slice(3)).toEqual(["diagnosis", "aml", "no"]);
+    await marrowPage.locator("#turns").screenshot({ path: `${ARTIFACTS}pathway-conversation.png` });
     expect(problems).toEqual([]);
   });
 });

@@ -16,6 +16,8 @@ import { DEMO_MODEL } from "../../src/demo/demo-backends.js";
 import { describeDemo, startDemoService, type RunningDemo } from "../../src/demo/serve-demo.js";
 import { isMedmmvError } from "../../src/errors.js";
 import { EvidenceGraph } from "../../src/evidence/evidence-graph.js";
+import { loadPathway } from "../../src/pathways/load-pathway.js";
+import { findContextConflict } from "../../src/pathways/path-conflict.js";
 import { openStore } from "../../src/store/open-store.js";
 import { LogCapture } from "../http/http-harness.js";
 
@@ -111,6 +113,7 @@ describe("serve --demo runs the bundled cases", () => {
     expect(demo.cases.map((c) => [c.slug, c.status])).toEqual([
       ["chest-pain", "completed"],
       ["community-pneumonia", "completed"],
+      ["bone-marrow", "completed"],
     ]);
     const text = describeDemo(demo);
     expect(text).toContain(`${demo.server.address}/docs`);
@@ -137,7 +140,7 @@ describe("serve --demo runs the bundled cases", () => {
         for (const id of claim.evidence) expect(g.hasNode(id), `${claim.text} → ${id}`).toBe(true);
       }
     }
-    const [chest, pneumonia] = results as [DiagnosisResult, DiagnosisResult];
+    const [chest, pneumonia, marrow] = results as [DiagnosisResult, DiagnosisResult, DiagnosisResult];
     expect(chest.answer).toEqual({ option: "B", text: "Inferior ST-elevation myocardial infarction" });
     expect(chest.path!.steps.map((s) => s.text).join(" ")).toMatch(/II, III and aVF.*reciprocal depression in aVL/);
     const repaired = chest.candidates.find((c) => c.initialAnswer === "A")!;
@@ -150,6 +153,66 @@ describe("serve --demo runs the bundled cases", () => {
     expect(pneumonia.answer?.option).toBe("A");
     expect(pneumonia.hallucinations).toEqual([expect.objectContaining({ stage: "visual", resolved: true })]);
     expect(pneumonia.path!.steps[0]).toMatchObject({ stage: "visual", text: "The radiograph shows consolidation in the right lower zone." });
+
+    // The pathway case: the rollout that jumped from low image quality to leukaemia was
+    // caught by the pipeline's own pathway check, not by the scripted detector, and repaired.
+    expect(marrow.answer).toEqual({ option: "A", text: "Acute myeloid leukaemia (AML)" });
+    const jumped = marrow.candidates.find((c) => c.repairs > 0)!;
+    expect(jumped).toMatchObject({ initialAnswer: "A", finalAnswer: "A", repairs: 1 });
+    const [caught, accepted] = jumped.hdReports;
+    expect(caught!.contextConflict).toMatchObject({ pathway: "bone-marrow", labels: { "image-quality": "low", diagnosis: "aml" } });
+    expect(caught!.contextConflict!.steps).toEqual(expect.arrayContaining(["image-quality", "diagnosis"]));
+    expect(caught!.claims.every((c) => c.verdict === "supported")).toBe(true);
+    expect(accepted).toMatchObject({ hallucinationDetected: false });
+    expect(accepted!.contextConflict).toBeUndefined();
+    expect(marrow.hallucinations).toEqual([
+      expect.objectContaining({ pathId: jumped.pathId, stage: "reasoning", severity: "HIGH", resolved: true, issue: expect.stringMatching(/^context-conflict: .*pathway "bone-marrow"/) }),
+    ]);
+    // Every refined path ends on a valid path of the pathway, the repaired one included.
+    const pathway = loadPathway("bone-marrow");
+    for (const c of marrow.candidates) {
+      const final = c.hdReports.at(-1)!.path!;
+      const output = { steps: final.steps.map((st) => ({ text: st.text, stage: st.stage, claims: st.claims.map((x) => x.text) })), answer: { option: c.finalAnswer, text: "Acute myeloid leukaemia (AML)" }, summary: final.summary };
+      expect(findContextConflict(pathway, output), c.pathId).toBeNull();
+    }
+    expect(marrow.path!.steps.map((s) => s.text)).toEqual([
+      "The aspirate smear is well spread and well stained, so the image is sufficient for analysis.",
+      "The photographed field lies near the particles, so the region is adequate for counting cells.",
+      "Large immature cells fill the field, which points to a malignancy of the marrow.",
+      "The proliferating cells are myeloblasts, 62% of nucleated cells, several with Auer rods.",
+      "A blast count above 20% with Auer rods establishes acute myeloid leukaemia.",
+    ]);
+    expect(marrow.provenance.evidenceChecks?.imageDoctor[0]?.flagged.map((f) => f.label)).toEqual(["Auer rods in the blast cytoplasm"]);
+    expect(marrow.provenance.search?.enabled).toBe(true);
+    expect(marrow.usage.searchCalls).toBeGreaterThan(0);
+  });
+
+  it("the pathway case carries a scripted conversation, printed and stored, that stays on a valid path", async () => {
+    const marrow = demo.cases.find((c) => c.slug === "bone-marrow")!;
+    const stored = (await (await api(`/cases/${marrow.caseId}/turns`)).json()) as { turns: Array<{ turn: number; question: string; step: string; category: string; contextConflict: boolean; evidence: unknown[] }> };
+    expect(stored.turns.map((t) => [t.turn, t.question, t.step, t.category, t.contextConflict])).toEqual([
+      [1, "Is the aspirate image of sufficient quality for analysis?", "image-quality", "high", false],
+      [2, "Is the photographed region suitable for counting cells?", "cell-quality", "adequate", false],
+      [3, "So what is the diagnosis?", "diagnosis", "aml", false],
+    ]);
+    // Each answer's claims were checked against the case's evidence graph.
+    for (const t of stored.turns) expect(t.evidence.length, t.question).toBeGreaterThan(0);
+    expect(marrow.turns.map((t) => t.turn)).toEqual([1, 2, 3]);
+    const text = describeDemo(demo);
+    expect(text).toContain("Turn 1: Is the aspirate image of sufficient quality for analysis?");
+    expect(text).toContain("→ Acute myeloid leukaemia (AML): myeloblasts make up 62% of nucleated marrow cells, several with Auer rods.");
+    expect(text).toContain("(diagnosis: aml; on a valid path)");
+    // The other cases have no pathway and were asked nothing.
+    expect(demo.cases.filter((c) => c.slug !== "bone-marrow").every((c) => c.turns.length === 0)).toBe(true);
+  });
+
+  it("a question no script answers gets a scripted reply that says so, not a model error", async () => {
+    const chest = demo.cases.find((c) => c.slug === "chest-pain")!;
+    const res = await api(`/cases/${chest.caseId}/turns`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ question: "Should we start heparin now?" }) });
+    expect(res.status).toBe(201);
+    const t = (await res.json()) as { turn: number; answer: string; step: string | null };
+    expect(t).toMatchObject({ turn: 1, step: null });
+    expect(t.answer).toMatch(/^The demo's scripted model has no answer written for this question/);
   });
 
   it("a case of the user's own is answered too, and says it is scripted", async () => {
@@ -186,8 +249,12 @@ describe("serve --demo runs the bundled cases", () => {
     demo = await startDemoService({ ...ENV, MEDMMV_DATA_DIR: dataDir() }, opts());
     expect(demo.apiKey).toBe(key);
     expect(demo.cases.map((c) => c.caseId)).toEqual(first);
-    // The two demo cases and the user's own one: nothing was run twice.
+    // The three demo cases and the user's own one: nothing was run twice.
     const listed = (await (await api("/cases?limit=100")).json()) as { items: unknown[] };
-    expect(listed.items).toHaveLength(3);
+    expect(listed.items).toHaveLength(4);
+    // Nor asked twice: the conversation is the one of the first start.
+    const marrow = demo.cases.find((c) => c.slug === "bone-marrow")!;
+    expect(marrow.turns.map((t) => t.turn)).toEqual([1, 2, 3]);
+    expect(((await (await api(`/cases/${marrow.caseId}/turns`)).json()) as { turns: unknown[] }).turns).toHaveLength(3);
   }, 120_000);
 });

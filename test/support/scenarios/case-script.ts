@@ -79,6 +79,17 @@ export interface ScriptedPath {
   repairedTo?: string;
 }
 
+/** An answer to one conversation turn (POST /cases/{id}/turns) on this script's case. */
+export interface ScriptedTurn {
+  /** Matches the clinician's question. */
+  asks: RegExp;
+  /** The pathway step the answer is about. */
+  step: string | null;
+  answer: string;
+  /** Checked by the hd-supervisor like a path's claims. */
+  claims: ScriptedClaim[];
+}
+
 export interface CaseScript {
   name: string;
   /** True for the case block of this script's case. */
@@ -89,6 +100,8 @@ export interface CaseScript {
   paths: Record<string, ScriptedPath>;
   /** Path key of rollout i (cycled). */
   rollouts: string[];
+  /** Answers to conversation turns, first match wins (a case without turns cannot be chatted with). */
+  turns?: ScriptedTurn[];
 }
 
 /** The form labels are compared in (as src/evidence/ids.ts normalises them). */
@@ -137,6 +150,7 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
     pathBySignature.set(p.steps.flatMap((st) => st.claims.map((c) => norm(c.text))).join("|"), key);
     for (const st of p.steps) for (const c of st.claims) claimByText.set(norm(c.text), c);
   }
+  for (const t of s.turns ?? []) for (const c of t.claims) claimByText.set(norm(c.text), c);
   const pathIn = (block: string): ScriptedPath | undefined => {
     const key = pathBySignature.get(claimTexts(block).map((c) => norm(c.text)).join("|"));
     return key ? s.paths[key] : undefined;
@@ -194,6 +208,11 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
       const i = Number(/rollout (\d+) of/.exec(req.text)?.[1] ?? 1) - 1;
       return pathOutput(req.text, s.paths[s.rollouts[i % s.rollouts.length]!]!);
     },
+    "turn-answer": (req) => {
+      const question = /<<<QUESTION\n([\s\S]*?)\nQUESTION>>>/.exec(req.text)?.[1] ?? "";
+      const t = s.turns?.find((x) => x.asks.test(question));
+      return t ? { step: t.step, answer: t.answer, claims: t.claims.map((c) => c.text) } : unscriptedTurn();
+    },
     cot: (req) => {
       const p = s.paths[s.rollouts[0]!]!;
       return { reasoning: p.steps.map((st) => st.text).join(" "), answer: pathOutput(req.text, p).answer };
@@ -231,6 +250,18 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
       const p = pathIn(firstModelOutput(req.text));
       return p ? { coherence: p.coherence, rationale: p.rationale } : { coherence: 0.5, rationale: "The path is not one this script knows." };
     },
+  };
+}
+
+/**
+ * The answer to a conversation question no script has an answer for: it says so, instead of
+ * failing the turn with a model error a demo user could do nothing about.
+ */
+export function unscriptedTurn(): { step: null; answer: string; claims: string[] } {
+  return {
+    step: null,
+    answer: "The demo's scripted model has no answer written for this question; with a live model configured, medmmv answers any question about the case.",
+    claims: ["No answer was scripted for this question"],
   };
 }
 

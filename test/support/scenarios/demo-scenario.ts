@@ -1,21 +1,22 @@
 /**
  * The scripted model and search answers behind `medmmv demo` and `medmmv serve --demo`:
  * each bundled example case has a script written for it (chest-pain.ts,
- * community-pneumonia.ts); a case no script knows (one a user submits to the demo service)
+ * community-pneumonia.ts, bone-marrow.ts); a case no script knows (one a user submits to the demo service)
  * gets the generic clinical scenario, so the demo service still answers it — scripted.
  */
 import type { Scenario, ScriptedRequest } from "../scripted-openai-server.js";
 import { defaultTavilyResults, type TavilyRequest, type TavilyResult } from "../scripted-tavily-server.js";
 import { caseBlock, clinicalScenario } from "../clinical-scenario.js";
-import { caseAgents, caseSearchResults, type CaseScript } from "./case-script.js";
+import { caseAgents, caseSearchResults, unscriptedTurn, type CaseScript } from "./case-script.js";
 import { chestPainScript } from "./chest-pain.js";
 import { communityPneumoniaScript } from "./community-pneumonia.js";
+import { boneMarrowScript } from "./bone-marrow.js";
 
-export const DEMO_SCRIPTS: readonly CaseScript[] = [chestPainScript, communityPneumoniaScript];
+export const DEMO_SCRIPTS: readonly CaseScript[] = [chestPainScript, communityPneumoniaScript, boneMarrowScript];
 
 export function demoScenario(): Scenario {
   const scripted = DEMO_SCRIPTS.map((s) => ({ s, agents: caseAgents(s) }));
-  const generic = clinicalScenario({ coherence: {} }).agents;
+  const generic: Scenario["agents"] = { ...clinicalScenario({ coherence: {} }).agents, "turn-answer": unscriptedTurn };
   const route = (agent: string) => (req: ScriptedRequest) => {
     const block = caseBlock(req.text);
     const hit = scripted.find((x) => x.s.matches(block));
@@ -23,7 +24,7 @@ export function demoScenario(): Scenario {
     if (typeof script !== "function") throw new Error(`no demo script for agent ${agent}`);
     return script(req);
   };
-  const agents = ["text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "rollout", "cot", "hd-supervisor", "auto-repair", "coherence-judge"];
+  const agents = ["text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "rollout", "cot", "hd-supervisor", "auto-repair", "coherence-judge", "turn-answer"];
   return { name: "demo", agents: Object.fromEntries(agents.map((a) => [a, route(a)])) };
 }
 
