@@ -13,7 +13,7 @@ import { UsageMeter } from "../llm/usage.js";
 import { VERSION } from "../version.js";
 import { isCorrect } from "./answer-match.js";
 import { getAdapter, isItemError, type EvalItem, type ItemError, type JsonlFieldMap } from "./datasets/index.js";
-import { manifestConflicts, MANIFEST_FILE, readManifest, writeJsonAtomic, type RunManifest } from "./manifest.js";
+import { writeJsonAtomic, type RunManifest } from "./manifest.js";
 import { cotMethod } from "./methods/cot.js";
 import { medmmvMethod } from "./methods/medmmv.js";
 import { selfConsistencyMethod } from "./methods/self-consistency.js";
@@ -22,6 +22,7 @@ import { ProgressReporter, type ProgressSink, type ProgressState } from "./progr
 import { buildRaters, rateOutput, type Rater } from "./raters.js";
 import { buildSummary, SUMMARY_JSON, SUMMARY_MD, summaryMarkdown, type EvalSummary } from "./report.js";
 import { compactResults, readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
+import { claimRunFolder, manifestSource } from "./run-folder.js";
 import { selectItems } from "./sampling.js";
 import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
@@ -177,11 +178,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const promptNames = [...methodFor(0).prompts, ...(raters.length ? ["rater"] : [])];
 
   const manifest: RunManifest = {
-    schema: "medmmv-eval-run/1",
-    dataset: adapter.name,
-    input,
-    images: o.images ? path.resolve(o.images) : null,
-    missingImages: o.missingImages ?? "error",
+    ...manifestSource({ dataset: adapter.name, input, images: o.images, missingImages: o.missingImages }),
     copBase: o.copBase ?? "auto",
     fieldMap: o.fieldMap ?? null,
     method,
@@ -200,20 +197,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     version: VERSION,
   };
 
-  const existing = await readResults(resultsPath);
-  const previous = await readManifest(dir);
-  const hasResults = existing.lines > 0 || existing.tornTail;
-  if (hasResults && !o.resume)
-    throw new MedmmvError("CONFLICT", `${dir} already holds results (${existing.records.length} items); pass --resume to continue that run, or choose another --out`);
-  if (o.resume && previous) {
-    const conflicts = manifestConflicts(previous, manifest);
-    if (conflicts.length)
-      throw new MedmmvError("CONFLICT", `--resume: ${dir} was produced with a different configuration, so its results cannot be mixed with this run's: ${conflicts.join("; ")}`);
-    manifest.createdAt = previous.createdAt;
-  } else if (o.resume && hasResults) {
-    throw new MedmmvError("CONFLICT", `--resume: ${dir} has results but no ${MANIFEST_FILE}, so its configuration is unknown; use another --out`);
-  }
-  await writeJsonAtomic(path.join(dir, MANIFEST_FILE), manifest);
+  const existing = await claimRunFolder(dir, manifest, o.resume);
 
   const all: Array<EvalItem | ItemError> = [];
   for await (const x of adapter.read(input, { imagesDir: o.images, missingImages: o.missingImages, medmcqaCopBase: o.copBase, fieldMap: o.fieldMap, tracesFile: o.traces })) all.push(x);
