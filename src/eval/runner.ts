@@ -111,7 +111,7 @@ function labelFor(method: MethodName, p: PipelineOptions): string {
 }
 
 /** The settings that change a method's answers (recorded, and compared on --resume). */
-function methodConfig(method: MethodName, p: PipelineOptions, config: Config): Record<string, unknown> {
+export function methodConfig(method: MethodName, p: PipelineOptions, config: Config): Record<string, unknown> {
   const common = { structuredOutput: config.llm.structuredOutput };
   if (method === "cot") return { ...common, temperature: 0 };
   if (method === "self-consistency") return { ...common, k: p.k, temperature: p.rolloutTemperature };

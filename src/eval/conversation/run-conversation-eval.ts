@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
@@ -11,6 +12,7 @@ import { describeError, MedmmvError } from "../../errors.js";
 import { Pipeline, pipelineOptions, type PipelineOverrides } from "../../graph/pipeline.js";
 import type { ResponseCache } from "../../llm/model-client.js";
 import { CallChain, UsageMeter } from "../../llm/usage.js";
+import { canonicalJson } from "../../service/case-intake.js";
 import { VERSION } from "../../version.js";
 import type { ItemError } from "../datasets/types.js";
 import { writeJsonAtomic, type RunManifest } from "../manifest.js";
@@ -19,6 +21,7 @@ import { buildSummary, SUMMARY_JSON, SUMMARY_MD, summaryMarkdown, type EvalSumma
 import { ProgressReporter, type ProgressSink, type ProgressState } from "../progress.js";
 import { readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "../results-file.js";
 import { claimRunFolder, manifestSource } from "../run-folder.js";
+import { methodConfig } from "../runner.js";
 import { AimdGate } from "../throttle.js";
 import { readConversationJsonl, readDrLlava } from "./datasets.js";
 import { metricsByOrder } from "./metrics.js";
@@ -104,6 +107,15 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
   await mkdir(dir, { recursive: true });
   const resultsPath = path.join(dir, RESULTS_FILE);
 
+  const items: Array<ConversationItem | ItemError> = [];
+  const reader = o.dataset === "drllava" ? readDrLlava : readConversationJsonl;
+  for await (const x of reader(input, { imagesDir: o.images, missingImages: o.missingImages })) {
+    items.push(x);
+    if (o.limit !== undefined && items.length >= o.limit) break;
+  }
+
+  // The pathways the records walk decide what each answer is labelled and what conflicts: a resume may not change them.
+  const pathways = Object.fromEntries(items.flatMap((x) => ("error" in x ? [] : [[x.pathway.id, "sha256:" + createHash("sha256").update(canonicalJson(x.pathway)).digest("hex")]])).sort(([a], [b]) => (a! < b! ? -1 : 1)));
   const popts = pipelineOptions(config, o.pipeline);
   const pipeline = new Pipeline(config, { cache: deps.cache ?? null });
   const agents: AgentDeps = { llm: pipeline.llm, prompts: pipeline.prompts, search: pipeline.search };
@@ -118,7 +130,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
     concurrency,
     selection: { sample: null, stratify: [], seed, limit: o.limit ?? null },
     // Orders and seed decide which questions are asked in which order: a resume may not change them.
-    config: { orders, seed, ...(method === "medmmv" ? { k: popts.k, maxRepairs: popts.maxRepairs } : {}), structuredOutput: config.llm.structuredOutput },
+    config: { ...methodConfig(method, popts, config), orders, seed, pathways },
     models: method === "medmmv" ? pipeline.llm.models() : { executor: pipeline.llm.modelFor("executor") },
     raters: [],
     prompts: pipeline.prompts.hashes(prompts),
@@ -126,13 +138,6 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
     version: VERSION,
   };
   const existing = await claimRunFolder(dir, manifest, o.resume);
-
-  const items: Array<ConversationItem | ItemError> = [];
-  const reader = o.dataset === "drllava" ? readDrLlava : readConversationJsonl;
-  for await (const x of reader(input, { imagesDir: o.images, missingImages: o.missingImages })) {
-    items.push(x);
-    if (o.limit !== undefined && items.length >= o.limit) break;
-  }
 
   const idOf = (x: ConversationItem | ItemError) => ("error" in x ? x.id : x.item.id);
   const done = new Map(existing.records.filter((r) => r.status !== "failed").map((r) => [recordKey(r.id, r.run), r]));
