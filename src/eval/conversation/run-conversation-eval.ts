@@ -67,8 +67,12 @@ export interface ConversationEvalResult {
   written: number;
 }
 
-/** A results.jsonl line of a conversation eval: one item in one order (in one run). */
-export type ConversationRecord = ResultRecord & { conversation: ConversationOutcome };
+/**
+ * A results.jsonl line of a conversation eval: one item in one order (in one run). The record
+ * that paid for a medmmv pipeline run keeps its evidence graph (`caseEvidence`), so a resume
+ * answers that item's unfinished orders over it instead of paying for the pipeline again.
+ */
+export type ConversationRecord = ResultRecord & { conversation: ConversationOutcome; caseEvidence?: Record<string, unknown> | null };
 
 function check(ok: boolean, message: string): void {
   if (!ok) throw new MedmmvError("INVALID_INPUT", message);
@@ -78,6 +82,8 @@ function check(ok: boolean, message: string): void {
 interface CaseSetup {
   c: PreparedCase | null;
   evidence: TurnEvidence | null;
+  /** The pipeline's evidence graph as the paying record stores it (medmmv, run in this session). */
+  saved: Record<string, unknown> | null;
   usage: Usage;
   error?: { code: string; message: string };
 }
@@ -210,8 +216,15 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
   // conversation recorded with it pays for it, so the summary counts each call once. A setup is
   // dropped when the last of its conversations in this session ends, so evidence graphs do not pile up.
   const setups = new Map<string, { promise: Promise<CaseSetup>; paid: boolean; left: number }>();
+  // A finished record of an earlier session that paid for an (item, run)'s pipeline, by (item, run).
+  const paidBefore = new Map<string, Record<string, unknown>>();
+  for (const r of done.values()) {
+    const ev = (r as ConversationRecord).caseEvidence;
+    if (ev) paidBefore.set(recordKey(r.id.slice(0, r.id.lastIndexOf("@")), r.run), ev);
+  }
   const prepare = async (x: ConversationItem, run: number): Promise<CaseSetup> => {
     const started = Date.now();
+    const before = method === "medmmv" ? paidBefore.get(recordKey(x.item.id, run)) : undefined;
     const meter = new UsageMeter(config.llm.prices);
     let c: PreparedCase | null = null;
     try {
@@ -219,15 +232,18 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
       // Runs of one item may be in flight together: each its own case id (the pipeline's thread key).
       c = { ...c, id: `${c.id}:r${run}` };
       let evidence: TurnEvidence | null = null;
-      if (method === "medmmv") {
+      let saved: Record<string, unknown> | null = null;
+      if (before) evidence = turnEvidence(before);
+      else if (method === "medmmv") {
         const out = await pipeline.run(c, { ...popts, seed: popts.seed + run }, { signal });
         meter.absorb(out.result.usage);
         if (out.result.status === "failed") throw new MedmmvError("PIPELINE_FAILED", out.result.error?.message ?? "the pipeline failed");
         evidence = turnEvidence(out.fullEvidenceGraph);
+        saved = out.fullEvidenceGraph;
       }
-      return { c, evidence, usage: meter.snapshot(Date.now() - started) };
+      return { c, evidence, saved, usage: meter.snapshot(Date.now() - started) };
     } catch (err) {
-      return { c, evidence: null, usage: meter.snapshot(Date.now() - started), error: describeError(err) };
+      return { c, evidence: null, saved: null, usage: meter.snapshot(Date.now() - started), error: describeError(err) };
     }
   };
   const lefts = new Map<string, number>();
@@ -267,7 +283,10 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
         if (pays) shared.paid = false;
         return null;
       }
-      return record(x.item.id, run, order, outcome, meter.snapshot(Date.now() - started), x.item.gold.text, error);
+      const r = record(x.item.id, run, order, outcome, meter.snapshot(Date.now() - started), x.item.gold.text, error);
+      // Kept only on a finished record: a failed one is asked again, and its replacement pays anew.
+      if (pays && setup.saved && !outcome.failed) r.caseEvidence = setup.saved;
+      return r;
     } finally {
       release();
     }

@@ -65,14 +65,16 @@ describe("conversation evals resume, repeat and run in parallel like the item ru
     expect(paidRollouts.sort()).toEqual(["test1/0", "test1/1", "test2/0", "test2/1", "test3/0", "test3/1"]);
   });
 
-  it("stopped mid-run, --resume asks only the unfinished conversations, each recorded exactly once, and re-runs the pipeline only for items that still have some", async () => {
-    const whole = await runConversationEval(opts({ concurrency: 3 }), { config: servers.config() });
+  it("stopped mid-run, --resume asks only the unfinished conversations, each recorded exactly once, over the evidence the finished ones kept", async () => {
+    const whole = await runConversationEval(opts({ concurrency: 2 }), { config: servers.config() });
     const turnsOf = new Map((await recordsOf(whole.dir)).records.map((r) => [r.id, r.conversation.turns.length]));
     const out = path.join(tmp(), `stopped-${++n}`);
     servers.model.reset();
     const ctrl = new AbortController();
-    servers.model.setScenario(abortingAtTurn(20, ctrl));
-    const first = await runConversationEval(opts({ concurrency: 3, out }), { config: servers.config(), signal: ctrl.signal });
+    // Two conversations at a time, five turns each: the 11th turn question is asked only once one of
+    // test1's first two conversations is recorded, and test1@ii cannot finish by the 13th.
+    servers.model.setScenario(abortingAtTurn(13, ctrl));
+    const first = await runConversationEval(opts({ concurrency: 2, out }), { config: servers.config(), signal: ctrl.signal });
     expect(first.interrupted).toBe(true);
     await until(() => (servers.model.stats().inFlight === 0 ? true : undefined), 10_000, "the stopped run's calls to end");
     const kept = (await recordsOf(out)).records;
@@ -80,14 +82,18 @@ describe("conversation evals resume, repeat and run in parallel like the item ru
     expect(kept.length).toBeLessThan(9);
     expect(kept.every((r) => r.status === "completed")).toBe(true);
     const left = [...turnsOf.keys()].filter((id) => !kept.some((r) => r.id === id));
-    const itemsLeft = new Set(left.map((id) => id.split("@")[0]));
+    // An item with a finished conversation kept its pipeline's evidence on the record that paid for it.
+    const untouched = ["test1", "test2", "test3"].filter((id) => !kept.some((r) => r.id.startsWith(`${id}@`)));
+    expect(kept.filter((r) => r.caseEvidence).map((r) => r.id.split("@")[0]).sort()).toEqual(["test1", "test2", "test3"].filter((id) => !untouched.includes(id)));
 
     servers.model.reset();
     servers.model.setScenario(conversationScenario());
-    const second = await runConversationEval(opts({ concurrency: 3, out, resume: true }), { config: servers.config() });
+    const second = await runConversationEval(opts({ concurrency: 2, out, resume: true }), { config: servers.config() });
     expect(second.written).toBe(left.length);
     expect(servers.model.stats().byAgent["turn-answer"]).toBe(left.reduce((s, id) => s + turnsOf.get(id)!, 0));
-    expect(servers.model.stats().byAgent["rollout"]).toBe(itemsLeft.size);
+    // Only items with nothing finished run the pipeline again; the others answer over the kept evidence.
+    expect(servers.model.stats().byAgent["rollout"] ?? 0).toBe(untouched.length);
+    expect(left.some((id) => !untouched.includes(id.split("@")[0]!))).toBe(true);
     const { records, lines } = await recordsOf(out);
     expect(lines).toBe(9);
     expect(records).toHaveLength(9);
@@ -96,7 +102,7 @@ describe("conversation evals resume, repeat and run in parallel like the item ru
 
     // Resumed again once complete: nothing left to ask.
     servers.model.reset();
-    const third = await runConversationEval(opts({ concurrency: 3, out, resume: true }), { config: servers.config() });
+    const third = await runConversationEval(opts({ concurrency: 2, out, resume: true }), { config: servers.config() });
     expect(third.written).toBe(0);
     expect(servers.model.stats().total).toBe(0);
   });
