@@ -27,6 +27,7 @@ import { selectItems } from "./sampling.js";
 import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
 import { AimdGate } from "./throttle.js";
+import { runGated } from "./gated-tasks.js";
 import { expandProbes, probeConfig, probeLabel } from "./probes/expand-items.js";
 import { HYPOTHESIS_KINDS, type HypothesisKind } from "./probes/types.js";
 
@@ -350,28 +351,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   };
 
   progress?.start();
-  const running = new Set<Promise<void>>();
   try {
-    for (const t of tasks) {
-      if (signal.aborted) break;
-      try {
-        await gate.acquire(signal);
-      } catch {
-        break;
-      }
-      const p: Promise<void> = runTask(t.x, t.run)
-        .catch((err: unknown) => {
-          // A results write failed (disk full, folder gone): nothing more can be recorded.
-          fatal ??= err;
-          ctrl.abort();
-        })
-        .finally(() => {
-          gate.release();
-          running.delete(p);
-        });
-      running.add(p);
-    }
-    await Promise.all([...running]);
+    fatal = await runGated(tasks, gate, signal, (t) => runTask(t.x, t.run), () => ctrl.abort());
   } finally {
     unwatch();
     deps.signal?.removeEventListener("abort", onOuterAbort);

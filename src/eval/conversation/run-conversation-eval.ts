@@ -23,6 +23,7 @@ import { readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord 
 import { claimRunFolder, manifestSource } from "../run-folder.js";
 import { methodConfig } from "../runner.js";
 import { AimdGate } from "../throttle.js";
+import { runGated } from "../gated-tasks.js";
 import { readConversationJsonl, readDrLlava } from "./datasets.js";
 import { metricsByOrder } from "./metrics.js";
 import { orderTurns } from "./orders.js";
@@ -307,28 +308,8 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
   };
 
   progress?.start();
-  const running = new Set<Promise<void>>();
   try {
-    for (const t of tasks) {
-      if (signal.aborted) break;
-      try {
-        await gate.acquire(signal);
-      } catch {
-        break;
-      }
-      const p: Promise<void> = runTask(t.x, t.run, t.order)
-        .catch((err: unknown) => {
-          // A results write failed (disk full, folder gone): nothing more can be recorded.
-          fatal ??= err;
-          ctrl.abort();
-        })
-        .finally(() => {
-          gate.release();
-          running.delete(p);
-        });
-      running.add(p);
-    }
-    await Promise.all([...running]);
+    fatal = await runGated(tasks, gate, signal, (t) => runTask(t.x, t.run, t.order), () => ctrl.abort());
   } finally {
     unwatch();
     deps.signal?.removeEventListener("abort", onAbort);
