@@ -142,7 +142,7 @@ async function evalAction(o: EvalCliOptions): Promise<number> {
   process.on("SIGINT", onSigint);
   const { cache, close } = await openCache(config);
   try {
-    if ((CONVERSATION_DATASETS as readonly string[]).includes(o.dataset)) return await conversationEval(o, opts, config, cache);
+    if ((CONVERSATION_DATASETS as readonly string[]).includes(o.dataset)) return await conversationEval(o, opts, config, cache, ctrl.signal);
     const { runEval } = await import("../eval/runner.js");
     const { summaryMarkdown } = await import("../eval/report.js");
     const { summary, interrupted, dir } = await runEval(opts, { config, signal: ctrl.signal, progress: process.stderr, cache });
@@ -161,16 +161,17 @@ async function evalAction(o: EvalCliOptions): Promise<number> {
 }
 
 /** `--dataset drllava|conversation`: multi-turn conversations, metrics per question order. */
-async function conversationEval(o: EvalCliOptions, opts: EvalRunOptions, config: Config, cache: ResponseCache | null): Promise<number> {
+async function conversationEval(o: EvalCliOptions, opts: EvalRunOptions, config: Config, cache: ResponseCache | null, signal: AbortSignal): Promise<number> {
   if (o.method !== "medmmv" && o.method !== "cot") return usageError(`--method ${o.method} does not run conversations; use medmmv or cot`);
   const { runConversationEval } = await import("../eval/conversation/run-conversation-eval.js");
   const { summaryMarkdown } = await import("../eval/report.js");
-  const { summary, dir } = await runConversationEval(
-    { dataset: o.dataset as (typeof CONVERSATION_DATASETS)[number], input: opts.input, images: opts.images, missingImages: opts.missingImages, method: o.method, orders: o.order, seed: opts.seed, limit: opts.limit, pipeline: opts.pipeline, concurrency: opts.concurrency, out: opts.out },
-    { config, cache },
+  const { summary, dir, interrupted } = await runConversationEval(
+    { dataset: o.dataset as (typeof CONVERSATION_DATASETS)[number], input: opts.input, images: opts.images, missingImages: opts.missingImages, method: o.method, orders: o.order, seed: opts.seed, limit: opts.limit, runs: opts.runs, pipeline: opts.pipeline, concurrency: opts.concurrency, resume: opts.resume, out: opts.out },
+    { config, cache, signal, progress: process.stderr },
   );
   process.stdout.write(o.json ? JSON.stringify(summary, null, 2) + "\n" : summaryMarkdown(summary) + "\n");
   process.stderr.write(`medmmv eval: results in ${path.join(dir, "results.jsonl")}, summary in ${path.join(dir, "summary.json")} and summary.md\n`);
+  if (interrupted) return EXIT.interrupted;
   return summary.failed > 0 ? EXIT.failed : EXIT.ok;
 }
 

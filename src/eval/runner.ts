@@ -13,7 +13,7 @@ import { addUsage, UsageMeter } from "../llm/usage.js";
 import { VERSION } from "../version.js";
 import { isCorrect } from "./answer-match.js";
 import { getAdapter, isItemError, type EvalItem, type ItemError, type JsonlFieldMap } from "./datasets/index.js";
-import { manifestConflicts, MANIFEST_FILE, readManifest, writeJsonAtomic, type RunManifest } from "./manifest.js";
+import { writeJsonAtomic, type RunManifest } from "./manifest.js";
 import { cotMethod } from "./methods/cot.js";
 import { medmmvMethod } from "./methods/medmmv.js";
 import { selfConsistencyMethod } from "./methods/self-consistency.js";
@@ -22,10 +22,12 @@ import { ProgressReporter, type ProgressSink, type ProgressState } from "./progr
 import { buildRaters, rateOutput, type Rater } from "./raters.js";
 import { buildSummary, SUMMARY_JSON, SUMMARY_MD, summaryMarkdown, type EvalSummary } from "./report.js";
 import { compactResults, readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
+import { claimRunFolder, manifestSource } from "./run-folder.js";
 import { selectItems } from "./sampling.js";
 import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
 import { AimdGate } from "./throttle.js";
+import { runGated } from "./gated-tasks.js";
 import { expandProbes, probeConfig, probeLabel } from "./probes/expand-items.js";
 import { HYPOTHESIS_KINDS, type HypothesisKind } from "./probes/types.js";
 
@@ -110,7 +112,7 @@ function labelFor(method: MethodName, p: PipelineOptions): string {
 }
 
 /** The settings that change a method's answers (recorded, and compared on --resume). */
-function methodConfig(method: MethodName, p: PipelineOptions, config: Config): Record<string, unknown> {
+export function methodConfig(method: MethodName, p: PipelineOptions, config: Config): Record<string, unknown> {
   const common = { structuredOutput: config.llm.structuredOutput };
   if (method === "cot") return { ...common, temperature: 0 };
   if (method === "self-consistency") return { ...common, k: p.k, temperature: p.rolloutTemperature };
@@ -170,11 +172,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const promptNames = [...methodFor(0).prompts, ...(raters.length ? ["rater"] : [])];
 
   const manifest: RunManifest = {
-    schema: "medmmv-eval-run/1",
-    dataset: adapter.name,
-    input,
-    images: o.images ? path.resolve(o.images) : null,
-    missingImages: o.missingImages ?? "error",
+    ...manifestSource({ dataset: adapter.name, input, images: o.images, missingImages: o.missingImages }),
     copBase: o.copBase ?? "auto",
     fieldMap: o.fieldMap ?? null,
     method,
@@ -193,20 +191,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     version: VERSION,
   };
 
-  const existing = await readResults(resultsPath);
-  const previous = await readManifest(dir);
-  const hasResults = existing.lines > 0 || existing.tornTail;
-  if (hasResults && !o.resume)
-    throw new MedmmvError("CONFLICT", `${dir} already holds results (${existing.records.length} items); pass --resume to continue that run, or choose another --out`);
-  if (o.resume && previous) {
-    const conflicts = manifestConflicts(previous, manifest);
-    if (conflicts.length)
-      throw new MedmmvError("CONFLICT", `--resume: ${dir} was produced with a different configuration, so its results cannot be mixed with this run's: ${conflicts.join("; ")}`);
-    manifest.createdAt = previous.createdAt;
-  } else if (o.resume && hasResults) {
-    throw new MedmmvError("CONFLICT", `--resume: ${dir} has results but no ${MANIFEST_FILE}, so its configuration is unknown; use another --out`);
-  }
-  await writeJsonAtomic(path.join(dir, MANIFEST_FILE), manifest);
+  const existing = await claimRunFolder(dir, manifest, o.resume);
 
   const all: Array<EvalItem | ItemError> = [];
   for await (const x of adapter.read(input, { imagesDir: o.images, missingImages: o.missingImages, medmcqaCopBase: o.copBase, fieldMap: o.fieldMap, tracesFile: o.traces })) all.push(x);
@@ -359,28 +344,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   };
 
   progress?.start();
-  const running = new Set<Promise<void>>();
   try {
-    for (const t of tasks) {
-      if (signal.aborted) break;
-      try {
-        await gate.acquire(signal);
-      } catch {
-        break;
-      }
-      const p: Promise<void> = runTask(t.x, t.run)
-        .catch((err: unknown) => {
-          // A results write failed (disk full, folder gone): nothing more can be recorded.
-          fatal ??= err;
-          ctrl.abort();
-        })
-        .finally(() => {
-          gate.release();
-          running.delete(p);
-        });
-      running.add(p);
-    }
-    await Promise.all([...running]);
+    fatal = await runGated(tasks, gate, signal, (t) => runTask(t.x, t.run), () => ctrl.abort());
   } finally {
     unwatch();
     deps.signal?.removeEventListener("abort", onOuterAbort);

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
@@ -11,12 +12,18 @@ import { describeError, MedmmvError } from "../../errors.js";
 import { Pipeline, pipelineOptions, type PipelineOverrides } from "../../graph/pipeline.js";
 import type { ResponseCache } from "../../llm/model-client.js";
 import { CallChain, UsageMeter } from "../../llm/usage.js";
+import { canonicalJson } from "../../service/case-intake.js";
 import { VERSION } from "../../version.js";
 import type { ItemError } from "../datasets/types.js";
-import { MANIFEST_FILE, writeJsonAtomic, type RunManifest } from "../manifest.js";
+import { writeJsonAtomic, type RunManifest } from "../manifest.js";
 import { NO_HALLUCINATIONS } from "../methods/types.js";
 import { buildSummary, SUMMARY_JSON, SUMMARY_MD, summaryMarkdown, type EvalSummary } from "../report.js";
-import { readResults, RESULTS_FILE, ResultsWriter, type ResultRecord } from "../results-file.js";
+import { ProgressReporter, type ProgressSink, type ProgressState } from "../progress.js";
+import { readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "../results-file.js";
+import { claimRunFolder, manifestSource } from "../run-folder.js";
+import { methodConfig } from "../runner.js";
+import { AimdGate } from "../throttle.js";
+import { runGated } from "../gated-tasks.js";
 import { readConversationJsonl, readDrLlava } from "./datasets.js";
 import { metricsByOrder } from "./metrics.js";
 import { orderTurns } from "./orders.js";
@@ -31,65 +38,81 @@ export interface ConversationEvalOptions {
   orders?: QuestionOrder[];
   seed?: number;
   limit?: number;
+  /** Independent repetitions of every conversation (the pipeline's seed moves with the run). */
+  runs?: number;
   pipeline?: PipelineOverrides;
+  /** Conversations in flight; the turns of one conversation are always asked in order. */
   concurrency?: number;
+  /** Continue the run in `out`: finished conversations are kept, failed ones are asked again. */
+  resume?: boolean;
   out: string;
 }
 
-/** A results.jsonl line of a conversation eval: one item in one order. */
-export type ConversationRecord = ResultRecord & { conversation: ConversationOutcome };
+export interface ConversationEvalDeps {
+  config: Config;
+  signal?: AbortSignal;
+  cache?: ResponseCache | null;
+  /** Where progress goes (a terminal gets a live bar); null or absent for none. */
+  progress?: ProgressSink | null;
+  progressIntervalMs?: number;
+  /** Minimum time between two cuts of the conversation concurrency. */
+  throttleCooldownMs?: number;
+}
+
+export interface ConversationEvalResult {
+  dir: string;
+  summary: EvalSummary;
+  /** Stopped by the signal before every conversation ran. */
+  interrupted: boolean;
+  /** Conversations recorded in this session. */
+  written: number;
+}
+
+/**
+ * A results.jsonl line of a conversation eval: one item in one order (in one run). The record
+ * that paid for a medmmv pipeline run keeps its evidence graph (`caseEvidence`), so a resume
+ * answers that item's unfinished orders over it instead of paying for the pipeline again.
+ */
+export type ConversationRecord = ResultRecord & { conversation: ConversationOutcome; caseEvidence?: Record<string, unknown> | null };
 
 function check(ok: boolean, message: string): void {
   if (!ok) throw new MedmmvError("INVALID_INPUT", message);
 }
 
+/** What every order of one (item, run) shares: the prepared case and, for medmmv, the pipeline's evidence. */
+interface CaseSetup {
+  c: PreparedCase | null;
+  evidence: TurnEvidence | null;
+  /** The pipeline's evidence graph as the paying record stores it (medmmv, run in this session). */
+  saved: Record<string, unknown> | null;
+  usage: Usage;
+  error?: { code: string; message: string };
+}
+
 /**
  * `medmmv eval --dataset drllava|conversation`: every conversation is walked turn by turn
  * in each requested order (si, df, ii), by `cot` (one model, the conversation history in
- * the prompt) or `medmmv` (the case through the pipeline once, then each turn answered over
- * its evidence graph and checked by the hd-supervisor). Each answer is labelled at its step;
- * summary.json carries `conversation: { <order>: { aQ, aC, aD, hCC } }`.
+ * the prompt) or `medmmv` (the case through the pipeline once per run, then each turn
+ * answered over its evidence graph and checked by the hd-supervisor). Each answer is
+ * labelled at its step; summary.json carries `conversation: { <order>: { aQ, aC, aD, hCC } }`.
+ * Each finished conversation (item × order × run) is appended and synced to results.jsonl
+ * at once, so --resume re-asks only the conversations a killed run had not finished.
  */
-export async function runConversationEval(o: ConversationEvalOptions, deps: { config: Config; signal?: AbortSignal; cache?: ResponseCache | null }): Promise<{ dir: string; summary: EvalSummary }> {
+export async function runConversationEval(o: ConversationEvalOptions, deps: ConversationEvalDeps): Promise<ConversationEvalResult> {
   const { config } = deps;
   const method = o.method ?? "medmmv";
   const orders = [...new Set(o.orders?.length ? o.orders : QUESTION_ORDERS)];
   const seed = o.seed ?? 1;
+  const runs = o.runs ?? 1;
   const concurrency = o.concurrency ?? 4;
   check(method === "medmmv" || method === "cot", `--method ${method} does not run conversations; use medmmv or cot`);
   check(orders.every((x) => (QUESTION_ORDERS as readonly string[]).includes(x)), `--order takes ${QUESTION_ORDERS.join(", ")}`);
+  check(Number.isInteger(runs) && runs >= 1, "--runs must be an integer ≥ 1");
+  check(Number.isInteger(concurrency) && concurrency >= 1, "--concurrency must be an integer ≥ 1");
   const input = path.resolve(o.input);
   const dir = path.resolve(o.out);
   await mkdir(dir, { recursive: true });
   const resultsPath = path.join(dir, RESULTS_FILE);
-  const existing = await readResults(resultsPath);
-  if (existing.lines > 0 || existing.tornTail) throw new MedmmvError("CONFLICT", `${dir} already holds results; choose another --out (conversation evals do not resume)`);
-
-  const popts = pipelineOptions(config, o.pipeline);
-  const pipeline = new Pipeline(config, { cache: deps.cache ?? null });
-  const agents: AgentDeps = { llm: pipeline.llm, prompts: pipeline.prompts, search: pipeline.search };
-  const prompts = method === "medmmv" ? ["system", "rollout", "hd-supervisor", "auto-repair", "coherence-judge", "turn-answer", "pathway-judge"] : ["system", "turn-answer", "pathway-judge"];
-  const manifest: RunManifest = {
-    schema: "medmmv-eval-run/1",
-    dataset: o.dataset,
-    input,
-    images: o.images ? path.resolve(o.images) : null,
-    missingImages: o.missingImages ?? "error",
-    copBase: "auto",
-    fieldMap: null,
-    method,
-    label: `${method} (conversation: ${orders.join(", ")})`,
-    runs: 1,
-    concurrency,
-    selection: { sample: null, stratify: [], seed, limit: o.limit ?? null },
-    config: { orders, seed, ...(method === "medmmv" ? { k: popts.k, maxRepairs: popts.maxRepairs } : {}), structuredOutput: config.llm.structuredOutput },
-    models: method === "medmmv" ? pipeline.llm.models() : { executor: pipeline.llm.modelFor("executor") },
-    raters: [],
-    prompts: pipeline.prompts.hashes(prompts),
-    createdAt: new Date().toISOString(),
-    version: VERSION,
-  };
-  await writeJsonAtomic(path.join(dir, MANIFEST_FILE), manifest);
 
   const items: Array<ConversationItem | ItemError> = [];
   const reader = o.dataset === "drllava" ? readDrLlava : readConversationJsonl;
@@ -98,18 +121,66 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: { co
     if (o.limit !== undefined && items.length >= o.limit) break;
   }
 
-  const ctrl = new AbortController();
-  const onAbort = () => ctrl.abort();
-  deps.signal?.addEventListener("abort", onAbort, { once: true });
-  setMaxListeners(0, ctrl.signal);
-  const writer = await ResultsWriter.open(resultsPath);
-  const startedAt = new Date();
+  // The pathways the records walk decide what each answer is labelled and what conflicts: a resume may not change them.
+  const pathways = Object.fromEntries(items.flatMap((x) => ("error" in x ? [] : [[x.pathway.id, "sha256:" + createHash("sha256").update(canonicalJson(x.pathway)).digest("hex")]])).sort(([a], [b]) => (a! < b! ? -1 : 1)));
+  const popts = pipelineOptions(config, o.pipeline);
+  const pipeline = new Pipeline(config, { cache: deps.cache ?? null });
+  const agents: AgentDeps = { llm: pipeline.llm, prompts: pipeline.prompts, search: pipeline.search };
+  const prompts = method === "medmmv" ? ["system", "rollout", "hd-supervisor", "auto-repair", "coherence-judge", "turn-answer", "pathway-judge"] : ["system", "turn-answer", "pathway-judge"];
+  const manifest: RunManifest = {
+    ...manifestSource({ dataset: o.dataset, input, images: o.images, missingImages: o.missingImages }),
+    copBase: "auto",
+    fieldMap: null,
+    method,
+    label: `${method} (conversation: ${orders.join(", ")})`,
+    runs,
+    concurrency,
+    selection: { sample: null, stratify: [], seed, limit: o.limit ?? null },
+    // Orders and seed decide which questions are asked in which order: a resume may not change them.
+    config: { ...methodConfig(method, popts, config), orders, seed, pathways },
+    models: method === "medmmv" ? pipeline.llm.models() : { executor: pipeline.llm.modelFor("executor") },
+    raters: [],
+    prompts: pipeline.prompts.hashes(prompts),
+    createdAt: new Date().toISOString(),
+    version: VERSION,
+  };
+  const existing = await claimRunFolder(dir, manifest, o.resume);
 
-  const record = (id: string, order: QuestionOrder, outcome: ConversationOutcome, usage: Usage, gold: string, error?: { code: string; message: string }): ConversationRecord => {
+  const idOf = (x: ConversationItem | ItemError) => ("error" in x ? x.id : x.item.id);
+  const done = new Map(existing.records.filter((r) => r.status !== "failed").map((r) => [recordKey(r.id, r.run), r]));
+  const planned = new Set<string>();
+  const tasks: Array<{ x: ConversationItem | ItemError; run: number; order: QuestionOrder }> = [];
+  for (let run = 0; run < runs; run++)
+    for (const x of items)
+      for (const order of orders) {
+        const key = recordKey(`${idOf(x)}@${order}`, run);
+        planned.add(key);
+        if (!done.has(key)) tasks.push({ x, run, order });
+      }
+
+  const startedAt = new Date();
+  const resumed = [...done.entries()].filter(([k]) => planned.has(k)).map(([, r]) => r);
+  const state: ProgressState = { total: planned.size, resumed: resumed.length, done: 0, correct: resumed.filter((r) => r.correct).length, failed: 0, tokens: 0, costUsd: 0, elapsedMs: 0 };
+  const gate = new AimdGate(concurrency, { cooldownMs: deps.throttleCooldownMs ?? 2000 });
+  const progress = deps.progress ? new ProgressReporter(deps.progress, () => ({ ...state, elapsedMs: Date.now() - startedAt.getTime(), concurrency: gate.current }), { intervalMs: deps.progressIntervalMs }) : null;
+
+  const ctrl = new AbortController();
+  const onAbort = () => ctrl.abort(deps.signal?.reason);
+  if (deps.signal?.aborted) ctrl.abort();
+  deps.signal?.addEventListener("abort", onAbort, { once: true });
+  const signal = ctrl.signal;
+  // Every conversation in flight (and its pipeline) listens on this one signal: many listeners are by design.
+  setMaxListeners(0, signal);
+  const writer = await ResultsWriter.open(resultsPath);
+  const unwatch = pipeline.limiter.onRateLimited(() => gate.onRateLimited());
+  let fatal: unknown = null;
+  let written = 0;
+
+  const record = (id: string, run: number, order: QuestionOrder, outcome: ConversationOutcome, usage: Usage, gold: string, error?: { code: string; message: string }): ConversationRecord => {
     const diagnosisTurn = outcome.turns.filter((t) => t.step === outcome.diagnosisStep).at(-1);
     return {
       id: `${id}@${order}`,
-      run: 0,
+      run,
       method,
       status: outcome.failed ? "failed" : "completed",
       answer: diagnosisTurn ? { option: null, text: diagnosisTurn.answer } : null,
@@ -134,73 +205,125 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: { co
     const history: PriorTurn[] = [];
     const turns: TurnOutcome[] = [];
     for (const spec of planned) {
-      if (ctrl.signal.aborted) throw new MedmmvError("ABORTED", "eval cancelled");
-      const t = await answerTurn(agents, { caseKey: c.id, meter, chain: new CallChain(meter, 0), signal: ctrl.signal }, { case: c, pathway: x.pathway, evidence, history, request: { question: spec.question, step: spec.step } });
+      if (signal.aborted) throw new MedmmvError("ABORTED", "eval cancelled");
+      const t = await answerTurn(agents, { caseKey: c.id, meter, chain: new CallChain(meter, 0), signal }, { case: c, pathway: x.pathway, evidence, history, request: { question: spec.question, step: spec.step } });
       history.push(t);
       turns.push({ turn: t.turn, question: spec.question, step: spec.step, expected: spec.expected, answer: t.answer, category: t.category, correct: t.category === spec.expected, contextConflict: t.contextConflict });
     }
     return { order, diagnosisStep: x.pathway.steps.at(-1)!.id, planned: planned.length, turns, failed: false };
   };
 
-  const runItem = async (x: ConversationItem | ItemError): Promise<void> => {
-    if ("error" in x) {
-      const empty = new UsageMeter().snapshot(0);
-      for (const order of orders) await writer.append(record(x.id, order, { order, diagnosisStep: "", planned: 0, turns: [], failed: true }, empty, "", x.error));
-      return;
-    }
+  // The orders of one (item, run) share one case preparation (and medmmv pipeline run); the first
+  // conversation recorded with it pays for it, so the summary counts each call once. A setup is
+  // dropped when the last of its conversations in this session ends, so evidence graphs do not pile up.
+  const setups = new Map<string, { promise: Promise<CaseSetup>; paid: boolean; left: number }>();
+  // A finished record of an earlier session that paid for an (item, run)'s pipeline, by (item, run).
+  const paidBefore = new Map<string, Record<string, unknown>>();
+  for (const r of done.values()) {
+    const ev = (r as ConversationRecord).caseEvidence;
+    if (ev) paidBefore.set(recordKey(r.id.slice(0, r.id.lastIndexOf("@")), r.run), ev);
+  }
+  const prepare = async (x: ConversationItem, run: number): Promise<CaseSetup> => {
     const started = Date.now();
-    const caseMeter = new UsageMeter(config.llm.prices);
-    let c: PreparedCase;
-    let evidence: TurnEvidence | null = null;
+    const before = method === "medmmv" ? paidBefore.get(recordKey(x.item.id, run)) : undefined;
+    const meter = new UsageMeter(config.llm.prices);
+    let c: PreparedCase | null = null;
     try {
       c = await prepareCase(x.item.case, { allowPath: true, maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
-      if (method === "medmmv") {
-        const run = await pipeline.run(c, popts, { signal: ctrl.signal });
-        caseMeter.absorb(run.result.usage);
-        if (run.result.status === "failed") throw new MedmmvError("PIPELINE_FAILED", run.result.error?.message ?? "the pipeline failed");
-        evidence = turnEvidence(run.fullEvidenceGraph);
+      // Runs of one item may be in flight together: each its own case id (the pipeline's thread key).
+      c = { ...c, id: `${c.id}:r${run}` };
+      let evidence: TurnEvidence | null = null;
+      let saved: Record<string, unknown> | null = null;
+      if (before) evidence = turnEvidence(before);
+      else if (method === "medmmv") {
+        const out = await pipeline.run(c, { ...popts, seed: popts.seed + run }, { signal });
+        meter.absorb(out.result.usage);
+        if (out.result.status === "failed") throw new MedmmvError("PIPELINE_FAILED", out.result.error?.message ?? "the pipeline failed");
+        evidence = turnEvidence(out.fullEvidenceGraph);
+        saved = out.fullEvidenceGraph;
       }
+      return { c, evidence, saved, usage: meter.snapshot(Date.now() - started) };
     } catch (err) {
-      const usage = caseMeter.snapshot(Date.now() - started);
-      for (const order of orders) await writer.append(record(x.item.id, order, { order, diagnosisStep: x.pathway.steps.at(-1)!.id, planned: x.turns.length, turns: [], failed: true }, usage, x.item.gold.text, describeError(err)));
-      return;
+      return { c, evidence: null, saved: null, usage: meter.snapshot(Date.now() - started), error: describeError(err) };
     }
-    // The case's own run is paid once: it goes on the first order's record.
-    let first = true;
-    for (const order of orders) {
-      const t0 = Date.now();
+  };
+  const lefts = new Map<string, number>();
+  for (const t of tasks) {
+    if ("error" in t.x) continue;
+    const key = recordKey(t.x.item.id, t.run);
+    lefts.set(key, (lefts.get(key) ?? 0) + 1);
+  }
+  const setupFor = (x: ConversationItem, run: number) => {
+    const key = recordKey(x.item.id, run);
+    let s = setups.get(key);
+    if (!s) setups.set(key, (s = { promise: prepare(x, run), paid: false, left: lefts.get(key) ?? 1 }));
+    return { shared: s, release: () => --s.left === 0 && setups.delete(key) };
+  };
+
+  const runConversation = async (x: ConversationItem | ItemError, run: number, order: QuestionOrder): Promise<ConversationRecord | null> => {
+    if ("error" in x) return record(x.id, run, order, { order, diagnosisStep: "", planned: 0, turns: [], failed: true }, new UsageMeter().snapshot(0), "", x.error);
+    const started = Date.now();
+    const diagnosisStep = x.pathway.steps.at(-1)!.id;
+    const { shared, release } = setupFor(x, run);
+    try {
+      const setup = await shared.promise;
       const meter = new UsageMeter(config.llm.prices);
-      if (first) meter.absorb(caseMeter.snapshot(0));
-      let outcome: ConversationOutcome;
-      let error: { code: string; message: string } | undefined;
-      try {
-        outcome = await walk(c, x, order, evidence, meter);
-      } catch (err) {
-        error = describeError(err);
-        outcome = { order, diagnosisStep: x.pathway.steps.at(-1)!.id, planned: x.turns.length, turns: [], failed: true };
+      const pays = !shared.paid;
+      if (pays) meter.absorb(setup.usage);
+      shared.paid = true;
+      let outcome: ConversationOutcome = { order, diagnosisStep, planned: x.turns.length, turns: [], failed: true };
+      let error = setup.error;
+      if (!error && setup.c)
+        try {
+          outcome = await walk(setup.c, x, order, setup.evidence, meter);
+        } catch (err) {
+          error = describeError(err);
+        }
+      // Cut short by cancellation: not an answer, so not recorded (nor its share paid); --resume asks it again.
+      if (signal.aborted && outcome.failed) {
+        if (pays) shared.paid = false;
+        return null;
       }
-      await writer.append(record(x.item.id, order, outcome, meter.snapshot(Date.now() - (first ? started : t0)), x.item.gold.text, error));
-      first = false;
+      const r = record(x.item.id, run, order, outcome, meter.snapshot(Date.now() - started), x.item.gold.text, error);
+      // Kept only on a finished record: a failed one is asked again, and its replacement pays anew.
+      if (pays && setup.saved && !outcome.failed) r.caseEvidence = setup.saved;
+      return r;
+    } finally {
+      release();
     }
   };
 
+  const runTask = async (x: ConversationItem | ItemError, run: number, order: QuestionOrder): Promise<void> => {
+    const r = await runConversation(x, run, order);
+    if (!r) return;
+    await writer.append(r);
+    written++;
+    state.done++;
+    if (r.correct) state.correct++;
+    if (r.status === "failed") state.failed++;
+    state.tokens += r.usage.promptTokens + r.usage.completionTokens;
+    state.costUsd += r.usage.costUsd;
+    if (r.status !== "failed") gate.onSuccess();
+    progress?.update();
+  };
+
+  progress?.start();
   try {
-    const queue = [...items];
-    await Promise.all(
-      Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
-        for (let x = queue.shift(); x !== undefined && !ctrl.signal.aborted; x = queue.shift()) await runItem(x);
-      }),
-    );
+    fatal = await runGated(tasks, gate, signal, (t) => runTask(t.x, t.run, t.order), () => ctrl.abort());
   } finally {
+    unwatch();
     deps.signal?.removeEventListener("abort", onAbort);
+    progress?.stop();
     await writer.close();
   }
+  if (fatal) throw fatal instanceof MedmmvError ? fatal : new MedmmvError("STORE_FAILED", `writing ${resultsPath} failed: ${describeError(fatal).message}`, { cause: fatal });
 
   const { records } = await readResults(resultsPath);
-  const planned = items.length * orders.length;
-  const base = buildSummary(records, manifest, {
-    planned,
-    complete: records.filter((r) => r.status !== "failed").length === planned,
+  const inPlan = records.filter((r) => planned.has(recordKey(r.id, r.run))) as ConversationRecord[];
+  const base = buildSummary(inPlan, manifest, {
+    planned: planned.size,
+    complete: inPlan.filter((r) => r.status !== "failed").length === planned.size,
+    throttle: gate.stats(),
     elapsedMs: Date.now() - startedAt.getTime(),
     startedAt: startedAt.toISOString(),
     details: {
@@ -208,8 +331,8 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: { co
       note: "accuracy = A_C (conversations with every turn correct); per order in `conversation`. H_cc is per conversation.",
     },
   });
-  const summary: EvalSummary = { ...base, conversation: metricsByOrder((records as ConversationRecord[]).map((r) => r.conversation)) };
+  const summary: EvalSummary = { ...base, conversation: metricsByOrder(inPlan.map((r) => r.conversation)) };
   await writeJsonAtomic(path.join(dir, SUMMARY_JSON), summary);
   await writeJsonAtomic(path.join(dir, SUMMARY_MD), summaryMarkdown(summary));
-  return { dir, summary };
+  return { dir, summary, interrupted: signal.aborted && tasks.length > written, written };
 }

@@ -5,53 +5,11 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runConversationEval, type ConversationRecord } from "../../../src/eval/conversation/run-conversation-eval.js";
 import { compareSummaries, loadSummary } from "../../../src/eval/report.js";
-import { clinicalScenario } from "../../support/clinical-scenario.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
-import type { Scenario, ScriptedRequest } from "../../support/scripted-openai-server.js";
 import { fakeImages } from "../eval-fixtures.js";
+import { conversationScenario as scenario } from "./conversation-scenario.js";
 
 const FIXTURES = fileURLToPath(new URL("./fixtures/", import.meta.url));
-
-/** What a model that stays on the pathway answers, per image (= per record) and step. */
-const ANSWERS: Record<string, Record<string, string>> = {
-  "test1.jpeg": {
-    "image-quality": "Yes, the image quality is sufficient for analysis.",
-    "cell-quality": "The region is adequate, close to the particles.",
-    abnormality: "Yes, there is a malignancy.",
-    proliferation: "Myeloblasts are proliferating.",
-    diagnosis: "Acute myeloid leukemia.",
-  },
-  "test2.jpeg": {
-    "image-quality": "No, the image is not suitable for analysis.",
-    "cell-quality": "The region is dominated by blood.",
-    abnormality: "Cannot be judged: the quality is inadequate.",
-    proliferation: "Inadequate: no cells to assess.",
-    diagnosis: "Inconclusive because of low quality.",
-  },
-  "test3.jpeg": {
-    "image-quality": "The image is of optimal quality.",
-    "cell-quality": "An adequate region near the particles.",
-    abnormality: "No abnormality is seen.",
-    proliferation: "There is no proliferation.",
-    diagnosis: "Healthy marrow.",
-  },
-};
-
-function scenario(override: (image: string, step: string) => string | undefined = () => undefined): Scenario {
-  const base = clinicalScenario();
-  return {
-    ...base,
-    agents: {
-      ...base.agents,
-      "turn-answer": (req: ScriptedRequest) => {
-        const image = /Images: ([^\s;(]+)/.exec(req.text)?.[1] ?? "";
-        const step = /`step`: "([a-z-]+)" \(the clinician says/.exec(req.text)?.[1] ?? "";
-        const answer = override(image, step) ?? ANSWERS[image]?.[step] ?? "I cannot tell.";
-        return { step, answer, claims: [answer] };
-      },
-    },
-  };
-}
 
 const servers = useScriptedServers({ scenario: scenario() });
 let dir: string;

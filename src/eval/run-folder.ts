@@ -1,0 +1,33 @@
+import path from "node:path";
+import { MedmmvError } from "../errors.js";
+import { manifestConflicts, MANIFEST_FILE, readManifest, writeJsonAtomic, type RunManifest } from "./manifest.js";
+import { readResults, RESULTS_FILE, type ReadResults } from "./results-file.js";
+
+/** The manifest fields that say where a run's items come from (shared by every kind of eval). */
+export function manifestSource(o: { dataset: RunManifest["dataset"]; input: string; images?: string; missingImages?: "error" | "text-only" }): Pick<RunManifest, "schema" | "dataset" | "input" | "images" | "missingImages"> {
+  return { schema: "medmmv-eval-run/1", dataset: o.dataset, input: o.input, images: o.images ? path.resolve(o.images) : null, missingImages: o.missingImages ?? "error" };
+}
+
+/**
+ * Take an --out folder for a run: a folder that already holds results needs --resume, and
+ * --resume needs the configuration those results were produced with (so two runs' records
+ * are never mixed). Writes DIR/eval.json (keeping the first session's createdAt) and returns
+ * what results.jsonl holds so far.
+ */
+export async function claimRunFolder(dir: string, manifest: RunManifest, resume: boolean | undefined): Promise<ReadResults> {
+  const existing = await readResults(path.join(dir, RESULTS_FILE));
+  const previous = await readManifest(dir);
+  const hasResults = existing.lines > 0 || existing.tornTail;
+  if (hasResults && !resume)
+    throw new MedmmvError("CONFLICT", `${dir} already holds results (${existing.records.length} items); pass --resume to continue that run, or choose another --out`);
+  if (resume && previous) {
+    const conflicts = manifestConflicts(previous, manifest);
+    if (conflicts.length)
+      throw new MedmmvError("CONFLICT", `--resume: ${dir} was produced with a different configuration, so its results cannot be mixed with this run's: ${conflicts.join("; ")}`);
+    manifest.createdAt = previous.createdAt;
+  } else if (resume && hasResults) {
+    throw new MedmmvError("CONFLICT", `--resume: ${dir} has results but no ${MANIFEST_FILE}, so its configuration is unknown; use another --out`);
+  }
+  await writeJsonAtomic(path.join(dir, MANIFEST_FILE), manifest);
+  return existing;
+}
