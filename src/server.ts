@@ -10,6 +10,7 @@ import { MedmmvError, describeError } from "./errors.js";
 import { Pipeline } from "./graph/pipeline.js";
 import { openSearchProvider } from "./search/create-search-provider.js";
 import { medmmvApp } from "./http/app.js";
+import { connectionDrain } from "./http/connection-drain.js";
 import { explainListenError } from "./http/listen-errors.js";
 import { createLogger } from "./http/logger.js";
 import { CaseService } from "./service/case-service.js";
@@ -77,6 +78,7 @@ export async function startServer(config: Config, opts: StartServerOptions = {})
       forceCloseConnections: "idle",
     });
     app = instance;
+    const drain = connectionDrain(instance.server);
     await instance.register(medmmvApp, { config, service, store, heartbeatMs: opts.heartbeatMs });
     instance.addHook("preClose", async () => {
       await service.close();
@@ -111,6 +113,7 @@ export async function startServer(config: Config, opts: StartServerOptions = {})
         process.off("SIGINT", onSignal);
         process.off("SIGTERM", onSignal);
       }
+      drain.closeUnused();
       await instance.close();
     };
     if (opts.handleSignals !== false) {
