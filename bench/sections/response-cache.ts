@@ -25,6 +25,7 @@ export async function responseCache(ctx: BenchContext): Promise<SectionReport> {
   await ctx.servers.setScenario({ rolloutAnswers: ["A", "A", "B", "A", "C"], identicalReasoning: false, repairsNeeded: { B: 1 } });
   const rows: Array<Array<string | number>> = [];
   const verdicts = [];
+  const reruns: Array<{ mode: "deterministic" | "all"; calls: number; temp0: number; hits: number }> = [];
   for (const mode of ["deterministic", "all"] as const) {
     const dir = await mkdtemp(path.join(tmpdir(), "medmmv-bench-cache-"));
     const store = await openStore({ databaseUrl: null, dataDir: dir });
@@ -50,6 +51,7 @@ export async function responseCache(ctx: BenchContext): Promise<SectionReport> {
       const cold = await pass(1);
       const warm = await pass(2);
       const same = JSON.stringify(cold.answers) === JSON.stringify(warm.answers);
+      reruns.push({ mode, calls: warm.calls, temp0: warm.temp0, hits: warm.hits });
       for (const [label, p] of [["first run", cold], ["re-run", warm]] as const)
         rows.push([`MEDMMV_CACHE=${mode}`, label, p.calls, p.temp0, p.calls - p.temp0, p.hits, fmt(p.wall, 0), label === "re-run" ? yesNo(same) : ""]);
       const target = mode === "deterministic" ? warm.temp0 === 0 : warm.calls === 0;
@@ -69,7 +71,13 @@ export async function responseCache(ctx: BenchContext): Promise<SectionReport> {
     "",
     table(["cache mode", "run", "model calls", "at temperature 0", "sampled (0.7)", "cache hits", "wall ms", "same answers"], rows),
     "",
-    "With `deterministic`, a re-run pays only for the sampled rollouts; their answers and reasoning come back the same from the scripted model, so every later call is a hit. Against a live model the re-sampled rollouts may differ, and the calls that depend on them are then new calls. With `all`, sampled calls are cached too and a re-run (or a resumed case) makes no model call.",
+    reruns
+      .map((r) =>
+        r.mode === "deterministic"
+          ? `With \`deterministic\` the re-run made ${r.calls} model calls (${r.calls - r.temp0} sampled at 0.7, ${r.temp0} at temperature 0) and ${r.hits} cache hits: only the sampled rollouts are paid again, and because the scripted model answers them the same way, every call after them was ${r.temp0 === 0 ? "a hit" : "not always a hit"}. Against a live model re-sampled rollouts may differ, and the calls that depend on them are then new calls.`
+          : `With \`all\`, sampled calls are cached too: the re-run made ${r.calls} model calls and ${r.hits} cache hits.`,
+      )
+      .join(" "),
   ].join("\n");
   return { id: "response-cache", title: "Response cache", command: `npm run bench -- --only response-cache${ctx.argsNote}`, body, verdicts, seconds: (Date.now() - started) / 1000 };
 }
