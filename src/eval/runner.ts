@@ -1,4 +1,3 @@
-import { setMaxListeners } from "node:events";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { AgentDeps } from "../agents/agent-context.js";
@@ -18,7 +17,8 @@ import { cotMethod } from "./methods/cot.js";
 import { medmmvMethod } from "./methods/medmmv.js";
 import { selfConsistencyMethod } from "./methods/self-consistency.js";
 import { METHOD_NAMES, NO_HALLUCINATIONS, type EvalMethod, type MethodName, type MethodOutput } from "./methods/types.js";
-import { ProgressReporter, type ProgressSink, type ProgressState } from "./progress.js";
+import type { ProgressSink } from "./progress.js";
+import { openRunSession } from "./run-session.js";
 import { buildRaters, rateOutput, type Rater } from "./raters.js";
 import { buildSummary, SUMMARY_JSON, SUMMARY_MD, summaryMarkdown, type EvalSummary } from "./report.js";
 import { compactResults, readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
@@ -26,7 +26,6 @@ import { claimRunFolder, manifestSource } from "./run-folder.js";
 import { selectItems } from "./sampling.js";
 import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
-import { AimdGate } from "./throttle.js";
 import { runGated } from "./gated-tasks.js";
 import { expandProbes, probeConfig, probeLabel } from "./probes/expand-items.js";
 import { HYPOTHESIS_KINDS, type HypothesisKind } from "./probes/types.js";
@@ -217,19 +216,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
       if (!done.has(key)) tasks.push({ x: s.x, run });
     }
 
-  const startedAt = new Date();
-  const resumedRecords = [...done.entries()].filter(([k]) => planned.has(k)).map(([, r]) => r);
-  const state: ProgressState = { total: planned.size, resumed: resumedRecords.length, done: 0, correct: resumedRecords.filter((r) => r.correct).length, failed: 0, tokens: 0, costUsd: 0, elapsedMs: 0 };
-  const gate = new AimdGate(concurrency, { cooldownMs: deps.throttleCooldownMs ?? 2000 });
-  const progress = deps.progress ? new ProgressReporter(deps.progress, () => ({ ...state, elapsedMs: Date.now() - startedAt.getTime(), concurrency: gate.current }), { intervalMs: deps.progressIntervalMs }) : null;
-
-  const ctrl = new AbortController();
-  const onOuterAbort = () => ctrl.abort(deps.signal?.reason);
-  if (deps.signal?.aborted) ctrl.abort();
-  deps.signal?.addEventListener("abort", onOuterAbort, { once: true });
-  const signal = ctrl.signal;
-  // Every item in flight (and its pipeline) listens on this one signal: many listeners are by design.
-  setMaxListeners(0, signal);
+  const session = openRunSession({ planned, done, concurrency, deps });
+  const { startedAt, state, gate, progress, signal } = session;
   let fatal: unknown = null;
   let written = 0;
   let checkpoints = 0;
@@ -345,11 +333,10 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
 
   progress?.start();
   try {
-    fatal = await runGated(tasks, gate, signal, (t) => runTask(t.x, t.run), () => ctrl.abort());
+    fatal = await runGated(tasks, gate, signal, (t) => runTask(t.x, t.run), () => session.abort());
   } finally {
     unwatch();
-    deps.signal?.removeEventListener("abort", onOuterAbort);
-    progress?.stop();
+    session.end();
     await writer.close();
   }
   if (fatal) throw fatal instanceof MedmmvError ? fatal : new MedmmvError("STORE_FAILED", `writing ${resultsPath} failed: ${describeError(fatal).message}`, { cause: fatal });

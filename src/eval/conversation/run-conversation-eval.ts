@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import { setMaxListeners } from "node:events";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { AgentDeps } from "../../agents/agent-context.js";
@@ -18,11 +17,11 @@ import type { ItemError } from "../datasets/types.js";
 import { writeJsonAtomic, type RunManifest } from "../manifest.js";
 import { NO_HALLUCINATIONS } from "../methods/types.js";
 import { buildSummary, SUMMARY_JSON, SUMMARY_MD, summaryMarkdown, type EvalSummary } from "../report.js";
-import { ProgressReporter, type ProgressSink, type ProgressState } from "../progress.js";
+import type { ProgressSink } from "../progress.js";
+import { openRunSession } from "../run-session.js";
 import { readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "../results-file.js";
 import { claimRunFolder, manifestSource } from "../run-folder.js";
 import { methodConfig } from "../runner.js";
-import { AimdGate } from "../throttle.js";
 import { runGated } from "../gated-tasks.js";
 import { readConversationJsonl, readDrLlava } from "./datasets.js";
 import { metricsByOrder } from "./metrics.js";
@@ -158,19 +157,8 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
         if (!done.has(key)) tasks.push({ x, run, order });
       }
 
-  const startedAt = new Date();
-  const resumed = [...done.entries()].filter(([k]) => planned.has(k)).map(([, r]) => r);
-  const state: ProgressState = { total: planned.size, resumed: resumed.length, done: 0, correct: resumed.filter((r) => r.correct).length, failed: 0, tokens: 0, costUsd: 0, elapsedMs: 0 };
-  const gate = new AimdGate(concurrency, { cooldownMs: deps.throttleCooldownMs ?? 2000 });
-  const progress = deps.progress ? new ProgressReporter(deps.progress, () => ({ ...state, elapsedMs: Date.now() - startedAt.getTime(), concurrency: gate.current }), { intervalMs: deps.progressIntervalMs }) : null;
-
-  const ctrl = new AbortController();
-  const onAbort = () => ctrl.abort(deps.signal?.reason);
-  if (deps.signal?.aborted) ctrl.abort();
-  deps.signal?.addEventListener("abort", onAbort, { once: true });
-  const signal = ctrl.signal;
-  // Every conversation in flight (and its pipeline) listens on this one signal: many listeners are by design.
-  setMaxListeners(0, signal);
+  const session = openRunSession({ planned, done, concurrency, deps });
+  const { startedAt, state, gate, progress, signal } = session;
   const writer = await ResultsWriter.open(resultsPath);
   const unwatch = pipeline.limiter.onRateLimited(() => gate.onRateLimited());
   let fatal: unknown = null;
@@ -309,11 +297,10 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
 
   progress?.start();
   try {
-    fatal = await runGated(tasks, gate, signal, (t) => runTask(t.x, t.run, t.order), () => ctrl.abort());
+    fatal = await runGated(tasks, gate, signal, (t) => runTask(t.x, t.run, t.order), () => session.abort());
   } finally {
     unwatch();
-    deps.signal?.removeEventListener("abort", onAbort);
-    progress?.stop();
+    session.end();
     await writer.close();
   }
   if (fatal) throw fatal instanceof MedmmvError ? fatal : new MedmmvError("STORE_FAILED", `writing ${resultsPath} failed: ${describeError(fatal).message}`, { cause: fatal });
