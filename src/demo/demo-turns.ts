@@ -1,12 +1,7 @@
+import type { ConversationTurn } from "../store/case-store.js";
+
 /** A turn as `serve --demo` reports it (a subset of GET /cases/{id}/turns). */
-export interface DemoTurn {
-  turn: number;
-  question: string;
-  answer: string;
-  step: string | null;
-  category: string | null;
-  contextConflict: boolean;
-}
+export type DemoTurn = Pick<ConversationTurn, "turn" | "question" | "answer" | "step" | "category" | "contextConflict">;
 
 /** The demo's authenticated JSON call to its own service. */
 export type DemoApi = <T>(path: string, init?: RequestInit & { json?: unknown }) => Promise<T>;

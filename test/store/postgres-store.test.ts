@@ -1,45 +1,16 @@
-import { randomBytes } from "node:crypto";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CaseStore } from "../../src/store/case-store.js";
 import { openStore } from "../../src/store/open-store.js";
 import { PostgresStore } from "../../src/store/postgres-store.js";
 import { describeStoreConformance, expectCode, makeNewCase } from "./conformance.js";
+import { PG_TEST_URL as URL, usePgSchemas } from "../support/pg-schemas.js";
 
 /**
  * Runs against a real Postgres. CI provides one, so an unreachable server fails this
  * file instead of skipping it.
  */
-const URL = process.env.MEDMMV_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-
-let admin: pg.Client;
-const schemas = new Set<string>();
-const newSchema = () => {
-  const s = `medmmv_test_${randomBytes(6).toString("hex")}`;
-  schemas.add(s);
-  return s;
-};
-const dropSchema = async (s: string) => {
-  await admin.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
-  schemas.delete(s);
-};
-
-beforeAll(async () => {
-  admin = new pg.Client({ connectionString: URL, connectionTimeoutMillis: 5_000 });
-  try {
-    await admin.connect();
-  } catch (e) {
-    throw new Error(
-      `Postgres is not reachable at ${URL.replace(/:[^:@/]*@/, ":***@")} (set MEDMMV_TEST_DATABASE_URL): ${(e as Error).message}`,
-    );
-  }
-});
-
-afterAll(async () => {
-  // Schemas of tests that failed half-way.
-  for (const s of [...schemas]) await dropSchema(s).catch(() => undefined);
-  await admin?.end();
-});
+const pgSchemas = usePgSchemas();
+const { newSchema, dropSchema } = pgSchemas;
 
 describeStoreConformance("postgres", async () => {
   const schema = newSchema();
@@ -58,7 +29,7 @@ describeStoreConformance("postgres", async () => {
       await dropSchema(schema);
     },
     setCreatedAt: async (id, createdAt) => {
-      await admin.query(`UPDATE "${schema}".medmmv_cases SET created_at = $1 WHERE id = $2`, [createdAt, id]);
+      await pgSchemas.admin.query(`UPDATE "${schema}".medmmv_cases SET created_at = $1 WHERE id = $2`, [createdAt, id]);
     },
   };
 });
@@ -70,7 +41,7 @@ describe("PostgresStore specifics", () => {
     try {
       expect(store.backend).toBe("postgres");
       expect(store).toBeInstanceOf(PostgresStore);
-      const tables = await admin.query<{ table_name: string }>(
+      const tables = await pgSchemas.admin.query<{ table_name: string }>(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = $1",
         [schema],
       );
@@ -86,14 +57,14 @@ describe("PostgresStore specifics", () => {
           "checkpoint_writes",
         ]),
       );
-      const cols = await admin.query<{ column_name: string; data_type: string }>(
+      const cols = await pgSchemas.admin.query<{ column_name: string; data_type: string }>(
         `SELECT column_name, data_type FROM information_schema.columns
          WHERE table_schema = $1 AND table_name = 'medmmv_cases' AND column_name IN ('input', 'result', 'full_graph')`,
         [schema],
       );
       expect(cols.rows.map((r) => r.data_type)).toEqual(["jsonb", "jsonb", "jsonb"]);
       await store.createCase(makeNewCase("in-schema"));
-      const n = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".medmmv_cases`);
+      const n = await pgSchemas.admin.query(`SELECT count(*)::int AS n FROM "${schema}".medmmv_cases`);
       expect(n.rows[0].n).toBe(1);
     } finally {
       await store.close();
@@ -106,7 +77,7 @@ describe("PostgresStore specifics", () => {
     const first = await openStore({ databaseUrl: URL, dataDir: "./unused" }, { pgSchema: schema });
     await first.createCase(makeNewCase("old-case"));
     await first.close();
-    await admin.query(`ALTER TABLE "${schema}".medmmv_cases DROP COLUMN runner, DROP COLUMN lease_expires_ms`);
+    await pgSchemas.admin.query(`ALTER TABLE "${schema}".medmmv_cases DROP COLUMN runner, DROP COLUMN lease_expires_ms`);
     const upgraded = await openStore({ databaseUrl: URL, dataDir: "./unused" }, { pgSchema: schema });
     try {
       expect((await upgraded.getCase("old-case"))?.status).toBe("queued");
@@ -127,7 +98,7 @@ describe("PostgresStore specifics", () => {
       await stores[0]!.createCase(makeNewCase("after-init"));
       expect((await stores[3]!.getCase("after-init"))?.id).toBe("after-init");
       // The checkpointer's migrations ran exactly once each.
-      const v = await admin.query(`SELECT v FROM "${schema}".checkpoint_migrations ORDER BY v`);
+      const v = await pgSchemas.admin.query(`SELECT v FROM "${schema}".checkpoint_migrations ORDER BY v`);
       expect(v.rows.map((r) => r.v)).toEqual([0, 1, 2, 3, 4]);
     } finally {
       for (const s of stores) await s.close();
