@@ -30,6 +30,14 @@ const NAME = "Aldous Pemberton-Quayle";
 const MRN = "8847362915";
 const DOB = "1961-04-12";
 const PATIENT_CANARIES = ["aldous", "pemberton", "quayle", MRN, DOB, "1961"];
+/**
+ * The canaries that appear in `text` as tokens of their own. A bare substring test flaked:
+ * the year canary "1961" sits inside numbers the logs carry by chance (a responseTime of
+ * 1.19612 ms), which is not patient data.
+ */
+function canariesIn(text: string): string[] {
+  return PATIENT_CANARIES.filter((c) => new RegExp(`(?<![\\p{L}\\p{N}.])${c.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![\\p{L}\\p{N}])`, "iu").test(text));
+}
 
 const SYSTEM_PROMPT = readFileSync(path.join(PROMPTS_DIR, "system.md"), "utf8");
 /** Distinctive lines of the system prompt: none may appear in anything a client or a log sees. */
@@ -236,7 +244,7 @@ describe("patient data", () => {
     const queries = tavily.stats().log.map((q) => q.query);
     expect(queries.length).toBeGreaterThan(0);
     // The query writer put the identifiers in every query; none left the process.
-    for (const q of queries) for (const c of PATIENT_CANARIES) expect(q.toLowerCase(), q).not.toContain(c.toLowerCase());
+    for (const q of queries) expect(canariesIn(q), q).toEqual([]);
     // …and what did leave is medical terms from the facts being searched.
     expect(queries.every((q) => q.trim().length > 0)).toBe(true);
 
@@ -264,10 +272,8 @@ describe("patient data", () => {
     }
     const logs = t.logs.text().slice(before);
     expect(logs).toContain(result.caseId);
-    for (const c of PATIENT_CANARIES) {
-      expect(logs.toLowerCase(), `logs contain ${c}`).not.toContain(c.toLowerCase());
-      expect(errors.join("\n").toLowerCase(), `error bodies contain ${c}`).not.toContain(c.toLowerCase());
-    }
+    expect(canariesIn(logs), "canaries in the logs").toEqual([]);
+    expect(canariesIn(errors.join("\n")), "canaries in the error bodies").toEqual([]);
     rows.push({
       suite: "abuse",
       scenario: "patient identifiers (name, record number, date of birth) in notes; query writer leaks them into queries",
