@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { Callbacks } from "@langchain/core/callbacks/manager";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
-import type { Runnable } from "@langchain/core/runnables";
+import type { RunnableConfig } from "@langchain/core/runnables";
 import type { z } from "zod";
 import type { Config } from "../config.js";
 import { MedmmvError } from "../errors.js";
@@ -10,6 +10,7 @@ import type { FairLimiter } from "./limiter.js";
 import { withRetry } from "./retry.js";
 import { RoleModels, type ChatModelSource, type Role } from "./chat-models.js";
 import { withReplyTap, type ReplyTap } from "./model-fetch.js";
+import { StructuredOutputFormats } from "./structured-output.js";
 import { explainProviderFailure } from "./provider-errors.js";
 import { readReplyJson, readWireJson } from "./reply-json.js";
 import { promptChars, toLangChainMessages, type ChatMessage } from "./messages.js";
@@ -50,7 +51,10 @@ export interface LlmClientOptions {
 /** At most this many re-asks after an invalid reply (DESIGN §5). */
 export const MAX_REASKS = 2;
 
-type StructuredRunnable = Runnable<BaseMessage[], { raw?: BaseMessage; parsed?: unknown }>;
+/** One structured call: the reply as the model sent it, and the library's parse of it when it made one. */
+interface StructuredRunnable {
+  invoke(messages: BaseMessage[], config: RunnableConfig): Promise<{ raw?: BaseMessage; parsed?: unknown }>;
+}
 
 /** What one attempt gave: a reply (valid or not is decided after), or an unusable one. */
 type Attempt = { raw: AIMessage | undefined; parsed: unknown; tap: ReplyTap; problem: null } | { raw: undefined; parsed: undefined; tap: ReplyTap; problem: string };
@@ -86,7 +90,9 @@ function describeBadOutput(err: unknown): string {
  */
 export class LlmClient {
   private readonly roles: RoleModels;
-  /** Structured-output runnables per model, schema and name, built once (schema conversion is not free). */
+  /** The call options asking our own models for each schema, rendered once (schema conversion is not free). */
+  private readonly formats: StructuredOutputFormats;
+  /** The embedding program's models: structured-output runnables per model, schema and name, built once. */
   private readonly runnables = new WeakMap<BaseChatModel, WeakMap<z.ZodType, Map<string, StructuredRunnable>>>();
 
   constructor(
@@ -96,6 +102,7 @@ export class LlmClient {
     private readonly options: LlmClientOptions = {},
   ) {
     this.roles = new RoleModels(cfg, options.chatModels);
+    this.formats = new StructuredOutputFormats(cfg.structuredOutput);
   }
 
   modelFor(role: Role): string {
@@ -111,8 +118,19 @@ export class LlmClient {
     return this.options;
   }
 
+  /**
+   * What one attempt sends: our own ChatOpenAI/Azure models get the structured-output call
+   * options directly (rendered once, structured-output.ts); a chat model of the embedding
+   * program's goes through its own `withStructuredOutput`, whatever provider it speaks.
+   */
   private structuredRunnable(call: StructuredCall<z.ZodType>): StructuredRunnable {
     const model = this.roles.get(call.role, call.temperature);
+    if (!this.roles.isCustom(call.role)) {
+      const options = this.formats.callOptions(call.schema, call.schemaName);
+      return {
+        invoke: async (messages, config) => ({ raw: (await model.invoke(messages, { ...config, ...options })) as AIMessage, parsed: undefined }),
+      };
+    }
     let bySchema = this.runnables.get(model);
     if (!bySchema) {
       bySchema = new WeakMap();
@@ -123,19 +141,16 @@ export class LlmClient {
       byName = new Map();
       bySchema.set(call.schema, byName);
     }
-    const method = this.cfg.structuredOutput;
-    const key = `${method}|${call.schemaName}`;
-    let runnable = byName.get(key);
+    let runnable = byName.get(call.schemaName);
     if (!runnable) {
       try {
-        runnable = model.withStructuredOutput(call.schema, { name: call.schemaName, method, includeRaw: true }) as unknown as StructuredRunnable;
-      } catch (err) {
-        // A chat model of the embedding program's without tool calling or this method: plain
-        // text it is. Every prompt carries its JSON Schema, and the reply is validated below.
-        if (!this.roles.isCustom(call.role)) throw err;
+        runnable = model.withStructuredOutput(call.schema, { name: call.schemaName, method: this.cfg.structuredOutput, includeRaw: true }) as unknown as StructuredRunnable;
+      } catch {
+        // A chat model without tool calling or this method: plain text it is. Every prompt
+        // carries its JSON Schema, and the reply is validated below.
         runnable = model.pipe((raw: BaseMessage) => ({ raw, parsed: undefined })) as unknown as StructuredRunnable;
       }
-      byName.set(key, runnable);
+      byName.set(call.schemaName, runnable);
     }
     return runnable;
   }

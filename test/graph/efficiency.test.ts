@@ -189,3 +189,27 @@ describe("prompt order for provider prompt caches", () => {
     expect(rolloutPrefixes.size).toBe(1);
   });
 });
+
+describe("order of the first calls", () => {
+  it("asks the evidence agents before the rollouts, so the longer chain's replies are read first", async () => {
+    // The order fetch is called in, in this process: the rollouts' replies are not needed
+    // before the evidence graph's, so they must not queue ahead of the text doctor's.
+    const asked: string[] = [];
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = (input, init) => {
+      const agent = typeof init?.body === "string" ? /medmmv-agent: ([\w-]+)/.exec(init.body)?.[1] : undefined;
+      if (agent) asked.push(agent);
+      return realFetch(input, init);
+    };
+    try {
+      await run({ rolloutAnswers: ["B", "C", "B", "B", "A"], identicalReasoning: false }, { adaptive: false });
+    } finally {
+      globalThis.fetch = realFetch;
+    }
+    const firstRollout = asked.indexOf("rollout");
+    expect(firstRollout).toBeGreaterThan(-1);
+    expect(asked.indexOf("text-doctor")).toBeGreaterThan(-1);
+    expect(asked.indexOf("text-doctor")).toBeLessThan(firstRollout);
+    expect(asked.filter((a) => a === "rollout")).toHaveLength(5);
+  });
+});

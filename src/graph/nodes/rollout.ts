@@ -24,6 +24,12 @@ export function rolloutNode(deps: WorkflowDeps) {
       startDepth = Math.max(startDepth, round.depth);
     }
     const ctx = nodeCallContext(deps, config, task.caseInput.id, startDepth);
+    // Let the evidence agents of the same superstep send first. The rollouts' replies are
+    // not needed before the evidence graph's (plan-refinement joins both), but the image
+    // and text doctors' are the first links of the longer chain: replies are read in the
+    // order they were asked for, and one queued behind five rollouts waits for their CPU.
+    // (After nodeCallContext, which lifts the run signal's listener limit for the superstep.)
+    if (task.startDepth === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     const emit = deps.hooks.emitter(config);
     const reportRound = (answer: string | null) => {
       if (adaptive && task.index < ADAPTIVE_FIRST_ROUND) deps.rounds.report(threadId, task.index, answer, ctx.chain.depth);
