@@ -62,7 +62,11 @@ function numberOrNull(v: unknown): number | null {
 
 function readHeader(headers: unknown, name: string): string | null {
   if (!headers) return null;
-  if (typeof (headers as Headers).get === "function") return (headers as Headers).get(name);
+  // fetch's Headers answers null for a missing header; axios' AxiosHeaders answers undefined.
+  if (typeof (headers as Headers).get === "function") {
+    const v: unknown = (headers as Headers).get(name);
+    return typeof v === "string" ? v : null;
+  }
   const rec = headers as Record<string, unknown>;
   const v = rec[name] ?? rec[name.toLowerCase()];
   return typeof v === "string" ? v : Array.isArray(v) ? String(v[0]) : null;

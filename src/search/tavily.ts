@@ -1,4 +1,6 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { TavilyClient } from "@tavily/core";
+import axios, { type AxiosError } from "axios";
 import { z } from "zod";
 import type { Config } from "../config.js";
 import { MedmmvError } from "../errors.js";
@@ -8,18 +10,65 @@ import type { SearchProvider, SearchResponse } from "./search-provider.js";
 const TavilyResults = z.array(z.object({ title: z.string().default(""), url: z.string(), content: z.string().default(""), score: z.number().optional() }));
 
 /**
- * @tavily/core turns an HTTP error into a plain Error: its message is the server's
- * `detail.error`, or "<status> Error: <body>" when there is none. Read back what says the
- * request itself was refused (no retry can help), so our retry layer does not repeat it.
+ * What one attempt's HTTP exchange showed. @tavily/core takes no abort signal and turns an
+ * HTTP error into a plain Error (losing the status and Retry-After), so two interceptors on
+ * the axios instance it posts through (axios' default export, the same module as ours)
+ * carry the attempt's signal in and the error's status and headers out, for the requests
+ * made inside `attempts.run` only: every other axios user in the process is untouched.
+ */
+interface TavilyAttempt {
+  signal: AbortSignal;
+  http?: { status: number; headers: unknown };
+}
+const attempts = new AsyncLocalStorage<TavilyAttempt>();
+let hooked = false;
+
+function hookAxios(): void {
+  if (hooked) return;
+  hooked = true;
+  axios.interceptors.request.use((config) => {
+    const attempt = attempts.getStore();
+    // An abort (our per-attempt timeout or the case's cancel) now closes the connection.
+    if (attempt && !config.signal) config.signal = attempt.signal;
+    return config;
+  });
+  axios.interceptors.response.use(undefined, (err: AxiosError) => {
+    const attempt = attempts.getStore();
+    if (attempt && err?.response) attempt.http = { status: err.response.status, headers: err.response.headers };
+    return Promise.reject(err);
+  });
+}
+
+/** A Tavily HTTP error as our retry layer reads it: status and headers (Retry-After), and the library's message. */
+class TavilyHttpError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly headers: unknown,
+  ) {
+    super(message);
+    this.name = "TavilyHttpError";
+  }
+}
+
+/** Refused for good (no retry can help): a 4xx other than a timeout, conflict or rate limit. */
+function refusedStatus(status: number): boolean {
+  return status >= 400 && status < 500 && status !== 408 && status !== 409 && status !== 429;
+}
+
+/**
+ * When no status was seen (an error before the reply), read back from @tavily/core's
+ * message what says the request itself was refused: its message is the server's
+ * `detail.error`, or "<status> Error: <body>" when there is none.
  */
 export function tavilyRefusal(err: unknown): boolean {
   const message = err instanceof Error ? err.message : String(err);
   const status = /^(\d{3}) Error:/.exec(message)?.[1];
-  if (status) return status.startsWith("4") && status !== "408" && status !== "409" && status !== "429";
+  if (status) return refusedStatus(Number(status));
   return /unauthori[sz]ed|invalid api key|forbidden|exceeds your plan|usage limit/i.test(message);
 }
 
-/** Settle with the attempt's abort (our per-attempt timeout or the case's cancel) even though the library takes no signal. */
+/** Settle with the attempt's abort at once, whatever the library does with the signal it was given. */
 function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<T>((resolve, reject) => {
@@ -31,9 +80,9 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 
 /**
  * Tavily through its official client (@tavily/core), base URL configurable so tests and
- * proxies work, inside our one retry layer. The client's own timeout is the attempt's,
- * so a hung server has its connection closed when the attempt gives up. Results are
- * capped in size because they are untrusted.
+ * proxies work, inside our one retry layer. The attempt's signal reaches the request
+ * (hookAxios), so a per-attempt timeout or a cancelled case closes the connection, and a
+ * Retry-After is honoured. Results are capped in size because they are untrusted.
  */
 export class TavilySearch implements SearchProvider {
   readonly name = "tavily" as const;
@@ -49,6 +98,7 @@ export class TavilySearch implements SearchProvider {
   /** Loaded on first use: the client pulls in axios and a tokenizer (~18 MB of heap) that a process without web search should not pay for. */
   #tavily(): Promise<TavilyClient> {
     // An explicit key: the client would otherwise fall back to keyless mode or read the environment itself.
+    hookAxios();
     this.#client ??= import("@tavily/core").then(({ tavily }) => tavily({ apiKey: this.#apiKey, apiBaseURL: this.cfg.baseUrl }));
     return this.#client;
   }
@@ -63,12 +113,19 @@ export class TavilySearch implements SearchProvider {
       opts.signal,
       async ({ signal }) => {
         let reply;
+        const attempt: TavilyAttempt = { signal };
         try {
           const client = await this.#tavily();
-          reply = await untilAborted(client.search(q, { maxResults: max, searchDepth: "basic", includeAnswer: false, timeout: this.cfg.timeoutMs / 1000 }), signal);
+          // The library's own timeout is a backstop just past ours, so that a timeout is always reported as ours.
+          const search = attempts.run(attempt, () => client.search(q, { maxResults: max, searchDepth: "basic", includeAnswer: false, timeout: (this.cfg.timeoutMs + 5_000) / 1000 }));
+          reply = await untilAborted(search, signal);
         } catch (err) {
-          if (signal.aborted || !tavilyRefusal(err)) throw err;
-          throw new MedmmvError("SEARCH_FAILED", `web search: provider refused the request: ${err instanceof Error ? err.message.slice(0, 200) : "unknown error"}`, { cause: err, retryable: false });
+          if (signal.aborted) throw err;
+          const message = err instanceof Error ? err.message.slice(0, 200) : "unknown error";
+          const refused = attempt.http ? refusedStatus(attempt.http.status) : tavilyRefusal(err);
+          if (refused) throw new MedmmvError("SEARCH_FAILED", `web search: provider refused the request: ${message}`, { cause: err, retryable: false });
+          if (attempt.http) throw new TavilyHttpError(message, attempt.http.status, attempt.http.headers);
+          throw err;
         }
         const parsed = TavilyResults.safeParse(reply.results);
         if (!parsed.success) throw new MedmmvError("SEARCH_FAILED", "search provider reply has an unexpected shape", { retryable: true });

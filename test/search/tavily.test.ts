@@ -89,6 +89,36 @@ describe("TavilySearch (@tavily/core)", () => {
     ctrl.abort();
     await expect(pending).rejects.toMatchObject({ code: "ABORTED" });
     expect(server.stats().total).toBe(1);
+    await until(() => (server.stats().inFlight === 0 ? true : undefined), 10_000, "connection closed at the server");
+  });
+
+  it("an aborted case closes its connection at the server, long before the attempt would time out", async () => {
+    server.addFault({ kind: "hang" });
+    const ctrl = new AbortController();
+    const pending = new TavilySearch(searchConfig({ MEDMMV_SEARCH_TIMEOUT_MS: "600000" })).search("troponin", { signal: ctrl.signal });
+    await until(() => (server.stats().log.length === 1 && server.stats().inFlight === 1 ? true : undefined), 10_000, "request at the server");
+    ctrl.abort();
+    await expect(pending).rejects.toMatchObject({ code: "ABORTED" });
+    // The attempt's timeout is ten minutes: only the abort can have closed the connection.
+    await until(() => (server.stats().inFlight === 0 ? true : undefined), 10_000, "connection closed at the server");
+    expect(server.stats().log.map((l) => l.disconnected)).toEqual([true]);
+  });
+
+  it("a 429 whose Retry-After is beyond the budget fails at once (retryable), without asking again", async () => {
+    server.addFault({ kind: "status", status: 429, retryAfterSec: 3600 });
+    const err = await new TavilySearch(searchConfig()).search("troponin", {}).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "SEARCH_FAILED", retryable: true, details: { retryAfterMs: 3_600_000 } });
+    expect(server.stats().log.map((l) => l.status)).toEqual([429]);
+  });
+
+  it("a 429 with a short Retry-After is waited out, then the search succeeds", async () => {
+    server.addFault({ kind: "status", status: 429, retryAfterSec: 1, times: 1 });
+    const started = Date.now();
+    const found = await new TavilySearch(searchConfig()).search("troponin", {});
+    expect(found.results.length).toBeGreaterThan(0);
+    expect(server.stats().log.map((l) => l.status)).toEqual([429, 200]);
+    // Retry-After is a floor: the jittered backoff alone (≤ 300 ms) would have come back sooner.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
   });
 
   it("reads a refusal from the client library's error messages", () => {
