@@ -79,6 +79,22 @@ describe("SqliteCorpusIndex specifics", () => {
     expect(SqliteCorpusIndex.hasCorpus(dataDir)).toBe(true);
   });
 
+  it("stats reports a driver error as STORE_FAILED, like upsert and search", async () => {
+    const dataDir = tempDir();
+    const index = await openCorpusIndex({ databaseUrl: null, dataDir });
+    try {
+      const other = new Database(join(dataDir, SQLITE_FILE_NAME));
+      try {
+        other.exec("DROP TABLE medmmv_corpus_docs");
+      } finally {
+        other.close();
+      }
+      await expect(index.stats()).rejects.toMatchObject({ name: "MedmmvError", code: "STORE_FAILED", message: "store operation corpus stats failed (SQLITE_ERROR)" });
+    } finally {
+      await index.close();
+    }
+  });
+
   it("reports STORE_FAILED when the data directory cannot be created", async () => {
     const blocker = join(tempDir(), "a-file");
     await import("node:fs/promises").then((fs) => fs.writeFile(blocker, "x"));
