@@ -51,20 +51,23 @@ class TavilyHttpError extends Error {
   }
 }
 
-/** Refused for good (no retry can help): a 4xx other than a timeout, conflict or rate limit. */
-function refusedStatus(status: number): boolean {
-  return status >= 400 && status < 500 && status !== 408 && status !== 409 && status !== 429;
+/**
+ * When no status was seen (an error before the interceptor read the reply), the status
+ * @tavily/core's message may still carry: it is "<status> Error: <body>" when the server
+ * sent no `detail.error`.
+ */
+export function tavilyMessageStatus(err: unknown): number | null {
+  const message = err instanceof Error ? err.message : String(err);
+  const status = /^(\d{3}) Error:/.exec(message)?.[1];
+  return status ? Number(status) : null;
 }
 
 /**
- * When no status was seen (an error before the reply), read back from @tavily/core's
- * message what says the request itself was refused: its message is the server's
- * `detail.error`, or "<status> Error: <body>" when there is none.
+ * With no status at all, whether @tavily/core's message (the server's `detail.error`) says
+ * the request itself was refused, so no retry can help.
  */
 export function tavilyRefusal(err: unknown): boolean {
   const message = err instanceof Error ? err.message : String(err);
-  const status = /^(\d{3}) Error:/.exec(message)?.[1];
-  if (status) return refusedStatus(Number(status));
   return /unauthori[sz]ed|invalid api key|forbidden|exceeds your plan|usage limit/i.test(message);
 }
 
@@ -122,9 +125,10 @@ export class TavilySearch implements SearchProvider {
         } catch (err) {
           if (signal.aborted) throw err;
           const message = err instanceof Error ? err.message.slice(0, 200) : "unknown error";
-          const refused = attempt.http ? refusedStatus(attempt.http.status) : tavilyRefusal(err);
-          if (refused) throw new MedmmvError("SEARCH_FAILED", `web search: provider refused the request: ${message}`, { cause: err, retryable: false });
-          if (attempt.http) throw new TavilyHttpError(message, attempt.http.status, attempt.http.headers);
+          // A known status goes to the retry layer, which alone decides refused or retryable.
+          const status = attempt.http?.status ?? tavilyMessageStatus(err);
+          if (status !== null) throw new TavilyHttpError(message, status, attempt.http?.headers);
+          if (tavilyRefusal(err)) throw new MedmmvError("SEARCH_FAILED", `web search: provider refused the request: ${message}`, { cause: err, retryable: false });
           throw err;
         }
         const parsed = TavilyResults.safeParse(reply.results);
