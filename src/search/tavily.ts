@@ -5,7 +5,7 @@ import { z } from "zod";
 import type { Config } from "../config.js";
 import { MedmmvError } from "../errors.js";
 import { withRetry } from "../llm/retry.js";
-import type { SearchProvider, SearchResponse } from "./search-provider.js";
+import { capResult, DEFAULT_MAX_RESULTS, searchQuery, type SearchProvider, type SearchResponse } from "./search-provider.js";
 
 const TavilyResults = z.array(z.object({ title: z.string().default(""), url: z.string(), content: z.string().default(""), score: z.number().optional() }));
 
@@ -107,9 +107,8 @@ export class TavilySearch implements SearchProvider {
   }
 
   async search(query: string, opts: { signal?: AbortSignal; maxResults?: number }): Promise<SearchResponse> {
-    const q = query.trim().slice(0, 400);
-    if (!q) throw new MedmmvError("SEARCH_FAILED", "empty search query");
-    const max = opts.maxResults ?? 3;
+    const q = searchQuery(query);
+    const max = opts.maxResults ?? DEFAULT_MAX_RESULTS;
     return withRetry(
       "web search",
       { maxAttempts: 3, baseDelayMs: 300, maxRetryAfterMs: 10_000, timeoutMs: this.cfg.timeoutMs, failureCode: "SEARCH_FAILED" },
@@ -139,7 +138,7 @@ export class TavilySearch implements SearchProvider {
           results: parsed.data
             .filter((r) => /^https?:\/\//i.test(r.url))
             .slice(0, max)
-            .map((r) => ({ title: r.title.slice(0, 300), url: r.url.slice(0, 2000), content: r.content.slice(0, 4000), score: r.score })),
+            .map(capResult),
         };
       },
     );
