@@ -26,3 +26,17 @@ export async function openCorpusIndex(store: Pick<Config["store"], "databaseUrl"
   }
   return index;
 }
+
+/**
+ * Whether the configured store holds an indexed corpus, without creating anything (neither
+ * the SQLite file nor the Postgres tables). Failures are told like openCorpusIndex's.
+ */
+export async function hasIndexedCorpus(store: Pick<Config["store"], "databaseUrl" | "dataDir">, opts: OpenCorpusIndexOptions = {}): Promise<boolean> {
+  if (!store.databaseUrl) return SqliteCorpusIndex.hasCorpus(store.dataDir);
+  checkDatabaseUrl(store.databaseUrl);
+  try {
+    return await PostgresCorpusIndex.hasCorpus({ connectionString: store.databaseUrl, schema: opts.pgSchema });
+  } catch (e) {
+    throw explainStoreOpenError(e, store);
+  }
+}

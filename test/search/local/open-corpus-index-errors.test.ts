@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isMedmmvError, type MedmmvError } from "../../../src/errors.js";
-import { openCorpusIndex } from "../../../src/search/local/open-corpus-index.js";
+import { hasIndexedCorpus, openCorpusIndex } from "../../../src/search/local/open-corpus-index.js";
 
 async function failure(p: Promise<unknown>): Promise<MedmmvError> {
   const err = await p.then(
@@ -50,6 +50,13 @@ describe("openCorpusIndex on a first run that goes wrong", () => {
     expect(e.code).toBe("STORE_FAILED");
     expect(e.message).toMatch(/nothing accepts connections at PostgreSQL at postgres:\/\/medmmv:\*\*\*@127\.0\.0\.1:\d+\/medmmv \(DATABASE_URL\): start PostgreSQL there/);
     expect(e.message).not.toContain("s3cret-pw");
+  });
+
+  it("asking whether a corpus is indexed (the boot-time default) is told the same way", async () => {
+    const url = `postgres://medmmv:s3cret-pw@127.0.0.1:${await closedPort()}/medmmv`;
+    const e = await failure(hasIndexedCorpus({ databaseUrl: url, dataDir: tmp }));
+    expect(e.message).toMatch(/nothing accepts connections at PostgreSQL at postgres:\/\/medmmv:\*\*\*@127\.0\.0\.1:\d+\/medmmv \(DATABASE_URL\)/);
+    expect((await failure(hasIndexedCorpus({ databaseUrl: "localhost:5432/test", dataDir: tmp }))).code).toBe("CONFIG_INVALID");
   });
 
   it("a data directory that cannot be created: names MEDMMV_DATA_DIR", async () => {

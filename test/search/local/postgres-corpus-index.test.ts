@@ -48,6 +48,26 @@ describe("PostgresCorpusIndex specifics", () => {
     }
   });
 
+  it("tells whether a schema holds a corpus without creating its tables", async () => {
+    const schema = newSchema();
+    const tables = async () =>
+      (await pgs.admin.query<{ n: number }>("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1", [schema])).rows[0]!.n;
+    try {
+      expect(await PostgresCorpusIndex.hasCorpus({ connectionString: PG_TEST_URL, schema })).toBe(false);
+      expect(await tables()).toBe(0);
+      const index = await openCorpusIndex({ databaseUrl: PG_TEST_URL, dataDir: "./unused" }, { pgSchema: schema });
+      try {
+        expect(await PostgresCorpusIndex.hasCorpus({ connectionString: PG_TEST_URL, schema })).toBe(false);
+        await index.upsert("cardio", [prepareDocument({ id: "a", title: "Troponin", text: "A cardiac marker." })]);
+        expect(await PostgresCorpusIndex.hasCorpus({ connectionString: PG_TEST_URL, schema })).toBe(true);
+      } finally {
+        await index.close();
+      }
+    } finally {
+      await dropSchema(schema);
+    }
+  });
+
   it("initialises safely when several processes create the tables at once", async () => {
     const schema = newSchema();
     const indexes = Array.from({ length: 4 }, () => new PostgresCorpusIndex({ connectionString: PG_TEST_URL, schema }));
