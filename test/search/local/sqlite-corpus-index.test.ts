@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -69,6 +69,7 @@ describe("SqliteCorpusIndex specifics", () => {
   it("tells whether a store file holds a corpus without creating the file", async () => {
     const dataDir = join(tempDir(), "not-yet");
     expect(SqliteCorpusIndex.hasCorpus(dataDir)).toBe(false);
+    expect(existsSync(dataDir)).toBe(false);
     const store = await openStore({ databaseUrl: null, dataDir });
     await store.close();
     expect(SqliteCorpusIndex.hasCorpus(dataDir)).toBe(false);
