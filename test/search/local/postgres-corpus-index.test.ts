@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import type { CorpusIndex } from "../../../src/search/local/corpus-index.js";
 import { prepareDocument } from "../../../src/search/local/corpus-record.js";
 import { openCorpusIndex } from "../../../src/search/local/open-corpus-index.js";
 import { PostgresCorpusIndex } from "../../../src/search/local/postgres-corpus-index.js";
@@ -13,19 +12,9 @@ describeCorpusConformance(
   "postgres",
   async () => {
     const schema = newSchema();
-    const opened: CorpusIndex[] = [];
-    const open = async () => {
-      const i = await openCorpusIndex({ databaseUrl: PG_TEST_URL, dataDir: "./unused" }, { pgSchema: schema });
-      opened.push(i);
-      return i;
-    };
     return {
-      index: await open(),
-      reopen: open,
-      dispose: async () => {
-        for (const i of opened) await i.close();
-        await dropSchema(schema);
-      },
+      open: () => openCorpusIndex({ databaseUrl: PG_TEST_URL, dataDir: "./unused" }, { pgSchema: schema }),
+      cleanup: () => dropSchema(schema),
     };
   },
   { fuzzRuns: 150 },

@@ -3,7 +3,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import type { CorpusIndex } from "../../../src/search/local/corpus-index.js";
 import { prepareDocument } from "../../../src/search/local/corpus-record.js";
 import { openCorpusIndex } from "../../../src/search/local/open-corpus-index.js";
 import { SqliteCorpusIndex } from "../../../src/search/local/sqlite-corpus-index.js";
@@ -26,19 +25,7 @@ describeCorpusConformance(
   "sqlite",
   async () => {
     const dataDir = join(tempDir(), "data");
-    const opened: CorpusIndex[] = [];
-    const open = async () => {
-      const i = await openCorpusIndex({ databaseUrl: null, dataDir });
-      opened.push(i);
-      return i;
-    };
-    return {
-      index: await open(),
-      reopen: open,
-      dispose: async () => {
-        for (const i of opened) await i.close();
-      },
-    };
+    return { open: () => openCorpusIndex({ databaseUrl: null, dataDir }) };
   },
   { fuzzRuns: 500 },
 );
