@@ -53,3 +53,15 @@ export function describeError(e: unknown): { code: ErrorCode; message: string } 
   if (e instanceof Error && e.name === "AbortError") return { code: "ABORTED", message: "aborted" };
   return { code: "INTERNAL", message: e instanceof Error ? e.message.slice(0, 300) : String(e).slice(0, 300) };
 }
+
+/**
+ * Each object down an error's `.cause` chain, the error itself first; at most `max` of
+ * them, so a cyclic or absurdly deep chain ends.
+ */
+export function* causes(err: unknown, max = 8): Generator<object> {
+  let e: unknown = err;
+  for (let depth = 0; depth < max && e && typeof e === "object"; depth++) {
+    yield e;
+    e = (e as { cause?: unknown }).cause;
+  }
+}

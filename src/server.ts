@@ -35,7 +35,7 @@ export interface StartServerOptions {
 export interface RunningServer {
   /** e.g. http://127.0.0.1:8787 */
   address: string;
-  /** Graceful stop: refuse new requests, abort in-flight model calls (their cases stay checkpointed and resume at the next start), close the store. */
+  /** Graceful stop: refuse new requests, abort in-flight model calls (their cases stay checkpointed and resume at the next start), close the search provider and the store. */
   close(): Promise<void>;
   app: FastifyInstance;
   service: CaseService;
@@ -84,6 +84,8 @@ export async function startServer(config: Config, opts: StartServerOptions = {})
       await service.close();
     });
     instance.addHook("onClose", async () => {
+      // The local corpus holds its own store connection (a second SQLite handle or a pg pool).
+      await search.close?.().catch(() => undefined);
       await store.close();
     });
     await instance.listen({ host: config.http.host, port: config.http.port }).catch((err: unknown) => {

@@ -5,6 +5,8 @@ import { isMedmmvError } from "../errors.js";
 import { loadCaseFile } from "../case/load-case.js";
 import { Pipeline, pipelineOptions } from "../graph/pipeline.js";
 import { openSearchProvider } from "../search/create-search-provider.js";
+import type { SearchProvider } from "../search/search-provider.js";
+import { EXIT } from "./cli-args.js";
 import { formatSummary } from "./format-summary.js";
 
 export interface DiagnoseOptions {
@@ -34,16 +36,21 @@ export async function diagnoseCommand(file: string, opts: DiagnoseOptions): Prom
   const ctrl = new AbortController();
   const onSigint = () => ctrl.abort();
   process.once("SIGINT", onSigint);
+  let search: SearchProvider | undefined;
   try {
-    const pipeline = new Pipeline(config, { search: await openSearchProvider(config) });
+    search = await openSearchProvider(config);
+    const pipeline = new Pipeline(config, { search });
     const { result } = await pipeline.run(c, pipelineOptions(config, { k: opts.k, maxRepairs: opts.maxRepairs, adaptive: opts.adaptive }), { signal: ctrl.signal });
     await writeResult(result, opts);
-    return result.status === "failed" ? 1 : 0;
+    if (result.status !== "failed") return EXIT.ok;
+    return ctrl.signal.aborted ? EXIT.interrupted : EXIT.failed;
   } catch (err) {
     process.stderr.write(`medmmv: ${isMedmmvError(err) ? `[${err.code}] ${err.message}` : String(err)}\n`);
-    return 1;
+    // Ctrl-C: the handler above replaced Node's own exit, so say "interrupted" ourselves.
+    return ctrl.signal.aborted ? EXIT.interrupted : EXIT.failed;
   } finally {
     process.off("SIGINT", onSigint);
+    await search?.close?.().catch(() => undefined);
   }
 }
 

@@ -7,7 +7,7 @@ export interface ChatMessage {
   content: string | ContentPart[];
 }
 
-/** An image part. `base64` must be canonical base64 (as Buffer#toString("base64") writes it). */
+/** An image part, as a data URL. */
 export function imagePart(mimeType: string, base64: string): ContentPart {
   return { type: "image_url", image_url: { url: `data:${mimeType};base64,${base64}` } };
 }

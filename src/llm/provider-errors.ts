@@ -1,4 +1,4 @@
-import { MedmmvError } from "../errors.js";
+import { causes, MedmmvError } from "../errors.js";
 import { MODEL_VARIABLE, type Role } from "./chat-models.js";
 
 /**
@@ -21,16 +21,14 @@ const UNTRUSTED_TLS = new Set(["UNABLE_TO_VERIFY_LEAF_SIGNATURE", "DEPTH_ZERO_SE
 
 /** The first system error code of `kinds` down an error's cause chain. */
 function codeIn(err: unknown, kinds: Set<string>): string | null {
-  let e: unknown = err;
-  for (let depth = 0; depth < 8 && e && typeof e === "object"; depth++) {
-    const rec = e as { code?: unknown; cause?: unknown; errors?: unknown };
+  for (const e of causes(err)) {
+    const rec = e as { code?: unknown; errors?: unknown };
     if (typeof rec.code === "string" && kinds.has(rec.code)) return rec.code;
     // undici tries every address of a host name (IPv6 and IPv4): an AggregateError of them.
     if (Array.isArray(rec.errors)) {
       const inner = rec.errors.map((x) => codeIn(x, kinds)).find((c) => c !== null);
       if (inner) return inner;
     }
-    e = rec.cause;
   }
   return null;
 }
@@ -42,22 +40,15 @@ export function networkCode(err: unknown): string | null {
 
 /** Whether fetch refused the URL's port outright (its blocked-ports list: 9, 6000, 10080…). */
 function blockedPort(err: unknown): boolean {
-  let e: unknown = err;
-  for (let depth = 0; depth < 8 && e && typeof e === "object"; depth++) {
-    if ((e as { message?: unknown }).message === "bad port") return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
+  return [...causes(err)].some((e) => (e as { message?: unknown }).message === "bad port");
 }
 
 /** The HTTP status down an error's cause chain (our MedmmvError wraps the SDK's). */
 function statusOf(err: unknown): number | null {
-  let e: unknown = err;
-  for (let depth = 0; depth < 8 && e && typeof e === "object"; depth++) {
-    const rec = e as { status?: unknown; details?: { status?: unknown }; cause?: unknown };
+  for (const e of causes(err)) {
+    const rec = e as { status?: unknown; details?: { status?: unknown } };
     if (typeof rec.status === "number") return rec.status;
     if (typeof rec.details?.status === "number") return rec.details.status;
-    e = rec.cause;
   }
   return null;
 }

@@ -1,6 +1,6 @@
 import type { Config } from "../config.js";
 import { LocalSearch } from "./local/local-search.js";
-import { openCorpusIndex, type OpenCorpusIndexOptions } from "./local/open-corpus-index.js";
+import { hasIndexedCorpus, openCorpusIndex, type OpenCorpusIndexOptions } from "./local/open-corpus-index.js";
 import { SqliteCorpusIndex } from "./local/sqlite-corpus-index.js";
 import { NoSearch, type SearchProvider } from "./search-provider.js";
 import { TavilySearch } from "./tavily.js";
@@ -30,10 +30,5 @@ export function createSearchProvider(config: Config, opts: OpenCorpusIndexOption
 export async function openSearchProvider(config: Config, opts: OpenCorpusIndexOptions = {}): Promise<SearchProvider> {
   const chosen = createSearchProvider(config, opts);
   if (chosen.name !== "none" || !config.search.auto || !config.store.databaseUrl) return chosen;
-  const index = await openCorpusIndex(config.store, opts);
-  try {
-    return (await index.stats()).some((c) => c.chunks > 0) ? localSearch(config, opts) : chosen;
-  } finally {
-    await index.close();
-  }
+  return (await hasIndexedCorpus(config.store, opts)) ? localSearch(config, opts) : chosen;
 }

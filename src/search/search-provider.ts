@@ -1,3 +1,5 @@
+import { MedmmvError } from "../errors.js";
+
 /** Literature search behind one interface (web or local corpus); results are untrusted text. */
 export interface SearchResult {
   title: string;
@@ -18,6 +20,24 @@ export interface SearchProvider {
   search(query: string, opts: { signal?: AbortSignal; maxResults?: number }): Promise<SearchResponse>;
   /** Release what the provider holds (the local corpus's store connection). */
   close?(): Promise<void>;
+}
+
+/** Results per search when the caller does not say. */
+export const DEFAULT_MAX_RESULTS = 3;
+
+/** The query as every provider sends it: trimmed and capped; an empty one is refused. */
+export function searchQuery(query: string): string {
+  const q = query.trim().slice(0, 400);
+  if (!q) throw new MedmmvError("SEARCH_FAILED", "empty search query");
+  return q;
+}
+
+/**
+ * One result cut to the sizes the prompt allows. Results are untrusted text, so every
+ * provider caps them the same way, whatever its source returned.
+ */
+export function capResult(r: SearchResult): SearchResult {
+  return { title: r.title.slice(0, 300), url: r.url.slice(0, 2000), content: r.content.slice(0, 4000), score: r.score };
 }
 
 export class NoSearch implements SearchProvider {

@@ -5,7 +5,7 @@ import { z } from "zod";
 import type { Config } from "../config.js";
 import { MedmmvError } from "../errors.js";
 import { withRetry } from "../llm/retry.js";
-import type { SearchProvider, SearchResponse } from "./search-provider.js";
+import { capResult, DEFAULT_MAX_RESULTS, searchQuery, type SearchProvider, type SearchResponse } from "./search-provider.js";
 
 const TavilyResults = z.array(z.object({ title: z.string().default(""), url: z.string(), content: z.string().default(""), score: z.number().optional() }));
 
@@ -51,20 +51,23 @@ class TavilyHttpError extends Error {
   }
 }
 
-/** Refused for good (no retry can help): a 4xx other than a timeout, conflict or rate limit. */
-function refusedStatus(status: number): boolean {
-  return status >= 400 && status < 500 && status !== 408 && status !== 409 && status !== 429;
+/**
+ * When no status was seen (an error before the interceptor read the reply), the status
+ * @tavily/core's message may still carry: it is "<status> Error: <body>" when the server
+ * sent no `detail.error`.
+ */
+export function tavilyMessageStatus(err: unknown): number | null {
+  const message = err instanceof Error ? err.message : String(err);
+  const status = /^(\d{3}) Error:/.exec(message)?.[1];
+  return status ? Number(status) : null;
 }
 
 /**
- * When no status was seen (an error before the reply), read back from @tavily/core's
- * message what says the request itself was refused: its message is the server's
- * `detail.error`, or "<status> Error: <body>" when there is none.
+ * With no status at all, whether @tavily/core's message (the server's `detail.error`) says
+ * the request itself was refused, so no retry can help.
  */
 export function tavilyRefusal(err: unknown): boolean {
   const message = err instanceof Error ? err.message : String(err);
-  const status = /^(\d{3}) Error:/.exec(message)?.[1];
-  if (status) return refusedStatus(Number(status));
   return /unauthori[sz]ed|invalid api key|forbidden|exceeds your plan|usage limit/i.test(message);
 }
 
@@ -104,9 +107,8 @@ export class TavilySearch implements SearchProvider {
   }
 
   async search(query: string, opts: { signal?: AbortSignal; maxResults?: number }): Promise<SearchResponse> {
-    const q = query.trim().slice(0, 400);
-    if (!q) throw new MedmmvError("SEARCH_FAILED", "empty search query");
-    const max = opts.maxResults ?? 3;
+    const q = searchQuery(query);
+    const max = opts.maxResults ?? DEFAULT_MAX_RESULTS;
     return withRetry(
       "web search",
       { maxAttempts: 3, baseDelayMs: 300, maxRetryAfterMs: 10_000, timeoutMs: this.cfg.timeoutMs, failureCode: "SEARCH_FAILED" },
@@ -122,9 +124,10 @@ export class TavilySearch implements SearchProvider {
         } catch (err) {
           if (signal.aborted) throw err;
           const message = err instanceof Error ? err.message.slice(0, 200) : "unknown error";
-          const refused = attempt.http ? refusedStatus(attempt.http.status) : tavilyRefusal(err);
-          if (refused) throw new MedmmvError("SEARCH_FAILED", `web search: provider refused the request: ${message}`, { cause: err, retryable: false });
-          if (attempt.http) throw new TavilyHttpError(message, attempt.http.status, attempt.http.headers);
+          // A known status goes to the retry layer, which alone decides refused or retryable.
+          const status = attempt.http?.status ?? tavilyMessageStatus(err);
+          if (status !== null) throw new TavilyHttpError(message, status, attempt.http?.headers);
+          if (tavilyRefusal(err)) throw new MedmmvError("SEARCH_FAILED", `web search: provider refused the request: ${message}`, { cause: err, retryable: false });
           throw err;
         }
         const parsed = TavilyResults.safeParse(reply.results);
@@ -135,7 +138,7 @@ export class TavilySearch implements SearchProvider {
           results: parsed.data
             .filter((r) => /^https?:\/\//i.test(r.url))
             .slice(0, max)
-            .map((r) => ({ title: r.title.slice(0, 300), url: r.url.slice(0, 2000), content: r.content.slice(0, 4000), score: r.score })),
+            .map(capResult),
         };
       },
     );

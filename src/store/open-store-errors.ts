@@ -1,5 +1,5 @@
 import path from "node:path";
-import { MedmmvError } from "../errors.js";
+import { causes, MedmmvError } from "../errors.js";
 
 /**
  * First-run failures of opening the store, told as what to change: the variable to fix
@@ -33,8 +33,9 @@ export function checkDatabaseUrl(url: string): void {
   }
 }
 
+/** The driver's code down the cause chain, past our own STORE_FAILED wrapper (storeFailed). */
 function driverCode(err: unknown): string | undefined {
-  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+  for (const e of causes(err, 4)) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && code !== "STORE_FAILED") return code;
   }

@@ -433,17 +433,17 @@ export class PostgresStore implements CaseStore {
   }
 
   /**
-   * Insert-if-absent is the atomic check: of two processes inserting the same id, one gets
-   * the row back. A row left by an expired token is taken over by the conditional update.
+   * Prune, then insert-if-absent: the insert is the atomic check, so of two processes
+   * inserting the same id, one gets the row back. An expired token's row is gone by then.
    */
   async useTokenId(issuer: string, tokenId: string, expiresAtMs: number, nowMs: number): Promise<boolean> {
     await this.#query("useTokenId", `DELETE FROM ${this.#t.usedTokenIds} WHERE expires_ms <= $1`, [nowMs]);
     const rows = await this.#query(
       "useTokenId",
-      `INSERT INTO ${this.#t.usedTokenIds} AS u (issuer, token_id, expires_ms) VALUES ($1, $2, $3)
-       ON CONFLICT (issuer, token_id) DO UPDATE SET expires_ms = EXCLUDED.expires_ms WHERE u.expires_ms <= $4
+      `INSERT INTO ${this.#t.usedTokenIds} (issuer, token_id, expires_ms) VALUES ($1, $2, $3)
+       ON CONFLICT (issuer, token_id) DO NOTHING
        RETURNING 1 AS used`,
-      [issuer, tokenId, expiresAtMs, nowMs],
+      [issuer, tokenId, expiresAtMs],
     );
     return rows.length === 1;
   }

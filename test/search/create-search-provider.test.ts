@@ -23,6 +23,8 @@ describe("MEDMMV_SEARCH", () => {
 
     const auto = loadConfig({ DATABASE_URL: PG_TEST_URL });
     expect((await openSearchProvider(auto, { pgSchema: schema })).name).toBe("none");
+    // Asking created nothing: the corpus tables are made by the first `medmmv corpus index`.
+    expect((await pgSchemas.admin.query("SELECT 1 FROM information_schema.tables WHERE table_schema = $1", [schema])).rows).toEqual([]);
     const index = await openCorpusIndex(auto.store, { pgSchema: schema });
     await index.upsert("cardio", [prepareDocument({ id: "t", title: "Troponin", text: "Troponin above the 99th percentile means myocardial injury." })]);
     await index.close();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { loadConfig, type Config } from "../../src/config.js";
-import { TavilySearch, tavilyRefusal } from "../../src/search/tavily.js";
+import { TavilySearch, tavilyMessageStatus, tavilyRefusal } from "../../src/search/tavily.js";
 import { startScriptedTavily, type ScriptedTavily } from "../support/scripted-tavily-server.js";
 import { until } from "../support/until.js";
 
@@ -60,7 +60,7 @@ describe("TavilySearch (@tavily/core)", () => {
   });
 
   it("does not repeat a request the provider refused (wrong key): one attempt, SEARCH_FAILED, not retryable", async () => {
-    await expect(new TavilySearch(searchConfig({ TAVILY_API_KEY: "wrong" })).search("troponin", {})).rejects.toMatchObject({ code: "SEARCH_FAILED", retryable: false });
+    await expect(new TavilySearch(searchConfig({ TAVILY_API_KEY: "wrong" })).search("troponin", {})).rejects.toMatchObject({ code: "SEARCH_FAILED", retryable: false, details: { status: 401 } });
     expect(server.stats().rejected).toBe(1);
   });
 
@@ -121,10 +121,11 @@ describe("TavilySearch (@tavily/core)", () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
   });
 
-  it("reads a refusal from the client library's error messages", () => {
+  it("reads a status, or else a refusal, from the client library's error messages", () => {
+    expect(tavilyMessageStatus(new Error('400 Error: {"detail":"x"}'))).toBe(400);
+    expect(tavilyMessageStatus(new Error('429 Error: {"detail":"x"}'))).toBe(429);
+    expect(tavilyMessageStatus(new Error("Unauthorized: missing or invalid API key."))).toBeNull();
     expect(tavilyRefusal(new Error("Unauthorized: missing or invalid API key."))).toBe(true);
-    expect(tavilyRefusal(new Error('400 Error: {"detail":"x"}'))).toBe(true);
-    expect(tavilyRefusal(new Error('429 Error: {"detail":"x"}'))).toBe(false);
     expect(tavilyRefusal(new Error("Scripted fault: HTTP 503."))).toBe(false);
     expect(tavilyRefusal(new Error("Request timed out after 5 seconds."))).toBe(false);
   });

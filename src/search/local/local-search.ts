@@ -1,5 +1,5 @@
 import { MedmmvError } from "../../errors.js";
-import type { SearchProvider, SearchResponse } from "../search-provider.js";
+import { capResult, DEFAULT_MAX_RESULTS, searchQuery, type SearchProvider, type SearchResponse } from "../search-provider.js";
 import type { CorpusIndex } from "./corpus-index.js";
 import { hitUrl } from "./corpus-record.js";
 
@@ -36,9 +36,8 @@ export class LocalSearch implements SearchProvider {
 
   async search(query: string, opts: { signal?: AbortSignal; maxResults?: number }): Promise<SearchResponse> {
     if (opts.signal?.aborted) throw new MedmmvError("ABORTED", "local search: aborted");
-    const q = query.trim().slice(0, 400);
-    if (!q) throw new MedmmvError("SEARCH_FAILED", "empty search query");
-    const max = opts.maxResults ?? 3;
+    const q = searchQuery(query);
+    const max = opts.maxResults ?? DEFAULT_MAX_RESULTS;
     let hits;
     try {
       const index = await this.#opened();
@@ -56,12 +55,9 @@ export class LocalSearch implements SearchProvider {
     return {
       query: q,
       retrievedAt: new Date().toISOString(),
-      results: best.slice(0, max).map((h) => ({
-        title: (h.source ? `${h.title} (${h.source})` : h.title).slice(0, 300),
-        url: hitUrl(h.corpus, h.docId, h.url).slice(0, 2000),
-        content: h.text.slice(0, 4000),
-        score: h.score,
-      })),
+      results: best
+        .slice(0, max)
+        .map((h) => capResult({ title: h.source ? `${h.title} (${h.source})` : h.title, url: hitUrl(h.corpus, h.docId, h.url), content: h.text, score: h.score })),
     };
   }
 

@@ -27,6 +27,27 @@ export class PostgresCorpusIndex implements CorpusIndex {
     this.#t = pgCorpusTables(this.#schema);
   }
 
+  /**
+   * Whether the schema holds an indexed corpus, without creating anything: the default
+   * search provider is chosen from this at every boot, and a yes/no needs no tables made
+   * and no aggregate over every document.
+   */
+  static async hasCorpus(opts: PostgresCorpusIndexOptions): Promise<boolean> {
+    const t = pgCorpusTables(checkSchemaName(opts.schema ?? "public"));
+    const client = new pg.Client({ connectionString: opts.connectionString, connectionTimeoutMillis: 10_000 });
+    client.on("error", () => undefined); // a connection dropped by the server; the query below reports it
+    try {
+      await client.connect();
+      const table = await client.query<{ present: boolean }>("SELECT to_regclass($1) IS NOT NULL AS present", [t.chunks]);
+      if (!table.rows[0]?.present) return false;
+      return (await client.query(`SELECT 1 FROM ${t.chunks} LIMIT 1`)).rows.length > 0;
+    } catch (e) {
+      throw storeFailed("corpus check", e);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
   async init(): Promise<void> {
     if (this.#pool) return;
     // A CLI command must be able to exit while idle connections linger.

@@ -136,12 +136,16 @@ export class SqliteCorpusIndex implements CorpusIndex {
 
   async stats(): Promise<CorpusStats[]> {
     const db = this.#conn();
-    const rows = db
-      .prepare<[], { corpus: string; documents: number; chunks: number; last: string | null }>(
-        "SELECT corpus, count(*) AS documents, sum(chunks) AS chunks, max(indexed_at) AS last FROM medmmv_corpus_docs GROUP BY corpus ORDER BY corpus",
-      )
-      .all();
-    return rows.map((r) => ({ corpus: r.corpus, documents: r.documents, chunks: r.chunks, lastIndexedAt: r.last }));
+    try {
+      const rows = db
+        .prepare<[], { corpus: string; documents: number; chunks: number; last: string | null }>(
+          "SELECT corpus, count(*) AS documents, sum(chunks) AS chunks, max(indexed_at) AS last FROM medmmv_corpus_docs GROUP BY corpus ORDER BY corpus",
+        )
+        .all();
+      return rows.map((r) => ({ corpus: r.corpus, documents: r.documents, chunks: r.chunks, lastIndexedAt: r.last }));
+    } catch (e) {
+      throw storeFailed("corpus stats", e);
+    }
   }
 
   async close(): Promise<void> {

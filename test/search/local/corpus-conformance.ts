@@ -10,13 +10,14 @@ import { LocalSearch } from "../../../src/search/local/local-search.js";
 
 /**
  * One behavioural contract for every corpus index backend (DESIGN §7.9), like the case
- * store's. Each test gets a fresh, empty location from the harness.
+ * store's. Each test gets a fresh, empty location from the harness; the suite closes every
+ * index it opened there, so no backend can leave a reopened one open.
  */
 export interface CorpusHarness {
-  index: CorpusIndex;
-  /** Another initialised index on the same location, as a second process would open it. */
-  reopen(): Promise<CorpusIndex>;
-  dispose(): Promise<void>;
+  /** An initialised index on this location; called again, another one, as a second process would open it. */
+  open(): Promise<CorpusIndex>;
+  /** Removes the location, after every index opened on it is closed. */
+  cleanup?(): Promise<void>;
 }
 
 const docs = (records: CorpusRecord[]) => records.map((r) => prepareDocument(r));
@@ -72,14 +73,22 @@ export const HOSTILE_QUERIES = [
 export function describeCorpusConformance(backend: string, makeHarness: () => Promise<CorpusHarness>, opts: { fuzzRuns: number }) {
   describe(`CorpusIndex conformance: ${backend}`, () => {
     let h: CorpusHarness;
+    let opened: CorpusIndex[] = [];
     let index: CorpusIndex;
     const dirs: string[] = [];
+    const reopen = async () => {
+      const i = await h.open();
+      opened.push(i);
+      return i;
+    };
     beforeEach(async () => {
+      opened = [];
       h = await makeHarness();
-      index = h.index;
+      index = await reopen();
     });
     afterEach(async () => {
-      await h.dispose();
+      for (const i of opened) await i.close();
+      await h.cleanup?.();
     });
     afterAll(() => {
       for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -114,7 +123,7 @@ export function describeCorpusConformance(backend: string, makeHarness: () => Pr
       expect(await index.upsert("cardio", docs([{ ...TROPONIN, text: "Copeptin is an early marker." }]))).toEqual({ added: 0, updated: 1, unchanged: 0 });
       expect(await index.search("percentile", { limit: 10 })).toEqual([]);
       expect((await index.search("copeptin", { limit: 10 })).map((x) => x.docId)).toEqual(["troponin"]);
-      const reopened = await h.reopen();
+      const reopened = await reopen();
       expect((await reopened.stats()).map((s) => [s.corpus, s.documents, s.chunks])).toEqual([["cardio", 2, 2]]);
     });
 

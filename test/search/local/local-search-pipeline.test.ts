@@ -11,6 +11,7 @@ import { prepareDocument } from "../../../src/search/local/corpus-record.js";
 import { createSearchProvider } from "../../../src/search/create-search-provider.js";
 import { clinicalScenario } from "../../support/clinical-scenario.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
+import { startScriptedTavily } from "../../support/scripted-tavily-server.js";
 import { chestPainCase } from "../../support/sample-cases.js";
 import type { ScriptedRequest } from "../../support/scripted-openai-server.js";
 
@@ -51,7 +52,9 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 describe("a case run with MEDMMV_SEARCH=local", () => {
   it("has literature nodes from the local corpus, with corpus provenance and retrieval time, fenced as untrusted", async () => {
-    const cfg = servers.config({ MEDMMV_SEARCH: "local", MEDMMV_DATA_DIR: dataDir });
+    // A web search server with a key is configured too: the explicit MEDMMV_SEARCH=local wins.
+    const tavily = await startScriptedTavily({});
+    const cfg = servers.config({ MEDMMV_SEARCH: "local", MEDMMV_DATA_DIR: dataDir, TAVILY_API_KEY: "t", TAVILY_BASE_URL: tavily.baseUrl });
     const pipeline = new Pipeline(cfg);
     try {
       analysisPrompts.length = 0;
@@ -78,10 +81,11 @@ describe("a case run with MEDMMV_SEARCH=local", () => {
         const fenced = /<<<UNTRUSTED_SEARCH_CONTENT\n([\s\S]*?)\nUNTRUSTED_SEARCH_CONTENT>>>/.exec(text)?.[1] ?? "";
         expect(fenced).toMatch(/\[result 0\] .* \(corpus:\/\/cardiology\/[a-z0-9-]+\)/);
       }
-      // Nothing went to a web search server: none is configured.
-      expect(cfg.search.apiKey).toBeNull();
+      // No query went to the web search server.
+      expect(tavily.stats()).toMatchObject({ total: 0, rejected: 0 });
     } finally {
       await pipeline.search.close?.();
+      await tavily.close();
     }
   }, 60_000);
 

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import type { CorpusIndex } from "../../../src/search/local/corpus-index.js";
 import { prepareDocument } from "../../../src/search/local/corpus-record.js";
 import { openCorpusIndex } from "../../../src/search/local/open-corpus-index.js";
 import { PostgresCorpusIndex } from "../../../src/search/local/postgres-corpus-index.js";
@@ -13,19 +12,9 @@ describeCorpusConformance(
   "postgres",
   async () => {
     const schema = newSchema();
-    const opened: CorpusIndex[] = [];
-    const open = async () => {
-      const i = await openCorpusIndex({ databaseUrl: PG_TEST_URL, dataDir: "./unused" }, { pgSchema: schema });
-      opened.push(i);
-      return i;
-    };
     return {
-      index: await open(),
-      reopen: open,
-      dispose: async () => {
-        for (const i of opened) await i.close();
-        await dropSchema(schema);
-      },
+      open: () => openCorpusIndex({ databaseUrl: PG_TEST_URL, dataDir: "./unused" }, { pgSchema: schema }),
+      cleanup: () => dropSchema(schema),
     };
   },
   { fuzzRuns: 150 },
@@ -44,6 +33,26 @@ describe("PostgresCorpusIndex specifics", () => {
       expect(row.rows[0]!.tsv).toMatch(/'troponin':1A/);
     } finally {
       await index.close();
+      await dropSchema(schema);
+    }
+  });
+
+  it("tells whether a schema holds a corpus without creating its tables", async () => {
+    const schema = newSchema();
+    const tables = async () =>
+      (await pgs.admin.query<{ n: number }>("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1", [schema])).rows[0]!.n;
+    try {
+      expect(await PostgresCorpusIndex.hasCorpus({ connectionString: PG_TEST_URL, schema })).toBe(false);
+      expect(await tables()).toBe(0);
+      const index = await openCorpusIndex({ databaseUrl: PG_TEST_URL, dataDir: "./unused" }, { pgSchema: schema });
+      try {
+        expect(await PostgresCorpusIndex.hasCorpus({ connectionString: PG_TEST_URL, schema })).toBe(false);
+        await index.upsert("cardio", [prepareDocument({ id: "a", title: "Troponin", text: "A cardiac marker." })]);
+        expect(await PostgresCorpusIndex.hasCorpus({ connectionString: PG_TEST_URL, schema })).toBe(true);
+      } finally {
+        await index.close();
+      }
+    } finally {
       await dropSchema(schema);
     }
   });

@@ -1,9 +1,8 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import type { CorpusIndex } from "../../../src/search/local/corpus-index.js";
 import { prepareDocument } from "../../../src/search/local/corpus-record.js";
 import { openCorpusIndex } from "../../../src/search/local/open-corpus-index.js";
 import { SqliteCorpusIndex } from "../../../src/search/local/sqlite-corpus-index.js";
@@ -26,19 +25,7 @@ describeCorpusConformance(
   "sqlite",
   async () => {
     const dataDir = join(tempDir(), "data");
-    const opened: CorpusIndex[] = [];
-    const open = async () => {
-      const i = await openCorpusIndex({ databaseUrl: null, dataDir });
-      opened.push(i);
-      return i;
-    };
-    return {
-      index: await open(),
-      reopen: open,
-      dispose: async () => {
-        for (const i of opened) await i.close();
-      },
-    };
+    return { open: () => openCorpusIndex({ databaseUrl: null, dataDir }) };
   },
   { fuzzRuns: 500 },
 );
@@ -69,6 +56,7 @@ describe("SqliteCorpusIndex specifics", () => {
   it("tells whether a store file holds a corpus without creating the file", async () => {
     const dataDir = join(tempDir(), "not-yet");
     expect(SqliteCorpusIndex.hasCorpus(dataDir)).toBe(false);
+    expect(existsSync(dataDir)).toBe(false);
     const store = await openStore({ databaseUrl: null, dataDir });
     await store.close();
     expect(SqliteCorpusIndex.hasCorpus(dataDir)).toBe(false);
@@ -77,6 +65,22 @@ describe("SqliteCorpusIndex specifics", () => {
     await index.upsert("cardio", [prepareDocument({ id: "a", title: "Troponin", text: "A cardiac marker." })]);
     await index.close();
     expect(SqliteCorpusIndex.hasCorpus(dataDir)).toBe(true);
+  });
+
+  it("stats reports a driver error as STORE_FAILED, like upsert and search", async () => {
+    const dataDir = tempDir();
+    const index = await openCorpusIndex({ databaseUrl: null, dataDir });
+    try {
+      const other = new Database(join(dataDir, SQLITE_FILE_NAME));
+      try {
+        other.exec("DROP TABLE medmmv_corpus_docs");
+      } finally {
+        other.close();
+      }
+      await expect(index.stats()).rejects.toMatchObject({ name: "MedmmvError", code: "STORE_FAILED", message: "store operation corpus stats failed (SQLITE_ERROR)" });
+    } finally {
+      await index.close();
+    }
   });
 
   it("reports STORE_FAILED when the data directory cannot be created", async () => {
