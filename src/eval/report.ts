@@ -11,7 +11,7 @@ import { stagewiseMarkdown, stagewiseTables } from "./stagewise/report.js";
 import type { ThrottleStats } from "./throttle.js";
 import { robustnessMarkdown, robustnessRows } from "./probes/robustness-report.js";
 import type { ConversationMetrics } from "./conversation/metrics.js";
-import type { QuestionOrder } from "./conversation/types.js";
+import { CONVERSATION_DATASETS, type QuestionOrder } from "./conversation/types.js";
 
 export const SUMMARY_JSON = "summary.json";
 export const SUMMARY_MD = "summary.md";
@@ -113,9 +113,14 @@ const pct = (x: number | null | undefined, d = 1) => (x === null || x === undefi
 const fix = (x: number | null | undefined, d = 2) => (x === null || x === undefined ? "—" : x.toFixed(d));
 const signed = (x: number, d: number) => `${x >= 0 ? "+" : "-"}${Math.abs(x).toFixed(d)}`;
 
+/** A conversation eval does not count the detector's verdicts on its turns (nor the pipeline run's): its zero is not a measurement. */
+function isConversationEval(s: Pick<EvalSummary, "dataset">): boolean {
+  return (CONVERSATION_DATASETS as readonly string[]).includes(s.dataset.name);
+}
+
 /** Only MedMMV with its detector on checks claims; zero flagged claims elsewhere would read as "no hallucinations". */
-export function measuresHallucinations(s: Pick<EvalSummary, "method" | "config">): boolean {
-  return s.method === "medmmv" && !(s.config["ablations"] as { noHd?: boolean } | undefined)?.noHd;
+export function measuresHallucinations(s: Pick<EvalSummary, "method" | "config" | "dataset">): boolean {
+  return s.method === "medmmv" && !(s.config["ablations"] as { noHd?: boolean } | undefined)?.noHd && !isConversationEval(s);
 }
 
 function accuracyCell(s: EvalSummary): string {
@@ -168,7 +173,7 @@ export function summaryMarkdown(s: EvalSummary): string {
 
   const h = s.hallucinations;
   out.push("## Hallucinations (flagged claims, all HD attempts)", "");
-  if (!measuresHallucinations(s)) out.push("Not measured: this method has no hallucination detector.", "");
+  if (!measuresHallucinations(s)) out.push(isConversationEval(s) ? "Not measured: a conversation eval does not count flagged claims." : "Not measured: this method has no hallucination detector.", "");
   else {
     const rows = (["visual", "knowledge", "reasoning"] as const).map((k) => [k, String(h[k]), fix(h.perItem[k])]);
     out.push(markdownTable(["stage", "total", "per item"], [...rows, ["all", String(h.total), fix(h.perItem.total)]], ["l", "r", "r"]), "");

@@ -53,6 +53,9 @@ describe("conversation eval over the scripted model", () => {
       if (method === "medmmv") {
         expect(servers.model.stats().byAgent["hd-supervisor"]).toBeGreaterThanOrEqual(45);
         expect(servers.model.stats().byAgent["rollout"]).toBe(3);
+        // ... but the records do not count those verdicts, so their zeros are not shown as a measurement.
+        expect(await readFile(path.join(out, "summary.md"), "utf8")).toMatch(/## Hallucinations \(flagged claims, all HD attempts\)\s+Not measured: a conversation eval does not count flagged claims\./);
+        expect(compareSummaries([summary], ["medmmv"])).toMatch(/\| hallucinations \/ item\s*\|\s*— \|/);
       } else expect(servers.model.stats().byAgent["hd-supervisor"] ?? 0).toBe(0);
     });
   }
