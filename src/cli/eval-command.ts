@@ -118,8 +118,30 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
   };
 }
 
+/**
+ * Flags the conversation eval does not take. They are refused rather than dropped, so a run
+ * never looks like a probe, a judged run or a sample that it is not.
+ */
+const NOT_FOR_CONVERSATIONS: Array<[keyof EvalCliOptions, string]> = [
+  ["hypothesis", "--hypothesis"],
+  ["shuffleOptions", "--shuffle-options"],
+  ["stageJudge", "--stage-judge"],
+  ["raters", "--raters"],
+  ["traces", "--traces"],
+  ["traceFormat", "--trace-format"],
+  ["replace", "--replace"],
+  ["traceRetries", "--trace-retries"],
+  ["sample", "--sample"],
+  ["stratify", "--stratify"],
+  ["fieldMap", "--field-map"],
+];
+
 async function evalAction(o: EvalCliOptions): Promise<number> {
   if (!o.dataset) return usageError(`--dataset is required (${[...DATASET_NAMES, ...CONVERSATION_DATASETS].join(" | ")})`);
+  if ((CONVERSATION_DATASETS as readonly string[]).includes(o.dataset)) {
+    const flag = NOT_FOR_CONVERSATIONS.find(([k]) => o[k] !== undefined)?.[1];
+    if (flag) return usageError(`${flag} does not apply to --dataset ${o.dataset}`);
+  } else if (o.order) return usageError(`--order applies to --dataset ${CONVERSATION_DATASETS.join("|")} only`);
   if (!o.input) return usageError("--input FILE is required");
   if (!o.out) return usageError("--out DIR is required");
   let config: Config;
