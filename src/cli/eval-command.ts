@@ -251,7 +251,7 @@ export function registerEvalCommands(program: Command): void {
     .option("--stratify <keys>", "sample proportionally within strata, e.g. body_system,question_type", list)
     .option("--seed <s>", "seed for --sample (and the per-run seed base of --select random)", int(0, 2 ** 31 - 1))
     .option("--runs <r>", "repeat every item R times; accuracy is reported as mean ± std over runs", int(1, 100), 1)
-    .addOption(new Option("--method <m>", "medmmv, zero-shot chain of thought, or self-consistency (k CoT samples, majority vote)").choices(METHOD_NAMES).default("medmmv"))
+    .addOption(new Option("--method <m>", "medmmv, zero-shot chain of thought, self-consistency (k CoT samples, majority vote), or stagewise (ClinHallu's stage-wise protocol)").choices(METHOD_NAMES).default("medmmv"))
     .option("--k <n>", "rollouts (medmmv) or samples (self-consistency)", int(1, 32))
     .option("--max-repairs <n>", "repair budget per path", int(0, 10))
     .option("--adaptive", "sample rollouts in rounds; stop early when they agree")
