@@ -18,7 +18,7 @@ import { writeJsonAtomic, type RunManifest } from "./manifest.js";
 import { cotMethod } from "./methods/cot.js";
 import { medmmvMethod } from "./methods/medmmv.js";
 import { selfConsistencyMethod } from "./methods/self-consistency.js";
-import { METHOD_NAMES, NO_HALLUCINATIONS, type EvalMethod, type MethodName, type MethodOutput } from "./methods/types.js";
+import { failedOutput, METHOD_NAMES, noDiagnostics, type EvalMethod, type MethodName, type MethodOutput } from "./methods/types.js";
 import type { ProgressSink } from "./progress.js";
 import { openRunSession } from "./run-session.js";
 import { buildRaters, rateOutput, type Rater } from "./raters.js";
@@ -234,7 +234,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
 
   const runTask = async (x: EvalItem | ItemError, run: number): Promise<void> => {
     const started = Date.now();
-    const base = { id: x.id, run, method, strata: isItemError(x) ? {} : x.strata, cu: null, answerSupport: null, stability: null, hallucinations: { ...NO_HALLUCINATIONS }, errors: [] };
+    const base = { id: x.id, run, method, strata: isItemError(x) ? {} : x.strata, ...noDiagnostics() };
     let record: ResultRecord;
     if (isItemError(x)) {
       record = { ...base, status: "failed", answer: null, gold: { kind: "open", text: "" }, correct: false, usage: emptyUsage(), error: x.error, attempts: 0, finishedAt: new Date().toISOString() };
@@ -269,24 +269,12 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
       if (item.warnings?.length) r.warnings = item.warnings;
       return r;
     };
-    const failed = (error: { code: string; message: string }, usage: Usage): MethodOutput => ({
-      status: "failed",
-      answer: null,
-      usage,
-      cu: null,
-      answerSupport: null,
-      stability: null,
-      hallucinations: { ...NO_HALLUCINATIONS },
-      errors: [],
-      error,
-      rationale: "",
-    });
 
     let prepared;
     try {
       prepared = await prepareCase(item.case, { allowPath: true, maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
     } catch (err) {
-      return finish(failed(describeError(err), emptyUsage(Date.now() - started)), 0);
+      return finish(failedOutput(describeError(err), emptyUsage(Date.now() - started)), 0);
     }
     // Runs of one item may be in flight together: give each its own case id (the pipeline's thread key).
     prepared = { ...prepared, id: `${prepared.id}:r${run}` };
@@ -314,7 +302,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
       try {
         out = await m.run(prepared, signal, context);
       } catch (err) {
-        out = failed(describeError(err), emptyUsage());
+        out = failedOutput(describeError(err), emptyUsage());
       }
       usage = usage && !cumulative ? addUsage(usage, out.usage) : out.usage;
       if (signal.aborted || !isTransient(out) || attempts > itemRetries) break;
@@ -331,7 +319,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
         record.ratingUsage = rated.usage;
       } catch (err) {
         if (!signal.aborted) throw err;
-        return finish(failed({ code: "ABORTED", message: "eval cancelled" }, usage), attempts);
+        return finish(failedOutput({ code: "ABORTED", message: "eval cancelled" }, usage), attempts);
       }
     }
     return record;

@@ -16,7 +16,7 @@ import { canonicalJson } from "../../service/case-intake.js";
 import { VERSION } from "../../version.js";
 import type { ItemError } from "../datasets/types.js";
 import { writeJsonAtomic, type RunManifest } from "../manifest.js";
-import { NO_HALLUCINATIONS } from "../methods/types.js";
+import { noDiagnostics } from "../methods/types.js";
 import { buildSummary, SUMMARY_JSON, SUMMARY_MD, summaryMarkdown, type EvalSummary } from "../report.js";
 import type { ProgressSink } from "../progress.js";
 import { openRunSession } from "../run-session.js";
@@ -177,11 +177,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
       correct: !outcome.failed && outcome.turns.length > 0 && outcome.turns.every((t) => t.correct),
       strata: { order },
       usage,
-      cu: null,
-      answerSupport: null,
-      stability: null,
-      hallucinations: { ...NO_HALLUCINATIONS },
-      errors: [],
+      ...noDiagnostics(),
       ...(error ? { error } : {}),
       attempts: 1,
       finishedAt: new Date().toISOString(),
