@@ -60,6 +60,11 @@ export function describeLabels(seq: LabelledSequence, steps: string[]): string {
   return steps.map((s) => `${s} = ${seq[s]}`).join(", ");
 }
 
+/** "aml (Acute myeloid leukemia …): image-quality = high, …, diagnosis = aml": one valid path, for prompts and messages. */
+export function describePath(p: PathwayPath): string {
+  return `${p.id} (${p.outcome}): ${describeLabels(p.sequence, Object.keys(p.sequence))}`;
+}
+
 /** The issue text of a context conflict (the detector's report, a conversation turn). */
 export function contextConflictIssue(pathwayId: string, seq: LabelledSequence, steps: string[]): string {
   return `context-conflict: ${describeLabels(seq, steps)} fit no valid path of pathway "${pathwayId}"`;
