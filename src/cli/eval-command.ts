@@ -1,14 +1,14 @@
 import path from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { assertLlmConfigured, loadConfig, type Config } from "../config.js";
-import { describeError, isMedmmvError, MedmmvError } from "../errors.js";
+import { describeError } from "../errors.js";
 import type { ResponseCache } from "../llm/model-client.js";
 import { DATASET_NAMES, type JsonlFieldMap } from "../eval/datasets/index.js";
 import { METHOD_NAMES, type MethodName } from "../eval/methods/types.js";
 import type { EvalRunOptions } from "../eval/runner.js";
 import { HYPOTHESIS_KINDS, MAX_SHUFFLES, type HypothesisKind } from "../eval/probes/types.js";
 import { CONVERSATION_DATASETS, QUESTION_ORDERS, type QuestionOrder } from "../eval/conversation/types.js";
-import { EXIT, intArg as int, listArg as list } from "./cli-args.js";
+import { EXIT, exitCodeFor, intArg as int, listArg as list } from "./cli-args.js";
 import { replaceArg, type StagewiseCliOptions, stagewiseRunOptions } from "./stagewise-options.js";
 
 // The runner, the store and the report are imported when a command runs, so `--help` and
@@ -175,7 +175,7 @@ async function evalAction(o: EvalCliOptions): Promise<number> {
   } catch (err) {
     const e = describeError(err);
     process.stderr.write(`medmmv eval: [${e.code}] ${e.message}\n`);
-    return isMedmmvError(err) && ["INVALID_INPUT", "CONFLICT", "CONFIG_MISSING", "MODEL_NOT_CONFIGURED", "CONFIG_INVALID", "NOT_FOUND"].includes(err.code) ? EXIT.usage : EXIT.failed;
+    return exitCodeFor(err);
   } finally {
     process.off("SIGINT", onSigint);
     await close().catch(() => undefined);
@@ -216,10 +216,13 @@ async function reportAction(dirs: string[], o: { json?: boolean }): Promise<numb
     }
     return EXIT.ok;
   } catch (err) {
-    const e = describeError(err);
-    process.stderr.write(`medmmv eval report: ${e.message}\n`);
-    return err instanceof MedmmvError && err.code !== "INTERNAL" ? EXIT.usage : EXIT.failed;
+    return failWith("medmmv eval report", err);
   }
+}
+
+function failWith(command: string, err: unknown): number {
+  process.stderr.write(`${command}: ${describeError(err).message}\n`);
+  return exitCodeFor(err);
 }
 
 async function exportTracesAction(dir: string, o: { to: string; run: number }): Promise<number> {
@@ -229,9 +232,7 @@ async function exportTracesAction(dir: string, o: { to: string; run: number }): 
     for (const [file, n] of Object.entries(counts)) process.stdout.write(`${path.join(o.to, file)}: ${n} record(s)\n`);
     return EXIT.ok;
   } catch (err) {
-    const e = describeError(err);
-    process.stderr.write(`medmmv eval export-traces: ${e.message}\n`);
-    return err instanceof MedmmvError && err.code !== "INTERNAL" ? EXIT.usage : EXIT.failed;
+    return failWith("medmmv eval export-traces", err);
   }
 }
 
