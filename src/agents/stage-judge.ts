@@ -10,10 +10,13 @@ export const StageJudgeOutput = z.object({
 });
 export type StageJudgeOutput = z.infer<typeof StageJudgeOutput>;
 
-export type JudgedStage = "visual" | "knowledge" | "reasoning";
+/** ClinHallu's stages (DESIGN §10); the eval re-exports them, since agents do not import eval. */
+export const STAGES = ["visual", "knowledge", "reasoning"] as const;
+export type StageKey = (typeof STAGES)[number];
 
-const STAGE_NAMES: Record<JudgedStage, string> = { visual: "Visual Recognition", knowledge: "Knowledge Recall", reasoning: "Reasoning" };
-const STAGE_INSTRUCTIONS: Record<JudgedStage, string> = {
+/** ClinHallu's stage names, as its trace headers, judge prompts and support context spell them. */
+export const STAGE_NAMES: Record<StageKey, string> = { visual: "Visual Recognition", knowledge: "Knowledge Recall", reasoning: "Reasoning" };
+const STAGE_INSTRUCTIONS: Record<StageKey, string> = {
   visual: "Are there hallucinated or incorrect visual findings? The reference step is guidance; the image evidence takes priority.",
   knowledge: "Is the knowledge hallucinated, unsupported, irrelevant to the question or medically wrong? Be strict.",
   reasoning: "Are there hallucinated claims, unsupported logical jumps or wrong inferences? Is the conclusion justified?",
@@ -27,7 +30,7 @@ export async function runStageJudge(
   deps: AgentDeps,
   ctx: CallContext,
   c: PreparedCase,
-  input: { stage: JudgedStage; candidate: string; reference: string; support: string; groundTruth: string },
+  input: { stage: StageKey; candidate: string; reference: string; support: string; groundTruth: string },
 ): Promise<StageJudgeOutput> {
   return callAgent(deps, ctx, c, {
     agent: "stage-judge",

@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { PreparedCase } from "../case/schema.js";
 import type { CallContext } from "../llm/model-client.js";
 import { callAgent, neutralise, type AgentDeps } from "./agent-context.js";
+import { STAGE_NAMES } from "./stage-judge.js";
 
 /** One structured stage-wise trace (ClinHallu's three stages and the answer). */
 export const StagewiseTraceOutput = z.object({
@@ -66,7 +67,7 @@ export async function runStagewiseContinuation(
   c: PreparedCase,
   input: { given: string; writeKnowledge: boolean; format: TraceFormatName; temperature: number },
 ): Promise<{ knowledgeRecall?: string; reasoning: string; answer: string } | { continuation: string }> {
-  const remaining = input.writeKnowledge ? "[Knowledge Recall] and [Reasoning]" : "[Reasoning]";
+  const remaining = input.writeKnowledge ? `[${STAGE_NAMES.knowledge}] and [${STAGE_NAMES.reasoning}]` : `[${STAGE_NAMES.reasoning}]`;
   const outputInstruction =
     input.format === "text"
       ? `Write them as plain text in \`continuation\` under their exact headers (${remaining}), ending with a line \`[Answer] …\`; do not repeat the given stages.`

@@ -5,6 +5,7 @@ import { assertLlmConfigured, loadConfig } from "../config.js";
 import { isMedmmvError } from "../errors.js";
 import { loadCaseFile } from "../case/load-case.js";
 import { Pipeline, pipelineOptions } from "../graph/pipeline.js";
+import { openSearchProvider } from "../search/create-search-provider.js";
 import { CallChain, UsageMeter } from "../llm/usage.js";
 import { loadPathway } from "../pathways/load-pathway.js";
 import { casePathway } from "../pathways/path-conflict.js";
@@ -55,8 +56,9 @@ export async function chatCommand(file: string, opts: ChatOptions, io: { input: 
     return EXIT.usage;
   }
   const write = (s: string) => io.output.write(`${s}\n`);
-  const pipeline = new Pipeline(config);
   try {
+    // As diagnose and the server choose it: on Postgres the default looks for an indexed corpus.
+    const pipeline = new Pipeline(config, { search: await openSearchProvider(config) });
     const { result, fullEvidenceGraph } = await pipeline.run(c, pipelineOptions(config, { k: opts.k, maxRepairs: opts.maxRepairs }));
     if (opts.json) write(JSON.stringify({ type: "result", result }));
     else write(formatSummary(result));

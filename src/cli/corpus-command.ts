@@ -3,7 +3,7 @@ import { Command } from "commander";
 import type { Config } from "../config.js";
 import type { CorpusIndex } from "../search/local/corpus-index.js";
 import { isMedmmvError } from "../errors.js";
-import { EXIT, intArg } from "./cli-args.js";
+import { EXIT, exitCodeFor, intArg } from "./cli-args.js";
 
 // The index (better-sqlite3 or pg) is imported when a corpus command runs, so `--help`
 // and the other commands start fast.
@@ -47,8 +47,7 @@ async function withIndex<T>(env: CorpusCommandEnv, what: string, run: (index: Co
     }
   } catch (err) {
     io.err(`medmmv corpus ${what}: ${isMedmmvError(err) ? `[${err.code}] ${err.message}` : err instanceof Error ? err.message : String(err)}\n`);
-    const usage = isMedmmvError(err) && ["INVALID_INPUT", "NOT_FOUND", "CONFIG_INVALID", "CONFIG_MISSING"].includes(err.code);
-    return usage ? EXIT.usage : EXIT.failed;
+    return exitCodeFor(err);
   }
 }
 

@@ -1,14 +1,14 @@
 import path from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { assertLlmConfigured, loadConfig, type Config } from "../config.js";
-import { describeError, isMedmmvError, MedmmvError } from "../errors.js";
+import { describeError } from "../errors.js";
 import type { ResponseCache } from "../llm/model-client.js";
 import { DATASET_NAMES, type JsonlFieldMap } from "../eval/datasets/index.js";
 import { METHOD_NAMES, type MethodName } from "../eval/methods/types.js";
 import type { EvalRunOptions } from "../eval/runner.js";
 import { HYPOTHESIS_KINDS, MAX_SHUFFLES, type HypothesisKind } from "../eval/probes/types.js";
 import { CONVERSATION_DATASETS, QUESTION_ORDERS, type QuestionOrder } from "../eval/conversation/types.js";
-import { EXIT, intArg as int, listArg as list } from "./cli-args.js";
+import { EXIT, exitCodeFor, intArg as int, listArg as list } from "./cli-args.js";
 import { replaceArg, type StagewiseCliOptions, stagewiseRunOptions } from "./stagewise-options.js";
 
 // The runner, the store and the report are imported when a command runs, so `--help` and
@@ -118,8 +118,30 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
   };
 }
 
+/**
+ * Flags the conversation eval does not take. They are refused rather than dropped, so a run
+ * never looks like a probe, a judged run or a sample that it is not.
+ */
+const NOT_FOR_CONVERSATIONS: Array<[keyof EvalCliOptions, string]> = [
+  ["hypothesis", "--hypothesis"],
+  ["shuffleOptions", "--shuffle-options"],
+  ["stageJudge", "--stage-judge"],
+  ["raters", "--raters"],
+  ["traces", "--traces"],
+  ["traceFormat", "--trace-format"],
+  ["replace", "--replace"],
+  ["traceRetries", "--trace-retries"],
+  ["sample", "--sample"],
+  ["stratify", "--stratify"],
+  ["fieldMap", "--field-map"],
+];
+
 async function evalAction(o: EvalCliOptions): Promise<number> {
   if (!o.dataset) return usageError(`--dataset is required (${[...DATASET_NAMES, ...CONVERSATION_DATASETS].join(" | ")})`);
+  if ((CONVERSATION_DATASETS as readonly string[]).includes(o.dataset)) {
+    const flag = NOT_FOR_CONVERSATIONS.find(([k]) => o[k] !== undefined)?.[1];
+    if (flag) return usageError(`${flag} does not apply to --dataset ${o.dataset}`);
+  } else if (o.order) return usageError(`--order applies to --dataset ${CONVERSATION_DATASETS.join("|")} only`);
   if (!o.input) return usageError("--input FILE is required");
   if (!o.out) return usageError("--out DIR is required");
   let config: Config;
@@ -153,7 +175,7 @@ async function evalAction(o: EvalCliOptions): Promise<number> {
   } catch (err) {
     const e = describeError(err);
     process.stderr.write(`medmmv eval: [${e.code}] ${e.message}\n`);
-    return isMedmmvError(err) && ["INVALID_INPUT", "CONFLICT", "CONFIG_MISSING", "MODEL_NOT_CONFIGURED", "CONFIG_INVALID", "NOT_FOUND"].includes(err.code) ? EXIT.usage : EXIT.failed;
+    return exitCodeFor(err);
   } finally {
     process.off("SIGINT", onSigint);
     await close().catch(() => undefined);
@@ -194,10 +216,13 @@ async function reportAction(dirs: string[], o: { json?: boolean }): Promise<numb
     }
     return EXIT.ok;
   } catch (err) {
-    const e = describeError(err);
-    process.stderr.write(`medmmv eval report: ${e.message}\n`);
-    return err instanceof MedmmvError && err.code !== "INTERNAL" ? EXIT.usage : EXIT.failed;
+    return failWith("medmmv eval report", err);
   }
+}
+
+function failWith(command: string, err: unknown): number {
+  process.stderr.write(`${command}: ${describeError(err).message}\n`);
+  return exitCodeFor(err);
 }
 
 async function exportTracesAction(dir: string, o: { to: string; run: number }): Promise<number> {
@@ -207,9 +232,7 @@ async function exportTracesAction(dir: string, o: { to: string; run: number }): 
     for (const [file, n] of Object.entries(counts)) process.stdout.write(`${path.join(o.to, file)}: ${n} record(s)\n`);
     return EXIT.ok;
   } catch (err) {
-    const e = describeError(err);
-    process.stderr.write(`medmmv eval export-traces: ${e.message}\n`);
-    return err instanceof MedmmvError && err.code !== "INTERNAL" ? EXIT.usage : EXIT.failed;
+    return failWith("medmmv eval export-traces", err);
   }
 }
 
@@ -229,7 +252,7 @@ export function registerEvalCommands(program: Command): void {
     .option("--stratify <keys>", "sample proportionally within strata, e.g. body_system,question_type", list)
     .option("--seed <s>", "seed for --sample (and the per-run seed base of --select random)", int(0, 2 ** 31 - 1))
     .option("--runs <r>", "repeat every item R times; accuracy is reported as mean ± std over runs", int(1, 100), 1)
-    .addOption(new Option("--method <m>", "medmmv, zero-shot chain of thought, or self-consistency (k CoT samples, majority vote)").choices(METHOD_NAMES).default("medmmv"))
+    .addOption(new Option("--method <m>", "medmmv, zero-shot chain of thought, self-consistency (k CoT samples, majority vote), or stagewise (ClinHallu's stage-wise protocol)").choices(METHOD_NAMES).default("medmmv"))
     .option("--k <n>", "rollouts (medmmv) or samples (self-consistency)", int(1, 32))
     .option("--max-repairs <n>", "repair budget per path", int(0, 10))
     .option("--adaptive", "sample rollouts in rounds; stop early when they agree")

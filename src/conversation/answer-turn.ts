@@ -9,7 +9,7 @@ import { EvidenceGraph, type SerializedEvidenceGraph } from "../evidence/evidenc
 import { renderEvidenceForPrompt } from "../evidence/render-for-prompt.js";
 import { MedmmvError } from "../errors.js";
 import { labelAnswer } from "../pathways/labeller.js";
-import { checkAnswerSequence, contextConflictIssue } from "../pathways/consistency.js";
+import { answerSequenceIssue, checkAnswerSequence } from "../pathways/consistency.js";
 import { NO_MATCH, type Pathway } from "../pathways/schema.js";
 import type { NewTurn } from "../store/case-store.js";
 
@@ -93,7 +93,8 @@ export async function answerTurn(
     }
   }
 
-  const check = pathway ? checkAnswerSequence(pathway, [...input.history, { step: stepId, category }]) : null;
+  const answers = [...input.history, { step: stepId, category }];
+  const check = pathway ? checkAnswerSequence(pathway, answers) : null;
   const evidenceIds = [...new Set((hd?.claims ?? []).filter((x) => x.verdict === "supported").flatMap((x) => x.evidence))];
   return {
     turn: (input.history.at(-1)?.turn ?? 0) + 1,
@@ -116,7 +117,7 @@ export async function answerTurn(
       ...(keyword ? { keyword } : {}),
       ...(ties ? { ties } : {}),
       ...(check && !check.consistent
-        ? { conflict: { pathway: pathway!.id, steps: check.conflictingSteps, contradicted: check.contradicted, labels: check.sequence, issue: contextConflictIssue(pathway!.id, { ...check.sequence, ...(stepId && category ? { [stepId]: category } : {}) }, check.conflictingSteps) } }
+        ? { conflict: { pathway: pathway!.id, steps: check.conflictingSteps, contradicted: check.contradicted, labels: check.sequence, issue: answerSequenceIssue(pathway!, answers, check) } }
         : {}),
     },
   };

@@ -1,3 +1,4 @@
+import { escapeRegExp } from "../pathways/labeller.js";
 import type { GoldAnswer } from "./datasets/types.js";
 
 const ARTICLES = new Set(["a", "an", "the"]);
@@ -119,8 +120,6 @@ export function extractOptionLetter(text: string, optionLetters: readonly string
   }
   return marked.size === 1 ? [...marked][0]! : null;
 }
-
-const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /**
  * The text with every quotation of the given passages (whole, or any one sentence of

@@ -11,7 +11,7 @@ import { stagewiseMarkdown, stagewiseTables } from "./stagewise/report.js";
 import type { ThrottleStats } from "./throttle.js";
 import { robustnessMarkdown, robustnessRows } from "./probes/robustness-report.js";
 import type { ConversationMetrics } from "./conversation/metrics.js";
-import type { QuestionOrder } from "./conversation/types.js";
+import { CONVERSATION_DATASETS, QUESTION_ORDERS, type QuestionOrder } from "./conversation/types.js";
 
 export const SUMMARY_JSON = "summary.json";
 export const SUMMARY_MD = "summary.md";
@@ -109,13 +109,19 @@ export async function loadSummary(dir: string): Promise<EvalSummary> {
 
 // ---------- formatting ----------
 
-const pct = (x: number | null | undefined, d = 1) => (x === null || x === undefined ? "—" : (x * 100).toFixed(d));
+/** A fraction as a percentage; a missing value is `missing` (ClinHallu's tables print "-"). */
+export const pct = (x: number | null | undefined, d = 1, missing = "—") => (x === null || x === undefined ? missing : (x * 100).toFixed(d));
 const fix = (x: number | null | undefined, d = 2) => (x === null || x === undefined ? "—" : x.toFixed(d));
 const signed = (x: number, d: number) => `${x >= 0 ? "+" : "-"}${Math.abs(x).toFixed(d)}`;
 
+/** A conversation eval does not count the detector's verdicts on its turns (nor the pipeline run's): its zero is not a measurement. */
+function isConversationEval(s: Pick<EvalSummary, "dataset">): boolean {
+  return (CONVERSATION_DATASETS as readonly string[]).includes(s.dataset.name);
+}
+
 /** Only MedMMV with its detector on checks claims; zero flagged claims elsewhere would read as "no hallucinations". */
-export function measuresHallucinations(s: Pick<EvalSummary, "method" | "config">): boolean {
-  return s.method === "medmmv" && !(s.config["ablations"] as { noHd?: boolean } | undefined)?.noHd;
+export function measuresHallucinations(s: Pick<EvalSummary, "method" | "config" | "dataset">): boolean {
+  return s.method === "medmmv" && !(s.config["ablations"] as { noHd?: boolean } | undefined)?.noHd && !isConversationEval(s);
 }
 
 function accuracyCell(s: EvalSummary): string {
@@ -149,7 +155,7 @@ export function summaryMarkdown(s: EvalSummary): string {
   out.push(markdownTable(["metric", "value"], rows), "");
   out.push("Failed and abstained items count as wrong. ± is the sample standard deviation over runs.", "");
   if (s.conversation) {
-    const orders = (["si", "df", "ii"] as const).filter((o) => s.conversation![o]);
+    const orders = QUESTION_ORDERS.filter((o) => s.conversation![o]);
     out.push("## Conversations (Dr-LLaVA metrics, %)", "");
     out.push(markdownTable(["order", "conversations", "questions", "A_Q", "A_C", "A_D", "H_cc", "failed"], orders.map((o) => { const m = s.conversation![o]!; return [o, String(m.conversations), String(m.questions), pct(m.aQ), pct(m.aC), pct(m.aD), pct(m.hCC), String(m.failed)]; }), ["l", "r", "r", "r", "r", "r", "r", "r"]), "");
     out.push("A turn is correct when the labeller's category equals the expected one. H_cc is the share of conversations whose labelled sequence fits no valid path (per conversation).", "");
@@ -168,7 +174,7 @@ export function summaryMarkdown(s: EvalSummary): string {
 
   const h = s.hallucinations;
   out.push("## Hallucinations (flagged claims, all HD attempts)", "");
-  if (!measuresHallucinations(s)) out.push("Not measured: this method has no hallucination detector.", "");
+  if (!measuresHallucinations(s)) out.push(isConversationEval(s) ? "Not measured: a conversation eval does not count flagged claims." : "Not measured: this method has no hallucination detector.", "");
   else {
     const rows = (["visual", "knowledge", "reasoning"] as const).map((k) => [k, String(h[k]), fix(h.perItem[k])]);
     out.push(markdownTable(["stage", "total", "per item"], [...rows, ["all", String(h.total), fix(h.perItem.total)]], ["l", "r", "r"]), "");
@@ -236,6 +242,19 @@ export interface Row {
   delta?: number;
 }
 
+/** An `eval report` row of a fraction shown as a percentage with one decimal. */
+export function percentRow(name: string, f: (s: EvalSummary) => number | null | undefined): Row {
+  return {
+    name,
+    value: (s) => {
+      const v = f(s);
+      return v === null || v === undefined ? null : v * 100;
+    },
+    format: (x) => x.toFixed(1),
+    delta: 1,
+  };
+}
+
 /**
  * Several runs side by side (methods, ablations), each later column with its difference
  * from the first: accuracy in percentage points, the rest in their own units.
@@ -273,10 +292,9 @@ export function compareSummaries(summaries: readonly EvalSummary[], names: reado
   );
   rows.push(...robustnessRows(summaries));
   // Conversation evals: A_Q, A_C, A_D, H_cc per question order (DESIGN §11).
-  for (const order of ["si", "df", "ii"] as const) {
+  for (const order of QUESTION_ORDERS) {
     if (!summaries.some((s) => s.conversation?.[order])) continue;
-    for (const [key, name] of [["aQ", "A_Q"], ["aC", "A_C"], ["aD", "A_D"], ["hCC", "H_cc"]] as const)
-      rows.push({ name: `${name} ${order} (%)`, value: (s) => { const v = s.conversation?.[order]?.[key]; return v === null || v === undefined ? null : v * 100; }, format: (x) => x.toFixed(1), delta: 1 });
+    for (const [key, name] of [["aQ", "A_Q"], ["aC", "A_C"], ["aD", "A_D"], ["hCC", "H_cc"]] as const) rows.push(percentRow(`${name} ${order} (%)`, (s) => s.conversation?.[order]?.[key]));
   }
   if (summaries.some((s) => s.reliability))
     rows.push(

@@ -1,5 +1,7 @@
 import path from "node:path";
+import type { Config } from "../config.js";
 import { MedmmvError } from "../errors.js";
+import { createSearchProvider } from "../search/create-search-provider.js";
 import { manifestConflicts, MANIFEST_FILE, readManifest, writeJsonAtomic, type RunManifest } from "./manifest.js";
 import { readResults, RESULTS_FILE, type ReadResults } from "./results-file.js";
 
@@ -9,14 +11,28 @@ export function manifestSource(o: { dataset: RunManifest["dataset"]; input: stri
 }
 
 /**
+ * A manifest written before the eval recorded the search provider that ran
+ * (`config.searchProvider`) has `config.search`: the MEDMMV_SEARCH setting, "none" for the
+ * default even where that found a SQLite corpus. Those sessions ran createSearchProvider(config),
+ * so under the same setting that is what they ran; a different setting is a different run.
+ */
+export function withSearchProviderRan(previous: RunManifest, config: Config): RunManifest {
+  const { search, ...rest } = previous.config;
+  if (search === undefined || "searchProvider" in rest) return previous;
+  const ran = search === config.search.provider ? createSearchProvider(config).name : search;
+  return { ...previous, config: { ...rest, searchProvider: ran } };
+}
+
+/**
  * Take an --out folder for a run: a folder that already holds results needs --resume, and
  * --resume needs the configuration those results were produced with (so two runs' records
  * are never mixed). Writes DIR/eval.json (keeping the first session's createdAt) and returns
  * what results.jsonl holds so far.
  */
-export async function claimRunFolder(dir: string, manifest: RunManifest, resume: boolean | undefined): Promise<ReadResults> {
+export async function claimRunFolder(dir: string, manifest: RunManifest, resume: boolean | undefined, config: Config): Promise<ReadResults> {
   const existing = await readResults(path.join(dir, RESULTS_FILE));
-  const previous = await readManifest(dir);
+  const stored = await readManifest(dir);
+  const previous = stored && withSearchProviderRan(stored, config);
   const hasResults = existing.lines > 0 || existing.tornTail;
   if (hasResults && !resume)
     throw new MedmmvError("CONFLICT", `${dir} already holds results (${existing.records.length} items); pass --resume to continue that run, or choose another --out`);

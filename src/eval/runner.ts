@@ -10,13 +10,15 @@ import type { PipelineOptions } from "../graph/state.js";
 import { LlmClient, type ResponseCache } from "../llm/model-client.js";
 import { addUsage, UsageMeter } from "../llm/usage.js";
 import { VERSION } from "../version.js";
+import { openSearchProvider } from "../search/create-search-provider.js";
+import type { SearchProvider } from "../search/search-provider.js";
 import { isCorrect } from "./answer-match.js";
 import { getAdapter, isItemError, type EvalItem, type ItemError, type JsonlFieldMap } from "./datasets/index.js";
 import { writeJsonAtomic, type RunManifest } from "./manifest.js";
 import { cotMethod } from "./methods/cot.js";
 import { medmmvMethod } from "./methods/medmmv.js";
 import { selfConsistencyMethod } from "./methods/self-consistency.js";
-import { METHOD_NAMES, NO_HALLUCINATIONS, type EvalMethod, type MethodName, type MethodOutput } from "./methods/types.js";
+import { failedOutput, METHOD_NAMES, noDiagnostics, type EvalMethod, type MethodName, type MethodOutput } from "./methods/types.js";
 import type { ProgressSink } from "./progress.js";
 import { openRunSession } from "./run-session.js";
 import { buildRaters, rateOutput, type Rater } from "./raters.js";
@@ -110,13 +112,17 @@ function labelFor(method: MethodName, p: PipelineOptions): string {
   return tags.length ? `medmmv (${tags.join(", ")})` : "medmmv";
 }
 
-/** The settings that change a method's answers (recorded, and compared on --resume). */
-export function methodConfig(method: MethodName, p: PipelineOptions, config: Config): Record<string, unknown> {
+/**
+ * The settings that change a method's answers (recorded, and compared on --resume).
+ * `searchProvider` is the provider the pipeline runs with, not the MEDMMV_SEARCH setting:
+ * unset, that setting says "none" even where the default finds an indexed corpus.
+ */
+export function methodConfig(method: MethodName, p: PipelineOptions, config: Config, searchProvider: SearchProvider["name"]): Record<string, unknown> {
   const common = { structuredOutput: config.llm.structuredOutput };
   if (method === "cot") return { ...common, temperature: 0 };
   if (method === "self-consistency") return { ...common, k: p.k, temperature: p.rolloutTemperature };
   const { seed, ...rest } = p;
-  return { ...common, ...rest, seedBase: seed, search: config.search.provider };
+  return { ...common, ...rest, seedBase: seed, searchProvider };
 }
 
 function emptyUsage(wallMs = 0): Usage {
@@ -154,7 +160,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const resultsPath = path.join(dir, RESULTS_FILE);
 
   const popts = pipelineOptions(config, o.pipeline);
-  const pipeline = new Pipeline(config, { cache: deps.cache ?? null });
+  const pipeline = new Pipeline(config, { cache: deps.cache ?? null, search: await openSearchProvider(config) });
   const agentDeps: AgentDeps = { llm: pipeline.llm, prompts: pipeline.prompts, search: pipeline.search };
   const raterModels = [...new Set(o.raters ?? [])];
   const raters: Rater[] = buildRaters(config, { prompts: pipeline.prompts, search: pipeline.search }, pipeline.limiter, raterModels);
@@ -180,7 +186,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     concurrency,
     selection: { sample: o.sample ?? null, stratify: o.stratify ?? [], seed: o.seed ?? 1, limit: o.limit ?? null },
     config: {
-      ...(method === "stagewise" ? { structuredOutput: config.llm.structuredOutput, ...sw, traces: o.traces ? path.resolve(o.traces) : null } : { ...methodConfig(method, popts, config), ...(o.stageJudge ? { stageJudge: true } : {}) }),
+      ...(method === "stagewise" ? { structuredOutput: config.llm.structuredOutput, ...sw, traces: o.traces ? path.resolve(o.traces) : null } : { ...methodConfig(method, popts, config, pipeline.search.name), ...(o.stageJudge ? { stageJudge: true } : {}) }),
       ...(probes ? { probes } : {}),
     },
     models: method === "medmmv" ? pipeline.llm.models() : method === "stagewise" || o.stageJudge ? { executor: pipeline.llm.modelFor("executor"), judge: pipeline.llm.modelFor("judge") } : { executor: pipeline.llm.modelFor("executor") },
@@ -190,7 +196,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     version: VERSION,
   };
 
-  const existing = await claimRunFolder(dir, manifest, o.resume);
+  const existing = await claimRunFolder(dir, manifest, o.resume, config);
 
   const all: Array<EvalItem | ItemError> = [];
   for await (const x of adapter.read(input, { imagesDir: o.images, missingImages: o.missingImages, medmcqaCopBase: o.copBase, fieldMap: o.fieldMap, tracesFile: o.traces })) all.push(x);
@@ -228,7 +234,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
 
   const runTask = async (x: EvalItem | ItemError, run: number): Promise<void> => {
     const started = Date.now();
-    const base = { id: x.id, run, method, strata: isItemError(x) ? {} : x.strata, cu: null, answerSupport: null, stability: null, hallucinations: { ...NO_HALLUCINATIONS }, errors: [] };
+    const base = { id: x.id, run, method, strata: isItemError(x) ? {} : x.strata, ...noDiagnostics() };
     let record: ResultRecord;
     if (isItemError(x)) {
       record = { ...base, status: "failed", answer: null, gold: { kind: "open", text: "" }, correct: false, usage: emptyUsage(), error: x.error, attempts: 0, finishedAt: new Date().toISOString() };
@@ -263,24 +269,12 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
       if (item.warnings?.length) r.warnings = item.warnings;
       return r;
     };
-    const failed = (error: { code: string; message: string }, usage: Usage): MethodOutput => ({
-      status: "failed",
-      answer: null,
-      usage,
-      cu: null,
-      answerSupport: null,
-      stability: null,
-      hallucinations: { ...NO_HALLUCINATIONS },
-      errors: [],
-      error,
-      rationale: "",
-    });
 
     let prepared;
     try {
       prepared = await prepareCase(item.case, { allowPath: true, maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
     } catch (err) {
-      return finish(failed(describeError(err), emptyUsage(Date.now() - started)), 0);
+      return finish(failedOutput(describeError(err), emptyUsage(Date.now() - started)), 0);
     }
     // Runs of one item may be in flight together: give each its own case id (the pipeline's thread key).
     prepared = { ...prepared, id: `${prepared.id}:r${run}` };
@@ -308,7 +302,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
       try {
         out = await m.run(prepared, signal, context);
       } catch (err) {
-        out = failed(describeError(err), emptyUsage());
+        out = failedOutput(describeError(err), emptyUsage());
       }
       usage = usage && !cumulative ? addUsage(usage, out.usage) : out.usage;
       if (signal.aborted || !isTransient(out) || attempts > itemRetries) break;
@@ -325,7 +319,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
         record.ratingUsage = rated.usage;
       } catch (err) {
         if (!signal.aborted) throw err;
-        return finish(failed({ code: "ABORTED", message: "eval cancelled" }, usage), attempts);
+        return finish(failedOutput({ code: "ABORTED", message: "eval cancelled" }, usage), attempts);
       }
     }
     return record;

@@ -60,6 +60,11 @@ export function describeLabels(seq: LabelledSequence, steps: string[]): string {
   return steps.map((s) => `${s} = ${seq[s]}`).join(", ");
 }
 
+/** "aml (Acute myeloid leukemia …): image-quality = high, …, diagnosis = aml": one valid path, for prompts and messages. */
+export function describePath(p: PathwayPath): string {
+  return `${p.id} (${p.outcome}): ${describeLabels(p.sequence, Object.keys(p.sequence))}`;
+}
+
 /** The issue text of a context conflict (the detector's report, a conversation turn). */
 export function contextConflictIssue(pathwayId: string, seq: LabelledSequence, steps: string[]): string {
   return `context-conflict: ${describeLabels(seq, steps)} fit no valid path of pathway "${pathwayId}"`;
@@ -71,12 +76,14 @@ export interface LabelledAnswer {
   category: string | null;
 }
 
+export type AnswerSequenceCheck = ConsistencyResult & { sequence: LabelledSequence; contradicted: string[] };
+
 /**
  * The same test over a conversation's answers, in turn order. A step answered twice with
  * two different categories contradicts itself: no rule can agree with both, so the
  * sequence leaves S at the turn that gave the second one.
  */
-export function checkAnswerSequence(pathway: Pathway, answers: LabelledAnswer[]): ConsistencyResult & { sequence: LabelledSequence; contradicted: string[] } {
+export function checkAnswerSequence(pathway: Pathway, answers: LabelledAnswer[]): AnswerSequenceCheck {
   const sequence: LabelledSequence = {};
   const contradicted: string[] = [];
   for (const a of answers) {
@@ -89,4 +96,19 @@ export function checkAnswerSequence(pathway: Pathway, answers: LabelledAnswer[])
   if (contradicted.length === 0) return { ...r, sequence, contradicted };
   const steps = [...new Set([...r.conflictingSteps, ...contradicted])];
   return { ...r, consistent: false, matchingPaths: [], conflictingSteps: steps, sequence, contradicted };
+}
+
+/**
+ * The issue text of a conversation's conflict. The pathway is tested on each step's first
+ * answer (`check.sequence`), so that is what the text names; a later, contradicting answer
+ * may fit a valid path on its own, and the conflict is then that the step changed.
+ */
+export function answerSequenceIssue(pathway: Pathway, answers: LabelledAnswer[], check: AnswerSequenceCheck): string {
+  const offPath = checkConsistency(pathway, check.sequence);
+  const changed = check.contradicted.map((s) => {
+    const later = [...new Set(answers.flatMap((a) => (a.step === s && a.category && a.category !== NO_MATCH && a.category !== check.sequence[s] ? [a.category] : [])))];
+    return `${s} was answered ${check.sequence[s]} earlier and ${later.join(", then ")} later`;
+  });
+  if (!offPath.consistent) return [contextConflictIssue(pathway.id, check.sequence, offPath.conflictingSteps), ...changed].join("; ");
+  return `context-conflict: ${changed.join("; ")}, which no valid path of pathway "${pathway.id}" allows`;
 }

@@ -56,7 +56,8 @@ interface CompiledKeyword {
   extraCues: string[];
 }
 
-function escape(s: string): string {
+/** `s` as a literal inside a RegExp. */
+export function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
@@ -66,7 +67,7 @@ function compileKeyword(category: PathwayCategory, keyword: string): CompiledKey
   const caseSensitive = /^[A-Z0-9]{2,}$/.test(bare);
   const words = (caseSensitive ? bare : bare.toLowerCase()).split(/[\s-]+/).filter(Boolean);
   // "low quality" also matches "low-quality"; the last word may take a plural or, with *, any ending.
-  const body = words.map(escape).join("[\\s-]+") + (wildcard ? "[a-z0-9]*" : "(?:s|es)?");
+  const body = words.map(escapeRegExp).join("[\\s-]+") + (wildcard ? "[a-z0-9]*" : "(?:s|es)?");
   return {
     category: category.id,
     keyword,

@@ -3,12 +3,10 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { MedmmvError } from "../errors.js";
 import { describeZodIssues } from "../case/load-case.js";
-import { Pathway } from "./schema.js";
+import { Pathway, PATHWAY_ID } from "./schema.js";
 
 /** The pathways shipped with medmmv (bundled data, like prompts/). */
 export const PATHWAYS_DIR = fileURLToPath(new URL("../../pathways/", import.meta.url));
-
-const ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
 /** Validate a pathway object; errors name the bad entry by its JSON path ("paths[2].sequence.diagnosis"). */
 export function parsePathway(json: unknown, source = "pathway"): Pathway {
@@ -40,7 +38,7 @@ export function listPathways(dir = PATHWAYS_DIR): string[] {
   return readdirSync(dir)
     .filter((f) => f.endsWith(".json"))
     .map((f) => f.slice(0, -5))
-    .filter((id) => ID.test(id))
+    .filter((id) => PATHWAY_ID.test(id))
     .sort();
 }
 
@@ -55,7 +53,7 @@ export function loadPathway(ref: string | unknown, opts: { dir?: string } = {}):
   if (typeof ref !== "string") return parsePathway(ref);
   if (ref.endsWith(".json")) return readPathwayFile(path.resolve(ref));
   const dir = opts.dir ?? PATHWAYS_DIR;
-  if (!ID.test(ref)) throw new MedmmvError("INVALID_INPUT", `pathway id "${ref.slice(0, 80)}" is not an id (lower-case letters, digits and '-')`);
+  if (!PATHWAY_ID.test(ref)) throw new MedmmvError("INVALID_INPUT", `pathway id "${ref.slice(0, 80)}" is not an id (lower-case letters, digits and '-')`);
   const key = `${dir}\u0000${ref}`;
   const hit = cache.get(key);
   if (hit) return hit;

@@ -1,6 +1,6 @@
 import type { ContextConflict, HdReport } from "../case/diagnosis-result.js";
 import type { PathOutput } from "../agents/path-schema.js";
-import { checkConsistency, contextConflictIssue, describeLabels, type ConsistencyResult, type LabelledSequence } from "./consistency.js";
+import { checkConsistency, contextConflictIssue, describeLabels, describePath, type ConsistencyResult, type LabelledSequence } from "./consistency.js";
 import { labelAnswer } from "./labeller.js";
 import { loadPathway } from "./load-pathway.js";
 import type { Pathway } from "./schema.js";
@@ -51,7 +51,7 @@ export function findContextConflict(pathway: Pathway, path: PathOutput): Context
 export function withContextConflict(report: HdReport, pathway: Pathway, path: PathOutput): HdReport {
   const conflict = findContextConflict(pathway, path);
   if (!conflict) return report;
-  const valid = pathway.paths.map((p) => `${p.id} (${p.outcome}): ${describeLabels(p.sequence, Object.keys(p.sequence))}`).join(" | ");
+  const valid = pathway.paths.map(describePath).join(" | ");
   return {
     ...report,
     hallucinationDetected: true,

@@ -1,6 +1,6 @@
 import type { CasePathwayRef } from "./case-pathway-ref.js";
 import { casePathway } from "./path-conflict.js";
-import { describeLabels } from "./consistency.js";
+import { describePath } from "./consistency.js";
 
 /**
  * The case's pathway as the case block shows it to every agent: its steps and valid paths,
@@ -11,6 +11,6 @@ export function renderPathwayForPrompt(ref: CasePathwayRef | undefined): string 
   const p = casePathway(ref);
   if (!p) return null;
   const steps = p.steps.map((s) => `- ${s.id}: ${s.question} (${s.categories.map((c) => `${c.id} = ${c.label}`).join("; ")})`);
-  const paths = p.paths.map((x) => `- ${x.id} (${x.outcome}): ${describeLabels(x.sequence, Object.keys(x.sequence))}`);
+  const paths = p.paths.map((x) => `- ${describePath(x)}`);
   return [`Clinical pathway "${p.title}": the reasoning must follow one of its valid paths.`, "Steps:", ...steps, "Valid paths:", ...paths].join("\n");
 }

@@ -3,9 +3,12 @@ import { z } from "zod";
 /** The reserved label of an answer that names no category of its step. */
 export const NO_MATCH = "no-match";
 
+/** A pathway, step, category or path id. */
+export const PATHWAY_ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
+
 const Id = z
   .string()
-  .regex(/^[a-z0-9][a-z0-9-]{0,63}$/, "ids are lower-case letters, digits and '-' (at most 64), e.g. \"cell-quality\"");
+  .regex(PATHWAY_ID, "ids are lower-case letters, digits and '-' (at most 64), e.g. \"cell-quality\"");
 
 export const PathwayCategory = z
   .object({

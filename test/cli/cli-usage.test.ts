@@ -61,6 +61,23 @@ describe("medmmv CLI options and usage errors", () => {
     ["report without --out", ["report", "result.json"], /required option '-o, --out <file>' not specified/],
     ["an unknown option", ["eval", "report", runA, "--jsn"], /unknown option '--jsn'/],
     ["an unknown command", ["diagnos"], /unknown command 'diagnos'/],
+    // A conversation eval takes none of the probe, judge, stage-wise, rater or sampling flags; --order only it takes.
+    ...(
+      [
+        ["--hypothesis", "cq-w"],
+        ["--shuffle-options", "2"],
+        ["--stage-judge"],
+        ["--raters", "m1"],
+        ["--traces", "t.jsonl"],
+        ["--trace-format", "text"],
+        ["--replace", "none"],
+        ["--trace-retries", "1"],
+        ["--sample", "5"],
+        ["--stratify", "order"],
+        ["--field-map", "{}"],
+      ] as string[][]
+    ).map((flag): [string, string[], RegExp] => [`eval --dataset drllava ${flag[0]}`, ["eval", "--dataset", "drllava", "--input", "x.json", "--out", "o", ...flag], new RegExp(`${flag[0]} does not apply to --dataset drllava`)]),
+    ["eval --dataset medqa --order si", ["eval", "--dataset", "medqa", "--input", "x.jsonl", "--out", "o", "--order", "si"], /--order applies to --dataset drllava\|conversation only/],
   ])("%s exits 2 and names the flag", async (_name, args, message) => {
     const r = await medmmvCli(args, env);
     expect(r.code).toBe(2);

@@ -8,7 +8,7 @@ import { medmmvCli } from "../support/medmmv-cli.js";
 import type { z } from "zod";
 import type { TurnView } from "../../src/http/routes/turns.js";
 
-type TurnBody = z.infer<typeof TurnView> & { details: { conflict?: { steps: string[]; contradicted: string[] } } };
+type TurnBody = z.infer<typeof TurnView> & { details: { conflict?: { steps: string[]; contradicted: string[]; issue: string } } };
 
 
 let t: TestServer;
@@ -44,7 +44,9 @@ describe("conversation turns over HTTP", () => {
       got.push(await json<TurnBody>(res));
     }
     expect(got.map((x) => [x.turn, x.step, x.category, x.contextConflict])).toEqual(AML_LABELS);
-    expect(got[5]!.details.conflict).toMatchObject({ contradicted: ["image-quality"] });
+    expect(got[5]!.details.conflict).toMatchObject({ contradicted: ["image-quality"], labels: { "image-quality": "high" } });
+    // "low" fits a valid path on its own: the text says the step changed, as the labels do.
+    expect(got[5]!.details.conflict!.issue).toBe('context-conflict: image-quality was answered high earlier and low later, which no valid path of pathway "bone-marrow" allows');
     expect(got[0]!.evidence.length).toBeGreaterThan(0);
     expect(got[0]!.details).toMatchObject({ hallucinationDetected: false, labelledBy: "keywords", keyword: "sufficient" });
 

@@ -1,15 +1,19 @@
 import { appendFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useScriptedServers } from "../support/scripted-servers-fixture.js";
 import { runEval, type EvalRunOptions } from "../../src/eval/runner.js";
 import { readResults } from "../../src/eval/results-file.js";
 import type { EvalSummary } from "../../src/eval/report.js";
 import { MedmmvError } from "../../src/errors.js";
+import { indexCorpusFile } from "../../src/search/local/index-corpus-file.js";
+import { openCorpusIndex } from "../../src/search/local/open-corpus-index.js";
 import { answerByItem, evalScenario, fakeImages, readItems, SAMPLE_IMAGES, SAMPLES, type RaterScores, type Verdict } from "./eval-fixtures.js";
 
 const servers = useScriptedServers({ scenario: evalScenario({}) });
+const CORPUS = fileURLToPath(new URL("../../examples/corpus/cardiology.jsonl", import.meta.url));
 let tmp: string;
 let fakeImageDir: string;
 
@@ -247,6 +251,41 @@ describe("runs that survive", () => {
     expect((err as MedmmvError).code).toBe("CONFLICT");
     expect((err as MedmmvError).message).toMatch(/method/);
     await expect(runEval({ dataset: "medmcqa", input, method: "medmmv", out, resume: true, pipeline: { ablations: { noHd: true } } }, { config: config(), progress: null })).rejects.toMatchObject({ code: "CONFLICT" });
+  });
+
+  it("the manifest records the search provider that ran; an older manifest's setting still resumes the run it described", async () => {
+    const input = path.join(SAMPLES, "medmcqa.jsonl");
+    const items = await readItems("medmcqa", input);
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
+    // MEDMMV_SEARCH unset, no Tavily key: the default finds the corpus indexed in the SQLite store.
+    const withCorpus = path.join(tmp, "data-with-corpus");
+    const index = await openCorpusIndex({ databaseUrl: null, dataDir: withCorpus });
+    try {
+      expect((await indexCorpusFile(index, CORPUS, "cardiology")).errors).toEqual([]);
+    } finally {
+      await index.close();
+    }
+    const cfg = config({ MEDMMV_DATA_DIR: withCorpus });
+    expect(cfg.search).toMatchObject({ provider: "none", auto: true });
+    const opts = { dataset: "medmcqa", input, method: "medmmv", pipeline: { k: 1, maxRepairs: 0 } } as const;
+    const manifestOf = async (dir: string) => JSON.parse(await readFile(path.join(dir, "eval.json"), "utf8")) as { config: Record<string, unknown> };
+
+    const out = freshOut();
+    await runEval({ ...opts, out, limit: 1 }, { config: cfg, progress: null });
+    expect((await manifestOf(out)).config).toMatchObject({ searchProvider: "local" });
+    // Written before the provider that ran was recorded: `search` held the setting, "none", and the run used the corpus all the same.
+    const { searchProvider: _ran, ...rest } = (await manifestOf(out)).config;
+    await writeFile(path.join(out, "eval.json"), JSON.stringify({ ...(await manifestOf(out)), config: { ...rest, search: "none" } }));
+    const resumed = await runEval({ ...opts, out, limit: 2, resume: true }, { config: cfg, progress: null });
+    expect(resumed.summary).toMatchObject({ records: 2, complete: true });
+    expect((await manifestOf(out)).config).toMatchObject({ searchProvider: "local" });
+    expect((await manifestOf(out)).config).not.toHaveProperty("search");
+
+    // A run that had no corpus to search is not resumed with one.
+    const bare = freshOut();
+    await runEval({ ...opts, out: bare, limit: 1 }, { config: config({ MEDMMV_DATA_DIR: path.join(tmp, "data-without-corpus") }), progress: null });
+    expect((await manifestOf(bare)).config).toMatchObject({ searchProvider: "none" });
+    await expect(runEval({ ...opts, out: bare, limit: 1, resume: true }, { config: cfg, progress: null })).rejects.toMatchObject({ code: "CONFLICT", message: expect.stringMatching(/different configuration[^;]*: config: was /) });
   });
 
   it("20% 429s (Retry-After 0) and 5% 500s: every item finishes, and item concurrency is cut", async () => {

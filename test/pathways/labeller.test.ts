@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { labelAnswer } from "../../src/pathways/labeller.js";
 import { loadPathway } from "../../src/pathways/load-pathway.js";
-import { checkConsistency } from "../../src/pathways/consistency.js";
+import { answerSequenceIssue, checkAnswerSequence, checkConsistency, type LabelledAnswer } from "../../src/pathways/consistency.js";
 import type { PathwayStep } from "../../src/pathways/schema.js";
 
 const bm = loadPathway("bone-marrow");
@@ -147,5 +147,21 @@ describe("consistency", () => {
     ]);
     expect(r.conflictingSteps).toEqual(["image-quality", "abnormality", "diagnosis"]);
     expect(r.closest).toEqual({ path: "blood", disagrees: ["diagnosis"] });
+  });
+  it("a conversation's conflict text names the first answer of each step and how a contradicted step changed", () => {
+    const walk: LabelledAnswer[] = [
+      { step: "image-quality", category: "high" },
+      { step: "cell-quality", category: "adequate" },
+      { step: "diagnosis", category: "aml" },
+    ];
+    const issue = (answers: LabelledAnswer[]) => answerSequenceIssue(bm, answers, checkAnswerSequence(bm, answers));
+    // "low" alone fits the blood and clot paths: the conflict is that the step changed.
+    const changed = [...walk, { step: "image-quality", category: "low" }];
+    expect(issue(changed)).toBe('context-conflict: image-quality was answered high earlier and low later, which no valid path of pathway "bone-marrow" allows');
+    // A later no-match turn on a conflicting step labels nothing and does not enter the text.
+    expect(issue([...changed, { step: "image-quality", category: "no-match" }])).toBe(issue(changed));
+    // Off the pathway and contradicted at once: both are named.
+    const both = [...walk, { step: "abnormality", category: "inadequate" }, { step: "diagnosis", category: "mm" }];
+    expect(issue(both)).toBe('context-conflict: image-quality = high, cell-quality = adequate, abnormality = inadequate, diagnosis = aml fit no valid path of pathway "bone-marrow"; diagnosis was answered aml earlier and mm later');
   });
 });

@@ -1,10 +1,10 @@
-import { createHash } from "node:crypto";
 import type { Pathway } from "../../pathways/schema.js";
+import { rank } from "../sampling.js";
 import type { QuestionOrder, TurnSpec } from "./types.js";
 
-/** Draw i of an item's improvised order in [0, 1): a hash of (seed, item, i), like --sample's ranking, so it depends on nothing else. */
+/** Draw i of an item's improvised order in [0, 1): --sample's seeded rank of (item, i), so it depends on nothing else. */
 function draw(seed: number, itemId: string, i: number): number {
-  return parseInt(createHash("sha256").update(`${seed}\u0000${itemId}\u0000${i}`).digest("hex").slice(0, 12), 16) / 2 ** 48;
+  return parseInt(rank(seed, `${itemId}\u0000${i}`).slice(0, 12), 16) / 2 ** 48;
 }
 
 /**

@@ -11,11 +11,12 @@ import { describeError, MedmmvError } from "../../errors.js";
 import { Pipeline, pipelineOptions, type PipelineOverrides } from "../../graph/pipeline.js";
 import type { ResponseCache } from "../../llm/model-client.js";
 import { CallChain, UsageMeter } from "../../llm/usage.js";
+import { openSearchProvider } from "../../search/create-search-provider.js";
 import { canonicalJson } from "../../service/case-intake.js";
 import { VERSION } from "../../version.js";
 import type { ItemError } from "../datasets/types.js";
 import { writeJsonAtomic, type RunManifest } from "../manifest.js";
-import { NO_HALLUCINATIONS } from "../methods/types.js";
+import { noDiagnostics } from "../methods/types.js";
 import { buildSummary, SUMMARY_JSON, SUMMARY_MD, summaryMarkdown, type EvalSummary } from "../report.js";
 import type { ProgressSink } from "../progress.js";
 import { openRunSession } from "../run-session.js";
@@ -123,7 +124,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
   // The pathways the records walk decide what each answer is labelled and what conflicts: a resume may not change them.
   const pathways = Object.fromEntries(items.flatMap((x) => ("error" in x ? [] : [[x.pathway.id, "sha256:" + createHash("sha256").update(canonicalJson(x.pathway)).digest("hex")]])).sort(([a], [b]) => (a! < b! ? -1 : 1)));
   const popts = pipelineOptions(config, o.pipeline);
-  const pipeline = new Pipeline(config, { cache: deps.cache ?? null });
+  const pipeline = new Pipeline(config, { cache: deps.cache ?? null, search: await openSearchProvider(config) });
   const agents: AgentDeps = { llm: pipeline.llm, prompts: pipeline.prompts, search: pipeline.search };
   const prompts = method === "medmmv" ? ["system", "rollout", "hd-supervisor", "auto-repair", "coherence-judge", "turn-answer", "pathway-judge"] : ["system", "turn-answer", "pathway-judge"];
   const manifest: RunManifest = {
@@ -136,14 +137,14 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
     concurrency,
     selection: { sample: null, stratify: [], seed, limit: o.limit ?? null },
     // Orders and seed decide which questions are asked in which order: a resume may not change them.
-    config: { ...methodConfig(method, popts, config), orders, seed, pathways },
+    config: { ...methodConfig(method, popts, config, pipeline.search.name), orders, seed, pathways },
     models: method === "medmmv" ? pipeline.llm.models() : { executor: pipeline.llm.modelFor("executor") },
     raters: [],
     prompts: pipeline.prompts.hashes(prompts),
     createdAt: new Date().toISOString(),
     version: VERSION,
   };
-  const existing = await claimRunFolder(dir, manifest, o.resume);
+  const existing = await claimRunFolder(dir, manifest, o.resume, config);
 
   const idOf = (x: ConversationItem | ItemError) => ("error" in x ? x.id : x.item.id);
   const done = new Map(existing.records.filter((r) => r.status !== "failed").map((r) => [recordKey(r.id, r.run), r]));
@@ -176,11 +177,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
       correct: !outcome.failed && outcome.turns.length > 0 && outcome.turns.every((t) => t.correct),
       strata: { order },
       usage,
-      cu: null,
-      answerSupport: null,
-      stability: null,
-      hallucinations: { ...NO_HALLUCINATIONS },
-      errors: [],
+      ...noDiagnostics(),
       ...(error ? { error } : {}),
       attempts: 1,
       finishedAt: new Date().toISOString(),

@@ -7,7 +7,7 @@ import { describeError, MedmmvError } from "../../errors.js";
 import { CallChain, UsageMeter } from "../../llm/usage.js";
 import { extractOptionLetter, withoutPassages } from "../answer-match.js";
 import { hypothesisStatements } from "../probes/hypothesis.js";
-import { NO_HALLUCINATIONS, type EvalMethod, type MethodOutput } from "./types.js";
+import { noDiagnostics, type EvalMethod, type MethodOutput } from "./types.js";
 
 /**
  * The answer a CoT reply commits to, mapped onto the case's options: the `option` field
@@ -35,7 +35,7 @@ export function cotMethod(deps: AgentDeps, prices: Prices, opts: { staged?: bool
     async run(c: PreparedCase, signal: AbortSignal): Promise<MethodOutput> {
       const started = Date.now();
       const meter = new UsageMeter(prices);
-      const base = { cu: null, answerSupport: null, stability: null, hallucinations: { ...NO_HALLUCINATIONS }, errors: [] };
+      const base = noDiagnostics();
       try {
         const ctx = { caseKey: c.id, meter, chain: new CallChain(meter), signal };
         if (opts.staged) {

@@ -6,7 +6,7 @@ import { renderEvidenceForPrompt } from "../../evidence/render-for-prompt.js";
 import type { Pipeline } from "../../graph/pipeline.js";
 import type { PipelineOptions } from "../../graph/state.js";
 import { UsageMeter } from "../../llm/usage.js";
-import { NO_HALLUCINATIONS, type EvalMethod, type MethodOutput } from "./types.js";
+import { failedOutput, NO_HALLUCINATIONS, type EvalMethod, type MethodOutput } from "./types.js";
 
 /** The prompts the MedMMV pipeline renders (mirrors its provenance list). */
 export const MEDMMV_PROMPTS = ["system", "rollout", "text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge"];
@@ -31,18 +31,7 @@ export function medmmvMethod(pipeline: Pipeline, options: PipelineOptions, opts:
         return out;
       } catch (err) {
         if (signal.aborted) throw err instanceof MedmmvError ? err : new MedmmvError("ABORTED", "eval cancelled", { cause: err });
-        return {
-          status: "failed",
-          answer: null,
-          usage: new UsageMeter().snapshot(Date.now() - started),
-          cu: null,
-          answerSupport: null,
-          stability: null,
-          hallucinations: { ...NO_HALLUCINATIONS },
-          errors: [],
-          error: describeError(err),
-          rationale: "",
-        };
+        return failedOutput(describeError(err), new UsageMeter().snapshot(Date.now() - started));
       }
     },
   };

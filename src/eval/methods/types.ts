@@ -43,3 +43,13 @@ export interface EvalMethod {
 }
 
 export const NO_HALLUCINATIONS: MethodOutput["hallucinations"] = { visual: 0, knowledge: 0, reasoning: 0, total: 0, resolved: 0 };
+
+/** The diagnostics of an output that has none (no CU, support, stability, detector or branch errors). */
+export function noDiagnostics(): Pick<MethodOutput, "cu" | "answerSupport" | "stability" | "hallucinations" | "errors"> {
+  return { cu: null, answerSupport: null, stability: null, hallucinations: { ...NO_HALLUCINATIONS }, errors: [] };
+}
+
+/** A method's output for an item that failed: no answer, what the attempt cost, and why. */
+export function failedOutput(error: { code: string; message: string }, usage: MethodOutput["usage"]): MethodOutput {
+  return { status: "failed", answer: null, usage, ...noDiagnostics(), error, rationale: "" };
+}

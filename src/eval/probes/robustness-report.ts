@@ -1,8 +1,6 @@
-import { markdownTable, type EvalSummary, type Row } from "../report.js";
+import { markdownTable, pct, percentRow, type EvalSummary, type Row } from "../report.js";
 import type { PairedComparison } from "./paired.js";
 import type { RobustnessSummary } from "./robustness.js";
-
-const pct = (x: number | null) => (x === null ? "—" : (x * 100).toFixed(1));
 
 /** summary.md's robustness section; empty for a run without probes. */
 export function robustnessMarkdown(r: RobustnessSummary | null | undefined): string[] {
@@ -31,21 +29,11 @@ export function robustnessMarkdown(r: RobustnessSummary | null | undefined): str
 
 /** `eval report` rows for probe runs (absent when no folder has probes). */
 export function robustnessRows(summaries: readonly EvalSummary[]): Row[] {
-  const r = (s: EvalSummary) => s.robustness ?? null;
-  if (!summaries.some((s) => r(s))) return [];
-  const pctRow = (name: string, f: (x: RobustnessSummary) => number | null): Row => ({
-    name,
-    value: (s) => {
-      const v = r(s) ? f(r(s)!) : null;
-      return v === null ? null : v * 100;
-    },
-    format: (x) => x.toFixed(1),
-    delta: 1,
-  });
+  if (!summaries.some((s) => s.robustness)) return [];
   return [
-    pctRow("agrees with wrong hypothesis (%)", (x) => x.agreesWithWrong),
-    pctRow("option-order consistency (%)", (x) => x.consistency),
-    pctRow("option-order flip rate (%)", (x) => x.flipRate),
+    percentRow("agrees with wrong hypothesis (%)", (s) => s.robustness?.agreesWithWrong),
+    percentRow("option-order consistency (%)", (s) => s.robustness?.consistency),
+    percentRow("option-order flip rate (%)", (s) => s.robustness?.flipRate),
   ];
 }
 

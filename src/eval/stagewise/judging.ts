@@ -1,6 +1,6 @@
 import type { AgentDeps } from "../../agents/agent-context.js";
 import { runAnswerJudge } from "../../agents/answer-judge.js";
-import { runStageJudge } from "../../agents/stage-judge.js";
+import { runStageJudge, STAGE_NAMES } from "../../agents/stage-judge.js";
 import type { PreparedCase } from "../../case/schema.js";
 import { describeError, MedmmvError } from "../../errors.js";
 import type { CallContext } from "../../llm/model-client.js";
@@ -63,13 +63,11 @@ export async function judgeAnswer(deps: AgentDeps, ctx: CallContext, c: Prepared
   t.answerBy = "judge";
 }
 
-const LABELS: Record<"visual" | "knowledge", string> = { visual: "Visual Recognition", knowledge: "Knowledge Recall" };
-
 /** ClinHallu's support context for the K and R judges: reference V/K and candidate V/K, each only when non-empty. */
 export function supportContext(reference: StageTrace | null, candidate: StageTrace): string {
   const lines: string[] = [];
   for (const [who, t] of [["Reference", reference], ["Candidate", candidate]] as const)
-    for (const s of ["visual", "knowledge"] as const) if (t && t[s].trim() !== "") lines.push(`${who} ${LABELS[s]}: ${t[s].trim()}`);
+    for (const s of ["visual", "knowledge"] as const) if (t && t[s].trim() !== "") lines.push(`${who} ${STAGE_NAMES[s]}: ${t[s].trim()}`);
   return lines.length ? lines.join("\n") : "No additional support context provided.";
 }
 

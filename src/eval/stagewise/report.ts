@@ -1,9 +1,9 @@
-import { markdownTable } from "../report.js";
+import { markdownTable, pct as percent } from "../report.js";
 import type { FixBreak, StagewiseSummary } from "./metrics.js";
 import { REPLACEMENTS } from "./types.js";
 
 /** ClinHallu prints fractions ×100 with one decimal; a missing value is "-". */
-const pct = (x: number | null | undefined) => (x === null || x === undefined ? "-" : (x * 100).toFixed(1));
+const pct = (x: number | null | undefined) => percent(x, 1, "-");
 const signedPct = (x: number | null | undefined) => (x === null || x === undefined ? "-" : `${x >= 0 ? "+" : "-"}${Math.abs(x * 100).toFixed(1)}`);
 const ratio = (x: number | null, n: number, d: number) => (x === null ? "-" : `${pct(x)} (${n}/${d})`);
 

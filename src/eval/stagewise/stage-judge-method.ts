@@ -70,14 +70,11 @@ export function stageJudgeMethod(inner: EvalMethod, deps: AgentDeps, prices: Pri
       const ctx = { caseKey: c.id, meter, chain: new CallChain(meter), signal };
       const trace = state.trace!;
       const present = STAGES.filter((s) => trace.stages[s] !== "");
-      try {
-        await Promise.all([
-          judgeAnswer(deps, ctx, c, rc.item.gold, trace),
-          judgeStages(deps, ctx, c, { gold: rc.item.gold, reference: rc.item.stagewise?.reference ?? null, candidate: trace.stages, stages: present, judged: state.judged, evidence: state.evidence }),
-        ]);
-      } catch (err) {
-        throw err instanceof MedmmvError ? err : new MedmmvError("ABORTED", "eval cancelled", { cause: err });
-      }
+      // Both record a judge failure themselves and throw only ABORTED, when the signal aborts.
+      await Promise.all([
+        judgeAnswer(deps, ctx, c, rc.item.gold, trace),
+        judgeStages(deps, ctx, c, { gold: rc.item.gold, reference: rc.item.stagewise?.reference ?? null, candidate: trace.stages, stages: present, judged: state.judged, evidence: state.evidence }),
+      ]);
       delete state.evidence;
       const final: MethodOutput = { ...out, stagewise: state, usage: addUsage(out.usage, meter.snapshot(Date.now() - started)) };
       delete final.steps;

@@ -4,7 +4,7 @@ import type { Prices } from "../../config.js";
 import { describeError, MedmmvError } from "../../errors.js";
 import { addUsage, CallChain, UsageMeter } from "../../llm/usage.js";
 import type { EvalItem } from "../datasets/types.js";
-import { NO_HALLUCINATIONS, type EvalMethod, type MethodOutput, type MethodRunContext } from "../methods/types.js";
+import { noDiagnostics, type EvalMethod, type MethodOutput, type MethodRunContext } from "../methods/types.js";
 import { generateReplacement, generateTrace, type GenerationOptions } from "./generation.js";
 import { committedAnswer, judgeAnswer, judgeStages } from "./judging.js";
 import { JUDGED_STAGES, REPLACEMENTS, type JudgedTrace, type ReplacementKey, type StagewiseRecord } from "./types.js";
@@ -55,11 +55,7 @@ export function stagewiseMethod(deps: AgentDeps, prices: Prices, o: StagewiseOpt
           status,
           answer: t && t.stages.answer !== "" ? committedAnswer(t.stages.answer, c.options) : null,
           usage: usage(),
-          cu: null,
-          answerSupport: null,
-          stability: null,
-          hallucinations: { ...NO_HALLUCINATIONS },
-          errors: [],
+          ...noDiagnostics(),
           stagewise: state,
           rationale: t?.raw ?? "",
           ...extra,

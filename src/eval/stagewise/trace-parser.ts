@@ -1,12 +1,10 @@
+import { STAGE_NAMES } from "../../agents/stage-judge.js";
+import { escapeRegExp } from "../../pathways/labeller.js";
 import { STAGES, type StageKey, type StageTrace } from "./types.js";
 
 /** ClinHallu's literal, case-sensitive stage headers (reference §1.2). */
-export const STAGE_HEADERS: Record<StageKey, string> = {
-  visual: "[Visual Recognition]",
-  knowledge: "[Knowledge Recall]",
-  reasoning: "[Reasoning]",
-};
-const HEADER_RE = /\[Visual Recognition\]|\[Knowledge Recall\]|\[Reasoning\]/g;
+export const STAGE_HEADERS = Object.fromEntries(STAGES.map((s) => [s, `[${STAGE_NAMES[s]}]`])) as Record<StageKey, string>;
+const HEADER_RE = new RegExp(STAGES.map((s) => escapeRegExp(STAGE_HEADERS[s])).join("|"), "g");
 const BY_HEADER = new Map<string, StageKey>(STAGES.map((s) => [STAGE_HEADERS[s], s]));
 
 /** Parsed stages; a stage the text lacks is absent. */

@@ -3,8 +3,8 @@
  * reasoning integration (R), and the answer the reasoning ends in. Stage keys are the
  * eval's `visual | knowledge | reasoning`; ClinHallu's file keys are mapped at the edges.
  */
-export const STAGES = ["visual", "knowledge", "reasoning"] as const;
-export type StageKey = (typeof STAGES)[number];
+export { STAGES, type StageKey } from "../../agents/stage-judge.js";
+import { STAGES, type StageKey } from "../../agents/stage-judge.js";
 
 export interface StageTrace {
   visual: string;

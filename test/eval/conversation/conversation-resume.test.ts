@@ -2,14 +2,13 @@ import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
-import { runConversationEval, type ConversationEvalOptions, type ConversationRecord } from "../../../src/eval/conversation/run-conversation-eval.js";
-import { readResults } from "../../../src/eval/results-file.js";
+import { runConversationEval, type ConversationEvalOptions } from "../../../src/eval/conversation/run-conversation-eval.js";
 import type { ScriptedRequest } from "../../support/scripted-openai-server.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 import { until } from "../../support/until.js";
 import { useTempDir } from "../datasets/dataset-kit.js";
 import { fakeImages } from "../eval-fixtures.js";
-import { conversationScenario } from "./conversation-scenario.js";
+import { conversationScenario, recordsOf } from "./conversation-scenario.js";
 
 const DRLLAVA = fileURLToPath(new URL("./fixtures/drllava-synthetic.json", import.meta.url));
 const servers = useScriptedServers({ scenario: conversationScenario() });
@@ -22,11 +21,6 @@ beforeAll(async () => {
 });
 
 const opts = (over: Partial<ConversationEvalOptions> = {}): ConversationEvalOptions => ({ dataset: "drllava", input: DRLLAVA, images, method: "medmmv", pipeline: { k: 1, maxRepairs: 1 }, seed: 3, out: path.join(tmp(), `run-${++n}`), ...over });
-
-async function recordsOf(out: string): Promise<{ records: ConversationRecord[]; lines: number }> {
-  const r = await readResults(path.join(out, "results.jsonl"));
-  return { records: r.records as ConversationRecord[], lines: r.lines };
-}
 
 /** The conversation scenario, with the run's signal aborted when the model receives its n-th turn question. */
 function abortingAtTurn(at: number, ctrl: AbortController) {

@@ -1,3 +1,6 @@
+import path from "node:path";
+import type { ConversationRecord } from "../../../src/eval/conversation/run-conversation-eval.js";
+import { readResults } from "../../../src/eval/results-file.js";
 import { clinicalScenario } from "../../support/clinical-scenario.js";
 import type { Scenario, ScriptedRequest } from "../../support/scripted-openai-server.js";
 
@@ -41,4 +44,10 @@ export function conversationScenario(override: (image: string, step: string) => 
       },
     },
   };
+}
+
+/** A conversation eval folder's results.jsonl: its records, and how many lines it has. */
+export async function recordsOf(out: string): Promise<{ records: ConversationRecord[]; lines: number }> {
+  const r = await readResults(path.join(out, "results.jsonl"));
+  return { records: r.records as ConversationRecord[], lines: r.lines };
 }

@@ -1,28 +1,20 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { readConversationJsonl, readDrLlava } from "../../../src/eval/conversation/datasets.js";
 import type { ConversationItem } from "../../../src/eval/conversation/types.js";
 import type { ItemError } from "../../../src/eval/datasets/types.js";
+import { collect as all, useTempDir } from "../datasets/dataset-kit.js";
 import { fakeImages } from "../eval-fixtures.js";
 
 const FIXTURES = fileURLToPath(new URL("./fixtures/", import.meta.url));
+const tmp = useTempDir("medmmv-conv-ds-");
 let dir: string;
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "medmmv-conv-ds-"));
+  dir = tmp();
   await fakeImages(dir, ["test1.jpeg", "test2.jpeg", "test3.jpeg"]);
 });
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-async function all(gen: AsyncGenerator<ConversationItem | ItemError>): Promise<Array<ConversationItem | ItemError>> {
-  const out = [];
-  for await (const x of gen) out.push(x);
-  return out;
-}
 const ok = (x: ConversationItem | ItemError): ConversationItem => {
   if ("error" in x) throw new Error(x.error.message);
   return x;

@@ -79,4 +79,12 @@ describe("question orders", () => {
     expect(draws.some((d) => new Set(d).size < d.length)).toBe(true);
     expect(Array.from({ length: 10 }, (_, s) => orderTurns(turns, "ii", bm, s, "item-1").map((t) => t.step).join()).filter((x, i, all) => all.indexOf(x) === i).length).toBeGreaterThan(1);
   });
+
+  it("ii orders are pinned: a resumed run asks the questions its first session drew", () => {
+    const ii = (seed: number, id: string) => orderTurns(turns, "ii", bm, seed, id).map((t) => t.step);
+    expect(ii(7, "item-1")).toEqual(["diagnosis", "diagnosis", "cell-quality", "abnormality", "diagnosis"]);
+    expect(ii(1, "test1")).toEqual(["cell-quality", "proliferation", "cell-quality", "abnormality", "diagnosis"]);
+    expect(ii(3, "test2")).toEqual(["proliferation", "proliferation", "cell-quality", "image-quality", "diagnosis"]);
+    expect(ii(42, "conv-aml")).toEqual(["abnormality", "image-quality", "image-quality", "abnormality", "proliferation"]);
+  });
 });

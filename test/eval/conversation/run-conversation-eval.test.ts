@@ -1,34 +1,28 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runConversationEval, type ConversationRecord } from "../../../src/eval/conversation/run-conversation-eval.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { runConversationEval } from "../../../src/eval/conversation/run-conversation-eval.js";
 import { compareSummaries, loadSummary } from "../../../src/eval/report.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
+import { useTempDir } from "../datasets/dataset-kit.js";
 import { fakeImages } from "../eval-fixtures.js";
-import { conversationScenario as scenario } from "./conversation-scenario.js";
+import { conversationScenario as scenario, recordsOf } from "./conversation-scenario.js";
 
 const FIXTURES = fileURLToPath(new URL("./fixtures/", import.meta.url));
 
 const servers = useScriptedServers({ scenario: scenario() });
+const tmp = useTempDir("medmmv-conv-eval-");
 let dir: string;
 let images: string;
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "medmmv-conv-eval-"));
+  dir = tmp();
   images = path.join(dir, "images");
   await fakeImages(images, ["test1.jpeg", "test2.jpeg", "test3.jpeg"]);
 });
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
 
-async function records(out: string): Promise<ConversationRecord[]> {
-  return (await readFile(path.join(out, "results.jsonl"), "utf8"))
-    .trim()
-    .split("\n")
-    .map((l) => JSON.parse(l) as ConversationRecord);
-}
+const records = async (out: string) => (await recordsOf(out)).records;
+const DRLLAVA = path.join(FIXTURES, "drllava-synthetic.json");
 
 describe("conversation eval over the scripted model", () => {
   for (const method of ["cot", "medmmv"] as const) {
@@ -36,7 +30,7 @@ describe("conversation eval over the scripted model", () => {
       servers.model.setScenario(scenario());
       const out = path.join(dir, `consistent-${method}`);
       const { summary } = await runConversationEval(
-        { dataset: "drllava", input: path.join(FIXTURES, "drllava-synthetic.json"), images, method, pipeline: { k: 1, maxRepairs: 1 }, out, seed: 3 },
+        { dataset: "drllava", input: DRLLAVA, images, method, pipeline: { k: 1, maxRepairs: 1 }, out, seed: 3 },
         { config: servers.config() },
       );
       for (const order of ["si", "df", "ii"] as const) expect(summary.conversation?.[order]).toMatchObject({ aQ: 1, aC: 1, aD: expect.any(Number), hCC: 0, conversations: 3, failed: 0 });
@@ -53,11 +47,18 @@ describe("conversation eval over the scripted model", () => {
       if (method === "medmmv") {
         expect(servers.model.stats().byAgent["hd-supervisor"]).toBeGreaterThanOrEqual(45);
         expect(servers.model.stats().byAgent["rollout"]).toBe(3);
+        // ... but the records do not count those verdicts, so their zeros are not shown as a measurement.
+        expect(await readFile(path.join(out, "summary.md"), "utf8")).toMatch(/## Hallucinations \(flagged claims, all HD attempts\)\s+Not measured: a conversation eval does not count flagged claims\./);
+        expect(compareSummaries([summary], ["medmmv"])).toMatch(/\| hallucinations \/ item\s*\|\s*— \|/);
       } else expect(servers.model.stats().byAgent["hd-supervisor"] ?? 0).toBe(0);
     });
   }
 
   it("a conversation that contradicts an earlier turn is flagged on that turn, and the metrics say so", async () => {
+    // The consistent run to compare with, in its own folder, so this test runs on its own too.
+    servers.model.setScenario(scenario());
+    const consistent = path.join(dir, "contradiction-baseline");
+    await runConversationEval({ dataset: "drllava", input: DRLLAVA, images, method: "cot", out: consistent, seed: 3 }, { config: servers.config() });
     // Record 1's model says multiple myeloma after calling the proliferating cells myeloblasts.
     servers.model.setScenario(scenario((image, step) => (image === "test1.jpeg" && step === "diagnosis" ? "Multiple myeloma." : undefined)));
     const out = path.join(dir, "contradiction");
@@ -87,7 +88,7 @@ describe("conversation eval over the scripted model", () => {
     expect(summary.conversation?.ii).toBeUndefined();
 
     // eval report shows the folders' conversation metrics side by side.
-    const table = compareSummaries([await loadSummary(path.join(dir, "consistent-cot")), await loadSummary(out)], ["consistent", "contradiction"]);
+    const table = compareSummaries([await loadSummary(consistent), await loadSummary(out)], ["consistent", "contradiction"]);
     expect(table).toMatch(/\| H_cc si \(%\)\s*\|\s*0\.0 \|\s*50\.0 \(\+50\.0\) \|/);
     expect(table).toMatch(/\| A_C df \(%\)\s*\|\s*100\.0 \|\s*50\.0 \(-50\.0\) \|/);
     expect(table).toMatch(/\| A_Q ii \(%\)\s*\|\s*100\.0 \|\s*— \|/);

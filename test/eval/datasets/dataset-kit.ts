@@ -5,8 +5,8 @@ import { afterAll, beforeAll, expect } from "vitest";
 import { isItemError, type EvalItem, type ItemError } from "../../../src/eval/datasets/index.js";
 
 /** Shared helpers of the adapter tests. */
-export async function collect(it: AsyncIterable<EvalItem | ItemError>): Promise<(EvalItem | ItemError)[]> {
-  const out: (EvalItem | ItemError)[] = [];
+export async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
   for await (const x of it) out.push(x);
   return out;
 }
