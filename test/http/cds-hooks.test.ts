@@ -162,6 +162,21 @@ describe("CDS Hooks 2.0", () => {
     expect(card.detail).toContain("Decision support for clinicians; not a diagnosis.");
   });
 
+  it("a record with no dated fact is the same record on the next call: its second call answers from the stored case, without model calls", async () => {
+    // Only the Patient: nothing in it dates the record, so its reference date is the clock's.
+    const record = { patient: prefetch().patient, allergies: { resourceType: "Bundle", type: "searchset", entry: [] } };
+    const first = SpecResponse.parse(await (await call(await jwt(), { prefetch: record })).json());
+    const link = new URL(first.cards[0]!.links![0]!.url);
+    const caseId = decodeURIComponent(link.pathname.split("/")[2]!);
+    await until(async () => ((await t.server.store.getCase(caseId))?.result ? true : undefined), 20_000, `case ${caseId} finished`);
+
+    const calls = t.openai.stats().total;
+    const second = SpecResponse.parse(await (await call(await jwt(), { prefetch: record })).json());
+    expect(new URL(second.cards[0]!.links![0]!.url).pathname).toBe(link.pathname);
+    expect(second.cards[0]!.summary).toMatch(/^medmmv: /);
+    expect(t.openai.stats().total).toBe(calls);
+  });
+
   it("a record whose analysis failed is analysed again by the next call", async () => {
     const { allergies: _left, ...record } = prefetch(); // another record than the other tests'
     t.openai.addFault({ kind: "status", status: 400, agent: "rollout" });

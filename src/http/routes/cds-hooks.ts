@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { bundleToCase } from "../../case/fhir/bundle-to-case.js";
+import type { ClinicalCase } from "../../case/schema.js";
 import { noRecordCard, resultCard, startedCard } from "../../cds-hooks/cards.js";
 import { discoveryDocument, SERVICE_ID } from "../../cds-hooks/discovery.js";
 import { fetchMissingPrefetch, isAllowedFhirServer } from "../../cds-hooks/fhir-fetch.js";
@@ -12,6 +13,7 @@ import { inPrefetchTerms, prefetchToBundle } from "../../cds-hooks/prefetch-bund
 import { MedmmvError } from "../../errors.js";
 import { canonicalJson } from "../../service/case-intake.js";
 import { isTerminal } from "../../service/case-service.js";
+import type { CaseRecord } from "../../store/case-store.js";
 import { signViewLink } from "../../view/signed-link.js";
 import { ApiKeys, OPEN_OWNER } from "../auth.js";
 import { registerRateLimit } from "../plugins/rate-limit.js";
@@ -72,18 +74,29 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   };
 
   /**
-   * The same record is analysed once: its content hash is the idempotency key of the case.
+   * The record's content hash. `metadata.fhir.referenceDate` is left out: with no dated
+   * fact in the prefetch it is the wall clock, which would make every call a new record.
+   * What it drives (the patient's age) is already in `patient.age` and the notes.
+   */
+  const recordHash = (c: ClinicalCase): string => {
+    const { referenceDate: _clock, ...fhir } = (c.metadata?.fhir ?? {}) as Record<string, unknown>;
+    return createHash("sha256").update(canonicalJson({ ...c, metadata: { ...c.metadata, fhir } })).digest("hex");
+  };
+
+  /**
+   * The same record is analysed once: its content hash is the idempotency key of the case,
+   * and the case found under it (finished or still running) is the record's answer.
    * A failed analysis (the model endpoint was down) is not the record's answer: the next
    * call starts a new case under a key derived from the failed one, a bounded chain.
    */
-  const recordKey = async (owner: string, hash: string): Promise<string> => {
+  const recordKey = async (owner: string, hash: string): Promise<{ key: string; prior: CaseRecord | null }> => {
     let key = `cds-${hash}`;
     for (let i = 0; i < MAX_RETRIES_PER_RECORD; i++) {
       const prior = await store.findByIdempotencyKey(owner, key);
-      if (!prior || prior.status !== "failed") return key;
+      if (!prior || prior.status !== "failed") return { key, prior };
       key = `cds-${hash}-after-${prior.id}`;
     }
-    return key;
+    return { key, prior: null };
   };
 
   app.post(
@@ -122,13 +135,13 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       } catch (err) {
         throw inPrefetchTerms(err, origins);
       }
-      const key = await recordKey(request.owner, createHash("sha256").update(canonicalJson(built.case)).digest("hex"));
-      const submission = await service.submit({ owner: request.owner, input: built.case, overrides: {}, idempotencyKey: key });
-      const record = submission.record;
+      const { key, prior } = await recordKey(request.owner, recordHash(built.case));
+      // Not resubmitted: the stored case may differ from this one in its reference date alone.
+      const { record, replayed } = prior ? { record: prior, replayed: true } : await service.submit({ owner: request.owner, input: built.case, overrides: {}, idempotencyKey: key });
       const token = signViewLink(record.id, request.owner, secret, MAX_LINK_TTL_SEC);
       const viewUrl = `${publicBase(request)}/cases/${encodeURIComponent(record.id)}/view?token=${encodeURIComponent(token)}`;
       if (isTerminal(record.status) && record.result) return { cards: [resultCard(record.result, viewUrl)] };
-      return { cards: [startedCard(viewUrl, submission.replayed)] };
+      return { cards: [startedCard(viewUrl, replayed)] };
     },
   );
 };
