@@ -289,6 +289,14 @@ describe("CDS Hooks 2.0", () => {
     expect((await json<{ issues: Array<{ path: string }> }>(res)).issues.map((i) => i.path)).toEqual(["body.prefetch.observations.entry[1].resource.status"]);
   });
 
+  it("a prefetched Patient whose birthDate gives no valid age is a 422 naming it in the prefetch", async () => {
+    const p = prefetch() as { patient: Record<string, unknown> };
+    p.patient = { ...p.patient, birthDate: "1850-01-01" };
+    const res = await call(await jwt(), { prefetch: p });
+    expect(res.status).toBe(422);
+    expect((await json<{ issues: Array<{ path: string }> }>(res)).issues.map((i) => i.path)).toEqual(["body.prefetch.patient.birthDate"]);
+  });
+
   it("no patient data or tokens reach the logs", () => {
     const logs = t.logs.text();
     for (const canary of ["ehr-token-123", "secret-ehr-token", "Troponin", "150/95"]) expect(logs).not.toContain(canary);

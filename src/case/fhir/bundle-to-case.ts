@@ -1,6 +1,6 @@
 import { MedmmvError } from "../../errors.js";
 import { decodeBase64, readImageDimensions, sniffImageMime } from "../images.js";
-import type { ClinicalCase, ImageInput } from "../schema.js";
+import { MAX_PATIENT_AGE, type ClinicalCase, type ImageInput } from "../schema.js";
 import { BundleIndex, type IndexedEntry } from "./bundle-index.js";
 import type { FhirOrigin } from "./case-origin.js";
 import { fhirError, fhirPath, zodToFhirIssues, type FhirIssue } from "./fhir-error.js";
@@ -256,6 +256,10 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): BundleCa
   if (patientEntry) {
     const p = patientEntry.resource as { birthDate?: string; gender?: string };
     const age = p.birthDate ? ageAt(p.birthDate, referenceDate) : null;
+    // A birthDate after the record's date gives no age at all; one too far back is a typo to fix.
+    if (age && age.years > MAX_PATIENT_AGE) {
+      throw refused("UNPROCESSABLE", [{ path: fhirPath(patientEntry.entry.at, ["birthDate"]), message: `implies an age over ${MAX_PATIENT_AGE} years at the record's date; check the birthDate`, fhirCode: "invariant" }]);
+    }
     if (age) patient.age = age.years;
     if (p.gender && p.gender !== "unknown") patient.sex = p.gender;
   }

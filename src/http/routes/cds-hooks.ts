@@ -3,7 +3,8 @@ import { createHash } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { bundleToCase } from "../../case/fhir/bundle-to-case.js";
-import type { ClinicalCase } from "../../case/schema.js";
+import { describeZodIssues } from "../../case/load-case.js";
+import { ClinicalCase } from "../../case/schema.js";
 import { noRecordCard, resultCard, startedCard } from "../../cds-hooks/cards.js";
 import { discoveryDocument, SERVICE_ID } from "../../cds-hooks/discovery.js";
 import { fetchMissingPrefetch, isAllowedFhirServer } from "../../cds-hooks/fhir-fetch.js";
@@ -129,15 +130,22 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       if (patient && patient.resource.id !== call.context.patientId) {
         throw new MedmmvError("INVALID_INPUT", "the prefetched Patient is not context.patientId; prefetch the patient in context");
       }
-      let built;
+      let input: ClinicalCase;
       try {
-        built = bundleToCase(bundle, { maxImageBytes: config.http.maxImageBytes, closedBundle: false });
+        const built = bundleToCase(bundle, { maxImageBytes: config.http.maxImageBytes, closedBundle: false });
+        // The body schema here is the hook request: the case is held to what POST /diagnose accepts.
+        const parsed = ClinicalCase.safeParse(built.case);
+        if (!parsed.success) {
+          const { message, issues } = describeZodIssues(parsed.error);
+          throw new MedmmvError("UNPROCESSABLE", `the prefetch makes a case medmmv cannot accept: ${message}`, { details: { issues: issues.map((i) => ({ ...i, path: `case.${i.path}` })) } });
+        }
+        input = parsed.data;
       } catch (err) {
         throw inPrefetchTerms(err, origins);
       }
-      const { key, prior } = await recordKey(request.owner, recordHash(built.case));
+      const { key, prior } = await recordKey(request.owner, recordHash(input));
       // Not resubmitted: the stored case may differ from this one in its reference date alone.
-      const { record, replayed } = prior ? { record: prior, replayed: true } : await service.submit({ owner: request.owner, input: built.case, overrides: {}, idempotencyKey: key });
+      const { record, replayed } = prior ? { record: prior, replayed: true } : await service.submit({ owner: request.owner, input, overrides: {}, idempotencyKey: key });
       const token = signViewLink(record.id, request.owner, secret, MAX_LINK_TTL_SEC);
       const viewUrl = `${publicBase(request)}/cases/${encodeURIComponent(record.id)}/view?token=${encodeURIComponent(token)}`;
       if (isTerminal(record.status) && record.result) return { cards: [resultCard(record.result, viewUrl)] };
