@@ -346,6 +346,19 @@ describe("CDS Hooks with the EHR's JWKS at a URL", () => {
   });
 });
 
+describe("CDS Hooks under a rate limit", () => {
+  it("refused credentials are counted: past the limit a bad token gets 429", async () => {
+    const limited = await startTestServer({ openai: t.openai, env: { MEDMMV_CDS_JWKS: path.join(dir, "ehr-jwks.json"), MEDMMV_CDS_ISSUERS: ISS, MEDMMV_RATE_LIMIT_PER_MIN: "3" } });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) statuses.push((await call(await jwt({ key: strangerKey }), {}, limited.base)).status);
+      expect(statuses).toEqual([401, 401, 401, 429]);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
 describe("CDS Hooks without configuration", () => {
   it("sends no CORS headers and takes API keys only", async () => {
     const plain = await startTestServer();

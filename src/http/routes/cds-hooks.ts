@@ -16,14 +16,13 @@ import { canonicalJson } from "../../service/case-intake.js";
 import { isTerminal } from "../../service/case-service.js";
 import type { CaseRecord } from "../../store/case-store.js";
 import { signViewLink } from "../../view/signed-link.js";
-import { ApiKeys, OPEN_OWNER } from "../auth.js";
+import { ApiKeys, BEARER, deferredAuth, OPEN_OWNER } from "../auth.js";
 import { registerRateLimit } from "../plugins/rate-limit.js";
 import { ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 import { MAX_LINK_TTL_SEC } from "./view.js";
 import { z } from "zod";
 
-const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 const SERVICE_PATH = `/cds-services/${SERVICE_ID}`;
 /** Failed analyses of one record retried by later calls, at most. */
 const MAX_RETRIES_PER_RECORD = 5;
@@ -56,23 +55,20 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     async () => discoveryDocument(),
   );
 
-  const authenticate = async (request: FastifyRequest): Promise<void> => {
+  const auth = deferredAuth(async (request) => {
     const m = BEARER.exec(request.headers.authorization ?? "");
     const open = !keys.enabled && !jwt;
     if (!m) {
-      if (open) return void (request.owner = OPEN_OWNER);
+      if (open) return OPEN_OWNER;
       throw new MedmmvError("UNAUTHORIZED", "send `Authorization: Bearer <jwt>` signed by the EHR (CDS Hooks), or an API key");
     }
     const token = m[1]!;
     const owner = keys.enabled ? keys.verify(token) : null;
-    if (owner) return void (request.owner = owner);
-    if (jwt && looksLikeJwt(token)) {
-      request.owner = (await jwt.verify(token, `${publicBase(request)}${SERVICE_PATH}`)).owner;
-      return;
-    }
-    if (open) return void (request.owner = OPEN_OWNER);
+    if (owner) return owner;
+    if (jwt && looksLikeJwt(token)) return (await jwt.verify(token, `${publicBase(request)}${SERVICE_PATH}`)).owner;
+    if (open) return OPEN_OWNER;
     throw new MedmmvError("UNAUTHORIZED", "invalid credentials: neither an API key nor a CDS Hooks JWT");
-  };
+  });
 
   /**
    * The record's content hash. `metadata.fhir.referenceDate` is left out: with no dated
@@ -103,7 +99,8 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   app.post(
     SERVICE_PATH,
     {
-      onRequest: authenticate,
+      onRequest: auth.identify,
+      preParsing: auth.enforce,
       schema: {
         tags: ["cds-hooks"],
         summary: "CDS Hooks patient-view: a card with medmmv's answer for the patient's record",
