@@ -2,7 +2,7 @@ import { MedmmvError } from "../../errors.js";
 import { decodeBase64, readImageDimensions, sniffImageMime } from "../images.js";
 import { MAX_PATIENT_AGE, type ClinicalCase, type ImageInput } from "../schema.js";
 import { BundleIndex, type IndexedEntry } from "./bundle-index.js";
-import type { FhirOrigin } from "./case-origin.js";
+import type { FhirOrigin, IgnoredResource } from "./case-origin.js";
 import { fhirError, fhirPath, zodToFhirIssues, type FhirIssue } from "./fhir-error.js";
 import { BundleEnvelope, READ_RESOURCES, type ReadType } from "./fhir-schemas.js";
 import { GROUPS, RENDERERS, ageAt, type Group, type NoteLine, type RenderContext } from "./renderers.js";
@@ -20,12 +20,6 @@ const MAX_NOTES_CHARS = 200_000;
 const MAX_IMAGES = 16;
 const MAX_TEXT_ATTACHMENT_BYTES = 1_000_000;
 
-/** A resource (or part of one) the case does not use, and why: kept in provenance. */
-export interface IgnoredResource {
-  resource: string;
-  reason: string;
-}
-
 export interface BundleToCaseOptions {
   question?: string;
   options?: Record<string, string>;
@@ -38,11 +32,6 @@ export interface BundleToCaseOptions {
    * an Encounter) points outside and is not an error.
    */
   closedBundle?: boolean;
-}
-
-export interface BundleCase {
-  case: ClinicalCase;
-  ignoredResources: IgnoredResource[];
 }
 
 /** Resource types of other FHIR versions: a sign the client sends STU3 or R5, not R4. */
@@ -155,9 +144,9 @@ function renderNotes(lines: Array<NoteLine & { name: string; order: number }>): 
  * A FHIR R4 Bundle of one patient's record → the ClinicalCase the pipeline reads: the
  * patient's age and sex, notes of one readable line per fact, each line naming its
  * resource, and the record's images. Anything we cannot accept is refused with the FHIRPath
- * of the element to fix; resource types we do not read are listed, not refused.
+ * of the element to fix; resource types we do not read are listed (metadata.fhir.ignoredResources), not refused.
  */
-export function bundleToCase(body: unknown, opts: BundleToCaseOptions): BundleCase {
+export function bundleToCase(body: unknown, opts: BundleToCaseOptions): ClinicalCase {
   const envelope = readEnvelope(body);
   const index = new BundleIndex();
   (envelope.entry ?? []).forEach((en, i) => {
@@ -281,5 +270,5 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): BundleCa
       } satisfies FhirOrigin,
     },
   };
-  return { case: c, ignoredResources: ignored };
+  return c;
 }

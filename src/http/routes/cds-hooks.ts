@@ -129,9 +129,8 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       }
       let input: ClinicalCase;
       try {
-        const built = bundleToCase(bundle, { maxImageBytes: config.http.maxImageBytes, closedBundle: false });
         // The body schema here is the hook request: the case is held to what POST /diagnose accepts.
-        const parsed = ClinicalCase.safeParse(built.case);
+        const parsed = ClinicalCase.safeParse(bundleToCase(bundle, { maxImageBytes: config.http.maxImageBytes, closedBundle: false }));
         if (!parsed.success) {
           const { message, issues } = describeZodIssues(parsed.error);
           throw new MedmmvError("UNPROCESSABLE", `the prefetch makes a case medmmv cannot accept: ${message}`, { details: { issues: issues.map((i) => ({ ...i, path: `case.${i.path}` })) } });

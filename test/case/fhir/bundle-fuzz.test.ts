@@ -52,7 +52,7 @@ describe("bundleToCase under fuzzing", () => {
         const body = mutate(m);
         let c: ClinicalCase;
         try {
-          c = bundleToCase(body, { maxImageBytes: 5_000_000 }).case;
+          c = bundleToCase(body, { maxImageBytes: 5_000_000 });
         } catch (err) {
           if (!isMedmmvError(err)) throw new Error(`not a MedmmvError: ${String(err)} for ${JSON.stringify(m).slice(0, 300)}`);
           expect(STATUS_BY_CODE[err.code]).toBeGreaterThanOrEqual(400);
