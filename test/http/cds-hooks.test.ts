@@ -327,15 +327,7 @@ describe("CDS Hooks with the EHR's JWKS at a URL", () => {
     await new Promise<void>((r) => keys.listen(0, "127.0.0.1", r));
     const remote = await startTestServer({ env: { MEDMMV_CDS_JWKS: `http://127.0.0.1:${(keys.address() as AddressInfo).port}/.well-known/jwks.json`, MEDMMV_CDS_ISSUERS: ISS } });
     try {
-      const token = await new SignJWT({})
-        .setProtectedHeader({ alg: "ES384", kid: "ehr-1" })
-        .setIssuer(ISS)
-        .setAudience(`${remote.base}${SERVICE}`)
-        .setIssuedAt()
-        .setExpirationTime("5m")
-        .setJti(randomUUID())
-        .sign(ehrKey);
-      const res = await fetch(`${remote.base}${SERVICE}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch() }) });
+      const res = await call(await jwt({ aud: `${remote.base}${SERVICE}` }), {}, remote.base);
       expect(res.status).toBe(200);
       SpecResponse.parse(await res.json());
       expect(fetched).toBeGreaterThan(0);
