@@ -4,8 +4,8 @@ import { MAX_PATIENT_AGE, type ClinicalCase, type ImageInput } from "../schema.j
 import { BundleIndex, type IndexedEntry } from "./bundle-index.js";
 import type { FhirOrigin, IgnoredResource } from "./case-origin.js";
 import { fhirError, fhirPath, zodToFhirIssues, type FhirIssue } from "./fhir-error.js";
-import { BundleEnvelope, READ_RESOURCES, type ReadType } from "./fhir-schemas.js";
-import { GROUPS, RENDERERS, ageAt, type Group, type NoteLine, type RenderContext } from "./renderers.js";
+import { BundleEnvelope, READ_RESOURCES, type ReadType, type ResourceOf } from "./fhir-schemas.js";
+import { GROUPS, RENDERERS, patientFacts, type Group, type NoteLine, type RenderContext } from "./renderers.js";
 import { resourceLinePrefix } from "./resource-lines.js";
 import type { z } from "zod";
 import type { Attachment } from "./fhir-schemas.js";
@@ -243,14 +243,13 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): Clinical
   const patientEntry = read.find((r) => r.type === "Patient");
   const patient: NonNullable<ClinicalCase["patient"]> = {};
   if (patientEntry) {
-    const p = patientEntry.resource as { birthDate?: string; gender?: string };
-    const age = p.birthDate ? ageAt(p.birthDate, referenceDate) : null;
+    const { age, sex } = patientFacts(patientEntry.resource as ResourceOf<"Patient">, referenceDate);
     // A birthDate after the record's date gives no age at all; one too far back is a typo to fix.
     if (age && age.years > MAX_PATIENT_AGE) {
       throw refused("UNPROCESSABLE", [{ path: fhirPath(patientEntry.entry.at, ["birthDate"]), message: `implies an age over ${MAX_PATIENT_AGE} years at the record's date; check the birthDate`, fhirCode: "invariant" }]);
     }
     if (age) patient.age = age.years;
-    if (p.gender && p.gender !== "unknown") patient.sex = p.gender;
+    if (sex) patient.sex = sex;
   }
   const c: ClinicalCase = {
     question: opts.question?.trim() || DEFAULT_FHIR_QUESTION,
