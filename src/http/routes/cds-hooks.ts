@@ -6,7 +6,7 @@ import { bundleToCase } from "../../case/fhir/bundle-to-case.js";
 import { describeZodIssues } from "../../case/load-case.js";
 import { ClinicalCase } from "../../case/schema.js";
 import { noRecordCard, resultCard, startedCard } from "../../cds-hooks/cards.js";
-import { discoveryDocument, SERVICE_ID } from "../../cds-hooks/discovery.js";
+import { Discovery, discoveryDocument, SERVICE_ID } from "../../cds-hooks/discovery.js";
 import { fetchMissingPrefetch, isAllowedFhirServer } from "../../cds-hooks/fhir-fetch.js";
 import { HookRequest, HookResponse } from "../../cds-hooks/hook-request.js";
 import { CdsJwtVerifier, looksLikeJwt } from "../../cds-hooks/jwt-auth.js";
@@ -21,17 +21,10 @@ import { registerRateLimit } from "../plugins/rate-limit.js";
 import { ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 import { MAX_LINK_TTL_SEC } from "./view.js";
-import { z } from "zod";
 
 const SERVICE_PATH = `/cds-services/${SERVICE_ID}`;
 /** Failed analyses of one record retried by later calls, at most. */
 const MAX_RETRIES_PER_RECORD = 5;
-
-const Discovery = z
-  .object({
-    services: z.array(z.object({ hook: z.string(), id: z.string(), title: z.string(), description: z.string(), prefetch: z.record(z.string(), z.string()), usageRequirements: z.string().optional() })),
-  })
-  .describe("CdsDiscovery");
 
 /**
  * CDS Hooks 2.0 (discovery and the patient-view service). Outside the key-only context:
