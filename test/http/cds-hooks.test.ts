@@ -256,7 +256,18 @@ describe("CDS Hooks 2.0", () => {
     expect(res.status).toBe(200);
     const r = SpecResponse.parse(await res.json());
     expect(r.cards[0]!.summary).toBe("medmmv: no patient record to analyse");
+    expect(r.cards[0]!.detail).toMatch(/not one this service may contact/);
     expect(unlisted.requests).toHaveLength(0);
+  });
+
+  it.each([
+    ["no prefetch and no fhirServer", undefined, /names no fhirServer/],
+    ["a prefetch of empty searches only", { patient: null, conditions: { resourceType: "Bundle", type: "searchset", entry: [] } }, /names no fhirServer/],
+    ["every prefetch key, all empty", Object.fromEntries(Object.keys(prefetch()).map((k) => [k, { resourceType: "Bundle", type: "searchset", entry: [] }])), /searches came back empty/],
+  ])("%s: the no-record card says why", async (_name, p, why) => {
+    const r = SpecResponse.parse(await (await call(await jwt(), { prefetch: p })).json());
+    expect(r.cards[0]!.summary).toBe("medmmv: no patient record to analyse");
+    expect(r.cards[0]!.detail).toMatch(why);
   });
 
   it("…and is fetched, with the EHR's access token, from one on the list", async () => {

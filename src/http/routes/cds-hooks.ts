@@ -106,16 +106,22 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     async (request) => {
       const call = request.body;
       let { bundle, missing, origins } = prefetchToBundle(call.prefetch);
+      // Why there is no record, should the bundle come out empty: shown to the clinician.
+      let noRecord = missing.length
+        ? "The prefetch is incomplete, and the call names no fhirServer to fetch the rest of the record from."
+        : "The prefetch holds none of the patient's record (its searches came back empty).";
       if (missing.length && call.fhirServer) {
         if (!isAllowedFhirServer(call.fhirServer, config.cds.fhirServers)) {
           request.log.info({ missing: missing.length }, "prefetch incomplete; fhirServer not on MEDMMV_FHIR_SERVERS, not contacted");
+          noRecord = "The prefetch is incomplete, and the FHIR server is not one this service may contact (MEDMMV_FHIR_SERVERS).";
         } else {
           const fetched = await fetchMissingPrefetch(missing, { fhirServer: call.fhirServer, accessToken: call.fhirAuthorization?.access_token, patientId: call.context.patientId, allowList: config.cds.fhirServers });
           ({ bundle, missing, origins } = prefetchToBundle({ ...call.prefetch, ...fetched }));
+          noRecord = "Neither the prefetch nor the FHIR server holds any of the patient's record.";
         }
       }
       const entries = bundle.entry as Array<{ resource: { resourceType?: unknown; id?: unknown } }>;
-      if (!entries.length) return { cards: [noRecordCard("Nothing was prefetched, and the FHIR server is not one this service may contact (MEDMMV_FHIR_SERVERS).")] };
+      if (!entries.length) return { cards: [noRecordCard(noRecord)] };
       const patient = entries.find((e) => e.resource.resourceType === "Patient");
       if (patient && patient.resource.id !== call.context.patientId) {
         throw new MedmmvError("INVALID_INPUT", "the prefetched Patient is not context.patientId; prefetch the patient in context");
