@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { IgnoredResource } from "./fhir/case-origin.js";
 
 /** DESIGN §4: the output contract. Field names are fixed; clients and stored results rely on them. */
 export const Stage = z.enum(["visual", "knowledge", "reasoning"]);
@@ -142,7 +143,7 @@ export const DiagnosisResult = z.object({
     failures: z.array(BranchFailure).optional(),
     untrustedContent: z.array(z.object({ source: z.string(), note: z.string() })).optional(),
     /** Cases from a FHIR Bundle: resources (or parts) that did not go into the case, and why. */
-    ignoredResources: z.array(z.object({ resource: z.string(), reason: z.string() })).optional(),
+    ignoredResources: z.array(IgnoredResource).optional(),
     /** What the checks on evidence agents did: fabricated quotes dropped, image findings flagged/revised. */
     evidenceChecks: z
       .object({

@@ -41,6 +41,9 @@ const FreeJson = z.unknown().refine((v) => !exceedsDepth(v, MAX_FREE_JSON_DEPTH)
 
 export const OptionLetter = z.string().regex(/^[A-Z]$/, "option keys are single capital letters A–Z");
 
+/** The oldest age a case may give; a FHIR birthDate further back is refused at its element. */
+export const MAX_PATIENT_AGE = 150;
+
 export const ClinicalCase = z
   .object({
     id: z.string().min(1).max(200).regex(/^[A-Za-z0-9._:-]+$/, "id may use letters, digits and . _ : -").optional(),
@@ -50,7 +53,7 @@ export const ClinicalCase = z
     images: z.array(ImageInput).max(16).optional(),
     patient: z
       .object({
-        age: z.number().min(0).max(150).optional(),
+        age: z.number().min(0).max(MAX_PATIENT_AGE).optional(),
         sex: z.string().max(32).optional(),
       })
       .catchall(FreeJson)

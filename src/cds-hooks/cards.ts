@@ -49,7 +49,7 @@ export function startedCard(viewUrl: string, alreadyRunning: boolean): Card {
   };
 }
 
-/** No record to analyse: nothing was prefetched and the FHIR server may not be contacted. */
+/** No record to analyse; `reason` says why (nothing prefetched, a server not allowed, empty searches). */
 export function noRecordCard(reason: string): Card {
   return { summary: "medmmv: no patient record to analyse", indicator: "info", detail: reason, source: SOURCE };
 }

@@ -1,3 +1,5 @@
+import { z } from "zod";
+
 /** CDS Hooks 2.0: the one service medmmv offers, as its discovery document lists it. */
 export const SERVICE_ID = "medmmv-diagnosis";
 export const HOOK = "patient-view";
@@ -15,16 +17,15 @@ export const PREFETCH: Record<string, string> = {
   allergies: "AllergyIntolerance?patient={{context.patientId}}",
 };
 
-export interface DiscoveryService {
-  hook: string;
-  id: string;
-  title: string;
-  description: string;
-  prefetch: Record<string, string>;
-  usageRequirements?: string;
-}
+/** The discovery document (GET /cds-services), as the route answers and documents it. */
+export const Discovery = z
+  .object({
+    services: z.array(z.object({ hook: z.string(), id: z.string(), title: z.string(), description: z.string(), prefetch: z.record(z.string(), z.string()), usageRequirements: z.string().optional() })),
+  })
+  .describe("CdsDiscovery");
+export type Discovery = z.infer<typeof Discovery>;
 
-export function discoveryDocument(): { services: DiscoveryService[] } {
+export function discoveryDocument(): Discovery {
   return {
     services: [
       {

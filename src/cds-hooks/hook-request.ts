@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { FHIR_ID } from "../case/fhir/fhir-schemas.js";
 import { HOOK } from "./discovery.js";
 
 /** A CDS Hooks 2.0 call, the parts medmmv reads (the rest of the request passes unread). */
@@ -19,7 +20,7 @@ export const HookRequest = z.looseObject({
     .describe("Access to fhirServer for the data not prefetched"),
   context: z.looseObject({
     userId: z.string().min(1).describe("The user in the EHR, e.g. Practitioner/123"),
-    patientId: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/, "must be a FHIR id").describe("The patient in context"),
+    patientId: z.string().regex(FHIR_ID, "must be a FHIR id").describe("The patient in context"),
     encounterId: z.string().optional(),
   }),
   prefetch: z.record(z.string(), z.unknown()).optional().describe("Prefetched FHIR data, keyed as in the discovery document (null: not available)"),

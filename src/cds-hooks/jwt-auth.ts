@@ -48,8 +48,10 @@ export class CdsJwtVerifier {
     this.#keys = keySet(opts.jwks);
   }
 
-  /** The owner id for cases this EHR creates: a hash of its issuer. */
-  /** `audience`: the URL of the service endpoint being called (CDS Hooks `aud`). */
+  /**
+   * The owner id for cases this EHR creates: a hash of its issuer.
+   * `audience`: the URL of the service endpoint being called (CDS Hooks `aud`).
+   */
   async verify(token: string, audience: string, nowMs = Date.now()): Promise<{ owner: string; iss: string }> {
     let payload;
     try {

@@ -3067,7 +3067,7 @@ export interface operations {
                      *       "issue": [
                      *         {
                      *           "severity": "error",
-                     *           "code": "invalid",
+                     *           "code": "conflict",
                      *           "details": {
                      *             "coding": [
                      *               {
@@ -3112,7 +3112,7 @@ export interface operations {
                      *       "issue": [
                      *         {
                      *           "severity": "error",
-                     *           "code": "invalid",
+                     *           "code": "throttled",
                      *           "details": {
                      *             "coding": [
                      *               {

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { MedmmvError } from "../errors.js";
+import { isMedmmvError, MedmmvError } from "../errors.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -44,35 +44,42 @@ export class ApiKeys {
   }
 }
 
-const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+/** The credential of an `Authorization: Bearer <credential>` header (an API key, or a CDS Hooks JWT). */
+export const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
 /**
- * Two hooks around the rate limit: `identify` (onRequest) sets `request.owner` or notes
- * why the key was refused; the per-route rate limit then counts the request (by owner,
- * or by address when unauthenticated, so guessing keys is throttled too); `enforce`
- * (preParsing, before any body is read) answers 401 with a message saying what to send.
+ * Two hooks around the rate limit: `identify` (onRequest) runs `authenticate`, which
+ * answers the owner or throws why not, and sets `request.owner` or notes the refusal; the
+ * per-route rate limit then counts the request (by owner, or by address when
+ * unauthenticated, so guessing credentials is throttled too); `enforce` (preParsing, before
+ * any body is read) throws the refusal, a 401 with a message saying what to send.
  */
-export function authHooks(keys: ApiKeys) {
+export function deferredAuth(authenticate: (request: FastifyRequest) => Promise<string>) {
   const identify = async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
-    if (!keys.enabled) {
-      request.owner = OPEN_OWNER;
-      return;
+    try {
+      request.owner = await authenticate(request);
+    } catch (err) {
+      if (!isMedmmvError(err)) throw err;
+      rejected.set(request, err);
     }
-    const header = request.headers.authorization;
-    let problem: MedmmvError | null = null;
-    if (!header) {
-      problem = new MedmmvError("UNAUTHORIZED", "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS");
-    } else {
-      const m = BEARER.exec(header);
-      const owner = m ? keys.verify(m[1]!) : null;
-      if (owner) request.owner = owner;
-      else problem = m ? new MedmmvError("UNAUTHORIZED", "invalid API key") : new MedmmvError("UNAUTHORIZED", "malformed Authorization header: expected `Authorization: Bearer <key>`");
-    }
-    if (problem) rejected.set(request, problem);
   };
   const enforce = async (request: FastifyRequest): Promise<void> => {
     const problem = rejected.get(request);
     if (problem) throw problem;
   };
   return { identify, enforce };
+}
+
+/** `deferredAuth` for the API: a key from MEDMMV_API_KEYS, or none when no keys are configured. */
+export function authHooks(keys: ApiKeys) {
+  return deferredAuth(async (request) => {
+    if (!keys.enabled) return OPEN_OWNER;
+    const header = request.headers.authorization;
+    if (!header) throw new MedmmvError("UNAUTHORIZED", "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS");
+    const m = BEARER.exec(header);
+    if (!m) throw new MedmmvError("UNAUTHORIZED", "malformed Authorization header: expected `Authorization: Bearer <key>`");
+    const owner = keys.verify(m[1]!);
+    if (!owner) throw new MedmmvError("UNAUTHORIZED", "invalid API key");
+    return owner;
+  });
 }

@@ -71,7 +71,6 @@ export function fhirBundleToCase(config: Config) {
     }
     const query = (request.query ?? {}) as Record<string, unknown>;
     const question = typeof query.question === "string" ? query.question : undefined;
-    const built = bundleToCase(request.body, { question, options: parseOptions(query.option), maxImageBytes: config.http.maxImageBytes });
-    request.body = built.case;
+    request.body = bundleToCase(request.body, { question, options: parseOptions(query.option), maxImageBytes: config.http.maxImageBytes });
   };
 }

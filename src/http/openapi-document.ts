@@ -5,6 +5,9 @@
  * added later get the same treatment (an operationId derived from method and path).
  */
 
+import { operationOutcome } from "./operation-outcome.js";
+import type { ErrorBody } from "./schemas.js";
+
 type Json = Record<string, unknown>;
 
 /** Names chosen for the operations clients call most; the rest are derived. */
@@ -82,12 +85,12 @@ const OPERATION_OUTCOME = {
   },
 };
 
+/** The OperationOutcome the server sends for `status`: built by the same function, so the example cannot drift. */
 function outcomeExample(status: string) {
-  const e = errorExample(status);
-  return { resourceType: "OperationOutcome", id: e.requestId, issue: [{ severity: "error", code: status === "404" ? "not-found" : status === "401" ? "login" : "invalid", details: { coding: [{ system: "urn:medmmv:error-code", code: e.code }], text: e.message }, diagnostics: e.message }] };
+  return operationOutcome(errorExample(status));
 }
 
-function errorExample(status: string) {
+function errorExample(status: string): ErrorBody {
   const e = ERROR_EXAMPLES[status] ?? ERROR_EXAMPLES["4XX"]!;
   return { statusCode: status === "4XX" ? 400 : Number(status), ...e, requestId: "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70" };
 }

@@ -162,6 +162,21 @@ describe("CDS Hooks 2.0", () => {
     expect(card.detail).toContain("Decision support for clinicians; not a diagnosis.");
   });
 
+  it("a record with no dated fact is the same record on the next call: its second call answers from the stored case, without model calls", async () => {
+    // Only the Patient: nothing in it dates the record, so its reference date is the clock's.
+    const record = { patient: prefetch().patient, allergies: { resourceType: "Bundle", type: "searchset", entry: [] } };
+    const first = SpecResponse.parse(await (await call(await jwt(), { prefetch: record })).json());
+    const link = new URL(first.cards[0]!.links![0]!.url);
+    const caseId = decodeURIComponent(link.pathname.split("/")[2]!);
+    await until(async () => ((await t.server.store.getCase(caseId))?.result ? true : undefined), 20_000, `case ${caseId} finished`);
+
+    const calls = t.openai.stats().total;
+    const second = SpecResponse.parse(await (await call(await jwt(), { prefetch: record })).json());
+    expect(new URL(second.cards[0]!.links![0]!.url).pathname).toBe(link.pathname);
+    expect(second.cards[0]!.summary).toMatch(/^medmmv: /);
+    expect(t.openai.stats().total).toBe(calls);
+  });
+
   it("a record whose analysis failed is analysed again by the next call", async () => {
     const { allergies: _left, ...record } = prefetch(); // another record than the other tests'
     t.openai.addFault({ kind: "status", status: 400, agent: "rollout" });
@@ -241,7 +256,18 @@ describe("CDS Hooks 2.0", () => {
     expect(res.status).toBe(200);
     const r = SpecResponse.parse(await res.json());
     expect(r.cards[0]!.summary).toBe("medmmv: no patient record to analyse");
+    expect(r.cards[0]!.detail).toMatch(/not one this service may contact/);
     expect(unlisted.requests).toHaveLength(0);
+  });
+
+  it.each([
+    ["no prefetch and no fhirServer", undefined, /names no fhirServer/],
+    ["a prefetch of empty searches only", { patient: null, conditions: { resourceType: "Bundle", type: "searchset", entry: [] } }, /names no fhirServer/],
+    ["every prefetch key, all empty", Object.fromEntries(Object.keys(prefetch()).map((k) => [k, { resourceType: "Bundle", type: "searchset", entry: [] }])), /searches came back empty/],
+  ])("%s: the no-record card says why", async (_name, p, why) => {
+    const r = SpecResponse.parse(await (await call(await jwt(), { prefetch: p })).json());
+    expect(r.cards[0]!.summary).toBe("medmmv: no patient record to analyse");
+    expect(r.cards[0]!.detail).toMatch(why);
   });
 
   it("…and is fetched, with the EHR's access token, from one on the list", async () => {
@@ -274,6 +300,14 @@ describe("CDS Hooks 2.0", () => {
     expect((await json<{ issues: Array<{ path: string }> }>(res)).issues.map((i) => i.path)).toEqual(["body.prefetch.observations.entry[1].resource.status"]);
   });
 
+  it("a prefetched Patient whose birthDate gives no valid age is a 422 naming it in the prefetch", async () => {
+    const p = prefetch() as { patient: Record<string, unknown> };
+    p.patient = { ...p.patient, birthDate: "1850-01-01" };
+    const res = await call(await jwt(), { prefetch: p });
+    expect(res.status).toBe(422);
+    expect((await json<{ issues: Array<{ path: string }> }>(res)).issues.map((i) => i.path)).toEqual(["body.prefetch.patient.birthDate"]);
+  });
+
   it("no patient data or tokens reach the logs", () => {
     const logs = t.logs.text();
     for (const canary of ["ehr-token-123", "secret-ehr-token", "Troponin", "150/95"]) expect(logs).not.toContain(canary);
@@ -304,21 +338,26 @@ describe("CDS Hooks with the EHR's JWKS at a URL", () => {
     await new Promise<void>((r) => keys.listen(0, "127.0.0.1", r));
     const remote = await startTestServer({ env: { MEDMMV_CDS_JWKS: `http://127.0.0.1:${(keys.address() as AddressInfo).port}/.well-known/jwks.json`, MEDMMV_CDS_ISSUERS: ISS } });
     try {
-      const token = await new SignJWT({})
-        .setProtectedHeader({ alg: "ES384", kid: "ehr-1" })
-        .setIssuer(ISS)
-        .setAudience(`${remote.base}${SERVICE}`)
-        .setIssuedAt()
-        .setExpirationTime("5m")
-        .setJti(randomUUID())
-        .sign(ehrKey);
-      const res = await fetch(`${remote.base}${SERVICE}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch() }) });
+      const res = await call(await jwt({ aud: `${remote.base}${SERVICE}` }), {}, remote.base);
       expect(res.status).toBe(200);
       SpecResponse.parse(await res.json());
       expect(fetched).toBeGreaterThan(0);
     } finally {
       await remote.close();
       await new Promise((r) => keys.close(r));
+    }
+  });
+});
+
+describe("CDS Hooks under a rate limit", () => {
+  it("refused credentials are counted: past the limit a bad token gets 429", async () => {
+    const limited = await startTestServer({ openai: t.openai, env: { MEDMMV_CDS_JWKS: path.join(dir, "ehr-jwks.json"), MEDMMV_CDS_ISSUERS: ISS, MEDMMV_RATE_LIMIT_PER_MIN: "3" } });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) statuses.push((await call(await jwt({ key: strangerKey }), {}, limited.base)).status);
+      expect(statuses).toEqual([401, 401, 401, 429]);
+    } finally {
+      await limited.close();
     }
   });
 });

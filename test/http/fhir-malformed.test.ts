@@ -65,6 +65,7 @@ const MALFORMED: Malformed[] = [
   { name: "a quantity value that is a string", body: stemi((b) => ((res(b, "trop-1").valueQuantity as R).value = "2.4")), status: 400, expression: (b) => `Bundle.entry[${at(b, "trop-1")}].resource.valueQuantity.value`, code: "structure" },
   { name: "a date that is not a FHIR dateTime", body: stemi((b) => (res(b, "k-1").effectiveDateTime = "30/11/2026")), status: 400, expression: (b) => `Bundle.entry[${at(b, "k-1")}].resource.effectiveDateTime`, code: "value" },
   { name: "Patient.gender M", body: stemi((b) => (b.entry[0]!.resource.gender = "M")), status: 400, expression: "Bundle.entry[0].resource.gender", code: "value" },
+  { name: "Patient.birthDate implies an age over 150", body: stemi((b) => (b.entry[0]!.resource.birthDate = "1850-01-01")), status: 422, expression: "Bundle.entry[0].resource.birthDate", code: "invariant" },
   { name: "Patient.birthDate month 13", body: stemi((b) => (b.entry[0]!.resource.birthDate = "1968-13-01")), status: 400, expression: "Bundle.entry[0].resource.birthDate", code: "value" },
   { name: "an id with a space", body: stemi((b) => (res(b, "cr-1").id = "cr 1")), status: 400, expression: "Bundle.entry[8].resource.id", code: "value" },
   { name: "Condition without subject", body: stemi((b) => delete res(b, "htn").subject), status: 400, expression: (b) => `Bundle.entry[${at(b, "htn")}].resource.subject`, code: "required" },
@@ -104,10 +105,6 @@ const MALFORMED: Malformed[] = [
 ];
 
 describe("malformed FHIR bundles → 4xx OperationOutcome naming the bad element", () => {
-  it("covers 30+ kinds of malformed bundle", () => {
-    expect(MALFORMED.length).toBeGreaterThanOrEqual(30);
-  });
-
   it.each(MALFORMED)("$name → $status $code", async (m) => {
     const body = m.body();
     const r = await t.api("/diagnose", { method: "POST", headers: { "content-type": "application/fhir+json" }, body: JSON.stringify(body) });

@@ -12,10 +12,9 @@ import { isMedmmvError, type MedmmvError } from "../../src/errors.js";
 import { startServer } from "../../src/server.js";
 import { openStore } from "../../src/store/open-store.js";
 import { redactDatabaseUrl } from "../../src/store/open-store-errors.js";
+import { PG_TEST_URL } from "../support/pg-schemas.js";
 import { testConfig } from "../support/test-config.js";
 import { LogCapture } from "./http-harness.js";
-
-const PG = process.env.MEDMMV_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
 async function failure(p: Promise<unknown>): Promise<MedmmvError> {
   const err = await p.then(
@@ -60,11 +59,11 @@ describe("PostgreSQL URL wrong", () => {
   });
 
   it("a database or a role the server does not have", async () => {
-    const u = new URL(PG);
+    const u = new URL(PG_TEST_URL);
     u.pathname = "/medmmv_no_such_database";
     const db = await failure(openStore({ databaseUrl: u.toString(), dataDir: tmp }));
     expect(db.message).toMatch(/database named in DATABASE_URL does not exist .*create it \(createdb NAME\) or correct the name in DATABASE_URL/);
-    const r = new URL(PG);
+    const r = new URL(PG_TEST_URL);
     r.username = "medmmv_no_such_role";
     const role = await failure(openStore({ databaseUrl: r.toString(), dataDir: tmp }));
     expect(role.message).toMatch(/refused the (role|password)/);

@@ -3,6 +3,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import { clinicalScenario } from "../support/clinical-scenario.js";
+import { PG_TEST_URL } from "../support/pg-schemas.js";
 import { untilCheckpointed } from "../support/checkpoint-writes.js";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
 import { chestPain, json, readSse, startTestServer, until, withDelays } from "./http-harness.js";
@@ -11,13 +12,12 @@ import { chestPain, json, readSse, startTestServer, until, withDelays } from "./
  * The service on Postgres (DATABASE_URL): the same API, and durable runs through the
  * Postgres checkpointer. CI provides the database, so an unreachable one fails the file.
  */
-const URL = process.env.MEDMMV_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const schema = `medmmv_http_${randomBytes(6).toString("hex")}`;
 
 let admin: pg.Client;
 let openai: ScriptedOpenAI;
 beforeAll(async () => {
-  admin = new pg.Client({ connectionString: URL, connectionTimeoutMillis: 5_000 });
+  admin = new pg.Client({ connectionString: PG_TEST_URL, connectionTimeoutMillis: 5_000 });
   await admin.connect();
   openai = await startScriptedOpenAI({ scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }) });
 });
@@ -27,7 +27,7 @@ afterAll(async () => {
   await openai.close();
 });
 
-const start = () => startTestServer({ openai, env: { DATABASE_URL: URL }, storeOptions: { pgSchema: schema } });
+const start = () => startTestServer({ openai, env: { DATABASE_URL: PG_TEST_URL }, storeOptions: { pgSchema: schema } });
 
 describe("HTTP API on Postgres", () => {
   it("runs a case, then resumes an interrupted one after a restart without redoing its rollouts", async () => {

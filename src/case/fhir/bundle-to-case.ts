@@ -1,17 +1,14 @@
 import { MedmmvError } from "../../errors.js";
 import { decodeBase64, readImageDimensions, sniffImageMime } from "../images.js";
-import type { ClinicalCase, ImageInput } from "../schema.js";
+import { MAX_PATIENT_AGE, type ClinicalCase, type ImageInput } from "../schema.js";
 import { BundleIndex, type IndexedEntry } from "./bundle-index.js";
-import type { FhirOrigin } from "./case-origin.js";
+import type { FhirOrigin, IgnoredResource } from "./case-origin.js";
 import { fhirError, fhirPath, zodToFhirIssues, type FhirIssue } from "./fhir-error.js";
-import { BundleEnvelope, READ_RESOURCES, type ReadType } from "./fhir-schemas.js";
-import { GROUPS, RENDERERS, ageAt, type Group, type NoteLine, type RenderContext } from "./renderers.js";
+import { BundleEnvelope, READ_RESOURCES, type ReadType, type ResourceOf } from "./fhir-schemas.js";
+import { GROUPS, RENDERERS, patientFacts, type Group, type NoteLine, type RenderContext } from "./renderers.js";
 import { resourceLinePrefix } from "./resource-lines.js";
 import type { z } from "zod";
 import type { Attachment } from "./fhir-schemas.js";
-
-/** The statuses a refused bundle gets: malformed 400, inconsistent 422, too big 413, not an image 415. */
-type RefusalCode = "INVALID_INPUT" | "UNPROCESSABLE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA";
 
 export const DEFAULT_FHIR_QUESTION = "What is the most likely diagnosis?";
 /** A patient's record for one question, not a data dump: a bigger bundle is refused, not truncated. */
@@ -19,12 +16,6 @@ export const MAX_BUNDLE_ENTRIES = 500;
 const MAX_NOTES_CHARS = 200_000;
 const MAX_IMAGES = 16;
 const MAX_TEXT_ATTACHMENT_BYTES = 1_000_000;
-
-/** A resource (or part of one) the case does not use, and why: kept in provenance. */
-export interface IgnoredResource {
-  resource: string;
-  reason: string;
-}
 
 export interface BundleToCaseOptions {
   question?: string;
@@ -38,11 +29,6 @@ export interface BundleToCaseOptions {
    * an Encounter) points outside and is not an error.
    */
   closedBundle?: boolean;
-}
-
-export interface BundleCase {
-  case: ClinicalCase;
-  ignoredResources: IgnoredResource[];
 }
 
 /** Resource types of other FHIR versions: a sign the client sends STU3 or R5, not R4. */
@@ -81,24 +67,20 @@ function clinicalDates(r: Record<string, unknown>): string[] {
   return out;
 }
 
-function refused(code: RefusalCode, issues: FhirIssue[]): MedmmvError {
-  return fhirError(code, issues);
-}
-
 /** The envelope: a Bundle, R4, of a type we read, not too large. */
 function readEnvelope(body: unknown): BundleEnvelope {
-  if (!isObject(body)) throw refused("INVALID_INPUT", [{ path: "Bundle", message: "the body must be a JSON object: a FHIR Bundle", fhirCode: "structure" }]);
+  if (!isObject(body)) throw fhirError("INVALID_INPUT", [{ path: "Bundle", message: "the body must be a JSON object: a FHIR Bundle", fhirCode: "structure" }]);
   if (body.resourceType !== "Bundle") {
     const what = typeof body.resourceType === "string" ? `a ${body.resourceType.slice(0, 64)}` : "no resourceType";
-    throw refused("INVALID_INPUT", [{ path: "Bundle.resourceType", message: `expected a Bundle, got ${what}; wrap the patient's resources in a Bundle of type collection`, fhirCode: "structure" }]);
+    throw fhirError("INVALID_INPUT", [{ path: "Bundle.resourceType", message: `expected a Bundle, got ${what}; wrap the patient's resources in a Bundle of type collection`, fhirCode: "structure" }]);
   }
   // R5 added Bundle.issues; STU3 and R4 share the rest of the envelope.
-  if ("issues" in body) throw refused("INVALID_INPUT", [{ path: "Bundle.issues", message: "Bundle.issues is an R5 element; send a FHIR R4 (4.0.1) Bundle", fhirCode: "not-supported" }]);
+  if ("issues" in body) throw fhirError("INVALID_INPUT", [{ path: "Bundle.issues", message: "Bundle.issues is an R5 element; send a FHIR R4 (4.0.1) Bundle", fhirCode: "not-supported" }]);
   if (Array.isArray(body.entry) && body.entry.length > MAX_BUNDLE_ENTRIES) {
-    throw refused("PAYLOAD_TOO_LARGE", [{ path: "Bundle.entry", message: `the bundle holds ${body.entry.length} entries; the limit is ${MAX_BUNDLE_ENTRIES}: send one patient's record for this question (e.g. recent observations only)`, fhirCode: "too-costly" }]);
+    throw fhirError("PAYLOAD_TOO_LARGE", [{ path: "Bundle.entry", message: `the bundle holds ${body.entry.length} entries; the limit is ${MAX_BUNDLE_ENTRIES}: send one patient's record for this question (e.g. recent observations only)`, fhirCode: "too-costly" }]);
   }
   const parsed = BundleEnvelope.safeParse(body);
-  if (!parsed.success) throw refused("INVALID_INPUT", zodToFhirIssues(parsed.error, "Bundle", body));
+  if (!parsed.success) throw fhirError("INVALID_INPUT", zodToFhirIssues(parsed.error, "Bundle", body));
   return parsed.data;
 }
 
@@ -126,13 +108,13 @@ function checkResources(index: BundleIndex, closed: boolean): { read: Array<{ en
     if (!parsed.success) issues.push(...zodToFhirIssues(parsed.error, e.at, e.resource));
     else read.push({ entry: e, type, resource: parsed.data });
   }
-  if (issues.length) throw refused("INVALID_INPUT", issues);
+  if (issues.length) throw fhirError("INVALID_INPUT", issues);
   const patients = read.filter((r) => r.type === "Patient");
   if (patients.length > 1) {
-    throw refused("UNPROCESSABLE", patients.slice(1).map((p) => ({ path: p.entry.at, message: `a second Patient (${p.entry.name}, first ${patients[0]!.entry.name}); a case is one patient's record`, fhirCode: "invariant" })));
+    throw fhirError("UNPROCESSABLE", patients.slice(1).map((p) => ({ path: p.entry.at, message: `a second Patient (${p.entry.name}, first ${patients[0]!.entry.name}); a case is one patient's record`, fhirCode: "invariant" })));
   }
   const broken = closed ? read.flatMap((r) => index.brokenReferences(r.entry)) : [];
-  if (broken.length) throw refused("UNPROCESSABLE", broken);
+  if (broken.length) throw fhirError("UNPROCESSABLE", broken);
   return { read, ignored };
 }
 
@@ -155,9 +137,9 @@ function renderNotes(lines: Array<NoteLine & { name: string; order: number }>): 
  * A FHIR R4 Bundle of one patient's record → the ClinicalCase the pipeline reads: the
  * patient's age and sex, notes of one readable line per fact, each line naming its
  * resource, and the record's images. Anything we cannot accept is refused with the FHIRPath
- * of the element to fix; resource types we do not read are listed, not refused.
+ * of the element to fix; resource types we do not read are listed (metadata.fhir.ignoredResources), not refused.
  */
-export function bundleToCase(body: unknown, opts: BundleToCaseOptions): BundleCase {
+export function bundleToCase(body: unknown, opts: BundleToCaseOptions): ClinicalCase {
   const envelope = readEnvelope(body);
   const index = new BundleIndex();
   (envelope.entry ?? []).forEach((en, i) => {
@@ -180,9 +162,9 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): BundleCa
     let at = fhirPath(entry.at, [...path, "data"]);
     if (data === undefined && att.url) {
       const target = index.resolve(att.url);
-      if (target === null) throw refused("UNPROCESSABLE", [{ path: fhirPath(entry.at, [...path, "url"]), message: "the attachment url does not resolve to any entry of the bundle", fhirCode: "not-found" }]);
+      if (target === null) throw fhirError("UNPROCESSABLE", [{ path: fhirPath(entry.at, [...path, "url"]), message: "the attachment url does not resolve to any entry of the bundle", fhirCode: "not-found" }]);
       if (!target) return { link: true as const };
-      if (target.type !== "Binary") throw refused("UNPROCESSABLE", [{ path: fhirPath(entry.at, [...path, "url"]), message: `the attachment url points at a ${target.type}; it must point at a Binary`, fhirCode: "invariant" }]);
+      if (target.type !== "Binary") throw fhirError("UNPROCESSABLE", [{ path: fhirPath(entry.at, [...path, "url"]), message: `the attachment url points at a ${target.type}; it must point at a Binary`, fhirCode: "invariant" }]);
       consumed.add(target.name);
       data = typeof target.resource.data === "string" ? target.resource.data : undefined;
       contentType = contentType ?? (typeof target.resource.contentType === "string" ? target.resource.contentType : undefined);
@@ -192,16 +174,16 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): BundleCa
     try {
       return { bytes: decodeBase64(entry.name, data, maxBytes), contentType, at };
     } catch (err) {
-      if (err instanceof MedmmvError) throw refused(err.code === "PAYLOAD_TOO_LARGE" ? "PAYLOAD_TOO_LARGE" : "INVALID_INPUT", [{ path: at, message: err.code === "PAYLOAD_TOO_LARGE" ? `larger than the limit of ${maxBytes} bytes` : "is not valid base64", fhirCode: err.code === "PAYLOAD_TOO_LARGE" ? "too-costly" : "value" }]);
+      if (err instanceof MedmmvError) throw fhirError(err.code === "PAYLOAD_TOO_LARGE" ? "PAYLOAD_TOO_LARGE" : "INVALID_INPUT", [{ path: at, message: err.code === "PAYLOAD_TOO_LARGE" ? `larger than the limit of ${maxBytes} bytes` : "is not valid base64", fhirCode: err.code === "PAYLOAD_TOO_LARGE" ? "too-costly" : "value" }]);
       throw err;
     }
   };
 
   const addImage = (id: string, bytes: Buffer, at: string, caption: string) => {
     const mime = sniffImageMime(bytes);
-    if (!mime) throw refused("UNSUPPORTED_MEDIA", [{ path: at, message: "is not an image: accepted formats are JPEG, PNG, GIF and WebP (read from the bytes, not contentType)", fhirCode: "not-supported" }]);
-    if (!readImageDimensions(bytes, mime)) throw refused("INVALID_INPUT", [{ path: at, message: `the ${mime} header is truncated or corrupt; re-export the image`, fhirCode: "value" }]);
-    if (images.length >= MAX_IMAGES) throw refused("PAYLOAD_TOO_LARGE", [{ path: at, message: `more than ${MAX_IMAGES} images in the bundle; send the ${MAX_IMAGES} most relevant`, fhirCode: "too-costly" }]);
+    if (!mime) throw fhirError("UNSUPPORTED_MEDIA", [{ path: at, message: "is not an image: accepted formats are JPEG, PNG, GIF and WebP (read from the bytes, not contentType)", fhirCode: "not-supported" }]);
+    if (!readImageDimensions(bytes, mime)) throw fhirError("INVALID_INPUT", [{ path: at, message: `the ${mime} header is truncated or corrupt; re-export the image`, fhirCode: "value" }]);
+    if (images.length >= MAX_IMAGES) throw fhirError("PAYLOAD_TOO_LARGE", [{ path: at, message: `more than ${MAX_IMAGES} images in the bundle; send the ${MAX_IMAGES} most relevant`, fhirCode: "too-costly" }]);
     images.push({ id, data: bytes.toString("base64"), caption: caption.slice(0, 2000) });
   };
 
@@ -232,7 +214,7 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): BundleCa
       },
       image: (att, path, caption, id) => {
         const got = attachmentBytes(e, att, path, opts.maxImageBytes);
-        if ("link" in got) throw refused("INVALID_INPUT", [{ path: fhirPath(e.at, [...path, "data"]), message: "the image has no data: send it base64-encoded inline, or as a Binary of the bundle", fhirCode: "required" }]);
+        if ("link" in got) throw fhirError("INVALID_INPUT", [{ path: fhirPath(e.at, [...path, "data"]), message: "the image has no data: send it base64-encoded inline, or as a Binary of the bundle", fhirCode: "required" }]);
         addImage(id, got.bytes, got.at, caption);
       },
     };
@@ -248,16 +230,19 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): BundleCa
 
   const notes = renderNotes(lines);
   if (notes.length > MAX_NOTES_CHARS) {
-    throw refused("PAYLOAD_TOO_LARGE", [{ path: "Bundle.entry", message: `the record renders to ${notes.length} characters of notes; the limit is ${MAX_NOTES_CHARS}: send fewer or shorter documents`, fhirCode: "too-costly" }]);
+    throw fhirError("PAYLOAD_TOO_LARGE", [{ path: "Bundle.entry", message: `the record renders to ${notes.length} characters of notes; the limit is ${MAX_NOTES_CHARS}: send fewer or shorter documents`, fhirCode: "too-costly" }]);
   }
 
   const patientEntry = read.find((r) => r.type === "Patient");
   const patient: NonNullable<ClinicalCase["patient"]> = {};
   if (patientEntry) {
-    const p = patientEntry.resource as { birthDate?: string; gender?: string };
-    const age = p.birthDate ? ageAt(p.birthDate, referenceDate) : null;
+    const { age, sex } = patientFacts(patientEntry.resource as ResourceOf<"Patient">, referenceDate);
+    // A birthDate after the record's date gives no age at all; one too far back is a typo to fix.
+    if (age && age.years > MAX_PATIENT_AGE) {
+      throw fhirError("UNPROCESSABLE", [{ path: fhirPath(patientEntry.entry.at, ["birthDate"]), message: `implies an age over ${MAX_PATIENT_AGE} years at the record's date; check the birthDate`, fhirCode: "invariant" }]);
+    }
     if (age) patient.age = age.years;
-    if (p.gender && p.gender !== "unknown") patient.sex = p.gender;
+    if (sex) patient.sex = sex;
   }
   const c: ClinicalCase = {
     question: opts.question?.trim() || DEFAULT_FHIR_QUESTION,
@@ -277,5 +262,5 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): BundleCa
       } satisfies FhirOrigin,
     },
   };
-  return { case: c, ignoredResources: ignored };
+  return c;
 }

@@ -1,6 +1,10 @@
 import { z } from "zod";
 import type { ClinicalCase } from "../schema.js";
 
+/** A resource (or part of one) a case built from a FHIR Bundle does not use, and why. */
+export const IgnoredResource = z.object({ resource: z.string(), reason: z.string() });
+export type IgnoredResource = z.infer<typeof IgnoredResource>;
+
 /**
  * What a case built from a FHIR Bundle keeps about its origin, in `metadata.fhir`: enough
  * to point results back at the record (the Patient, what was left out) without the bundle.
@@ -11,7 +15,7 @@ export const FhirOrigin = z.object({
   patient: z.string().optional(),
   referenceDate: z.string(),
   resources: z.number().int(),
-  ignoredResources: z.array(z.object({ resource: z.string(), reason: z.string() })),
+  ignoredResources: z.array(IgnoredResource),
 });
 export type FhirOrigin = z.infer<typeof FhirOrigin>;
 

@@ -15,11 +15,14 @@ export interface FhirIssue {
   fhirCode: FhirIssueType;
 }
 
+/** The statuses a refused bundle gets: malformed 400, inconsistent 422, too big 413, not an image 415. */
+export type RefusalCode = Extract<ErrorCode, "INVALID_INPUT" | "UNPROCESSABLE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA">;
+
 /**
  * A bundle we refuse. Carried as a MedmmvError (the one error type) whose `issues` name
  * the element to fix; the HTTP layer renders them as an OperationOutcome for FHIR clients.
  */
-export function fhirError(code: ErrorCode, issues: FhirIssue[]): MedmmvError {
+export function fhirError(code: RefusalCode, issues: FhirIssue[]): MedmmvError {
   const shown = issues.slice(0, 20);
   const more = issues.length > shown.length ? ` (and ${issues.length - shown.length} more)` : "";
   return new MedmmvError(code, `the FHIR Bundle was refused: ${shown.map((i) => `${i.path}: ${i.message}`).join("; ")}${more}`, { details: { issues: shown } });

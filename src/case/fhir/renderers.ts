@@ -100,9 +100,13 @@ function measured(v: Measured): string | undefined {
 const SYSTOLIC = "8480-6";
 const DIASTOLIC = "8462-4";
 
+/** A Patient's age and sex as of `referenceDate`: one reading for its note line and for `case.patient`. */
+export function patientFacts(r: Pick<ResourceOf<"Patient">, "birthDate" | "gender">, referenceDate: string): { age: { years: number; text: string } | null; sex: string | undefined } {
+  return { age: r.birthDate ? ageAt(r.birthDate, referenceDate) : null, sex: r.gender && r.gender !== "unknown" ? r.gender : undefined };
+}
+
 const patient: Renderer<"Patient"> = (r, ctx) => {
-  const age = r.birthDate ? ageAt(r.birthDate, ctx.referenceDate) : null;
-  const sex = r.gender && r.gender !== "unknown" ? r.gender : undefined;
+  const { age, sex } = patientFacts(r, ctx.referenceDate);
   const who = join([age?.text, sex], " ") || "patient (age and sex not recorded)";
   return { group: "patient", text: join([who, r.deceasedBoolean || r.deceasedDateTime ? `deceased${r.deceasedDateTime ? ` ${day(r.deceasedDateTime)}` : ""}` : undefined]) };
 };

@@ -22,7 +22,7 @@ describe("the synthetic fixtures", () => {
 
 describe("bundleToCase: what a clinician would read", () => {
   it("STEMI: demographics, grouped lines naming their resources, the ECG image, the Encounter left out", async () => {
-    const { case: c, ignoredResources } = bundleToCase(fixtureBundle("stemi"), opts);
+    const c = bundleToCase(fixtureBundle("stemi"), opts);
     expect(ClinicalCase.parse(c)).toBeTruthy();
     expect(c.question).toBe(DEFAULT_FHIR_QUESTION);
     // Born 1968-05-14, bundle timestamp 2026-11-30.
@@ -52,12 +52,12 @@ describe("bundleToCase: what a clinician would read", () => {
     expect(c.images?.map((i) => i.id)).toEqual(["Media/ecg-strip"]);
     const prepared = await prepareCase(ClinicalCase.parse(c), { maxBytes: opts.maxImageBytes, maxPixels: 50_000_000, allowPath: false });
     expect(prepared.images[0]!.mimeType).toBe("image/png");
-    expect(ignoredResources).toEqual([{ resource: "Encounter/ed-visit", reason: "resource type Encounter is not read" }]);
+    expect(fhirOrigin(c)!.ignoredResources).toEqual([{ resource: "Encounter/ed-visit", reason: "resource type Encounter is not read" }]);
     expect(fhirOrigin(c)).toMatchObject({ bundleId: "synthetic-stemi", bundleType: "collection", patient: "Patient/stemi-1", resources: 18 });
   });
 
   it("pneumonia (searchset, absolute fullUrls): Media → Binary image, report text, preliminary CRP, outcome entry skipped", () => {
-    const { case: c, ignoredResources } = bundleToCase(fixtureBundle("pneumonia"), { ...opts, question: "What is the next best step?" });
+    const c = bundleToCase(fixtureBundle("pneumonia"), { ...opts, question: "What is the next best step?" });
     expect(c.question).toBe("What is the next best step?");
     // Born 1951-02-20; no bundle timestamp, so the latest clinical date (2026-11-28).
     expect(c.patient).toEqual({ age: 75, sex: "female" });
@@ -71,11 +71,11 @@ describe("bundleToCase: what a clinician would read", () => {
     expect(c.images![0]).toMatchObject({ id: "Media/cxr-1", caption: "Chest radiograph, PA view" });
     // The Binary was read through the Media: not a second image, not a line of its own.
     expect(c.notes).not.toContain("[Binary/");
-    expect(ignoredResources).toEqual([]);
+    expect(fhirOrigin(c)!.ignoredResources).toEqual([]);
   });
 
   it("DKA (transaction, urn:uuid): ids from fullUrls, a year-month birth date, a blood-gas panel, a PDF link left out", () => {
-    const { case: c, ignoredResources } = bundleToCase(fixtureBundle("dka"), { ...opts, options: { A: "Diabetic ketoacidosis", B: "Gastroenteritis" } });
+    const c = bundleToCase(fixtureBundle("dka"), { ...opts, options: { A: "Diabetic ketoacidosis", B: "Gastroenteritis" } });
     expect(c.options).toEqual({ A: "Diabetic ketoacidosis", B: "Gastroenteritis" });
     expect(c.patient).toEqual({ age: 19, sex: "female" });
     const l = lines(c.notes);
@@ -84,14 +84,14 @@ describe("bundleToCase: what a clinician would read", () => {
     expect(l).toContain("  Kussmaul breathing; fruity breath odour.");
     // No ids yet (a transaction): the patient is known by its fullUrl.
     expect(fhirOrigin(c)?.patient).toBe("urn:uuid:0f3a1c2e-5b6d-4e7f-8a9b-000000000001");
-    expect(ignoredResources).toEqual([{ resource: "DocumentReference/0f3a1c2e-5b6d-4e7f-8a9b-000000000006", reason: "content[1].attachment has no inline data (links are not fetched)" }]);
+    expect(fhirOrigin(c)!.ignoredResources).toEqual([{ resource: "DocumentReference/0f3a1c2e-5b6d-4e7f-8a9b-000000000006", reason: "content[1].attachment has no inline data (links are not fetched)" }]);
   });
 
   it("an HTML document is read as its text", () => {
     const b = fixtureBundle("stemi");
     const doc = b.entry.find((e) => e.resource.id === "triage-note")!.resource as { content: Array<{ attachment: Record<string, unknown> }> };
     doc.content[0]!.attachment = { contentType: "text/html", data: Buffer.from("<div><p>Pain <b>radiating</b> to the jaw.</p><script>alert(1)</script></div>").toString("base64") };
-    const l = lines(bundleToCase(b, opts).case.notes);
+    const l = lines(bundleToCase(b, opts).notes);
     expect(l).toContain("  Pain radiating to the jaw.");
     expect(l.join("\n")).not.toMatch(/<|alert/);
   });
@@ -100,9 +100,9 @@ describe("bundleToCase: what a clinician would read", () => {
     const b = fixtureBundle("stemi");
     (b.entry.find((e) => e.resource.id === "hr-1")!.resource as Record<string, unknown>).status = "entered-in-error";
     (b.entry[0]!.resource as Record<string, unknown>).birthDate = "2025-06-01";
-    const { case: c, ignoredResources } = bundleToCase(b, opts);
+    const c = bundleToCase(b, opts);
     expect(c.notes).not.toContain("Heart rate");
-    expect(ignoredResources).toContainEqual({ resource: "Observation/hr-1", reason: "status is entered-in-error" });
+    expect(fhirOrigin(c)!.ignoredResources).toContainEqual({ resource: "Observation/hr-1", reason: "status is entered-in-error" });
     expect(c.patient?.age).toBeCloseTo(1.42, 2);
     expect(lines(c.notes)).toContain("[Patient/stemi-1] 17-month-old male");
   });
@@ -110,7 +110,7 @@ describe("bundleToCase: what a clinician would read", () => {
 
 describe("resourceAt: a position in the notes leads back to its resource", () => {
   it.each(FIXTURES)("%s: every rendered line and every indented document line", (name) => {
-    const notes = bundleToCase(fixtureBundle(name), opts).case.notes!;
+    const notes = bundleToCase(fixtureBundle(name), opts).notes!;
     let owner: string | null = null;
     let offset = 0;
     for (const line of notes.split("\n")) {
