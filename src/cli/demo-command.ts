@@ -4,7 +4,7 @@ import { isMedmmvError } from "../errors.js";
 import { loadCaseFile } from "../case/load-case.js";
 import type { PreparedCase } from "../case/schema.js";
 import { Pipeline, pipelineOptions } from "../graph/pipeline.js";
-import { startDemoBackends } from "../demo/demo-backends.js";
+import { DEMO_ISOLATION_ENV, startDemoBackends } from "../demo/demo-backends.js";
 import { DEMO_CASES } from "../demo/demo-cases.js";
 import type { CaseViewCaseInput } from "../view/render-view.js";
 import { writeOfflineReport } from "../view/report-command.js";
@@ -40,7 +40,7 @@ export async function demoCommand(opts: { json?: boolean; out?: string }): Promi
   let corpus: Awaited<ReturnType<typeof prepareDemoCorpus>> | null = null;
   try {
     // Without a Tavily key of the user's, literature comes from the bundled corpus, searched offline (MEDMMV_SEARCH=local).
-    corpus = loadConfig().search.apiKey ? null : await prepareDemoCorpus();
+    corpus = loadConfig({ ...process.env, ...DEMO_ISOLATION_ENV }).search.apiKey ? null : await prepareDemoCorpus();
     const config = loadConfig({ ...process.env, ...backends.env, ...corpus?.env });
     if (!opts.json)
       process.stdout.write(

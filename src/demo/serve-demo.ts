@@ -7,7 +7,7 @@ import { loadCaseFile } from "../case/load-case.js";
 import { ApiKeys } from "../http/auth.js";
 import { isLoopback, startServer, type RunningServer, type StartServerOptions } from "../server.js";
 import { openStore } from "../store/open-store.js";
-import { startDemoBackends } from "./demo-backends.js";
+import { DEMO_ISOLATION_ENV, startDemoBackends } from "./demo-backends.js";
 import { DEMO_CASES } from "./demo-cases.js";
 import { askDemoQuestions, describeTurns, type DemoTurn } from "./demo-turns.js";
 
@@ -75,7 +75,7 @@ async function requestBody(file: string, maxBytes: number, maxPixels: number): P
  * holding cases that are not the demo's (they would mix with, or be resumed by, the script).
  */
 export async function startDemoService(env: Record<string, string | undefined>, opts: DemoServiceOptions = {}): Promise<RunningDemo> {
-  const base = loadConfig(env);
+  const base = loadConfig({ ...env, ...DEMO_ISOLATION_ENV });
   if (!isLoopback(base.http.host)) {
     throw new MedmmvError(
       "CONFIG_INVALID",

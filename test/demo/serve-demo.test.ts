@@ -100,9 +100,20 @@ describe("serve --demo runs the bundled cases", () => {
   const dataDir = () => path.join(root, "demo-run");
   const api = (p: string, init: RequestInit = {}) => fetch(demo.server.address + p, { ...init, headers: { authorization: `Bearer ${demo.apiKey}`, ...init.headers } });
 
+  // A newcomer's shell may export their Azure resource and LangSmith tracing: the demo must
+  // still answer from its scripted servers, and trace nothing.
+  const USER_AZURE = { AZURE_OPENAI_API_KEY: "users-azure-key", AZURE_OPENAI_API_INSTANCE_NAME: "users-resource" };
+  let tracingBefore: string | undefined;
+
   beforeAll(async () => {
-    demo = await startDemoService({ ...ENV, MEDMMV_DATA_DIR: dataDir() }, opts());
+    tracingBefore = process.env.LANGSMITH_TRACING;
+    process.env.LANGSMITH_TRACING = "true";
+    demo = await startDemoService({ ...ENV, ...USER_AZURE, MEDMMV_DATA_DIR: dataDir() }, opts());
   }, 120_000);
+  afterAll(async () => {
+    if (tracingBefore === undefined) delete process.env.LANGSMITH_TRACING;
+    else process.env.LANGSMITH_TRACING = tracingBefore;
+  });
   afterAll(async () => {
     await demo?.close();
   });
@@ -125,6 +136,12 @@ describe("serve --demo runs the bundled cases", () => {
     expect(page.status).toBe(200);
     expect(await page.text()).toContain("medmmv-data");
     expect((await fetch(demo.cases[0]!.viewUrl.replace(/\?token=.*/, ""))).status).toBe(401);
+  });
+
+  it("ignores the user's Azure settings and turns LangChain's tracing off", () => {
+    // Every case completed (checked above) on the scripted servers, not on users-resource.
+    expect(demo.cases.every((c) => c.status === "completed")).toBe(true);
+    expect(process.env.LANGSMITH_TRACING).toBeUndefined();
   });
 
   it("every result says scripted in provenance.models, and reads like the case", async () => {
