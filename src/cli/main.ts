@@ -39,7 +39,7 @@ program
   .option("--json", "print the DiagnosisResult JSON instead of the summary")
   .option("--out <file>", "where to write the result", "out/demo-result.json")
   .option("--serve", "instead, run the REST API, event stream and audit view on loopback with the scripted model (= serve --demo)")
-  .action(async (opts: { json?: boolean; out?: string; serve?: boolean }) => {
+  .action(async (opts: { json?: boolean; out: string; serve?: boolean }) => {
     if (opts.serve) {
       const { serveCommand } = await import("./serve-command.js");
       process.exitCode = await serveCommand({ demo: true });
