@@ -560,9 +560,10 @@ describe("audit view with 300 evidence nodes", () => {
       console.log(`[view perf] 300 nodes / ${g.size} edges: renderMs=${s.renderMs?.toFixed(0)} layoutMs=${s.layoutMs?.toFixed(0)} wall=${wallMs}ms phases=${JSON.stringify(s.phases)}`);
       // The page measures itself; the numbers are logged, not bounded: on a shared 2-core machine
       // they measure the scheduler as much as the code (timing claims belong in npm run bench).
+      // So the checks are only that each was measured (null, or no phase, for a step the page skipped).
       expect(s.renderMs).toBeGreaterThan(0);
-      expect(s.layoutMs).toBeGreaterThanOrEqual(0);
-      expect(s.phases.payload).toBeGreaterThanOrEqual(0);
+      expect(typeof s.layoutMs).toBe("number");
+      expect(typeof s.phases.payload).toBe("number");
 
       // After render a click is handled: the claim's evidence is highlighted.
       const claim = synthetic.result.path!.steps[0]!.claims[0]!;
@@ -572,7 +573,8 @@ describe("audit view with 300 evidence nodes", () => {
       const clickMs = Date.now() - t;
       const handlerMs = (await snapshot(page)).lastHandlerMs;
       console.log(`[view perf] claim click to highlight: ${clickMs}ms (handler ${handlerMs?.toFixed(1)}ms)`);
-      expect(handlerMs).toBeGreaterThanOrEqual(0);
+      // The click went through the page's own handler, which timed itself (null before any click).
+      expect(typeof handlerMs).toBe("number");
 
       // Retracted nodes are drawn faded and labelled as such.
       await page.click("[data-testid=mode-toggle]");
