@@ -1,17 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtemp, readFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
 import { clinicalScenario } from "../support/clinical-scenario.js";
 import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
+import { useTempDir } from "../eval/datasets/dataset-kit.js";
 import { medmmvCli } from "../support/medmmv-cli.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const CASE = path.join(ROOT, "examples/chest-pain.json");
 
 const medmmv = (args: string[], env: Record<string, string> = {}) => medmmvCli(args, env);
+const tmp = useTempDir("medmmv-cli-");
 
 let model: ScriptedOpenAI;
 beforeAll(async () => {
@@ -29,16 +30,15 @@ describe("medmmv diagnose", () => {
   });
 
   it("a bad case file: exit code 2 with the problem and its JSON path", async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), "medmmv-cli-"));
-    const bad = path.join(dir, "bad.json");
-    await import("node:fs/promises").then((fs) => fs.writeFile(bad, JSON.stringify({ question: "", options: { a: "x" } })));
+    const bad = path.join(tmp(), "bad.json");
+    await writeFile(bad, JSON.stringify({ question: "", options: { a: "x" } }));
     const r = await medmmv(["diagnose", bad], { OPENAI_BASE_URL: model.baseUrl, MEDMMV_MODEL: "m" });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/question/);
   });
 
   it("pointed at an endpoint by environment alone, prints the JSON result and writes --out", async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), "medmmv-cli-"));
+    const dir = tmp();
     const out = path.join(dir, "result.json");
     const r = await medmmv(["diagnose", CASE, "--k", "3", "--max-repairs", "1", "--json", "--out", out], {
       OPENAI_BASE_URL: model.baseUrl,

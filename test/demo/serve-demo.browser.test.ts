@@ -7,9 +7,6 @@
  * Screenshots land in test-artifacts/demo/.
  */
 import { mkdirSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,6 +14,7 @@ import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import { DEMO_MODEL } from "../../src/demo/demo-backends.js";
 import { startDemoService, type RunningDemo } from "../../src/demo/serve-demo.js";
 import type { ViewState } from "../../src/view/view-payload.js";
+import { useTempDir } from "../eval/datasets/dataset-kit.js";
 import { LogCapture } from "../http/http-harness.js";
 import { openReady, useChromium, watch } from "../support/browser.js";
 
@@ -24,8 +22,9 @@ const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/demo/", import.met
 
 type View = { __medmmvView: ViewState };
 
-let root: string;
 let demo: RunningDemo;
+// Before useChromium, so the folder is removed last, after the demo and the browser closed.
+const tmp = useTempDir("medmmv-demo-browser-");
 const browser = useChromium();
 let page: Page;
 let result: DiagnosisResult;
@@ -33,8 +32,7 @@ const problems: string[] = [];
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  root = await mkdtemp(path.join(tmpdir(), "medmmv-demo-browser-"));
-  demo = await startDemoService({ HOST: "127.0.0.1", PORT: "0", MEDMMV_DATA_DIR: root }, { handleSignals: false, logStream: new LogCapture() });
+  demo = await startDemoService({ HOST: "127.0.0.1", PORT: "0", MEDMMV_DATA_DIR: tmp() }, { handleSignals: false, logStream: new LogCapture() });
   const chest = demo.cases.find((c) => c.slug === "chest-pain")!;
   const res = await fetch(`${demo.server.address}/cases/${chest.caseId}`, { headers: { authorization: `Bearer ${demo.apiKey}` } });
   result = DiagnosisResult.parse(((await res.json()) as { result: unknown }).result);
@@ -47,7 +45,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await demo?.close();
-  if (root) await rm(root, { recursive: true, force: true });
 });
 
 describe("the demo's audit view in Chromium", () => {
