@@ -29,7 +29,9 @@ COPY --chown=root:root bin ./bin
 COPY --chown=root:root src ./src
 COPY --chown=root:root prompts ./prompts
 COPY --chown=root:root pathways ./pathways
-# `medmmv demo` runs against the scripted model server in test/support and an example case.
+# For `docker run --rm -v medmmv-data:/data medmmv demo --out /data/out/demo-result.json`: the
+# three bundled cases against the scripted servers in test/support (the output goes under /data,
+# the only writable directory; serve --demo is loopback-only, so not for a container).
 COPY --chown=root:root test/support ./test/support
 COPY --chown=root:root examples ./examples
 # The application files stay owned by root (read-only to the service); only /data is writable.

@@ -59,6 +59,9 @@ async function main(): Promise<void> {
         "",
       ].join("\n"),
     );
+    // Pipeline.run reports a failed case in its result instead of throwing: exit non-zero so
+    // that a script or CI running this example sees it.
+    if (result.status !== "completed" || counter.runs.size === 0) process.exitCode = 1;
   } finally {
     await scripted?.close();
   }

@@ -90,11 +90,10 @@ export async function runWebSearch(
   const afterPlan = ctx.chain;
   // Each pair's additions are applied after all pairs are done, in plan order: the graph
   // (and so every later prompt) must not depend on which search answered first.
-  const perPair: Array<() => void> = [];
+  const applies = pairs.map(() => [] as Array<() => void>);
   await Promise.all(
     pairs.map(async (pair, pairIndex) => {
-      const apply: Array<() => void> = [];
-      perPair[pairIndex] = () => apply.forEach((f) => f());
+      const apply = applies[pairIndex]!;
       const chain = afterPlan.fork();
       const branchCtx = { ...ctx, chain };
       const label = `${pair.a}~${pair.b}`;
@@ -153,6 +152,6 @@ export async function runWebSearch(
       }
     }),
   );
-  for (const applyPair of perPair) applyPair();
+  for (const f of applies.flat()) f();
   return outcome;
 }

@@ -2,24 +2,12 @@ import path from "node:path";
 import { loadConfig } from "../config.js";
 import { isMedmmvError } from "../errors.js";
 import { loadCaseFile } from "../case/load-case.js";
-import type { PreparedCase } from "../case/schema.js";
 import { Pipeline, pipelineOptions } from "../graph/pipeline.js";
-import { startDemoBackends } from "../demo/demo-backends.js";
+import { DEMO_ISOLATION_ENV, startDemoBackends } from "../demo/demo-backends.js";
 import { DEMO_CASES } from "../demo/demo-cases.js";
-import type { CaseViewCaseInput } from "../view/render-view.js";
+import { prepareDemoCorpus } from "../demo/demo-corpus.js";
 import { writeOfflineReport } from "../view/report-command.js";
 import { writeResult } from "./diagnose-command.js";
-import { prepareDemoCorpus } from "./demo-corpus.js";
-
-/** The case as the offline audit view shows it (images embedded). */
-function viewCaseOf(c: PreparedCase): CaseViewCaseInput {
-  return {
-    question: c.question,
-    ...(c.notes !== undefined ? { notes: c.notes } : {}),
-    ...(c.options !== undefined ? { options: c.options } : {}),
-    images: c.images.map((i) => ({ id: i.id, mimeType: i.mimeType, data: i.data, ...(i.caption !== undefined ? { caption: i.caption } : {}) })),
-  };
-}
 
 /** out/demo-result.json → out/demo-result-<slug>.json for every case after the first. */
 function outputFor(file: string, index: number, slug: string): string {
@@ -33,14 +21,15 @@ function outputFor(file: string, index: number, slug: string): string {
  * against a scripted OpenAI-compatible server and a scripted Tavily server started in this
  * process. The model's answers are scripted for these cases; everything else (prompts,
  * retries, evidence graph, HD loop, CU) is the product. Each case's result goes to a JSON
- * file and its audit view to a self-contained HTML file (out/demo-report.html first).
+ * file and its audit view to a self-contained HTML file beside it (out/demo-report.html
+ * first; `opts.out` comes with the CLI's default, out/demo-result.json).
  */
-export async function demoCommand(opts: { json?: boolean; out?: string }): Promise<number> {
+export async function demoCommand(opts: { json?: boolean; out: string }): Promise<number> {
   const backends = await startDemoBackends();
   let corpus: Awaited<ReturnType<typeof prepareDemoCorpus>> | null = null;
   try {
     // Without a Tavily key of the user's, literature comes from the bundled corpus, searched offline (MEDMMV_SEARCH=local).
-    corpus = loadConfig().search.apiKey ? null : await prepareDemoCorpus();
+    corpus = loadConfig({ ...process.env, ...DEMO_ISOLATION_ENV }).search.apiKey ? null : await prepareDemoCorpus();
     const config = loadConfig({ ...process.env, ...backends.env, ...corpus?.env });
     if (!opts.json)
       process.stdout.write(
@@ -59,8 +48,9 @@ export async function demoCommand(opts: { json?: boolean; out?: string }): Promi
       const out = opts.out ? outputFor(opts.out, i, demo.slug) : undefined;
       // --json prints the main case only, so the output stays one JSON document.
       if (i === 0 || !opts.json) await writeResult(result, { json: opts.json, out });
-      const reportFile = outputFor(path.join(path.dirname(opts.out ?? "out/demo-result.json"), "demo-report.html"), i, demo.slug);
-      const report = await writeOfflineReport({ result, fullEvidenceGraph, caseInput: viewCaseOf(c) }, reportFile);
+      const reportFile = outputFor(path.join(path.dirname(opts.out), "demo-report.html"), i, demo.slug);
+      // The prepared case is the view's case input as it is (images embedded).
+      const report = await writeOfflineReport({ result, fullEvidenceGraph, caseInput: c }, reportFile);
       if (!opts.json) process.stdout.write(`${out ? `Result written to ${out}\n` : ""}Audit view (opens offline in a browser): ${report.file}\n\n`);
     }
     if (!opts.json)

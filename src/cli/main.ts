@@ -35,11 +35,11 @@ program
 
 program
   .command("demo")
-  .description("run a bundled example case against a scripted model server started in-process")
+  .description("run the three bundled example cases against scripted model and search servers started in-process")
   .option("--json", "print the DiagnosisResult JSON instead of the summary")
   .option("--out <file>", "where to write the result", "out/demo-result.json")
   .option("--serve", "instead, run the REST API, event stream and audit view on loopback with the scripted model (= serve --demo)")
-  .action(async (opts: { json?: boolean; out?: string; serve?: boolean }) => {
+  .action(async (opts: { json?: boolean; out: string; serve?: boolean }) => {
     if (opts.serve) {
       const { serveCommand } = await import("./serve-command.js");
       process.exitCode = await serveCommand({ demo: true });

@@ -7,7 +7,7 @@ import { loadCaseFile } from "../case/load-case.js";
 import { ApiKeys } from "../http/auth.js";
 import { isLoopback, startServer, type RunningServer, type StartServerOptions } from "../server.js";
 import { openStore } from "../store/open-store.js";
-import { startDemoBackends } from "./demo-backends.js";
+import { DEMO_ISOLATION_ENV, DEMO_MODEL, startDemoBackends } from "./demo-backends.js";
 import { DEMO_CASES } from "./demo-cases.js";
 import { askDemoQuestions, describeTurns, type DemoTurn } from "./demo-turns.js";
 
@@ -75,7 +75,7 @@ async function requestBody(file: string, maxBytes: number, maxPixels: number): P
  * holding cases that are not the demo's (they would mix with, or be resumed by, the script).
  */
 export async function startDemoService(env: Record<string, string | undefined>, opts: DemoServiceOptions = {}): Promise<RunningDemo> {
-  const base = loadConfig(env);
+  const base = loadConfig({ ...env, ...DEMO_ISOLATION_ENV });
   if (!isLoopback(base.http.host)) {
     throw new MedmmvError(
       "CONFIG_INVALID",
@@ -168,7 +168,7 @@ export async function startDemoService(env: Record<string, string | undefined>, 
 export function describeDemo(d: RunningDemo): string {
   return [
     "medmmv serve --demo — the real service with a SCRIPTED model (answers written in advance for the bundled cases).",
-    "It listens on loopback only. Every result says `scripted` in provenance.models, and its audit view says so.",
+    `It listens on loopback only. Every result says \`${DEMO_MODEL}\` in provenance.models, and its audit view says so.`,
     "",
     `API docs (try the endpoints in the browser): ${d.docsUrl}`,
     `API key (generated for this demo):         ${d.apiKey}`,

@@ -14,8 +14,8 @@ import { MedmmvError } from "../errors.js";
  * (esbuild takes a fraction of a second), so tests, the CLI and `serve` from a checkout always
  * run the bundle that matches the sources — no stale file to forget, and no file written from
  * a request path. `dist/view/client.js` (written by `tsx src/view/build-client.ts`) is the
- * fallback for installs that ship without the TypeScript sources or without esbuild (a
- * production image built with --omit=dev); add that command to the image's build step.
+ * fallback for installs without the TypeScript sources or without esbuild (esbuild is a
+ * runtime dependency, so `npm ci --omit=dev`, as in the Dockerfile, keeps it and builds in memory).
  */
 export const CLIENT_ENTRY = "src/view/client/main.ts";
 export const CLIENT_OUTFILE = "dist/view/client.js";
@@ -49,8 +49,8 @@ export function packageRoot(): string {
 
 function loadEsbuild(): Esbuild | null {
   try {
-    // Synchronous on purpose: renderCaseViewHtml is synchronous, and esbuild is a dev
-    // dependency that a production install may lack.
+    // Synchronous on purpose: renderCaseViewHtml is synchronous. esbuild is a runtime
+    // dependency, but an install may still lack it (e.g. one made without its platform binary).
     return createRequire(import.meta.url)("esbuild") as Esbuild;
   } catch {
     return null;

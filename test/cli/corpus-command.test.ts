@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -7,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig, type Config } from "../../src/config.js";
 import { corpusIndexCommand, corpusNameFromFile, corpusSearchCommand, corpusStatsCommand, type CorpusCommandEnv } from "../../src/cli/corpus-command.js";
 import { PG_TEST_URL, usePgSchemas } from "../support/pg-schemas.js";
+import { medmmvCli } from "../support/medmmv-cli.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const EXAMPLE = path.join(ROOT, "examples/corpus/cardiology.jsonl");
@@ -107,16 +107,7 @@ describe.each(backends)("medmmv corpus on the %s", (_label, make) => {
 describe("medmmv corpus as a user runs it", () => {
   it("is registered on the command line: index then search in a child process", async () => {
     const dataDir = tempDir();
-    const run = (args: string[]) =>
-      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-        const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("MEDMMV_") && k !== "DATABASE_URL"));
-        const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "corpus", ...args], { cwd: ROOT, env: { ...clean, MEDMMV_DATA_DIR: dataDir }, stdio: ["ignore", "pipe", "pipe"] });
-        let stdout = "";
-        let stderr = "";
-        child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-        child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-        child.on("close", (code) => resolve({ code, stdout, stderr }));
-      });
+    const run = (args: string[]) => medmmvCli(["corpus", ...args], { MEDMMV_DATA_DIR: dataDir });
     const indexed = await run(["index", EXAMPLE, "--name", "cardio"]);
     expect(indexed.code, indexed.stderr).toBe(0);
     expect(indexed.stdout).toMatch(/corpus cardio: 34 record/);

@@ -1,36 +1,24 @@
-import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useScriptedServers } from "../support/scripted-servers-fixture.js";
 import { runEval } from "../../src/eval/runner.js";
 import type { EvalSummary } from "../../src/eval/report.js";
 import { answerByItem, evalScenario, readItems, SAMPLES } from "../eval/eval-fixtures.js";
-
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+import { medmmvCli, type MedmmvCliRun } from "../support/medmmv-cli.js";
 
 interface Child {
-  pid: number;
-  done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
+  done: Promise<MedmmvCliRun>;
   kill(signal: NodeJS.Signals): void;
 }
 
-/** `medmmv eval …` as a user runs it: a child process configured by its environment only. */
+/** `medmmv eval …` as a user runs it (medmmvCli), with a handle to kill it mid-run. */
 function medmmv(args: string[], env: Record<string, string> = {}): Child {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("OPENAI_") && !k.startsWith("MEDMMV_") && !k.startsWith("TAVILY_")));
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: ROOT, env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) => {
-    child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-  void done.then(() => clearTimeout(timer));
-  return { pid: child.pid!, done, kill: (s) => child.kill(s) };
+  let child: ChildProcess | undefined;
+  const done = medmmvCli(args, env, "", (c) => (child = c), { timeoutMs: 60_000 });
+  return { done, kill: (s) => child!.kill(s) };
 }
 
 const servers = useScriptedServers({ scenario: evalScenario({}) });

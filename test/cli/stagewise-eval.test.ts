@@ -1,4 +1,4 @@
-import { execFile, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,6 +13,7 @@ import { until } from "../support/until.js";
 import { useTempDir } from "../eval/datasets/dataset-kit.js";
 import { paidFor } from "../eval/stagewise/clinhallu-fixture.js";
 import { readItems } from "../eval/eval-fixtures.js";
+import { medmmvCli } from "../support/medmmv-cli.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const GOLD = "examples/clinhallu/gold_cot.jsonl";
@@ -25,15 +26,9 @@ beforeAll(async () => {
 });
 
 /** The command as a researcher types it, configured by its environment alone; `started` gets the child. */
-function medmmv(args: string[], started?: (child: ChildProcess) => void): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(OPENAI_|MEDMMV_|TAVILY_)/.test(k)));
-  Object.assign(env, { OPENAI_BASE_URL: servers.model.baseUrl, OPENAI_API_KEY: "k", MEDMMV_MODEL: "scripted", MEDMMV_JUDGE_MODEL: "scripted-judge", MEDMMV_CACHE: "off", MEDMMV_LOG_LEVEL: "silent" });
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: ROOT, env, timeout: 120_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === "number" ? err.code : null) : 0, signal: err?.signal ?? null, stdout, stderr });
-    });
-    started?.(child);
-  });
+function medmmv(args: string[], started?: (child: ChildProcess) => void) {
+  const env = { OPENAI_BASE_URL: servers.model.baseUrl, OPENAI_API_KEY: "k", MEDMMV_MODEL: "scripted", MEDMMV_JUDGE_MODEL: "scripted-judge", MEDMMV_CACHE: "off", MEDMMV_LOG_LEVEL: "silent" };
+  return medmmvCli(args, env, "", started, { timeoutMs: 120_000 });
 }
 
 describe("medmmv eval --dataset clinhallu --method stagewise (CLI)", () => {

@@ -6,58 +6,45 @@
  * context conflict repaired and the scripted conversation. Every wait is on page state.
  * Screenshots land in test-artifacts/demo/.
  */
-import { existsSync, mkdirSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import { DEMO_MODEL } from "../../src/demo/demo-backends.js";
 import { startDemoService, type RunningDemo } from "../../src/demo/serve-demo.js";
 import type { ViewState } from "../../src/view/view-payload.js";
+import { useTempDir } from "../eval/datasets/dataset-kit.js";
 import { LogCapture } from "../http/http-harness.js";
+import { openReady, useChromium, watch } from "../support/browser.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/demo/", import.meta.url));
 
 type View = { __medmmvView: ViewState };
 
-let root: string;
 let demo: RunningDemo;
-let browser: Browser;
+// Before useChromium, so the folder is removed last, after the demo and the browser closed.
+const tmp = useTempDir("medmmv-demo-browser-");
+const browser = useChromium();
 let page: Page;
 let result: DiagnosisResult;
 const problems: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`browser tests need Chromium at ${CHROMIUM} (apt-get install chromium; .ci/run installs it)`);
   mkdirSync(ARTIFACTS, { recursive: true });
-  root = await mkdtemp(path.join(tmpdir(), "medmmv-demo-browser-"));
-  demo = await startDemoService({ HOST: "127.0.0.1", PORT: "0", MEDMMV_DATA_DIR: root }, { handleSignals: false, logStream: new LogCapture() });
+  demo = await startDemoService({ HOST: "127.0.0.1", PORT: "0", MEDMMV_DATA_DIR: tmp() }, { handleSignals: false, logStream: new LogCapture() });
   const chest = demo.cases.find((c) => c.slug === "chest-pain")!;
   const res = await fetch(`${demo.server.address}/cases/${chest.caseId}`, { headers: { authorization: `Bearer ${demo.apiKey}` } });
   result = DiagnosisResult.parse(((await res.json()) as { result: unknown }).result);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  const context = await browser().newContext({ viewport: { width: 1400, height: 1000 } });
   page = await context.newPage();
-  page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
-  page.on("console", (m) => {
-    if (m.type() === "error") problems.push(`console: ${m.text()}`);
-  });
+  watch(page, problems);
   // The link alone, no API key: what a colleague handed the link would open.
-  await page.goto(chest.viewUrl);
-  await page.waitForFunction(() => (window as unknown as { __medmmvView?: { ready: boolean } }).__medmmvView?.ready === true, null, { timeout: 30_000 });
+  await openReady(page, chest.viewUrl);
 }, 180_000);
 
 afterAll(async () => {
-  await browser?.close();
   await demo?.close();
-  if (root) await rm(root, { recursive: true, force: true });
 });
 
 describe("the demo's audit view in Chromium", () => {
@@ -142,9 +129,8 @@ describe("the demo's pathway case in Chromium", () => {
   beforeAll(async () => {
     const marrow = demo.cases.find((c) => c.slug === "bone-marrow")!;
     marrowPage = await page.context().newPage();
-    marrowPage.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
-    await marrowPage.goto(marrow.viewUrl);
-    await marrowPage.waitForFunction(() => (window as unknown as { __medmmvView?: { ready: boolean } }).__medmmvView?.ready === true, null, { timeout: 30_000 });
+    watch(marrowPage, problems);
+    await openReady(marrowPage, marrow.viewUrl);
   }, 60_000);
 
   it("shows the context conflict as a repaired detector finding, and the repair onto the pathway", async () => {

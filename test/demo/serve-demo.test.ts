@@ -4,48 +4,31 @@
  * through must be there (docs, key, signed links, events), every result must say it is
  * scripted, and the demo must refuse to face the network or another store's cases.
  */
-import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import path from "node:path";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import { DEMO_MODEL } from "../../src/demo/demo-backends.js";
 import { describeDemo, startDemoService, type RunningDemo } from "../../src/demo/serve-demo.js";
-import { isMedmmvError } from "../../src/errors.js";
 import { EvidenceGraph } from "../../src/evidence/evidence-graph.js";
 import { loadPathway } from "../../src/pathways/load-pathway.js";
 import { findContextConflict } from "../../src/pathways/path-conflict.js";
 import { openStore } from "../../src/store/open-store.js";
+import { useTempDir } from "../eval/datasets/dataset-kit.js";
 import { LogCapture } from "../http/http-harness.js";
+import { PG_TEST_URL, usePgSchemas } from "../support/pg-schemas.js";
+import { rejection } from "../support/rejection.js";
 
 const ENV = { HOST: "127.0.0.1", PORT: "0", MEDMMV_LOG_LEVEL: "warn" };
 const opts = () => ({ handleSignals: false, logStream: new LogCapture() });
 
-async function refusal(p: Promise<unknown>): Promise<{ code: string; message: string }> {
-  const err = await p.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(isMedmmvError(err), String(err)).toBe(true);
-  return err as { code: string; message: string };
-}
-
-let root: string;
-beforeAll(async () => {
-  root = await mkdtemp(path.join(tmpdir(), "medmmv-serve-demo-"));
-});
-afterAll(async () => {
-  await rm(root, { recursive: true, force: true });
-});
+const tmp = useTempDir("medmmv-serve-demo-");
 
 describe("serve --demo refuses", () => {
   it("a non-loopback HOST, before opening any store or port", async () => {
     for (const host of ["0.0.0.0", "::", "192.168.1.20", "medmmv.example.org"]) {
-      const dataDir = path.join(root, `host-${host.replace(/[^a-z0-9]/gi, "_")}`);
-      const e = await refusal(startDemoService({ ...ENV, HOST: host, MEDMMV_DATA_DIR: dataDir }, opts()));
+      const dataDir = path.join(tmp(), `host-${host.replace(/[^a-z0-9]/gi, "_")}`);
+      const e = await rejection(startDemoService({ ...ENV, HOST: host, MEDMMV_DATA_DIR: dataDir }, opts()));
       expect(e.code).toBe("CONFIG_INVALID");
       expect(e.message).toBe(
         `serve --demo listens on loopback only, and HOST=${host} is not a loopback address: unset HOST or set HOST=127.0.0.1 (the demo's answers are scripted; it is not a service for other machines)`,
@@ -55,11 +38,11 @@ describe("serve --demo refuses", () => {
   });
 
   it("a store that already holds cases the demo did not create", async () => {
-    const dataDir = path.join(root, "foreign");
+    const dataDir = path.join(tmp(), "foreign");
     const store = await openStore({ databaseUrl: null, dataDir: path.join(dataDir, "demo") });
     await store.createCase({ id: "real-1", owner: "cli", input: { id: "real-1", question: "Q?", images: [] }, options: {} });
     await store.close();
-    const e = await refusal(startDemoService({ ...ENV, MEDMMV_DATA_DIR: dataDir }, opts()));
+    const e = await rejection(startDemoService({ ...ENV, MEDMMV_DATA_DIR: dataDir }, opts()));
     expect(e.code).toBe("CONFLICT");
     expect(e.message).toContain(`refusing to start the demo on the store in ${path.join(dataDir, "demo")}: it holds 1 case that the demo did not create`);
     expect(e.message).toMatch(/set MEDMMV_DATA_DIR to an empty directory/);
@@ -71,25 +54,20 @@ describe("serve --demo refuses", () => {
 });
 
 describe("serve --demo on PostgreSQL (DATABASE_URL)", () => {
-  const url = process.env.MEDMMV_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-  const schema = `medmmv_demo_${randomBytes(6).toString("hex")}`;
-  afterAll(async () => {
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
-    await admin.end();
-  });
+  const url = PG_TEST_URL;
+  const pgSchemas = usePgSchemas();
 
   it("refuses a database that holds cases of a real service, and runs nothing on it", async () => {
-    const store = await openStore({ databaseUrl: url, dataDir: root }, { pgSchema: schema });
+    const schema = pgSchemas.newSchema();
+    const store = await openStore({ databaseUrl: url, dataDir: tmp() }, { pgSchema: schema });
     await store.createCase({ id: "real-pg-1", owner: "5f2a-some-key-hash", input: { id: "real-pg-1", question: "Q?", images: [] }, options: {} });
     await store.createCase({ id: "real-pg-2", owner: "cli", input: { id: "real-pg-2", question: "Q?", images: [] }, options: {} });
     await store.close();
-    const e = await refusal(startDemoService({ ...ENV, DATABASE_URL: url, MEDMMV_DATA_DIR: path.join(root, "pg") }, { ...opts(), storeOptions: { pgSchema: schema } }));
+    const e = await rejection(startDemoService({ ...ENV, DATABASE_URL: url, MEDMMV_DATA_DIR: path.join(tmp(), "pg") }, { ...opts(), storeOptions: { pgSchema: schema } }));
     expect(e.code).toBe("CONFLICT");
     expect(e.message).toMatch(/^refusing to start the demo on the PostgreSQL store at DATABASE_URL: it holds 2 cases that the demo did not create/);
     expect(e.message).toMatch(/unset DATABASE_URL/);
-    const after = await openStore({ databaseUrl: url, dataDir: root }, { pgSchema: schema });
+    const after = await openStore({ databaseUrl: url, dataDir: tmp() }, { pgSchema: schema });
     expect((await after.getCase("real-pg-1"))?.status).toBe("queued");
     await after.close();
   });
@@ -97,12 +75,23 @@ describe("serve --demo on PostgreSQL (DATABASE_URL)", () => {
 
 describe("serve --demo runs the bundled cases", () => {
   let demo: RunningDemo;
-  const dataDir = () => path.join(root, "demo-run");
+  const dataDir = () => path.join(tmp(), "demo-run");
   const api = (p: string, init: RequestInit = {}) => fetch(demo.server.address + p, { ...init, headers: { authorization: `Bearer ${demo.apiKey}`, ...init.headers } });
 
+  // A newcomer's shell may export their Azure resource and LangSmith tracing: the demo must
+  // still answer from its scripted servers, and trace nothing.
+  const USER_AZURE = { AZURE_OPENAI_API_KEY: "users-azure-key", AZURE_OPENAI_API_INSTANCE_NAME: "users-resource" };
+  let tracingBefore: string | undefined;
+
   beforeAll(async () => {
-    demo = await startDemoService({ ...ENV, MEDMMV_DATA_DIR: dataDir() }, opts());
+    tracingBefore = process.env.LANGSMITH_TRACING;
+    process.env.LANGSMITH_TRACING = "true";
+    demo = await startDemoService({ ...ENV, ...USER_AZURE, MEDMMV_DATA_DIR: dataDir() }, opts());
   }, 120_000);
+  afterAll(async () => {
+    if (tracingBefore === undefined) delete process.env.LANGSMITH_TRACING;
+    else process.env.LANGSMITH_TRACING = tracingBefore;
+  });
   afterAll(async () => {
     await demo?.close();
   });
@@ -125,6 +114,12 @@ describe("serve --demo runs the bundled cases", () => {
     expect(page.status).toBe(200);
     expect(await page.text()).toContain("medmmv-data");
     expect((await fetch(demo.cases[0]!.viewUrl.replace(/\?token=.*/, ""))).status).toBe(401);
+  });
+
+  it("ignores the user's Azure settings and turns LangChain's tracing off", () => {
+    // Every case completed (checked above) on the scripted servers, not on users-resource.
+    expect(demo.cases.every((c) => c.status === "completed")).toBe(true);
+    expect(process.env.LANGSMITH_TRACING).toBeUndefined();
   });
 
   it("every result says scripted in provenance.models, and reads like the case", async () => {

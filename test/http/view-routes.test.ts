@@ -1,24 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromium, type Browser } from "playwright-core";
+import { openReady, useChromium, watch } from "../support/browser.js";
 import { chestPain, KEY_B, startTestServer, type TestServer } from "./http-harness.js";
 
 /** The audit view as the API serves it: key or signed link, ownership, CSP that lets exactly the page run. */
 let t: TestServer;
 let caseId: string;
-let browser: Browser;
+const browser = useChromium();
 
 beforeAll(async () => {
   t = await startTestServer({ env: { MEDMMV_VIEW_LINK_SECRET: "a-test-secret-of-enough-length" } });
   const res = await t.api("/diagnose", { method: "POST", json: chestPain() });
   expect(res.status).toBe(201);
   caseId = ((await res.json()) as { caseId: string }).caseId;
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
 });
 afterAll(async () => {
-  await browser?.close();
   await t.close();
 });
 
@@ -58,18 +53,15 @@ describe("GET /cases/{id}/view", () => {
   it("the served page runs in Chromium under its CSP and draws the case's evidence graph", async () => {
     const made = await t.api(`/cases/${caseId}/view-links`, { method: "POST", json: {} });
     const { url } = (await made.json()) as { url: string };
-    const page = await browser.newPage();
-    const violations: string[] = [];
-    page.on("console", (m) => {
-      if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
-    });
-    await page.goto(t.base + url);
-    await page.waitForFunction(() => (window as unknown as { __medmmvView?: { ready?: boolean } }).__medmmvView?.ready === true, undefined, { timeout: 30_000 });
+    const page = await browser().newPage();
+    // Chromium reports a CSP violation as a console error, so it lands in problems.
+    const { problems } = watch(page);
+    await openReady(page, t.base + url);
     const state = await page.evaluate(() => (window as unknown as { __medmmvView: { nodeCount: number; edgeCount: number } }).__medmmvView);
     const full = (await (await t.api(`/cases/${caseId}/evidence-graph?scope=full`)).json()) as { nodes: unknown[]; edges: unknown[] };
     expect(state.nodeCount).toBe(full.nodes.length);
     expect(state.edgeCount).toBe(full.edges.length);
-    expect(violations).toEqual([]);
+    expect(problems).toEqual([]);
     await page.close();
   });
 });

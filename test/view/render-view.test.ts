@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import { EvidenceGraph } from "../../src/evidence/evidence-graph.js";
 import { clientBundle } from "../../src/view/build-client.js";
@@ -10,6 +9,7 @@ import { buildViewPayload, jsonForHtml, newViewNonce, renderCaseViewHtml, viewCo
 import { caseViewInputFromStored, reportInputFromJson, writeOfflineReport } from "../../src/view/report-command.js";
 import { VIEW_CSS } from "../../src/view/view-css.js";
 import type { ViewPayload } from "../../src/view/view-payload.js";
+import { useTempDir } from "../eval/datasets/dataset-kit.js";
 import { makePng, syntheticCase } from "./view-fixtures.js";
 
 const HOSTILE = `</script><script>window.__pwned=1</script><!-- \u2028\u2029 & "><img src=x onerror=window.__pwned=1>`;
@@ -24,13 +24,7 @@ function sha(text: string): string {
   return createHash("sha256").update(text, "utf8").digest("base64");
 }
 
-let tmp: string;
-beforeAll(async () => {
-  tmp = await mkdtemp(path.join(tmpdir(), "medmmv-view-"));
-});
-afterAll(async () => {
-  await rm(tmp, { recursive: true, force: true });
-});
+const tmp = useTempDir("medmmv-view-");
 
 describe("jsonForHtml", () => {
   it("leaves nothing that can end a script element or open a comment, and round-trips", () => {
@@ -141,7 +135,7 @@ describe("report command", () => {
   const fixture = syntheticCase(12);
 
   it("writes one self-contained file", async () => {
-    const out = path.join(tmp, "nested", "report.html");
+    const out = path.join(tmp(), "nested", "report.html");
     const { file, bytes } = await writeOfflineReport(fixture, out);
     expect(file).toBe(out);
     const html = await readFile(out, "utf8");

@@ -4,11 +4,11 @@
  * Everything asserted about the drawing is read from the page's own sigma/graphology instances
  * through window.__medmmvView. Screenshots land in test-artifacts/view/.
  */
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EvidenceGraph } from "../../src/evidence/evidence-graph.js";
 import { AGENT_COLORS, BACKGROUND_OPACITY, KIND_STYLE } from "../../src/view/client/palette.js";
@@ -16,8 +16,8 @@ import { newViewNonce, renderCaseViewHtml, viewContentSecurityPolicy } from "../
 import { writeOfflineReport } from "../../src/view/report-command.js";
 import { runScriptedCase, syntheticCase, type ScriptedCaseRun } from "./view-fixtures.js";
 import type { ViewState } from "../../src/view/view-payload.js";
+import { openReady, useChromium, watch } from "../support/browser.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/view/", import.meta.url));
 
 type Snapshot = Omit<ViewState, "nodeClientPosition" | "nodeDisplay">;
@@ -49,25 +49,9 @@ async function snapshot(page: Page): Promise<Snapshot> {
   });
 }
 
-/** Console errors and page errors, gathered per page so a test can insist on none. */
-function watch(page: Page): { problems: string[]; requests: string[] } {
-  const problems: string[] = [];
-  const requests: string[] = [];
-  page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
-  page.on("console", (m) => {
-    if (m.type() === "error") problems.push(`console: ${m.text()}`);
-  });
-  page.on("dialog", (d) => {
-    problems.push(`dialog: ${d.message()}`);
-    void d.dismiss();
-  });
-  page.on("request", (r) => requests.push(r.url()));
-  return { problems, requests };
-}
-
-async function openReady(page: Page, url: string): Promise<Snapshot> {
-  await page.goto(url);
-  await page.waitForFunction(() => (window as unknown as { __medmmvView?: { ready: boolean } }).__medmmvView?.ready === true, null, { timeout: 30_000 });
+/** Opens the view at `url`, waits until it is drawn, and reads its state. */
+async function openSnapshot(page: Page, url: string): Promise<Snapshot> {
+  await openReady(page, url);
   return snapshot(page);
 }
 
@@ -162,7 +146,7 @@ function localCorpusRun(base: ScriptedCaseRun): { run: ScriptedCaseRun; nodeId: 
   return { run, nodeId, label, retrievedAt };
 }
 
-let browser: Browser;
+const browser = useChromium();
 let server: http.Server;
 let baseUrl: string;
 let run: ScriptedCaseRun;
@@ -170,9 +154,6 @@ let offlineFile: string;
 const pages = new Map<string, string>();
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`browser tests need Chromium at ${CHROMIUM} (apt-get install chromium; .ci/run installs it)`);
-  }
   mkdirSync(ARTIFACTS, { recursive: true });
   run = await runScriptedCase();
   const nonce = newViewNonce();
@@ -195,14 +176,9 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
   await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
 });
 
@@ -213,10 +189,10 @@ describe("audit view in Chromium", () => {
   let served: Snapshot;
 
   beforeAll(async () => {
-    context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    context = await browser().newContext({ viewport: { width: 1400, height: 1000 } });
     page = await context.newPage();
     watched = watch(page);
-    served = await openReady(page, `${baseUrl}/cases/view`);
+    served = await openSnapshot(page, `${baseUrl}/cases/view`);
   }, 60_000);
   afterAll(async () => {
     await context?.close();
@@ -380,13 +356,13 @@ describe("audit view in Chromium", () => {
   });
 
   it("renders the same from the offline report file with the network off", async () => {
-    const offline = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    const offline = await browser().newContext({ viewport: { width: 1400, height: 1000 } });
     try {
       await offline.setOffline(true);
       await offline.route("**/*", (route) => (route.request().url().startsWith("file:") ? route.continue() : route.abort()));
       const p = await offline.newPage();
       const w = watch(p);
-      const s = await openReady(p, pathToFileURL(offlineFile).href);
+      const s = await openSnapshot(p, pathToFileURL(offlineFile).href);
       expect(s.nodeCount).toBe(served.nodeCount);
       expect(s.edgeCount).toBe(served.edgeCount);
       expect(s.renderedNodeCount).toBe(served.renderedNodeCount);
@@ -409,7 +385,7 @@ describe("audit view in Chromium", () => {
     const p = await context.newPage();
     const w = watch(p);
     try {
-      const s = await openReady(p, `${baseUrl}/cases/hostile`);
+      const s = await openSnapshot(p, `${baseUrl}/cases/hostile`);
       expect(s.nodeCount).toBe(served.nodeCount + 2);
       // Exercise the panels that render the hostile text: the claim, its nodes' provenance.
       await p.click('[data-claim="s1c1"]');
@@ -447,7 +423,7 @@ describe("audit view while frames are pending", () => {
   // page's frames are held, so the click has flipped the mode but sigma has not yet restyled the
   // nodes. What the page reports must say so (settled false) until the frame is drawn.
   it("reports settled only once the frame showing the change is drawn", async () => {
-    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    const context = await browser().newContext({ viewport: { width: 1400, height: 1000 } });
     try {
       const page = await context.newPage();
       const w = watch(page);
@@ -475,7 +451,7 @@ describe("audit view while frames are pending", () => {
           for (const cb of cbs) native(cb);
         };
       });
-      await openReady(page, `${baseUrl}/cases/view`);
+      await openSnapshot(page, `${baseUrl}/cases/view`);
       await waitForSettled(page);
       const sub = new Set(EvidenceGraph.import(run.result.evidenceGraph).nodes().map((n) => n.id));
       const outside = EvidenceGraph.import(run.fullEvidenceGraph).nodes().find((n) => !sub.has(n.id) && n.status !== "retracted");
@@ -504,7 +480,7 @@ describe("audit view while frames are pending", () => {
 
 describe("audit view without WebGL", () => {
   it("says the graph cannot be drawn and keeps the rest of the page working", async () => {
-    const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    const context = await browser().newContext({ viewport: { width: 1200, height: 900 } });
     try {
       const page = await context.newPage();
       // As on a machine whose browser has WebGL 2 switched off.
@@ -515,7 +491,7 @@ describe("audit view without WebGL", () => {
           return (original as (...a: unknown[]) => unknown).call(this, type, ...rest);
         } as typeof original;
       });
-      const s = await openReady(page, pathToFileURL(offlineFile).href);
+      const s = await openSnapshot(page, pathToFileURL(offlineFile).href);
       expect(s.graphError).not.toBeNull();
       expect(await page.locator(".graph-error").textContent()).toContain("could not be drawn");
       expect(s.nodeCount).toBe(EvidenceGraph.import(run.fullEvidenceGraph).order);
@@ -548,11 +524,11 @@ describe("audit view of a failed case", () => {
       caseInput: null,
     };
     const file = (await writeOfflineReport(failed, `${ARTIFACTS}failed.html`)).file;
-    const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    const context = await browser().newContext({ viewport: { width: 1200, height: 900 } });
     try {
       const page = await context.newPage();
       const w = watch(page);
-      const s = await openReady(page, pathToFileURL(file).href);
+      const s = await openSnapshot(page, pathToFileURL(file).href);
       expect(s.nodeCount).toBe(0);
       expect(s.edgeCount).toBe(0);
       expect(s.errors).toEqual([]);
@@ -570,12 +546,12 @@ describe("audit view with 300 evidence nodes", () => {
   it("renders every node, handles a claim click and draws retracted nodes faded", async () => {
     const synthetic = syntheticCase(300);
     const file = (await writeOfflineReport(synthetic, `${ARTIFACTS}synthetic-300.html`)).file;
-    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    const context = await browser().newContext({ viewport: { width: 1400, height: 1000 } });
     try {
       const page = await context.newPage();
       const w = watch(page);
       const wallStart = Date.now();
-      const s = await openReady(page, pathToFileURL(file).href);
+      const s = await openSnapshot(page, pathToFileURL(file).href);
       const wallMs = Date.now() - wallStart;
       const g = EvidenceGraph.import(synthetic.fullEvidenceGraph);
       expect(s.nodeCount).toBe(300);
@@ -584,9 +560,10 @@ describe("audit view with 300 evidence nodes", () => {
       console.log(`[view perf] 300 nodes / ${g.size} edges: renderMs=${s.renderMs?.toFixed(0)} layoutMs=${s.layoutMs?.toFixed(0)} wall=${wallMs}ms phases=${JSON.stringify(s.phases)}`);
       // The page measures itself; the numbers are logged, not bounded: on a shared 2-core machine
       // they measure the scheduler as much as the code (timing claims belong in npm run bench).
+      // So the checks are only that each was measured (null, or no phase, for a step the page skipped).
       expect(s.renderMs).toBeGreaterThan(0);
-      expect(s.layoutMs).toBeGreaterThanOrEqual(0);
-      expect(s.phases.payload).toBeGreaterThanOrEqual(0);
+      expect(typeof s.layoutMs).toBe("number");
+      expect(typeof s.phases.payload).toBe("number");
 
       // After render a click is handled: the claim's evidence is highlighted.
       const claim = synthetic.result.path!.steps[0]!.claims[0]!;
@@ -596,7 +573,8 @@ describe("audit view with 300 evidence nodes", () => {
       const clickMs = Date.now() - t;
       const handlerMs = (await snapshot(page)).lastHandlerMs;
       console.log(`[view perf] claim click to highlight: ${clickMs}ms (handler ${handlerMs?.toFixed(1)}ms)`);
-      expect(handlerMs).toBeGreaterThanOrEqual(0);
+      // The click went through the page's own handler, which timed itself (null before any click).
+      expect(typeof handlerMs).toBe("number");
 
       // Retracted nodes are drawn faded and labelled as such.
       await page.click("[data-testid=mode-toggle]");
@@ -619,11 +597,11 @@ describe("audit view with 300 evidence nodes", () => {
 describe("audit view of a local-corpus passage", () => {
   it("shows a literature node from the local corpus with its corpus provenance as text, never as a link", async () => {
     const { nodeId, label, retrievedAt } = localCorpusRun(run);
-    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    const context = await browser().newContext({ viewport: { width: 1400, height: 1000 } });
     try {
       const page = await context.newPage();
       const watched = watch(page);
-      await openReady(page, `${baseUrl}/cases/local`);
+      await openSnapshot(page, `${baseUrl}/cases/local`);
       await page.fill("[data-testid=search]", label);
       await page.waitForFunction((id) => (window as unknown as { __medmmvView: { matches: string[] } }).__medmmvView.matches.includes(id), nodeId);
       await page.press("[data-testid=search]", "Enter");
@@ -653,11 +631,11 @@ describe("audit view of a case from a FHIR Bundle", () => {
     stored.attributes.source.resource = "Observation/bp-1";
     for (const s of stored.attributes.sources ?? []) s.resource = "Observation/bp-1";
     const file = (await writeOfflineReport(fhirRun, `${ARTIFACTS}fhir-source.html`)).file;
-    const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    const context = await browser().newContext({ viewport: { width: 1200, height: 900 } });
     try {
       const page = await context.newPage();
       const w = watch(page);
-      await openReady(page, pathToFileURL(file).href);
+      await openSnapshot(page, pathToFileURL(file).href);
       await page.fill("[data-testid=search]", quoted.label);
       await page.press("[data-testid=search]", "Enter");
       await page.waitForFunction((id) => (window as unknown as { __medmmvView: { selectedNode: string | null } }).__medmmvView.selectedNode === id, quoted.id, { timeout: 5_000 });

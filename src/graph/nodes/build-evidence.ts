@@ -4,6 +4,7 @@ import { runImageDoctor } from "../../agents/image-doctor.js";
 import { runWebSearch } from "../../agents/web-search.js";
 import { EvidenceGraph } from "../../evidence/evidence-graph.js";
 import { renderEvidenceForPrompt } from "../../evidence/render-for-prompt.js";
+import type { NewEvidenceNode } from "../../evidence/types.js";
 import { describeError } from "../../errors.js";
 import type { BranchFailure } from "../../case/diagnosis-result.js";
 import { CallChain } from "../../llm/usage.js";
@@ -47,8 +48,8 @@ export function buildEvidenceNode(deps: WorkflowDeps) {
     // Nodes enter the graph in a fixed order (text, then image), not in the order the two
     // agents happen to finish: the graph's order is the order of every later prompt, and a
     // prompt that depends on timing is never served from the response cache.
-    let textNodes: Parameters<EvidenceGraph["addNode"]>[0][] = [];
-    let imageNodes: Parameters<EvidenceGraph["addNode"]>[0][] = [];
+    let textNodes: NewEvidenceNode[] = [];
+    let imageNodes: NewEvidenceNode[] = [];
     const textChain = ctx.chain.fork();
     const imageChain = ctx.chain.fork();
     const text = opts.ablations.noTextDoctor

@@ -6,10 +6,9 @@ import { MedmmvError } from "../errors.js";
 import { indexCorpusFile } from "../search/local/index-corpus-file.js";
 import { openCorpusIndex } from "../search/local/open-corpus-index.js";
 
-export const DEMO_CORPUS_FILE = fileURLToPath(new URL("../../examples/corpus/cardiology.jsonl", import.meta.url));
 /** Every bundled corpus, by name: the demo cases' topics (chest pain, pneumonia, marrow morphology). */
-export const DEMO_CORPORA: Record<string, string> = {
-  cardiology: DEMO_CORPUS_FILE,
+const DEMO_CORPORA: Record<string, string> = {
+  cardiology: fileURLToPath(new URL("../../examples/corpus/cardiology.jsonl", import.meta.url)),
   respiratory: fileURLToPath(new URL("../../examples/corpus/respiratory.jsonl", import.meta.url)),
   haematology: fileURLToPath(new URL("../../examples/corpus/haematology.jsonl", import.meta.url)),
 };
