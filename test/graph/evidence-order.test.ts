@@ -1,31 +1,53 @@
 import { describe, expect, it } from "vitest";
 import { useScriptedServers } from "../support/scripted-servers-fixture.js";
+import { clinicalScenario } from "../support/clinical-scenario.js";
+import type { ScriptFn, ScriptedRequest } from "../support/scripted-openai-server.js";
 import { chestPainCase } from "../support/sample-cases.js";
 import { smallPng } from "../support/image-bytes.js";
+import { until } from "../support/until.js";
 import { Pipeline, pipelineOptions } from "../../src/graph/pipeline.js";
 import { prepareImage } from "../../src/case/images.js";
-import type { Fault } from "../support/faults.js";
 
 /**
  * The evidence graph is the same whichever evidence agent or search answers first: its
  * order is the order of every later prompt, so a graph that followed the timing would make
  * prompts (and the response cache's keys) depend on the machine's speed that day.
+ *
+ * The race is forced by conditions, not delays: the held agent's reply waits until the
+ * pipeline has reported the other doctor, and the held search analysis waits until the
+ * server has answered all the others. So each order is certain however slow the machine is.
  */
 const servers = useScriptedServers({ search: true });
+const base = clinicalScenario();
 
-/**
- * One run with the given agents slowed down. Besides the graph, it returns the order the
- * two doctors reported in, and the search analyses' call indices in the order they were
- * answered, so the test can check that the delays did reorder them.
- */
-async function fullGraph(slow: Fault[]) {
-  // Per-agent call indices from 0 again, so a fault's callIndex means the same call in each run.
+/** One run with `heldDoctor` answering last, and search analysis number `heldAnalysis` answering last. */
+async function fullGraph(heldDoctor: "text-doctor" | "image-doctor", heldAnalysis: number) {
+  const otherDoctor = heldDoctor === "text-doctor" ? "image-doctor" : "text-doctor";
+  const doctors: string[] = [];
+  const answer = (agent: string) => base.agents[agent] as ScriptFn;
+  servers.model.setScenario({
+    ...base,
+    agents: {
+      ...base.agents,
+      [heldDoctor]: async (req: ScriptedRequest) => {
+        await until(() => (doctors.includes(otherDoctor) ? true : undefined), 30_000, `${otherDoctor} reported`);
+        return answer(heldDoctor)(req);
+      },
+      "web-search-analysis": async (req: ScriptedRequest) => {
+        if (req.callIndex === heldAnalysis) {
+          const others = () => servers.model.stats().log.filter((l) => l.agent === "web-search-analysis" && l.callIndex !== heldAnalysis);
+          // Every other pair has been asked, and answered.
+          await until(() => (others().length > 0 && others().every((l) => l.end !== null) && others().length + 1 === plannedPairs() ? true : undefined), 30_000, "the other analyses answered");
+        }
+        return answer("web-search-analysis")(req);
+      },
+    },
+  });
+  // Per-agent call indices (and the search count) from 0 again, so `heldAnalysis` means the same pair in each run.
   servers.model.reset();
-  servers.model.clearFaults();
-  for (const f of slow) servers.model.addFault(f);
+  servers.search.reset();
   const image = await prepareImage({ id: "img1", data: smallPng().toString("base64") }, { maxBytes: 1e6, maxPixels: 1e6, allowPath: false });
   const cfg = servers.config();
-  const doctors: string[] = [];
   const emit = (type: string, data: Record<string, unknown>) => {
     if (type === "evidence" && (data.agent === "text-doctor" || data.agent === "image-doctor")) doctors.push(data.agent);
   };
@@ -40,13 +62,19 @@ async function fullGraph(slow: Fault[]) {
   return { graph: JSON.stringify(run.fullEvidenceGraph).replace(/"retrievedAt":"[^"]*"/g, '"retrievedAt":"…"'), doctors, analyses };
 }
 
+/** How many search pairs the planner asked for: one analysis each. */
+function plannedPairs(): number {
+  return servers.search.stats().total;
+}
+
 describe("evidence graph order", () => {
   it("does not depend on which agent or search finishes first", async () => {
-    const textLast = await fullGraph([{ kind: "latency", ms: 400, agent: "text-doctor" }, { kind: "latency", ms: 400, agent: "web-search-analysis", callIndex: 0 }]);
-    const imageLast = await fullGraph([{ kind: "latency", ms: 400, agent: "image-doctor" }, { kind: "latency", ms: 400, agent: "web-search-analysis", callIndex: 1 }]);
-    // The delays did reorder the race: otherwise the comparison below would prove nothing.
+    const textLast = await fullGraph("text-doctor", 0);
+    const imageLast = await fullGraph("image-doctor", 1);
+    // The race went both ways: otherwise the comparison below would prove nothing.
     expect(textLast.doctors).toEqual(["image-doctor", "text-doctor"]);
     expect(imageLast.doctors).toEqual(["text-doctor", "image-doctor"]);
+    expect(textLast.analyses.length).toBeGreaterThan(1);
     expect(textLast.analyses.at(-1)).toBe(0);
     expect(imageLast.analyses.at(-1)).toBe(1);
     expect(textLast.graph).toContain("image-doctor");
