@@ -3,7 +3,7 @@ import type { BenchContext } from "../harness/context.js";
 import type { BenchScenarioOptions } from "../harness/bench-scenario.js";
 import { benchCase } from "../harness/cases.js";
 import { cpuMsSince, median, sum } from "../harness/stats.js";
-import { fmt, pct, table, type SectionReport } from "../harness/report.js";
+import { fmt, pct, span, table, type SectionReport } from "../harness/report.js";
 
 export const TARGET_RATIO = 1.05;
 const ANSWERS = ["A", "A", "B", "A", "C"];
@@ -41,6 +41,7 @@ export async function criticalPath(ctx: BenchContext): Promise<SectionReport> {
   const rows: Array<Array<string | number>> = [];
   const verdicts = [];
   const medians = new Map<string, { ratio: number; chain: number; excess: number; cpu: number; rollouts: number }>();
+  const searchPairs: number[] = [];
   for (const s of [...SCENARIOS, ADAPTIVE]) {
     await ctx.servers.setScenario(s.scenario);
     const ratios: number[] = [];
@@ -62,6 +63,7 @@ export async function criticalPath(ctx: BenchContext): Promise<SectionReport> {
       excess.push(wall - L * cp);
       cpus.push(cpu);
       const pairs = result.usage.byAgent["web-search"]?.calls ?? 0;
+      searchPairs.push(pairs);
       rollouts.push(result.usage.byAgent.rollout?.calls ?? 0);
       const maxRepairs = Math.max(0, ...result.candidates.map((c) => c.repairs));
       rows.push([s.name, i + 1, rollouts.at(-1)!, result.candidates.length, maxRepairs, pairs, result.usage.llmCalls + result.usage.searchCalls, cp, fmt(wall, 0), fmt(L * cp, 0), fmt(wall - L * cp, 0), fmt(cpu, 0), fmt(ratio, 3)]);
@@ -84,7 +86,7 @@ export async function criticalPath(ctx: BenchContext): Promise<SectionReport> {
 
   const cpuShareOfExcess = sum([...medians.values()].map((m) => m.cpu)) / sum([...medians.values()].map((m) => m.excess));
   const body = [
-    `L = ${L} ms for every model call and every search (the scripted servers run in a child process). k = ${K} rollouts with distinct reasoning (answers ${ANSWERS.join(", ")}), so ${K} paths are refined in parallel; the long invented case (the planner asks for 8 search pairs) with one 128×128 image; every path needs the given number of repairs (maxRepairs 3). The last scenario runs in adaptive mode: its first round (${ANSWERS.slice(0, 3).join(", ")}) disagrees, so the remaining rollouts are sampled. The critical path is \`usage.criticalPathCalls\`, the longest chain of dependent model/search calls the pipeline recorded in that case. Cases run one at a time after one unmeasured warm-up case.`,
+    `L = ${L} ms for every model call and every search (the scripted servers run in a child process). k = ${K} rollouts with distinct reasoning (answers ${ANSWERS.join(", ")}), so ${K} paths are refined in parallel; the long invented case (the planner asked for ${span(searchPairs)} search pairs) with one 128×128 image; every path needs the given number of repairs (maxRepairs 3). The last scenario runs in adaptive mode: its first round (${ANSWERS.slice(0, 3).join(", ")}) disagrees, so the remaining rollouts are sampled. The critical path is \`usage.criticalPathCalls\`, the longest chain of dependent model/search calls the pipeline recorded in that case. Cases run one at a time after one unmeasured warm-up case.`,
     "",
     table(["scenario", "run", "rollouts", "paths", "repairs", "search pairs", "calls", "chain", "wall ms", "L × chain ms", "excess ms", "client CPU ms", "ratio"], rows),
     "",

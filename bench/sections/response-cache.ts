@@ -74,7 +74,7 @@ export async function responseCache(ctx: BenchContext): Promise<SectionReport> {
     reruns
       .map((r) =>
         r.mode === "deterministic"
-          ? `With \`deterministic\` the re-run made ${r.calls} model calls (${r.calls - r.temp0} sampled at 0.7, ${r.temp0} at temperature 0) and ${r.hits} cache hits: only the sampled rollouts are paid again, and because the scripted model answers them the same way, every call after them was ${r.temp0 === 0 ? "a hit" : "not always a hit"}. Against a live model re-sampled rollouts may differ, and the calls that depend on them are then new calls.`
+          ? `With \`deterministic\` the re-run made ${r.calls} model calls (${r.calls - r.temp0} sampled at 0.7, ${r.temp0} at temperature 0) and ${r.hits} cache hits: ${r.temp0 === 0 ? "only the sampled rollouts are paid again, and because the scripted model answers them the same way, every call after them was a hit" : `${r.temp0} temperature-0 calls were paid again besides the sampled rollouts, so not every call after them was a hit`}. Against a live model re-sampled rollouts may differ, and the calls that depend on them are then new calls.`
           : `With \`all\`, sampled calls are cached too: the re-run made ${r.calls} model calls and ${r.hits} cache hits.`,
       )
       .join(" "),
