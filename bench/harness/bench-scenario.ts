@@ -19,6 +19,18 @@ export interface BenchScenarioOptions extends Omit<ClinicalScenarioOptions, "ans
   countPrefixReuse?: boolean;
 }
 
+/**
+ * The bench's standard rollout answers: distinct reasoning over three answers, so dedupe
+ * merges nothing and every rollout path is refined. The sections share it so that a change
+ * of the mix is one edit.
+ */
+export const DISTINCT_ANSWERS: readonly string[] = ["A", "A", "B", "A", "C"];
+
+/** The standard scenario: DISTINCT_ANSWERS with distinct reasoning, and the given repairs per answer. */
+export function distinctScenario(repairsNeeded?: Record<string, number>): BenchScenarioOptions {
+  return { rolloutAnswers: [...DISTINCT_ANSWERS], identicalReasoning: false, ...(repairsNeeded ? { repairsNeeded } : {}) };
+}
+
 export function benchClauses(text: string, max: number): string[] {
   const block = caseBlock(text);
   const notes = /Clinical notes:\n([\s\S]*?)\n(?:Question:)/.exec(block)?.[1] ?? "";

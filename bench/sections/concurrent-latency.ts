@@ -5,6 +5,7 @@ import { startServer } from "../../src/server.js";
 import type { DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import type { BenchContext } from "../harness/context.js";
 import { benchCase } from "../harness/cases.js";
+import { distinctScenario } from "../harness/bench-scenario.js";
 import { cpuMsSince, median, percentile, sum } from "../harness/stats.js";
 import { fmt, pct, span, table, type SectionReport } from "../harness/report.js";
 
@@ -42,7 +43,7 @@ interface LatencyRun {
 export async function concurrentLatency(ctx: BenchContext): Promise<SectionReport> {
   const started = Date.now();
   const concurrency = ctx.quick ? 8 : 64;
-  await ctx.servers.setScenario({ rolloutAnswers: ["A", "A", "B", "A", "C"], identicalReasoning: false });
+  await ctx.servers.setScenario(distinctScenario());
   let seq = 0;
 
   const withServer = async <T>(cap: number, fn: (address: string) => Promise<T>): Promise<T> => {

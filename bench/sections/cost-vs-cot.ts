@@ -3,6 +3,7 @@ import { cotMethod } from "../../src/eval/methods/cot.js";
 import type { Usage } from "../../src/case/diagnosis-result.js";
 import type { BenchContext } from "../harness/context.js";
 import { benchCase, type CaseShape } from "../harness/cases.js";
+import { DISTINCT_ANSWERS, distinctScenario } from "../harness/bench-scenario.js";
 import { fmt, span, table, type SectionReport } from "../harness/report.js";
 
 const SHAPES: Array<{ label: string; shape: CaseShape }> = [
@@ -18,7 +19,7 @@ const SHAPES: Array<{ label: string; shape: CaseShape }> = [
 export async function costVsCot(ctx: BenchContext): Promise<SectionReport> {
   const started = Date.now();
   await ctx.servers.setLatency(0);
-  await ctx.servers.setScenario({ rolloutAnswers: ["A", "A", "B", "A", "C"], identicalReasoning: false, repairsNeeded: { B: 1 } });
+  await ctx.servers.setScenario(distinctScenario({ B: 1 }));
   const cfg = ctx.config();
   const pipeline = new Pipeline(cfg);
   const cot = cotMethod({ llm: pipeline.llm, prompts: pipeline.prompts, search: pipeline.search }, cfg.llm.prices);
@@ -37,7 +38,7 @@ export async function costVsCot(ctx: BenchContext): Promise<SectionReport> {
     ratios.push(`${label}: ${x(full.llmCalls, c.llmCalls)} the calls, ${x(full.promptTokens + full.completionTokens, c.promptTokens + c.completionTokens)} the tokens`);
   }
   const body = [
-    `k = 5 rollouts with distinct reasoning (answers A, A, B, A, C; the B path repaired once), ${span(longPairs)} search pairs on the long case, the default maxRepairs 3, against \`--method cot\` (one executor call) on the same case. Tokens are the \`usage\` of each model reply as the scripted server reports it (it counts about four characters a token; image parts are not counted), summed by the pipeline's own usage meter. Searches are not model calls and carry no tokens.`,
+    `k = 5 rollouts with distinct reasoning (answers ${DISTINCT_ANSWERS.join(", ")}; the B path repaired once), ${span(longPairs)} search pairs on the long case, the default maxRepairs 3, against \`--method cot\` (one executor call) on the same case. Tokens are the \`usage\` of each model reply as the scripted server reports it (it counts about four characters a token; image parts are not counted), summed by the pipeline's own usage meter. Searches are not model calls and carry no tokens.`,
     "",
     table(["case", "MedMMV model calls", "CoT calls", "calls ×", "MedMMV prompt tokens", "CoT prompt tokens", "prompt ×", "MedMMV completion tokens", "CoT completion tokens", "completion ×"], rows),
     "",

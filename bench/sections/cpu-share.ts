@@ -1,6 +1,6 @@
 import { Pipeline, pipelineOptions } from "../../src/graph/pipeline.js";
 import type { BenchContext } from "../harness/context.js";
-import type { BenchScenarioOptions } from "../harness/bench-scenario.js";
+import { distinctScenario } from "../harness/bench-scenario.js";
 import { benchCase } from "../harness/cases.js";
 import { cpuMsSince, median } from "../harness/stats.js";
 import { fmt, pct, span, table, type SectionReport } from "../harness/report.js";
@@ -8,7 +8,7 @@ import { fmt, pct, span, table, type SectionReport } from "../harness/report.js"
 export const TARGET_CPU_SHARE = 0.05;
 /** A real model call takes 1–30 s; the share is measured at the short end of that range. */
 const L_MS = 1000;
-const SCENARIO: BenchScenarioOptions = { rolloutAnswers: ["A", "A", "B", "A", "C"], identicalReasoning: false, repairsNeeded: { A: 1, B: 1, C: 1 } };
+const SCENARIO = distinctScenario({ A: 1, B: 1, C: 1 });
 
 /**
  * What the client and the orchestration cost a user: CPU time of the pipeline process

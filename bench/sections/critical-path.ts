@@ -1,12 +1,11 @@
 import { Pipeline, pipelineOptions, type PipelineOverrides } from "../../src/graph/pipeline.js";
 import type { BenchContext } from "../harness/context.js";
-import type { BenchScenarioOptions } from "../harness/bench-scenario.js";
+import { DISTINCT_ANSWERS, distinctScenario, type BenchScenarioOptions } from "../harness/bench-scenario.js";
 import { benchCase } from "../harness/cases.js";
 import { cpuMsSince, median, sum } from "../harness/stats.js";
 import { fmt, pct, span, table, type SectionReport } from "../harness/report.js";
 
 export const TARGET_RATIO = 1.05;
-const ANSWERS = ["A", "A", "B", "A", "C"];
 const K = 5;
 
 interface Scenario {
@@ -17,11 +16,11 @@ interface Scenario {
 
 const SCENARIOS: Scenario[] = [0, 1, 3].map((repairs) => ({
   name: `${repairs} repair${repairs === 1 ? "" : "s"}`,
-  scenario: { rolloutAnswers: ANSWERS, identicalReasoning: false, repairsNeeded: { A: repairs, B: repairs, C: repairs } },
+  scenario: distinctScenario({ A: repairs, B: repairs, C: repairs }),
   overrides: { k: K, maxRepairs: 3, adaptive: false },
 }));
 /** Adaptive mode whose first round (A, B, A) disagrees, so the second round is sampled. */
-const ADAPTIVE: Scenario = { name: "adaptive, first round disagrees", scenario: { rolloutAnswers: ANSWERS, identicalReasoning: false, repairsNeeded: { A: 1, B: 1, C: 1 } }, overrides: { k: K, maxRepairs: 3, adaptive: true } };
+const ADAPTIVE: Scenario = { name: "adaptive, first round disagrees", scenario: distinctScenario({ A: 1, B: 1, C: 1 }), overrides: { k: K, maxRepairs: 3, adaptive: true } };
 
 /**
  * Critical-path ratio: per case, wall time ÷ (L × the longest chain of dependent model and
@@ -35,7 +34,7 @@ export async function criticalPath(ctx: BenchContext): Promise<SectionReport> {
   const pipeline = new Pipeline(cfg);
   await ctx.servers.setLatency(L);
   // One unmeasured case first: the first case of a process pays for JIT warm-up.
-  await ctx.servers.setScenario({ rolloutAnswers: ANSWERS, identicalReasoning: false });
+  await ctx.servers.setScenario(distinctScenario());
   await pipeline.run(benchCase("cp-warmup"), pipelineOptions(cfg, { k: K }));
 
   const rows: Array<Array<string | number>> = [];
@@ -86,7 +85,7 @@ export async function criticalPath(ctx: BenchContext): Promise<SectionReport> {
 
   const cpuShareOfExcess = sum([...medians.values()].map((m) => m.cpu)) / sum([...medians.values()].map((m) => m.excess));
   const body = [
-    `L = ${L} ms for every model call and every search (the scripted servers run in a child process). k = ${K} rollouts with distinct reasoning (answers ${ANSWERS.join(", ")}), so ${K} paths are refined in parallel; the long invented case (the planner asked for ${span(searchPairs)} search pairs) with one 128×128 image; every path needs the given number of repairs (maxRepairs 3). The last scenario runs in adaptive mode: its first round (${ANSWERS.slice(0, 3).join(", ")}) disagrees, so the remaining rollouts are sampled. The critical path is \`usage.criticalPathCalls\`, the longest chain of dependent model/search calls the pipeline recorded in that case. Cases run one at a time after one unmeasured warm-up case.`,
+    `L = ${L} ms for every model call and every search (the scripted servers run in a child process). k = ${K} rollouts with distinct reasoning (answers ${DISTINCT_ANSWERS.join(", ")}), so ${K} paths are refined in parallel; the long invented case (the planner asked for ${span(searchPairs)} search pairs) with one 128×128 image; every path needs the given number of repairs (maxRepairs 3). The last scenario runs in adaptive mode: its first round (${DISTINCT_ANSWERS.slice(0, 3).join(", ")}) disagrees, so the remaining rollouts are sampled. The critical path is \`usage.criticalPathCalls\`, the longest chain of dependent model/search calls the pipeline recorded in that case. Cases run one at a time after one unmeasured warm-up case.`,
     "",
     table(["scenario", "run", "rollouts", "paths", "repairs", "search pairs", "calls", "chain", "wall ms", "L × chain ms", "excess ms", "client CPU ms", "ratio"], rows),
     "",

@@ -6,6 +6,7 @@ import { openStore } from "../../src/store/open-store.js";
 import type { ResponseCache } from "../../src/llm/model-client.js";
 import type { BenchContext } from "../harness/context.js";
 import { benchCase, type CaseShape } from "../harness/cases.js";
+import { distinctScenario } from "../harness/bench-scenario.js";
 import { fmt, table, yesNo, type SectionReport } from "../harness/report.js";
 
 const CASES: Array<{ id: string; shape: CaseShape }> = [
@@ -22,7 +23,7 @@ const CASES: Array<{ id: string; shape: CaseShape }> = [
 export async function responseCache(ctx: BenchContext): Promise<SectionReport> {
   const started = Date.now();
   await ctx.servers.setLatency(0);
-  await ctx.servers.setScenario({ rolloutAnswers: ["A", "A", "B", "A", "C"], identicalReasoning: false, repairsNeeded: { B: 1 } });
+  await ctx.servers.setScenario(distinctScenario({ B: 1 }));
   const rows: Array<Array<string | number>> = [];
   const verdicts = [];
   const reruns: Array<{ mode: "deterministic" | "all"; calls: number; temp0: number; hits: number }> = [];
