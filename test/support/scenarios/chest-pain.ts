@@ -6,15 +6,20 @@
  * which shows no waveform at all; the image check rejects that finding.
  * The literature below was written for this demo: it is not a real publication.
  */
-import type { CaseScript, ScriptedStep } from "./case-script.js";
+import type { CaseScript, ScriptedClaim, ScriptedStep } from "./case-script.js";
+
+// Claims several paths make, declared once so that every path judges them alike.
+const painClaim: ScriptedClaim = { text: "Crushing substernal chest pain radiates to the left arm", evidence: ["pain"] };
+const steClaim: ScriptedClaim = { text: "ST elevation is present in leads II, III and aVF", evidence: ["ste"] };
+const tropClaim: ScriptedClaim = { text: "Troponin I is raised at 2.4 ng/mL", evidence: ["trop"] };
 
 /** The first step of the pericarditis path, which its repair keeps. */
 const pericarditisOpening: ScriptedStep = {
   text: "The patient has acute chest pain and ST elevation on the ECG.",
   stage: "reasoning",
   claims: [
-    { text: "Crushing substernal chest pain radiates to the left arm", evidence: ["pain"] },
-    { text: "ST elevation is present in leads II, III and aVF", evidence: ["ste"] },
+    painClaim,
+    steClaim,
   ],
 };
 
@@ -130,7 +135,7 @@ export const chestPainScript: CaseScript = {
           text: "The pain is crushing, substernal and radiates to the left arm, with sweating and nausea: a typical ischaemic presentation.",
           stage: "reasoning",
           claims: [
-            { text: "Crushing substernal chest pain radiates to the left arm", evidence: ["pain"] },
+            painClaim,
             { text: "The patient is diaphoretic and nauseated", evidence: ["sweat"] },
           ],
         },
@@ -138,7 +143,7 @@ export const chestPainScript: CaseScript = {
           text: "ST elevation in II, III and aVF with reciprocal depression in aVL is the pattern of an acute inferior transmural infarct.",
           stage: "knowledge",
           claims: [
-            { text: "ST elevation is present in leads II, III and aVF", evidence: ["ste"] },
+            steClaim,
             { text: "Reciprocal ST depression in aVL localises the injury to the inferior wall", evidence: ["recip", "k-territory"] },
           ],
         },
@@ -146,7 +151,7 @@ export const chestPainScript: CaseScript = {
           text: "A troponin I of 2.4 ng/mL confirms myocardial necrosis, so this is an inferior ST-elevation myocardial infarction.",
           stage: "reasoning",
           claims: [
-            { text: "Troponin I is raised at 2.4 ng/mL", evidence: ["trop"] },
+            tropClaim,
             { text: "A troponin rise with ischaemic symptoms and ECG changes meets the definition of myocardial infarction", evidence: ["k-mi", "trop"] },
           ],
         },
@@ -170,8 +175,8 @@ export const chestPainScript: CaseScript = {
           text: "The ECG shows inferior ST elevation and the troponin is raised, so the infarct is inferior.",
           stage: "reasoning",
           claims: [
-            { text: "ST elevation is present in leads II, III and aVF", evidence: ["ste"] },
-            { text: "Troponin I is raised at 2.4 ng/mL", evidence: ["trop"] },
+            steClaim,
+            tropClaim,
           ],
         },
       ],
@@ -221,7 +226,7 @@ export const chestPainScript: CaseScript = {
         {
           text: "With a troponin I of 2.4 ng/mL this is an inferior ST-elevation myocardial infarction.",
           stage: "reasoning",
-          claims: [{ text: "Troponin I is raised at 2.4 ng/mL", evidence: ["trop"] }],
+          claims: [tropClaim],
         },
       ],
     },

@@ -7,7 +7,12 @@
  * rejects the claim (a visual-stage hallucination) and AutoRepair returns to the image.
  * The literature below was written for this demo: it is not a real publication.
  */
-import type { CaseScript, ScriptedStep } from "./case-script.js";
+import type { CaseScript, ScriptedClaim, ScriptedStep } from "./case-script.js";
+
+// Claims several paths make, declared once so that every path judges them alike.
+const coughClaim: ScriptedClaim = { text: "She has a productive cough with rusty sputum", evidence: ["cough"] };
+const signsClaim: ScriptedClaim = { text: "Bronchial breathing and crackles are heard at the right lung base", evidence: ["signs"] };
+const consolidationClaim: ScriptedClaim = { text: "There is consolidation in the right lower zone", evidence: ["consolidation"] };
 
 /** The first step of the infarction path, which its repair keeps. */
 const infarctionOpening: ScriptedStep = {
@@ -129,13 +134,13 @@ export const communityPneumoniaScript: CaseScript = {
         {
           text: "The radiograph shows consolidation in the right lower zone.",
           stage: "visual",
-          claims: [{ text: "There is consolidation in the right lower zone", evidence: ["consolidation"] }],
+          claims: [consolidationClaim],
         },
         {
           text: "Bronchial breathing and crackles at the right base are the bedside signs of that consolidation.",
           stage: "knowledge",
           claims: [
-            { text: "Bronchial breathing and crackles are heard at the right lung base", evidence: ["signs"] },
+            signsClaim,
             { text: "Bronchial breathing and focal crackles are the bedside signs of lobar consolidation", evidence: ["k-signs"] },
           ],
         },
@@ -143,7 +148,7 @@ export const communityPneumoniaScript: CaseScript = {
           text: "Fever, rusty sputum and neutrophilia with a CRP of 212 mg/L point to a bacterial pneumonia.",
           stage: "reasoning",
           claims: [
-            { text: "She has a productive cough with rusty sputum", evidence: ["cough"] },
+            coughClaim,
             { text: "Neutrophilia with a markedly raised CRP favours bacterial infection", evidence: ["k-bacterial", "wcc", "crp"] },
           ],
         },
@@ -160,14 +165,14 @@ export const communityPneumoniaScript: CaseScript = {
           stage: "reasoning",
           claims: [
             { text: "She has had fever for three days", evidence: ["fever", "temp"] },
-            { text: "She has a productive cough with rusty sputum", evidence: ["cough"] },
+            coughClaim,
           ],
         },
         {
           text: "Crackles at the right base and a raised white count localise and confirm it.",
           stage: "reasoning",
           claims: [
-            { text: "Bronchial breathing and crackles are heard at the right lung base", evidence: ["signs"] },
+            signsClaim,
             { text: "The white cell count is 16.2 × 10^9/L with neutrophilia", evidence: ["wcc"] },
           ],
         },
@@ -209,7 +214,7 @@ export const communityPneumoniaScript: CaseScript = {
         {
           text: "The radiograph shows patchy consolidation in the right lower zone, not a wedge-shaped infarct.",
           stage: "visual",
-          claims: [{ text: "There is consolidation in the right lower zone", evidence: ["consolidation"] }],
+          claims: [consolidationClaim],
         },
         {
           text: "With fever, rusty sputum and focal consolidation, pneumonia is more likely than infarction.",
