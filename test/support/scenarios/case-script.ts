@@ -144,13 +144,25 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
   for (const f of s.image?.findings ?? []) if (f.key) labels.set(f.key, f.label);
   for (const q of s.searches) for (const k of q.knowledge) labels.set(k.key, k.label);
 
+  // Paths are recognised by their claims and claims by their text, so two paths with the same
+  // claims, or two claims with one text but different evidence or flaw, would make the
+  // verdict depend on the order of the script: refused here, at start-up.
   const pathBySignature = new Map<string, string>();
   const claimByText = new Map<string, ScriptedClaim>();
+  const addClaim = (c: ScriptedClaim) => {
+    const seen = claimByText.get(norm(c.text));
+    if (seen && JSON.stringify([seen.evidence, seen.flaw]) !== JSON.stringify([c.evidence, c.flaw]))
+      throw new Error(`the ${s.name} script has two claims "${c.text}" with different evidence or flaw: declare the claim once and reuse it`);
+    claimByText.set(norm(c.text), c);
+  };
   for (const [key, p] of Object.entries(s.paths)) {
-    pathBySignature.set(p.steps.flatMap((st) => st.claims.map((c) => norm(c.text))).join("|"), key);
-    for (const st of p.steps) for (const c of st.claims) claimByText.set(norm(c.text), c);
+    const signature = p.steps.flatMap((st) => st.claims.map((c) => norm(c.text))).join("|");
+    const twin = pathBySignature.get(signature);
+    if (twin !== undefined) throw new Error(`the ${s.name} script's paths ${twin} and ${key} make the same claims, so they cannot be told apart`);
+    pathBySignature.set(signature, key);
+    for (const st of p.steps) for (const c of st.claims) addClaim(c);
   }
-  for (const t of s.turns ?? []) for (const c of t.claims) claimByText.set(norm(c.text), c);
+  for (const t of s.turns ?? []) for (const c of t.claims) addClaim(c);
   const pathIn = (block: string): ScriptedPath | undefined => {
     const key = pathBySignature.get(claimTexts(block).map((c) => norm(c.text)).join("|"));
     return key ? s.paths[key] : undefined;
