@@ -11,6 +11,8 @@
 import type { Scenario } from "../scripted-openai-server.js";
 import type { TavilyRequest, TavilyResult } from "../scripted-tavily-server.js";
 import { caseBlock, optionLetters } from "../clinical-scenario.js";
+// Labels are compared in the product's own normal form, so a script cannot drift from it.
+import { normalizeLabel as norm } from "../../../src/evidence/ids.js";
 
 type Stage = "visual" | "knowledge" | "reasoning";
 type Relation = "supports" | "contradicts" | "suggests" | "associated-with" | "explains";
@@ -102,11 +104,6 @@ export interface CaseScript {
   rollouts: string[];
   /** Answers to conversation turns, first match wins (a case without turns cannot be chatted with). */
   turns?: ScriptedTurn[];
-}
-
-/** The form labels are compared in (as src/evidence/ids.ts normalises them). */
-function norm(s: string): string {
-  return s.toLowerCase().replace(/\s+/g, " ").trim().replace(/[\s.,;:!?]+$/, "");
 }
 
 /** Evidence ids by normalised label, read from the evidence graph rendered into the prompt. */
