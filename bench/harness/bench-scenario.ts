@@ -1,4 +1,4 @@
-import { caseBlock, clinicalScenario, type ClinicalScenarioOptions } from "../../test/support/clinical-scenario.js";
+import { caseBlock, clinicalScenario, questionOfBlock, type ClinicalScenarioOptions } from "../../test/support/clinical-scenario.js";
 import type { Scenario } from "../../test/support/scripted-openai-server.js";
 
 /**
@@ -34,7 +34,7 @@ export function distinctScenario(repairsNeeded?: Record<string, number>): BenchS
 export function benchClauses(text: string, max: number): string[] {
   const block = caseBlock(text);
   const notes = /Clinical notes:\n([\s\S]*?)\n(?:Question:)/.exec(block)?.[1] ?? "";
-  const question = /Question:\n([\s\S]*?)(?:\nAnswer options:|\nImages:|$)/.exec(block)?.[1] ?? "";
+  const question = questionOfBlock(block);
   const seen = new Set<string>();
   return `${notes}\n${question}`
     .split(/[.;\n]|, /)

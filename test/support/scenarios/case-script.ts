@@ -10,7 +10,7 @@
  */
 import type { Scenario } from "../scripted-openai-server.js";
 import type { TavilyRequest, TavilyResult } from "../scripted-tavily-server.js";
-import { caseBlock, optionLetters } from "../clinical-scenario.js";
+import { optionLetters, optionText } from "../clinical-scenario.js";
 // Labels are compared in the product's own normal form, so a script cannot drift from it.
 import { normalizeLabel as norm } from "../../../src/evidence/ids.js";
 
@@ -122,10 +122,6 @@ function claimTexts(block: string): Array<{ id: string; text: string }> {
   return [...block.matchAll(/^ {2}- claimId (s\d+c\d+): (.*)$/gm)].map((m) => ({ id: m[1]!, text: m[2]! }));
 }
 
-function optionTextOf(text: string, letter: string): string {
-  return new RegExp(`^\\(${letter}\\) (.*)$`, "m").exec(caseBlock(text))?.[1] ?? letter;
-}
-
 function renderedFindings(f: ScriptedImageFinding): string {
   return `[${f.imageId}] ${f.label} — ${f.location}${f.size ? `, ${f.size}` : ""}; ${f.characteristics}`;
 }
@@ -166,7 +162,7 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
   };
   const pathOutput = (text: string, p: ScriptedPath) => ({
     steps: p.steps.map((st) => ({ text: st.text, stage: st.stage, claims: st.claims.map((c) => c.text) })),
-    answer: optionLetters(text).length ? { option: p.answer, text: optionTextOf(text, p.answer) } : { option: null, text: p.answer },
+    answer: optionLetters(text).length ? { option: p.answer, text: optionText(text, p.answer) } : { option: null, text: p.answer },
     summary: p.summary,
   });
   const resolve = (ids: Map<string, string>, keys: string[]) =>
