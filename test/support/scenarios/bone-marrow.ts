@@ -125,7 +125,7 @@ export const boneMarrowScript: CaseScript = {
     },
   ],
   paths: {
-    // Labelled by the pathway as high → adequate → abnormal → blasts → aml (test/demo/bone-marrow-script.test.ts).
+    // Labelled by the pathway as high → adequate → abnormal → blasts → aml (test/support/scenarios/bone-marrow.test.ts).
     walk: {
       answer: "A",
       summary: "Acute myeloid leukaemia: an adequate smear read near the particles, 62% myeloblasts with Auer rods.",
