@@ -54,7 +54,8 @@ export interface ScriptedSearch {
    */
   corpus?: string[];
   relation: Relation;
-  knowledge: Array<{ key: string; label: string; resultIndex: number; relatesTo: "a" | "b" | "both"; relation: Relation }>;
+  /** What the results say; `resultIndex` (default 0) is the entry of `results` it was written from. */
+  knowledge: Array<{ key: string; label: string; resultIndex?: number; relatesTo: "a" | "b" | "both"; relation: Relation }>;
 }
 
 export interface ScriptedClaim {
@@ -130,6 +131,14 @@ function findingOut(f: ScriptedImageFinding) {
   return { imageId: f.imageId, label: f.label, location: f.location, size: f.size ?? null, characteristics: f.characteristics };
 }
 
+/** Closes every text written for the demo's invented literature. */
+export const DEMO_NOTE = "Text written for the medmmv demo; not a real publication.";
+
+/** A literature result written for the demo: `text` with DEMO_NOTE appended, at https://literature.example/demo/<slug>. */
+export function demoResult(slug: string, title: string, text: string, score: number): TavilyResult {
+  return { title, url: `https://literature.example/demo/${slug}`, content: `${text} ${DEMO_NOTE}`, score };
+}
+
 /** The agents' answers for one case (routed to by demoScenario). */
 export function caseAgents(s: CaseScript): Scenario["agents"] {
   const labels = new Map<string, string>();
@@ -203,7 +212,7 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
       const q = pairOf(req.text);
       const corpusHit = (q?.corpus ?? []).map((url) => shown.get(url)).find((at) => at !== undefined);
       const knowledge = (q?.knowledge ?? []).flatMap((k) => {
-        const at = shown.get(q!.results[k.resultIndex]?.url ?? "") ?? corpusHit;
+        const at = shown.get(q!.results[k.resultIndex ?? 0]?.url ?? "") ?? corpusHit;
         return at === undefined ? [] : [{ label: k.label, resultIndex: at, relatesTo: k.relatesTo, relation: k.relation }];
       });
       if (!q || knowledge.length === 0) return { relation: null, relationResultIndex: null, knowledge: [], suspiciousContent: false };
