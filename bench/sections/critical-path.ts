@@ -19,7 +19,7 @@ const SCENARIOS: Scenario[] = [0, 1, 3].map((repairs) => ({
   scenario: distinctScenario({ A: repairs, B: repairs, C: repairs }),
   overrides: { k: K, maxRepairs: 3, adaptive: false },
 }));
-/** Adaptive mode whose first round (A, B, A) disagrees, so the second round is sampled. */
+/** Adaptive mode whose first round (the first three of DISTINCT_ANSWERS: A, A, B) disagrees, so the second round is sampled. */
 const ADAPTIVE: Scenario = { name: "adaptive, first round disagrees", scenario: distinctScenario({ A: 1, B: 1, C: 1 }), overrides: { k: K, maxRepairs: 3, adaptive: true } };
 
 /**
