@@ -5,9 +5,10 @@
  * target is reported as met or not met.
  *
  *   npm run bench                         all sections → BENCHMARKS.md
- *   npm run bench -- --only overhead      some sections → stdout (BENCHMARKS.md untouched)
+ *   npm run bench -- --only cpu-share     some sections → stdout (BENCHMARKS.md untouched)
  *   npm run bench -- --latency 100        L for the latency-bound sections (default 200 ms)
  *   npm run bench -- --quick              smaller samples (a smoke run of the benchmark)
+ *   npm run bench -- --out FILE           the report to FILE instead (with or without --only)
  */
 import { writeFile } from "node:fs/promises";
 import os from "node:os";

@@ -1,4 +1,4 @@
-import { caseBlock, clinicalScenario, type ClinicalScenarioOptions } from "../../test/support/clinical-scenario.js";
+import { caseBlock, clinicalScenario, questionOfBlock, type ClinicalScenarioOptions } from "../../test/support/clinical-scenario.js";
 import type { Scenario } from "../../test/support/scripted-openai-server.js";
 
 /**
@@ -19,10 +19,22 @@ export interface BenchScenarioOptions extends Omit<ClinicalScenarioOptions, "ans
   countPrefixReuse?: boolean;
 }
 
+/**
+ * The bench's standard rollout answers: distinct reasoning over three answers, so dedupe
+ * merges nothing and every rollout path is refined. The sections share it so that a change
+ * of the mix is one edit.
+ */
+export const DISTINCT_ANSWERS: readonly string[] = ["A", "A", "B", "A", "C"];
+
+/** The standard scenario: DISTINCT_ANSWERS with distinct reasoning, and the given repairs per answer. */
+export function distinctScenario(repairsNeeded?: Record<string, number>): BenchScenarioOptions {
+  return { rolloutAnswers: [...DISTINCT_ANSWERS], identicalReasoning: false, ...(repairsNeeded ? { repairsNeeded } : {}) };
+}
+
 export function benchClauses(text: string, max: number): string[] {
   const block = caseBlock(text);
   const notes = /Clinical notes:\n([\s\S]*?)\n(?:Question:)/.exec(block)?.[1] ?? "";
-  const question = /Question:\n([\s\S]*?)(?:\nAnswer options:|\nImages:|$)/.exec(block)?.[1] ?? "";
+  const question = questionOfBlock(block);
   const seen = new Set<string>();
   return `${notes}\n${question}`
     .split(/[.;\n]|, /)

@@ -25,4 +25,10 @@ export function table(head: string[], rows: Array<Array<string | number>>, align
 export const fmt = (x: number, digits = 1): string => (Number.isFinite(x) ? x.toFixed(digits) : "–");
 export const pct = (x: number, digits = 0): string => (Number.isFinite(x) ? `${(x * 100).toFixed(digits)} %` : "–");
 export const kib = (chars: number): string => `${(chars / 1024).toFixed(1)}`;
+/** A count that should not vary between runs, as one number, or as "min–max" when it did. */
+export function span(values: number[]): string {
+  const lo = Math.min(...values);
+  const hi = Math.max(...values);
+  return lo === hi ? String(lo) : `${lo}–${hi}`;
+}
 export const yesNo = (b: boolean): string => (b ? "yes" : "**no**");

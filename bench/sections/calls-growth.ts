@@ -3,11 +3,10 @@ import type { Usage } from "../../src/case/diagnosis-result.js";
 import type { BenchContext } from "../harness/context.js";
 import type { ChildStats } from "../harness/servers.js";
 import { benchCase, type CaseShape } from "../harness/cases.js";
+import { DISTINCT_ANSWERS, distinctScenario } from "../harness/bench-scenario.js";
 import { kib, pct, table, type SectionReport } from "../harness/report.js";
 
 const AGENTS = ["rollout", "text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge"];
-/** Rollouts with distinct reasoning, so every rollout is refined (the most calls dedupe allows). */
-const ANSWERS = ["A", "A", "B", "A", "C"];
 
 interface Row {
   label: string;
@@ -31,7 +30,8 @@ const totalReused = (r: Row) => Object.values(r.prompts).reduce((n, a) => n + a.
 export async function callsGrowth(ctx: BenchContext): Promise<SectionReport> {
   const started = Date.now();
   await ctx.servers.setLatency(0);
-  await ctx.servers.setScenario({ rolloutAnswers: ANSWERS, identicalReasoning: false, repairsNeeded: { B: 1 }, countPrefixReuse: true });
+  // Distinct reasoning, so every rollout is refined (the most calls dedupe allows).
+  await ctx.servers.setScenario({ ...distinctScenario({ B: 1 }), countPrefixReuse: true });
   const cfg = ctx.config();
   const pipeline = new Pipeline(cfg);
   const run = async (label: string, k: number, shape: CaseShape): Promise<Row> => {
@@ -71,7 +71,7 @@ export async function callsGrowth(ctx: BenchContext): Promise<SectionReport> {
     );
 
   const body = [
-    `Scripted rollouts with distinct reasoning (answers ${ANSWERS.join(", ")} cycled), so deduplication merges nothing and every rollout path is refined; paths answering B need one repair. L = 0 (the counts do not depend on it). One case per row. Calls are the result's \`usage.byAgent[agent].calls\` (checked against the server's count). Prompt sizes are measured at the scripted server: "text" is the characters of all text parts of all messages of each call, "image" the characters of the image data URLs (each bench image is a 128×128 PNG, ≈ 66 KB as base64). "Text in a prefix already sent" is the share of an agent's prompt text that continues, character for character from the start of the system message, a prompt an earlier call of the same case sent: the part a provider's prompt cache (OpenAI's automatic caching, vLLM's prefix caching) can serve instead of processing again. The system message and the case block open every call; the fact-check and repair calls add the evidence graph to that shared prefix. The result's own \`usage.byAgent[agent].promptChars\` (what the pipeline counted) is checked against the server's text + image characters for every agent of every row; the run stops if they differ.`,
+    `Scripted rollouts with distinct reasoning (answers ${DISTINCT_ANSWERS.join(", ")} cycled), so deduplication merges nothing and every rollout path is refined; paths answering B need one repair. L = 0 (the counts do not depend on it). One case per row. Calls are the result's \`usage.byAgent[agent].calls\` (checked against the server's count). Prompt sizes are measured at the scripted server: "text" is the characters of all text parts of all messages of each call, "image" the characters of the image data URLs (each bench image is a 128×128 PNG, ≈ 66 KB as base64). "Text in a prefix already sent" is the share of an agent's prompt text that continues, character for character from the start of the system message, a prompt an earlier call of the same case sent: the part a provider's prompt cache (OpenAI's automatic caching, vLLM's prefix caching) can serve instead of processing again. The system message and the case block open every call; the fact-check and repair calls add the evidence graph to that shared prefix. The result's own \`usage.byAgent[agent].promptChars\` (what the pipeline counted) is checked against the server's text + image characters for every agent of every row; the run stops if they differ.`,
     "",
     "**Per case at k = 5, long case, one image, by agent:**",
     "",

@@ -5,8 +5,9 @@ import { startServer } from "../../src/server.js";
 import type { DiagnosisResult } from "../../src/case/diagnosis-result.js";
 import type { BenchContext } from "../harness/context.js";
 import { benchCase } from "../harness/cases.js";
+import { distinctScenario } from "../harness/bench-scenario.js";
 import { cpuMsSince, median, percentile, sum } from "../harness/stats.js";
-import { fmt, pct, table, type SectionReport } from "../harness/report.js";
+import { fmt, pct, span, table, type SectionReport } from "../harness/report.js";
 
 export const TARGET_LATENCY_RATIO = 1.1;
 const L_MS = 1000;
@@ -28,6 +29,8 @@ interface LatencyRun {
   chains: number[];
   /** Model calls of each case. */
   calls: number[];
+  /** Search pairs (web-search calls) of each case. */
+  searchPairs: number[];
   cpuMs: number;
   wallMs: number;
 }
@@ -40,7 +43,7 @@ interface LatencyRun {
 export async function concurrentLatency(ctx: BenchContext): Promise<SectionReport> {
   const started = Date.now();
   const concurrency = ctx.quick ? 8 : 64;
-  await ctx.servers.setScenario({ rolloutAnswers: ["A", "A", "B", "A", "C"], identicalReasoning: false });
+  await ctx.servers.setScenario(distinctScenario());
   let seq = 0;
 
   const withServer = async <T>(cap: number, fn: (address: string) => Promise<T>): Promise<T> => {
@@ -66,6 +69,7 @@ export async function concurrentLatency(ctx: BenchContext): Promise<SectionRepor
     const latencies: number[] = [];
     const chains: number[] = [];
     const calls: number[] = [];
+    const searchPairs: number[] = [];
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     const one = async () => {
@@ -73,10 +77,11 @@ export async function concurrentLatency(ctx: BenchContext): Promise<SectionRepor
       latencies.push(r.ms);
       chains.push(r.result.usage.criticalPathCalls ?? 0);
       calls.push(r.result.usage.llmCalls);
+      searchPairs.push(r.result.usage.byAgent["web-search"]?.calls ?? 0);
     };
     if (together) await Promise.all(Array.from({ length: n }, one));
     else for (let i = 0; i < n; i++) await one();
-    return { label, cap, concurrency: together ? n : 1, latencies, chains, calls, cpuMs: cpuMsSince(cpu0), wallMs: performance.now() - t0 };
+    return { label, cap, concurrency: together ? n : 1, latencies, chains, calls, searchPairs, cpuMs: cpuMsSince(cpu0), wallMs: performance.now() - t0 };
   };
 
   const runs: LatencyRun[] = [];
@@ -107,7 +112,7 @@ export async function concurrentLatency(ctx: BenchContext): Promise<SectionRepor
   ];
   const rows = runs.map((r) => [r.label, r.cap, r.latencies.length, fmt(median(r.chains), 0), fmt(percentile(r.latencies, 50), 0), fmt(percentile(r.latencies, 99), 0), fmt(Math.max(...r.latencies), 0), `**${fmt(ratioOf(r), 2)}**`, pct(r.cpuMs / r.wallMs, 0)]);
   const body = [
-    `The bench case (long, one image, k = 5 distinct rollout paths, no repairs, 8 search pairs) posted as JSON to \`POST /diagnose\` (synchronous: the client waits for the 201 with the result) of \`startServer\` in the benchmark process, with API-key auth, the SQLite store and checkpointer in a temporary directory and the response cache off. L = ${L_MS} ms per model call and search. First one case at a time, then ${concurrency} posted at once; both with MEDMMV_MAX_CONCURRENCY = 1024, so the provider cap does not bind and the figure measures the service. Then ${concurrency} at once on a fresh server with the default cap of ${DEFAULT_CAP} model calls in flight per process, as a service runs unless configured: there the cases queue for the provider by design, and the ratio shows what the cap costs.`,
+    `The bench case (long, one image, k = 5 distinct rollout paths, no repairs, ${span(runs.flatMap((r) => r.searchPairs))} search pairs) posted as JSON to \`POST /diagnose\` (synchronous: the client waits for the 201 with the result) of \`startServer\` in the benchmark process, with API-key auth, the SQLite store and checkpointer in a temporary directory and the response cache off. L = ${L_MS} ms per model call and search. First one case at a time, then ${concurrency} posted at once; both with MEDMMV_MAX_CONCURRENCY = 1024, so the provider cap does not bind and the figure measures the service. Then ${concurrency} at once on a fresh server with the default cap of ${DEFAULT_CAP} model calls in flight per process, as a service runs unless configured: there the cases queue for the provider by design, and the ratio shows what the cap costs.`,
     "",
     table(["run", "MEDMMV_MAX_CONCURRENCY", "cases", "chain", "p50 ms", "p99 ms", "max ms", "p50 ÷ one case alone", "process CPU ÷ wall"], rows),
     "",

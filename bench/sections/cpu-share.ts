@@ -1,14 +1,14 @@
 import { Pipeline, pipelineOptions } from "../../src/graph/pipeline.js";
 import type { BenchContext } from "../harness/context.js";
-import type { BenchScenarioOptions } from "../harness/bench-scenario.js";
+import { distinctScenario } from "../harness/bench-scenario.js";
 import { benchCase } from "../harness/cases.js";
 import { cpuMsSince, median } from "../harness/stats.js";
-import { fmt, pct, table, type SectionReport } from "../harness/report.js";
+import { fmt, pct, span, table, type SectionReport } from "../harness/report.js";
 
 export const TARGET_CPU_SHARE = 0.05;
 /** A real model call takes 1–30 s; the share is measured at the short end of that range. */
 const L_MS = 1000;
-const SCENARIO: BenchScenarioOptions = { rolloutAnswers: ["A", "A", "B", "A", "C"], identicalReasoning: false, repairsNeeded: { A: 1, B: 1, C: 1 } };
+const SCENARIO = distinctScenario({ A: 1, B: 1, C: 1 });
 
 /**
  * What the client and the orchestration cost a user: CPU time of the pipeline process
@@ -36,6 +36,7 @@ export async function cpuShare(ctx: BenchContext): Promise<SectionReport> {
   const rows: Array<Array<string | number>> = [];
   const shares: number[] = [];
   const perCall: number[] = [];
+  const searchPairs: number[] = [];
   for (let i = 0; i < runs; i++) {
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
@@ -44,6 +45,7 @@ export async function cpuShare(ctx: BenchContext): Promise<SectionReport> {
     const cpu = cpuMsSince(cpu0);
     if (result.status !== "completed") throw new Error(`cpu-share case ended ${result.status}`);
     const calls = result.usage.llmCalls + result.usage.searchCalls;
+    searchPairs.push(result.usage.byAgent["web-search"]?.calls ?? 0);
     shares.push(cpu / wall);
     perCall.push(cpu / calls);
     rows.push([i + 1, calls, result.usage.criticalPathCalls ?? 0, fmt(wall, 0), fmt(cpu, 0), fmt(cpu / calls, 2), `**${pct(cpu / wall, 2)}**`]);
@@ -53,7 +55,7 @@ export async function cpuShare(ctx: BenchContext): Promise<SectionReport> {
   const firstCalls = first.usage.llmCalls + first.usage.searchCalls;
   const verdicts = [{ target: `client + orchestration CPU ≤ ${pct(TARGET_CPU_SHARE)} of a case's wall time (L = 1 s, median of ${runs})`, measured: `${pct(share, 2)} (max ${pct(Math.max(...shares), 2)})`, met: share <= TARGET_CPU_SHARE }];
   const body = [
-    `The long case with one image, k = 5 rollouts with distinct reasoning, every path repaired once, 8 search pairs; L = ${L_MS} ms for every model call and search. Cases one at a time, after ${warmups} warm-up cases at L = 0 in the same process. CPU is \`process.cpuUsage()\` of the pipeline process (user + system, all its threads: the LangChain client, the retry layer and limiter, the LangGraph workflow, agents, evidence graph, scoring, garbage collection); the scripted servers run in a child process and are not counted.`,
+    `The long case with one image, k = 5 rollouts with distinct reasoning, every path repaired once, ${span(searchPairs)} search pairs; L = ${L_MS} ms for every model call and search. Cases one at a time, after ${warmups} warm-up cases at L = 0 in the same process. CPU is \`process.cpuUsage()\` of the pipeline process (user + system, all its threads: the LangChain client, the retry layer and limiter, the LangGraph workflow, agents, evidence graph, scoring, garbage collection); the scripted servers run in a child process and are not counted.`,
     "",
     table(["run", "calls", "chain", "wall ms", "CPU ms", "CPU ms per call", "CPU ÷ wall"], rows),
     "",

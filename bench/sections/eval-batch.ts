@@ -5,6 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { BenchContext } from "../harness/context.js";
 import { benchCase } from "../harness/cases.js";
+import { distinctScenario } from "../harness/bench-scenario.js";
 import { mean } from "../harness/stats.js";
 import { fmt, pct, table, type SectionReport } from "../harness/report.js";
 
@@ -108,7 +109,7 @@ async function runEvalCli(ctx: BenchContext, o: { method: "cot" | "medmmv"; item
  */
 export async function evalBatch(ctx: BenchContext): Promise<SectionReport> {
   const started = Date.now();
-  await ctx.servers.setScenario({ rolloutAnswers: ["A", "A", "B", "A", "C"], identicalReasoning: false });
+  await ctx.servers.setScenario(distinctScenario());
   const runs: EvalRun[] = [];
   runs.push(await runEvalCli(ctx, { method: "cot", items: ctx.quick ? 100 : 500, concurrency: 16, latencyMs: ctx.latencyMs }));
   ctx.log(`eval cot: ${runs[0]!.items} items in ${runs[0]!.processSeconds.toFixed(1)} s`);

@@ -6,6 +6,7 @@ import { openStore } from "../../src/store/open-store.js";
 import type { ResponseCache } from "../../src/llm/model-client.js";
 import type { BenchContext } from "../harness/context.js";
 import { benchCase, type CaseShape } from "../harness/cases.js";
+import { distinctScenario } from "../harness/bench-scenario.js";
 import { fmt, table, yesNo, type SectionReport } from "../harness/report.js";
 
 const CASES: Array<{ id: string; shape: CaseShape }> = [
@@ -22,7 +23,7 @@ const CASES: Array<{ id: string; shape: CaseShape }> = [
 export async function responseCache(ctx: BenchContext): Promise<SectionReport> {
   const started = Date.now();
   await ctx.servers.setLatency(0);
-  await ctx.servers.setScenario({ rolloutAnswers: ["A", "A", "B", "A", "C"], identicalReasoning: false, repairsNeeded: { B: 1 } });
+  await ctx.servers.setScenario(distinctScenario({ B: 1 }));
   const rows: Array<Array<string | number>> = [];
   const verdicts = [];
   const reruns: Array<{ mode: "deterministic" | "all"; calls: number; temp0: number; hits: number }> = [];
@@ -74,7 +75,7 @@ export async function responseCache(ctx: BenchContext): Promise<SectionReport> {
     reruns
       .map((r) =>
         r.mode === "deterministic"
-          ? `With \`deterministic\` the re-run made ${r.calls} model calls (${r.calls - r.temp0} sampled at 0.7, ${r.temp0} at temperature 0) and ${r.hits} cache hits: only the sampled rollouts are paid again, and because the scripted model answers them the same way, every call after them was ${r.temp0 === 0 ? "a hit" : "not always a hit"}. Against a live model re-sampled rollouts may differ, and the calls that depend on them are then new calls.`
+          ? `With \`deterministic\` the re-run made ${r.calls} model calls (${r.calls - r.temp0} sampled at 0.7, ${r.temp0} at temperature 0) and ${r.hits} cache hits: ${r.temp0 === 0 ? "only the sampled rollouts are paid again, and because the scripted model answers them the same way, every call after them was a hit" : `${r.temp0} temperature-0 calls were paid again besides the sampled rollouts, so not every call after them was a hit`}. Against a live model re-sampled rollouts may differ, and the calls that depend on them are then new calls.`
           : `With \`all\`, sampled calls are cached too: the re-run made ${r.calls} model calls and ${r.hits} cache hits.`,
       )
       .join(" "),

@@ -242,8 +242,8 @@ describe("SIGKILL of the server at random points", () => {
   const rng = createPrng(SEED);
   for (let trial = 1; trial <= TRIALS; trial++) {
     const draw = rng();
-    it(`trial ${trial}: kill -9, restart, every case finishes once without repeating finished calls`, () =>
-      trials.run(trial, async (m) => {
+    it(`trial ${trial}: kill -9, restart, every case finishes once without repeating finished calls`, (test) =>
+      trials.run(trial, test, async (m) => {
         const cases = trialCases();
         const openai = await startScriptedOpenAI({ scenario: serverScenario(), latencyMs: LATENCY_MS });
         const dir = await tempDir(`medmmv-kill-${trial}-`);
@@ -478,8 +478,8 @@ describe("SIGKILL of medmmv eval at random points", () => {
   for (let trial = 1; trial <= TRIALS; trial++) {
     const draw = rng();
     const method: EvalMethod = trial % 2 === 1 ? "cot" : "medmmv";
-    it(`trial ${trial} (${method}): kill -9 mid-run, --resume: each item exactly once, finished items not rerun`, () =>
-      trials.run(trial, async (m) => {
+    it(`trial ${trial} (${method}): kill -9 mid-run, --resume: each item exactly once, finished items not rerun`, (test) =>
+      trials.run(trial, test, async (m) => {
         m.method = method;
         const items = await readItems("medqa", input);
         const calls: ItemCall[] = [];

@@ -31,20 +31,34 @@ export function caseBlock(text: string): string {
   return m ? m[1]! : "";
 }
 
-export function optionLetters(text: string): string[] {
-  return [...caseBlock(text).matchAll(/^\(([A-Z])\) /gm)].map((m) => m[1]!);
+/**
+ * Presented letter → option text, in the order a case block lists them. Takes the block
+ * (what `caseBlock` returns), not the whole prompt: `caseBlock` of a block is "".
+ */
+export function optionsOfBlock(block: string): Array<[string, string]> {
+  return [...block.matchAll(/^\(([A-Z])\) (.*)$/gm)].map((m) => [m[1]!, m[2]!]);
 }
 
-function optionText(text: string, letter: string): string {
-  const m = new RegExp(`^\\(${letter}\\) (.*)$`, "m").exec(caseBlock(text));
-  return m ? m[1]! : letter;
+/** The question of a case block (a statement put before it included). */
+export function questionOfBlock(block: string): string {
+  return /Question:\n([\s\S]*?)(?:\nAnswer options:|\nImages:|$)/.exec(block)?.[1] ?? "";
+}
+
+/** The option letters of a prompt's case. */
+export function optionLetters(text: string): string[] {
+  return optionsOfBlock(caseBlock(text)).map(([letter]) => letter);
+}
+
+/** The text of option `letter` of a prompt's case, or the letter itself when there is none. */
+export function optionText(text: string, letter: string): string {
+  return optionsOfBlock(caseBlock(text)).find(([l]) => l === letter)?.[1] ?? letter;
 }
 
 /** Clauses of the case text that can serve as verbatim quotes. */
 export function quotableClauses(text: string): string[] {
   const block = caseBlock(text);
   const notes = /Clinical notes:\n([\s\S]*?)\n(?:Question:)/.exec(block)?.[1] ?? "";
-  const question = /Question:\n([\s\S]*?)(?:\nAnswer options:|\nImages:|$)/.exec(block)?.[1] ?? "";
+  const question = questionOfBlock(block);
   return `${notes}\n${question}`
     .split(/[.;\n]|, /)
     .map((s) => s.trim())

@@ -1,5 +1,5 @@
 import type { EvalItem } from "../../src/eval/datasets/types.js";
-import { clinicalScenario, type ClinicalScenarioOptions } from "./clinical-scenario.js";
+import { clinicalScenario, optionsOfBlock, questionOfBlock, type ClinicalScenarioOptions } from "./clinical-scenario.js";
 import type { Scenario, ScriptedRequest } from "./scripted-openai-server.js";
 
 /**
@@ -10,18 +10,9 @@ import type { Scenario, ScriptedRequest } from "./scripted-openai-server.js";
 
 type AnswerFor = NonNullable<ClinicalScenarioOptions["answerFor"]>;
 
-function questionOf(caseText: string): string {
-  return /Question:\n([\s\S]*?)(?:\nAnswer options:|\nImages:|$)/.exec(caseText)?.[1] ?? "";
-}
-
-/** Presented letter → option text, in the order the prompt lists them. */
-export function presentedOptions(caseText: string): Array<[string, string]> {
-  return [...caseText.matchAll(/^\(([A-Z])\) (.*)$/gm)].map((m) => [m[1]!, m[2]!]);
-}
-
 /** The item a prompt is about: its question ends the prompt's question (a statement may come before it). */
 function itemOf(items: readonly EvalItem[], caseText: string): { item: EvalItem; statement: string } {
-  const q = questionOf(caseText);
+  const q = questionOfBlock(caseText);
   const item = items.find((it) => q.endsWith(it.case.question));
   if (!item) throw new Error("scripted model: no item for this prompt");
   return { item, statement: q.slice(0, q.length - item.case.question.length).trim() };
@@ -48,7 +39,7 @@ export function ignoresHypothesis(items: readonly EvalItem[], right: (it: EvalIt
     const options = item.case.options ?? {};
     const wrong = Object.keys(options).sort().find((l) => l !== item.gold.option)!;
     const text = options[right(item) ? item.gold.option! : wrong]!;
-    const hit = presentedOptions(caseText).find(([, t]) => t === text);
+    const hit = optionsOfBlock(caseText).find(([, t]) => t === text);
     if (!hit) throw new Error("scripted model: the option text is not in the prompt");
     return hit[0];
   };
@@ -56,7 +47,7 @@ export function ignoresHypothesis(items: readonly EvalItem[], right: (it: EvalIt
 
 /** Position bias at its purest: always the first option listed. */
 export const alwaysFirstOption: AnswerFor = (_req, caseText) => {
-  const first = presentedOptions(caseText)[0];
+  const first = optionsOfBlock(caseText)[0];
   if (!first) throw new Error("scripted model: no options in the prompt");
   return first[0];
 };

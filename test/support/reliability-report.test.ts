@@ -9,8 +9,8 @@ import type { ReliabilityRow, ReliabilityRunStatus } from "./reliability-recorde
 
 /**
  * Reports only from what passed: a trial suite (test/support/fixtures/trials.fixture.ts, shaped
- * like the kill trials) run in a child vitest, once with a forced failing and a throwing trial,
- * once passing; then `npm run reliability`'s script on what each run left.
+ * like the kill trials) run in a child vitest, once with a forced failing, a throwing and a
+ * timed-out trial, once passing; then `npm run reliability`'s script on what each run left.
  */
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const bin = (name: string) => path.join(ROOT, "node_modules", ".bin", name);
@@ -38,18 +38,20 @@ afterAll(async () => {
 });
 
 describe("reliability artefacts and report", () => {
-  it("a forced failing trial and a throwing one are recorded as failed, and the report refuses the run", async () => {
+  it("a forced failing trial, a throwing one and one that times out are recorded as failed, and the report refuses the run", async () => {
     const suite = await runFixture(dir, true);
     expect(suite.code, suite.output).not.toBe(0);
     const [row] = await readJson<ReliabilityRow[]>(path.join(dir, "fixture-trials.json"));
-    expect(row).toMatchObject({ trials: 3, failed: 2, itemsLost: 4 });
-    expect(row!.outcome).toContain("1 of 3 trials passed");
-    expect(row!.outcome).toContain("5 of 9 cases terminal once");
+    expect(row).toMatchObject({ trials: 4, failed: 3, itemsLost: 7 });
+    expect(row!.outcome).toContain("1 of 4 trials passed");
+    expect(row!.outcome).toContain("5 of 12 cases terminal once");
     expect(row!.outcome).toContain("trial 3 (timed out waiting for 3 cases to finish)");
+    // Recorded when vitest reported the timeout, although its body never settled.
+    expect(row!.outcome).toContain("trial 4 (Test timed out in");
     const status = await readJson<ReliabilityRunStatus>(path.join(dir, "fixture-trials.status.json"));
     expect(status.passed).toBe(false);
-    expect(status.tests).toBe(3);
-    expect(status.notPassed).toEqual(["fixture trials > trial 2 (fail)", "fixture trials > trial 3 (fail)"]);
+    expect(status.tests).toBe(4);
+    expect(status.notPassed).toEqual(["fixture trials > trial 2 (fail)", "fixture trials > trial 3 (fail)", "fixture trials > trial 4 (fail)"]);
 
     const r = await report(dir);
     expect(r.code).toBe(1);
@@ -61,11 +63,11 @@ describe("reliability artefacts and report", () => {
     const suite = await runFixture(dir, false);
     expect(suite.code, suite.output).toBe(0);
     const status = await readJson<ReliabilityRunStatus>(path.join(dir, "fixture-trials.status.json"));
-    expect(status).toMatchObject({ passed: true, tests: 3, notPassed: [] });
+    expect(status).toMatchObject({ passed: true, tests: 4, notPassed: [] });
     const r = await report(dir);
     expect(r.code, r.output).toBe(0);
     const md = await readFile(path.join(dir, "RELIABILITY.md"), "utf8");
-    expect(md).toContain("| three trials of three cases | 3 | 3 of 3 trials passed; 9 of 9 cases terminal once | 0 |");
+    expect(md).toContain("| four trials of three cases | 4 | 4 of 4 trials passed; 12 of 12 cases terminal once | 0 |");
     await rm(path.join(dir, "RELIABILITY.md"));
 
     // Rows edited (or left by another run) after the status was written.

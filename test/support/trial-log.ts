@@ -1,10 +1,14 @@
+import type { TestContext } from "vitest";
+
 /**
  * Outcomes of repeated trials (kill -9 at random points, ...), recorded only once a trial's
  * assertions have run: a trial whose body returns is recorded as passed; one that fails an
  * assertion or throws (a case that never finished, a process that would not start) is
  * recorded as failed, with its error and whatever it had measured so far, and the error is
- * rethrown so the test fails too. A report built from the log can then count every trial,
- * not only the ones that got far enough to record themselves.
+ * rethrown so the test fails too. A trial that runs into vitest's timeout is recorded as
+ * failed when vitest reports the timeout (its body may still be pending then). A report
+ * built from the log can then count every trial, not only the ones that got far enough to
+ * record themselves.
  */
 export interface TrialRecord<M> {
   trial: number;
@@ -18,16 +22,26 @@ export interface TrialRecord<M> {
 export class TrialLog<M extends object> {
   readonly records: TrialRecord<M>[] = [];
 
-  async run(trial: number, body: (measured: Partial<M>) => Promise<void>): Promise<void> {
+  /** Runs one trial as the body of the test whose context is `test`: `it(name, (test) => log.run(n, test, body))`. */
+  async run(trial: number, test: Pick<TestContext, "onTestFailed">, body: (measured: Partial<M>) => Promise<void>): Promise<void> {
     const measured: Partial<M> = {};
+    let recorded = false;
+    // Once only: a timed-out body that settles later must not record the trial again. The
+    // measurements are copied, so what such a body measures afterwards does not change them.
+    const record = (passed: boolean, error?: unknown) => {
+      if (recorded) return;
+      recorded = true;
+      this.records.push({ trial, passed, error: passed ? null : firstLine(error), measured: { ...measured } });
+    };
+    // vitest calls this for a timeout too, while the body is still pending.
+    test.onTestFailed(({ task }) => record(false, task.result?.errors?.[0] ?? "the test failed"));
     try {
       await body(measured);
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      this.records.push({ trial, passed: false, error: message.split("\n")[0]!.slice(0, 200), measured });
+      record(false, err);
       throw err;
     }
-    this.records.push({ trial, passed: true, error: null, measured });
+    record(true);
   }
 
   get passed(): number {
@@ -54,6 +68,12 @@ export class TrialLog<M extends object> {
     if (bad.length === 0) return "";
     return `${bad.length} of ${this.records.length} trials failed: ${bad.map((r) => `trial ${r.trial} (${r.error})`).join("; ")}`;
   }
+}
+
+/** First line of an error (an Error, or the plain { message } vitest reports), at most 200 characters. */
+function firstLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error);
+  return message.split("\n")[0]!.slice(0, 200);
 }
 
 /** "a–b" for a list of numbers ("a" when they are all equal, "n/a" when empty). */

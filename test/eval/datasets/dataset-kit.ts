@@ -1,8 +1,9 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, expect } from "vitest";
+import { readFile } from "node:fs/promises";
+import { expect } from "vitest";
 import { isItemError, type EvalItem, type ItemError } from "../../../src/eval/datasets/index.js";
+
+// Lives in test/support now; re-exported so the tests that import it from here keep working.
+export { useTempDir } from "../../support/temp-dir.js";
 
 /** Shared helpers of the adapter tests. */
 export async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
@@ -23,16 +24,4 @@ export async function readJsonl<T>(file: string): Promise<T[]> {
     .split("\n")
     .filter((l) => l.trim() !== "")
     .map((l) => JSON.parse(l) as T);
-}
-
-/** A temporary folder for this test file (made before, removed after); call the result for its path. */
-export function useTempDir(prefix: string): () => string {
-  let dir = "";
-  beforeAll(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), prefix));
-  });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
-  return () => dir;
 }

@@ -11,7 +11,8 @@ import { checkAnswerSequence } from "../../../src/pathways/consistency.js";
 import { labelAnswer } from "../../../src/pathways/labeller.js";
 import { loadPathway } from "../../../src/pathways/load-pathway.js";
 import { findContextConflict, labelPath } from "../../../src/pathways/path-conflict.js";
-import type { ScriptedPath } from "./case-script.js";
+import type { ScriptedRequest } from "../scripted-openai-server.js";
+import { caseAgents, type ScriptedPath } from "./case-script.js";
 import { boneMarrowScript } from "./bone-marrow.js";
 
 const pathway = loadPathway("bone-marrow");
@@ -36,7 +37,16 @@ describe("bone-marrow demo script on the bone-marrow pathway", () => {
     expect(conflict.labels).toMatchObject({ "image-quality": "low", diagnosis: "aml" });
     expect(conflict.steps).toEqual(expect.arrayContaining(["image-quality", "diagnosis"]));
     expect(conflict.issue).toMatch(/^context-conflict: .*fit no valid path of pathway "bone-marrow"/);
-    expect(boneMarrowScript.paths.jump!.repairedTo).toBe("jumpRepaired");
+  });
+
+  it("auto-repair turns the jumping path into the repaired one", () => {
+    const repair = caseAgents(boneMarrowScript)["auto-repair"] as (req: ScriptedRequest) => PathOutput;
+    // The path under repair as the prompt renders it: its steps and their numbered claims.
+    const rendered = boneMarrowScript.paths.jump!.steps
+      .map((s, i) => [`Step ${i + 1} [${s.stage}] ${s.text}`, ...s.claims.map((c, j) => `  - claimId s${i + 1}c${j + 1}: ${c.text}`)].join("\n"))
+      .join("\n");
+    const out = repair({ text: `medmmv-agent: auto-repair\n<<<MODEL_OUTPUT\n${rendered}\nMODEL_OUTPUT>>>` } as ScriptedRequest);
+    expect(out.steps).toEqual(path("jumpRepaired").steps);
   });
 
   it("the scripted conversation labels each answer at its step and never leaves the pathway", () => {

@@ -11,9 +11,7 @@
  * the clinician's step-by-step questions on the same path.
  * The literature below was written for this demo: it is not a real publication.
  */
-import type { CaseScript, ScriptedClaim } from "./case-script.js";
-
-const DEMO_NOTE = "Text written for the medmmv demo; not a real publication.";
+import { demoResult, type CaseScript, type ScriptedClaim } from "./case-script.js";
 
 const smearClaim: ScriptedClaim = { text: "The bone-marrow aspirate smear is well spread and well stained", evidence: ["smear"] };
 const fieldClaim: ScriptedClaim = { text: "The photographed field lies near the particles", evidence: ["field", "particle"] };
@@ -80,14 +78,9 @@ export const boneMarrowScript: CaseScript = {
       corpus: ["corpus://haematology/blast-threshold", "corpus://haematology/auer-rods"],
       relation: "explains",
       results: [
-        {
-          title: "Blast threshold in acute myeloid leukaemia (demo notes)",
-          url: "https://literature.example/demo/blast-threshold",
-          content: `A marrow blast count of 20 percent or more of nucleated cells, with Auer rods or other myeloid features, establishes acute myeloid leukaemia. ${DEMO_NOTE}`,
-          score: 0.91,
-        },
+        demoResult("blast-threshold", "Blast threshold in acute myeloid leukaemia (demo notes)", "A marrow blast count of 20 percent or more of nucleated cells, with Auer rods or other myeloid features, establishes acute myeloid leukaemia.", 0.91),
       ],
-      knowledge: [{ key: "k-aml", label: "a marrow blast count of 20% or more with Auer rods establishes acute myeloid leukaemia", resultIndex: 0, relatesTo: "both", relation: "explains" }],
+      knowledge: [{ key: "k-aml", label: "a marrow blast count of 20% or more with Auer rods establishes acute myeloid leukaemia", relatesTo: "both", relation: "explains" }],
     },
     {
       a: "smear",
@@ -97,14 +90,9 @@ export const boneMarrowScript: CaseScript = {
       corpus: ["corpus://haematology/aspirate-adequacy", "corpus://haematology/blood-contamination"],
       relation: "supports",
       results: [
-        {
-          title: "Adequacy of the marrow aspirate smear (demo notes)",
-          url: "https://literature.example/demo/aspirate-adequacy",
-          content: `A thinly spread, well-stained smear read in the cellular trails near the particles is adequate for a differential count; fields far from the particles are diluted by blood. ${DEMO_NOTE}`,
-          score: 0.87,
-        },
+        demoResult("aspirate-adequacy", "Adequacy of the marrow aspirate smear (demo notes)", "A thinly spread, well-stained smear read in the cellular trails near the particles is adequate for a differential count; fields far from the particles are diluted by blood.", 0.87),
       ],
-      knowledge: [{ key: "k-adequate", label: "a well-stained smear read near the particles is adequate for a differential count", resultIndex: 0, relatesTo: "both", relation: "supports" }],
+      knowledge: [{ key: "k-adequate", label: "a well-stained smear read near the particles is adequate for a differential count", relatesTo: "both", relation: "supports" }],
     },
     {
       a: "plt",
@@ -114,18 +102,13 @@ export const boneMarrowScript: CaseScript = {
       corpus: ["corpus://haematology/marrow-failure"],
       relation: "associated-with",
       results: [
-        {
-          title: "Marrow failure in acute leukaemia (demo review)",
-          url: "https://literature.example/demo/marrow-failure",
-          content: `When leukaemic blasts replace the marrow, anaemia, thrombocytopenia with bruising and petechiae, and circulating blasts follow. ${DEMO_NOTE}`,
-          score: 0.83,
-        },
+        demoResult("marrow-failure", "Marrow failure in acute leukaemia (demo review)", "When leukaemic blasts replace the marrow, anaemia, thrombocytopenia with bruising and petechiae, and circulating blasts follow.", 0.83),
       ],
-      knowledge: [{ key: "k-failure", label: "anaemia and thrombocytopenia with circulating blasts reflect a marrow replaced by leukaemic blasts", resultIndex: 0, relatesTo: "both", relation: "associated-with" }],
+      knowledge: [{ key: "k-failure", label: "anaemia and thrombocytopenia with circulating blasts reflect a marrow replaced by leukaemic blasts", relatesTo: "both", relation: "associated-with" }],
     },
   ],
   paths: {
-    // Labelled by the pathway as high → adequate → abnormal → blasts → aml (test/demo/bone-marrow-script.test.ts).
+    // Labelled by the pathway as high → adequate → abnormal → blasts → aml (test/support/scenarios/bone-marrow.test.ts).
     walk: {
       answer: "A",
       summary: "Acute myeloid leukaemia: an adequate smear read near the particles, 62% myeloblasts with Auer rods.",

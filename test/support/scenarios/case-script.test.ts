@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { ScriptedRequest } from "../scripted-openai-server.js";
 import { caseAgents } from "./case-script.js";
 import { chestPainScript } from "./chest-pain.js";
+import { DEMO_SCRIPTS } from "./demo-scenario.js";
 
 const analysis = caseAgents(chestPainScript)["web-search-analysis"] as (req: ScriptedRequest) => { relation: string | null; knowledge: Array<{ label: string; resultIndex: number }> };
 const prompt = (results: string) =>
@@ -19,5 +20,26 @@ describe("scripted web-search analysis", () => {
 
   it("says nothing when other results came back (another provider, another corpus)", () => {
     expect(analysis(req(prompt("[result 0] A local passage (corpus://demo/7)\nsome text")))).toEqual({ relation: null, relationResultIndex: null, knowledge: [], suspiciousContent: false });
+  });
+});
+
+describe("caseAgents refuses a script whose verdicts would depend on its order", () => {
+  const { ecg, risk } = chestPainScript.paths;
+
+  it("throws when two claims share a text but not their evidence or flaw", () => {
+    const flawed = { ...risk!.steps[1]!.claims[0]!, flaw: { verdict: "contradicted" as const, issue: "x", instruction: "y", severity: "LOW" as const } };
+    const paths = { ...chestPainScript.paths, risk: { ...risk!, steps: [risk!.steps[0]!, { ...risk!.steps[1]!, claims: [flawed, risk!.steps[1]!.claims[1]!] }] } };
+    expect(() => caseAgents({ ...chestPainScript, paths })).toThrow(/two claims "ST elevation is present in leads II, III and aVF"/);
+    const moreEvidence = { ...risk!.steps[1]!.claims[0]!, evidence: ["ste", "recip"] };
+    const paths2 = { ...chestPainScript.paths, risk: { ...risk!, steps: [risk!.steps[0]!, { ...risk!.steps[1]!, claims: [moreEvidence, risk!.steps[1]!.claims[1]!] }] } };
+    expect(() => caseAgents({ ...chestPainScript, paths: paths2 })).toThrow(/different evidence or flaw/);
+  });
+
+  it("throws when two paths make the same claims", () => {
+    expect(() => caseAgents({ ...chestPainScript, paths: { ...chestPainScript.paths, ecgAgain: { ...ecg!, answer: "A" } } })).toThrow(/paths ecg and ecgAgain make the same claims/);
+  });
+
+  it("accepts the bundled scripts", () => {
+    for (const s of DEMO_SCRIPTS) expect(() => caseAgents(s)).not.toThrow();
   });
 });

@@ -10,7 +10,9 @@
  */
 import type { Scenario } from "../scripted-openai-server.js";
 import type { TavilyRequest, TavilyResult } from "../scripted-tavily-server.js";
-import { caseBlock, optionLetters } from "../clinical-scenario.js";
+import { optionLetters, optionText } from "../clinical-scenario.js";
+// Labels are compared in the product's own normal form, so a script cannot drift from it.
+import { normalizeLabel as norm } from "../../../src/evidence/ids.js";
 
 type Stage = "visual" | "knowledge" | "reasoning";
 type Relation = "supports" | "contradicts" | "suggests" | "associated-with" | "explains";
@@ -52,7 +54,8 @@ export interface ScriptedSearch {
    */
   corpus?: string[];
   relation: Relation;
-  knowledge: Array<{ key: string; label: string; resultIndex: number; relatesTo: "a" | "b" | "both"; relation: Relation }>;
+  /** What the results say; `resultIndex` (default 0) is the entry of `results` it was written from. */
+  knowledge: Array<{ key: string; label: string; resultIndex?: number; relatesTo: "a" | "b" | "both"; relation: Relation }>;
 }
 
 export interface ScriptedClaim {
@@ -104,11 +107,6 @@ export interface CaseScript {
   turns?: ScriptedTurn[];
 }
 
-/** The form labels are compared in (as src/evidence/ids.ts normalises them). */
-function norm(s: string): string {
-  return s.toLowerCase().replace(/\s+/g, " ").trim().replace(/[\s.,;:!?]+$/, "");
-}
-
 /** Evidence ids by normalised label, read from the evidence graph rendered into the prompt. */
 function evidenceIds(text: string): Map<string, string> {
   const out = new Map<string, string>();
@@ -125,16 +123,20 @@ function claimTexts(block: string): Array<{ id: string; text: string }> {
   return [...block.matchAll(/^ {2}- claimId (s\d+c\d+): (.*)$/gm)].map((m) => ({ id: m[1]!, text: m[2]! }));
 }
 
-function optionTextOf(text: string, letter: string): string {
-  return new RegExp(`^\\(${letter}\\) (.*)$`, "m").exec(caseBlock(text))?.[1] ?? letter;
-}
-
 function renderedFindings(f: ScriptedImageFinding): string {
   return `[${f.imageId}] ${f.label} — ${f.location}${f.size ? `, ${f.size}` : ""}; ${f.characteristics}`;
 }
 
 function findingOut(f: ScriptedImageFinding) {
   return { imageId: f.imageId, label: f.label, location: f.location, size: f.size ?? null, characteristics: f.characteristics };
+}
+
+/** Closes every text written for the demo's invented literature. */
+export const DEMO_NOTE = "Text written for the medmmv demo; not a real publication.";
+
+/** A literature result written for the demo: `text` with DEMO_NOTE appended, at https://literature.example/demo/<slug>. */
+export function demoResult(slug: string, title: string, text: string, score: number): TavilyResult {
+  return { title, url: `https://literature.example/demo/${slug}`, content: `${text} ${DEMO_NOTE}`, score };
 }
 
 /** The agents' answers for one case (routed to by demoScenario). */
@@ -144,20 +146,32 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
   for (const f of s.image?.findings ?? []) if (f.key) labels.set(f.key, f.label);
   for (const q of s.searches) for (const k of q.knowledge) labels.set(k.key, k.label);
 
+  // Paths are recognised by their claims and claims by their text, so two paths with the same
+  // claims, or two claims with one text but different evidence or flaw, would make the
+  // verdict depend on the order of the script: refused here, at start-up.
   const pathBySignature = new Map<string, string>();
   const claimByText = new Map<string, ScriptedClaim>();
+  const addClaim = (c: ScriptedClaim) => {
+    const seen = claimByText.get(norm(c.text));
+    if (seen && JSON.stringify([seen.evidence, seen.flaw]) !== JSON.stringify([c.evidence, c.flaw]))
+      throw new Error(`the ${s.name} script has two claims "${c.text}" with different evidence or flaw: declare the claim once and reuse it`);
+    claimByText.set(norm(c.text), c);
+  };
   for (const [key, p] of Object.entries(s.paths)) {
-    pathBySignature.set(p.steps.flatMap((st) => st.claims.map((c) => norm(c.text))).join("|"), key);
-    for (const st of p.steps) for (const c of st.claims) claimByText.set(norm(c.text), c);
+    const signature = p.steps.flatMap((st) => st.claims.map((c) => norm(c.text))).join("|");
+    const twin = pathBySignature.get(signature);
+    if (twin !== undefined) throw new Error(`the ${s.name} script's paths ${twin} and ${key} make the same claims, so they cannot be told apart`);
+    pathBySignature.set(signature, key);
+    for (const st of p.steps) for (const c of st.claims) addClaim(c);
   }
-  for (const t of s.turns ?? []) for (const c of t.claims) claimByText.set(norm(c.text), c);
+  for (const t of s.turns ?? []) for (const c of t.claims) addClaim(c);
   const pathIn = (block: string): ScriptedPath | undefined => {
     const key = pathBySignature.get(claimTexts(block).map((c) => norm(c.text)).join("|"));
     return key ? s.paths[key] : undefined;
   };
   const pathOutput = (text: string, p: ScriptedPath) => ({
     steps: p.steps.map((st) => ({ text: st.text, stage: st.stage, claims: st.claims.map((c) => c.text) })),
-    answer: optionLetters(text).length ? { option: p.answer, text: optionTextOf(text, p.answer) } : { option: null, text: p.answer },
+    answer: optionLetters(text).length ? { option: p.answer, text: optionText(text, p.answer) } : { option: null, text: p.answer },
     summary: p.summary,
   });
   const resolve = (ids: Map<string, string>, keys: string[]) =>
@@ -198,7 +212,7 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
       const q = pairOf(req.text);
       const corpusHit = (q?.corpus ?? []).map((url) => shown.get(url)).find((at) => at !== undefined);
       const knowledge = (q?.knowledge ?? []).flatMap((k) => {
-        const at = shown.get(q!.results[k.resultIndex]?.url ?? "") ?? corpusHit;
+        const at = shown.get(q!.results[k.resultIndex ?? 0]?.url ?? "") ?? corpusHit;
         return at === undefined ? [] : [{ label: k.label, resultIndex: at, relatesTo: k.relatesTo, relation: k.relation }];
       });
       if (!q || knowledge.length === 0) return { relation: null, relationResultIndex: null, knowledge: [], suspiciousContent: false };

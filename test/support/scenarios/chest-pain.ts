@@ -6,19 +6,22 @@
  * which shows no waveform at all; the image check rejects that finding.
  * The literature below was written for this demo: it is not a real publication.
  */
-import type { CaseScript, ScriptedStep } from "./case-script.js";
+import { demoResult, type CaseScript, type ScriptedClaim, type ScriptedStep } from "./case-script.js";
+
+// Claims several paths make, declared once so that every path judges them alike.
+const painClaim: ScriptedClaim = { text: "Crushing substernal chest pain radiates to the left arm", evidence: ["pain"] };
+const steClaim: ScriptedClaim = { text: "ST elevation is present in leads II, III and aVF", evidence: ["ste"] };
+const tropClaim: ScriptedClaim = { text: "Troponin I is raised at 2.4 ng/mL", evidence: ["trop"] };
 
 /** The first step of the pericarditis path, which its repair keeps. */
 const pericarditisOpening: ScriptedStep = {
   text: "The patient has acute chest pain and ST elevation on the ECG.",
   stage: "reasoning",
   claims: [
-    { text: "Crushing substernal chest pain radiates to the left arm", evidence: ["pain"] },
-    { text: "ST elevation is present in leads II, III and aVF", evidence: ["ste"] },
+    painClaim,
+    steClaim,
   ],
 };
-
-const DEMO_NOTE = "Text written for the medmmv demo; not a real publication.";
 
 export const chestPainScript: CaseScript = {
   name: "chest-pain",
@@ -63,22 +66,12 @@ export const chestPainScript: CaseScript = {
       corpus: ["corpus://cardiology/inferior-leads", "corpus://cardiology/reciprocal-changes", "corpus://cardiology/pericarditis-ecg"],
       relation: "associated-with",
       results: [
-        {
-          title: "Localising ST elevation on the 12-lead ECG (demo review)",
-          url: "https://literature.example/demo/ecg-localisation",
-          content: `ST elevation confined to leads II, III and aVF, with reciprocal ST depression in aVL, localises acute transmural ischaemia to the inferior wall. Acute pericarditis instead gives widespread concave ST elevation without reciprocal depression (apart from aVR). ${DEMO_NOTE}`,
-          score: 0.91,
-        },
-        {
-          title: "ECG patterns in acute chest pain (demo notes)",
-          url: "https://literature.example/demo/chest-pain-ecg",
-          content: `Reciprocal change is a strong pointer to infarction rather than pericarditis. ${DEMO_NOTE}`,
-          score: 0.78,
-        },
+        demoResult("ecg-localisation", "Localising ST elevation on the 12-lead ECG (demo review)", "ST elevation confined to leads II, III and aVF, with reciprocal ST depression in aVL, localises acute transmural ischaemia to the inferior wall. Acute pericarditis instead gives widespread concave ST elevation without reciprocal depression (apart from aVR).", 0.91),
+        demoResult("chest-pain-ecg", "ECG patterns in acute chest pain (demo notes)", "Reciprocal change is a strong pointer to infarction rather than pericarditis.", 0.78),
       ],
       knowledge: [
-        { key: "k-territory", label: "ST elevation in II, III and aVF with reciprocal depression in aVL indicates acute inferior transmural ischaemia", resultIndex: 0, relatesTo: "both", relation: "explains" },
-        { key: "k-pericarditis", label: "pericarditis gives widespread ST elevation without reciprocal ST depression", resultIndex: 0, relatesTo: "b", relation: "contradicts" },
+        { key: "k-territory", label: "ST elevation in II, III and aVF with reciprocal depression in aVL indicates acute inferior transmural ischaemia", relatesTo: "both", relation: "explains" },
+        { key: "k-pericarditis", label: "pericarditis gives widespread ST elevation without reciprocal ST depression", relatesTo: "b", relation: "contradicts" },
       ],
     },
     {
@@ -89,14 +82,9 @@ export const chestPainScript: CaseScript = {
       corpus: ["corpus://cardiology/troponin-basics", "corpus://cardiology/stemi-definition", "corpus://cardiology/typical-ischaemic-pain"],
       relation: "supports",
       results: [
-        {
-          title: "Defining acute myocardial infarction (demo summary)",
-          url: "https://literature.example/demo/mi-definition",
-          content: `Acute myocardial infarction is a rise of cardiac troponin above the 99th percentile upper reference limit together with evidence of ischaemia: typical symptoms or new ischaemic ECG changes. ${DEMO_NOTE}`,
-          score: 0.93,
-        },
+        demoResult("mi-definition", "Defining acute myocardial infarction (demo summary)", "Acute myocardial infarction is a rise of cardiac troponin above the 99th percentile upper reference limit together with evidence of ischaemia: typical symptoms or new ischaemic ECG changes.", 0.93),
       ],
-      knowledge: [{ key: "k-mi", label: "a troponin rise with ischaemic symptoms and ECG changes meets the definition of acute myocardial infarction", resultIndex: 0, relatesTo: "both", relation: "supports" }],
+      knowledge: [{ key: "k-mi", label: "a troponin rise with ischaemic symptoms and ECG changes meets the definition of acute myocardial infarction", relatesTo: "both", relation: "supports" }],
     },
     {
       a: "htn",
@@ -106,16 +94,11 @@ export const chestPainScript: CaseScript = {
       corpus: ["corpus://cardiology/aortic-dissection-features", "corpus://cardiology/risk-factors", "corpus://cardiology/aortic-dissection-stemi"],
       relation: "associated-with",
       results: [
-        {
-          title: "Recognising acute aortic dissection (demo review)",
-          url: "https://literature.example/demo/aortic-dissection",
-          content: `Hypertension is the leading risk factor for acute aortic dissection, which typically presents with abrupt tearing pain radiating to the back and a pulse or blood-pressure difference between the arms. ${DEMO_NOTE}`,
-          score: 0.88,
-        },
+        demoResult("aortic-dissection", "Recognising acute aortic dissection (demo review)", "Hypertension is the leading risk factor for acute aortic dissection, which typically presents with abrupt tearing pain radiating to the back and a pulse or blood-pressure difference between the arms.", 0.88),
       ],
       knowledge: [
-        { key: "k-htn-risk", label: "hypertension is the leading risk factor for aortic dissection", resultIndex: 0, relatesTo: "a", relation: "associated-with" },
-        { key: "k-dissection", label: "aortic dissection typically causes abrupt tearing pain radiating to the back", resultIndex: 0, relatesTo: "b", relation: "associated-with" },
+        { key: "k-htn-risk", label: "hypertension is the leading risk factor for aortic dissection", relatesTo: "a", relation: "associated-with" },
+        { key: "k-dissection", label: "aortic dissection typically causes abrupt tearing pain radiating to the back", relatesTo: "b", relation: "associated-with" },
       ],
     },
   ],
@@ -130,7 +113,7 @@ export const chestPainScript: CaseScript = {
           text: "The pain is crushing, substernal and radiates to the left arm, with sweating and nausea: a typical ischaemic presentation.",
           stage: "reasoning",
           claims: [
-            { text: "Crushing substernal chest pain radiates to the left arm", evidence: ["pain"] },
+            painClaim,
             { text: "The patient is diaphoretic and nauseated", evidence: ["sweat"] },
           ],
         },
@@ -138,7 +121,7 @@ export const chestPainScript: CaseScript = {
           text: "ST elevation in II, III and aVF with reciprocal depression in aVL is the pattern of an acute inferior transmural infarct.",
           stage: "knowledge",
           claims: [
-            { text: "ST elevation is present in leads II, III and aVF", evidence: ["ste"] },
+            steClaim,
             { text: "Reciprocal ST depression in aVL localises the injury to the inferior wall", evidence: ["recip", "k-territory"] },
           ],
         },
@@ -146,7 +129,7 @@ export const chestPainScript: CaseScript = {
           text: "A troponin I of 2.4 ng/mL confirms myocardial necrosis, so this is an inferior ST-elevation myocardial infarction.",
           stage: "reasoning",
           claims: [
-            { text: "Troponin I is raised at 2.4 ng/mL", evidence: ["trop"] },
+            tropClaim,
             { text: "A troponin rise with ischaemic symptoms and ECG changes meets the definition of myocardial infarction", evidence: ["k-mi", "trop"] },
           ],
         },
@@ -170,8 +153,8 @@ export const chestPainScript: CaseScript = {
           text: "The ECG shows inferior ST elevation and the troponin is raised, so the infarct is inferior.",
           stage: "reasoning",
           claims: [
-            { text: "ST elevation is present in leads II, III and aVF", evidence: ["ste"] },
-            { text: "Troponin I is raised at 2.4 ng/mL", evidence: ["trop"] },
+            steClaim,
+            tropClaim,
           ],
         },
       ],
@@ -221,7 +204,7 @@ export const chestPainScript: CaseScript = {
         {
           text: "With a troponin I of 2.4 ng/mL this is an inferior ST-elevation myocardial infarction.",
           stage: "reasoning",
-          claims: [{ text: "Troponin I is raised at 2.4 ng/mL", evidence: ["trop"] }],
+          claims: [tropClaim],
         },
       ],
     },

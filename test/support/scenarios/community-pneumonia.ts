@@ -7,7 +7,12 @@
  * rejects the claim (a visual-stage hallucination) and AutoRepair returns to the image.
  * The literature below was written for this demo: it is not a real publication.
  */
-import type { CaseScript, ScriptedStep } from "./case-script.js";
+import { demoResult, type CaseScript, type ScriptedClaim, type ScriptedStep } from "./case-script.js";
+
+// Claims several paths make, declared once so that every path judges them alike.
+const coughClaim: ScriptedClaim = { text: "She has a productive cough with rusty sputum", evidence: ["cough"] };
+const signsClaim: ScriptedClaim = { text: "Bronchial breathing and crackles are heard at the right lung base", evidence: ["signs"] };
+const consolidationClaim: ScriptedClaim = { text: "There is consolidation in the right lower zone", evidence: ["consolidation"] };
 
 /** The first step of the infarction path, which its repair keeps. */
 const infarctionOpening: ScriptedStep = {
@@ -18,8 +23,6 @@ const infarctionOpening: ScriptedStep = {
     { text: "Oxygen saturation is 91% on room air", evidence: ["spo2"] },
   ],
 };
-
-const DEMO_NOTE = "Text written for the medmmv demo; not a real publication.";
 
 export const communityPneumoniaScript: CaseScript = {
   name: "community-pneumonia",
@@ -72,14 +75,9 @@ export const communityPneumoniaScript: CaseScript = {
       corpus: ["corpus://respiratory/consolidation-signs", "corpus://respiratory/lobar-pneumonia-radiograph"],
       relation: "explains",
       results: [
-        {
-          title: "Bedside signs of consolidation (demo notes)",
-          url: "https://literature.example/demo/consolidation-signs",
-          content: `Bronchial breathing and focal crackles over one zone are the bedside signs of lobar consolidation, and usually match a patchy opacity of that lobe on the chest radiograph. ${DEMO_NOTE}`,
-          score: 0.9,
-        },
+        demoResult("consolidation-signs", "Bedside signs of consolidation (demo notes)", "Bronchial breathing and focal crackles over one zone are the bedside signs of lobar consolidation, and usually match a patchy opacity of that lobe on the chest radiograph.", 0.9),
       ],
-      knowledge: [{ key: "k-signs", label: "bronchial breathing and focal crackles are the bedside signs of lobar consolidation", resultIndex: 0, relatesTo: "both", relation: "explains" }],
+      knowledge: [{ key: "k-signs", label: "bronchial breathing and focal crackles are the bedside signs of lobar consolidation", relatesTo: "both", relation: "explains" }],
     },
     {
       a: "wcc",
@@ -89,14 +87,9 @@ export const communityPneumoniaScript: CaseScript = {
       corpus: ["corpus://respiratory/inflammatory-markers", "corpus://respiratory/bacterial-vs-viral"],
       relation: "associated-with",
       results: [
-        {
-          title: "Inflammatory markers in lower respiratory infection (demo review)",
-          url: "https://literature.example/demo/inflammatory-markers",
-          content: `A neutrophil leucocytosis together with a markedly raised C-reactive protein favours a bacterial cause of lower respiratory tract infection over a viral one. ${DEMO_NOTE}`,
-          score: 0.86,
-        },
+        demoResult("inflammatory-markers", "Inflammatory markers in lower respiratory infection (demo review)", "A neutrophil leucocytosis together with a markedly raised C-reactive protein favours a bacterial cause of lower respiratory tract infection over a viral one.", 0.86),
       ],
-      knowledge: [{ key: "k-bacterial", label: "neutrophil leucocytosis with a markedly raised CRP favours bacterial infection", resultIndex: 0, relatesTo: "both", relation: "suggests" }],
+      knowledge: [{ key: "k-bacterial", label: "neutrophil leucocytosis with a markedly raised CRP favours bacterial infection", relatesTo: "both", relation: "suggests" }],
     },
     {
       a: "pleurisy",
@@ -106,16 +99,11 @@ export const communityPneumoniaScript: CaseScript = {
       corpus: ["corpus://respiratory/pleuritic-pain", "corpus://respiratory/pulmonary-infarction"],
       relation: "associated-with",
       results: [
-        {
-          title: "Pleuritic chest pain: differential diagnosis (demo notes)",
-          url: "https://literature.example/demo/pleuritic-pain",
-          content: `Pleuritic pain occurs in pneumonia and in pulmonary infarction. Fever, purulent or rusty sputum and focal consolidation favour pneumonia; pulmonary infarction tends to give a wedge-shaped pleural-based opacity. ${DEMO_NOTE}`,
-          score: 0.84,
-        },
+        demoResult("pleuritic-pain", "Pleuritic chest pain: differential diagnosis (demo notes)", "Pleuritic pain occurs in pneumonia and in pulmonary infarction. Fever, purulent or rusty sputum and focal consolidation favour pneumonia; pulmonary infarction tends to give a wedge-shaped pleural-based opacity.", 0.84),
       ],
       knowledge: [
-        { key: "k-pleurisy", label: "pleuritic pain with fever, rusty sputum and focal consolidation favours pneumonia over pulmonary infarction", resultIndex: 0, relatesTo: "both", relation: "suggests" },
-        { key: "k-infarct", label: "pulmonary infarction tends to give a wedge-shaped pleural-based opacity", resultIndex: 0, relatesTo: "a", relation: "associated-with" },
+        { key: "k-pleurisy", label: "pleuritic pain with fever, rusty sputum and focal consolidation favours pneumonia over pulmonary infarction", relatesTo: "both", relation: "suggests" },
+        { key: "k-infarct", label: "pulmonary infarction tends to give a wedge-shaped pleural-based opacity", relatesTo: "a", relation: "associated-with" },
       ],
     },
   ],
@@ -129,13 +117,13 @@ export const communityPneumoniaScript: CaseScript = {
         {
           text: "The radiograph shows consolidation in the right lower zone.",
           stage: "visual",
-          claims: [{ text: "There is consolidation in the right lower zone", evidence: ["consolidation"] }],
+          claims: [consolidationClaim],
         },
         {
           text: "Bronchial breathing and crackles at the right base are the bedside signs of that consolidation.",
           stage: "knowledge",
           claims: [
-            { text: "Bronchial breathing and crackles are heard at the right lung base", evidence: ["signs"] },
+            signsClaim,
             { text: "Bronchial breathing and focal crackles are the bedside signs of lobar consolidation", evidence: ["k-signs"] },
           ],
         },
@@ -143,7 +131,7 @@ export const communityPneumoniaScript: CaseScript = {
           text: "Fever, rusty sputum and neutrophilia with a CRP of 212 mg/L point to a bacterial pneumonia.",
           stage: "reasoning",
           claims: [
-            { text: "She has a productive cough with rusty sputum", evidence: ["cough"] },
+            coughClaim,
             { text: "Neutrophilia with a markedly raised CRP favours bacterial infection", evidence: ["k-bacterial", "wcc", "crp"] },
           ],
         },
@@ -160,14 +148,14 @@ export const communityPneumoniaScript: CaseScript = {
           stage: "reasoning",
           claims: [
             { text: "She has had fever for three days", evidence: ["fever", "temp"] },
-            { text: "She has a productive cough with rusty sputum", evidence: ["cough"] },
+            coughClaim,
           ],
         },
         {
           text: "Crackles at the right base and a raised white count localise and confirm it.",
           stage: "reasoning",
           claims: [
-            { text: "Bronchial breathing and crackles are heard at the right lung base", evidence: ["signs"] },
+            signsClaim,
             { text: "The white cell count is 16.2 × 10^9/L with neutrophilia", evidence: ["wcc"] },
           ],
         },
@@ -209,7 +197,7 @@ export const communityPneumoniaScript: CaseScript = {
         {
           text: "The radiograph shows patchy consolidation in the right lower zone, not a wedge-shaped infarct.",
           stage: "visual",
-          claims: [{ text: "There is consolidation in the right lower zone", evidence: ["consolidation"] }],
+          claims: [consolidationClaim],
         },
         {
           text: "With fever, rusty sputum and focal consolidation, pneumonia is more likely than infarction.",

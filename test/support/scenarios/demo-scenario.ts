@@ -24,8 +24,9 @@ export function demoScenario(): Scenario {
     if (typeof script !== "function") throw new Error(`no demo script for agent ${agent}`);
     return script(req);
   };
-  const agents = ["text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "rollout", "cot", "hd-supervisor", "auto-repair", "coherence-judge", "turn-answer"];
-  return { name: "demo", agents: Object.fromEntries(agents.map((a) => [a, route(a)])) };
+  // Every agent the generic scenario or a script answers, so a new one cannot miss the router.
+  const agents = new Set([...Object.keys(generic), ...scripted.flatMap((x) => Object.keys(x.agents))]);
+  return { name: "demo", agents: Object.fromEntries([...agents].map((a) => [a, route(a)])) };
 }
 
 /** Search results for the demo: the scripts' literature for their queries, generic hits otherwise. */
