@@ -13,6 +13,7 @@ import { startServer } from "../../src/server.js";
 import { openStore } from "../../src/store/open-store.js";
 import { redactDatabaseUrl } from "../../src/store/open-store-errors.js";
 import { PG_TEST_URL } from "../support/pg-schemas.js";
+import { closedPort } from "../support/closed-port.js";
 import { testConfig } from "../support/test-config.js";
 import { LogCapture } from "./http-harness.js";
 
@@ -34,15 +35,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
-
-/** A port that refuses connections: bound once, then released. */
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 describe("PostgreSQL URL wrong", () => {
   it("nothing listening: names DATABASE_URL and says to start PostgreSQL or fix host and port", async () => {

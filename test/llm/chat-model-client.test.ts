@@ -17,6 +17,7 @@ import { MAX_REPLY_BYTES } from "../../src/llm/model-fetch.js";
 import { MedmmvError } from "../../src/errors.js";
 import { until } from "../support/until.js";
 import { rejection } from "../support/rejection.js";
+import { closedPort } from "../support/closed-port.js";
 
 /** LlmClient on LangChain chat models, against the scripted server over real HTTP. */
 const Diagnosis = z.object({ answer: z.string().describe("option letter"), confidence: z.number().describe("0..1") }).describe("the diagnosis");
@@ -277,10 +278,7 @@ describe("tracing", () => {
 
 describe("first-run failures name the fix", () => {
   it("endpoint unreachable (connection refused): names OPENAI_BASE_URL and the URL tried", async () => {
-    const probe = http.createServer();
-    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
-    const port = (probe.address() as AddressInfo).port;
-    await new Promise<void>((r) => probe.close(() => r()));
+    const port = await closedPort();
     const err = await failure(ask(client({ MEDMMV_LLM_MAX_ATTEMPTS: "2" }, {}, `http://127.0.0.1:${port}/v1`)));
     expect(err.message).toContain(`http://127.0.0.1:${port}/v1/chat/completions`);
     expect(err.message).toContain("ECONNREFUSED");
