@@ -30,9 +30,8 @@ COPY --chown=root:root src ./src
 COPY --chown=root:root prompts ./prompts
 COPY --chown=root:root pathways ./pathways
 # For `docker run --rm -v medmmv-data:/data medmmv demo --out /data/out/demo-result.json`: the
-# three bundled cases against the scripted servers in test/support (the output goes under /data,
+# three bundled cases against the scripted servers in src/scripted (the output goes under /data,
 # the only writable directory; serve --demo is loopback-only, so not for a container).
-COPY --chown=root:root test/support ./test/support
 COPY --chown=root:root examples ./examples
 # The application files stay owned by root (read-only to the service); only /data is writable.
 RUN mkdir -p /data && chown node:node /data

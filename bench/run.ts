@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url";
 import { startBenchServers } from "./harness/servers.js";
 import { makeConfig, type BenchContext } from "./harness/context.js";
 import { renderMarkdown } from "./harness/markdown.js";
-import { machineInfo } from "../test/support/machine-info.js";
+import { machineInfo } from "../src/scripted/machine-info.js";
 import type { SectionReport } from "./harness/report.js";
 import { criticalPath } from "./sections/critical-path.js";
 import { cpuShare } from "./sections/cpu-share.js";

@@ -16,11 +16,11 @@ import { fileURLToPath } from "node:url";
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { Serialized } from "@langchain/core/load/serializable";
 import { ChatOpenAI } from "@langchain/openai";
-import { loadCaseFile } from "../src/case/load-case.js";
-import { loadConfig } from "../src/config.js";
-import { Pipeline, pipelineOptions } from "../src/graph/pipeline.js";
-import { clinicalScenario } from "../test/support/clinical-scenario.js";
-import { startScriptedOpenAI, type ScriptedOpenAI } from "../test/support/scripted-openai-server.js";
+import { loadCaseFile } from "../src/core/intake/load-case.js";
+import { loadConfig } from "../src/core/config.js";
+import { Pipeline, pipelineOptions } from "../src/core/workflow/pipeline.js";
+import { clinicalScenario } from "../src/scripted/clinical-scenario.js";
+import { startScriptedOpenAI, type ScriptedOpenAI } from "../src/scripted/scripted-openai-server.js";
 
 /** Your own callback handler: sees every model run medmmv makes, named medmmv.<agent>. */
 class RunCounter extends BaseCallbackHandler {

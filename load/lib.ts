@@ -59,10 +59,10 @@ export interface ServerChild {
   stop(): Promise<void>;
 }
 
-/** Start `src/server.ts` through tsx with --expose-gc and the GC probe; resolve when it listens. */
+/** Start `src/server/server.ts` through tsx with --expose-gc and the GC probe; resolve when it listens. */
 export async function startServerChild(env: Record<string, string>): Promise<ServerChild> {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => v !== undefined && !/^(OPENAI_|MEDMMV_|TAVILY_|DATABASE_URL$|PORT$|HOST$|NODE_OPTIONS$)/.test(k))) as Record<string, string>;
-  const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", "--import", path.join(ROOT, "load/gc-probe.ts"), path.join(ROOT, "src/server.ts")], {
+  const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", "--import", path.join(ROOT, "load/gc-probe.ts"), path.join(ROOT, "src/server/server.ts")], {
     cwd: ROOT,
     env: { ...inherited, HOST: "127.0.0.1", PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],

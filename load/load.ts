@@ -7,11 +7,11 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { DiagnosisResult } from "../src/case/diagnosis-result.js";
-import { clinicalScenario } from "../test/support/clinical-scenario.js";
-import { startScriptedOpenAI } from "../test/support/scripted-openai-server.js";
+import { DiagnosisResult } from "../src/core/contracts/diagnosis-result.js";
+import { clinicalScenario } from "../src/scripted/clinical-scenario.js";
+import { startScriptedOpenAI } from "../src/scripted/scripted-openai-server.js";
 import { api, latencySummary, mib, serverEnv, startServerChild } from "./lib.js";
-import { machineInfo, type MachineInfo } from "../test/support/machine-info.js";
+import { machineInfo, type MachineInfo } from "../src/scripted/machine-info.js";
 
 export interface LoadOptions {
   concurrency: number;

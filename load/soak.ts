@@ -7,10 +7,10 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { clinicalScenario } from "../test/support/clinical-scenario.js";
-import { startScriptedOpenAI } from "../test/support/scripted-openai-server.js";
+import { clinicalScenario } from "../src/scripted/clinical-scenario.js";
+import { startScriptedOpenAI } from "../src/scripted/scripted-openai-server.js";
 import { api, latencySummary, mib, serverEnv, startServerChild, type HeapProbe, type ServerChild } from "./lib.js";
-import { machineInfo, type MachineInfo } from "../test/support/machine-info.js";
+import { machineInfo, type MachineInfo } from "../src/scripted/machine-info.js";
 
 export interface SoakOptions {
   requests: number;

@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import openapiTS, { astToString } from "openapi-typescript";
-import { loadConfig } from "../src/config.js";
-import { startServer } from "../src/server.js";
+import { loadConfig } from "../src/core/config.js";
+import { startServer } from "../src/server/server.js";
 
 const root = path.resolve(import.meta.dirname, "..");
 

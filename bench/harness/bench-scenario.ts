@@ -1,5 +1,5 @@
-import { caseBlock, clinicalScenario, questionOfBlock, type ClinicalScenarioOptions } from "../../test/support/clinical-scenario.js";
-import type { Scenario } from "../../test/support/scripted-openai-server.js";
+import { caseBlock, clinicalScenario, questionOfBlock, type ClinicalScenarioOptions } from "../../src/scripted/clinical-scenario.js";
+import type { Scenario } from "../../src/scripted/scripted-openai-server.js";
 
 /**
  * The scripted clinician of the tests, with one change for the benchmark: its TextDoctor

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import type { LoadedImage, PreparedCase } from "../../src/case/schema.js";
-import { encodePng } from "../../test/support/image-bytes.js";
+import type { LoadedImage, PreparedCase } from "../../src/core/contracts/clinical-case.js";
+import { encodePng } from "../../src/scripted/image-bytes.js";
 
 /**
  * Invented cases for the benchmark (not benchmark items). The long case states more than

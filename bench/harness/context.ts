@@ -1,5 +1,5 @@
-import type { Config } from "../../src/config.js";
-import { testConfig } from "../../test/support/test-config.js";
+import type { Config } from "../../src/core/config.js";
+import { testConfig } from "../../src/scripted/scripted-config.js";
 import type { BenchServers } from "./servers.js";
 
 /** What every section gets: the scripted servers (child process) and the run's settings. */

@@ -1,5 +1,5 @@
-import { VERSION } from "../../src/version.js";
-import type { MachineInfo } from "../../test/support/machine-info.js";
+import { VERSION } from "../../src/core/version.js";
+import type { MachineInfo } from "../../src/scripted/machine-info.js";
 import { table, yesNo, type SectionReport } from "./report.js";
 
 export function renderMarkdown(o: { reports: SectionReport[]; machineBefore: MachineInfo; machineAfter: MachineInfo; totalSeconds: number; latencyMs: number; argsNote: string; partial: boolean }): string {

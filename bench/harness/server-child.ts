@@ -3,10 +3,10 @@
  * not counted against the pipeline in the overhead benchmark, and the two processes use
  * both cores the way a real client and a real provider would. Driven over IPC.
  */
-import { startScriptedOpenAI } from "../../test/support/scripted-openai-server.js";
-import { startScriptedTavily } from "../../test/support/scripted-tavily-server.js";
+import { startScriptedOpenAI } from "../../src/scripted/scripted-openai-server.js";
+import { startScriptedTavily } from "../../src/scripted/scripted-tavily-server.js";
 import { benchScenario, type BenchScenarioOptions } from "./bench-scenario.js";
-import type { Scenario, ScriptedRequest } from "../../test/support/scripted-openai-server.js";
+import type { Scenario, ScriptedRequest } from "../../src/scripted/scripted-openai-server.js";
 import type { ChildReply, ChildRequest } from "./servers.js";
 
 /**

@@ -1,5 +1,5 @@
-import { Pipeline, pipelineOptions } from "../../src/graph/pipeline.js";
-import type { Usage } from "../../src/case/diagnosis-result.js";
+import { Pipeline, pipelineOptions } from "../../src/core/workflow/pipeline.js";
+import type { Usage } from "../../src/core/contracts/diagnosis-result.js";
 import type { BenchContext } from "../harness/context.js";
 import type { ChildStats } from "../harness/servers.js";
 import { benchCase, type CaseShape } from "../harness/cases.js";

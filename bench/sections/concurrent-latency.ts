@@ -1,8 +1,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { startServer } from "../../src/server.js";
-import type { DiagnosisResult } from "../../src/case/diagnosis-result.js";
+import { startServer } from "../../src/server/server.js";
+import type { DiagnosisResult } from "../../src/core/contracts/diagnosis-result.js";
 import type { BenchContext } from "../harness/context.js";
 import { benchCase } from "../harness/cases.js";
 import { distinctScenario } from "../harness/bench-scenario.js";

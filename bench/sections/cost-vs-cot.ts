@@ -1,6 +1,6 @@
-import { Pipeline, pipelineOptions } from "../../src/graph/pipeline.js";
+import { Pipeline, pipelineOptions } from "../../src/core/workflow/pipeline.js";
 import { cotMethod } from "../../src/eval/methods/cot.js";
-import type { Usage } from "../../src/case/diagnosis-result.js";
+import type { Usage } from "../../src/core/contracts/diagnosis-result.js";
 import type { BenchContext } from "../harness/context.js";
 import { benchCase, type CaseShape } from "../harness/cases.js";
 import { DISTINCT_ANSWERS, distinctScenario } from "../harness/bench-scenario.js";

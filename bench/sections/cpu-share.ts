@@ -1,4 +1,4 @@
-import { Pipeline, pipelineOptions } from "../../src/graph/pipeline.js";
+import { Pipeline, pipelineOptions } from "../../src/core/workflow/pipeline.js";
 import type { BenchContext } from "../harness/context.js";
 import { distinctScenario } from "../harness/bench-scenario.js";
 import { benchCase } from "../harness/cases.js";

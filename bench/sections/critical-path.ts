@@ -1,4 +1,4 @@
-import { Pipeline, pipelineOptions, type PipelineOverrides } from "../../src/graph/pipeline.js";
+import { Pipeline, pipelineOptions, type PipelineOverrides } from "../../src/core/workflow/pipeline.js";
 import type { BenchContext } from "../harness/context.js";
 import { DISTINCT_ANSWERS, distinctScenario, type BenchScenarioOptions } from "../harness/bench-scenario.js";
 import { benchCase } from "../harness/cases.js";

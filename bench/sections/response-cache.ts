@@ -1,9 +1,9 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Pipeline, pipelineOptions } from "../../src/graph/pipeline.js";
-import { openStore } from "../../src/store/open-store.js";
-import type { ResponseCache } from "../../src/llm/model-client.js";
+import { Pipeline, pipelineOptions } from "../../src/core/workflow/pipeline.js";
+import { openStore } from "../../src/server/store/open-store.js";
+import type { ResponseCache } from "../../src/core/llm/model-client.js";
 import type { BenchContext } from "../harness/context.js";
 import { benchCase, type CaseShape } from "../harness/cases.js";
 import { distinctScenario } from "../harness/bench-scenario.js";

@@ -1,16 +1,16 @@
 import { readFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
-import { assertLlmConfigured, loadConfig } from "../config.js";
-import { isMedmmvError } from "../errors.js";
-import { loadCaseFile } from "../case/load-case.js";
-import { Pipeline, pipelineOptions } from "../graph/pipeline.js";
-import { openSearchProvider } from "../search/create-search-provider.js";
-import { CallChain, UsageMeter } from "../llm/usage.js";
-import { loadPathway } from "../pathways/load-pathway.js";
-import { casePathway } from "../pathways/path-conflict.js";
-import { answerTurn, turnEvidence, type PriorTurn, type TurnRequest } from "../conversation/answer-turn.js";
-import type { NewTurn } from "../store/case-store.js";
+import { assertLlmConfigured, loadConfig } from "../core/config.js";
+import { isMedmmvError } from "../core/contracts/errors.js";
+import { loadCaseFile } from "../core/intake/load-case.js";
+import { Pipeline, pipelineOptions } from "../core/workflow/pipeline.js";
+import { openSearchProvider } from "../core/search/create-search-provider.js";
+import { CallChain, UsageMeter } from "../core/llm/usage.js";
+import { loadPathway } from "../core/pathways/load-pathway.js";
+import { casePathway } from "../core/pathways/path-conflict.js";
+import { answerTurn, turnEvidence, type PriorTurn, type TurnRequest } from "../core/conversation/answer-turn.js";
+import type { NewTurn } from "../server/store/case-store.js";
 import { EXIT } from "./cli-args.js";
 import { formatSummary } from "./format-summary.js";
 

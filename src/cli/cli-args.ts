@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from "commander";
-import { isMedmmvError, type ErrorCode } from "../errors.js";
+import { isMedmmvError, type ErrorCode } from "../core/contracts/errors.js";
 
 /** Exit codes of every command: 0 ok, 1 the case/run failed, 2 usage or configuration error, 130 interrupted. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;

@@ -1,8 +1,8 @@
 import path from "node:path";
 import { Command } from "commander";
-import type { Config } from "../config.js";
-import type { CorpusIndex } from "../search/local/corpus-index.js";
-import { isMedmmvError } from "../errors.js";
+import type { Config } from "../core/config.js";
+import type { CorpusIndex } from "../core/search/local/corpus-index.js";
+import { isMedmmvError } from "../core/contracts/errors.js";
 import { EXIT, exitCodeFor, intArg } from "./cli-args.js";
 
 // The index (better-sqlite3 or pg) is imported when a corpus command runs, so `--help`
@@ -37,8 +37,8 @@ export function corpusNameFromFile(file: string): string {
 async function withIndex<T>(env: CorpusCommandEnv, what: string, run: (index: CorpusIndex, config: Config, io: CorpusIo) => Promise<T>): Promise<T | number> {
   const io = env.io ?? processIo;
   try {
-    const config = env.config ?? (await import("../config.js")).loadConfig();
-    const { openCorpusIndex } = await import("../search/local/open-corpus-index.js");
+    const config = env.config ?? (await import("../core/config.js")).loadConfig();
+    const { openCorpusIndex } = await import("../core/search/local/open-corpus-index.js");
     const index = await openCorpusIndex(config.store, { pgSchema: env.pgSchema });
     try {
       return await run(index, config, io);
@@ -58,7 +58,7 @@ function where(config: Config): string {
 /** `medmmv corpus index FILE.jsonl [--name NAME]`: exit 0, or 1 when some lines were rejected (the rest is indexed). */
 export async function corpusIndexCommand(file: string, opts: { name?: string }, env: CorpusCommandEnv = {}): Promise<number> {
   return withIndex(env, "index", async (index, config, io) => {
-    const { indexCorpusFile } = await import("../search/local/index-corpus-file.js");
+    const { indexCorpusFile } = await import("../core/search/local/index-corpus-file.js");
     const r = await indexCorpusFile(index, file, opts.name ?? corpusNameFromFile(file));
     for (const e of r.errors) io.err(`${file}:${e.line}: ${e.message}\n`);
     io.out(
@@ -72,7 +72,7 @@ export async function corpusIndexCommand(file: string, opts: { name?: string }, 
 /** `medmmv corpus search "QUERY" [--json] [--limit N] [--name NAME]`. */
 export async function corpusSearchCommand(query: string, opts: { json?: boolean; limit?: number; name?: string }, env: CorpusCommandEnv = {}): Promise<number> {
   return withIndex(env, "search", async (index, _config, io) => {
-    const { hitUrl } = await import("../search/local/corpus-record.js");
+    const { hitUrl } = await import("../core/search/local/corpus-record.js");
     const hits = (await index.search(query, { limit: opts.limit ?? 5, corpus: opts.name })).map((h) => ({
       corpus: h.corpus,
       id: h.docId,

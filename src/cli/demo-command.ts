@@ -1,12 +1,12 @@
 import path from "node:path";
-import { loadConfig } from "../config.js";
-import { isMedmmvError } from "../errors.js";
-import { loadCaseFile } from "../case/load-case.js";
-import { Pipeline, pipelineOptions } from "../graph/pipeline.js";
-import { DEMO_ISOLATION_ENV, startDemoBackends } from "../demo/demo-backends.js";
-import { DEMO_CASES } from "../demo/demo-cases.js";
-import { prepareDemoCorpus } from "../demo/demo-corpus.js";
-import { writeOfflineReport } from "../view/report-command.js";
+import { loadConfig } from "../core/config.js";
+import { isMedmmvError } from "../core/contracts/errors.js";
+import { loadCaseFile } from "../core/intake/load-case.js";
+import { Pipeline, pipelineOptions } from "../core/workflow/pipeline.js";
+import { DEMO_ISOLATION_ENV, startDemoBackends } from "./demo/demo-backends.js";
+import { DEMO_CASES } from "./demo/demo-cases.js";
+import { prepareDemoCorpus } from "./demo/demo-corpus.js";
+import { writeOfflineReport } from "../server/view/report-command.js";
 import { writeResult } from "./diagnose-command.js";
 
 /** out/demo-result.json → out/demo-result-<slug>.json for every case after the first. */

@@ -1,11 +1,11 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { assertLlmConfigured, loadConfig } from "../config.js";
-import { isMedmmvError } from "../errors.js";
-import { loadCaseFile } from "../case/load-case.js";
-import { Pipeline, pipelineOptions } from "../graph/pipeline.js";
-import { openSearchProvider } from "../search/create-search-provider.js";
-import type { SearchProvider } from "../search/search-provider.js";
+import { assertLlmConfigured, loadConfig } from "../core/config.js";
+import { isMedmmvError } from "../core/contracts/errors.js";
+import { loadCaseFile } from "../core/intake/load-case.js";
+import { Pipeline, pipelineOptions } from "../core/workflow/pipeline.js";
+import { openSearchProvider } from "../core/search/create-search-provider.js";
+import type { SearchProvider } from "../core/search/search-provider.js";
 import { EXIT } from "./cli-args.js";
 import { formatSummary } from "./format-summary.js";
 
@@ -54,7 +54,7 @@ export async function diagnoseCommand(file: string, opts: DiagnoseOptions): Prom
   }
 }
 
-export async function writeResult(result: import("../case/diagnosis-result.js").DiagnosisResult, opts: { json?: boolean; out?: string }): Promise<void> {
+export async function writeResult(result: import("../core/contracts/diagnosis-result.js").DiagnosisResult, opts: { json?: boolean; out?: string }): Promise<void> {
   if (opts.out) {
     await mkdir(path.dirname(path.resolve(opts.out)), { recursive: true });
     await writeFile(opts.out, JSON.stringify(result, null, 2) + "\n");

@@ -1,8 +1,8 @@
 import path from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
-import { assertLlmConfigured, loadConfig, type Config } from "../config.js";
-import { describeError } from "../errors.js";
-import type { ResponseCache } from "../llm/model-client.js";
+import { assertLlmConfigured, loadConfig, type Config } from "../core/config.js";
+import { describeError } from "../core/contracts/errors.js";
+import type { ResponseCache } from "../core/llm/model-client.js";
 import { DATASET_NAMES, type JsonlFieldMap } from "../eval/datasets/index.js";
 import { METHOD_NAMES, type MethodName } from "../eval/methods/types.js";
 import type { EvalRunOptions } from "../eval/runner.js";
@@ -65,7 +65,7 @@ export interface EvalCliOptions extends StagewiseCliOptions {
 async function openCache(config: Config): Promise<{ cache: ResponseCache | null; close: () => Promise<void> }> {
   if (config.llm.cache === "off") return { cache: null, close: async () => undefined };
   try {
-    const { openStore } = await import("../store/open-store.js");
+    const { openStore } = await import("../server/store/open-store.js");
     const store = await openStore(config.store);
     return {
       cache: {

@@ -1,4 +1,4 @@
-import type { DiagnosisResult } from "../case/diagnosis-result.js";
+import type { DiagnosisResult } from "../core/contracts/diagnosis-result.js";
 
 const pct = (x: number | null | undefined) => (x === null || x === undefined ? "—" : `${(x * 100).toFixed(0)}%`);
 const num = (x: number | null | undefined, d = 2) => (x === null || x === undefined ? "—" : x.toFixed(d));

@@ -1,6 +1,6 @@
 import { Command, CommanderError } from "commander";
-import { VERSION } from "../version.js";
-import { isMedmmvError } from "../errors.js";
+import { VERSION } from "../core/version.js";
+import { isMedmmvError } from "../core/contracts/errors.js";
 import { EXIT, intArg } from "./cli-args.js";
 import { registerEvalCommands } from "./eval-command.js";
 import { registerCorpusCommands } from "./corpus-command.js";

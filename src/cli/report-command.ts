@@ -1,7 +1,7 @@
 import { readFile, stat } from "node:fs/promises";
-import { loadConfig } from "../config.js";
-import { describeError, MedmmvError } from "../errors.js";
-import { caseViewInputFromStored, reportInputFromJson, writeOfflineReport, type ReportInput } from "../view/report-command.js";
+import { loadConfig } from "../core/config.js";
+import { describeError, MedmmvError } from "../core/contracts/errors.js";
+import { caseViewInputFromStored, reportInputFromJson, writeOfflineReport, type ReportInput } from "../server/view/report-command.js";
 import { EXIT } from "./cli-args.js";
 
 /** A result file, or a case id looked up in the configured store (local access: no owner check). */
@@ -16,7 +16,7 @@ async function loadReportInput(source: string): Promise<ReportInput> {
     }
     return reportInputFromJson(json);
   }
-  const { openStore } = await import("../store/open-store.js");
+  const { openStore } = await import("../server/store/open-store.js");
   const store = await openStore(loadConfig().store);
   try {
     const record = await store.getCase(source);

@@ -1071,7 +1071,7 @@ export interface operations {
                     metadata?: {
                         [key: string]: unknown;
                     };
-                    /** @description The clinical pathway the case's reasoning must stay on (DESIGN §11); each refined path is checked against its valid paths */
+                    /** @description The clinical pathway the case's reasoning must stay on (docs/architecture.md#clinical-pathways-and-conversations); each refined path is checked against its valid paths */
                     pathway?: string | {
                         /** @description Pathway id (the file name in pathways/ without .json) */
                         id: string;

@@ -1,4 +1,4 @@
-import { escapeRegExp } from "../pathways/labeller.js";
+import { escapeRegExp } from "../core/pathways/labeller.js";
 import type { GoldAnswer } from "./datasets/types.js";
 
 const ARTICLES = new Set(["a", "an", "the"]);

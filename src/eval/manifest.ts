@@ -1,8 +1,9 @@
 import { readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { MedmmvError } from "../errors.js";
+import { MedmmvError } from "../core/contracts/errors.js";
 import type { ConversationDatasetName, DatasetName, JsonlFieldMap } from "./datasets/types.js";
 import type { MethodName } from "./methods/types.js";
+import { canonicalJson } from "../core/contracts/canonical-json.js";
 
 export const MANIFEST_FILE = "eval.json";
 
@@ -45,8 +46,6 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
   await rename(tmp, file);
 }
 
-const canon = (v: unknown): string =>
-  JSON.stringify(v, (_k, x: unknown) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b))) : x));
 
 /**
  * The fields that must match for results to be comparable across a resume. Sampling,
@@ -55,5 +54,5 @@ const canon = (v: unknown): string =>
  */
 export function manifestConflicts(prev: RunManifest, next: RunManifest): string[] {
   const fields: Array<keyof RunManifest> = ["dataset", "input", "images", "missingImages", "copBase", "fieldMap", "method", "config", "models", "raters", "prompts"];
-  return fields.filter((f) => canon(prev[f] ?? null) !== canon(next[f] ?? null)).map((f) => `${f}: was ${canon(prev[f] ?? null).slice(0, 200)}, now ${canon(next[f] ?? null).slice(0, 200)}`);
+  return fields.filter((f) => canonicalJson(prev[f] ?? null) !== canonicalJson(next[f] ?? null)).map((f) => `${f}: was ${canonicalJson(prev[f] ?? null).slice(0, 200)}, now ${canonicalJson(next[f] ?? null).slice(0, 200)}`);
 }

@@ -1,4 +1,4 @@
-import { aggregateReliability, type ReliabilitySummary } from "../scoring/reliability.js";
+import { aggregateReliability, type ReliabilitySummary } from "../core/scoring/reliability.js";
 import type { ResultRecord } from "./results-file.js";
 import { computeRobustness, type RobustnessSummary } from "./probes/robustness.js";
 
@@ -53,7 +53,7 @@ export interface EvalMetrics {
   /** Branch failures inside records that still finished (a rollout, a search), by code. */
   branchFailures: Record<string, number>;
   reliability: { raters: string[]; overall: ReliabilitySummary; byRater: Record<string, ReliabilitySummary>; ratingFailures: number } | null;
-  /** Robustness probes (DESIGN §12); null (or absent, in older summaries) without probes. */
+  /** Robustness probes (docs/evaluation.md#robustness-probes); null (or absent, in older summaries) without probes. */
   robustness?: RobustnessSummary | null;
 }
 

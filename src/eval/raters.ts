@@ -1,13 +1,13 @@
-import type { AgentDeps } from "../agents/agent-context.js";
-import { runRater } from "../agents/rater.js";
-import type { Usage } from "../case/diagnosis-result.js";
-import type { PreparedCase } from "../case/schema.js";
-import type { Config } from "../config.js";
-import { describeError, MedmmvError } from "../errors.js";
-import type { FairLimiter } from "../llm/limiter.js";
-import { LlmClient } from "../llm/model-client.js";
-import { CallChain, UsageMeter } from "../llm/usage.js";
-import { rel, txi } from "../scoring/reliability.js";
+import type { AgentDeps } from "../core/agents/agent-context.js";
+import { runRater } from "./agents/rater.js";
+import type { Usage } from "../core/contracts/diagnosis-result.js";
+import type { PreparedCase } from "../core/contracts/clinical-case.js";
+import type { Config } from "../core/config.js";
+import { describeError, MedmmvError } from "../core/contracts/errors.js";
+import type { FairLimiter } from "../core/llm/limiter.js";
+import { LlmClient } from "../core/llm/model-client.js";
+import { CallChain, UsageMeter } from "../core/llm/usage.js";
+import { rel, txi } from "../core/scoring/reliability.js";
 import type { GoldAnswer } from "./datasets/types.js";
 import type { RecordRating } from "./results-file.js";
 
@@ -48,7 +48,7 @@ export async function rateOutput(
     raters.map(async (r) => {
       try {
         const s = await runRater(r.deps, { caseKey: c.id, meter, chain: new CallChain(meter), signal }, c, { output, gold: goldText(gold) });
-        // C only means something when there is an image to be consistent with (DESIGN §3).
+        // C only means something when there is an image to be consistent with (docs/architecture.md#scores).
         const consistency = hasImages ? s.consistency : null;
         const rating: RecordRating = {
           rater: r.model,

@@ -1,58 +1,18 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { MedmmvError } from "../errors.js";
-import { VERSION } from "../version.js";
+import { MedmmvError } from "../core/contracts/errors.js";
+import { VERSION } from "../core/version.js";
 import { readManifest, type RunManifest } from "./manifest.js";
-import { computeMetrics, type EvalMetrics } from "./metrics.js";
+import { computeMetrics } from "./metrics.js";
 import { readResults, RESULTS_FILE, type ResultRecord } from "./results-file.js";
 import type { SelectionReport } from "./sampling.js";
-import { computeStagewise, type StagewiseSummary } from "./stagewise/metrics.js";
+import { computeStagewise } from "./stagewise/metrics.js";
 import { stagewiseMarkdown, stagewiseTables } from "./stagewise/report.js";
-import type { ThrottleStats } from "./throttle.js";
 import { robustnessMarkdown, robustnessRows } from "./probes/robustness-report.js";
-import type { ConversationMetrics } from "./conversation/metrics.js";
-import { CONVERSATION_DATASETS, QUESTION_ORDERS, type QuestionOrder } from "./conversation/types.js";
+import { CONVERSATION_DATASETS, QUESTION_ORDERS } from "./conversation/types.js";
+import { SUMMARY_JSON, type EvalSummary } from "./summary.js";
+import { markdownTable, pct, percentRow, type Row } from "./report-table.js";
 
-export const SUMMARY_JSON = "summary.json";
-export const SUMMARY_MD = "summary.md";
-
-/** DIR/summary.json: the metrics plus everything needed to say what produced them. */
-export interface EvalSummary extends EvalMetrics {
-  schema: "medmmv-eval-summary/1";
-  label: string;
-  method: string;
-  /** Every planned (id, run) has a record that did not fail. */
-  complete: boolean;
-  /** Planned (id, run) pairs; null when summarised from a folder without its plan. */
-  planned: number | null;
-  dataset: {
-    name: string;
-    input: string;
-    images: string | null;
-    missingImages: string;
-    /** Facts the adapter decided while reading, e.g. MedMCQA's cop base and why. */
-    details: Record<string, unknown>;
-    /** Failed records that never reached the model: unreadable records, missing or invalid images. */
-    readErrors: number;
-    /** Items read with a warning (e.g. run text-only because images were missing). */
-    warnings: number;
-    selection: SelectionReport | null;
-  };
-  config: Record<string, unknown>;
-  models: Record<string, string>;
-  raters: string[];
-  prompts: Record<string, string>;
-  throttle: ThrottleStats | null;
-  /** Wall time of the session that wrote this summary. */
-  elapsedMs: number | null;
-  startedAt: string | null;
-  finishedAt: string;
-  version: string;
-  /** ClinHallu stage-wise diagnosis (DESIGN §10), when the records carry it. */
-  stagewise?: StagewiseSummary;
-  /** Conversation evals (DESIGN §11): A_Q, A_C, A_D, H_cc per question order. */
-  conversation?: Partial<Record<QuestionOrder, ConversationMetrics>>;
-}
 
 export function buildSummary(
   records: readonly ResultRecord[],
@@ -109,8 +69,6 @@ export async function loadSummary(dir: string): Promise<EvalSummary> {
 
 // ---------- formatting ----------
 
-/** A fraction as a percentage; a missing value is `missing` (ClinHallu's tables print "-"). */
-export const pct = (x: number | null | undefined, d = 1, missing = "—") => (x === null || x === undefined ? missing : (x * 100).toFixed(d));
 const fix = (x: number | null | undefined, d = 2) => (x === null || x === undefined ? "—" : x.toFixed(d));
 const signed = (x: number, d: number) => `${x >= 0 ? "+" : "-"}${Math.abs(x).toFixed(d)}`;
 
@@ -128,14 +86,6 @@ function accuracyCell(s: EvalSummary): string {
   return s.accuracyStd === null ? pct(s.accuracy) : `${pct(s.accuracy)} ± ${pct(s.accuracyStd)}`;
 }
 
-/** A Markdown table with columns padded to equal width (readable raw in a terminal too). */
-export function markdownTable(header: string[], rows: string[][], align: Array<"l" | "r"> = []): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length), 3));
-  const pad = (s: string, i: number) => (align[i] === "r" ? s.padStart(widths[i]!) : s.padEnd(widths[i]!));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => pad(c, i)).join(" | ")} |`;
-  const sep = `|${widths.map((w, i) => (align[i] === "r" ? `${"-".repeat(w + 1)}:` : `${"-".repeat(w + 2)}`)).join("|")}|`;
-  return [line(header), sep, ...rows.map((r) => line(header.map((_, i) => r[i] ?? "")))].join("\n");
-}
 
 export function summaryMarkdown(s: EvalSummary): string {
   const out: string[] = [];
@@ -234,26 +184,7 @@ export function summaryMarkdown(s: EvalSummary): string {
   return out.join("\n");
 }
 
-export interface Row {
-  name: string;
-  value: (s: EvalSummary) => number | null;
-  format: (x: number, s: EvalSummary) => string;
-  /** Digits of the delta; no delta when absent. */
-  delta?: number;
-}
 
-/** An `eval report` row of a fraction shown as a percentage with one decimal. */
-export function percentRow(name: string, f: (s: EvalSummary) => number | null | undefined): Row {
-  return {
-    name,
-    value: (s) => {
-      const v = f(s);
-      return v === null || v === undefined ? null : v * 100;
-    },
-    format: (x) => x.toFixed(1),
-    delta: 1,
-  };
-}
 
 /**
  * Several runs side by side (methods, ablations), each later column with its difference
@@ -291,7 +222,7 @@ export function compareSummaries(summaries: readonly EvalSummary[], names: reado
     { name: "  reasoning", value: (s) => (measuresHallucinations(s) ? s.hallucinations.perItem.reasoning : null), format: (x) => x.toFixed(2), delta: 2 },
   );
   rows.push(...robustnessRows(summaries));
-  // Conversation evals: A_Q, A_C, A_D, H_cc per question order (DESIGN §11).
+  // Conversation evals: A_Q, A_C, A_D, H_cc per question order (docs/architecture.md#clinical-pathways-and-conversations).
   for (const order of QUESTION_ORDERS) {
     if (!summaries.some((s) => s.conversation?.[order])) continue;
     for (const [key, name] of [["aQ", "A_Q"], ["aC", "A_C"], ["aD", "A_D"], ["hCC", "H_cc"]] as const) rows.push(percentRow(`${name} ${order} (%)`, (s) => s.conversation?.[order]?.[key]));

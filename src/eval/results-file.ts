@@ -1,6 +1,6 @@
 import { open, readFile, rename, truncate, type FileHandle } from "node:fs/promises";
-import type { Usage } from "../case/diagnosis-result.js";
-import { MedmmvError } from "../errors.js";
+import type { Usage } from "../core/contracts/diagnosis-result.js";
+import { MedmmvError } from "../core/contracts/errors.js";
 import type { GoldAnswer } from "./datasets/types.js";
 import type { HypothesisRecord, PermutationRecord } from "./probes/types.js";
 import type { StagewiseRecord } from "./stagewise/types.js";
@@ -10,7 +10,7 @@ export const RESULTS_FILE = "results.jsonl";
 export type RecordStatus = "completed" | "abstained" | "failed";
 export type Stage = "visual" | "knowledge" | "reasoning";
 
-/** One rater's scores for one record (DESIGN §3); `consistency` is null for an item without images. */
+/** One rater's scores for one record (docs/architecture.md#scores); `consistency` is null for an item without images. */
 export interface RecordRating {
   rater: string;
   truthfulness: number;
@@ -47,10 +47,10 @@ export interface ResultRecord {
   ratingErrors?: Array<{ rater: string; code: string; message: string }>;
   ratingUsage?: Usage;
   warnings?: string[];
-  /** Robustness probes (DESIGN §12): the clinician's statement the case carried, the option order it was shown. */
+  /** Robustness probes (docs/evaluation.md#robustness-probes): the clinician's statement the case carried, the option order it was shown. */
   hypothesis?: HypothesisRecord;
   permutation?: PermutationRecord;
-  /** ClinHallu stage-wise diagnosis (DESIGN §10): the trace, its stage verdicts and the replacement runs. */
+  /** ClinHallu stage-wise diagnosis (docs/evaluation.md#stage-wise-hallucination-diagnosis-clinhallu): the trace, its stage verdicts and the replacement runs. */
   stagewise?: StagewiseRecord;
   /** The final path's steps with their stage tags (kept on a --stage-judge checkpoint, so judging resumes without re-running the method). */
   steps?: Array<{ text: string; stage: Stage }>;

@@ -1,7 +1,7 @@
 import path from "node:path";
-import type { Config } from "../config.js";
-import { MedmmvError } from "../errors.js";
-import { createSearchProvider } from "../search/create-search-provider.js";
+import type { Config } from "../core/config.js";
+import { MedmmvError } from "../core/contracts/errors.js";
+import { createSearchProvider } from "../core/search/create-search-provider.js";
 import { manifestConflicts, MANIFEST_FILE, readManifest, writeJsonAtomic, type RunManifest } from "./manifest.js";
 import { readResults, RESULTS_FILE, type ReadResults } from "./results-file.js";
 

@@ -1,17 +1,17 @@
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import type { AgentDeps } from "../agents/agent-context.js";
-import type { Usage } from "../case/diagnosis-result.js";
-import { prepareCase } from "../case/images.js";
-import type { Config } from "../config.js";
-import { describeError, MedmmvError } from "../errors.js";
-import { Pipeline, pipelineOptions, type PipelineOverrides } from "../graph/pipeline.js";
-import type { PipelineOptions } from "../graph/state.js";
-import { LlmClient, type ResponseCache } from "../llm/model-client.js";
-import { addUsage, UsageMeter } from "../llm/usage.js";
-import { VERSION } from "../version.js";
-import { openSearchProvider } from "../search/create-search-provider.js";
-import type { SearchProvider } from "../search/search-provider.js";
+import type { AgentDeps } from "../core/agents/agent-context.js";
+import type { Usage } from "../core/contracts/diagnosis-result.js";
+import { prepareCase } from "../core/intake/case-intake.js";
+import type { Config } from "../core/config.js";
+import { describeError, MedmmvError } from "../core/contracts/errors.js";
+import { Pipeline, pipelineOptions, type PipelineOverrides } from "../core/workflow/pipeline.js";
+import type { PipelineOptions } from "../core/workflow/state.js";
+import { LlmClient, type ResponseCache } from "../core/llm/model-client.js";
+import { addUsage, UsageMeter } from "../core/llm/usage.js";
+import { VERSION } from "../core/version.js";
+import { openSearchProvider } from "../core/search/create-search-provider.js";
+import type { SearchProvider } from "../core/search/search-provider.js";
 import { isCorrect } from "./answer-match.js";
 import { getAdapter, isItemError, type EvalItem, type ItemError, type JsonlFieldMap } from "./datasets/index.js";
 import { writeJsonAtomic, type RunManifest } from "./manifest.js";
@@ -22,7 +22,8 @@ import { failedOutput, METHOD_NAMES, noDiagnostics, type EvalMethod, type Method
 import type { ProgressSink } from "./progress.js";
 import { openRunSession } from "./run-session.js";
 import { buildRaters, rateOutput, type Rater } from "./raters.js";
-import { buildSummary, SUMMARY_JSON, SUMMARY_MD, summaryMarkdown, type EvalSummary } from "./report.js";
+import { buildSummary, summaryMarkdown } from "./report.js";
+import { SUMMARY_JSON, SUMMARY_MD, type EvalSummary } from "./summary.js";
 import { compactResults, readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
 import { claimRunFolder, manifestSource } from "./run-folder.js";
 import { selectItems } from "./sampling.js";
@@ -55,7 +56,7 @@ export interface EvalRunOptions {
   out: string;
   /** Extra attempts for an item that failed with a transient error (429/5xx/timeout out of retries). */
   itemRetries?: number;
-  /** Robustness probe: a clinician's right or wrong hypothesis before each question (DESIGN §12). */
+  /** Robustness probe: a clinician's right or wrong hypothesis before each question (docs/evaluation.md#robustness-probes). */
   hypothesis?: HypothesisKind;
   /** Robustness probe: N seeded option orders per item, each its own item `id#p1`…. */
   shuffleOptions?: number;

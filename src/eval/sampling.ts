@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { MedmmvError } from "../errors.js";
+import { MedmmvError } from "../core/contracts/errors.js";
 
 export interface SelectionOptions {
   /** Draw this many items at random (deterministic for a seed). */

@@ -1,4 +1,4 @@
-import { MedmmvError } from "../errors.js";
+import { MedmmvError } from "../core/contracts/errors.js";
 
 export interface ThrottleStats {
   /** The --concurrency ceiling. */

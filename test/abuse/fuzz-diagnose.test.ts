@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_FREE_JSON_DEPTH } from "../../src/case/schema.js";
-import { TERMINAL_STATUSES } from "../../src/store/case-store.js";
-import { startTestServer, until, type TestServer } from "../http/http-harness.js";
-import { gifWithCanvas, jpegWithCanvas, pngWithCanvas, smallPng, webpWithCanvas } from "../support/image-bytes.js";
+import { MAX_FREE_JSON_DEPTH } from "../../src/core/contracts/clinical-case.js";
+import { TERMINAL_STATUSES } from "../../src/server/store/case-store.js";
+import { startTestServer, until, type TestServer } from "../server/http/http-harness.js";
+import { gifWithCanvas, jpegWithCanvas, pngWithCanvas, smallPng, webpWithCanvas } from "../../src/scripted/image-bytes.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
 
 /**
@@ -182,7 +182,7 @@ const FIELDS = ["question", "notes", "options", "images", "patient", "metadata",
 const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /**
- * Whether `v` is an acceptable value for a case field, by the contract in DESIGN §4 (written
+ * Whether `v` is an acceptable value for a case field, by the contract in docs/architecture.md#data-contracts (written
  * out here, not read from the product's schema, so a schema that loosened would be caught).
  * Only used to keep valid values out of "wrong types": every body there must get a 400.
  */
@@ -242,7 +242,7 @@ const wrongTypes: fc.Arbitrary<FuzzRequest> = fc.oneof(
 );
 
 /**
- * The string limits of DESIGN §4 (src/case/schema.ts), written out so that a loosened schema
+ * The string limits of docs/architecture.md#data-contracts (src/core/contracts/clinical-case.ts), written out so that a loosened schema
  * fails here: field (as caseWithString names it), limit in characters, and the path a 400
  * names. Both the length-limit test and the huge-string generator read them.
  */
@@ -538,7 +538,7 @@ describe("POST /diagnose under fuzzing", () => {
       `${accepted.length} accepted cases to finish`,
     );
     expect(unfinished).toEqual([]);
-    // No "possible memory leak" warnings from the fan-outs (DESIGN §8), nor anything else.
+    // No "possible memory leak" warnings from the fan-outs (docs/architecture.md#known-pitfalls), nor anything else.
     expect(warnings).toEqual([]);
     // Listed too: page through GET /cases.
     const listed = new Set<string>();

@@ -2,16 +2,16 @@ import { readFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { prepareCase } from "../../src/case/images.js";
-import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
-import type { ClinicalCase } from "../../src/case/schema.js";
-import { PROMPTS_DIR } from "../../src/llm/prompt-template.js";
-import { chestPain, json, startTestServer, type TestServer } from "../http/http-harness.js";
-import { smallPng } from "../support/image-bytes.js";
-import { caseBlock, clinicalScenario } from "../support/clinical-scenario.js";
+import { prepareCase } from "../../src/core/intake/case-intake.js";
+import { DiagnosisResult } from "../../src/core/contracts/diagnosis-result.js";
+import type { ClinicalCase } from "../../src/core/contracts/clinical-case.js";
+import { PROMPTS_DIR } from "../../src/core/llm/prompt-template.js";
+import { chestPain, json, startTestServer, type TestServer } from "../server/http/http-harness.js";
+import { smallPng } from "../../src/scripted/image-bytes.js";
+import { caseBlock, clinicalScenario } from "../../src/scripted/clinical-scenario.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
-import { startScriptedOpenAI, type Scenario, type ScriptedOpenAI, type ScriptedRequest } from "../support/scripted-openai-server.js";
-import { defaultTavilyResults, startScriptedTavily, type ScriptedTavily } from "../support/scripted-tavily-server.js";
+import { startScriptedOpenAI, type Scenario, type ScriptedOpenAI, type ScriptedRequest } from "../../src/scripted/scripted-openai-server.js";
+import { defaultTavilyResults, startScriptedTavily, type ScriptedTavily } from "../../src/scripted/scripted-tavily-server.js";
 
 /**
  * Prompt injection and patient-data leaks, end to end over HTTP with a *gullible* scripted

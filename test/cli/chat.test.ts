@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { medmmvCli } from "../support/medmmv-cli.js";
-import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
-import { AML_ANSWERS, AML_LABELS, MARROW_NOTES, turnsScenario } from "../conversation/turns-scenario.js";
+import { startScriptedOpenAI, type ScriptedOpenAI } from "../../src/scripted/scripted-openai-server.js";
+import { AML_ANSWERS, AML_LABELS, MARROW_NOTES, turnsScenario } from "../server/conversation/turns-scenario.js";
 
 const medmmv = medmmvCli;
 

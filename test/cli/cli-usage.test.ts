@@ -2,7 +2,8 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildSummary, type EvalSummary } from "../../src/eval/report.js";
+import { buildSummary } from "../../src/eval/report.js";
+import { type EvalSummary } from "../../src/eval/summary.js";
 import { resultRecord, runManifest } from "../eval/eval-fixtures.js";
 import { medmmvCli } from "../support/medmmv-cli.js";
 

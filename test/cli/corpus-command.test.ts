@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { loadConfig, type Config } from "../../src/config.js";
+import { loadConfig, type Config } from "../../src/core/config.js";
 import { corpusIndexCommand, corpusNameFromFile, corpusSearchCommand, corpusStatsCommand, type CorpusCommandEnv } from "../../src/cli/corpus-command.js";
 import { PG_TEST_URL, usePgSchemas } from "../support/pg-schemas.js";
 import { medmmvCli } from "../support/medmmv-cli.js";

@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
-import { EvidenceGraph } from "../../src/evidence/evidence-graph.js";
+import { DiagnosisResult } from "../../src/core/contracts/diagnosis-result.js";
+import { EvidenceGraph } from "../../src/core/evidence/evidence-graph.js";
 import { useTempDir } from "../eval/datasets/dataset-kit.js";
 import { medmmvCli } from "../support/medmmv-cli.js";
 

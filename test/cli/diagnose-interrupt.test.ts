@@ -1,9 +1,9 @@
 import type { ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { clinicalScenario } from "../support/clinical-scenario.js";
+import { clinicalScenario } from "../../src/scripted/clinical-scenario.js";
 import { medmmvCli } from "../support/medmmv-cli.js";
-import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
+import { startScriptedOpenAI, type ScriptedOpenAI } from "../../src/scripted/scripted-openai-server.js";
 import { until } from "../support/until.js";
 
 const CASE = fileURLToPath(new URL("../../examples/chest-pain.json", import.meta.url));

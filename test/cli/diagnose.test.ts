@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
-import { clinicalScenario } from "../support/clinical-scenario.js";
-import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
+import { startScriptedOpenAI, type ScriptedOpenAI } from "../../src/scripted/scripted-openai-server.js";
+import { clinicalScenario } from "../../src/scripted/clinical-scenario.js";
+import { DiagnosisResult } from "../../src/core/contracts/diagnosis-result.js";
 import { useTempDir } from "../eval/datasets/dataset-kit.js";
 import { medmmvCli } from "../support/medmmv-cli.js";
 

@@ -4,8 +4,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { medmmvCli } from "../support/medmmv-cli.js";
-import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
-import { clinicalScenario } from "../support/clinical-scenario.js";
+import { startScriptedOpenAI, type ScriptedOpenAI } from "../../src/scripted/scripted-openai-server.js";
+import { clinicalScenario } from "../../src/scripted/clinical-scenario.js";
 import { fakeImages } from "../eval/eval-fixtures.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));

@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useScriptedServers } from "../support/scripted-servers-fixture.js";
 import { runEval } from "../../src/eval/runner.js";
-import type { EvalSummary } from "../../src/eval/report.js";
+import type { EvalSummary } from "../../src/eval/summary.js";
 import { answerByItem, evalScenario, readItems, SAMPLES } from "../eval/eval-fixtures.js";
 import { medmmvCli, type MedmmvCliRun } from "../support/medmmv-cli.js";
 

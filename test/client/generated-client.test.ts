@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clientTypes, openApiDocument } from "../../scripts/generate-client.js";
 import { createMedmmvClient } from "../../src/client/medmmv-client.js";
-import { chestPain, KEY_A, readSse, startTestServer, type TestServer } from "../http/http-harness.js";
+import { chestPain, KEY_A, readSse, startTestServer, type TestServer } from "../server/http/http-harness.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 

@@ -4,9 +4,9 @@ import { fileURLToPath } from "node:url";
 import { getAdapter, isItemError, type AdapterOptions, type EvalItem } from "../../src/eval/datasets/index.js";
 import type { RunManifest } from "../../src/eval/manifest.js";
 import type { ResultRecord } from "../../src/eval/results-file.js";
-import type { Scenario, ScriptedRequest } from "../support/scripted-openai-server.js";
-import { clinicalScenario, type ClinicalScenarioOptions } from "../support/clinical-scenario.js";
-import { pngWithCanvas } from "../support/image-bytes.js";
+import type { Scenario, ScriptedRequest } from "../../src/scripted/scripted-openai-server.js";
+import { clinicalScenario, type ClinicalScenarioOptions } from "../../src/scripted/clinical-scenario.js";
+import { pngWithCanvas } from "../../src/scripted/image-bytes.js";
 
 export const SAMPLES = fileURLToPath(new URL("../../../shared/benchmarks/samples/", import.meta.url));
 export const SAMPLE_IMAGES = path.join(SAMPLES, "images");

@@ -101,7 +101,7 @@ describe("computeMetrics on a fixed set", () => {
     expect(m.branchFailures).toEqual({ LLM_TIMEOUT: 1 });
   });
 
-  it("reliability: T, I, T×I and CMHR as DESIGN §3", () => {
+  it("reliability: T, I, T×I and CMHR as docs/architecture.md#scores", () => {
     // a0: T5 I5, no image (C = 1) → T×I 100, Rel 1. b0: T2 I3 C0.5 → T×I 24, Rel 0.4·0.6·0.5 = 0.12.
     // mean T×I 62; mean Rel 0.56 → CMHR 44.
     const r = m.reliability!;

@@ -2,7 +2,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildSummary, compareSummaries, loadSummary, markdownTable, summaryMarkdown } from "../../src/eval/report.js";
+import { buildSummary, compareSummaries, loadSummary, summaryMarkdown } from "../../src/eval/report.js";
+import { markdownTable } from "../../src/eval/report-table.js";
 import type { ResultRecord } from "../../src/eval/results-file.js";
 import { resultRecord, runManifest as manifest } from "./eval-fixtures.js";
 

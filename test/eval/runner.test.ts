@@ -6,10 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useScriptedServers } from "../support/scripted-servers-fixture.js";
 import { runEval, type EvalRunOptions } from "../../src/eval/runner.js";
 import { readResults } from "../../src/eval/results-file.js";
-import type { EvalSummary } from "../../src/eval/report.js";
-import { MedmmvError } from "../../src/errors.js";
-import { indexCorpusFile } from "../../src/search/local/index-corpus-file.js";
-import { openCorpusIndex } from "../../src/search/local/open-corpus-index.js";
+import type { EvalSummary } from "../../src/eval/summary.js";
+import { MedmmvError } from "../../src/core/contracts/errors.js";
+import { indexCorpusFile } from "../../src/core/search/local/index-corpus-file.js";
+import { openCorpusIndex } from "../../src/core/search/local/open-corpus-index.js";
 import { answerByItem, evalScenario, fakeImages, readItems, SAMPLE_IMAGES, SAMPLES, type RaterScores, type Verdict } from "./eval-fixtures.js";
 
 const servers = useScriptedServers({ scenario: evalScenario({}) });

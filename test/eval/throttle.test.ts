@@ -75,11 +75,11 @@ describe("AimdGate", () => {
 
 describe("rate-limit signal", () => {
   it("every 429 a model client retries reaches the limiter's listeners", async () => {
-    const { startScriptedOpenAI } = await import("../support/scripted-openai-server.js");
-    const { testConfig } = await import("../support/test-config.js");
-    const { LlmClient } = await import("../../src/llm/model-client.js");
-    const { FairLimiter } = await import("../../src/llm/limiter.js");
-    const { CallChain, UsageMeter } = await import("../../src/llm/usage.js");
+    const { startScriptedOpenAI } = await import("../../src/scripted/scripted-openai-server.js");
+    const { testConfig } = await import("../../src/scripted/scripted-config.js");
+    const { LlmClient } = await import("../../src/core/llm/model-client.js");
+    const { FairLimiter } = await import("../../src/core/llm/limiter.js");
+    const { CallChain, UsageMeter } = await import("../../src/core/llm/usage.js");
     const { z } = await import("zod");
     const server = await startScriptedOpenAI({ scenario: { agents: { probe: { ok: true } } } });
     try {

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
-import { chestPain, json, startTestServer, until, type TestServer } from "../http/http-harness.js";
-import { clinicalScenario } from "../support/clinical-scenario.js";
-import { nowMs } from "../support/faults.js";
+import { DiagnosisResult } from "../../src/core/contracts/diagnosis-result.js";
+import { chestPain, json, startTestServer, until, type TestServer } from "../server/http/http-harness.js";
+import { clinicalScenario } from "../../src/scripted/clinical-scenario.js";
+import { nowMs } from "../../src/scripted/faults.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
-import type { ScriptedCallLog } from "../support/scripted-openai-server.js";
+import type { ScriptedCallLog } from "../../src/scripted/scripted-openai-server.js";
 
 /**
  * DELETE of a running case, at several points of its pipeline, while another case runs

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
-import { testConfig } from "../support/test-config.js";
+import { startScriptedOpenAI, type ScriptedOpenAI } from "../../src/scripted/scripted-openai-server.js";
+import { testConfig } from "../../src/scripted/scripted-config.js";
 import { until } from "../support/until.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
-import { LlmClient } from "../../src/llm/model-client.js";
-import { FairLimiter } from "../../src/llm/limiter.js";
-import { CallChain, UsageMeter } from "../../src/llm/usage.js";
+import { LlmClient } from "../../src/core/llm/model-client.js";
+import { FairLimiter } from "../../src/core/llm/limiter.js";
+import { CallChain, UsageMeter } from "../../src/core/llm/usage.js";
 import { rejection } from "../support/rejection.js";
 
 /** Faults of the model provider, at the one retry layer every agent call goes through. */

@@ -1,14 +1,14 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { useScriptedServers } from "../support/scripted-servers-fixture.js";
-import { smallPng } from "../support/image-bytes.js";
-import { clinicalScenario } from "../support/clinical-scenario.js";
-import { testConfig } from "../support/test-config.js";
+import { smallPng } from "../../src/scripted/image-bytes.js";
+import { clinicalScenario } from "../../src/scripted/clinical-scenario.js";
+import { testConfig } from "../../src/scripted/scripted-config.js";
 import { chestPainCase } from "../support/sample-cases.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
-import { Pipeline, pipelineOptions } from "../../src/graph/pipeline.js";
-import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
-import type { PreparedCase } from "../../src/case/schema.js";
-import type { Fault } from "../support/faults.js";
+import { Pipeline, pipelineOptions } from "../../src/core/workflow/pipeline.js";
+import { DiagnosisResult } from "../../src/core/contracts/diagnosis-result.js";
+import type { PreparedCase } from "../../src/core/contracts/clinical-case.js";
+import type { Fault } from "../../src/scripted/faults.js";
 
 /**
  * Every agent, one at a time, fails for good (HTTP 500, garbage JSON, a hang). The case

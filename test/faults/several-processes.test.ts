@@ -2,15 +2,15 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ClinicalCase } from "../../src/case/schema.js";
-import type { CaseEvent } from "../../src/store/case-store.js";
-import { SqliteStore } from "../../src/store/sqlite-store.js";
+import type { ClinicalCase } from "../../src/core/contracts/clinical-case.js";
+import type { CaseEvent } from "../../src/server/store/case-store.js";
+import { SqliteStore } from "../../src/server/store/sqlite-store.js";
 import { bundleEntry, spawnBundle, startBundledServer, type Bundle, type BundledServer } from "../support/bundled-process.js";
-import { clinicalScenario } from "../support/clinical-scenario.js";
+import { clinicalScenario } from "../../src/scripted/clinical-scenario.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
-import { startScriptedOpenAI, type ScriptedOpenAI } from "../support/scripted-openai-server.js";
+import { startScriptedOpenAI, type ScriptedOpenAI } from "../../src/scripted/scripted-openai-server.js";
 import { childServerEnv, keyedFetch, submitAsync, waitTerminal } from "../support/server-process.js";
-import { chestPain } from "../http/http-harness.js";
+import { chestPain } from "../server/http/http-harness.js";
 import { until } from "../support/until.js";
 
 /**

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { fileURLToPath } from "node:url";
-import { loadConfig } from "../../src/config.js";
-import { loadCaseFile } from "../../src/case/load-case.js";
-import { Pipeline, pipelineOptions } from "../../src/graph/pipeline.js";
-import { DiagnosisResult } from "../../src/case/diagnosis-result.js";
+import { loadConfig } from "../../src/core/config.js";
+import { loadCaseFile } from "../../src/core/intake/load-case.js";
+import { Pipeline, pipelineOptions } from "../../src/core/workflow/pipeline.js";
+import { DiagnosisResult } from "../../src/core/contracts/diagnosis-result.js";
 
 /**
  * Runs only with MEDMMV_LIVE=1 and an endpoint configured by environment: the same code

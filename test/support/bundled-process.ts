@@ -32,7 +32,7 @@ export interface Bundle {
 
 const ENTRY: Record<EntryKind, string> = {
   // server.ts starts itself only when it is the main module, so the bundle calls serve().
-  server: `import { serve } from ${JSON.stringify(path.join(ROOT, "src/server.ts"))};\nawait serve();\n`,
+  server: `import { serve } from ${JSON.stringify(path.join(ROOT, "src/server/server.ts"))};\nawait serve();\n`,
   cli: `import ${JSON.stringify(path.join(ROOT, "src/cli/main.ts"))};\n`,
 };
 

@@ -2,7 +2,7 @@ import path from "node:path";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
-import { SQLITE_FILE_NAME } from "../../src/store/sqlite-store.js";
+import { SQLITE_FILE_NAME } from "../../src/core/database/database-names.js";
 import { until } from "./until.js";
 
 /**

@@ -1,9 +1,9 @@
 import type { EvalItem } from "../../src/eval/datasets/types.js";
-import { clinicalScenario, optionsOfBlock, questionOfBlock, type ClinicalScenarioOptions } from "./clinical-scenario.js";
-import type { Scenario, ScriptedRequest } from "./scripted-openai-server.js";
+import { clinicalScenario, optionsOfBlock, questionOfBlock, type ClinicalScenarioOptions } from "../../src/scripted/clinical-scenario.js";
+import type { Scenario, ScriptedRequest } from "../../src/scripted/scripted-openai-server.js";
 
 /**
- * Scripted model behaviours for the robustness probes (DESIGN §12), each a clinical
+ * Scripted model behaviours for the robustness probes (docs/evaluation.md#robustness-probes), each a clinical
  * scenario whose rollouts and CoT answers follow one rule. They read only what a real
  * model would see: the case block of the prompt.
  */

@@ -26,7 +26,7 @@ function run(cmd: string, args: string[], env: Record<string, string>): Promise<
 
 const runFixture = (dir: string, forceFail: boolean) =>
   run(bin("vitest"), ["run", "--config", "test/support/fixtures/vitest.fixture.config.ts"], { MEDMMV_RELIABILITY_DIR: dir, FIXTURE_FORCE_FAIL: forceFail ? "1" : "0" });
-const report = (dir: string) => run(bin("tsx"), ["scripts/reliability-report.ts", "--dir", dir, "--out", path.join(dir, "RELIABILITY.md")], {});
+const report = (dir: string) => run(bin("tsx"), ["test/support/reliability-report.ts", "--dir", dir, "--out", path.join(dir, "RELIABILITY.md")], {});
 const readJson = async <T>(file: string): Promise<T> => JSON.parse(await readFile(file, "utf8")) as T;
 
 let dir: string;

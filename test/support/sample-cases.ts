@@ -1,4 +1,4 @@
-import type { PreparedCase } from "../../src/case/schema.js";
+import type { PreparedCase } from "../../src/core/contracts/clinical-case.js";
 
 /** Our own example case text (not a benchmark item). */
 export function chestPainCase(id = "case-test-1"): PreparedCase {

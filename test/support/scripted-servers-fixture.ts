@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, beforeEach } from "vitest";
-import type { Config } from "../../src/config.js";
-import { clinicalScenario } from "./clinical-scenario.js";
-import { startScriptedOpenAI, type Scenario, type ScriptedOpenAI } from "./scripted-openai-server.js";
-import { startScriptedTavily, type ScriptedTavily } from "./scripted-tavily-server.js";
-import { testConfig } from "./test-config.js";
+import type { Config } from "../../src/core/config.js";
+import { clinicalScenario } from "../../src/scripted/clinical-scenario.js";
+import { startScriptedOpenAI, type Scenario, type ScriptedOpenAI } from "../../src/scripted/scripted-openai-server.js";
+import { startScriptedTavily, type ScriptedTavily } from "../../src/scripted/scripted-tavily-server.js";
+import { testConfig } from "../../src/scripted/scripted-config.js";
 
 export interface ScriptedServers {
   readonly model: ScriptedOpenAI;

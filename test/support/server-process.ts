@@ -1,12 +1,12 @@
 /**
- * `src/server.ts` in a child process, for tests that must kill the server for real
+ * `src/server/server.ts` in a child process, for tests that must kill the server for real
  * (SIGKILL: no shutdown hooks, no flushing). Node runs the TypeScript through tsx's
  * loader in the same process, so the signal reaches the server itself, not a wrapper.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { TERMINAL_STATUSES, type CaseStatus } from "../../src/store/case-store.js";
+import { TERMINAL_STATUSES, type CaseStatus } from "../../src/server/store/case-store.js";
 import { until } from "./until.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -26,7 +26,7 @@ const INHERITED_BLOCKLIST = /^(OPENAI_|MEDMMV_|TAVILY_|DATABASE_URL$|PORT$|HOST$
 
 export async function spawnServer(env: Record<string, string>, opts: { startTimeoutMs?: number } = {}): Promise<ServerProcess> {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => v !== undefined && !INHERITED_BLOCKLIST.test(k))) as Record<string, string>;
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "src/server.ts")], {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "src/server/server.ts")], {
     cwd: ROOT,
     env: { ...base, HOST: "127.0.0.1", PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -9,7 +9,7 @@
 import type { EvalItem } from "../../src/eval/datasets/types.js";
 import { parseTrace, renderTrace } from "../../src/eval/stagewise/trace-parser.js";
 import type { ReplacementKey, StageKey, StageTrace } from "../../src/eval/stagewise/types.js";
-import type { Scenario, ScriptedRequest } from "./scripted-openai-server.js";
+import type { Scenario, ScriptedRequest } from "../../src/scripted/scripted-openai-server.js";
 
 export interface TraceReply {
   trace: StageTrace;

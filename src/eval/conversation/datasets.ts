@@ -1,6 +1,6 @@
-import { isMedmmvError } from "../../errors.js";
-import { loadPathway } from "../../pathways/load-pathway.js";
-import type { Pathway } from "../../pathways/schema.js";
+import { isMedmmvError } from "../../core/contracts/errors.js";
+import { loadPathway } from "../../core/pathways/load-pathway.js";
+import type { Pathway } from "../../core/contracts/pathway.js";
 import { asRecord, datasetRecords, itemError, ReadContext, text } from "../datasets/common.js";
 import { isItemError, type AdapterOptions, type ItemError } from "../datasets/types.js";
 import type { ConversationItem, TurnSpec } from "./types.js";

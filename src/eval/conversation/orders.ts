@@ -1,4 +1,4 @@
-import type { Pathway } from "../../pathways/schema.js";
+import type { Pathway } from "../../core/contracts/pathway.js";
 import { rank } from "../sampling.js";
 import type { QuestionOrder, TurnSpec } from "./types.js";
 

@@ -1,5 +1,5 @@
 import type { ConversationDatasetName, EvalItem } from "../datasets/types.js";
-import type { Pathway } from "../../pathways/schema.js";
+import type { Pathway } from "../../core/contracts/pathway.js";
 
 export const CONVERSATION_DATASETS = ["drllava", "conversation"] as const satisfies readonly ConversationDatasetName[];
 export type { ConversationDatasetName };

@@ -1,4 +1,4 @@
-import { MedmmvError } from "../../errors.js";
+import { MedmmvError } from "../../core/contracts/errors.js";
 import type { ExternalTrace } from "../stagewise/types.js";
 import { clinhalluSampleId, traceFromCot } from "./clinhallu-records.js";
 import { asRecord, readRecords } from "./common.js";

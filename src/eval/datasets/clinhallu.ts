@@ -1,4 +1,4 @@
-import { MedmmvError } from "../../errors.js";
+import { MedmmvError } from "../../core/contracts/errors.js";
 import { STAGE_HEADERS } from "../stagewise/trace-parser.js";
 import { STAGES, type ExternalTrace, type ItemStagewise } from "../stagewise/types.js";
 import { clinhalluSampleId, traceFromCot } from "./clinhallu-records.js";

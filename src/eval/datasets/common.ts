@@ -2,9 +2,9 @@ import { createReadStream } from "node:fs";
 import { open, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { describeZodIssues } from "../../case/load-case.js";
-import { ClinicalCase } from "../../case/schema.js";
-import { MedmmvError } from "../../errors.js";
+import { describeZodIssues } from "../../core/contracts/zod-issues.js";
+import { ClinicalCase } from "../../core/contracts/clinical-case.js";
+import { MedmmvError } from "../../core/contracts/errors.js";
 import type { AdapterOptions, ConversationDatasetName, DatasetName, EvalItem, GoldAnswer, ItemError } from "./types.js";
 
 /** One record of a dataset file: its position, and either the parsed value or why it failed. */

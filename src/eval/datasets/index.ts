@@ -1,4 +1,4 @@
-import { MedmmvError } from "../../errors.js";
+import { MedmmvError } from "../../core/contracts/errors.js";
 import { clinhalluAdapter } from "./clinhallu.js";
 import { jsonlAdapter } from "./jsonl.js";
 import { medmcqaAdapter } from "./medmcqa.js";

@@ -1,4 +1,4 @@
-import { MedmmvError } from "../../errors.js";
+import { MedmmvError } from "../../core/contracts/errors.js";
 import { ReadContext, asRecord, itemError, readRecords, strataFrom, text, datasetRecords } from "./common.js";
 import type { AdapterOptions, DatasetAdapter, EvalItem, ItemError } from "./types.js";
 

@@ -1,4 +1,4 @@
-import type { ClinicalCase } from "../../case/schema.js";
+import type { ClinicalCase } from "../../core/contracts/clinical-case.js";
 import type { ProbeFields } from "../probes/types.js";
 import type { ItemStagewise } from "../stagewise/types.js";
 
@@ -51,7 +51,7 @@ export interface AdapterOptions {
 }
 
 export type DatasetName = "medxpertqa" | "medqa" | "medmcqa" | "pathvqa" | "vqa-rad" | "jsonl" | "clinhallu";
-/** Multi-turn conversation datasets (DESIGN §11), run by src/eval/conversation rather than the item runner. */
+/** Multi-turn conversation datasets (docs/architecture.md#clinical-pathways-and-conversations), run by src/eval/conversation rather than the item runner. */
 export type ConversationDatasetName = "drllava" | "conversation";
 
 /** A per-item problem: the run records it and goes on. */

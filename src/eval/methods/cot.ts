@@ -1,10 +1,10 @@
-import { runCot, type CotOutput } from "../../agents/cot.js";
-import { runStagedCot } from "../../agents/cot-staged.js";
-import type { AgentDeps } from "../../agents/agent-context.js";
-import type { PreparedCase } from "../../case/schema.js";
-import type { Prices } from "../../config.js";
-import { describeError, MedmmvError } from "../../errors.js";
-import { CallChain, UsageMeter } from "../../llm/usage.js";
+import { runCot, type CotOutput } from "../agents/cot.js";
+import { runStagedCot } from "../agents/cot-staged.js";
+import type { AgentDeps } from "../../core/agents/agent-context.js";
+import type { PreparedCase } from "../../core/contracts/clinical-case.js";
+import type { Prices } from "../../core/config.js";
+import { describeError, MedmmvError } from "../../core/contracts/errors.js";
+import { CallChain, UsageMeter } from "../../core/llm/usage.js";
 import { extractOptionLetter, withoutPassages } from "../answer-match.js";
 import { hypothesisStatements } from "../probes/hypothesis.js";
 import { noDiagnostics, type EvalMethod, type MethodOutput } from "./types.js";

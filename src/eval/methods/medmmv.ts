@@ -1,11 +1,11 @@
-import type { DiagnosisResult } from "../../case/diagnosis-result.js";
-import type { PreparedCase } from "../../case/schema.js";
-import { describeError, MedmmvError } from "../../errors.js";
-import { EvidenceGraph } from "../../evidence/evidence-graph.js";
-import { renderEvidenceForPrompt } from "../../evidence/render-for-prompt.js";
-import type { Pipeline } from "../../graph/pipeline.js";
-import type { PipelineOptions } from "../../graph/state.js";
-import { UsageMeter } from "../../llm/usage.js";
+import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
+import type { PreparedCase } from "../../core/contracts/clinical-case.js";
+import { describeError, MedmmvError } from "../../core/contracts/errors.js";
+import { EvidenceGraph } from "../../core/evidence/evidence-graph.js";
+import { renderEvidenceForPrompt } from "../../core/evidence/render-for-prompt.js";
+import type { Pipeline } from "../../core/workflow/pipeline.js";
+import type { PipelineOptions } from "../../core/workflow/state.js";
+import { UsageMeter } from "../../core/llm/usage.js";
 import { failedOutput, NO_HALLUCINATIONS, type EvalMethod, type MethodOutput } from "./types.js";
 
 /** The prompts the MedMMV pipeline renders (mirrors its provenance list). */

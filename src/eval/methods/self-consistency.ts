@@ -1,10 +1,10 @@
-import { runCot } from "../../agents/cot.js";
-import type { AgentDeps } from "../../agents/agent-context.js";
-import type { PreparedCase } from "../../case/schema.js";
-import type { Prices } from "../../config.js";
-import { describeError, MedmmvError } from "../../errors.js";
-import { CallChain, UsageMeter } from "../../llm/usage.js";
-import { stabilityReport } from "../../scoring/stability.js";
+import { runCot } from "../agents/cot.js";
+import type { AgentDeps } from "../../core/agents/agent-context.js";
+import type { PreparedCase } from "../../core/contracts/clinical-case.js";
+import type { Prices } from "../../core/config.js";
+import { describeError, MedmmvError } from "../../core/contracts/errors.js";
+import { CallChain, UsageMeter } from "../../core/llm/usage.js";
+import { stabilityReport } from "../../core/scoring/stability.js";
 import { normalizeAnswer, normalizeYesNo } from "../answer-match.js";
 import { hypothesisStatements } from "../probes/hypothesis.js";
 import { commitAnswer, rationaleOf } from "./cot.js";

@@ -1,4 +1,4 @@
-import type { PreparedCase } from "../../case/schema.js";
+import type { PreparedCase } from "../../core/contracts/clinical-case.js";
 import type { EvalItem } from "../datasets/types.js";
 import type { ResultRecord } from "../results-file.js";
 

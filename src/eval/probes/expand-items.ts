@@ -1,4 +1,4 @@
-import { MedmmvError } from "../../errors.js";
+import { MedmmvError } from "../../core/contracts/errors.js";
 import { isItemError, type EvalItem, type ItemError } from "../datasets/types.js";
 import { withHypothesis } from "./hypothesis.js";
 import { permutationOrders, permuteItem } from "./shuffle.js";

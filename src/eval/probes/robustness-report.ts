@@ -1,4 +1,5 @@
-import { markdownTable, pct, percentRow, type EvalSummary, type Row } from "../report.js";
+import { markdownTable, pct, percentRow, type Row } from "../report-table.js";
+import { type EvalSummary } from "../summary.js";
 import type { PairedComparison } from "./paired.js";
 import type { RobustnessSummary } from "./robustness.js";
 

@@ -1,7 +1,7 @@
 import type { ResultRecord } from "../results-file.js";
 import type { HypothesisKind } from "./types.js";
 
-/** summary.json `robustness` (DESIGN §12); fields a probe did not run are null. */
+/** summary.json `robustness` (docs/evaluation.md#robustness-probes); fields a probe did not run are null. */
 export interface RobustnessSummary {
   hypothesis: HypothesisKind | null;
   shuffleOptions: number | null;

@@ -1,4 +1,4 @@
-/** DESIGN §12: robustness probes of a multiple-choice eval (Dr-LLaVA App. C.3, plus option order). */
+/** docs/evaluation.md#robustness-probes: robustness probes of a multiple-choice eval (Dr-LLaVA App. C.3, plus option order). */
 
 /** Most option orders per item (one per letter A–Z). */
 export const MAX_SHUFFLES = 26;

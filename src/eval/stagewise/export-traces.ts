@@ -1,6 +1,6 @@
 import { mkdir, open } from "node:fs/promises";
 import path from "node:path";
-import { MedmmvError } from "../../errors.js";
+import { MedmmvError } from "../../core/contracts/errors.js";
 import { clinhalluSampleId } from "../datasets/clinhallu-records.js";
 import { asRecord, readRecords } from "../datasets/common.js";
 import { readManifest } from "../manifest.js";

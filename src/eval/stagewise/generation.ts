@@ -1,7 +1,7 @@
-import type { AgentDeps } from "../../agents/agent-context.js";
-import { runStagewiseContinuation, runStagewiseTrace, type TraceFormatName } from "../../agents/stagewise-trace.js";
-import type { PreparedCase } from "../../case/schema.js";
-import type { CallContext } from "../../llm/model-client.js";
+import type { AgentDeps } from "../../core/agents/agent-context.js";
+import { runStagewiseContinuation, runStagewiseTrace, type TraceFormatName } from "../agents/stagewise-trace.js";
+import type { PreparedCase } from "../../core/contracts/clinical-case.js";
+import type { CallContext } from "../../core/llm/model-client.js";
 import { completeTrace, parseTrace, renderTrace, validateStages, validateTrace } from "./trace-parser.js";
 import type { JudgedTrace, ReplacementKey, StageTrace } from "./types.js";
 

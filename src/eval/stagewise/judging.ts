@@ -1,9 +1,9 @@
-import type { AgentDeps } from "../../agents/agent-context.js";
-import { runAnswerJudge } from "../../agents/answer-judge.js";
-import { runStageJudge, STAGE_NAMES } from "../../agents/stage-judge.js";
-import type { PreparedCase } from "../../case/schema.js";
-import { describeError, MedmmvError } from "../../errors.js";
-import type { CallContext } from "../../llm/model-client.js";
+import type { AgentDeps } from "../../core/agents/agent-context.js";
+import { runAnswerJudge } from "../agents/answer-judge.js";
+import { runStageJudge, STAGE_NAMES } from "../agents/stage-judge.js";
+import type { PreparedCase } from "../../core/contracts/clinical-case.js";
+import { describeError, MedmmvError } from "../../core/contracts/errors.js";
+import type { CallContext } from "../../core/llm/model-client.js";
 import type { GoldAnswer } from "../datasets/types.js";
 import { STAGE_HEADERS } from "./trace-parser.js";
 import type { JudgedTrace, StageJudgment, StageJudgments, StageKey, StageTrace } from "./types.js";

@@ -43,7 +43,7 @@ export interface ReplacementSummary extends AccCell, FixBreak {
   stages: Partial<Record<StageKey, RateCell>>;
 }
 
-/** summary.json → `stagewise` (DESIGN §10). Fractions in [0, 1]; records pooled over runs. */
+/** summary.json → `stagewise` (docs/evaluation.md#stage-wise-hallucination-diagnosis-clinhallu). Fractions in [0, 1]; records pooled over runs. */
 export interface StagewiseSummary {
   /** Which trace format produced these numbers (structured output, ClinHallu's text protocol, --traces, a method's path). */
   format: TraceFormat | "mixed";

@@ -1,4 +1,4 @@
-import { markdownTable, pct as percent } from "../report.js";
+import { markdownTable, pct as percent } from "../report-table.js";
 import type { FixBreak, StagewiseSummary } from "./metrics.js";
 import { REPLACEMENTS } from "./types.js";
 

@@ -1,8 +1,8 @@
-import type { AgentDeps } from "../../agents/agent-context.js";
-import type { PreparedCase } from "../../case/schema.js";
-import type { Prices } from "../../config.js";
-import { MedmmvError } from "../../errors.js";
-import { addUsage, CallChain, UsageMeter } from "../../llm/usage.js";
+import type { AgentDeps } from "../../core/agents/agent-context.js";
+import type { PreparedCase } from "../../core/contracts/clinical-case.js";
+import type { Prices } from "../../core/config.js";
+import { MedmmvError } from "../../core/contracts/errors.js";
+import { addUsage, CallChain, UsageMeter } from "../../core/llm/usage.js";
 import type { ResultRecord } from "../results-file.js";
 import type { EvalMethod, MethodOutput, MethodRunContext } from "../methods/types.js";
 import { judgeAnswer, judgeStages } from "./judging.js";

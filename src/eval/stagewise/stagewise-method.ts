@@ -1,8 +1,8 @@
-import type { AgentDeps } from "../../agents/agent-context.js";
-import type { PreparedCase } from "../../case/schema.js";
-import type { Prices } from "../../config.js";
-import { describeError, MedmmvError } from "../../errors.js";
-import { addUsage, CallChain, UsageMeter } from "../../llm/usage.js";
+import type { AgentDeps } from "../../core/agents/agent-context.js";
+import type { PreparedCase } from "../../core/contracts/clinical-case.js";
+import type { Prices } from "../../core/config.js";
+import { describeError, MedmmvError } from "../../core/contracts/errors.js";
+import { addUsage, CallChain, UsageMeter } from "../../core/llm/usage.js";
 import type { EvalItem } from "../datasets/types.js";
 import { noDiagnostics, type EvalMethod, type MethodOutput, type MethodRunContext } from "../methods/types.js";
 import { generateReplacement, generateTrace, type GenerationOptions } from "./generation.js";
@@ -23,7 +23,7 @@ function fromExternal(item: EvalItem): JudgedTrace {
 }
 
 /**
- * ClinHallu's protocol on one item (DESIGN §10): the baseline trace (generated, or read from
+ * ClinHallu's protocol on one item (docs/evaluation.md#stage-wise-hallucination-diagnosis-clinhallu): the baseline trace (generated, or read from
  * --traces), the answer judge and the stage judge on it, and the replacement runs Rep-V,
  * Rep-K, Rep-VK, each judged on the stages ClinHallu scores for it. Every finished phase is
  * checkpointed into results.jsonl, so a killed run resumes where it stopped; phases that

@@ -1,5 +1,5 @@
-import { STAGE_NAMES } from "../../agents/stage-judge.js";
-import { escapeRegExp } from "../../pathways/labeller.js";
+import { STAGE_NAMES } from "../agents/stage-judge.js";
+import { escapeRegExp } from "../../core/pathways/labeller.js";
 import { STAGES, type StageKey, type StageTrace } from "./types.js";
 
 /** ClinHallu's literal, case-sensitive stage headers (reference §1.2). */

@@ -1,10 +1,10 @@
 /**
- * ClinHallu's stage-wise trace (DESIGN §10): visual recognition (V), knowledge recall (K),
+ * ClinHallu's stage-wise trace (docs/evaluation.md#stage-wise-hallucination-diagnosis-clinhallu): visual recognition (V), knowledge recall (K),
  * reasoning integration (R), and the answer the reasoning ends in. Stage keys are the
  * eval's `visual | knowledge | reasoning`; ClinHallu's file keys are mapped at the edges.
  */
-export { STAGES, type StageKey } from "../../agents/stage-judge.js";
-import { STAGES, type StageKey } from "../../agents/stage-judge.js";
+export { STAGES, type StageKey } from "../agents/stage-judge.js";
+import { STAGES, type StageKey } from "../agents/stage-judge.js";
 
 export interface StageTrace {
   visual: string;
@@ -54,7 +54,7 @@ export interface ReplacementRun {
   judged: StageJudgments;
 }
 
-/** `results.jsonl` → `stagewise` (DESIGN §10). Phases fill it in order; a killed run resumes from what is there. */
+/** `results.jsonl` → `stagewise` (docs/evaluation.md#stage-wise-hallucination-diagnosis-clinhallu). Phases fill it in order; a killed run resumes from what is there. */
 export interface StagewiseRecord {
   format: TraceFormat;
   /** Whether the item had a reference (gold) trace to judge against. */

@@ -3,7 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runConversationEval, type ConversationEvalOptions } from "../../../src/eval/conversation/run-conversation-eval.js";
-import type { ScriptedRequest } from "../../support/scripted-openai-server.js";
+import type { ScriptedRequest } from "../../../src/scripted/scripted-openai-server.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 import { until } from "../../support/until.js";
 import { useTempDir } from "../datasets/dataset-kit.js";

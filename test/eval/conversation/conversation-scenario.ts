@@ -1,8 +1,8 @@
 import path from "node:path";
 import type { ConversationRecord } from "../../../src/eval/conversation/run-conversation-eval.js";
 import { readResults } from "../../../src/eval/results-file.js";
-import { clinicalScenario } from "../../support/clinical-scenario.js";
-import type { Scenario, ScriptedRequest } from "../../support/scripted-openai-server.js";
+import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
+import type { Scenario, ScriptedRequest } from "../../../src/scripted/scripted-openai-server.js";
 
 /** What a model that stays on the pathway answers, per image (= per record) and step. */
 export const ANSWERS: Record<string, Record<string, string>> = {

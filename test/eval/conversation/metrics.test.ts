@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { conversationMetrics, metricsByOrder } from "../../../src/eval/conversation/metrics.js";
 import { orderTurns } from "../../../src/eval/conversation/orders.js";
 import type { ConversationOutcome, TurnOutcome } from "../../../src/eval/conversation/types.js";
-import { loadPathway } from "../../../src/pathways/load-pathway.js";
+import { loadPathway } from "../../../src/core/pathways/load-pathway.js";
 
 const STEPS = ["image-quality", "cell-quality", "abnormality", "proliferation", "diagnosis"];
 

@@ -2,7 +2,7 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { MedmmvError } from "../../../src/errors.js";
+import { MedmmvError } from "../../../src/core/contracts/errors.js";
 import { detectCopBase, medmcqaAdapter } from "../../../src/eval/datasets/medmcqa.js";
 import { type EvalItem, type ItemError, isItemError } from "../../../src/eval/datasets/types.js";
 import { collect, readJsonl, useTempDir } from "./dataset-kit.js";

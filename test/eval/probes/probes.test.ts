@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { scanForInjection } from "../../../src/agents/untrusted-content.js";
+import { scanForInjection } from "../../../src/core/agents/untrusted-content.js";
 import type { EvalItem } from "../../../src/eval/datasets/types.js";
 import { extractOptionLetter, withoutPassages } from "../../../src/eval/answer-match.js";
 import { commitAnswer } from "../../../src/eval/methods/cot.js";
@@ -10,7 +10,7 @@ import { pairRecords } from "../../../src/eval/probes/paired.js";
 import { computeRobustness } from "../../../src/eval/probes/robustness.js";
 import { permutationOrders, permuteItem } from "../../../src/eval/probes/shuffle.js";
 import { HYPOTHESIS_KINDS } from "../../../src/eval/probes/types.js";
-import { MedmmvError } from "../../../src/errors.js";
+import { MedmmvError } from "../../../src/core/contracts/errors.js";
 import { resultRecord } from "../eval-fixtures.js";
 
 function item(id: string, gold = "B", n = 4): EvalItem {

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { runEval } from "../../../src/eval/runner.js";
 import { readResults } from "../../../src/eval/results-file.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
-import type { Scenario, ScriptedRequest } from "../../support/scripted-openai-server.js";
+import type { Scenario, ScriptedRequest } from "../../../src/scripted/scripted-openai-server.js";
 import { stagewiseScenario, type StagewiseBehaviour } from "../../support/stagewise-scenario.js";
 import type { EvalItem } from "../../../src/eval/datasets/types.js";
 import { until } from "../../support/until.js";

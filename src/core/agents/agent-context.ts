@@ -1,0 +1,131 @@
+import { z } from "zod";
+import type { PreparedCase } from "../contracts/clinical-case.js";
+import type { LlmClient, CallContext, Role } from "../llm/model-client.js";
+import type { PromptLibrary } from "../llm/prompt-template.js";
+import { imagePart, type ChatMessage, type ContentPart } from "../llm/messages.js";
+import type { SearchProvider } from "../search/search-provider.js";
+import { renderPathwayForPrompt } from "../pathways/render-pathway.js";
+
+/** What every agent needs, injected (agents never read env or construct clients). */
+export interface AgentDeps {
+  llm: LlmClient;
+  prompts: PromptLibrary;
+  search: SearchProvider;
+}
+
+/**
+ * The case block is the first part of every user message, identical across all calls of
+ * a case, so that providers' prompt caches see one shared prefix (system + case).
+ */
+export function renderCaseBlock(c: PreparedCase): string {
+  const lines: string[] = ["<<<CASE"];
+  if (c.patient && (c.patient.age !== undefined || c.patient.sex !== undefined))
+    lines.push(`Patient: ${[c.patient.age !== undefined ? `age ${c.patient.age}` : "", c.patient.sex ? `sex ${c.patient.sex}` : ""].filter(Boolean).join(", ")}`);
+  if (c.notes) lines.push(`Clinical notes:\n${neutralise(c.notes)}`);
+  lines.push(`Question:\n${neutralise(c.question)}`);
+  if (c.options && Object.keys(c.options).length) {
+    lines.push("Answer options:");
+    for (const [k, v] of Object.entries(c.options).sort(([a], [b]) => a.localeCompare(b))) lines.push(`(${k}) ${neutralise(v)}`);
+  }
+  // Image ids are client text too (up to 128 characters of anything): they must not close the fence either.
+  if (c.images.length) lines.push(`Images: ${c.images.map((i) => (i.caption ? `${neutralise(i.id)} (${neutralise(i.caption)})` : neutralise(i.id))).join("; ")}`);
+  const pathway = renderPathwayForPrompt(c.pathway);
+  if (pathway) lines.push(neutralise(pathway));
+  lines.push("CASE>>>");
+  return lines.join("\n");
+}
+
+/** Case and model text must not be able to close our delimiters and speak as "us". */
+export function neutralise(text: string): string {
+  return text.replace(/<<<|>>>/g, (m) => (m === "<<<" ? "‹‹‹" : "›››"));
+}
+
+export function answerInstruction(c: PreparedCase): string {
+  if (c.options && Object.keys(c.options).length)
+    return `Choose exactly one option letter from (${Object.keys(c.options).sort().join(", ")}): set answer.option to the letter and answer.text to the option's text.`;
+  return "There are no options: set answer.option to null and answer.text to a short answer (for yes/no questions, \"yes\" or \"no\").";
+}
+
+export interface PromptRequest {
+  agent: string;
+  slots: Record<string, string>;
+  schema: z.ZodType;
+  withImages?: boolean;
+  /**
+   * The rendered evidence graph, for the calls that check and repair paths against it.
+   * It goes right after the case block, before the agent's own instructions, so every
+   * such call of a case shares one long prefix (system, case, evidence) that providers'
+   * prompt caches (OpenAI's automatic caching, vLLM's prefix caching) can reuse.
+   */
+  evidence?: string;
+}
+
+/**
+ * The schema text of a prompt, rendered once per schema object: z.toJSONSchema on every
+ * call was ≈ 0.4 ms of CPU per model call (`npm run bench`, orchestration overhead).
+ */
+const schemaTexts = new WeakMap<z.ZodType, string>();
+function schemaText(schema: z.ZodType): string {
+  let text = schemaTexts.get(schema);
+  if (text === undefined) {
+    text = JSON.stringify(z.toJSONSchema(schema));
+    schemaTexts.set(schema, text);
+  }
+  return text;
+}
+
+const RESPONSE_SCHEMA_SLOT = "responseSchema";
+
+/** The case block of each case object, rendered once for the several calls a node makes. */
+const caseBlocks = new WeakMap<PreparedCase, string>();
+function caseBlock(c: PreparedCase): string {
+  let block = caseBlocks.get(c);
+  if (block === undefined) {
+    block = renderCaseBlock(c);
+    caseBlocks.set(c, block);
+  }
+  return block;
+}
+
+/** One system message object per prompt library, shared by every call (and so one cache-key prefix). */
+const systemMessages = new WeakMap<PromptLibrary, ChatMessage>();
+function systemMessage(prompts: PromptLibrary): ChatMessage {
+  let m = systemMessages.get(prompts);
+  if (!m) {
+    m = Object.freeze({ role: "system", content: prompts.get("system").source }) as ChatMessage;
+    systemMessages.set(prompts, m);
+  }
+  return m;
+}
+
+export function buildMessages(deps: AgentDeps, c: PreparedCase, req: PromptRequest): ChatMessage[] {
+  const template = deps.prompts.get(req.agent);
+  const schemaText_ = schemaText(req.schema);
+  const evidence = req.evidence === undefined ? "" : `Evidence graph (ids in brackets):\n<<<EVIDENCE\n${req.evidence}\nEVIDENCE>>>\n\n`;
+  const schemaBlock = `Reply with a JSON object that matches this JSON Schema:\n${schemaText_}`;
+  // A template may place the schema itself ({{responseSchema}}) so that what varies between
+  // its calls (a rollout's index) comes last and the rest stays a shared prefix; otherwise
+  // the schema closes the prompt.
+  const body = template.slots.includes(RESPONSE_SCHEMA_SLOT)
+    ? template.render({ ...req.slots, [RESPONSE_SCHEMA_SLOT]: schemaBlock })
+    : `${template.render(req.slots)}\n\n${schemaBlock}`;
+  const text = `${caseBlock(c)}\n\n${evidence}${body}`;
+  const system = systemMessage(deps.prompts);
+  if (!req.withImages || c.images.length === 0) return [system, { role: "user", content: text }];
+  const parts: ContentPart[] = [{ type: "text", text }];
+  for (const img of c.images) parts.push(imagePart(img.mimeType, img.data));
+  return [system, { role: "user", content: parts }];
+}
+
+/** One structured call of an agent: prompt → model → validated object. */
+export async function callAgent<S extends z.ZodType>(
+  deps: AgentDeps,
+  ctx: CallContext,
+  c: PreparedCase,
+  args: PromptRequest & { role: Role; temperature: number; schema: S },
+): Promise<z.infer<S>> {
+  return deps.llm.structured(
+    { role: args.role, agent: args.agent, schema: args.schema, schemaName: args.agent.replace(/-/g, "_"), messages: buildMessages(deps, c, args), temperature: args.temperature },
+    ctx,
+  );
+}

@@ -1,0 +1,220 @@
+import { z } from "zod";
+import { MedmmvError } from "./contracts/errors.js";
+
+/**
+ * The one place that reads the environment (docs/architecture.md#house-style). Everything else receives a
+ * typed Config. CLI flags override env through `overrides`.
+ */
+const csvNumbers = (n: number) =>
+  z
+    .string()
+    .transform((s) => s.split(",").map((x) => Number(x.trim())))
+    .refine((a) => a.length === n && a.every((x) => Number.isFinite(x) && x >= 0), {
+      message: `expected ${n} comma-separated non-negative numbers`,
+    });
+
+const EnvSchema = z.object({
+  OPENAI_API_KEY: z.string().optional(),
+  OPENAI_BASE_URL: z.string().url().optional(),
+  MEDMMV_MODEL: z.string().optional(),
+  MEDMMV_VISION_MODEL: z.string().optional(),
+  MEDMMV_JUDGE_MODEL: z.string().optional(),
+  MEDMMV_STRUCTURED_OUTPUT: z.enum(["jsonSchema", "functionCalling", "jsonMode"]).default("jsonSchema"),
+  /** Azure OpenAI (the names LangChain's AzureChatOpenAI reads): used instead of OPENAI_* when the key is set. */
+  AZURE_OPENAI_API_KEY: z.string().optional(),
+  AZURE_OPENAI_API_INSTANCE_NAME: z.string().optional(),
+  AZURE_OPENAI_ENDPOINT: z.string().url().optional(),
+  AZURE_OPENAI_API_DEPLOYMENT_NAME: z.string().optional(),
+  AZURE_OPENAI_API_VERSION: z.string().default("2024-10-21"),
+  /** LangChain's own tracing switch, read here only to say at start-up that traces hold patient text. */
+  LANGSMITH_TRACING: z.string().optional(),
+  TAVILY_API_KEY: z.string().optional(),
+  TAVILY_BASE_URL: z.string().url().default("https://api.tavily.com"),
+  /** Search provider; unset: tavily with a key, else the local corpus when one is indexed, else none. */
+  MEDMMV_SEARCH: z.enum(["tavily", "local", "none"]).optional(),
+  MEDMMV_K: z.coerce.number().int().min(1).max(32).default(5),
+  MEDMMV_MAX_REPAIRS: z.coerce.number().int().min(0).max(10).default(3),
+  /** Adaptive rollouts by default (a request or a CLI flag may still choose). */
+  MEDMMV_ADAPTIVE: z.enum(["true", "false", "1", "0"]).default("false"),
+  MEDMMV_CU_WEIGHTS: csvNumbers(3).default([1, 1, 1]),
+  MEDMMV_MAX_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16),
+  MEDMMV_ROLLOUT_TEMPERATURE: z.coerce.number().min(0).max(2).default(0.7),
+  MEDMMV_LLM_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
+  MEDMMV_LLM_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(5),
+  /** The longest Retry-After we are willing to wait; beyond it the call fails at once as retryable. */
+  MEDMMV_LLM_MAX_RETRY_AFTER_MS: z.coerce.number().int().min(0).default(60_000),
+  MEDMMV_LLM_BACKOFF_BASE_MS: z.coerce.number().int().min(0).default(500),
+  MEDMMV_SEARCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000),
+  MEDMMV_MAX_SEARCH_PAIRS: z.coerce.number().int().min(0).max(8).default(8),
+  /** JSON object: { "model-name": { "input": usdPerMTok, "output": usdPerMTok } } */
+  MEDMMV_PRICES: z.string().optional(),
+  MEDMMV_CACHE: z.enum(["off", "deterministic", "all"]).default("deterministic"),
+  DATABASE_URL: z.string().optional(),
+  /** How long a process's claim on a running case lasts without renewal (renewed every third of it). */
+  MEDMMV_LEASE_MS: z.coerce.number().int().min(500).max(3_600_000).default(30_000),
+  /** This process's name to the others on the store (unique per process); default host/pid/random. */
+  MEDMMV_RUNNER_ID: z.string().min(1).max(200).optional(),
+  MEDMMV_DATA_DIR: z.string().default("./data"),
+  MEDMMV_API_KEYS: z.string().optional(),
+  MEDMMV_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60),
+  MEDMMV_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(25 * 1024 * 1024),
+  MEDMMV_MAX_IMAGE_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
+  MEDMMV_MAX_IMAGE_PIXELS: z.coerce.number().int().min(1).default(40_000_000),
+  MEDMMV_VIEW_LINK_SECRET: z.string().optional(),
+  MEDMMV_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8787),
+  /** Server processes for `medmmv serve` (one per core to use); they share the port and the store. */
+  MEDMMV_WORKERS: z.coerce.number().int().min(1).max(256).default(1),
+  HOST: z.string().default("127.0.0.1"),
+  /** This service's public base URL (CDS Hooks JWT audience and card links); default: the request's own host. */
+  MEDMMV_PUBLIC_URL: z.string().url().optional(),
+  /** FHIR servers (base URLs, comma-separated) that CDS Hooks calls may have us fetch missing prefetch from. */
+  MEDMMV_FHIR_SERVERS: z.string().optional(),
+  /** The EHR's JWKS for CDS Hooks JWTs: an https URL or a local JWKS file. */
+  MEDMMV_CDS_JWKS: z.string().optional(),
+  /** Accepted `iss` of CDS Hooks JWTs (comma-separated); required with MEDMMV_CDS_JWKS. */
+  MEDMMV_CDS_ISSUERS: z.string().optional(),
+  /** Browser origins (comma-separated) allowed to call the CDS Hooks endpoints, e.g. the CDS Hooks sandbox; none by default. */
+  MEDMMV_CORS_ORIGINS: z.string().optional(),
+});
+
+export type Prices = Record<string, { input: number; output: number }>;
+
+export interface Config {
+  llm: {
+    baseUrl: string | null;
+    apiKey: string | null;
+    models: { executor: string | null; vision: string | null; judge: string | null };
+    structuredOutput: "jsonSchema" | "functionCalling" | "jsonMode";
+    /** Azure OpenAI instead of an OpenAI-compatible endpoint; each role's model name is its deployment. */
+    azure: { apiKey: string; instanceName: string | null; endpoint: string | null; apiVersion: string } | null;
+    /** LANGSMITH_TRACING=true: LangChain sends every model run (prompts included) to LangSmith. */
+    tracing: boolean;
+    timeoutMs: number;
+    maxAttempts: number;
+    maxRetryAfterMs: number;
+    backoffBaseMs: number;
+    maxConcurrency: number;
+    rolloutTemperature: number;
+    prices: Prices;
+    cache: "off" | "deterministic" | "all";
+  };
+  search: {
+    /** Known at boot; "none" with `auto` may still become "local" once the store shows an indexed corpus. */
+    provider: "tavily" | "local" | "none";
+    /** MEDMMV_SEARCH was not set: the provider was chosen by the defaults. */
+    auto: boolean;
+    apiKey: string | null;
+    baseUrl: string;
+    timeoutMs: number;
+    maxPairs: number;
+  };
+  pipeline: { k: number; maxRepairs: number; adaptive: boolean; weights: [number, number, number] };
+  store: { databaseUrl: string | null; dataDir: string; leaseMs: number; runnerId: string | null };
+  http: {
+    host: string;
+    port: number;
+    workers: number;
+    apiKeys: string[];
+    rateLimitPerMin: number;
+    maxBodyBytes: number;
+    maxImageBytes: number;
+    maxImagePixels: number;
+    viewLinkSecret: string | null;
+  };
+  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  cds: { publicUrl: string | null; fhirServers: string[]; jwks: string | null; issuers: string[]; corsOrigins: string[] };
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  // Empty strings from shells/compose files mean "unset".
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = EnvSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const msg = parsed.error.issues.map((i) => `${i.path.join("..")}: ${i.message}`).join("; ");
+    throw new MedmmvError("CONFIG_INVALID", `invalid configuration: ${msg}`);
+  }
+  const e = parsed.data;
+  if (e.MEDMMV_CDS_JWKS && !csvList(e.MEDMMV_CDS_ISSUERS).length) {
+    throw new MedmmvError("CONFIG_INVALID", "invalid configuration: MEDMMV_CDS_JWKS is set but MEDMMV_CDS_ISSUERS is empty; list the EHR issuers (iss) whose JWTs are accepted");
+  }
+  let prices: Prices = {};
+  if (e.MEDMMV_PRICES) {
+    try {
+      prices = z.record(z.string(), z.object({ input: z.number(), output: z.number() })).parse(JSON.parse(e.MEDMMV_PRICES));
+    } catch {
+      throw new MedmmvError("CONFIG_INVALID", 'MEDMMV_PRICES must be JSON like {"gpt-4o":{"input":2.5,"output":10}} (USD per million tokens)');
+    }
+  }
+  if (e.MEDMMV_SEARCH === "tavily" && !e.TAVILY_API_KEY)
+    throw new MedmmvError("CONFIG_MISSING", "MEDMMV_SEARCH=tavily needs TAVILY_API_KEY (or choose MEDMMV_SEARCH=local for the offline corpus, or none)");
+  if (e.AZURE_OPENAI_API_KEY && !e.AZURE_OPENAI_API_INSTANCE_NAME && !e.AZURE_OPENAI_ENDPOINT)
+    throw new MedmmvError("CONFIG_INVALID", "AZURE_OPENAI_API_KEY is set: also set AZURE_OPENAI_API_INSTANCE_NAME (the resource name) or AZURE_OPENAI_ENDPOINT (https://<resource>.openai.azure.com)");
+  const executor = e.MEDMMV_MODEL ?? (e.AZURE_OPENAI_API_KEY ? e.AZURE_OPENAI_API_DEPLOYMENT_NAME : undefined) ?? null;
+  const w = e.MEDMMV_CU_WEIGHTS;
+  return {
+    llm: {
+      baseUrl: e.OPENAI_BASE_URL ?? null,
+      apiKey: e.OPENAI_API_KEY ?? null,
+      models: { executor, vision: e.MEDMMV_VISION_MODEL ?? executor, judge: e.MEDMMV_JUDGE_MODEL ?? executor },
+      structuredOutput: e.MEDMMV_STRUCTURED_OUTPUT,
+      azure: e.AZURE_OPENAI_API_KEY
+        ? { apiKey: e.AZURE_OPENAI_API_KEY, instanceName: e.AZURE_OPENAI_API_INSTANCE_NAME ?? null, endpoint: e.AZURE_OPENAI_ENDPOINT?.replace(/\/+$/, "") ?? null, apiVersion: e.AZURE_OPENAI_API_VERSION }
+        : null,
+      tracing: e.LANGSMITH_TRACING === "true",
+      timeoutMs: e.MEDMMV_LLM_TIMEOUT_MS,
+      maxAttempts: e.MEDMMV_LLM_MAX_ATTEMPTS,
+      maxRetryAfterMs: e.MEDMMV_LLM_MAX_RETRY_AFTER_MS,
+      backoffBaseMs: e.MEDMMV_LLM_BACKOFF_BASE_MS,
+      maxConcurrency: e.MEDMMV_MAX_CONCURRENCY,
+      rolloutTemperature: e.MEDMMV_ROLLOUT_TEMPERATURE,
+      prices,
+      cache: e.MEDMMV_CACHE,
+    },
+    search: {
+      provider: e.MEDMMV_SEARCH ?? (e.TAVILY_API_KEY ? "tavily" : "none"),
+      auto: e.MEDMMV_SEARCH === undefined,
+      apiKey: e.TAVILY_API_KEY ?? null,
+      baseUrl: e.TAVILY_BASE_URL.replace(/\/+$/, ""),
+      timeoutMs: e.MEDMMV_SEARCH_TIMEOUT_MS,
+      maxPairs: e.MEDMMV_MAX_SEARCH_PAIRS,
+    },
+    pipeline: { k: e.MEDMMV_K, maxRepairs: e.MEDMMV_MAX_REPAIRS, adaptive: e.MEDMMV_ADAPTIVE === "true" || e.MEDMMV_ADAPTIVE === "1", weights: [w[0]!, w[1]!, w[2]!] },
+    store: { databaseUrl: e.DATABASE_URL ?? null, dataDir: e.MEDMMV_DATA_DIR, leaseMs: e.MEDMMV_LEASE_MS, runnerId: e.MEDMMV_RUNNER_ID ?? null },
+    http: {
+      host: e.HOST,
+      port: e.PORT,
+      workers: e.MEDMMV_WORKERS,
+      apiKeys: (e.MEDMMV_API_KEYS ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+      rateLimitPerMin: e.MEDMMV_RATE_LIMIT_PER_MIN,
+      maxBodyBytes: e.MEDMMV_MAX_BODY_BYTES,
+      maxImageBytes: e.MEDMMV_MAX_IMAGE_BYTES,
+      maxImagePixels: e.MEDMMV_MAX_IMAGE_PIXELS,
+      viewLinkSecret: e.MEDMMV_VIEW_LINK_SECRET ?? null,
+    },
+    logLevel: e.MEDMMV_LOG_LEVEL,
+    cds: {
+      publicUrl: e.MEDMMV_PUBLIC_URL?.replace(/\/+$/, "") ?? null,
+      fhirServers: csvList(e.MEDMMV_FHIR_SERVERS).map((u) => u.replace(/\/+$/, "")),
+      jwks: e.MEDMMV_CDS_JWKS ?? null,
+      issuers: csvList(e.MEDMMV_CDS_ISSUERS),
+      corsOrigins: csvList(e.MEDMMV_CORS_ORIGINS),
+    },
+  };
+}
+
+function csvList(v: string | undefined): string[] {
+  return (v ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+}
+
+/** The endpoint is usable only when base URL (or key for OpenAI itself) and a model are set. */
+export function assertLlmConfigured(config: Config): void {
+  const missing: string[] = [];
+  if (!config.llm.models.executor) missing.push("MEDMMV_MODEL");
+  if (!config.llm.baseUrl && !config.llm.apiKey && !config.llm.azure) missing.push("OPENAI_BASE_URL (or OPENAI_API_KEY for api.openai.com)");
+  if (missing.length)
+    throw new MedmmvError(
+      "MODEL_NOT_CONFIGURED",
+      `no model endpoint configured: set ${missing.join(" and ")}. Example: OPENAI_BASE_URL=http://localhost:8000/v1 MEDMMV_MODEL=Qwen2.5-VL-7B-Instruct (add OPENAI_API_KEY if the endpoint needs one). For Azure OpenAI set AZURE_OPENAI_API_KEY, AZURE_OPENAI_API_INSTANCE_NAME, AZURE_OPENAI_API_DEPLOYMENT_NAME and AZURE_OPENAI_API_VERSION. These are read at start.`,
+    );
+}

@@ -1,0 +1,79 @@
+import { z } from "zod";
+import { CasePathwayRef } from "./case-pathway-ref.js";
+
+/** docs/architecture.md#data-contracts: the input contract. Only `question` is required. */
+export const ImageInput = z
+  .object({
+    id: z.string().min(1).max(128).describe("Image id, unique within the case"),
+    mimeType: z.string().max(64).optional().describe("Declared MIME type; the real one is read from the bytes"),
+    data: z.string().optional().describe("Base64-encoded image bytes"),
+    path: z.string().max(4096).optional().describe("File path (CLI case files only)"),
+    caption: z.string().max(2000).optional().describe("Caption or figure label"),
+  })
+  .strict()
+  .refine((i) => i.data !== undefined || i.path !== undefined, {
+    message: "each image needs `data` (base64) or `path`",
+  });
+export type ImageInput = z.infer<typeof ImageInput>;
+
+/** Nesting allowed in free-form fields: far more than any real metadata, far less than a stack. */
+export const MAX_FREE_JSON_DEPTH = 32;
+
+/** Depth of a JSON value, measured without recursion (a hostile body can nest 100k levels). */
+function exceedsDepth(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/**
+ * Free-form values (metadata, extra patient fields) are stored, hashed and rendered
+ * recursively downstream; bounded here so deep nesting is a 400, not a stack overflow.
+ */
+const FreeJson = z.unknown().refine((v) => !exceedsDepth(v, MAX_FREE_JSON_DEPTH), {
+  message: `nested deeper than ${MAX_FREE_JSON_DEPTH} levels; flatten it`,
+});
+
+export const OptionLetter = z.string().regex(/^[A-Z]$/, "option keys are single capital letters A–Z");
+
+/** The oldest age a case may give; a FHIR birthDate further back is refused at its element. */
+export const MAX_PATIENT_AGE = 150;
+
+export const ClinicalCase = z
+  .object({
+    id: z.string().min(1).max(200).regex(/^[A-Za-z0-9._:-]+$/, "id may use letters, digits and . _ : -").optional(),
+    question: z.string().trim().min(1, "question must not be empty").max(20_000),
+    notes: z.string().max(200_000).optional(),
+    options: z.record(OptionLetter, z.string().min(1).max(5_000)).optional(),
+    images: z.array(ImageInput).max(16).optional(),
+    patient: z
+      .object({
+        age: z.number().min(0).max(MAX_PATIENT_AGE).optional(),
+        sex: z.string().max(32).optional(),
+      })
+      .catchall(FreeJson)
+      .optional(),
+    metadata: z.record(z.string(), FreeJson).optional(),
+    pathway: CasePathwayRef.optional(),
+  })
+  .strict();
+export type ClinicalCase = z.infer<typeof ClinicalCase>;
+
+/** An image after loading: bytes checked, MIME from magic bytes. */
+export interface LoadedImage {
+  id: string;
+  mimeType: "image/jpeg" | "image/png" | "image/gif" | "image/webp";
+  data: string; // base64
+  caption?: string;
+  sha256: string;
+  width?: number;
+  height?: number;
+}
+
+/** A case ready for the pipeline: images resolved to bytes. */
+export type PreparedCase = Omit<ClinicalCase, "images" | "id"> & { id: string; images: LoadedImage[] };

@@ -1,0 +1,164 @@
+import { z } from "zod";
+import { IgnoredResource } from "./fhir-origin.js";
+
+/** docs/architecture.md#data-contracts: the output contract. Field names are fixed; clients and stored results rely on them. */
+export const Stage = z.enum(["visual", "knowledge", "reasoning"]);
+export type Stage = z.infer<typeof Stage>;
+export const Verdict = z.enum(["supported", "contradicted", "unsupported"]);
+export type Verdict = z.infer<typeof Verdict>;
+export const Severity = z.enum(["LOW", "MEDIUM", "HIGH"]);
+export type Severity = z.infer<typeof Severity>;
+
+export const Claim = z.object({
+  text: z.string(),
+  verdict: Verdict.optional(),
+  evidence: z.array(z.string()).default([]),
+});
+export const PathStep = z.object({ text: z.string(), stage: Stage, claims: z.array(Claim) });
+export const ReasoningPath = z.object({
+  id: z.string(),
+  summary: z.string(),
+  steps: z.array(PathStep),
+});
+export type ReasoningPath = z.infer<typeof ReasoningPath>;
+
+export const ClaimVerdict = z.object({
+  claim: z.string(),
+  verdict: Verdict,
+  evidence: z.array(z.string()),
+  stage: Stage,
+});
+/** A path whose labelled steps fit no valid path of the case's clinical pathway (docs/architecture.md#clinical-pathways-and-conversations). */
+export const ContextConflict = z.object({
+  pathway: z.string(),
+  steps: z.array(z.string()),
+  labels: z.record(z.string(), z.string()),
+  closestPath: z.string().optional(),
+  issue: z.string(),
+});
+export type ContextConflict = z.infer<typeof ContextConflict>;
+
+export const HdReport = z.object({
+  attempt: z.number().int(),
+  hallucinationDetected: z.boolean(),
+  recommendation: z.string(),
+  severity: Severity,
+  issues: z.array(z.string()),
+  improvementInstructions: z.array(z.string()),
+  claims: z.array(ClaimVerdict),
+  /** The path as it stood when this report was written (for the repair diff in the audit view). */
+  path: ReasoningPath.optional(),
+  /** Set when the path leaves the case's pathway: a HIGH reasoning-stage hallucination. */
+  contextConflict: ContextConflict.optional(),
+});
+export type HdReport = z.infer<typeof HdReport>;
+
+export const CuScores = z.object({
+  evidence: z.number(),
+  coherence: z.number(),
+  repairPenalty: z.number(),
+  cu: z.number(),
+});
+export type CuScores = z.infer<typeof CuScores>;
+
+export const Candidate = z.object({
+  pathId: z.string(),
+  initialAnswer: z.string().nullable(),
+  finalAnswer: z.string().nullable(),
+  repairs: z.number().int(),
+  /** How many rollouts produced this same initial path (deduplicated before refinement). */
+  multiplicity: z.number().int().optional(),
+  scores: CuScores.nullable(),
+  selected: z.boolean(),
+  hdReports: z.array(HdReport),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+});
+export type Candidate = z.infer<typeof Candidate>;
+
+export const Hallucination = z.object({
+  pathId: z.string(),
+  attempt: z.number().int(),
+  stage: Stage,
+  severity: Severity,
+  claim: z.string(),
+  issue: z.string(),
+  resolved: z.boolean(),
+});
+export type Hallucination = z.infer<typeof Hallucination>;
+
+export const AgentUsage = z.object({
+  calls: z.number().int(),
+  promptTokens: z.number().int().optional(),
+  completionTokens: z.number().int().optional(),
+  costUsd: z.number().optional(),
+  latencyMs: z.number().optional(),
+  failures: z.number().int().optional(),
+  cacheHits: z.number().int().optional(),
+  /** Characters of prompt text and image data sent (what providers' prompt caches see). */
+  promptChars: z.number().int().optional(),
+});
+export const Usage = z.object({
+  llmCalls: z.number().int(),
+  searchCalls: z.number().int(),
+  promptTokens: z.number().int(),
+  completionTokens: z.number().int(),
+  costUsd: z.number(),
+  wallMs: z.number(),
+  byAgent: z.record(z.string(), AgentUsage),
+  cacheHits: z.number().int().optional(),
+  /** Longest chain of dependent model/search calls in this case (for critical-path latency). */
+  criticalPathCalls: z.number().int().optional(),
+});
+export type Usage = z.infer<typeof Usage>;
+
+export const BranchFailure = z.object({
+  branch: z.string(),
+  code: z.string(),
+  message: z.string(),
+});
+export type BranchFailure = z.infer<typeof BranchFailure>;
+
+export const DiagnosisResult = z.object({
+  caseId: z.string(),
+  status: z.enum(["completed", "abstained", "failed"]),
+  answer: z.object({ option: z.string().nullable(), text: z.string() }).nullable(),
+  answerSupport: z.number().nullable(),
+  abstentionReason: z.string().nullable(),
+  path: ReasoningPath.nullable(),
+  evidenceGraph: z.record(z.string(), z.unknown()).nullable(),
+  candidates: z.array(Candidate),
+  stability: z.object({
+    rolloutAnswers: z.array(z.string().nullable()),
+    distribution: z.record(z.string(), z.number()),
+    rgm: z.number(),
+    entropy: z.number(),
+  }),
+  hallucinations: z.array(Hallucination),
+  usage: Usage,
+  provenance: z.object({
+    models: z.record(z.string(), z.string()),
+    prompts: z.record(z.string(), z.string()),
+    config: z.record(z.string(), z.unknown()),
+    search: z.object({ provider: z.string(), enabled: z.boolean(), note: z.string().optional() }).optional(),
+    failures: z.array(BranchFailure).optional(),
+    untrustedContent: z.array(z.object({ source: z.string(), note: z.string() })).optional(),
+    /** Cases from a FHIR Bundle: resources (or parts) that did not go into the case, and why. */
+    ignoredResources: z.array(IgnoredResource).optional(),
+    /** What the checks on evidence agents did: fabricated quotes dropped, image findings flagged/revised. */
+    evidenceChecks: z
+      .object({
+        textDoctor: z.object({ accepted: z.number().int(), rejected: z.array(z.object({ label: z.string(), reason: z.string() })) }),
+        imageDoctor: z.array(z.object({ attempt: z.number().int(), hallucinationDetected: z.boolean(), flagged: z.array(z.object({ label: z.string(), issue: z.string() })) })),
+        webSearch: z.object({ pairsPlanned: z.number().int(), pairsSearched: z.number().int() }),
+      })
+      .optional(),
+    startedAt: z.string(),
+    finishedAt: z.string(),
+    version: z.string(),
+  }),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  disclaimer: z.string(),
+});
+export type DiagnosisResult = z.infer<typeof DiagnosisResult>;
+
+export const DISCLAIMER = "Decision support for clinicians; not a diagnosis.";

@@ -1,0 +1,32 @@
+import { z } from "zod";
+import type { ClinicalCase } from "./clinical-case.js";
+
+/** A resource (or part of one) a case built from a FHIR Bundle does not use, and why. */
+export const IgnoredResource = z.object({ resource: z.string(), reason: z.string() });
+export type IgnoredResource = z.infer<typeof IgnoredResource>;
+
+/**
+ * What a case built from a FHIR Bundle keeps about its origin, in `metadata.fhir`: enough
+ * to point results back at the record (the Patient, what was left out) without the bundle.
+ */
+export const FhirOrigin = z.object({
+  bundleId: z.string().optional(),
+  bundleType: z.string(),
+  patient: z.string().optional(),
+  referenceDate: z.string(),
+  resources: z.number().int(),
+  ignoredResources: z.array(IgnoredResource),
+});
+export type FhirOrigin = z.infer<typeof FhirOrigin>;
+
+/** The FHIR origin of a case, or null for cases sent as ClinicalCase JSON. */
+export function fhirOrigin(c: Pick<ClinicalCase, "metadata">): FhirOrigin | null {
+  const parsed = FhirOrigin.safeParse(c.metadata?.fhir);
+  return parsed.success ? parsed.data : null;
+}
+
+/** `provenance.ignoredResources` of a result, present only for FHIR cases. */
+export function fhirIgnoredResources(c: Pick<ClinicalCase, "metadata">): { ignoredResources?: FhirOrigin["ignoredResources"] } {
+  const origin = fhirOrigin(c);
+  return origin ? { ignoredResources: origin.ignoredResources } : {};
+}

@@ -1,0 +1,61 @@
+import { readFile, stat } from "node:fs/promises";
+import path from "node:path";
+import { MedmmvError } from "../contracts/errors.js";
+import { prepareCase } from "./case-intake.js";
+import { describeZodIssues } from "../contracts/zod-issues.js";
+import { ClinicalCase, type PreparedCase } from "../contracts/clinical-case.js";
+
+/**
+ * Read a ClinicalCase JSON file for the CLI. Image `path`s are resolved against the case
+ * file's folder, so a case and its images can be moved together.
+ */
+export async function loadCaseFile(file: string, opts: { maxBytes: number; maxPixels: number }): Promise<PreparedCase> {
+  const resolved = path.resolve(file);
+  // A case holds at most 16 base64 images (4/3 of their bytes) plus text; anything far
+  // larger is not a case file, and reading it whole would only waste memory.
+  const maxFileBytes = Math.ceil((16 * opts.maxBytes * 4) / 3) + 2 * 1024 * 1024;
+  let text: string;
+  try {
+    const st = await stat(resolved);
+    if (!st.isFile()) throw new Error("not a regular file");
+    if (st.size > maxFileBytes) {
+      throw new MedmmvError(
+        "PAYLOAD_TOO_LARGE",
+        `case file ${resolved} is ${st.size} bytes; the limit is ${maxFileBytes} bytes`,
+      );
+    }
+    text = await readFile(resolved, "utf8");
+  } catch (e) {
+    if (e instanceof MedmmvError) throw e;
+    const code = (e as { code?: unknown }).code;
+    throw new MedmmvError(
+      "INVALID_INPUT",
+      `cannot read case file ${resolved} (${typeof code === "string" ? code : (e as Error).message})`,
+      { cause: e },
+    );
+  }
+
+  let json: unknown;
+  try {
+    json = JSON.parse(text.replace(/^\uFEFF/, ""));
+  } catch (e) {
+    throw new MedmmvError("INVALID_INPUT", `case file ${resolved} is not valid JSON: ${(e as Error).message}`, {
+      cause: e,
+    });
+  }
+
+  const parsed = ClinicalCase.safeParse(json);
+  if (!parsed.success) {
+    const { message, issues } = describeZodIssues(parsed.error);
+    throw new MedmmvError("INVALID_INPUT", `case file ${resolved} is not a valid case: ${message}`, {
+      details: { issues },
+    });
+  }
+
+  return prepareCase(parsed.data, {
+    maxBytes: opts.maxBytes,
+    maxPixels: opts.maxPixels,
+    baseDir: path.dirname(resolved),
+    allowPath: true,
+  });
+}

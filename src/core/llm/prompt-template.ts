@@ -1,0 +1,59 @@
+import { createHash } from "node:crypto";
+import { readFileSync, readdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+import { MedmmvError } from "../contracts/errors.js";
+
+/**
+ * Prompt templates live in prompts/<agent>.md with named slots `{{slot}}`. The sha256 of
+ * each template's source goes into provenance.prompts, so a stored result says exactly
+ * which prompt version produced it.
+ */
+export interface PromptTemplate {
+  name: string;
+  source: string;
+  hash: string; // "sha256:<hex>"
+  slots: string[];
+  render(values: Record<string, string>): string;
+}
+
+export const PROMPTS_DIR = fileURLToPath(new URL("../../../prompts/", import.meta.url));
+
+export function parseTemplate(name: string, source: string): PromptTemplate {
+  const slots = [...new Set([...source.matchAll(/\{\{([a-zA-Z][a-zA-Z0-9_]*)\}\}/g)].map((m) => m[1]!))];
+  const hash = "sha256:" + createHash("sha256").update(source).digest("hex");
+  return {
+    name,
+    source,
+    hash,
+    slots,
+    render(values) {
+      const missing = slots.filter((s) => values[s] === undefined);
+      if (missing.length) throw new MedmmvError("INTERNAL", `prompt ${name}: missing slot(s) ${missing.join(", ")}`);
+      // One pass, so a value that itself contains "{{x}}" is never expanded again.
+      return source.replace(/\{\{([a-zA-Z][a-zA-Z0-9_]*)\}\}/g, (_, s: string) => values[s]!);
+    },
+  };
+}
+
+export class PromptLibrary {
+  private readonly templates = new Map<string, PromptTemplate>();
+  constructor(dir: string = PROMPTS_DIR) {
+    for (const f of readdirSync(dir)) {
+      if (!f.endsWith(".md")) continue;
+      const name = f.slice(0, -3);
+      this.templates.set(name, parseTemplate(name, readFileSync(path.join(dir, f), "utf8")));
+    }
+  }
+  get(name: string): PromptTemplate {
+    const t = this.templates.get(name);
+    if (!t) throw new MedmmvError("INTERNAL", `prompt template prompts/${name}.md not found`);
+    return t;
+  }
+  /** name → hash of every template, for provenance. */
+  hashes(names?: string[]): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [n, t] of this.templates) if (!names || names.includes(n)) out[n] = t.hash;
+    return out;
+  }
+}

@@ -1,0 +1,82 @@
+import { causes, MedmmvError } from "../contracts/errors.js";
+import { MODEL_VARIABLE, type Role } from "./chat-models.js";
+
+/**
+ * First-run failures of the model endpoint, reworded to name the fix (issue 16): an
+ * operator who mistyped a URL, a key or a model name must read which variable to change,
+ * never "try again later". The code and retryability of the failure are kept.
+ */
+export interface EndpointFacts {
+  role: Role;
+  model: string;
+  /** The URL requests went to; null for a chat model the embedding program handed in. */
+  url: string | null;
+  azure: boolean;
+}
+
+const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+
+/** Certificate failures: typically a TLS-inspecting proxy or a private CA in a hospital network. */
+const UNTRUSTED_TLS = new Set(["UNABLE_TO_VERIFY_LEAF_SIGNATURE", "DEPTH_ZERO_SELF_SIGNED_CERT", "SELF_SIGNED_CERT_IN_CHAIN", "UNABLE_TO_GET_ISSUER_CERT_LOCALLY", "CERT_HAS_EXPIRED", "ERR_TLS_CERT_ALTNAME_INVALID"]);
+
+/** The first system error code of `kinds` down an error's cause chain. */
+function codeIn(err: unknown, kinds: Set<string>): string | null {
+  for (const e of causes(err)) {
+    const rec = e as { code?: unknown; errors?: unknown };
+    if (typeof rec.code === "string" && kinds.has(rec.code)) return rec.code;
+    // undici tries every address of a host name (IPv6 and IPv4): an AggregateError of them.
+    if (Array.isArray(rec.errors)) {
+      const inner = rec.errors.map((x) => codeIn(x, kinds)).find((c) => c !== null);
+      if (inner) return inner;
+    }
+  }
+  return null;
+}
+
+/** The system error code (ECONNREFUSED, ENOTFOUND…) of an endpoint that could not be reached. */
+export function networkCode(err: unknown): string | null {
+  return codeIn(err, UNREACHABLE);
+}
+
+/** Whether fetch refused the URL's port outright (its blocked-ports list: 9, 6000, 10080…). */
+function blockedPort(err: unknown): boolean {
+  return [...causes(err)].some((e) => (e as { message?: unknown }).message === "bad port");
+}
+
+/** The HTTP status down an error's cause chain (our MedmmvError wraps the SDK's). */
+function statusOf(err: unknown): number | null {
+  for (const e of causes(err)) {
+    const rec = e as { status?: unknown; details?: { status?: unknown } };
+    if (typeof rec.status === "number") return rec.status;
+    if (typeof rec.details?.status === "number") return rec.details.status;
+  }
+  return null;
+}
+
+export function explainProviderFailure(err: MedmmvError, facts: EndpointFacts): MedmmvError {
+  if (err.code === "ABORTED" || err.code === "LLM_BAD_OUTPUT" || err.code === "LLM_TIMEOUT") return err;
+  const where = facts.url ? ` at ${facts.url}` : "";
+  const endpointVars = facts.azure ? "AZURE_OPENAI_ENDPOINT / AZURE_OPENAI_API_INSTANCE_NAME" : "OPENAI_BASE_URL";
+  const rewrite = (message: string, fix: string) =>
+    new MedmmvError(err.code, `${message}: ${fix}`, { cause: err, retryable: err.retryable, details: { ...err.details, fix } });
+  const net = networkCode(err);
+  if (net) return rewrite(`cannot reach the model endpoint${where} (${net})`, `check ${endpointVars}: is the server running there, and is the URL right${facts.azure ? "" : " (it ends in /v1)"}?`);
+  const tls = codeIn(err, UNTRUSTED_TLS);
+  if (tls)
+    return rewrite(
+      `the model endpoint's TLS certificate${where} is not trusted (${tls})`,
+      `check ${endpointVars}; if a proxy or a private CA signs the certificate, point NODE_EXTRA_CA_CERTS at the CA's certificate file`,
+    );
+  if (blockedPort(err))
+    return rewrite(`the model endpoint's port${where} is one that fetch refuses to connect to (a blocked port)`, `serve the model on another port and change ${endpointVars}`);
+  const status = statusOf(err);
+  if (status === 401) return rewrite(`the provider${where} refused the API key (HTTP 401)`, "check OPENAI_API_KEY (or AZURE_OPENAI_API_KEY)");
+  if (status === 404) {
+    const what = facts.azure ? `deployment "${facts.model}"` : `model "${facts.model}"`;
+    return rewrite(
+      `${what} unknown to the server${where} (HTTP 404)`,
+      `check MEDMMV_MODEL / MEDMMV_*_MODEL (the ${facts.role} role reads ${MODEL_VARIABLE[facts.role]}${facts.role === "executor" ? "" : ", else MEDMMV_MODEL"})${facts.azure ? "" : ", and that OPENAI_BASE_URL ends in /v1"}`,
+    );
+  }
+  return err;
+}

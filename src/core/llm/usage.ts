@@ -1,0 +1,135 @@
+import type { Prices } from "../config.js";
+import type { Usage } from "../contracts/diagnosis-result.js";
+
+/**
+ * Per-case accounting of model and search calls, by agent. Token counts come from the
+ * provider's `usage` field (never from a local tokenizer: that would need a download).
+ */
+export interface CallRecord {
+  agent: string;
+  model?: string;
+  promptTokens?: number;
+  completionTokens?: number;
+  latencyMs: number;
+  cacheHit?: boolean;
+  failed?: boolean;
+  promptChars?: number;
+  kind: "llm" | "search";
+}
+
+type AgentTotals = Usage["byAgent"][string] & { promptChars?: number };
+
+export class UsageMeter {
+  private readonly byAgent: Record<string, AgentTotals> = {};
+  private llmCalls = 0;
+  private searchCalls = 0;
+  private promptTokens = 0;
+  private completionTokens = 0;
+  private costUsd = 0;
+  private cacheHits = 0;
+  private longestChain = 0;
+
+  constructor(private readonly prices: Prices = {}) {}
+
+  record(r: CallRecord): void {
+    const a = (this.byAgent[r.agent] ??= { calls: 0, promptTokens: 0, completionTokens: 0, costUsd: 0, latencyMs: 0, failures: 0, cacheHits: 0, promptChars: 0 });
+    if (r.cacheHit) {
+      a.cacheHits! += 1;
+      this.cacheHits++;
+      return; // a cache hit costs nothing and is not a provider call
+    }
+    a.calls += 1;
+    a.latencyMs! += r.latencyMs;
+    a.promptChars! += r.promptChars ?? 0;
+    if (r.failed) a.failures! += 1;
+    if (r.kind === "search") {
+      this.searchCalls++;
+      return;
+    }
+    this.llmCalls++;
+    const pt = r.promptTokens ?? 0;
+    const ct = r.completionTokens ?? 0;
+    a.promptTokens! += pt;
+    a.completionTokens! += ct;
+    this.promptTokens += pt;
+    this.completionTokens += ct;
+    const price = r.model ? this.prices[r.model] : undefined;
+    if (price) {
+      const cost = (pt * price.input + ct * price.output) / 1_000_000;
+      a.costUsd! += cost;
+      this.costUsd += cost;
+    }
+  }
+
+  /** Depth of the longest chain of dependent calls seen so far (see CallChain). */
+  observeChain(depth: number): void {
+    if (depth > this.longestChain) this.longestChain = depth;
+  }
+
+  /** Fold in a snapshot made by another meter (a resumed branch, a sub-run). */
+  absorb(u: Usage): void {
+    for (const [agent, t] of Object.entries(u.byAgent)) {
+      const a = (this.byAgent[agent] ??= { calls: 0, promptTokens: 0, completionTokens: 0, costUsd: 0, latencyMs: 0, failures: 0, cacheHits: 0, promptChars: 0 });
+      a.calls += t.calls;
+      a.promptTokens! += t.promptTokens ?? 0;
+      a.completionTokens! += t.completionTokens ?? 0;
+      a.costUsd! += t.costUsd ?? 0;
+      a.latencyMs! += t.latencyMs ?? 0;
+      a.failures! += t.failures ?? 0;
+      a.cacheHits! += t.cacheHits ?? 0;
+      a.promptChars! += (t as AgentTotals).promptChars ?? 0;
+    }
+    this.llmCalls += u.llmCalls;
+    this.searchCalls += u.searchCalls;
+    this.promptTokens += u.promptTokens;
+    this.completionTokens += u.completionTokens;
+    this.costUsd += u.costUsd;
+    this.cacheHits += u.cacheHits ?? 0;
+    this.observeChain(u.criticalPathCalls ?? 0);
+  }
+
+  snapshot(wallMs: number): Usage {
+    return {
+      llmCalls: this.llmCalls,
+      searchCalls: this.searchCalls,
+      promptTokens: this.promptTokens,
+      completionTokens: this.completionTokens,
+      costUsd: Number(this.costUsd.toFixed(6)),
+      wallMs,
+      byAgent: structuredClone(this.byAgent),
+      cacheHits: this.cacheHits,
+      criticalPathCalls: this.longestChain,
+    };
+  }
+}
+
+/** Two usages as one (a resumed item's earlier attempt and this one, a method and its judge pass); wall times add. */
+export function addUsage(a: Usage, b: Usage): Usage {
+  const m = new UsageMeter();
+  m.absorb(a);
+  m.absorb(b);
+  return m.snapshot(a.wallMs + b.wallMs);
+}
+
+/**
+ * Tracks the length of the chain of dependent calls leading to the current point of a
+ * branch. Parallel branches fork from one cursor; a step that waits on several branches
+ * starts from the longest of them. The case's critical path is the deepest cursor seen.
+ */
+export class CallChain {
+  constructor(
+    private readonly meter: UsageMeter,
+    public depth = 0,
+  ) {}
+  fork(): CallChain {
+    return new CallChain(this.meter, this.depth);
+  }
+  /** Called once per provider call made on this branch. */
+  advance(): void {
+    this.depth++;
+    this.meter.observeChain(this.depth);
+  }
+  static join(meter: UsageMeter, chains: Array<CallChain | number>): CallChain {
+    return new CallChain(meter, Math.max(0, ...chains.map((c) => (typeof c === "number" ? c : c.depth))));
+  }
+}

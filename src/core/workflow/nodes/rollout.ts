@@ -1,0 +1,54 @@
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { runRollout } from "../../agents/rollout.js";
+import { describeError } from "../../contracts/errors.js";
+import { UsageMeter } from "../../llm/usage.js";
+import { nodeCallContext, type WorkflowDeps } from "../run-context.js";
+import type { PipelineStateUpdate, RolloutTask } from "../state.js";
+import { ADAPTIVE_FIRST_ROUND } from "../adaptive-rounds.js";
+import { answerKey } from "./plan-refinement.js";
+
+/**
+ * One rollout branch (Send). Errors are caught here and returned as a record: a throwing
+ * node would abort its siblings' signal (LangGraph PR #1022) and sink the whole case.
+ */
+export function rolloutNode(deps: WorkflowDeps) {
+  return async (task: RolloutTask, config: RunnableConfig): Promise<PipelineStateUpdate> => {
+    const started = Date.now();
+    const threadId = config.configurable?.thread_id as string | undefined;
+    const adaptive = task.options.adaptive && !task.options.ablations.noExpansion && threadId !== undefined;
+    let startDepth = task.startDepth;
+    if (adaptive && task.index >= ADAPTIVE_FIRST_ROUND) {
+      // Second adaptive round: run only if the first round disagreed (adaptive-rounds.ts).
+      const round = await deps.rounds.decision(threadId, config.signal);
+      if (round.settled) return { rollouts: [{ index: task.index, path: null, skipped: true, usage: new UsageMeter(deps.prices).snapshot(0), depth: startDepth }] };
+      startDepth = Math.max(startDepth, round.depth);
+    }
+    const ctx = nodeCallContext(deps, config, task.caseInput.id, startDepth);
+    // Let the evidence agents of the same superstep send first. The rollouts' replies are
+    // not needed before the evidence graph's (plan-refinement joins both), but the image
+    // and text doctors' are the first links of the longer chain: replies are read in the
+    // order they were asked for, and one queued behind five rollouts waits for their CPU.
+    // (After nodeCallContext, which lifts the run signal's listener limit for the superstep.)
+    if (task.startDepth === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    const emit = deps.hooks.emitter(config);
+    const reportRound = (answer: string | null) => {
+      if (adaptive && task.index < ADAPTIVE_FIRST_ROUND) deps.rounds.report(threadId, task.index, answer, ctx.chain.depth);
+    };
+    try {
+      const path = await runRollout(deps.agents, ctx, {
+        case: deps.images.hydrate(task.caseInput),
+        index: task.index,
+        k: task.options.k,
+        temperature: task.options.rolloutTemperature,
+      });
+      emit("rollout", { index: task.index, answer: path.answer.option ?? path.answer.text.slice(0, 80), steps: path.steps.length });
+      reportRound(answerKey(path));
+      return { rollouts: [{ index: task.index, path, usage: ctx.meter.snapshot(Date.now() - started), depth: ctx.chain.depth }] };
+    } catch (err) {
+      const error = describeError(err);
+      emit("branch-failed", { branch: `rollout-${task.index}`, ...error });
+      reportRound(null);
+      return { rollouts: [{ index: task.index, path: null, error, usage: ctx.meter.snapshot(Date.now() - started), depth: ctx.chain.depth }] };
+    }
+  };
+}

@@ -1,0 +1,180 @@
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { DISCLAIMER, DiagnosisResult, type BranchFailure, type Candidate, type Hallucination } from "../../contracts/diagnosis-result.js";
+import { EvidenceGraph } from "../../evidence/evidence-graph.js";
+import { answerSupport, selectBest } from "../../scoring/cu.js";
+import { stabilityReport } from "../../scoring/stability.js";
+import { UsageMeter } from "../../llm/usage.js";
+import type { WorkflowDeps } from "../run-context.js";
+import type { PipelineStateUpdate, PipelineStateValue, RefinedPath } from "../state.js";
+import { answerKey } from "./plan-refinement.js";
+import { toResultPath } from "./refine-path.js";
+import { scanForInjection } from "../../agents/untrusted-content.js";
+import { fhirIgnoredResources } from "../../contracts/fhir-origin.js";
+import { renderPathForPrompt } from "../../agents/path-rendering.js";
+import { describeLabels } from "../../pathways/consistency.js";
+
+/** Agents whose prompt versions go into provenance. */
+const PROMPTS_USED = ["system", "rollout", "text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge"];
+
+/** Deterministic PRNG for --select random (reproducible ablations). */
+function seeded(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+function pickIndex(refined: RefinedPath[], mode: "cu" | "random" | "majority", seed: number): number | null {
+  const live = refined.map((r, i) => ({ r, i })).filter((x) => x.r.scores !== null);
+  if (live.length === 0) return null;
+  if (mode === "random") return live[Math.floor(seeded(seed)() * live.length)]!.i;
+  if (mode === "majority") {
+    const votes = new Map<string, number>();
+    for (const { r } of live) {
+      const a = answerKey(r.final) ?? "";
+      votes.set(a, (votes.get(a) ?? 0) + r.multiplicity);
+    }
+    const top = Math.max(...votes.values());
+    const winners = live.filter((x) => votes.get(answerKey(x.r.final) ?? "") === top);
+    winners.sort((a, b) => b.r.scores!.cu - a.r.scores!.cu || a.i - b.i);
+    return winners[0]!.i;
+  }
+  // Tie-break by answer frequency counts each path with its multiplicity (identical rollouts refined once).
+  const expanded = live.flatMap(({ r, i }) => Array.from({ length: r.multiplicity }, () => ({ index: i, answer: answerKey(r.final), cu: r.scores!.cu })));
+  return selectBest(expanded);
+}
+
+/** Final step: choose the path (CU argmax by default) and assemble the DiagnosisResult. */
+export function selectPathNode(deps: WorkflowDeps) {
+  return async (state: PipelineStateValue, _config: RunnableConfig): Promise<PipelineStateUpdate> => {
+    const c = state.caseInput;
+    const opts = state.options;
+    const refined = [...state.refined].sort((a, b) => Number(a.pathId.slice(5)) - Number(b.pathId.slice(5)));
+    // Second-round rollouts an agreeing adaptive first round made unnecessary were never sampled.
+    const rollouts = state.rollouts.filter((r) => !r.skipped).sort((a, b) => a.index - b.index);
+    const evidence = state.evidence;
+    const failures: BranchFailure[] = [];
+    for (const r of rollouts) if (r.error) failures.push({ branch: `rollout-${r.index}`, ...r.error });
+    for (const f of evidence?.failures ?? []) failures.push(f);
+    for (const r of refined) if (r.error) failures.push({ branch: r.pathId, ...r.error });
+    // LangGraph has dropped Send tasks silently in some configurations (#2656): check results equal sends.
+    if (refined.length !== state.plan.length)
+      failures.push({ branch: "refine", code: "INTERNAL", message: `${state.plan.length} paths planned but ${refined.length} refined` });
+
+    const meter = new UsageMeter(deps.prices);
+    for (const u of [...rollouts.map((r) => r.usage), ...(evidence ? [evidence.usage] : []), ...refined.map((r) => r.usage)]) meter.absorb(u);
+    const chosen = pickIndex(refined, opts.select, opts.seed);
+    const sel = chosen === null ? null : refined[chosen]!;
+    const finalAnswer = sel?.final?.answer ?? null;
+
+    const scored = refined.flatMap((r, i) => (r.scores ? [{ index: i, answer: answerKey(r.final), cu: r.scores.cu, weight: r.multiplicity }] : []));
+    const expanded = scored.flatMap((s) => Array.from({ length: s.weight }, () => s));
+    const support = sel ? answerSupport(expanded, answerKey(sel.final)) : null;
+
+    const candidates: Candidate[] = refined.map((r, i) => ({
+      pathId: r.pathId,
+      initialAnswer: answerKey(r.initial),
+      finalAnswer: answerKey(r.final),
+      repairs: r.repairs,
+      multiplicity: r.multiplicity,
+      scores: r.scores,
+      selected: i === chosen,
+      hdReports: r.hdReports,
+      ...(r.error ? { error: r.error } : {}),
+    }));
+
+    const hallucinations: Hallucination[] = [];
+    for (const r of refined) {
+      const last = r.hdReports.at(-1);
+      r.hdReports.forEach((rep) => {
+        if (!rep.hallucinationDetected) return;
+        const resolved = rep !== last && !!last && !last.hallucinationDetected;
+        for (const cl of rep.claims) {
+          if (cl.verdict === "supported") continue;
+          hallucinations.push({ pathId: r.pathId, attempt: rep.attempt, stage: cl.stage, severity: rep.severity, claim: cl.claim, issue: rep.issues[0] ?? `claim ${cl.verdict}`, resolved });
+        }
+        const cc = rep.contextConflict;
+        if (cc) hallucinations.push({ pathId: r.pathId, attempt: rep.attempt, stage: "reasoning", severity: "HIGH", claim: describeLabels(cc.labels, cc.steps), issue: cc.issue, resolved });
+      });
+    }
+
+    const untrusted = [...(evidence?.untrusted ?? [])];
+    const caseHit = scanForInjection([c.notes, c.question, ...Object.values(c.options ?? {}), ...c.images.map((i) => i.caption ?? "")].join("\n"));
+    if (caseHit) untrusted.push({ source: "case", note: `case text ${caseHit}; treated as data` });
+    for (const r of rollouts) {
+      const hit = r.path && scanForInjection(renderPathForPrompt(r.path));
+      if (hit) untrusted.push({ source: `model:rollout-${r.index}`, note: `model output ${hit}; treated as data` });
+    }
+    for (const r of refined) {
+      const hit = r.final && r.repairs > 0 && scanForInjection(renderPathForPrompt(r.final));
+      if (hit) untrusted.push({ source: `model:auto-repair ${r.pathId}`, note: `model output ${hit}; treated as data` });
+    }
+
+    const full = evidence ? EvidenceGraph.import(evidence.graph) : new EvidenceGraph();
+    const finishedAt = new Date().toISOString();
+    let status: DiagnosisResult["status"] = "completed";
+    let abstentionReason: string | null = null;
+    let error: { code: string; message: string } | undefined;
+    if (!sel || !sel.final) {
+      status = "failed";
+      const noRollouts = rollouts.every((r) => !r.path);
+      error = noRollouts
+        ? { code: "PIPELINE_FAILED", message: `all ${rollouts.length} rollouts failed (first error: ${rollouts.find((r) => r.error)?.error?.message ?? "unknown"})` }
+        : { code: "PIPELINE_FAILED", message: `no candidate path could be refined and scored (${refined.length} tried)` };
+    } else if (!finalAnswer || (!finalAnswer.option && c.options && Object.keys(c.options).length > 0)) {
+      status = "abstained";
+      abstentionReason = "the selected path did not commit to one of the answer options";
+    } else {
+      const last = sel.hdReports.at(-1);
+      if (last && last.hallucinationDetected && last.severity === "HIGH" && refined.every((r) => !r.scores || r.hdReports.at(-1)?.severity === "HIGH")) {
+        status = "abstained";
+        abstentionReason = "every candidate path still had a high-severity hallucination after the repair budget was spent";
+      }
+    }
+
+    const result: DiagnosisResult = {
+      caseId: c.id,
+      status,
+      answer: status === "failed" || !finalAnswer ? null : { option: finalAnswer.option, text: finalAnswer.text },
+      answerSupport: status === "failed" ? null : support,
+      abstentionReason,
+      path: sel?.final ? toResultPath(sel.pathId, sel.final, sel.hdReports.at(-1)) : null,
+      evidenceGraph: sel ? (full.supportingSubgraph(sel.evidenceIds).export() as unknown as Record<string, unknown>) : null,
+      candidates,
+      stability: stabilityReport(rollouts.map((r) => answerKey(r.path))),
+      hallucinations,
+      usage: meter.snapshot(Date.parse(finishedAt) - Date.parse(state.startedAt)),
+      provenance: {
+        models: deps.agents.llm.models(),
+        prompts: deps.prompts.hashes(PROMPTS_USED),
+        config: {
+          k: opts.k,
+          maxRepairs: opts.maxRepairs,
+          weights: opts.weights,
+          rolloutTemperature: opts.rolloutTemperature,
+          maxSearchPairs: opts.maxSearchPairs,
+          adaptive: opts.adaptive,
+          dedupe: opts.dedupe,
+          select: opts.select,
+          ablations: opts.ablations,
+          rolloutsSampled: rollouts.length,
+          ...(c.pathway ? { pathway: typeof c.pathway === "string" ? c.pathway : c.pathway.id } : {}),
+        },
+        search: evidence ? { provider: evidence.search.provider, enabled: evidence.search.enabled, ...(evidence.search.note ? { note: evidence.search.note } : {}) } : undefined,
+        failures,
+        ...fhirIgnoredResources(c),
+        untrustedContent: untrusted,
+        ...(evidence
+          ? { evidenceChecks: { textDoctor: evidence.textDoctor, imageDoctor: evidence.imageChecks, webSearch: { pairsPlanned: evidence.search.pairsPlanned, pairsSearched: evidence.search.pairsSearched } } }
+          : {}),
+        startedAt: state.startedAt,
+        finishedAt,
+        version: deps.version,
+      },
+      ...(error ? { error } : {}),
+      disclaimer: DISCLAIMER,
+    };
+    return { result: DiagnosisResult.parse(result) };
+  };
+}

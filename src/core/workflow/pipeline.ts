@@ -1,0 +1,110 @@
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { Config } from "../config.js";
+import type { PreparedCase } from "../contracts/clinical-case.js";
+import type { DiagnosisResult } from "../contracts/diagnosis-result.js";
+import { MedmmvError } from "../contracts/errors.js";
+import { FairLimiter } from "../llm/limiter.js";
+import { LlmClient, type LlmClientOptions, type ResponseCache } from "../llm/model-client.js";
+import { PromptLibrary } from "../llm/prompt-template.js";
+import type { SearchProvider } from "../search/search-provider.js";
+import { createSearchProvider } from "../search/create-search-provider.js";
+import { VERSION } from "../version.js";
+import { buildWorkflow, type Workflow } from "./graph.js";
+import { RunHooks, type EmitEvent } from "./run-context.js";
+import { ImageVault } from "../intake/image-vault.js";
+import { AdaptiveRounds } from "./adaptive-rounds.js";
+import type { PipelineOptions } from "./state.js";
+
+export type PipelineOverrides = Partial<Omit<PipelineOptions, "ablations">> & { ablations?: Partial<PipelineOptions["ablations"]> };
+
+export function pipelineOptions(config: Config, o: PipelineOverrides = {}): PipelineOptions {
+  return {
+    k: o.k ?? config.pipeline.k,
+    maxRepairs: o.maxRepairs ?? config.pipeline.maxRepairs,
+    weights: o.weights ?? config.pipeline.weights,
+    rolloutTemperature: o.rolloutTemperature ?? config.llm.rolloutTemperature,
+    maxSearchPairs: o.maxSearchPairs ?? config.search.maxPairs,
+    adaptive: o.adaptive ?? config.pipeline.adaptive,
+    dedupe: o.dedupe ?? true,
+    select: o.select ?? "cu",
+    seed: o.seed ?? 1,
+    ablations: { noExpansion: false, noHd: false, noTextDoctor: false, noImageDoctor: false, noWebSearch: false, ...o.ablations },
+  };
+}
+
+export interface PipelineRun {
+  result: DiagnosisResult;
+  /** The full evidence graph E (graphology export), stored beside the result. */
+  fullEvidenceGraph: Record<string, unknown> | null;
+}
+
+export interface PipelineDeps {
+  cache?: ResponseCache | null;
+  checkpointer?: BaseCheckpointSaver;
+  search?: SearchProvider;
+  limiter?: FairLimiter;
+  /**
+   * For a program that embeds the pipeline: its own LangChain chat model per role (any
+   * `BaseChatModel`, or a factory per temperature) and callback handlers for every model run.
+   */
+  chatModels?: LlmClientOptions["chatModels"];
+  callbacks?: LlmClientOptions["callbacks"];
+}
+
+/**
+ * The MedMMV pipeline for one process: clients, prompts and the compiled workflow are
+ * built once (compiling per case grows the heap, langgraphjs #1746) and shared by cases.
+ */
+export class Pipeline {
+  readonly workflow: Workflow;
+  readonly hooks = new RunHooks();
+  readonly images = new ImageVault();
+  readonly rounds = new AdaptiveRounds();
+  readonly limiter: FairLimiter;
+  readonly llm: LlmClient;
+  readonly prompts: PromptLibrary;
+  readonly search: SearchProvider;
+
+  constructor(
+    readonly config: Config,
+    deps: PipelineDeps = {},
+  ) {
+    this.limiter = deps.limiter ?? new FairLimiter(config.llm.maxConcurrency);
+    this.llm = new LlmClient(config.llm, this.limiter, deps.cache ?? null, { chatModels: deps.chatModels, callbacks: deps.callbacks });
+    this.prompts = new PromptLibrary();
+    this.search = deps.search ?? createSearchProvider(config);
+    this.workflow = buildWorkflow(
+      { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: config.llm.prices, hooks: this.hooks, images: this.images, rounds: this.rounds, version: VERSION },
+      deps.checkpointer,
+    );
+  }
+
+  /** Run a case from the start (or, with a checkpointer and `resume`, continue its thread). */
+  async run(c: PreparedCase, options: PipelineOptions, run: { signal?: AbortSignal; emit?: EmitEvent; resume?: boolean } = {}): Promise<PipelineRun> {
+    const threadId = c.id;
+    this.hooks.set(threadId, { emit: run.emit ?? (() => undefined) });
+    this.rounds.open(threadId, { resumed: run.resume === true });
+    try {
+      const held = this.images.hold(c);
+      const input = run.resume ? null : { caseInput: held, options, startedAt: new Date().toISOString() };
+      // A resumed thread whose checkpoint is gone (or never written) starts over.
+      let useInput = input;
+      if (run.resume) {
+        const snapshot = await this.workflow.getState({ configurable: { thread_id: threadId } }).catch(() => null);
+        if (!snapshot || !snapshot.values || !(snapshot.values as { caseInput?: unknown }).caseInput)
+          useInput = { caseInput: held, options, startedAt: new Date().toISOString() };
+      }
+      const state = await this.workflow.invoke(useInput, { configurable: { thread_id: threadId }, signal: run.signal, recursionLimit: 50 });
+      const result = state.result;
+      if (!result) throw new MedmmvError("PIPELINE_FAILED", "the workflow ended without a result");
+      return { result, fullEvidenceGraph: (state.evidence?.graph as unknown as Record<string, unknown>) ?? null };
+    } catch (err) {
+      if (run.signal?.aborted) throw new MedmmvError("ABORTED", "case cancelled", { cause: err });
+      throw err;
+    } finally {
+      this.hooks.delete(threadId);
+      this.rounds.close(threadId);
+      this.images.release(threadId);
+    }
+  }
+}

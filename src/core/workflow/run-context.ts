@@ -1,0 +1,53 @@
+import { setMaxListeners } from "node:events";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import type { Prices } from "../config.js";
+import { CallChain, UsageMeter } from "../llm/usage.js";
+import type { CallContext } from "../llm/model-client.js";
+import type { AgentDeps } from "../agents/agent-context.js";
+import type { PromptLibrary } from "../llm/prompt-template.js";
+import type { ImageVault } from "../intake/image-vault.js";
+import type { AdaptiveRounds } from "./adaptive-rounds.js";
+
+/** A pipeline event, as streamed to SSE subscribers and stored in the case history. */
+export type PipelineEventType = "rollout" | "evidence" | "hd-verdict" | "repair" | "path-scored" | "scores" | "final" | "branch-failed";
+export type EmitEvent = (type: PipelineEventType, data: Record<string, unknown>) => void;
+
+/**
+ * Per-case hooks (event sink) kept outside the checkpointed state: they are not data and
+ * must not be serialised. Looked up by thread id, which is the case id.
+ */
+export class RunHooks {
+  private readonly byThread = new Map<string, { emit: EmitEvent }>();
+  set(threadId: string, hooks: { emit: EmitEvent }): void {
+    this.byThread.set(threadId, hooks);
+  }
+  delete(threadId: string): void {
+    this.byThread.delete(threadId);
+  }
+  emitter(config: RunnableConfig): EmitEvent {
+    const id = config.configurable?.thread_id as string | undefined;
+    return (id && this.byThread.get(id)?.emit) || (() => undefined);
+  }
+}
+
+/** Everything the nodes need, injected when the workflow is built (never built inside a node). */
+export interface WorkflowDeps {
+  agents: AgentDeps;
+  prompts: PromptLibrary;
+  prices: Prices;
+  hooks: RunHooks;
+  /** Image bytes, kept out of the checkpointed state. */
+  images: ImageVault;
+  /** Coordination of the adaptive rounds of running cases (in memory, like hooks). */
+  rounds: AdaptiveRounds;
+  version: string;
+}
+
+/** A fresh meter and call chain for one node run; the node returns the meter's snapshot. */
+export function nodeCallContext(deps: WorkflowDeps, config: RunnableConfig, caseId: string, startDepth: number): CallContext & { meter: UsageMeter } {
+  // Every task of a superstep (k rollouts, m refinements) listens on this one run signal
+  // for as long as it runs: more than ten at once is by design, not a leak (docs/architecture.md#known-pitfalls).
+  if (config.signal) setMaxListeners(0, config.signal);
+  const meter = new UsageMeter(deps.prices);
+  return { caseKey: caseId, meter, chain: new CallChain(meter, startDepth), signal: config.signal };
+}

@@ -1,0 +1,48 @@
+import type { EvalMetrics } from "./metrics.js";
+import type { SelectionReport } from "./sampling.js";
+import type { StagewiseSummary } from "./stagewise/metrics.js";
+import type { ThrottleStats } from "./throttle.js";
+import type { ConversationMetrics } from "./conversation/metrics.js";
+import type { QuestionOrder } from "./conversation/types.js";
+
+export const SUMMARY_JSON = "summary.json";
+export const SUMMARY_MD = "summary.md";
+
+
+/** DIR/summary.json: the metrics plus everything needed to say what produced them. */
+export interface EvalSummary extends EvalMetrics {
+  schema: "medmmv-eval-summary/1";
+  label: string;
+  method: string;
+  /** Every planned (id, run) has a record that did not fail. */
+  complete: boolean;
+  /** Planned (id, run) pairs; null when summarised from a folder without its plan. */
+  planned: number | null;
+  dataset: {
+    name: string;
+    input: string;
+    images: string | null;
+    missingImages: string;
+    /** Facts the adapter decided while reading, e.g. MedMCQA's cop base and why. */
+    details: Record<string, unknown>;
+    /** Failed records that never reached the model: unreadable records, missing or invalid images. */
+    readErrors: number;
+    /** Items read with a warning (e.g. run text-only because images were missing). */
+    warnings: number;
+    selection: SelectionReport | null;
+  };
+  config: Record<string, unknown>;
+  models: Record<string, string>;
+  raters: string[];
+  prompts: Record<string, string>;
+  throttle: ThrottleStats | null;
+  /** Wall time of the session that wrote this summary. */
+  elapsedMs: number | null;
+  startedAt: string | null;
+  finishedAt: string;
+  version: string;
+  /** ClinHallu stage-wise diagnosis (docs/evaluation.md#stage-wise-hallucination-diagnosis-clinhallu), when the records carry it. */
+  stagewise?: StagewiseSummary;
+  /** Conversation evals (docs/architecture.md#clinical-pathways-and-conversations): A_Q, A_C, A_D, H_cc per question order. */
+  conversation?: Partial<Record<QuestionOrder, ConversationMetrics>>;
+}

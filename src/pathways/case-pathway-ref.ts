@@ -1,8 +1,0 @@
-import { z } from "zod";
-import { Pathway } from "./schema.js";
-
-/** `ClinicalCase.pathway`: the id of a pathway in pathways/, or (via the API) the pathway itself. */
-export const CasePathwayRef = z
-  .union([z.string().min(1).max(64).describe("Id of a pathway shipped in pathways/, e.g. \"bone-marrow\""), Pathway])
-  .describe("The clinical pathway the case's reasoning must stay on (DESIGN §11); each refined path is checked against its valid paths");
-export type CasePathwayRef = z.infer<typeof CasePathwayRef>;

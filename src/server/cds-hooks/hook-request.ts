@@ -1,0 +1,45 @@
+import { z } from "zod";
+import { FHIR_ID } from "../../core/intake/fhir/fhir-schemas.js";
+import { HOOK } from "./discovery.js";
+
+/** A CDS Hooks 2.0 call, the parts medmmv reads (the rest of the request passes unread). */
+export const HookRequest = z.looseObject({
+  hook: z.literal(HOOK, { error: `this service answers the ${HOOK} hook` }).describe("The hook that fired"),
+  hookInstance: z.string().uuid().describe("UUID of this hook call"),
+  fhirServer: z.string().url().optional().describe("Base URL of the EHR's FHIR server (used only when on the allow-list)"),
+  fhirAuthorization: z
+    .looseObject({
+      access_token: z.string().min(1).describe("OAuth 2.0 access token for fhirServer"),
+      token_type: z.literal("Bearer"),
+      expires_in: z.number().int().describe("Seconds the token lives"),
+      scope: z.string(),
+      subject: z.string(),
+      patient: z.string().optional(),
+    })
+    .optional()
+    .describe("Access to fhirServer for the data not prefetched"),
+  context: z.looseObject({
+    userId: z.string().min(1).describe("The user in the EHR, e.g. Practitioner/123"),
+    patientId: z.string().regex(FHIR_ID, "must be a FHIR id").describe("The patient in context"),
+    encounterId: z.string().optional(),
+  }),
+  prefetch: z.record(z.string(), z.unknown()).optional().describe("Prefetched FHIR data, keyed as in the discovery document (null: not available)"),
+});
+export type HookRequest = z.infer<typeof HookRequest>;
+
+const Link = z.object({ label: z.string(), url: z.string().url(), type: z.enum(["absolute", "smart"]) });
+
+/** A CDS Hooks 2.0 card, as medmmv sends it. */
+export const Card = z
+  .object({
+    uuid: z.string().uuid().optional(),
+    summary: z.string().max(140).describe("One line, at most 140 characters"),
+    detail: z.string().optional().describe("GitHub-flavoured Markdown"),
+    indicator: z.enum(["info", "warning", "critical"]),
+    source: z.object({ label: z.string(), url: z.string().url().optional(), topic: z.object({ code: z.string(), display: z.string().optional(), system: z.string().optional() }).optional() }),
+    links: z.array(Link).optional(),
+  })
+  .describe("CdsCard");
+export type Card = z.infer<typeof Card>;
+
+export const HookResponse = z.object({ cards: z.array(Card) }).describe("CdsHookResponse");

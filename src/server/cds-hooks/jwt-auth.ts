@@ -1,0 +1,75 @@
+import { readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { createLocalJWKSet, createRemoteJWKSet, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
+import { MedmmvError } from "../../core/contracts/errors.js";
+import type { CaseStore } from "../store/case-store.js";
+
+export interface CdsJwtOptions {
+  /** MEDMMV_CDS_JWKS: an https URL of the EHR's JWKS, or a local JWKS file. */
+  jwks: string;
+  /** MEDMMV_CDS_ISSUERS. */
+  issuers: readonly string[];
+  /**
+   * Where used `jti`s are recorded: the case store, so a token replayed to another worker
+   * or replica on the same store is refused too (a per-process memory would accept it).
+   */
+  usedTokenIds: Pick<CaseStore, "useTokenId">;
+}
+
+/** jose's clockTolerance, in seconds; a jti is kept this long past its token's exp. */
+const CLOCK_TOLERANCE_SEC = 30;
+
+function keySet(jwks: string): JWTVerifyGetKey {
+  if (/^https?:\/\//i.test(jwks)) return createRemoteJWKSet(new URL(jwks), { timeoutDuration: 5_000 });
+  let parsed: JSONWebKeySet;
+  try {
+    parsed = JSON.parse(readFileSync(jwks, "utf8")) as JSONWebKeySet;
+  } catch (err) {
+    throw new MedmmvError("CONFIG_INVALID", `MEDMMV_CDS_JWKS: cannot read a JWKS from ${jwks}`, { cause: err });
+  }
+  return createLocalJWKSet(parsed);
+}
+
+/** A JWT looks like three base64url parts; an API key does not. */
+export function looksLikeJwt(token: string): boolean {
+  return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(token);
+}
+
+/**
+ * CDS Hooks 2.0 authorization: the EHR signs a short JWT per call with a key of its JWKS.
+ * Only the configured JWKS is used (a token's own `jku` is never followed); `iss` must be
+ * a listed issuer, `aud` this endpoint, `exp` in the future, and each `jti` is accepted
+ * once across every process on the store (remembered until the token would have expired anyway).
+ */
+export class CdsJwtVerifier {
+  readonly #keys: JWTVerifyGetKey;
+
+  constructor(private readonly opts: CdsJwtOptions) {
+    this.#keys = keySet(opts.jwks);
+  }
+
+  /**
+   * The owner id for cases this EHR creates: a hash of its issuer.
+   * `audience`: the URL of the service endpoint being called (CDS Hooks `aud`).
+   */
+  async verify(token: string, audience: string, nowMs = Date.now()): Promise<{ owner: string; iss: string }> {
+    let payload;
+    try {
+      ({ payload } = await jwtVerify(token, this.#keys, {
+        issuer: [...this.opts.issuers],
+        audience,
+        requiredClaims: ["iss", "aud", "exp", "iat", "jti"],
+        currentDate: new Date(nowMs),
+        clockTolerance: CLOCK_TOLERANCE_SEC,
+      }));
+    } catch (err) {
+      const why = (err as { code?: string }).code ?? "ERR_JWT_INVALID";
+      throw new MedmmvError("UNAUTHORIZED", `the CDS Hooks JWT was refused (${why}): it must be signed by a key of the configured JWKS, with iss a configured issuer, aud ${audience}, a future exp and a fresh jti`, { cause: err });
+    }
+    const expiresAtMs = (payload.exp! + CLOCK_TOLERANCE_SEC) * 1000;
+    if (!(await this.opts.usedTokenIds.useTokenId(payload.iss!, payload.jti!, expiresAtMs, nowMs))) {
+      throw new MedmmvError("UNAUTHORIZED", "the CDS Hooks JWT was already used (jti replay); sign a new token for each call");
+    }
+    return { owner: `cds-${createHash("sha256").update(payload.iss!).digest("hex")}`, iss: payload.iss! };
+  }
+}

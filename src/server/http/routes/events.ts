@@ -1,0 +1,153 @@
+import type { OutgoingHttpHeaders } from "node:http";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { isTerminal } from "../../service/case-service.js";
+import type { StreamEnd } from "../../service/event-hub.js";
+import type { CaseEvent } from "../../store/case-store.js";
+import { CaseIdParams, errorResponses } from "../schemas.js";
+import type { RouteDeps } from "./route-deps.js";
+
+const EventsQuery = z.object({
+  lastEventId: z.coerce.number().int().min(0).optional().describe("Same as the Last-Event-ID header, for clients that cannot set headers"),
+});
+
+const EventsHeaders = z.looseObject({
+  "last-event-id": z.string().max(20).regex(/^\d*$/, "Last-Event-ID must be an event id (a non-negative integer)").optional(),
+});
+
+function frame(ev: CaseEvent): string {
+  return `id: ${ev.seq}\nevent: ${ev.type}\ndata: ${JSON.stringify({ seq: ev.seq, type: ev.type, at: ev.at, data: ev.data })}\n\n`;
+}
+
+/** How often a stream polls the store for a case that runs in another process. */
+const REMOTE_POLL_MS = 500;
+
+/**
+ * Server-Sent Events for one case: first the stored history after Last-Event-ID, then
+ * live events, then the stream closes after the `final` event. A case that runs in
+ * another process on the same store (or waits to be adopted by one) has no live events
+ * here: its stream polls the store instead. The reply is hijacked
+ * (docs/architecture.md#known-pitfalls); live events that arrive while history is being sent are buffered and
+ * de-duplicated by sequence number, so nothing is skipped or sent twice.
+ */
+export const eventRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service, heartbeatMs }) => {
+  app.get(
+    "/cases/:id/events",
+    {
+      schema: {
+        tags: ["cases"],
+        summary: "Server-Sent Events: one event per pipeline step, history first",
+        description:
+          "Event types: status, rollout, evidence, hd-verdict, repair, path-scored, branch-failed, scores, final. Each event's `id` is its sequence number; reconnect with `Last-Event-ID` to continue where you left off. Comment lines (`: heartbeat`) keep idle connections open. The stream ends after `final` (or with `deleted` when the case is purged).",
+        params: CaseIdParams,
+        querystring: EventsQuery,
+        headers: EventsHeaders,
+        response: {
+          200: { description: "text/event-stream", content: { "text/event-stream": { schema: z.string() } } },
+          ...errorResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      await service.get(request.owner, id); // 404 before anything is streamed
+      const header = request.headers["last-event-id"];
+      let last = header ? Number(header) : (request.query.lastEventId ?? 0);
+
+      reply.hijack();
+      const raw = reply.raw;
+      raw.writeHead(200, {
+        ...(reply.getHeaders() as OutgoingHttpHeaders),
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache, no-transform",
+        connection: "keep-alive",
+        "x-accel-buffering": "no",
+      });
+      raw.write("retry: 2000\n\n");
+
+      let open = true;
+      let replaying = true;
+      const buffered: CaseEvent[] = [];
+      let heartbeat: NodeJS.Timeout | undefined;
+      let poller: NodeJS.Timeout | undefined;
+      let unsubscribe = (): void => undefined;
+
+      const finish = (): void => {
+        if (!open) return;
+        open = false;
+        if (heartbeat) clearInterval(heartbeat);
+        if (poller) clearInterval(poller);
+        unsubscribe();
+        raw.end();
+      };
+      const send = (ev: CaseEvent): void => {
+        if (!open || ev.seq <= last) return;
+        last = ev.seq;
+        raw.write(frame(ev));
+        if (ev.type === "final") finish();
+      };
+
+      raw.on("close", () => {
+        open = false;
+        if (heartbeat) clearInterval(heartbeat);
+        if (poller) clearInterval(poller);
+        unsubscribe();
+      });
+      /** Stored events after the last one sent; ends the stream when the case is finished or gone. */
+      let polling = false;
+      const pollStore = async (): Promise<void> => {
+        if (!open || polling) return;
+        polling = true;
+        try {
+          for (const ev of await service.events(id, last)) send(ev);
+          if (!open) return;
+          const now = await service.get(request.owner, id).catch(() => null);
+          if (!now) {
+            raw.write(`event: deleted\ndata: ${JSON.stringify({ caseId: id })}\n\n`);
+            finish();
+          } else if (isTerminal(now.status)) {
+            for (const ev of await service.events(id, last)) send(ev);
+            finish();
+          }
+        } catch (err) {
+          request.log.warn({ caseId: id, err }, "event stream: polling the store failed");
+        } finally {
+          polling = false;
+        }
+      };
+      unsubscribe = service.subscribe(id, {
+        onEvent: (ev) => (replaying ? buffered.push(ev) : send(ev)),
+        onEnd: (reason: StreamEnd) => {
+          if (open && reason === "deleted") raw.write(`event: deleted\ndata: ${JSON.stringify({ caseId: id })}\n\n`);
+          finish();
+        },
+      });
+      const startPolling = (): void => {
+        if (poller || !open) return;
+        poller = setInterval(() => void pollStore(), REMOTE_POLL_MS);
+        poller.unref();
+      };
+      heartbeat = setInterval(() => {
+        if (open) raw.write(": heartbeat\n\n");
+        // A case that stopped running here without finishing (another process took it over) goes on there.
+        if (open && !replaying && !service.isRunning(id)) startPolling();
+      }, heartbeatMs);
+      heartbeat.unref();
+
+      try {
+        for (const ev of await service.events(id, last)) send(ev);
+        replaying = false;
+        for (const ev of buffered.splice(0)) send(ev);
+        // A finished case whose history has no final event (or a case purged meanwhile): nothing more will come.
+        if (open && !service.isRunning(id)) {
+          const now = await service.get(request.owner, id).catch(() => null);
+          if (!now || isTerminal(now.status)) finish();
+          else startPolling(); // running in another process, or waiting for one to adopt it
+        }
+      } catch (err) {
+        request.log.warn({ caseId: id, err }, "event stream failed");
+        finish();
+      }
+    },
+  );
+};

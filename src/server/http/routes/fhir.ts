@@ -1,0 +1,43 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { resultToFhirBundle } from "../../../core/intake/fhir/result-to-bundle.js";
+import { MedmmvError } from "../../../core/contracts/errors.js";
+import { isTerminal } from "../../service/case-service.js";
+import { FHIR_JSON } from "../fhir-requests.js";
+import { CaseIdParams, ErrorBody, errorResponses } from "../schemas.js";
+import type { RouteDeps } from "./route-deps.js";
+
+const FhirBundleBody = z
+  .object({
+    resourceType: z.literal("Bundle"),
+    type: z.string().describe('"collection"'),
+    entry: z.array(z.object({ fullUrl: z.string().optional(), resource: z.object({ resourceType: z.enum(["ClinicalImpression", "Provenance"]) }).optional() })).optional(),
+  })
+  .describe("FhirBundle: a FHIR R4 Bundle (collection) with a ClinicalImpression and its Provenance");
+
+/** A finished case as FHIR R4, for EHRs that store decision-support results as resources. */
+export const fhirRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service }) => {
+  app.get(
+    "/cases/:id/fhir",
+    {
+      config: { fhir: true },
+      schema: {
+        tags: ["fhir"],
+        summary: "A finished case as a FHIR R4 Bundle (ClinicalImpression + Provenance)",
+        description: "Errors are FHIR OperationOutcomes. 409 while the case is still running.",
+        params: CaseIdParams,
+        response: { 200: FhirBundleBody, ...errorResponses, 409: ErrorBody },
+      },
+    },
+    async (request, reply) => {
+      const record = await service.get(request.owner, request.params.id);
+      if (!isTerminal(record.status) || !record.result) {
+        throw new MedmmvError("CONFLICT", `case ${record.id} is ${record.status}; its FHIR result exists once it has finished`, { details: { caseId: record.id, status: record.status } });
+      }
+      const bundle = resultToFhirBundle({ id: record.id, input: record.input, result: record.result });
+      // Serialized as it is: the body is typed against the R4 definitions where it is built,
+      // and the response schema only documents it (it would strip what it does not list).
+      return reply.type(`${FHIR_JSON}; charset=utf-8`).serializer((p: unknown) => JSON.stringify(p)).send(bundle);
+    },
+  );
+};

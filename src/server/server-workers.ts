@@ -1,0 +1,73 @@
+import cluster, { type Worker } from "node:cluster";
+import type { Config } from "../core/config.js";
+import { createLogger } from "./http/logger.js";
+import { startServer } from "./server.js";
+
+/**
+ * `medmmv serve --workers N`: N server processes sharing one port (node:cluster hands out
+ * the connections) and one store. One Node process runs its JavaScript on one core, and a
+ * case costs tens of milliseconds of it (BENCHMARKS.md), so a host with more cores serves
+ * more cases with more processes. They coordinate through the store alone: each case is
+ * run by the process that claimed it (a lease), and the cases of a worker that dies are
+ * adopted by the others or by its replacement (CaseService).
+ *
+ * The primary only supervises: it restarts a worker that exits unexpectedly (at most
+ * MAX_RESTARTS within RESTART_WINDOW_MS, then it stops everything rather than crash-loop),
+ * and on SIGINT/SIGTERM it asks every worker to stop gracefully and returns when they have.
+ * Returns the exit code for the primary; a worker runs until its own shutdown.
+ */
+const MAX_RESTARTS = 5;
+const RESTART_WINDOW_MS = 60_000;
+const STOP_TIMEOUT_MS = 30_000;
+
+export async function serveWorkers(config: Config, workers: number): Promise<number> {
+  if (!cluster.isPrimary) {
+    await startServer(config, { handleSignals: true });
+    return 0;
+  }
+  const log = createLogger(config.logLevel).child({ role: "primary" });
+  const restarts: number[] = [];
+  let stopping = false;
+  let exitCode = 0;
+  const running = (): Worker[] => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+  const fork = (): void => {
+    const worker = cluster.fork();
+    log.info({ workerPid: worker.process.pid }, "worker started");
+  };
+
+  return new Promise<number>((resolve) => {
+    const stop = (code: number): void => {
+      if (stopping) return;
+      stopping = true;
+      exitCode = code;
+      const left = running();
+      if (left.length === 0) resolve(exitCode);
+      for (const w of left) w.process.kill("SIGTERM");
+      // A worker stuck in its shutdown must not keep the server up forever.
+      setTimeout(() => {
+        for (const w of running()) w.process.kill("SIGKILL");
+      }, STOP_TIMEOUT_MS).unref();
+    };
+
+    cluster.on("exit", (worker, code, signal) => {
+      if (stopping) {
+        log.info({ workerPid: worker.process.pid, code, signal }, "worker stopped");
+        if (running().length === 0) resolve(exitCode);
+        return;
+      }
+      const now = Date.now();
+      while (restarts.length > 0 && now - restarts[0]! > RESTART_WINDOW_MS) restarts.shift();
+      if (restarts.length >= MAX_RESTARTS) {
+        log.error({ restarts: restarts.length, windowMs: RESTART_WINDOW_MS }, "workers keep dying: stopping the server");
+        stop(1);
+        return;
+      }
+      restarts.push(now);
+      log.warn({ workerPid: worker.process.pid, code, signal }, "worker exited unexpectedly: starting another; its cases are adopted");
+      fork();
+    });
+    process.once("SIGINT", () => stop(0));
+    process.once("SIGTERM", () => stop(0));
+    for (let i = 0; i < workers; i++) fork();
+  });
+}

@@ -1,0 +1,17 @@
+import type { ResponseCache } from "../../core/llm/model-client.js";
+import type { CaseStore } from "../store/case-store.js";
+
+/**
+ * The model-response cache on top of the case store, so deterministic calls of a
+ * resumed case (and of identical cases) are answered without a new model call.
+ */
+export function storeResponseCache(store: CaseStore): ResponseCache {
+  return {
+    async get(key) {
+      return (await store.getCachedResponse(key))?.value ?? null;
+    },
+    async put(key, value) {
+      await store.putCachedResponse(key, value);
+    },
+  };
+}

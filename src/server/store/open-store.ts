@@ -1,0 +1,25 @@
+import type { Config } from "../../core/config.js";
+import type { CaseStore } from "./case-store.js";
+import { checkDatabaseUrl, explainStoreOpenError } from "../../core/database/database-errors.js";
+import { PostgresStore } from "./postgres-store.js";
+import { SqliteStore } from "./sqlite-store.js";
+
+export interface OpenStoreOptions {
+  /** Postgres schema for the tables (default "public"); tests use a throwaway one. */
+  pgSchema?: string;
+}
+
+/** Postgres when a database URL is configured, else the embedded SQLite file under dataDir; initialised. */
+export async function openStore(config: Pick<Config["store"], "databaseUrl" | "dataDir">, opts: OpenStoreOptions = {}): Promise<CaseStore> {
+  if (config.databaseUrl) checkDatabaseUrl(config.databaseUrl);
+  const store: CaseStore = config.databaseUrl
+    ? new PostgresStore({ connectionString: config.databaseUrl, schema: opts.pgSchema })
+    : new SqliteStore({ dataDir: config.dataDir });
+  try {
+    await store.init();
+  } catch (e) {
+    await store.close().catch(() => undefined);
+    throw explainStoreOpenError(e, config);
+  }
+  return store;
+}

@@ -1,0 +1,487 @@
+import pg from "pg";
+import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
+import type { LoadedImage } from "../../core/contracts/clinical-case.js";
+import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
+import type {
+  CachedResponse,
+  CaseEvent,
+  CaseLease,
+  CaseProgress,
+  CaseRecord,
+  CaseStatus,
+  CaseStore,
+  CaseSummary,
+  ConversationTurn,
+  ListCasesQuery,
+  NewCase,
+  NewTurn,
+  UnfinishedLease,
+} from "./case-store.js";
+import { PG_CONSTRAINTS, pgDdl, pgTables, type PgTables } from "./postgres-schema.js";
+import { checkSchemaName } from "../../core/database/database-names.js";
+import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, recordFromRow, turnData, turnFromRow, summaryFromRow, type ImageRow } from "./store-rows.js";
+import { nowIso } from "../../core/database/monotonic-clock.js";
+import { storeFailed } from "../../core/database/database-errors.js";
+
+export interface PostgresStoreOptions {
+  connectionString: string;
+  /** Schema for our tables and the checkpointer's; default "public". */
+  schema?: string;
+  /** Pool size; at least 2, because init() holds one connection while the checkpointer sets up on another. */
+  poolMax?: number;
+}
+
+const iso = (v: unknown): string => (v instanceof Date ? v.toISOString() : new Date(String(v)).toISOString());
+const jsonParam = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
+
+type Row = Record<string, unknown>;
+const CASE_COLUMNS =
+  "id, owner, status, input, options, progress, result, full_graph, error, idempotency_key, request_hash, created_at, updated_at";
+
+function caseFromPg(r: Row): CaseRecord {
+  return recordFromRow({
+    id: r.id as string,
+    owner: r.owner as string,
+    status: r.status as string,
+    input: r.input,
+    options: r.options,
+    progress: r.progress,
+    result: r.result,
+    full_graph: r.full_graph,
+    error: r.error,
+    idempotency_key: (r.idempotency_key as string | null) ?? null,
+    request_hash: (r.request_hash as string | null) ?? null,
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+  });
+}
+
+interface PgError {
+  code?: string;
+  constraint?: string;
+}
+
+/**
+ * Postgres store: one pg Pool shared with the PostgresSaver. Every multi-statement write
+ * is one transaction; event sequence numbers come from a counter on the case row, whose
+ * row lock serialises concurrent appends across connections and processes.
+ */
+export class PostgresStore implements CaseStore {
+  readonly backend = "postgres" as const;
+  readonly schema: string;
+  readonly #t: PgTables;
+  #pool: pg.Pool | null;
+  readonly #saver: PostgresSaver;
+  #ready = false;
+
+  constructor(opts: PostgresStoreOptions) {
+    this.schema = checkSchemaName(opts.schema ?? "public");
+    this.#t = pgTables(this.schema);
+    const pool = new pg.Pool({
+      connectionString: opts.connectionString,
+      max: Math.max(2, opts.poolMax ?? 10),
+      application_name: "medmmv",
+    });
+    // An idle client that loses its server emits here; without a listener that kills the
+    // process. The next query on a fresh client reports the real problem.
+    pool.on("error", () => undefined);
+    this.#pool = pool;
+    this.#saver = new PostgresSaver(pool, undefined, { schema: this.schema });
+  }
+
+  async init(): Promise<void> {
+    if (this.#ready) return;
+    const pool = this.#live();
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (e) {
+      throw storeFailed("init (connect)", e);
+    }
+    let broken: Error | undefined;
+    try {
+      // A session-level advisory lock (not _xact_) so it also covers the saver's setup,
+      // which runs its own migrations on another pooled connection. Concurrent CREATE
+      // IF NOT EXISTS can still collide in the catalogs; the lock makes starts serial.
+      await client.query("SELECT pg_advisory_lock(hashtext($1))", [`medmmv-schema:${this.schema}`]);
+      try {
+        await client.query("BEGIN");
+        await client.query(pgDdl(this.schema));
+        await client.query("COMMIT");
+        await this.#saver.setup();
+      } catch (e) {
+        await client.query("ROLLBACK").catch(() => undefined);
+        throw e;
+      } finally {
+        await client.query("SELECT pg_advisory_unlock(hashtext($1))", [`medmmv-schema:${this.schema}`]).catch((e: Error) => {
+          broken = e;
+        });
+      }
+      this.#ready = true;
+    } catch (e) {
+      throw storeFailed("init", e);
+    } finally {
+      // A connection whose unlock failed may still hold the lock: drop it rather than pool it.
+      client.release(broken);
+    }
+  }
+
+  async close(): Promise<void> {
+    const pool = this.#pool;
+    this.#pool = null;
+    this.#ready = false;
+    if (pool) await pool.end();
+  }
+
+  async ping(): Promise<void> {
+    await this.#query("ping", "SELECT 1");
+  }
+
+  checkpointer(): PostgresSaver {
+    if (!this.#pool || !this.#ready) throw closedError();
+    return this.#saver;
+  }
+
+  async putImage(image: LoadedImage): Promise<void> {
+    const bytes = imageBytes(image);
+    await this.#query(
+      "putImage",
+      `INSERT INTO ${this.#t.images} (sha256, mime_type, bytes, width, height, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (sha256) DO NOTHING`,
+      [image.sha256.toLowerCase(), image.mimeType, bytes, image.width ?? null, image.height ?? null, nowIso()],
+    );
+  }
+
+  async getImage(sha256: string): Promise<LoadedImage | null> {
+    const rows = await this.#query(
+      "getImage",
+      `SELECT sha256, mime_type, bytes, width, height FROM ${this.#t.images} WHERE sha256 = $1`,
+      [sha256.toLowerCase()],
+    );
+    return rows[0] ? imageFromRow(rows[0] as unknown as ImageRow) : null;
+  }
+
+  async createCase(c: NewCase): Promise<CaseRecord> {
+    const now = nowIso();
+    try {
+      return await this.#tx(async (client) => {
+        const inserted = await client.query(
+          `INSERT INTO ${this.#t.cases} (id, owner, status, input, options, idempotency_key, request_hash, runner, lease_expires_ms, created_at, updated_at)
+           VALUES ($1, $2, 'queued', $3::jsonb, $4::jsonb, $5, $6, $8, $9, $7, $7) RETURNING ${CASE_COLUMNS}`,
+          [c.id, c.owner, jsonParam(c.input), jsonParam(c.options), c.idempotencyKey ?? null, c.requestHash ?? null, now, c.lease?.runner ?? null, c.lease?.expiresAtMs ?? null],
+        );
+        const shas = imageHashes(c).map((s) => s.toLowerCase());
+        if (shas.length > 0) {
+          await client.query(
+            `INSERT INTO ${this.#t.caseImages} (case_id, sha256) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`,
+            [c.id, shas],
+          );
+        }
+        return caseFromPg(inserted.rows[0] as Row);
+      });
+    } catch (e) {
+      const err = e as PgError;
+      if (err.code === "23505" && err.constraint === PG_CONSTRAINTS.casesPkey) throw duplicateId(c.id, e);
+      if (err.code === "23505" && err.constraint === PG_CONSTRAINTS.ownerIdempotency) throw duplicateIdempotencyKey(e);
+      if (err.code === "23503") throw missingImage(e);
+      throw storeFailed("createCase", e);
+    }
+  }
+
+  async getCase(id: string): Promise<CaseRecord | null> {
+    const rows = await this.#query("getCase", `SELECT ${CASE_COLUMNS} FROM ${this.#t.cases} WHERE id = $1`, [id]);
+    return rows[0] ? caseFromPg(rows[0]) : null;
+  }
+
+  async findByIdempotencyKey(owner: string, key: string): Promise<CaseRecord | null> {
+    const rows = await this.#query(
+      "findByIdempotencyKey",
+      `SELECT ${CASE_COLUMNS} FROM ${this.#t.cases} WHERE owner = $1 AND idempotency_key = $2`,
+      [owner, key],
+    );
+    return rows[0] ? caseFromPg(rows[0]) : null;
+  }
+
+  async listCases(q: ListCasesQuery): Promise<{ items: CaseSummary[]; nextCursor: string | null }> {
+    const limit = checkLimit(q.limit);
+    const args: unknown[] = [q.owner];
+    const where = ["owner = $1"];
+    if (q.status) {
+      args.push(q.status);
+      where.push(`status = $${args.length}`);
+    }
+    if (q.cursor) {
+      const after = decodeCursor(q.cursor);
+      args.push(after.createdAt, after.id);
+      where.push(`(created_at, id) < ($${args.length - 1}::timestamptz, $${args.length})`);
+    }
+    args.push(limit + 1);
+    const rows = await this.#query(
+      "listCases",
+      `SELECT id, status, result->'answer' AS answer, created_at, updated_at FROM ${this.#t.cases}
+       WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT $${args.length}`,
+      args,
+    );
+    const p = page(
+      rows.map((r) => ({
+        id: r.id as string,
+        status: r.status as string,
+        answer: r.answer,
+        created_at: iso(r.created_at),
+        updated_at: iso(r.updated_at),
+      })),
+      limit,
+    );
+    return { items: p.rows.map(summaryFromRow), nextCursor: p.nextCursor };
+  }
+
+  async countCasesNotOwnedBy(owner: string): Promise<number> {
+    const rows = await this.#query("countCasesNotOwnedBy", `SELECT COUNT(*) AS n FROM ${this.#t.cases} WHERE owner <> $1`, [owner]);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async listUnfinished(): Promise<CaseRecord[]> {
+    const rows = await this.#query(
+      "listUnfinished",
+      `SELECT ${CASE_COLUMNS} FROM ${this.#t.cases} WHERE status IN ('queued','running') ORDER BY created_at ASC, id ASC`,
+    );
+    return rows.map(caseFromPg);
+  }
+
+  async listUnfinishedLeases(): Promise<UnfinishedLease[]> {
+    const rows = await this.#query(
+      "listUnfinishedLeases",
+      `SELECT id, runner, lease_expires_ms FROM ${this.#t.cases} WHERE status IN ('queued','running') ORDER BY created_at ASC, id ASC`,
+    );
+    return rows.map((r) => ({ id: r.id as string, runner: (r.runner as string | null) ?? null, expiresAtMs: r.lease_expires_ms === null ? null : Number(r.lease_expires_ms) }));
+  }
+
+  async claimCase(id: string, lease: CaseLease, nowMs: number, takeOverFrom?: string): Promise<boolean> {
+    const rows = await this.#query(
+      "claimCase",
+      `UPDATE ${this.#t.cases} SET runner = $2, lease_expires_ms = $3
+       WHERE id = $1 AND status IN ('queued','running')
+         AND (runner IS NULL OR runner = $2 OR lease_expires_ms IS NULL OR lease_expires_ms < $4 OR runner = $5)
+       RETURNING id`,
+      [id, lease.runner, lease.expiresAtMs, nowMs, takeOverFrom ?? null],
+    );
+    return rows.length === 1;
+  }
+
+  async renewLeases(runner: string, ids: string[], expiresAtMs: number): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.#query("renewLeases", `UPDATE ${this.#t.cases} SET lease_expires_ms = $3 WHERE id = ANY($1::text[]) AND runner = $2 RETURNING id`, [ids, runner, expiresAtMs]);
+    const held = new Set(rows.map((r) => r.id as string));
+    return ids.filter((id) => !held.has(id));
+  }
+
+  async releaseLeases(runner: string, ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.#query("releaseLeases", `UPDATE ${this.#t.cases} SET runner = NULL, lease_expires_ms = NULL WHERE id = ANY($1::text[]) AND runner = $2`, [ids, runner]);
+  }
+
+  async setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<void> {
+    await this.#updateOne("setStatus", id, "status = $2, error = $3::jsonb", [status, jsonParam(error ?? null)]);
+  }
+
+  async setProgress(id: string, progress: CaseProgress): Promise<void> {
+    await this.#updateOne("setProgress", id, "progress = $2::jsonb", [jsonParam(progress)]);
+  }
+
+  async saveResult(
+    id: string,
+    result: DiagnosisResult,
+    fullEvidenceGraph: Record<string, unknown> | null,
+    finalEvent?: { type: string; data: Record<string, unknown> },
+  ): Promise<CaseEvent | null> {
+    if (!finalEvent) {
+      await this.#updateOne("saveResult", id, "status = $2, result = $3::jsonb, full_graph = $4::jsonb, error = $5::jsonb", [
+        result.status,
+        jsonParam(result),
+        jsonParam(fullEvidenceGraph),
+        jsonParam(result.error ?? null),
+      ]);
+      return null;
+    }
+    // One statement: the result and its final event land together or not at all.
+    const rows = await this.#query(
+      "saveResult",
+      `WITH saved AS (
+         UPDATE ${this.#t.cases} SET status = $2, result = $3::jsonb, full_graph = $4::jsonb, error = $5::jsonb, updated_at = $8, last_seq = last_seq + 1
+         WHERE id = $1 RETURNING last_seq
+       )
+       INSERT INTO ${this.#t.events} (case_id, seq, type, data, at)
+       SELECT $1, last_seq, $6, $7::jsonb, $8 FROM saved
+       RETURNING case_id, seq, type, data, at`,
+      [id, result.status, jsonParam(result), jsonParam(fullEvidenceGraph), jsonParam(result.error ?? null), finalEvent.type, jsonParam(finalEvent.data), nowIso()],
+    );
+    const r = rows[0];
+    if (!r) throw notFound(id);
+    return eventFromRow({ case_id: r.case_id as string, seq: r.seq as number, type: r.type as string, data: r.data, at: iso(r.at) });
+  }
+
+  async pruneCheckpoints(id: string): Promise<void> {
+    for (const table of this.#t.checkpointTables) await this.#query("pruneCheckpoints", `DELETE FROM ${table} WHERE thread_id = $1`, [id]);
+  }
+
+  async deleteCase(id: string): Promise<boolean> {
+    try {
+      return await this.#tx(async (client) => {
+        const links = await client.query(`SELECT sha256 FROM ${this.#t.caseImages} WHERE case_id = $1`, [id]);
+        // Checkpoints go even when the case row is already gone: they are useless without it.
+        for (const table of this.#t.checkpointTables) {
+          await client.query(`DELETE FROM ${table} WHERE thread_id = $1`, [id]);
+        }
+        // Events and image links go with the case (ON DELETE CASCADE).
+        const removed = ((await client.query(`DELETE FROM ${this.#t.cases} WHERE id = $1`, [id])).rowCount ?? 0) > 0;
+        const shas = links.rows.map((r: Row) => r.sha256 as string);
+        if (shas.length > 0) {
+          // A case created concurrently may link one of these images between our check and
+          // the delete; the foreign key then refuses, and keeping the image is the right outcome.
+          await client.query("SAVEPOINT orphan_images");
+          try {
+            await client.query(
+              `DELETE FROM ${this.#t.images} i WHERE i.sha256 = ANY($1::text[])
+               AND NOT EXISTS (SELECT 1 FROM ${this.#t.caseImages} l WHERE l.sha256 = i.sha256)`,
+              [shas],
+            );
+            await client.query("RELEASE SAVEPOINT orphan_images");
+          } catch (e) {
+            if ((e as PgError).code !== "23503") throw e;
+            await client.query("ROLLBACK TO SAVEPOINT orphan_images");
+          }
+        }
+        return removed;
+      });
+    } catch (e) {
+      throw storeFailed("deleteCase", e);
+    }
+  }
+
+  async appendEvent(caseId: string, type: string, data: Record<string, unknown>): Promise<CaseEvent> {
+    // One statement: the UPDATE takes the case row lock, so concurrent appends queue up
+    // and each sees the previous counter value.
+    const rows = await this.#query(
+      "appendEvent",
+      `WITH bumped AS (
+         UPDATE ${this.#t.cases} SET last_seq = last_seq + 1 WHERE id = $1 RETURNING last_seq
+       )
+       INSERT INTO ${this.#t.events} (case_id, seq, type, data, at)
+       SELECT $1, last_seq, $2, $3::jsonb, $4 FROM bumped
+       RETURNING case_id, seq, type, data, at`,
+      [caseId, type, jsonParam(data), nowIso()],
+    );
+    const r = rows[0];
+    if (!r) throw notFound(caseId);
+    return eventFromRow({ case_id: r.case_id as string, seq: r.seq as number, type: r.type as string, data: r.data, at: iso(r.at) });
+  }
+
+  async listEvents(caseId: string, afterSeq = 0): Promise<CaseEvent[]> {
+    const rows = await this.#query(
+      "listEvents",
+      `SELECT case_id, seq, type, data, at FROM ${this.#t.events} WHERE case_id = $1 AND seq > $2 ORDER BY seq`,
+      [caseId, afterSeq],
+    );
+    return rows.map((r) =>
+      eventFromRow({ case_id: r.case_id as string, seq: r.seq as number, type: r.type as string, data: r.data, at: iso(r.at) }),
+    );
+  }
+
+  async addTurn(caseId: string, turn: NewTurn): Promise<ConversationTurn> {
+    let rows: Row[];
+    try {
+      const res = await this.#live().query(
+        `INSERT INTO ${this.#t.turns} (case_id, turn, data, at)
+         SELECT id, $2, $3::jsonb, $4 FROM ${this.#t.cases} WHERE id = $1
+         RETURNING case_id, turn, data, at`,
+        [caseId, turn.turn, jsonParam(turnData(turn)), nowIso()],
+      );
+      rows = res.rows as Row[];
+    } catch (e) {
+      const err = e as PgError;
+      // The case can be deleted between the SELECT and the insert's foreign-key check.
+      if (err.code === "23503") throw notFound(caseId);
+      if (err.code === "23505") throw duplicateTurn(caseId, turn.turn, e);
+      throw storeFailed("addTurn", e);
+    }
+    const r = rows[0];
+    if (!r) throw notFound(caseId);
+    return turnFromRow({ case_id: r.case_id as string, turn: r.turn as number, data: r.data, at: iso(r.at) });
+  }
+
+  async listTurns(caseId: string): Promise<ConversationTurn[]> {
+    const rows = await this.#query("listTurns", `SELECT case_id, turn, data, at FROM ${this.#t.turns} WHERE case_id = $1 ORDER BY turn`, [caseId]);
+    return rows.map((r) => turnFromRow({ case_id: r.case_id as string, turn: r.turn as number, data: r.data, at: iso(r.at) }));
+  }
+
+  /**
+   * Prune, then insert-if-absent: the insert is the atomic check, so of two processes
+   * inserting the same id, one gets the row back. An expired token's row is gone by then.
+   */
+  async useTokenId(issuer: string, tokenId: string, expiresAtMs: number, nowMs: number): Promise<boolean> {
+    await this.#query("useTokenId", `DELETE FROM ${this.#t.usedTokenIds} WHERE expires_ms <= $1`, [nowMs]);
+    const rows = await this.#query(
+      "useTokenId",
+      `INSERT INTO ${this.#t.usedTokenIds} (issuer, token_id, expires_ms) VALUES ($1, $2, $3)
+       ON CONFLICT (issuer, token_id) DO NOTHING
+       RETURNING 1 AS used`,
+      [issuer, tokenId, expiresAtMs],
+    );
+    return rows.length === 1;
+  }
+
+  async getCachedResponse(key: string): Promise<CachedResponse | null> {
+    const rows = await this.#query("getCachedResponse", `SELECT value, created_at FROM ${this.#t.cache} WHERE key = $1`, [key]);
+    const r = rows[0];
+    return r ? { value: r.value as Record<string, unknown>, createdAt: iso(r.created_at) } : null;
+  }
+
+  /** First write wins: a cached reply never changes under a key once stored. */
+  async putCachedResponse(key: string, value: Record<string, unknown>): Promise<void> {
+    await this.#query(
+      "putCachedResponse",
+      `INSERT INTO ${this.#t.cache} (key, value, created_at) VALUES ($1, $2::jsonb, $3) ON CONFLICT (key) DO NOTHING`,
+      [key, jsonParam(value), nowIso()],
+    );
+  }
+
+  async #updateOne(op: string, id: string, set: string, args: unknown[]): Promise<void> {
+    const params = [id, ...args, nowIso()];
+    const rows = await this.#query(
+      op,
+      `UPDATE ${this.#t.cases} SET ${set}, updated_at = $${params.length} WHERE id = $1 RETURNING id`,
+      params,
+    );
+    if (rows.length === 0) throw notFound(id);
+  }
+
+  #live(): pg.Pool {
+    if (!this.#pool) throw closedError();
+    return this.#pool;
+  }
+
+  async #query(op: string, sql: string, params: unknown[] = []): Promise<Row[]> {
+    try {
+      const res = await this.#live().query(sql, params);
+      return res.rows as Row[];
+    } catch (e) {
+      throw storeFailed(op, e);
+    }
+  }
+
+  /** Runs fn in one transaction; driver errors reach the caller untouched for mapping. */
+  async #tx<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.#live().connect();
+    try {
+      await client.query("BEGIN");
+      const out = await fn(client);
+      await client.query("COMMIT");
+      return out;
+    } catch (e) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw e;
+    } finally {
+      client.release();
+    }
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * SQLite tables for the case store. JSON is stored as TEXT; timestamps as ISO-8601 TEXT
+ * (fixed width, so they sort as text). The LangGraph checkpointer keeps its own tables
+ * (`checkpoints`, `writes`) in the same file; our tables carry a `medmmv_` prefix so the
+ * two never collide.
+ */
+export const SQLITE_SCHEMA_VERSION = 3;
+
+export const SQLITE_DDL = `
+CREATE TABLE IF NOT EXISTS medmmv_cases (
+  id TEXT PRIMARY KEY,
+  owner TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('queued','running','completed','abstained','failed')),
+  input TEXT NOT NULL,
+  options TEXT NOT NULL,
+  progress TEXT,
+  result TEXT,
+  full_graph TEXT,
+  error TEXT,
+  idempotency_key TEXT,
+  request_hash TEXT,
+  last_seq INTEGER NOT NULL DEFAULT 0,
+  runner TEXT,
+  lease_expires_ms INTEGER,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  UNIQUE (owner, idempotency_key)
+);
+CREATE INDEX IF NOT EXISTS medmmv_cases_owner_created ON medmmv_cases (owner, created_at, id);
+CREATE INDEX IF NOT EXISTS medmmv_cases_owner_status_created ON medmmv_cases (owner, status, created_at, id);
+CREATE INDEX IF NOT EXISTS medmmv_cases_unfinished ON medmmv_cases (created_at, id)
+  WHERE status IN ('queued','running');
+
+CREATE TABLE IF NOT EXISTS medmmv_case_events (
+  case_id TEXT NOT NULL REFERENCES medmmv_cases(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  data TEXT NOT NULL,
+  at TEXT NOT NULL,
+  PRIMARY KEY (case_id, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS medmmv_images (
+  sha256 TEXT PRIMARY KEY,
+  mime_type TEXT NOT NULL,
+  bytes BLOB NOT NULL,
+  width INTEGER,
+  height INTEGER,
+  created_at TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS medmmv_case_images (
+  case_id TEXT NOT NULL REFERENCES medmmv_cases(id) ON DELETE CASCADE,
+  sha256 TEXT NOT NULL REFERENCES medmmv_images(sha256),
+  PRIMARY KEY (case_id, sha256)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS medmmv_case_images_sha256 ON medmmv_case_images (sha256);
+
+-- Added in version 3 (conversations); CREATE IF NOT EXISTS is also the upgrade of older files.
+CREATE TABLE IF NOT EXISTS medmmv_case_turns (
+  case_id TEXT NOT NULL REFERENCES medmmv_cases(id) ON DELETE CASCADE,
+  turn INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  at TEXT NOT NULL,
+  PRIMARY KEY (case_id, turn)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS medmmv_response_cache (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+
+-- Single-use token ids (CDS Hooks JWT jti) seen by any process on this store, until they expire.
+CREATE TABLE IF NOT EXISTS medmmv_used_token_ids (
+  issuer TEXT NOT NULL,
+  token_id TEXT NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  PRIMARY KEY (issuer, token_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS medmmv_used_token_ids_expiry ON medmmv_used_token_ids (expires_ms);
+`;
+
+/** Columns added after version 1, for files created before them: [name, type]. */
+export const SQLITE_ADDED_CASE_COLUMNS: ReadonlyArray<readonly [string, string]> = [
+  ["runner", "TEXT"],
+  ["lease_expires_ms", "INTEGER"],
+];
+
+/** Table names the installed SqliteSaver (@langchain/langgraph-checkpoint-sqlite 1.x) creates. */
+export const SQLITE_CHECKPOINT_TABLES = ["checkpoints", "writes"] as const;

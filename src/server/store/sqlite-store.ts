@@ -1,0 +1,466 @@
+import { SQLITE_FILE_NAME } from "../../core/database/database-names.js";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import type { LoadedImage } from "../../core/contracts/clinical-case.js";
+import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
+import { isMedmmvError } from "../../core/contracts/errors.js";
+import type {
+  CachedResponse,
+  CaseEvent,
+  CaseLease,
+  CaseProgress,
+  CaseRecord,
+  CaseStatus,
+  CaseStore,
+  CaseSummary,
+  ConversationTurn,
+  ListCasesQuery,
+  NewCase,
+  NewTurn,
+  UnfinishedLease,
+} from "./case-store.js";
+import { SQLITE_ADDED_CASE_COLUMNS, SQLITE_CHECKPOINT_TABLES, SQLITE_DDL, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
+import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, recordFromRow, turnData, turnFromRow, summaryFromRow, type ImageRow } from "./store-rows.js";
+import { nowIso } from "../../core/database/monotonic-clock.js";
+import { storeFailed } from "../../core/database/database-errors.js";
+
+
+export interface SqliteStoreOptions {
+  /** Directory for the database file; created if missing. */
+  dataDir: string;
+}
+
+/** SqliteSaver creates its tables lazily; we want them before the first deleteCase. */
+class StoreSqliteSaver extends SqliteSaver {
+  ensureTables(): void {
+    this.setup();
+  }
+}
+
+type Json = string | null;
+interface RawCaseRow {
+  id: string;
+  owner: string;
+  status: string;
+  input: string;
+  options: string;
+  progress: Json;
+  result: Json;
+  full_graph: Json;
+  error: Json;
+  idempotency_key: string | null;
+  request_hash: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const parse = (s: Json): unknown => (s === null ? null : JSON.parse(s));
+const toJson = (v: unknown): Json => (v === null || v === undefined ? null : JSON.stringify(v));
+
+function caseFromRaw(r: RawCaseRow): CaseRecord {
+  return recordFromRow({
+    ...r,
+    input: parse(r.input),
+    options: parse(r.options),
+    progress: parse(r.progress),
+    result: parse(r.result),
+    full_graph: parse(r.full_graph),
+    error: parse(r.error),
+  });
+}
+
+const CASE_COLUMNS =
+  "id, owner, status, input, options, progress, result, full_graph, error, idempotency_key, request_hash, created_at, updated_at";
+
+/**
+ * Embedded default store: one better-sqlite3 connection per store object, WAL so readers
+ * never block the writer and several processes can share the file. better-sqlite3 is
+ * synchronous, so every method is one short transaction; multi-statement writes use
+ * BEGIN IMMEDIATE so they take the write lock up front (and wait on busy_timeout)
+ * instead of failing on a read→write upgrade.
+ */
+/** How long a start waits for other processes holding the file (the busy timeout, too). */
+const INIT_BUSY_WAIT_MS = 5_000;
+
+export class SqliteStore implements CaseStore {
+  readonly backend = "sqlite" as const;
+  readonly file: string;
+  readonly #dataDir: string;
+  #db: Database.Database | null = null;
+  #saver: StoreSqliteSaver | null = null;
+  readonly #statements = new Map<string, Database.Statement>();
+
+  constructor(opts: SqliteStoreOptions) {
+    this.#dataDir = opts.dataDir;
+    this.file = join(opts.dataDir, SQLITE_FILE_NAME);
+  }
+
+  async init(): Promise<void> {
+    if (this.#db) return;
+    // Processes starting together on a fresh file: switching it to WAL needs a moment alone
+    // with it, and SQLite may answer SQLITE_BUSY at once there instead of waiting out the
+    // busy timeout. Such a start is tried again, for as long as a busy timeout would wait.
+    const started = Date.now();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.#open();
+        return;
+      } catch (e) {
+        const code = (e as { code?: unknown }).code;
+        const busy = typeof code === "string" && code.startsWith("SQLITE_BUSY");
+        if (!busy || Date.now() - started > INIT_BUSY_WAIT_MS) throw storeFailed("init", e);
+        await new Promise((r) => setTimeout(r, Math.min(200, 10 * attempt) * (0.5 + Math.random())));
+      }
+    }
+  }
+
+  #open(): void {
+    let db: Database.Database | undefined;
+    try {
+      mkdirSync(this.#dataDir, { recursive: true });
+      db = new Database(this.file);
+      // busy_timeout first: the journal_mode switch itself may have to wait for another process.
+      db.pragma(`busy_timeout = ${INIT_BUSY_WAIT_MS}`);
+      db.pragma("journal_mode = WAL");
+      db.pragma("synchronous = NORMAL");
+      db.pragma("foreign_keys = ON");
+      const conn = db;
+      conn
+        .transaction(() => {
+          conn.exec(SQLITE_DDL);
+          // A file from an older version: CREATE TABLE IF NOT EXISTS left its table as it was.
+          const have = new Set((conn.pragma("table_info(medmmv_cases)") as Array<{ name: string }>).map((c) => c.name));
+          for (const [name, type] of SQLITE_ADDED_CASE_COLUMNS) if (!have.has(name)) conn.exec(`ALTER TABLE medmmv_cases ADD COLUMN ${name} ${type}`);
+          conn.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`);
+        })
+        .immediate();
+      const saver = new StoreSqliteSaver(conn);
+      saver.ensureTables();
+      this.#db = conn;
+      this.#saver = saver;
+    } catch (e) {
+      if (db?.open) db.close();
+      throw e;
+    }
+  }
+
+  async close(): Promise<void> {
+    const db = this.#db;
+    this.#db = null;
+    this.#saver = null;
+    this.#statements.clear();
+    if (db?.open) db.close();
+  }
+
+  async ping(): Promise<void> {
+    this.#run("ping", () => this.#stmt("SELECT 1").get());
+  }
+
+  checkpointer(): SqliteSaver {
+    if (!this.#saver) throw closedError();
+    return this.#saver;
+  }
+
+  async putImage(image: LoadedImage): Promise<void> {
+    const bytes = imageBytes(image);
+    this.#run("putImage", () =>
+      this.#stmt(
+        `INSERT INTO medmmv_images (sha256, mime_type, bytes, width, height, created_at)
+         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (sha256) DO NOTHING`,
+      ).run(image.sha256.toLowerCase(), image.mimeType, bytes, image.width ?? null, image.height ?? null, nowIso()),
+    );
+  }
+
+  async getImage(sha256: string): Promise<LoadedImage | null> {
+    const row = this.#run("getImage", () =>
+      this.#stmt("SELECT sha256, mime_type, bytes, width, height FROM medmmv_images WHERE sha256 = ?").get(
+        sha256.toLowerCase(),
+      ),
+    ) as ImageRow | undefined;
+    return row ? imageFromRow(row) : null;
+  }
+
+  async createCase(c: NewCase): Promise<CaseRecord> {
+    const now = nowIso();
+    const insert = () => {
+      this.#stmt(
+        `INSERT INTO medmmv_cases (id, owner, status, input, options, idempotency_key, request_hash, runner, lease_expires_ms, created_at, updated_at)
+         VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(c.id, c.owner, toJson(c.input), toJson(c.options), c.idempotencyKey ?? null, c.requestHash ?? null, c.lease?.runner ?? null, c.lease?.expiresAtMs ?? null, now, now);
+      const link = this.#stmt("INSERT INTO medmmv_case_images (case_id, sha256) VALUES (?, ?)");
+      for (const sha of imageHashes(c)) link.run(c.id, sha.toLowerCase());
+      return this.#stmt(`SELECT ${CASE_COLUMNS} FROM medmmv_cases WHERE id = ?`).get(c.id) as RawCaseRow;
+    };
+    try {
+      return caseFromRaw(this.#write(insert));
+    } catch (e) {
+      const code = (e as { code?: unknown }).code;
+      if (code === "SQLITE_CONSTRAINT_PRIMARYKEY") throw duplicateId(c.id, e);
+      if (code === "SQLITE_CONSTRAINT_UNIQUE") throw duplicateIdempotencyKey(e);
+      if (code === "SQLITE_CONSTRAINT_FOREIGNKEY") throw missingImage(e);
+      throw storeFailed("createCase", e);
+    }
+  }
+
+  async getCase(id: string): Promise<CaseRecord | null> {
+    const row = this.#run("getCase", () =>
+      this.#stmt(`SELECT ${CASE_COLUMNS} FROM medmmv_cases WHERE id = ?`).get(id),
+    ) as RawCaseRow | undefined;
+    return row ? caseFromRaw(row) : null;
+  }
+
+  async findByIdempotencyKey(owner: string, key: string): Promise<CaseRecord | null> {
+    const row = this.#run("findByIdempotencyKey", () =>
+      this.#stmt(`SELECT ${CASE_COLUMNS} FROM medmmv_cases WHERE owner = ? AND idempotency_key = ?`).get(owner, key),
+    ) as RawCaseRow | undefined;
+    return row ? caseFromRaw(row) : null;
+  }
+
+  async listCases(q: ListCasesQuery): Promise<{ items: CaseSummary[]; nextCursor: string | null }> {
+    const limit = checkLimit(q.limit);
+    const where = ["owner = ?"];
+    const args: unknown[] = [q.owner];
+    if (q.status) {
+      where.push("status = ?");
+      args.push(q.status);
+    }
+    if (q.cursor) {
+      const after = decodeCursor(q.cursor);
+      where.push("(created_at, id) < (?, ?)");
+      args.push(after.createdAt, after.id);
+    }
+    const rows = this.#run("listCases", () =>
+      this.#stmt(
+        `SELECT id, status, json_extract(result, '$.answer') AS answer, created_at, updated_at
+         FROM medmmv_cases WHERE ${where.join(" AND ")}
+         ORDER BY created_at DESC, id DESC LIMIT ?`,
+      ).all(...args, limit + 1),
+    ) as Array<{ id: string; status: string; answer: string | null; created_at: string; updated_at: string }>;
+    const p = page(rows, limit);
+    return { items: p.rows.map((r) => summaryFromRow({ ...r, answer: parse(r.answer) })), nextCursor: p.nextCursor };
+  }
+
+  async countCasesNotOwnedBy(owner: string): Promise<number> {
+    const row = this.#run("countCasesNotOwnedBy", () => this.#stmt("SELECT COUNT(*) AS n FROM medmmv_cases WHERE owner <> ?").get(owner)) as { n: number };
+    return Number(row.n);
+  }
+
+  async listUnfinished(): Promise<CaseRecord[]> {
+    const rows = this.#run("listUnfinished", () =>
+      this.#stmt(
+        `SELECT ${CASE_COLUMNS} FROM medmmv_cases WHERE status IN ('queued','running') ORDER BY created_at ASC, id ASC`,
+      ).all(),
+    ) as RawCaseRow[];
+    return rows.map(caseFromRaw);
+  }
+
+  async listUnfinishedLeases(): Promise<UnfinishedLease[]> {
+    const rows = this.#run("listUnfinishedLeases", () =>
+      this.#stmt("SELECT id, runner, lease_expires_ms FROM medmmv_cases WHERE status IN ('queued','running') ORDER BY created_at ASC, id ASC").all(),
+    ) as Array<{ id: string; runner: string | null; lease_expires_ms: number | null }>;
+    return rows.map((r) => ({ id: r.id, runner: r.runner, expiresAtMs: r.lease_expires_ms }));
+  }
+
+  async claimCase(id: string, lease: CaseLease, nowMs: number, takeOverFrom?: string): Promise<boolean> {
+    return this.#write(
+      () =>
+        this.#stmt(
+          `UPDATE medmmv_cases SET runner = ?, lease_expires_ms = ?
+           WHERE id = ? AND status IN ('queued','running')
+             AND (runner IS NULL OR runner = ? OR lease_expires_ms IS NULL OR lease_expires_ms < ? OR runner = ?)`,
+        ).run(lease.runner, lease.expiresAtMs, id, lease.runner, nowMs, takeOverFrom ?? null).changes === 1,
+      "claimCase",
+    );
+  }
+
+  async renewLeases(runner: string, ids: string[], expiresAtMs: number): Promise<string[]> {
+    return this.#write(() => {
+      const renew = this.#stmt("UPDATE medmmv_cases SET lease_expires_ms = ? WHERE id = ? AND runner = ?");
+      return ids.filter((id) => renew.run(expiresAtMs, id, runner).changes === 0);
+    }, "renewLeases");
+  }
+
+  async releaseLeases(runner: string, ids: string[]): Promise<void> {
+    this.#write(() => {
+      const release = this.#stmt("UPDATE medmmv_cases SET runner = NULL, lease_expires_ms = NULL WHERE id = ? AND runner = ?");
+      for (const id of ids) release.run(id, runner);
+    }, "releaseLeases");
+  }
+
+  async setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<void> {
+    this.#updateOne("setStatus", id, "status = ?, error = ?", [status, toJson(error ?? null)]);
+  }
+
+  async setProgress(id: string, progress: CaseProgress): Promise<void> {
+    this.#updateOne("setProgress", id, "progress = ?", [toJson(progress)]);
+  }
+
+  async saveResult(
+    id: string,
+    result: DiagnosisResult,
+    fullEvidenceGraph: Record<string, unknown> | null,
+    finalEvent?: { type: string; data: Record<string, unknown> },
+  ): Promise<CaseEvent | null> {
+    const at = nowIso();
+    const seq = this.#write(() => {
+      const saved = this.#stmt(
+        `UPDATE medmmv_cases SET status = ?, result = ?, full_graph = ?, error = ?, updated_at = ?${finalEvent ? ", last_seq = last_seq + 1" : ""} WHERE id = ? RETURNING last_seq`,
+      ).get(result.status, toJson(result), toJson(fullEvidenceGraph), toJson(result.error ?? null), at, id) as { last_seq: number } | undefined;
+      if (!saved) return undefined;
+      if (finalEvent)
+        this.#stmt("INSERT INTO medmmv_case_events (case_id, seq, type, data, at) VALUES (?, ?, ?, ?, ?)").run(id, saved.last_seq, finalEvent.type, toJson(finalEvent.data), at);
+      return saved.last_seq;
+    }, "saveResult");
+    if (seq === undefined) throw notFound(id);
+    return finalEvent ? { caseId: id, seq, type: finalEvent.type, data: JSON.parse(JSON.stringify(finalEvent.data)) as Record<string, unknown>, at } : null;
+  }
+
+  async pruneCheckpoints(id: string): Promise<void> {
+    this.#write(() => this.#deleteCheckpoints(id), "pruneCheckpoints");
+  }
+
+  #deleteCheckpoints(id: string): void {
+    for (const table of SQLITE_CHECKPOINT_TABLES) this.#stmt(`DELETE FROM ${table} WHERE thread_id = ?`).run(id);
+  }
+
+  async deleteCase(id: string): Promise<boolean> {
+    return this.#write(() => {
+      const shas = (this.#stmt("SELECT sha256 FROM medmmv_case_images WHERE case_id = ?").all(id) as Array<{
+        sha256: string;
+      }>).map((r) => r.sha256);
+      // Checkpoints go even when the case row is already gone: they are useless without it.
+      this.#deleteCheckpoints(id);
+      // Events and image links go with the case (ON DELETE CASCADE).
+      const removed = this.#stmt("DELETE FROM medmmv_cases WHERE id = ?").run(id).changes > 0;
+      const orphan = this.#stmt(
+        `DELETE FROM medmmv_images WHERE sha256 = ?
+         AND NOT EXISTS (SELECT 1 FROM medmmv_case_images WHERE sha256 = medmmv_images.sha256)`,
+      );
+      for (const sha of shas) orphan.run(sha);
+      return removed;
+    }, "deleteCase");
+  }
+
+  async appendEvent(caseId: string, type: string, data: Record<string, unknown>): Promise<CaseEvent> {
+    const at = nowIso();
+    const row = this.#write(() => {
+      // The per-case counter row is the serialisation point: seq has no gaps or repeats.
+      const bumped = this.#stmt("UPDATE medmmv_cases SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq").get(
+        caseId,
+      ) as { last_seq: number } | undefined;
+      if (!bumped) return undefined;
+      this.#stmt("INSERT INTO medmmv_case_events (case_id, seq, type, data, at) VALUES (?, ?, ?, ?, ?)").run(
+        caseId,
+        bumped.last_seq,
+        type,
+        toJson(data),
+        at,
+      );
+      return bumped.last_seq;
+    }, "appendEvent");
+    if (row === undefined) throw notFound(caseId);
+    return { caseId, seq: row, type, data: JSON.parse(JSON.stringify(data)) as Record<string, unknown>, at };
+  }
+
+  async listEvents(caseId: string, afterSeq = 0): Promise<CaseEvent[]> {
+    const rows = this.#run("listEvents", () =>
+      this.#stmt("SELECT case_id, seq, type, data, at FROM medmmv_case_events WHERE case_id = ? AND seq > ? ORDER BY seq").all(
+        caseId,
+        afterSeq,
+      ),
+    ) as Array<{ case_id: string; seq: number; type: string; data: string; at: string }>;
+    return rows.map((r) => eventFromRow({ ...r, data: parse(r.data) }));
+  }
+
+  async addTurn(caseId: string, turn: NewTurn): Promise<ConversationTurn> {
+    const at = nowIso();
+    try {
+      this.#write(() => {
+        if (!this.#stmt("SELECT 1 FROM medmmv_cases WHERE id = ?").get(caseId)) throw notFound(caseId);
+        this.#stmt("INSERT INTO medmmv_case_turns (case_id, turn, data, at) VALUES (?, ?, ?, ?)").run(caseId, turn.turn, toJson(turnData(turn)), at);
+      });
+    } catch (e) {
+      if (isMedmmvError(e)) throw e;
+      if ((e as { code?: unknown }).code === "SQLITE_CONSTRAINT_PRIMARYKEY") throw duplicateTurn(caseId, turn.turn, e);
+      throw storeFailed("addTurn", e);
+    }
+    return turnFromRow({ case_id: caseId, turn: turn.turn, data: JSON.parse(toJson(turnData(turn))!), at });
+  }
+
+  async listTurns(caseId: string): Promise<ConversationTurn[]> {
+    const rows = this.#run("listTurns", () =>
+      this.#stmt("SELECT case_id, turn, data, at FROM medmmv_case_turns WHERE case_id = ? ORDER BY turn").all(caseId),
+    ) as Array<{ case_id: string; turn: number; data: string; at: string }>;
+    return rows.map((r) => turnFromRow({ ...r, data: parse(r.data) }));
+  }
+
+  /** Prune, then insert-if-absent (an expired row is taken over), in one IMMEDIATE transaction. */
+  async useTokenId(issuer: string, tokenId: string, expiresAtMs: number, nowMs: number): Promise<boolean> {
+    return this.#write(() => {
+      this.#stmt("DELETE FROM medmmv_used_token_ids WHERE expires_ms <= ?").run(nowMs);
+      const inserted = this.#stmt(
+        "INSERT INTO medmmv_used_token_ids (issuer, token_id, expires_ms) VALUES (?, ?, ?) ON CONFLICT (issuer, token_id) DO NOTHING",
+      ).run(issuer, tokenId, expiresAtMs);
+      return inserted.changes === 1;
+    }, "useTokenId");
+  }
+
+  async getCachedResponse(key: string): Promise<CachedResponse | null> {
+    const row = this.#run("getCachedResponse", () =>
+      this.#stmt("SELECT value, created_at FROM medmmv_response_cache WHERE key = ?").get(key),
+    ) as { value: string; created_at: string } | undefined;
+    return row ? { value: JSON.parse(row.value) as Record<string, unknown>, createdAt: row.created_at } : null;
+  }
+
+  /** First write wins: a cached reply never changes under a key once stored. */
+  async putCachedResponse(key: string, value: Record<string, unknown>): Promise<void> {
+    this.#run("putCachedResponse", () =>
+      this.#stmt(
+        "INSERT INTO medmmv_response_cache (key, value, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
+      ).run(key, toJson(value), nowIso()),
+    );
+  }
+
+  #updateOne(op: string, id: string, set: string, args: unknown[]): void {
+    const changes = this.#run(op, () =>
+      this.#stmt(`UPDATE medmmv_cases SET ${set}, updated_at = ? WHERE id = ?`).run(...args, nowIso(), id),
+    ).changes;
+    if (changes === 0) throw notFound(id);
+  }
+
+  #database(): Database.Database {
+    if (!this.#db) throw closedError();
+    return this.#db;
+  }
+
+  #stmt(sql: string): Database.Statement {
+    let s = this.#statements.get(sql);
+    if (!s) {
+      s = this.#database().prepare(sql);
+      this.#statements.set(sql, s);
+    }
+    return s;
+  }
+
+  #run<T>(op: string, fn: () => T): T {
+    try {
+      this.#database();
+      return fn();
+    } catch (e) {
+      throw storeFailed(op, e);
+    }
+  }
+
+  /** One IMMEDIATE transaction; driver errors pass through untouched when op is absent. */
+  #write<T>(fn: () => T, op?: string): T {
+    const db = this.#database();
+    if (!op) return db.transaction(fn).immediate();
+    try {
+      return db.transaction(fn).immediate();
+    } catch (e) {
+      throw storeFailed(op, e);
+    }
+  }
+}

@@ -1,0 +1,81 @@
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { MedmmvError } from "../../core/contracts/errors.js";
+
+/**
+ * Short-lived links to a case's audit view, for opening it in a browser that cannot send the
+ * API key header. A token is `base64url(payload).base64url(HMAC-SHA256(secret, domain‖payload))`;
+ * the payload names the case, the owner (the key hash that created it, so a link never widens
+ * access beyond the key that minted it) and the expiry. Tokens carry no secret and are not
+ * encrypted: case ids and owner hashes are not confidential, the signature is what counts.
+ */
+export interface ViewLinkClaims {
+  caseId: string;
+  owner: string;
+  /** Expiry, epoch seconds. */
+  expiresAt: number;
+}
+
+const DOMAIN = "medmmv:view-link:v1:";
+const MAX_TTL_SEC = 7 * 24 * 3600;
+const MIN_SECRET_BYTES = 16;
+/** Generous for any real payload; bounds the work done on hostile input. */
+const MAX_TOKEN_CHARS = 2048;
+const B64URL = /^[A-Za-z0-9_-]+$/;
+
+function secretBytes(secret: string | Buffer): Buffer {
+  const b = typeof secret === "string" ? Buffer.from(secret, "utf8") : secret;
+  if (b.length < MIN_SECRET_BYTES) {
+    throw new MedmmvError("CONFIG_INVALID", `the view-link secret must be at least ${MIN_SECRET_BYTES} bytes`);
+  }
+  return b;
+}
+
+function mac(secret: Buffer, payload: string): Buffer {
+  return createHmac("sha256", secret).update(DOMAIN).update(payload).digest();
+}
+
+/** A token for `caseId` owned by `owner`, valid for `ttlSec` seconds from `nowMs`. */
+export function signViewLink(caseId: string, owner: string, secret: string | Buffer, ttlSec: number, nowMs = Date.now()): string {
+  if (typeof caseId !== "string" || caseId === "" || typeof owner !== "string" || owner === "") {
+    throw new MedmmvError("INVALID_INPUT", "a view link needs a case id and an owner");
+  }
+  if (!Number.isInteger(ttlSec) || ttlSec <= 0 || ttlSec > MAX_TTL_SEC) {
+    throw new MedmmvError("INVALID_INPUT", `view-link ttl must be a whole number of seconds in 1..${MAX_TTL_SEC}`);
+  }
+  const key = secretBytes(secret);
+  const claims = { c: caseId, o: owner, e: Math.floor(nowMs / 1000) + ttlSec };
+  const payload = Buffer.from(JSON.stringify(claims), "utf8").toString("base64url");
+  const token = `${payload}.${mac(key, payload).toString("base64url")}`;
+  if (token.length > MAX_TOKEN_CHARS) throw new MedmmvError("INVALID_INPUT", "case id or owner too long for a view link");
+  return token;
+}
+
+/**
+ * The claims of a valid, unexpired token, else null (malformed, forged, signed with another
+ * secret, or expired all look the same to the caller, who answers 401 / 404 either way).
+ */
+export function verifyViewLink(token: unknown, secret: string | Buffer, nowMs = Date.now()): ViewLinkClaims | null {
+  const key = secretBytes(secret);
+  if (typeof token !== "string" || token.length === 0 || token.length > MAX_TOKEN_CHARS) return null;
+  const parts = token.split(".");
+  if (parts.length !== 2) return null;
+  const [payload, sig] = parts as [string, string];
+  if (!B64URL.test(payload) || !B64URL.test(sig)) return null;
+  const given = Buffer.from(sig, "base64url");
+  // One spelling per signature: lenient base64 decoding must not make a token malleable.
+  if (given.toString("base64url") !== sig) return null;
+  const expected = mac(key, payload);
+  // Length first: timingSafeEqual throws on unequal lengths, and a length is no secret.
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+  let claims: unknown;
+  try {
+    claims = JSON.parse(Buffer.from(payload, "base64url").toString("utf8"));
+  } catch {
+    return null;
+  }
+  if (typeof claims !== "object" || claims === null) return null;
+  const { c, o, e } = claims as Record<string, unknown>;
+  if (typeof c !== "string" || c === "" || typeof o !== "string" || o === "" || typeof e !== "number" || !Number.isInteger(e)) return null;
+  if (Math.floor(nowMs / 1000) >= e) return null;
+  return { caseId: c, owner: o, expiresAt: e };
+}

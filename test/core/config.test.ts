@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import { assertLlmConfigured, loadConfig } from "../../src/core/config.js";
+import { pipelineOptions } from "../../src/core/workflow/pipeline.js";
+import { MedmmvError } from "../../src/core/contracts/errors.js";
+
+describe("loadConfig", () => {
+  it("documented defaults with an empty environment; empty strings count as unset", () => {
+    const c = loadConfig({ MEDMMV_K: "", OPENAI_BASE_URL: "" });
+    expect(c.pipeline).toEqual({ k: 5, maxRepairs: 3, adaptive: false, weights: [1, 1, 1] });
+    expect(c.llm).toMatchObject({ baseUrl: null, structuredOutput: "jsonSchema", cache: "deterministic", maxConcurrency: 16, rolloutTemperature: 0.7 });
+    expect(c.search.provider).toBe("none");
+  });
+
+  it("MEDMMV_ADAPTIVE sets the default that a request or flag may still override", () => {
+    for (const on of ["true", "1"]) expect(loadConfig({ MEDMMV_ADAPTIVE: on }).pipeline.adaptive).toBe(true);
+    for (const off of ["false", "0"]) expect(loadConfig({ MEDMMV_ADAPTIVE: off }).pipeline.adaptive).toBe(false);
+    const c = loadConfig({ MEDMMV_ADAPTIVE: "true" });
+    expect(pipelineOptions(c).adaptive).toBe(true);
+    expect(pipelineOptions(c, { adaptive: false }).adaptive).toBe(false);
+  });
+
+  it("a bad value is CONFIG_INVALID naming the variable", () => {
+    for (const [name, value] of [["MEDMMV_ADAPTIVE", "yes"], ["MEDMMV_K", "0"], ["MEDMMV_CACHE", "always"], ["OPENAI_BASE_URL", "not a url"]]) {
+      let err: unknown;
+      try {
+        loadConfig({ [name!]: value });
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(MedmmvError);
+      expect((err as MedmmvError).code).toBe("CONFIG_INVALID");
+      expect((err as MedmmvError).message).toContain(name);
+    }
+  });
+
+  it("assertLlmConfigured names what is missing", () => {
+    expect(() => assertLlmConfigured(loadConfig({}))).toThrow(/MEDMMV_MODEL and OPENAI_BASE_URL/);
+    expect(() => assertLlmConfigured(loadConfig({ OPENAI_BASE_URL: "http://127.0.0.1:9/v1", MEDMMV_MODEL: "m" }))).not.toThrow();
+  });
+});
+
+describe("Azure OpenAI and tracing variables", () => {
+  it("AZURE_OPENAI_API_KEY selects Azure; the deployment name stands in for MEDMMV_MODEL; no OpenAI endpoint needed", () => {
+    const c = loadConfig({ AZURE_OPENAI_API_KEY: "k", AZURE_OPENAI_API_INSTANCE_NAME: "res", AZURE_OPENAI_API_DEPLOYMENT_NAME: "gpt-4o-dep", MEDMMV_JUDGE_MODEL: "judge-dep" });
+    expect(c.llm.azure).toEqual({ apiKey: "k", instanceName: "res", endpoint: null, apiVersion: "2024-10-21" });
+    expect(c.llm.models).toEqual({ executor: "gpt-4o-dep", vision: "gpt-4o-dep", judge: "judge-dep" });
+    expect(() => assertLlmConfigured(c)).not.toThrow();
+    expect(loadConfig({ AZURE_OPENAI_API_KEY: "k", AZURE_OPENAI_ENDPOINT: "https://res.openai.azure.com/" }).llm.azure?.endpoint).toBe("https://res.openai.azure.com");
+  });
+
+  it("without the Azure key nothing Azure applies; LANGSMITH_TRACING=true is noted, anything else is off", () => {
+    const c = loadConfig({ AZURE_OPENAI_API_DEPLOYMENT_NAME: "dep" });
+    expect(c.llm.azure).toBeNull();
+    expect(c.llm.models.executor).toBeNull();
+    expect(c.llm.tracing).toBe(false);
+    expect(loadConfig({ LANGSMITH_TRACING: "true" }).llm.tracing).toBe(true);
+    expect(loadConfig({ LANGSMITH_TRACING: "false" }).llm.tracing).toBe(false);
+  });
+});

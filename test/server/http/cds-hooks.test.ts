@@ -1,0 +1,378 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
+import { fixtureBundle } from "../../core/intake/fhir/fhir-fixtures.js";
+import { json, startTestServer, until, type TestServer } from "./http-harness.js";
+
+/** CDS Hooks 2.0 shapes, written from the specification (cds-hooks.hl7.org/2.0), not from our code. */
+const SpecDiscovery = z.object({
+  services: z.array(z.object({ hook: z.string(), title: z.string().optional(), description: z.string(), id: z.string(), prefetch: z.record(z.string(), z.string()).optional(), usageRequirements: z.string().optional() })).min(1),
+});
+const SpecCard = z.object({
+  uuid: z.string().optional(),
+  summary: z.string().max(140),
+  detail: z.string().optional(),
+  indicator: z.enum(["info", "warning", "critical"]),
+  source: z.object({ label: z.string().min(1), url: z.string().url().optional(), icon: z.string().optional(), topic: z.unknown().optional() }),
+  suggestions: z.array(z.unknown()).optional(),
+  selectionBehavior: z.string().optional(),
+  overrideReasons: z.array(z.unknown()).optional(),
+  links: z.array(z.object({ label: z.string(), url: z.string().url(), type: z.enum(["absolute", "smart"]), appContext: z.string().optional() })).optional(),
+});
+const SpecResponse = z.object({ cards: z.array(SpecCard), systemActions: z.array(z.unknown()).optional() });
+
+/** The hook request as the specification defines it (§HTTP request), to check what the tests send is one. */
+const SpecRequest = z.object({
+  hook: z.string(),
+  hookInstance: z.string().uuid(),
+  fhirServer: z.string().url().optional(),
+  fhirAuthorization: z.object({ access_token: z.string(), token_type: z.literal("Bearer"), expires_in: z.number().int(), scope: z.string(), subject: z.string() }).optional(),
+  context: z.object({ userId: z.string(), patientId: z.string(), encounterId: z.string().optional() }),
+  prefetch: z.record(z.string(), z.unknown()).optional(),
+});
+
+const ISS = "https://ehr.example.org";
+const SANDBOX = "https://sandbox.cds-hooks.org";
+
+/** A stand-in FHIR server that answers the prefetch queries from a fixture and counts what it is asked. */
+async function fakeFhirServer(): Promise<{ base: string; requests: IncomingMessage[]; close(): Promise<void> }> {
+  const record = fixtureBundle("stemi").entry.map((e) => e.resource);
+  const requests: IncomingMessage[] = [];
+  const server: Server = createServer((req, res) => {
+    requests.push(req);
+    const url = new URL(req.url!, "http://x");
+    const [, , type, id] = url.pathname.split("/"); // /fhir/{type}[/{id}]
+    const body = id
+      ? record.find((r) => r.resourceType === type && r.id === id)
+      : { resourceType: "Bundle", type: "searchset", entry: record.filter((r) => r.resourceType === type || (type?.startsWith("Medication") && r.resourceType === "Medication")).map((resource) => ({ resource })) };
+    res.writeHead(body ? 200 : 404, { "content-type": "application/fhir+json" }).end(JSON.stringify(body ?? { resourceType: "OperationOutcome", issue: [] }));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/fhir`, requests, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+/** The STEMI record as an EHR prefetches it: a resource and searchset bundles. */
+function prefetch(): Record<string, unknown> {
+  const r = fixtureBundle("stemi").entry.map((e) => e.resource);
+  const search = (...types: string[]) => ({ resourceType: "Bundle", type: "searchset", entry: r.filter((x) => types.includes(x.resourceType as string)).map((resource) => ({ resource })) });
+  return {
+    patient: r.find((x) => x.resourceType === "Patient"),
+    conditions: search("Condition"),
+    observations: search("Observation"),
+    medicationStatements: search("MedicationStatement", "Medication"),
+    medicationRequests: search("MedicationRequest"),
+    allergies: search("AllergyIntolerance"),
+  };
+}
+
+let t: TestServer;
+let dir: string;
+let listed: Awaited<ReturnType<typeof fakeFhirServer>>;
+let unlisted: Awaited<ReturnType<typeof fakeFhirServer>>;
+let ehrKey: CryptoKey;
+let ehrJwks: string;
+let strangerKey: CryptoKey;
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "medmmv-cds-"));
+  const ehr = await generateKeyPair("ES384");
+  const stranger = await generateKeyPair("ES384");
+  ehrKey = ehr.privateKey;
+  strangerKey = stranger.privateKey;
+  const jwks = path.join(dir, "ehr-jwks.json");
+  ehrJwks = JSON.stringify({ keys: [{ ...(await exportJWK(ehr.publicKey)), kid: "ehr-1", alg: "ES384", use: "sig" }] });
+  await writeFile(jwks, ehrJwks);
+  listed = await fakeFhirServer();
+  unlisted = await fakeFhirServer();
+  t = await startTestServer({
+    scenario: clinicalScenario({ rolloutAnswers: ["Inferior ST-elevation myocardial infarction"] }),
+    env: { MEDMMV_CDS_JWKS: jwks, MEDMMV_CDS_ISSUERS: ISS, MEDMMV_FHIR_SERVERS: listed.base, MEDMMV_CORS_ORIGINS: SANDBOX },
+  });
+});
+afterAll(async () => {
+  await t.close();
+  await listed.close();
+  await unlisted.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const SERVICE = "/cds-services/medmmv-diagnosis";
+
+async function jwt(o: { aud?: string; iss?: string; exp?: number; jti?: string; key?: CryptoKey; kid?: string } = {}): Promise<string> {
+  return new SignJWT({})
+    .setProtectedHeader({ alg: "ES384", kid: o.kid ?? "ehr-1", typ: "JWT" })
+    .setIssuer(o.iss ?? ISS)
+    .setAudience(o.aud ?? `${t.base}${SERVICE}`)
+    .setIssuedAt()
+    .setExpirationTime(o.exp ?? Math.floor(Date.now() / 1000) + 300)
+    .setJti(o.jti ?? randomUUID())
+    .sign(o.key ?? ehrKey);
+}
+
+/** A hook call to `base` (the test server unless another is named). */
+function call(token: string | null, body: Record<string, unknown> = {}, base = t.base) {
+  const request = SpecRequest.parse({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch(), ...body });
+  return fetch(`${base}${SERVICE}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(request),
+  });
+}
+
+describe("CDS Hooks 2.0", () => {
+  it("discovery lists one patient-view service with its prefetch, without credentials", async () => {
+    const res = await fetch(`${t.base}/cds-services`);
+    expect(res.status).toBe(200);
+    const doc = SpecDiscovery.parse(await res.json());
+    expect(doc.services).toHaveLength(1);
+    expect(doc.services[0]).toMatchObject({ id: "medmmv-diagnosis", hook: "patient-view" });
+    expect(Object.keys(doc.services[0]!.prefetch!)).toEqual(expect.arrayContaining(["patient", "conditions", "observations", "medicationStatements", "allergies"]));
+    expect(doc.services[0]!.prefetch!.patient).toBe("Patient/{{context.patientId}}");
+  });
+
+  it("a first call starts the case and answers at once with an info card; the same record again gets the finished case's card, without model calls", async () => {
+    const first = await call(await jwt());
+    expect(first.status).toBe(200);
+    const r1 = SpecResponse.parse(await first.json());
+    expect(r1.cards).toHaveLength(1);
+    expect(r1.cards[0]).toMatchObject({ indicator: "info", source: { label: "medmmv" } });
+    const link = new URL(r1.cards[0]!.links![0]!.url);
+    const caseId = decodeURIComponent(link.pathname.split("/")[2]!);
+    expect(link.origin).toBe(t.base);
+    await until(async () => ((await t.server.store.getCase(caseId))?.result ? true : undefined), 20_000, `case ${caseId} finished`);
+    // The signed link opens the audit view without an API key.
+    expect((await fetch(link)).status).toBe(200);
+
+    const calls = t.openai.stats().total;
+    const second = await call(await jwt());
+    const r2 = SpecResponse.parse(await second.json());
+    expect(t.openai.stats().total).toBe(calls);
+    const card = r2.cards[0]!;
+    expect(card.summary).toMatch(/^medmmv: Inferior ST-elevation myocardial infarction \(support \d+%\)$/);
+    expect(card.summary.length).toBeLessThanOrEqual(140);
+    expect(card.indicator).toBe("info");
+    expect(new URL(card.links![0]!.url).pathname).toBe(link.pathname);
+    expect(card.detail).toContain("Decision support for clinicians; not a diagnosis.");
+  });
+
+  it("a record with no dated fact is the same record on the next call: its second call answers from the stored case, without model calls", async () => {
+    // Only the Patient: nothing in it dates the record, so its reference date is the clock's.
+    const record = { patient: prefetch().patient, allergies: { resourceType: "Bundle", type: "searchset", entry: [] } };
+    const first = SpecResponse.parse(await (await call(await jwt(), { prefetch: record })).json());
+    const link = new URL(first.cards[0]!.links![0]!.url);
+    const caseId = decodeURIComponent(link.pathname.split("/")[2]!);
+    await until(async () => ((await t.server.store.getCase(caseId))?.result ? true : undefined), 20_000, `case ${caseId} finished`);
+
+    const calls = t.openai.stats().total;
+    const second = SpecResponse.parse(await (await call(await jwt(), { prefetch: record })).json());
+    expect(new URL(second.cards[0]!.links![0]!.url).pathname).toBe(link.pathname);
+    expect(second.cards[0]!.summary).toMatch(/^medmmv: /);
+    expect(t.openai.stats().total).toBe(calls);
+  });
+
+  it("a record whose analysis failed is analysed again by the next call", async () => {
+    const { allergies: _left, ...record } = prefetch(); // another record than the other tests'
+    t.openai.addFault({ kind: "status", status: 400, agent: "rollout" });
+    let failedId: string;
+    try {
+      const first = SpecResponse.parse(await (await call(await jwt(), { prefetch: record })).json());
+      failedId = decodeURIComponent(new URL(first.cards[0]!.links![0]!.url).pathname.split("/")[2]!);
+      await until(async () => ((await t.server.store.getCase(failedId))?.status === "failed" ? true : undefined), 20_000, `case ${failedId} failed`);
+    } finally {
+      t.openai.clearFaults();
+    }
+    const second = SpecResponse.parse(await (await call(await jwt(), { prefetch: record })).json());
+    expect(second.cards[0]!.summary).toBe("medmmv started analysing this record");
+    const retryId = decodeURIComponent(new URL(second.cards[0]!.links![0]!.url).pathname.split("/")[2]!);
+    expect(retryId).not.toBe(failedId);
+    await until(async () => ((await t.server.store.getCase(retryId))?.status === "completed" ? true : undefined), 20_000, `case ${retryId} completed`);
+    const third = SpecResponse.parse(await (await call(await jwt(), { prefetch: record })).json());
+    expect(third.cards[0]!.summary).toMatch(/^medmmv: Inferior ST-elevation/);
+  });
+
+  it.each([
+    ["a wrong aud", () => jwt({ aud: "https://elsewhere.example.org/cds-services/medmmv-diagnosis" })],
+    ["an expired exp", () => jwt({ exp: Math.floor(Date.now() / 1000) - 3600 })],
+    ["an unknown key", () => jwt({ key: strangerKey, kid: "stranger-1" })],
+    ["a known kid with the wrong key", () => jwt({ key: strangerKey })],
+    ["an issuer not configured", () => jwt({ iss: "https://other-ehr.example.org" })],
+    ["no token at all", async () => null],
+  ])("a JWT with %s → 401", async (_name, make) => {
+    const res = await call(await make());
+    expect(res.status).toBe(401);
+    const body = await json<{ code: string }>(res);
+    expect(body.code).toBe("UNAUTHORIZED");
+  });
+
+  it("a reused jti → 401", async () => {
+    const token = await jwt({ jti: "once-only" });
+    expect((await call(token)).status).toBe(200);
+    const again = await call(token);
+    expect(again.status).toBe(401);
+    expect((await json<{ message: string }>(again)).message).toContain("jti");
+  });
+
+  it("a jti used on one server is refused by another server on the same store (workers, replicas)", async () => {
+    // A second process on the same data directory, answering under the same public URL as an
+    // EHR would see behind a load balancer; its own memory has never seen the token.
+    const replica = await startTestServer({
+      openai: t.openai,
+      dataDir: t.dataDir,
+      env: { MEDMMV_CDS_JWKS: path.join(dir, "ehr-jwks.json"), MEDMMV_CDS_ISSUERS: ISS, MEDMMV_PUBLIC_URL: t.base },
+    });
+    try {
+      const token = await jwt({ jti: "replayed-across-processes" });
+      const first = await call(token);
+      expect(first.status).toBe(200);
+      // Let the record's case finish first, so the replica's calls meet a settled record.
+      const caseId = decodeURIComponent(new URL(SpecResponse.parse(await first.json()).cards[0]!.links![0]!.url).pathname.split("/")[2]!);
+      await until(async () => ((await t.server.store.getCase(caseId))?.result ? true : undefined), 20_000, `case ${caseId} finished`);
+      const replay = await call(token, {}, replica.base);
+      expect(replay.status).toBe(401);
+      expect((await json<{ message: string }>(replay)).message).toContain("jti replay");
+      // A fresh token is accepted by the replica: the refusal was the replay, not the replica's setup.
+      const fresh = await call(await jwt(), {}, replica.base);
+      expect(fresh.status).toBe(200);
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it("an API key works too", async () => {
+    const res = await call("test-key-alpha-0123456789");
+    expect(res.status).toBe(200);
+    SpecResponse.parse(await res.json());
+  });
+
+  it("missing prefetch is never fetched from a fhirServer not on the allow-list", async () => {
+    const res = await call(await jwt(), { prefetch: undefined, fhirServer: unlisted.base, fhirAuthorization: { access_token: "secret-ehr-token", token_type: "Bearer", expires_in: 300, scope: "patient/*.read", subject: "medmmv" } });
+    expect(res.status).toBe(200);
+    const r = SpecResponse.parse(await res.json());
+    expect(r.cards[0]!.summary).toBe("medmmv: no patient record to analyse");
+    expect(r.cards[0]!.detail).toMatch(/not one this service may contact/);
+    expect(unlisted.requests).toHaveLength(0);
+  });
+
+  it.each([
+    ["no prefetch and no fhirServer", undefined, /names no fhirServer/],
+    ["a prefetch of empty searches only", { patient: null, conditions: { resourceType: "Bundle", type: "searchset", entry: [] } }, /names no fhirServer/],
+    ["every prefetch key, all empty", Object.fromEntries(Object.keys(prefetch()).map((k) => [k, { resourceType: "Bundle", type: "searchset", entry: [] }])), /searches came back empty/],
+  ])("%s: the no-record card says why", async (_name, p, why) => {
+    const r = SpecResponse.parse(await (await call(await jwt(), { prefetch: p })).json());
+    expect(r.cards[0]!.summary).toBe("medmmv: no patient record to analyse");
+    expect(r.cards[0]!.detail).toMatch(why);
+  });
+
+  it("…and is fetched, with the EHR's access token, from one on the list", async () => {
+    const res = await call(await jwt(), { prefetch: { patient: prefetch().patient }, fhirServer: `${listed.base}/`, fhirAuthorization: { access_token: "ehr-token-123", token_type: "Bearer", expires_in: 300, scope: "patient/*.read", subject: "medmmv" } });
+    expect(res.status).toBe(200);
+    SpecResponse.parse(await res.json());
+    expect(listed.requests.length).toBeGreaterThan(0);
+    expect(listed.requests.every((r) => r.headers.authorization === "Bearer ehr-token-123")).toBe(true);
+    expect(listed.requests.map((r) => r.url)).toContain("/fhir/Condition?patient=stemi-1&clinical-status=active");
+  });
+
+  it("a request that is not a CDS Hooks call is a 400 naming the field", async () => {
+    const res = await fetch(`${t.base}${SERVICE}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${await jwt()}` }, body: JSON.stringify({ hook: "order-sign", context: {} }) });
+    expect(res.status).toBe(400);
+    const body = await json<{ issues: Array<{ path: string }> }>(res);
+    expect(body.issues.map((i) => i.path)).toEqual(expect.arrayContaining(["body.hook", "body.hookInstance", "body.context.userId"]));
+  });
+
+  it("a prefetch value that is not a FHIR resource is a 400 naming its key", async () => {
+    const res = await call(await jwt(), { prefetch: { ...prefetch(), observations: "see chart" } });
+    expect(res.status).toBe(400);
+    expect((await json<{ issues: Array<{ path: string }> }>(res)).issues).toEqual([{ path: "body.prefetch.observations", message: "not a FHIR resource" }]);
+  });
+
+  it("an invalid prefetched resource is a 400 naming it in the prefetch", async () => {
+    const p = prefetch() as { observations: { entry: Array<{ resource: Record<string, unknown> }> } };
+    p.observations.entry[1]!.resource.status = "done";
+    const res = await call(await jwt(), { prefetch: p });
+    expect(res.status).toBe(400);
+    expect((await json<{ issues: Array<{ path: string }> }>(res)).issues.map((i) => i.path)).toEqual(["body.prefetch.observations.entry[1].resource.status"]);
+  });
+
+  it("a prefetched Patient whose birthDate gives no valid age is a 422 naming it in the prefetch", async () => {
+    const p = prefetch() as { patient: Record<string, unknown> };
+    p.patient = { ...p.patient, birthDate: "1850-01-01" };
+    const res = await call(await jwt(), { prefetch: p });
+    expect(res.status).toBe(422);
+    expect((await json<{ issues: Array<{ path: string }> }>(res)).issues.map((i) => i.path)).toEqual(["body.prefetch.patient.birthDate"]);
+  });
+
+  it("no patient data or tokens reach the logs", () => {
+    const logs = t.logs.text();
+    for (const canary of ["ehr-token-123", "secret-ehr-token", "Troponin", "150/95"]) expect(logs).not.toContain(canary);
+  });
+
+  it("a prefetched Patient that is not the patient in context is refused", async () => {
+    const res = await call(await jwt(), { context: { userId: "Practitioner/dr-1", patientId: "someone-else" } });
+    expect(res.status).toBe(400);
+  });
+
+  it("CORS answers the configured sandbox origin only", async () => {
+    const pre = (origin: string) => fetch(`${t.base}${SERVICE}`, { method: "OPTIONS", headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type" } });
+    const ok = await pre(SANDBOX);
+    expect(ok.status).toBeLessThan(300);
+    expect(ok.headers.get("access-control-allow-origin")).toBe(SANDBOX);
+    const other = await pre("https://evil.example.org");
+    expect(other.headers.get("access-control-allow-origin")).toBeNull();
+  });
+});
+
+describe("CDS Hooks with the EHR's JWKS at a URL", () => {
+  it("verifies JWTs with keys fetched from MEDMMV_CDS_JWKS", async () => {
+    let fetched = 0;
+    const keys = createServer((_req, res) => {
+      fetched++;
+      res.writeHead(200, { "content-type": "application/json" }).end(ehrJwks);
+    });
+    await new Promise<void>((r) => keys.listen(0, "127.0.0.1", r));
+    const remote = await startTestServer({ env: { MEDMMV_CDS_JWKS: `http://127.0.0.1:${(keys.address() as AddressInfo).port}/.well-known/jwks.json`, MEDMMV_CDS_ISSUERS: ISS } });
+    try {
+      const res = await call(await jwt({ aud: `${remote.base}${SERVICE}` }), {}, remote.base);
+      expect(res.status).toBe(200);
+      SpecResponse.parse(await res.json());
+      expect(fetched).toBeGreaterThan(0);
+    } finally {
+      await remote.close();
+      await new Promise((r) => keys.close(r));
+    }
+  });
+});
+
+describe("CDS Hooks under a rate limit", () => {
+  it("refused credentials are counted: past the limit a bad token gets 429", async () => {
+    const limited = await startTestServer({ openai: t.openai, env: { MEDMMV_CDS_JWKS: path.join(dir, "ehr-jwks.json"), MEDMMV_CDS_ISSUERS: ISS, MEDMMV_RATE_LIMIT_PER_MIN: "3" } });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) statuses.push((await call(await jwt({ key: strangerKey }), {}, limited.base)).status);
+      expect(statuses).toEqual([401, 401, 401, 429]);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe("CDS Hooks without configuration", () => {
+  it("sends no CORS headers and takes API keys only", async () => {
+    const plain = await startTestServer();
+    try {
+      const res = await fetch(`${plain.base}/cds-services`, { headers: { origin: SANDBOX } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("access-control-allow-origin")).toBeNull();
+      const anon = await fetch(`${plain.base}${SERVICE}`, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer a.b.c" }, body: "{}" });
+      expect(anon.status).toBe(401);
+    } finally {
+      await plain.close();
+    }
+  });
+});

@@ -1,0 +1,123 @@
+import { describe, expect, it } from "vitest";
+import type { CaseStore } from "../../../src/server/store/case-store.js";
+import { openStore } from "../../../src/server/store/open-store.js";
+import { PostgresStore } from "../../../src/server/store/postgres-store.js";
+import { describeStoreConformance, expectCode, makeNewCase } from "./conformance.js";
+import { PG_TEST_URL as URL, usePgSchemas } from "../../support/pg-schemas.js";
+
+/**
+ * Runs against a real Postgres. CI provides one, so an unreachable server fails this
+ * file instead of skipping it.
+ */
+const pgSchemas = usePgSchemas();
+const { newSchema, dropSchema } = pgSchemas;
+
+describeStoreConformance("postgres", async () => {
+  const schema = newSchema();
+  const opened: CaseStore[] = [];
+  const open = async () => {
+    const s = await openStore({ databaseUrl: URL, dataDir: "./unused" }, { pgSchema: schema });
+    opened.push(s);
+    return s;
+  };
+  const store = await open();
+  return {
+    store,
+    reopen: open,
+    dispose: async () => {
+      for (const s of opened) await s.close();
+      await dropSchema(schema);
+    },
+    setCreatedAt: async (id, createdAt) => {
+      await pgSchemas.admin.query(`UPDATE "${schema}".medmmv_cases SET created_at = $1 WHERE id = $2`, [createdAt, id]);
+    },
+  };
+});
+
+describe("PostgresStore specifics", () => {
+  it("creates its tables in the requested schema, with JSONB columns, next to the checkpointer's", async () => {
+    const schema = newSchema();
+    const store = await openStore({ databaseUrl: URL, dataDir: "./unused" }, { pgSchema: schema });
+    try {
+      expect(store.backend).toBe("postgres");
+      expect(store).toBeInstanceOf(PostgresStore);
+      const tables = await pgSchemas.admin.query<{ table_name: string }>(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = $1",
+        [schema],
+      );
+      expect(tables.rows.map((r) => r.table_name)).toEqual(
+        expect.arrayContaining([
+          "medmmv_cases",
+          "medmmv_case_events",
+          "medmmv_images",
+          "medmmv_case_images",
+          "medmmv_response_cache",
+          "checkpoints",
+          "checkpoint_blobs",
+          "checkpoint_writes",
+        ]),
+      );
+      const cols = await pgSchemas.admin.query<{ column_name: string; data_type: string }>(
+        `SELECT column_name, data_type FROM information_schema.columns
+         WHERE table_schema = $1 AND table_name = 'medmmv_cases' AND column_name IN ('input', 'result', 'full_graph')`,
+        [schema],
+      );
+      expect(cols.rows.map((r) => r.data_type)).toEqual(["jsonb", "jsonb", "jsonb"]);
+      await store.createCase(makeNewCase("in-schema"));
+      const n = await pgSchemas.admin.query(`SELECT count(*)::int AS n FROM "${schema}".medmmv_cases`);
+      expect(n.rows[0].n).toBe(1);
+    } finally {
+      await store.close();
+      await dropSchema(schema);
+    }
+  });
+
+  it("upgrades a table from the first schema version: the lease columns are added, the cases kept", async () => {
+    const schema = newSchema();
+    const first = await openStore({ databaseUrl: URL, dataDir: "./unused" }, { pgSchema: schema });
+    await first.createCase(makeNewCase("old-case"));
+    await first.close();
+    await pgSchemas.admin.query(`ALTER TABLE "${schema}".medmmv_cases DROP COLUMN runner, DROP COLUMN lease_expires_ms`);
+    const upgraded = await openStore({ databaseUrl: URL, dataDir: "./unused" }, { pgSchema: schema });
+    try {
+      expect((await upgraded.getCase("old-case"))?.status).toBe("queued");
+      expect(await upgraded.listUnfinishedLeases()).toEqual([{ id: "old-case", runner: null, expiresAtMs: null }]);
+      expect(await upgraded.claimCase("old-case", { runner: "A", expiresAtMs: 2_000 }, 1_000)).toBe(true);
+    } finally {
+      await upgraded.close();
+      await dropSchema(schema);
+    }
+  });
+
+  it("initialises safely when several processes start at once on a fresh schema", async () => {
+    const schema = newSchema();
+    const stores = Array.from({ length: 4 }, () => new PostgresStore({ connectionString: URL, schema, poolMax: 3 }));
+    try {
+      const results = await Promise.allSettled(stores.map((s) => s.init()));
+      expect(results.map((r) => (r.status === "rejected" ? String(r.reason) : "ok"))).toEqual(["ok", "ok", "ok", "ok"]);
+      await stores[0]!.createCase(makeNewCase("after-init"));
+      expect((await stores[3]!.getCase("after-init"))?.id).toBe("after-init");
+      // The checkpointer's migrations ran exactly once each.
+      const v = await pgSchemas.admin.query(`SELECT v FROM "${schema}".checkpoint_migrations ORDER BY v`);
+      expect(v.rows.map((r) => r.v)).toEqual([0, 1, 2, 3, 4]);
+    } finally {
+      for (const s of stores) await s.close();
+      await dropSchema(schema);
+    }
+  });
+
+  it("rejects schema names that would need quoting", () => {
+    expect(() => new PostgresStore({ connectionString: URL, schema: 'x"; drop table y; --' })).toThrow(
+      expect.objectContaining({ code: "CONFIG_INVALID" }),
+    );
+  });
+
+  it("fails init with STORE_FAILED when the server cannot be reached", async () => {
+    const store = new PostgresStore({ connectionString: "postgres://nobody@127.0.0.1:1/none", schema: "unused" });
+    try {
+      await expectCode(store.init(), "STORE_FAILED");
+    } finally {
+      await store.close();
+    }
+  });
+});

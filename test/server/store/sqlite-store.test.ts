@@ -1,0 +1,192 @@
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import Database from "better-sqlite3";
+import { afterAll, describe, expect, it } from "vitest";
+import type { CaseStore } from "../../../src/server/store/case-store.js";
+import { openStore } from "../../../src/server/store/open-store.js";
+import { SqliteStore } from "../../../src/server/store/sqlite-store.js";
+import { SQLITE_FILE_NAME } from "../../../src/core/database/database-names.js";
+import { describeStoreConformance, makeNewCase } from "./conformance.js";
+
+const roots: string[] = [];
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "medmmv-store-"));
+  roots.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const r of roots) rmSync(r, { recursive: true, force: true });
+});
+
+describeStoreConformance("sqlite", async () => {
+  // A nested, not-yet-existing directory: the store must create it.
+  const dataDir = join(tempDir(), "nested", "data");
+  const opened: CaseStore[] = [];
+  const open = async () => {
+    const s = await openStore({ databaseUrl: null, dataDir });
+    opened.push(s);
+    return s;
+  };
+  const store = await open();
+  return {
+    store,
+    reopen: open,
+    dispose: async () => {
+      for (const s of opened) await s.close();
+    },
+    setCreatedAt: async (id, createdAt) => {
+      const db = new Database(join(dataDir, SQLITE_FILE_NAME));
+      try {
+        db.prepare("UPDATE medmmv_cases SET created_at = ? WHERE id = ?").run(createdAt, id);
+      } finally {
+        db.close();
+      }
+    },
+  };
+});
+
+describe("SqliteStore specifics", () => {
+  it("upgrades a file from the first schema version: the lease columns are added, the cases kept", async () => {
+    const dataDir = join(tempDir(), "v1");
+    const first = await openStore({ databaseUrl: null, dataDir });
+    await first.createCase(makeNewCase("old-case"));
+    await first.close();
+    // Back to version 1: the table without the columns added since.
+    const db = new Database(join(dataDir, SQLITE_FILE_NAME));
+    db.exec("ALTER TABLE medmmv_cases DROP COLUMN runner; ALTER TABLE medmmv_cases DROP COLUMN lease_expires_ms");
+    db.pragma("user_version = 1");
+    db.close();
+
+    const upgraded = await openStore({ databaseUrl: null, dataDir });
+    try {
+      expect((await upgraded.getCase("old-case"))?.status).toBe("queued");
+      expect(await upgraded.listUnfinishedLeases()).toEqual([{ id: "old-case", runner: null, expiresAtMs: null }]);
+      expect(await upgraded.claimCase("old-case", { runner: "A", expiresAtMs: 2_000 }, 1_000)).toBe(true);
+      const peek = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
+      expect(peek.pragma("user_version", { simple: true })).toBe(3);
+      peek.close();
+    } finally {
+      await upgraded.close();
+    }
+  });
+
+  it("upgrades a version-2 file: the conversation turns table is added, the cases kept", async () => {
+    const dataDir = join(tempDir(), "v2");
+    const first = await openStore({ databaseUrl: null, dataDir });
+    await first.createCase(makeNewCase("v2-case"));
+    await first.close();
+    const db = new Database(join(dataDir, SQLITE_FILE_NAME));
+    db.exec("DROP TABLE medmmv_case_turns");
+    db.pragma("user_version = 2");
+    db.close();
+
+    const upgraded = await openStore({ databaseUrl: null, dataDir });
+    try {
+      const t = await upgraded.addTurn("v2-case", { turn: 1, question: "q", answer: "a", step: null, category: null, contextConflict: false, evidence: [], details: {} });
+      expect((await upgraded.listTurns("v2-case")).map((x) => x.turn)).toEqual([t.turn]);
+      const peek = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
+      expect(peek.pragma("user_version", { simple: true })).toBe(3);
+      peek.close();
+    } finally {
+      await upgraded.close();
+    }
+  });
+
+  it("opens <dataDir>/medmmv.sqlite in WAL mode, sharing the file with the checkpointer", async () => {
+    const dataDir = join(tempDir(), "d");
+    const store = await openStore({ databaseUrl: null, dataDir });
+    expect(store.backend).toBe("sqlite");
+    expect(store).toBeInstanceOf(SqliteStore);
+    const file = join(dataDir, SQLITE_FILE_NAME);
+    expect(existsSync(file)).toBe(true);
+    await store.createCase(makeNewCase("c1"));
+
+    const peek = new Database(file, { readonly: true });
+    try {
+      expect(peek.pragma("journal_mode", { simple: true })).toBe("wal");
+      const tables = (peek.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>)
+        .map((r) => r.name)
+        .sort();
+      expect(tables).toEqual(
+        expect.arrayContaining(["checkpoints", "writes", "medmmv_cases", "medmmv_case_events", "medmmv_images", "medmmv_case_images", "medmmv_response_cache"]),
+      );
+      // JSON is stored as TEXT.
+      const raw = peek.prepare("SELECT typeof(input) AS t, input FROM medmmv_cases WHERE id = 'c1'").get() as { t: string; input: string };
+      expect(raw.t).toBe("text");
+      expect(JSON.parse(raw.input)).toEqual(makeNewCase("c1").input);
+    } finally {
+      peek.close();
+      await store.close();
+    }
+  });
+
+  it("lets two processes initialise one fresh file and write events concurrently without lock errors", async () => {
+    const dataDir = join(tempDir(), "shared");
+    const storeUrl = pathToFileURL(resolve("src/server/store/sqlite-store.ts")).href;
+    const perChild = 150;
+    // Each child: open the (possibly not yet existing) file, create its own case, race the
+    // other child to create the shared one, wait for the other child, then append events.
+    const script = `
+      import { existsSync, writeFileSync } from "node:fs";
+      import { join } from "node:path";
+      const { SqliteStore } = await import(${JSON.stringify(storeUrl)});
+      const [dataDir, me, other, n] = process.argv.slice(1);
+      const store = new SqliteStore({ dataDir });
+      await store.init();
+      const mk = (id) => ({ id, owner: "proc", input: { id, question: "q?", images: [] }, options: {} });
+      await store.createCase(mk("own-" + me));
+      try { await store.createCase(mk("shared")); } catch (e) { if (e.code !== "CONFLICT") throw e; }
+      writeFileSync(join(dataDir, "ready-" + me), "");
+      const t0 = Date.now();
+      while (!existsSync(join(dataDir, "ready-" + other))) {
+        if (Date.now() - t0 > 20000) throw new Error("other process never got ready");
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      for (let i = 0; i < Number(n); i++) {
+        await store.appendEvent("shared", "tick", { from: me, i });
+        await store.appendEvent("own-" + me, "tick", { i });
+      }
+      await store.close();
+    `;
+    const run = (me: string, other: string) =>
+      new Promise<{ code: number | null; stderr: string }>((done) => {
+        const child = spawn(
+          process.execPath,
+          ["--import", "tsx", "--input-type=module", "-e", script, dataDir, me, other, String(perChild)],
+          { stdio: ["ignore", "ignore", "pipe"] },
+        );
+        let stderr = "";
+        child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+        child.on("close", (code) => done({ code, stderr }));
+      });
+    const results = await Promise.all([run("a", "b"), run("b", "a")]);
+    for (const r of results) {
+      expect(r.stderr).not.toMatch(/locked|SQLITE_BUSY/i);
+      expect(r.code, r.stderr).toBe(0);
+    }
+
+    const store = await openStore({ databaseUrl: null, dataDir });
+    try {
+      const shared = await store.listEvents("shared");
+      expect(shared.map((e) => e.seq)).toEqual(Array.from({ length: 2 * perChild }, (_, i) => i + 1));
+      for (const me of ["a", "b"]) {
+        const mine = shared.filter((e) => e.data.from === me).map((e) => e.data.i);
+        // Each process's appends are all there, in the order it made them.
+        expect(mine).toEqual(Array.from({ length: perChild }, (_, i) => i));
+        expect((await store.listEvents(`own-${me}`)).length).toBe(perChild);
+      }
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+
+  it("reports STORE_FAILED (not a raw driver error) when the data directory cannot be created", async () => {
+    const blocker = join(tempDir(), "a-file");
+    await import("node:fs/promises").then((fs) => fs.writeFile(blocker, "x"));
+    const err = await openStore({ databaseUrl: null, dataDir: join(blocker, "sub") }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: "MedmmvError", code: "STORE_FAILED" });
+  });
+});
