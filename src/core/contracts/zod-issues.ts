@@ -11,7 +11,7 @@ export function formatIssuePath(p: readonly PropertyKey[]): string {
 }
 
 /** One readable message for all of a zod error's problems, each with its JSON path. */
-export function describeZodIssues(error: z.ZodError): { message: string; issues: { path: string; message: string }[] } {
-  const issues = error.issues.map((i) => ({ path: formatIssuePath(i.path), message: i.message }));
+export function describeZodIssues(error: z.ZodError, limit = Infinity): { message: string; issues: { path: string; message: string }[] } {
+  const issues = error.issues.slice(0, limit).map((i) => ({ path: formatIssuePath(i.path), message: i.message }));
   return { message: issues.map((i) => `${i.path}: ${i.message}`).join("; "), issues };
 }

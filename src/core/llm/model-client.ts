@@ -1,3 +1,4 @@
+import { describeZodIssues } from "../contracts/zod-issues.js";
 import { createHash } from "node:crypto";
 import type { Callbacks } from "@langchain/core/callbacks/manager";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
@@ -253,9 +254,7 @@ export class LlmClient {
   }
 }
 
-export function formatZodIssues(err: z.ZodError): string {
-  return err.issues
-    .slice(0, 8)
-    .map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`)
-    .join("; ");
+/** At most 8 problems: enough for the model to fix its reply, short enough to re-ask with. */
+function formatZodIssues(err: z.ZodError): string {
+  return describeZodIssues(err, 8).message;
 }

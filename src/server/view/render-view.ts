@@ -1,3 +1,4 @@
+import { describeZodIssues } from "../../core/contracts/zod-issues.js";
 import { createHash, randomBytes } from "node:crypto";
 import { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
 import { MedmmvError } from "../../core/contracts/errors.js";
@@ -129,7 +130,7 @@ export function buildViewPayload(input: Omit<CaseViewInput, "nonce">): ViewPaylo
   const parsed = DiagnosisResult.safeParse(input.result);
   if (!parsed.success) {
     throw new MedmmvError("INVALID_INPUT", "not a DiagnosisResult", {
-      details: { issues: parsed.error.issues.slice(0, 5).map((i) => `${i.path.join(".")}: ${i.message}`) },
+      details: { issues: describeZodIssues(parsed.error, 5).issues.map((i) => `${i.path}: ${i.message}`) },
     });
   }
   const result = parsed.data;

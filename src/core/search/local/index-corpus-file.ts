@@ -1,3 +1,4 @@
+import { describeZodIssues } from "../../contracts/zod-issues.js";
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { MedmmvError } from "../../contracts/errors.js";
@@ -69,7 +70,7 @@ export async function indexCorpusFile(index: CorpusIndex, file: string, corpus: 
     }
     const parsed = CorpusRecord.safeParse(json);
     if (!parsed.success) {
-      reject(lineNo, parsed.error.issues.map((i) => `${i.path.join(".") || "record"}: ${i.message}`).join("; "));
+      reject(lineNo, describeZodIssues(parsed.error).message);
       continue;
     }
     const first = firstSeen.get(parsed.data.id);
