@@ -50,6 +50,25 @@ module.exports = {
       to: { path: "^src/core/(workflow|conversation)/" },
     },
     {
+      name: "server-floors-point-down",
+      severity: "error",
+      comment: "Inside server: the store is the floor; service, cds-hooks, view and conversation stand on it; http on those; server.ts on top.",
+      from: { path: "^src/server/store/" },
+      to: { path: "^src/server/", pathNot: "^src/server/store/" },
+    },
+    {
+      name: "server-http-on-top",
+      severity: "error",
+      from: { path: "^src/server/(service|cds-hooks|view|conversation)/" },
+      to: { path: "^src/server/(http/|server\\.ts|server-workers\\.ts)" },
+    },
+    {
+      name: "server-entry-is-the-top",
+      severity: "error",
+      from: { path: "^src/server/http/" },
+      to: { path: "^src/server/(server|server-workers)\\.ts$" },
+    },
+    {
       name: "server-does-not-import-eval",
       severity: "error",
       from: { path: "^src/server/" },
