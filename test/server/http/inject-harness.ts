@@ -46,8 +46,8 @@ export interface InjectServer {
   app: FastifyInstance;
   service: CaseService;
   store: CaseStore;
-  /** Kept so tests written against TestServer read `t.server.store` unchanged. */
-  server: { app: FastifyInstance; service: CaseService; store: CaseStore };
+  /** Kept so tests written against TestServer read `t.server.store` (and stop the app alone with `t.server.close()`) unchanged. */
+  server: { app: FastifyInstance; service: CaseService; store: CaseStore; close(): Promise<void> };
   openai: ScriptedOpenAI;
   logs: LogCapture;
   dataDir: string;
@@ -166,7 +166,7 @@ export async function startInjectServer(o: TestServerOptions = {}): Promise<Inje
     app,
     service,
     store,
-    server: { app, service, store },
+    server: { app, service, store, close: () => app.close() },
     openai,
     logs,
     dataDir,
