@@ -60,8 +60,9 @@ export interface InjectServer {
   close(): Promise<void>;
 }
 
-// fastify-inject reports a loopback peer and this Host unless told otherwise.
-const INJECT_BASE = "http://localhost:80";
+// Sent as the Host of every injected request (nothing listens there), with a port so the origin keeps it,
+// as a real port's would: routes that build absolute links from Host then match `base`.
+const INJECT_BASE = "http://inject.invalid:8080";
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 // Statuses a fetch Response may not carry a body with.
 const NULL_BODY = new Set([101, 204, 205, 304]);
@@ -138,7 +139,7 @@ export async function startInjectServer(o: TestServerOptions = {}): Promise<Inje
     }
     const encoded = new Request(INJECT_BASE + url, init);
     const bytes = init.body === undefined ? undefined : Buffer.from(await encoded.arrayBuffer());
-    const res = await app.inject({ method: method as "GET", url, headers: plain(encoded.headers), ...(bytes ? { payload: bytes } : {}) });
+    const res = await app.inject({ method: method as "GET", url, headers: { host: new URL(INJECT_BASE).host, ...plain(encoded.headers) }, ...(bytes ? { payload: bytes } : {}) });
     const out = new Headers();
     for (const [name, value] of Object.entries(res.headers)) {
       if (value === undefined) continue;
