@@ -1,8 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { assertLlmConfigured } from "../../../src/core/config.js";
 import { Pipeline } from "../../../src/core/workflow/pipeline.js";
@@ -13,10 +11,8 @@ import { CaseService } from "../../../src/server/service/case-service.js";
 import { storeResponseCache } from "../../../src/server/service/store-cache.js";
 import type { CaseStore } from "../../../src/server/store/case-store.js";
 import { openStore } from "../../../src/server/store/open-store.js";
-import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
-import { startScriptedOpenAI, type ScriptedOpenAI } from "../../../src/scripted/scripted-openai-server.js";
-import { testConfig } from "../../../src/scripted/scripted-config.js";
-import { KEY_A, KEY_B, LogCapture, type TestServerOptions } from "./http-harness.js";
+import type { ScriptedOpenAI } from "../../../src/scripted/scripted-openai-server.js";
+import { harnessSetup, KEY_A, type LogCapture, type TestServerOptions } from "./http-harness.js";
 
 /** What one injected request answered: the status, headers, raw text and the body parsed when it is JSON. */
 export interface InjectReply {
@@ -80,20 +76,7 @@ function plain(h: Headers): Record<string, string> {
  * build is repeated here; keep the Fastify options in step with startServer.
  */
 export async function startInjectServer(o: TestServerOptions = {}): Promise<InjectServer> {
-  const openai = o.openai ?? (await startScriptedOpenAI({ scenario: o.scenario ?? clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }) }));
-  const dataDir = o.dataDir ?? (await mkdtemp(path.join(tmpdir(), "medmmv-inject-")));
-  const logs = new LogCapture();
-  const config = testConfig(openai.baseUrl, {
-    MEDMMV_DATA_DIR: dataDir,
-    HOST: "127.0.0.1",
-    PORT: "0",
-    MEDMMV_API_KEYS: `${KEY_A},${KEY_B}`,
-    MEDMMV_K: "3",
-    MEDMMV_MAX_REPAIRS: "1",
-    MEDMMV_LOG_LEVEL: "debug",
-    MEDMMV_CACHE: "deterministic",
-    ...o.env,
-  });
+  const { openai, dataDir, logs, config } = await harnessSetup(o, "medmmv-inject-");
   const logger = createLogger(config.logLevel, logs);
   const store = await openStore(config.store, o.storeOptions);
   const search = await openSearchProvider(config, { pgSchema: o.storeOptions?.pgSchema });

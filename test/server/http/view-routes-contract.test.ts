@@ -1,6 +1,6 @@
 // Uses app.inject: the audit page's HTML, CSP headers, key and signed-link checks need no socket (Chromium's run stays in view-routes.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chestPain, KEY_B } from "./http-harness.js";
+import { diagnosedCaseId, VIEW_ENV, KEY_B } from "./http-harness.js";
 import { startInjectServer, type InjectServer } from "./inject-harness.js";
 
 /** The audit view as the API serves it: key or signed link, ownership, CSP that lets exactly the page run. */
@@ -8,10 +8,8 @@ let t: InjectServer;
 let caseId: string;
 
 beforeAll(async () => {
-  t = await startInjectServer({ env: { MEDMMV_VIEW_LINK_SECRET: "a-test-secret-of-enough-length" } });
-  const res = await t.api("/diagnose", { method: "POST", json: chestPain() });
-  expect(res.status).toBe(201);
-  caseId = ((await res.json()) as { caseId: string }).caseId;
+  t = await startInjectServer({ env: VIEW_ENV });
+  caseId = await diagnosedCaseId(t);
 });
 afterAll(async () => {
   await t.close();

@@ -1,7 +1,7 @@
 // Keeps a real port: Chromium loads the served page over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openReady, useChromium, watch } from "../../support/browser.js";
-import { chestPain, startTestServer, type TestServer } from "./http-harness.js";
+import { diagnosedCaseId, VIEW_ENV, startTestServer, type TestServer } from "./http-harness.js";
 
 /** The audit view as the API serves it: key or signed link, ownership, CSP that lets exactly the page run. */
 let t: TestServer;
@@ -9,10 +9,8 @@ let caseId: string;
 const browser = useChromium();
 
 beforeAll(async () => {
-  t = await startTestServer({ env: { MEDMMV_VIEW_LINK_SECRET: "a-test-secret-of-enough-length" } });
-  const res = await t.api("/diagnose", { method: "POST", json: chestPain() });
-  expect(res.status).toBe(201);
-  caseId = ((await res.json()) as { caseId: string }).caseId;
+  t = await startTestServer({ env: VIEW_ENV });
+  caseId = await diagnosedCaseId(t);
 });
 afterAll(async () => {
   await t.close();
