@@ -1,7 +1,9 @@
+// Uses app.inject: turn validation, ownership and 409s need no socket; the restart case reopens the data directory as a real server beside the CLI's child process.
 import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KEY_B, json, startTestServer, until, type TestServer } from "../http/http-harness.js";
+import { KEY_B, json, startTestServer, until } from "../http/http-harness.js";
+import { startInjectServer, type InjectServer } from "../http/inject-harness.js";
 import { AML_ANSWERS, AML_LABELS, MARROW_NOTES, questionOf, turnsScenario } from "./turns-scenario.js";
 import { loadPathway } from "../../../src/core/pathways/load-pathway.js";
 import { medmmvCli } from "../../support/medmmv-cli.js";
@@ -11,9 +13,9 @@ import type { TurnView } from "../../../src/server/http/routes/turns.js";
 type TurnBody = z.infer<typeof TurnView> & { details: { conflict?: { steps: string[]; contradicted: string[]; issue: string } } };
 
 
-let t: TestServer;
+let t: InjectServer;
 beforeAll(async () => {
-  t = await startTestServer({ scenario: turnsScenario() });
+  t = await startInjectServer({ scenario: turnsScenario() });
 });
 afterAll(() => t.close());
 

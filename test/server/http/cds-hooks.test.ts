@@ -1,3 +1,4 @@
+// Uses app.inject for the main server (discovery, hook responses, JWT and CORS checks need no socket); the replica, remote-JWKS, rate-limit and unconfigured servers keep real ports (a second process on the store, throttling by client address).
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server } from "node:http";
@@ -9,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import { fixtureBundle } from "../../core/intake/fhir/fhir-fixtures.js";
-import { json, startTestServer, until, type TestServer } from "./http-harness.js";
+import { json, startTestServer, until } from "./http-harness.js";
+import { startInjectServer, type InjectServer } from "./inject-harness.js";
 
 /** CDS Hooks 2.0 shapes, written from the specification (cds-hooks.hl7.org/2.0), not from our code. */
 const SpecDiscovery = z.object({
@@ -72,7 +74,7 @@ function prefetch(): Record<string, unknown> {
   };
 }
 
-let t: TestServer;
+let t: InjectServer;
 let dir: string;
 let listed: Awaited<ReturnType<typeof fakeFhirServer>>;
 let unlisted: Awaited<ReturnType<typeof fakeFhirServer>>;
@@ -91,7 +93,7 @@ beforeAll(async () => {
   await writeFile(jwks, ehrJwks);
   listed = await fakeFhirServer();
   unlisted = await fakeFhirServer();
-  t = await startTestServer({
+  t = await startInjectServer({
     scenario: clinicalScenario({ rolloutAnswers: ["Inferior ST-elevation myocardial infarction"] }),
     env: { MEDMMV_CDS_JWKS: jwks, MEDMMV_CDS_ISSUERS: ISS, MEDMMV_FHIR_SERVERS: listed.base, MEDMMV_CORS_ORIGINS: SANDBOX },
   });
@@ -116,10 +118,16 @@ async function jwt(o: { aud?: string; iss?: string; exp?: number; jti?: string; 
     .sign(o.key ?? ehrKey);
 }
 
+/** fetch, but a URL under the inject server's base goes through app.inject (no key: the EHR sends only its JWT). */
+function send(to: string | URL, init: RequestInit = {}): Promise<Response> {
+  const url = String(to);
+  return url.startsWith(t.base) ? t.api(url.slice(t.base.length), { ...init, key: null }) : fetch(url, init);
+}
+
 /** A hook call to `base` (the test server unless another is named). */
 function call(token: string | null, body: Record<string, unknown> = {}, base = t.base) {
   const request = SpecRequest.parse({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch(), ...body });
-  return fetch(`${base}${SERVICE}`, {
+  return send(`${base}${SERVICE}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
     body: JSON.stringify(request),
@@ -128,7 +136,7 @@ function call(token: string | null, body: Record<string, unknown> = {}, base = t
 
 describe("CDS Hooks 2.0", () => {
   it("discovery lists one patient-view service with its prefetch, without credentials", async () => {
-    const res = await fetch(`${t.base}/cds-services`);
+    const res = await send(`${t.base}/cds-services`);
     expect(res.status).toBe(200);
     const doc = SpecDiscovery.parse(await res.json());
     expect(doc.services).toHaveLength(1);
@@ -148,7 +156,7 @@ describe("CDS Hooks 2.0", () => {
     expect(link.origin).toBe(t.base);
     await until(async () => ((await t.server.store.getCase(caseId))?.result ? true : undefined), 20_000, `case ${caseId} finished`);
     // The signed link opens the audit view without an API key.
-    expect((await fetch(link)).status).toBe(200);
+    expect((await send(link)).status).toBe(200);
 
     const calls = t.openai.stats().total;
     const second = await call(await jwt());
@@ -280,7 +288,7 @@ describe("CDS Hooks 2.0", () => {
   });
 
   it("a request that is not a CDS Hooks call is a 400 naming the field", async () => {
-    const res = await fetch(`${t.base}${SERVICE}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${await jwt()}` }, body: JSON.stringify({ hook: "order-sign", context: {} }) });
+    const res = await send(`${t.base}${SERVICE}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${await jwt()}` }, body: JSON.stringify({ hook: "order-sign", context: {} }) });
     expect(res.status).toBe(400);
     const body = await json<{ issues: Array<{ path: string }> }>(res);
     expect(body.issues.map((i) => i.path)).toEqual(expect.arrayContaining(["body.hook", "body.hookInstance", "body.context.userId"]));
@@ -319,7 +327,7 @@ describe("CDS Hooks 2.0", () => {
   });
 
   it("CORS answers the configured sandbox origin only", async () => {
-    const pre = (origin: string) => fetch(`${t.base}${SERVICE}`, { method: "OPTIONS", headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type" } });
+    const pre = (origin: string) => send(`${t.base}${SERVICE}`, { method: "OPTIONS", headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type" } });
     const ok = await pre(SANDBOX);
     expect(ok.status).toBeLessThan(300);
     expect(ok.headers.get("access-control-allow-origin")).toBe(SANDBOX);

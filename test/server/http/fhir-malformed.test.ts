@@ -1,14 +1,16 @@
+// Uses app.inject: FHIR request validation and OperationOutcome shapes need no socket.
 import type { OperationOutcome } from "fhir/r4.js";
 import { Fhir } from "fhir";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_BUNDLE_ENTRIES } from "../../../src/core/intake/fhir/bundle-to-case.js";
 import { smallPng } from "../../../src/scripted/image-bytes.js";
 import { fixtureBundle } from "../../core/intake/fhir/fhir-fixtures.js";
-import { json, startTestServer, type TestServer } from "./http-harness.js";
+import { json } from "./http-harness.js";
+import { startInjectServer, type InjectServer } from "./inject-harness.js";
 
-let t: TestServer;
+let t: InjectServer;
 beforeAll(async () => {
-  t = await startTestServer();
+  t = await startInjectServer();
 });
 afterAll(() => t.close());
 

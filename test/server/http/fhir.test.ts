@@ -1,3 +1,4 @@
+// Uses app.inject: FHIR request/response shapes, export bundles and OperationOutcomes need no socket.
 import type { Bundle, ClinicalImpression, OperationOutcome, Provenance } from "fhir/r4.js";
 import { Fhir } from "fhir";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -5,7 +6,8 @@ import { DiagnosisResult } from "../../../src/core/contracts/diagnosis-result.js
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import type { ScriptedRequest } from "../../../src/scripted/scripted-openai-server.js";
 import { fixtureBundle } from "../../core/intake/fhir/fhir-fixtures.js";
-import { chestPain, json, startTestServer, type TestServer } from "./http-harness.js";
+import { chestPain, json } from "./http-harness.js";
+import { startInjectServer, type InjectServer } from "./inject-harness.js";
 
 /** TextDoctor quotes three facts of the STEMI record: a vital, a lab, and a line of the triage note. */
 const QUOTES = ["Blood pressure 150/95 mmHg", "Troponin I 2.4 ng/mL", "Diaphoretic and nauseated on arrival"];
@@ -20,9 +22,9 @@ const scenario = {
   },
 };
 
-let t: TestServer;
+let t: InjectServer;
 beforeAll(async () => {
-  t = await startTestServer({ scenario });
+  t = await startInjectServer({ scenario });
 });
 afterAll(() => t.close());
 

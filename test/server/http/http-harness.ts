@@ -1,3 +1,4 @@
+import { expect } from "vitest";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -7,6 +8,7 @@ import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import { startScriptedOpenAI, type Scenario, type ScriptedOpenAI, type ScriptedRequest } from "../../../src/scripted/scripted-openai-server.js";
 import { testConfig } from "../../../src/scripted/scripted-config.js";
 import type { ClinicalCase } from "../../../src/core/contracts/clinical-case.js";
+import type { Config } from "../../../src/core/config.js";
 import type { OpenStoreOptions } from "../../../src/server/store/open-store.js";
 
 export const KEY_A = "test-key-alpha-0123456789";
@@ -51,10 +53,10 @@ export interface TestServerOptions {
   storeOptions?: OpenStoreOptions;
 }
 
-/** A real server on a random port, with SQLite in a temp dir and the scripted clinician behind it. */
-export async function startTestServer(o: TestServerOptions = {}): Promise<TestServer> {
+/** What both harnesses start from: the scripted model server, a data directory, a log capture and the test config. */
+export async function harnessSetup(o: TestServerOptions, tmpPrefix: string): Promise<{ openai: ScriptedOpenAI; dataDir: string; logs: LogCapture; config: Config }> {
   const openai = o.openai ?? (await startScriptedOpenAI({ scenario: o.scenario ?? clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }) }));
-  const dataDir = o.dataDir ?? (await mkdtemp(path.join(tmpdir(), "medmmv-http-")));
+  const dataDir = o.dataDir ?? (await mkdtemp(path.join(tmpdir(), tmpPrefix)));
   const logs = new LogCapture();
   const config = testConfig(openai.baseUrl, {
     MEDMMV_DATA_DIR: dataDir,
@@ -67,6 +69,12 @@ export async function startTestServer(o: TestServerOptions = {}): Promise<TestSe
     MEDMMV_CACHE: "deterministic",
     ...o.env,
   });
+  return { openai, dataDir, logs, config };
+}
+
+/** A real server on a random port, with SQLite in a temp dir and the scripted clinician behind it. */
+export async function startTestServer(o: TestServerOptions = {}): Promise<TestServer> {
+  const { openai, dataDir, logs, config } = await harnessSetup(o, "medmmv-http-");
   const server = await startServer(config, { logStream: logs, heartbeatMs: o.heartbeatMs ?? 15_000, handleSignals: false, storeOptions: o.storeOptions });
   const base = server.address;
   const api: TestServer["api"] = (p, init = {}) => {
@@ -170,6 +178,14 @@ export function withDelays(scenario: Scenario, delays: Record<string, number | (
     };
   }
   return { ...scenario, agents };
+}
+
+/** The audit-view tests' server env and their one finished case (created through `api`, socket or inject). */
+export const VIEW_ENV = { MEDMMV_VIEW_LINK_SECRET: "a-test-secret-of-enough-length" };
+export async function diagnosedCaseId(t: Pick<TestServer, "api">): Promise<string> {
+  const res = await t.api("/diagnose", { method: "POST", json: chestPain() });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { caseId: string }).caseId;
 }
 
 export async function json<T = Record<string, unknown>>(res: Response): Promise<T> {

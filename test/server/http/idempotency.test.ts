@@ -1,11 +1,13 @@
+// Uses app.inject: Idempotency-Key replay, 409 and 422 are request/response contracts; no socket needed.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../../src/core/contracts/diagnosis-result.js";
-import { chestPain, json, KEY_B, startTestServer, until, type TestServer } from "./http-harness.js";
+import { chestPain, json, KEY_B, until } from "./http-harness.js";
+import { startInjectServer, type InjectServer } from "./inject-harness.js";
 import { pngWithCanvas } from "../../../src/scripted/image-bytes.js";
 
-let t: TestServer;
+let t: InjectServer;
 beforeAll(async () => {
-  t = await startTestServer();
+  t = await startInjectServer();
 });
 afterAll(() => t.close());
 

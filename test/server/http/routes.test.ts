@@ -1,15 +1,17 @@
+// Uses app.inject: POST /diagnose, case listing/fetch/delete and their status codes need no socket.
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../../src/core/contracts/diagnosis-result.js";
-import { chestPain, json, startTestServer, until, type TestServer } from "./http-harness.js";
+import { chestPain, json, until } from "./http-harness.js";
+import { startInjectServer, type InjectServer } from "./inject-harness.js";
 import { pngWithCanvas } from "../../../src/scripted/image-bytes.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 
-let t: TestServer;
+let t: InjectServer;
 beforeAll(async () => {
-  t = await startTestServer();
+  t = await startInjectServer();
 });
 afterAll(() => t.close());
 
