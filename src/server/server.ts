@@ -51,6 +51,48 @@ export function isLoopback(host: string): boolean {
   return host === "::1";
 }
 
+/**
+ * The service's Fastify app on an open store: search provider, pipeline, case service and the
+ * medmmv plugin, with the hooks that close them in order. It does not listen, so tests can
+ * drive the very same app through app.inject; startServer listens on it.
+ */
+export async function buildServerApp(
+  config: Config,
+  store: CaseStore,
+  logger: Logger,
+  opts: Pick<StartServerOptions, "storeOptions" | "heartbeatMs"> = {},
+): Promise<{ app: FastifyInstance; service: CaseService }> {
+  const search = await openSearchProvider(config, { pgSchema: opts.storeOptions?.pgSchema });
+  const pipeline = new Pipeline(config, { checkpointer: store.checkpointer(), cache: storeResponseCache(store), search });
+  const service = new CaseService({ config, store, pipeline, logger });
+  const app: FastifyInstance = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    bodyLimit: config.http.maxBodyBytes,
+    // A caller's x-request-id is kept when it is a plain token, so logs can be joined across services.
+    genReqId: (req: IncomingMessage) => {
+      const given = req.headers["x-request-id"];
+      return typeof given === "string" && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    return503OnClosing: true,
+    forceCloseConnections: "idle",
+  });
+  try {
+    await app.register(medmmvApp, { config, service, store, heartbeatMs: opts.heartbeatMs });
+  } catch (err) {
+    await search.close?.().catch(() => undefined);
+    throw err;
+  }
+  app.addHook("preClose", async () => {
+    await service.close();
+  });
+  app.addHook("onClose", async () => {
+    // The local corpus holds its own store connection (a second SQLite handle or a pg pool).
+    await search.close?.().catch(() => undefined);
+    await store.close();
+  });
+  return { app, service };
+}
+
 /** Open the store, build the pipeline and the service, listen, then resume unfinished cases. */
 export async function startServer(config: Config, opts: StartServerOptions = {}): Promise<RunningServer> {
   if (config.http.apiKeys.length === 0 && !isLoopback(config.http.host)) {
@@ -63,31 +105,11 @@ export async function startServer(config: Config, opts: StartServerOptions = {})
   const store = await openStore(config.store, opts.storeOptions);
   let app: FastifyInstance | null = null;
   try {
-    const search = await openSearchProvider(config, { pgSchema: opts.storeOptions?.pgSchema });
-    const pipeline = new Pipeline(config, { checkpointer: store.checkpointer(), cache: storeResponseCache(store), search });
-    const service = new CaseService({ config, store, pipeline, logger });
-    const instance: FastifyInstance = Fastify({
-      loggerInstance: logger as FastifyBaseLogger,
-      bodyLimit: config.http.maxBodyBytes,
-      // A caller's x-request-id is kept when it is a plain token, so logs can be joined across services.
-      genReqId: (req: IncomingMessage) => {
-        const given = req.headers["x-request-id"];
-        return typeof given === "string" && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
-      },
-      return503OnClosing: true,
-      forceCloseConnections: "idle",
-    });
+    const built = await buildServerApp(config, store, logger, opts);
+    const { service } = built;
+    const instance = built.app;
     app = instance;
     const drain = connectionDrain(instance.server);
-    await instance.register(medmmvApp, { config, service, store, heartbeatMs: opts.heartbeatMs });
-    instance.addHook("preClose", async () => {
-      await service.close();
-    });
-    instance.addHook("onClose", async () => {
-      // The local corpus holds its own store connection (a second SQLite handle or a pg pool).
-      await search.close?.().catch(() => undefined);
-      await store.close();
-    });
     await instance.listen({ host: config.http.host, port: config.http.port }).catch((err: unknown) => {
       throw explainListenError(err, config.http.host, config.http.port);
     });

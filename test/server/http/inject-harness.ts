@@ -1,16 +1,11 @@
-import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
-import type { IncomingMessage } from "node:http";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { assertLlmConfigured } from "../../../src/core/config.js";
-import { Pipeline } from "../../../src/core/workflow/pipeline.js";
-import { openSearchProvider } from "../../../src/core/search/create-search-provider.js";
-import { medmmvApp } from "../../../src/server/http/app.js";
 import { createLogger } from "../../../src/server/http/logger.js";
 import { CaseService } from "../../../src/server/service/case-service.js";
-import { storeResponseCache } from "../../../src/server/service/store-cache.js";
 import type { CaseStore } from "../../../src/server/store/case-store.js";
 import { openStore } from "../../../src/server/store/open-store.js";
+import { buildServerApp } from "../../../src/server/server.js";
 import type { ScriptedOpenAI } from "../../../src/scripted/scripted-openai-server.js";
 import { harnessSetup, KEY_A, type LogCapture, type TestServerOptions } from "./http-harness.js";
 
@@ -59,7 +54,6 @@ export interface InjectServer {
 // Sent as the Host of every injected request (nothing listens there), with a port so the origin keeps it,
 // as a real port's would: routes that build absolute links from Host then match `base`.
 const INJECT_BASE = "http://inject.invalid:8080";
-const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 // Statuses a fetch Response may not carry a body with.
 const NULL_BODY = new Set([101, 204, 205, 304]);
 
@@ -72,33 +66,13 @@ function plain(h: Headers): Record<string, string> {
 /**
  * The app startServer builds (same store, pipeline, service, Fastify options and plugin), never listening:
  * requests go through app.inject. The scripted model server keeps its real loopback port, since the
- * product's own HTTP client calls it. src/server/server.ts builds and listens in one function, so the
- * build is repeated here; keep the Fastify options in step with startServer.
+ * product's own HTTP client calls it. buildServerApp is the same build startServer listens on.
  */
 export async function startInjectServer(o: TestServerOptions = {}): Promise<InjectServer> {
   const { openai, dataDir, logs, config } = await harnessSetup(o, "medmmv-inject-");
   const logger = createLogger(config.logLevel, logs);
   const store = await openStore(config.store, o.storeOptions);
-  const search = await openSearchProvider(config, { pgSchema: o.storeOptions?.pgSchema });
-  const pipeline = new Pipeline(config, { checkpointer: store.checkpointer(), cache: storeResponseCache(store), search });
-  const service = new CaseService({ config, store, pipeline, logger });
-  const app: FastifyInstance = Fastify({
-    loggerInstance: logger as FastifyBaseLogger,
-    bodyLimit: config.http.maxBodyBytes,
-    genReqId: (req: IncomingMessage) => {
-      const given = req.headers["x-request-id"];
-      return typeof given === "string" && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
-    },
-    return503OnClosing: true,
-  });
-  await app.register(medmmvApp, { config, service, store, heartbeatMs: o.heartbeatMs ?? 15_000 });
-  app.addHook("preClose", async () => {
-    await service.close();
-  });
-  app.addHook("onClose", async () => {
-    await search.close?.().catch(() => undefined);
-    await store.close();
-  });
+  const { app, service } = await buildServerApp(config, store, logger, { storeOptions: o.storeOptions, heartbeatMs: o.heartbeatMs ?? 15_000 });
   await app.ready();
   let llmReady = true;
   try {
