@@ -1,4 +1,5 @@
 import { aggregateReliability, type ReliabilitySummary } from "../core/scoring/reliability.js";
+import { UsageMeter } from "../core/llm/usage.js";
 import type { ResultRecord } from "./results-file.js";
 import { computeRobustness, type RobustnessSummary } from "./probes/robustness.js";
 
@@ -73,7 +74,10 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
   const byRun = new Map<number, { n: number; correct: number }>();
   const strata: EvalMetrics["strata"] = {};
   const hall = { visual: 0, knowledge: 0, reasoning: 0, total: 0, resolved: 0 };
-  const total: UsageTotals = { llmCalls: 0, searchCalls: 0, promptTokens: 0, completionTokens: 0, costUsd: 0, wallMs: 0 };
+  const meter = new UsageMeter();
+  // The meter rounds its cost and keeps no wall time: per-item means divide the raw sums.
+  let costUsd = 0;
+  let wallMs = 0;
   const failures: EvalMetrics["failures"] = { byCode: {}, items: [] };
   const branchFailures: Record<string, number> = {};
   const rgms: number[] = [];
@@ -122,12 +126,10 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
     }
     const u = r.usage;
     if (u) {
-      total.llmCalls += u.llmCalls;
-      total.searchCalls += u.searchCalls;
-      total.promptTokens += u.promptTokens;
-      total.completionTokens += u.completionTokens;
-      total.costUsd += u.costUsd;
-      total.wallMs += u.wallMs;
+      // Records written before per-agent accounting carry no byAgent.
+      meter.absorb({ ...u, byAgent: u.byAgent ?? {} });
+      costUsd += u.costUsd;
+      wallMs += u.wallMs;
     }
     ratings.push(...(r.ratings ?? []));
     ratingFailures += r.ratingErrors?.length ?? 0;
@@ -139,6 +141,8 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
   const n = records.length;
   const per = (x: number) => (n === 0 ? 0 : x / n);
   const answered = n - failed;
+  const { llmCalls, searchCalls, promptTokens, completionTokens } = meter.snapshot(wallMs);
+  const total: UsageTotals = { llmCalls, searchCalls, promptTokens, completionTokens, costUsd, wallMs };
 
   let reliability: EvalMetrics["reliability"] = null;
   if (ratings.length > 0 || ratingFailures > 0) {
