@@ -214,16 +214,14 @@ async function reportAction(dirs: string[], o: { json?: boolean }): Promise<numb
     // Folder names as column heads; the full path where two share a name.
     const bases = dirs.map((d) => path.basename(path.resolve(d)));
     const names = bases.map((b, i) => (bases.indexOf(b) !== bases.lastIndexOf(b) ? dirs[i]! : b));
-    // Probe folders after the first (the clean run): what the probe changed, item by item.
-    const { pairAgainstFirst } = await import("../eval/probes/paired.js");
-    const pairs = await pairAgainstFirst(dirs.map((d) => path.resolve(d)), summaries.map((s) => Boolean(s.robustness)));
-    pairs.forEach((p, i) => p && Object.assign(summaries[i]!, { pairedWithFirst: p }));
+    const sections: Array<(names: readonly string[]) => string> = [];
+    for (const st of STUDIES) {
+      const section = await st.compareFolders?.(dirs.map((d) => path.resolve(d)), summaries);
+      if (section) sections.push(section);
+    }
     if (o.json) process.stdout.write(JSON.stringify(Object.fromEntries(names.map((n, i) => [n, summaries[i]])), null, 2) + "\n");
     else process.stdout.write(compareSummaries(summaries, names) + "\n");
-    if (!o.json && pairs.some(Boolean)) {
-      const { pairedMarkdown } = await import("../eval/probes/robustness-report.js");
-      process.stdout.write("\n" + pairedMarkdown(names, pairs) + "\n");
-    }
+    if (!o.json) for (const section of sections) process.stdout.write("\n" + section(names) + "\n");
     return EXIT.ok;
   } catch (err) {
     return failWith("medmmv eval report", err);

@@ -39,6 +39,11 @@ export interface EvalStudy {
   rows?(summaries: readonly EvalSummary[]): Row[];
   /** Lines below the `eval report` table. */
   appendix?(summaries: readonly EvalSummary[], names: readonly string[]): string[];
+  /**
+   * `eval report`, before anything is printed: read what it needs from the folders and add it
+   * to their summaries (printed with --json); returns its section below the table, if any.
+   */
+  compareFolders?(dirs: readonly string[], summaries: EvalSummary[]): Promise<((names: readonly string[]) => string) | null>;
   /** Its `medmmv eval` flags, in help order. */
   flags?: readonly StudyFlag[];
   /** Its runner options from the parsed flags (commander's camel-cased names). */

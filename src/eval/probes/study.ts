@@ -1,6 +1,7 @@
 import type { EvalStudy } from "../study.js";
+import { pairAgainstFirst } from "./paired.js";
 import { computeRobustness } from "./robustness.js";
-import { robustnessMarkdown, robustnessRows } from "./robustness-report.js";
+import { pairedMarkdown, robustnessMarkdown, robustnessRows } from "./robustness-report.js";
 import { HYPOTHESIS_KINDS, MAX_SHUFFLES } from "./types.js";
 
 /** Robustness probes (docs/evaluation.md#robustness-probes): summary.json's `robustness`, its section and rows. */
@@ -10,6 +11,12 @@ export const probesStudy: EvalStudy = {
   metrics: (records) => ({ robustness: computeRobustness(records) }),
   markdown: { after: "hallucinations", section: (s) => robustnessMarkdown(s.robustness) },
   rows: robustnessRows,
+  // Probe folders after the first (the clean run): what the probe changed, item by item.
+  compareFolders: async (dirs, summaries) => {
+    const pairs = await pairAgainstFirst(dirs, summaries.map((s) => Boolean(s.robustness)));
+    pairs.forEach((p, i) => p && Object.assign(summaries[i]!, { pairedWithFirst: p }));
+    return pairs.some(Boolean) ? (names) => pairedMarkdown(names, pairs) : null;
+  },
   flags: [
     {
       flags: "--hypothesis <kind>",
