@@ -6,10 +6,12 @@ import type { ResponseCache } from "../core/llm/model-client.js";
 import { DATASET_NAMES, type JsonlFieldMap } from "../eval/datasets/index.js";
 import { METHOD_NAMES, type MethodName } from "../eval/methods/types.js";
 import type { EvalRunOptions } from "../eval/runner.js";
-import { HYPOTHESIS_KINDS, MAX_SHUFFLES, type HypothesisKind } from "../eval/probes/types.js";
-import { CONVERSATION_DATASETS, QUESTION_ORDERS, type QuestionOrder } from "../eval/conversation/types.js";
+import type { HypothesisKind } from "../eval/probes/types.js";
+import { CONVERSATION_DATASETS, type QuestionOrder } from "../eval/conversation/types.js";
+import { STUDIES } from "../eval/studies.js";
+import type { StudyFlag } from "../eval/study.js";
 import { EXIT, exitCodeFor, intArg as int, listArg as list } from "./cli-args.js";
-import { replaceArg, type StagewiseCliOptions, stagewiseRunOptions } from "./stagewise-options.js";
+import type { StagewiseCliOptions } from "./stagewise-options.js";
 
 // The runner, the store and the report are imported when a command runs, so `--help` and
 // the other commands start fast.
@@ -112,10 +114,18 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
     resume: o.resume,
     raters: o.raters,
     out: o.out,
-    hypothesis: o.hypothesis,
-    shuffleOptions: o.shuffleOptions,
-    ...stagewiseRunOptions(o),
+    ...Object.assign({}, ...STUDIES.map((st) => st.runOptions?.(o as unknown as Record<string, unknown>) ?? {})),
   };
+}
+
+/** A study's described flag as a commander option. */
+function studyOption(f: StudyFlag): Option {
+  const opt = new Option(f.flags, f.description);
+  if (f.choices) opt.choices(f.choices);
+  if (f.int) opt.argParser(int(f.int[0], f.int[1]));
+  const fromList = f.list;
+  if (fromList) opt.argParser((v: string) => fromList(list(v)));
+  return opt;
 }
 
 /**
@@ -204,16 +214,14 @@ async function reportAction(dirs: string[], o: { json?: boolean }): Promise<numb
     // Folder names as column heads; the full path where two share a name.
     const bases = dirs.map((d) => path.basename(path.resolve(d)));
     const names = bases.map((b, i) => (bases.indexOf(b) !== bases.lastIndexOf(b) ? dirs[i]! : b));
-    // Probe folders after the first (the clean run): what the probe changed, item by item.
-    const { pairAgainstFirst } = await import("../eval/probes/paired.js");
-    const pairs = await pairAgainstFirst(dirs.map((d) => path.resolve(d)), summaries.map((s) => Boolean(s.robustness)));
-    pairs.forEach((p, i) => p && Object.assign(summaries[i]!, { pairedWithFirst: p }));
+    const sections: Array<(names: readonly string[]) => string> = [];
+    for (const st of STUDIES) {
+      const section = await st.compareFolders?.(dirs.map((d) => path.resolve(d)), summaries);
+      if (section) sections.push(section);
+    }
     if (o.json) process.stdout.write(JSON.stringify(Object.fromEntries(names.map((n, i) => [n, summaries[i]])), null, 2) + "\n");
     else process.stdout.write(compareSummaries(summaries, names) + "\n");
-    if (!o.json && pairs.some(Boolean)) {
-      const { pairedMarkdown } = await import("../eval/probes/robustness-report.js");
-      process.stdout.write("\n" + pairedMarkdown(names, pairs) + "\n");
-    }
+    if (!o.json) for (const section of sections) process.stdout.write("\n" + section(names) + "\n");
     return EXIT.ok;
   } catch (err) {
     return failWith("medmmv eval report", err);
@@ -268,20 +276,9 @@ export function registerEvalCommands(program: Command): void {
     .option("--resume", "continue the run in --out: skip finished items, retry failed ones")
     .option("--raters <models>", "reliability raters (model names on the same endpoint): T, I, T×I, CMHR", list)
     .option("--out <dir>", "results folder")
-    .option("--json", "print summary.json instead of the Markdown summary")
-    .addOption(new Option("--hypothesis <kind>", "robustness probe: a clinician's right (-r) or wrong (-w, seeded by --seed) hypothesis before each question, as a confirmation (cq) or rationalisation (rq) query").choices(HYPOTHESIS_KINDS))
-    .option("--shuffle-options <n>", "robustness probe: N seeded option orders per item, each its own item id#p1…", int(1, MAX_SHUFFLES))
-    .option("--traces <file>", "clinhallu + stagewise: judge the traces of a ClinHallu model_cot.jsonl instead of generating them")
-    .addOption(new Option("--trace-format <f>", "stagewise: one structured call, or ClinHallu's free-text [Visual Recognition] … [Answer] protocol").choices(["structured", "text"]))
-    .option("--replace <settings>", "stagewise: replacement runs, a list of V, K, VK, or none (default: all three where reference traces exist)", replaceArg)
-    .option("--trace-retries <n>", "stagewise: re-tries of an invalid trace before it is kept as invalid (2)", int(0, 50))
-    .option("--stage-judge", "medmmv / cot: judge the final path's steps by stage on ClinHallu's scale (H_V, H_K, H_R)")
-    .option("--order <orders>", `conversation datasets: question orders, any of ${QUESTION_ORDERS.join(",")} (standard, diagnosis first, improvised: random with replacement, seeded by --seed); default all`, (v: string) => {
-      const orders = list(v);
-      const bad = orders.filter((x) => !(QUESTION_ORDERS as readonly string[]).includes(x));
-      if (bad.length || orders.length === 0) throw new InvalidArgumentError(`expected a comma-separated list of ${QUESTION_ORDERS.join(", ")}`);
-      return orders as QuestionOrder[];
-    })
+    .option("--json", "print summary.json instead of the Markdown summary");
+  for (const st of STUDIES) for (const f of st.flags ?? []) cmd.addOption(studyOption(f));
+  cmd
     .action(async (opts: EvalCliOptions) => {
       process.exitCode = await evalAction(opts);
     });

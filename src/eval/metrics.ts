@@ -1,61 +1,10 @@
 import { aggregateReliability, type ReliabilitySummary } from "../core/scoring/reliability.js";
+import { UsageMeter } from "../core/llm/usage.js";
 import type { ResultRecord } from "./results-file.js";
-import { computeRobustness, type RobustnessSummary } from "./probes/robustness.js";
+import type { EvalMetrics, UsageTotals } from "./metrics-types.js";
+import { STUDIES } from "./studies.js";
 
-export interface StratumCell {
-  n: number;
-  correct: number;
-  accuracy: number;
-}
-
-export interface UsageTotals {
-  llmCalls: number;
-  searchCalls: number;
-  promptTokens: number;
-  completionTokens: number;
-  costUsd: number;
-  wallMs: number;
-}
-
-export interface EvalMetrics {
-  /** Distinct items (ids) with a record. */
-  items: number;
-  /** Distinct run indices with a record. */
-  runs: number;
-  /** (id, run) records. */
-  records: number;
-  /**
-   * Mean over runs of each run's accuracy = correct / records of that run. Failed and
-   * abstained records count as wrong: an answer the method did not give is not a point.
-   */
-  accuracy: number | null;
-  /** Sample standard deviation (n − 1) of the per-run accuracies; null with fewer than 2 runs. */
-  accuracyStd: number | null;
-  accuracyByRun: Array<{ run: number; n: number; correct: number; accuracy: number }>;
-  correct: number;
-  failed: number;
-  abstained: number;
-  /** correct / records that did not fail, pooled over runs (how the method does when it runs at all). */
-  accuracyExcludingFailed: number | null;
-  /** stratum key → value → accuracy pooled over runs (n counts records). */
-  strata: Record<string, Record<string, StratumCell>>;
-  /** Mean RGM and final-answer entropy over records that have rollouts/samples. */
-  rgm: number | null;
-  entropy: number | null;
-  stabilityN: number;
-  /** Means of the selected path's CU parts (MedMMV). */
-  cu: { n: number; cu: number; evidence: number; coherence: number; repairPenalty: number; repairs: number } | null;
-  answerSupport: number | null;
-  /** Flagged claims by stage, summed over records; perItem divides by records. */
-  hallucinations: { visual: number; knowledge: number; reasoning: number; total: number; resolved: number; perItem: { visual: number; knowledge: number; reasoning: number; total: number } };
-  usage: { total: UsageTotals; perItem: UsageTotals };
-  failures: { byCode: Record<string, number>; items: Array<{ id: string; run: number; code: string; message: string }> };
-  /** Branch failures inside records that still finished (a rollout, a search), by code. */
-  branchFailures: Record<string, number>;
-  reliability: { raters: string[]; overall: ReliabilitySummary; byRater: Record<string, ReliabilitySummary>; ratingFailures: number } | null;
-  /** Robustness probes (docs/evaluation.md#robustness-probes); null (or absent, in older summaries) without probes. */
-  robustness?: RobustnessSummary | null;
-}
+export type { EvalMetrics, StratumCell, UsageTotals } from "./metrics-types.js";
 
 const mean = (xs: readonly number[]): number | null => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
 
@@ -73,7 +22,10 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
   const byRun = new Map<number, { n: number; correct: number }>();
   const strata: EvalMetrics["strata"] = {};
   const hall = { visual: 0, knowledge: 0, reasoning: 0, total: 0, resolved: 0 };
-  const total: UsageTotals = { llmCalls: 0, searchCalls: 0, promptTokens: 0, completionTokens: 0, costUsd: 0, wallMs: 0 };
+  const meter = new UsageMeter();
+  // The meter rounds its cost and keeps no wall time: per-item means divide the raw sums.
+  let costUsd = 0;
+  let wallMs = 0;
   const failures: EvalMetrics["failures"] = { byCode: {}, items: [] };
   const branchFailures: Record<string, number> = {};
   const rgms: number[] = [];
@@ -122,12 +74,10 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
     }
     const u = r.usage;
     if (u) {
-      total.llmCalls += u.llmCalls;
-      total.searchCalls += u.searchCalls;
-      total.promptTokens += u.promptTokens;
-      total.completionTokens += u.completionTokens;
-      total.costUsd += u.costUsd;
-      total.wallMs += u.wallMs;
+      // Records written before per-agent accounting carry no byAgent.
+      meter.absorb({ ...u, byAgent: u.byAgent ?? {} });
+      costUsd += u.costUsd;
+      wallMs += u.wallMs;
     }
     ratings.push(...(r.ratings ?? []));
     ratingFailures += r.ratingErrors?.length ?? 0;
@@ -139,6 +89,8 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
   const n = records.length;
   const per = (x: number) => (n === 0 ? 0 : x / n);
   const answered = n - failed;
+  const { llmCalls, searchCalls, promptTokens, completionTokens } = meter.snapshot(wallMs);
+  const total: UsageTotals = { llmCalls, searchCalls, promptTokens, completionTokens, costUsd, wallMs };
 
   let reliability: EvalMetrics["reliability"] = null;
   if (ratings.length > 0 || ratingFailures > 0) {
@@ -190,6 +142,6 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
     failures,
     branchFailures,
     reliability,
-    robustness: computeRobustness(records),
+    ...Object.assign({}, ...STUDIES.map((st) => st.metrics?.(records) ?? {})),
   };
 }

@@ -6,12 +6,10 @@ import { readManifest, type RunManifest } from "./manifest.js";
 import { computeMetrics } from "./metrics.js";
 import { readResults, RESULTS_FILE, type ResultRecord } from "./results-file.js";
 import type { SelectionReport } from "./sampling.js";
-import { computeStagewise } from "./stagewise/metrics.js";
-import { stagewiseMarkdown, stagewiseTables } from "./stagewise/report.js";
-import { robustnessMarkdown, robustnessRows } from "./probes/robustness-report.js";
-import { CONVERSATION_DATASETS, QUESTION_ORDERS } from "./conversation/types.js";
+import { STUDIES } from "./studies.js";
+import type { MarkdownSlot } from "./study.js";
 import { SUMMARY_JSON, type EvalSummary } from "./summary.js";
-import { markdownTable, pct, percentRow, type Row } from "./report-table.js";
+import { markdownTable, pct, type Row } from "./report-table.js";
 
 
 export function buildSummary(
@@ -20,7 +18,6 @@ export function buildSummary(
   extra: Partial<Pick<EvalSummary, "planned" | "complete" | "throttle" | "elapsedMs" | "startedAt">> & { details?: Record<string, unknown>; selection?: SelectionReport | null } = {},
 ): EvalSummary {
   const metrics = computeMetrics(records);
-  const stagewise = computeStagewise(records);
   return {
     schema: "medmmv-eval-summary/1",
     label: manifest.label,
@@ -47,7 +44,7 @@ export function buildSummary(
     startedAt: extra.startedAt ?? null,
     finishedAt: new Date().toISOString(),
     version: VERSION,
-    ...(stagewise ? { stagewise } : {}),
+    ...Object.assign({}, ...STUDIES.map((st) => st.summary?.(records) ?? {})),
   };
 }
 
@@ -72,14 +69,23 @@ export async function loadSummary(dir: string): Promise<EvalSummary> {
 const fix = (x: number | null | undefined, d = 2) => (x === null || x === undefined ? "—" : x.toFixed(d));
 const signed = (x: number, d: number) => `${x >= 0 ? "+" : "-"}${Math.abs(x).toFixed(d)}`;
 
-/** A conversation eval does not count the detector's verdicts on its turns (nor the pipeline run's): its zero is not a measurement. */
-function isConversationEval(s: Pick<EvalSummary, "dataset">): boolean {
-  return (CONVERSATION_DATASETS as readonly string[]).includes(s.dataset.name);
+/** A study whose runs count no flagged claims says why (e.g. a conversation eval); null for the others. */
+function notMeasuredByStudy(s: Pick<EvalSummary, "dataset">): string | null {
+  for (const st of STUDIES) {
+    const why = st.hallucinationsNotMeasured?.(s);
+    if (why) return why;
+  }
+  return null;
 }
 
 /** Only MedMMV with its detector on checks claims; zero flagged claims elsewhere would read as "no hallucinations". */
 export function measuresHallucinations(s: Pick<EvalSummary, "method" | "config" | "dataset">): boolean {
-  return s.method === "medmmv" && !(s.config["ablations"] as { noHd?: boolean } | undefined)?.noHd && !isConversationEval(s);
+  return s.method === "medmmv" && !(s.config["ablations"] as { noHd?: boolean } | undefined)?.noHd && notMeasuredByStudy(s) === null;
+}
+
+/** The studies' summary.md sections that follow the shared section `slot`. */
+function studySections(s: EvalSummary, slot: MarkdownSlot): string[] {
+  return STUDIES.flatMap((st) => (st.markdown?.after === slot ? st.markdown.section(s) : []));
 }
 
 function accuracyCell(s: EvalSummary): string {
@@ -104,12 +110,7 @@ export function summaryMarkdown(s: EvalSummary): string {
   if (s.answerSupport !== null) rows.push(["answer support (mean)", fix(s.answerSupport)]);
   out.push(markdownTable(["metric", "value"], rows), "");
   out.push("Failed and abstained items count as wrong. ± is the sample standard deviation over runs.", "");
-  if (s.conversation) {
-    const orders = QUESTION_ORDERS.filter((o) => s.conversation![o]);
-    out.push("## Conversations (Dr-LLaVA metrics, %)", "");
-    out.push(markdownTable(["order", "conversations", "questions", "A_Q", "A_C", "A_D", "H_cc", "failed"], orders.map((o) => { const m = s.conversation![o]!; return [o, String(m.conversations), String(m.questions), pct(m.aQ), pct(m.aC), pct(m.aD), pct(m.hCC), String(m.failed)]; }), ["l", "r", "r", "r", "r", "r", "r", "r"]), "");
-    out.push("A turn is correct when the labeller's category equals the expected one. H_cc is the share of conversations whose labelled sequence fits no valid path (per conversation).", "");
-  }
+  out.push(...studySections(s, "headline"));
 
   const keys = Object.keys(s.strata).sort();
   if (keys.length) {
@@ -120,18 +121,18 @@ export function summaryMarkdown(s: EvalSummary): string {
     }
   }
 
-  if (s.stagewise) out.push(stagewiseMarkdown(s.label, s.method, s.dataset.name, s.stagewise));
+  out.push(...studySections(s, "strata"));
 
   const h = s.hallucinations;
   out.push("## Hallucinations (flagged claims, all HD attempts)", "");
-  if (!measuresHallucinations(s)) out.push(isConversationEval(s) ? "Not measured: a conversation eval does not count flagged claims." : "Not measured: this method has no hallucination detector.", "");
+  if (!measuresHallucinations(s)) out.push(notMeasuredByStudy(s) ?? "Not measured: this method has no hallucination detector.", "");
   else {
     const rows = (["visual", "knowledge", "reasoning"] as const).map((k) => [k, String(h[k]), fix(h.perItem[k])]);
     out.push(markdownTable(["stage", "total", "per item"], [...rows, ["all", String(h.total), fix(h.perItem.total)]], ["l", "r", "r"]), "");
     out.push(`${h.resolved} of ${h.total} were repaired away.`, "");
   }
 
-  out.push(...robustnessMarkdown(s.robustness));
+  out.push(...studySections(s, "hallucinations"));
 
   const u = s.usage;
   out.push("## Cost", "");
@@ -221,12 +222,7 @@ export function compareSummaries(summaries: readonly EvalSummary[], names: reado
     { name: "  knowledge", value: (s) => (measuresHallucinations(s) ? s.hallucinations.perItem.knowledge : null), format: (x) => x.toFixed(2), delta: 2 },
     { name: "  reasoning", value: (s) => (measuresHallucinations(s) ? s.hallucinations.perItem.reasoning : null), format: (x) => x.toFixed(2), delta: 2 },
   );
-  rows.push(...robustnessRows(summaries));
-  // Conversation evals: A_Q, A_C, A_D, H_cc per question order (docs/architecture.md#clinical-pathways-and-conversations).
-  for (const order of QUESTION_ORDERS) {
-    if (!summaries.some((s) => s.conversation?.[order])) continue;
-    for (const [key, name] of [["aQ", "A_Q"], ["aC", "A_C"], ["aD", "A_D"], ["hCC", "H_cc"]] as const) rows.push(percentRow(`${name} ${order} (%)`, (s) => s.conversation?.[order]?.[key]));
-  }
+  for (const st of STUDIES) rows.push(...(st.rows?.(summaries) ?? []));
   if (summaries.some((s) => s.reliability))
     rows.push(
       { name: "T×I", value: (s) => s.reliability?.overall.meanTxI ?? null, format: (x) => x.toFixed(1), delta: 1 },
@@ -259,7 +255,6 @@ export function compareSummaries(summaries: readonly EvalSummary[], names: reado
   if (incomplete.length) notes.push(`Incomplete runs: ${incomplete.join(", ")}.`);
   const datasets = new Set(summaries.map((s) => `${s.dataset.name}:${path.basename(s.dataset.input)}`));
   if (datasets.size > 1) notes.push(`Warning: the folders evaluate different inputs (${[...datasets].join(", ")}).`);
-  const staged = summaries.flatMap((s, i) => (s.stagewise ? [{ name: names[i]!, label: s.label, dataset: s.dataset.name, stagewise: s.stagewise }] : []));
-  const stagewise = staged.length ? ["", "## Stage-wise diagnosis (ClinHallu)", "", stagewiseTables(staged)] : [];
-  return [markdownTable(header, body, ["l", ...names.map(() => "r" as const)]), "", ...notes, ...stagewise].join("\n");
+  const appendices = STUDIES.flatMap((st) => st.appendix?.(summaries, names) ?? []);
+  return [markdownTable(header, body, ["l", ...names.map(() => "r" as const)]), "", ...notes, ...appendices].join("\n");
 }

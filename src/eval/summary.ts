@@ -1,4 +1,4 @@
-import type { EvalMetrics } from "./metrics.js";
+import type { EvalMetrics } from "./metrics-types.js";
 import type { SelectionReport } from "./sampling.js";
 import type { StagewiseSummary } from "./stagewise/metrics.js";
 import type { ThrottleStats } from "./throttle.js";

@@ -298,7 +298,7 @@ export type DatasetRecordStep =
  * per-item errors (the run records them and goes on), and give each record a unique id from
  * `idField` (or its position when the file has no ids).
  */
-export async function* datasetRecords(ctx: ReadContext, file: string, idField: string): AsyncGenerator<DatasetRecordStep> {
+export async function* datasetRecords(ctx: ReadContext, file: string, idField: string | ((record: Record<string, unknown>) => string | null)): AsyncGenerator<DatasetRecordStep> {
   for await (const rec of readRecords(file)) {
     const fallback = ctx.fallbackId(rec.index);
     if ("parseError" in rec) {
@@ -306,11 +306,29 @@ export async function* datasetRecords(ctx: ReadContext, file: string, idField: s
       continue;
     }
     const record = asRecord(rec.value);
-    const claimed = ctx.claimId(text(record?.[idField]) ?? fallback);
+    const claimed = ctx.claimId((record && (typeof idField === "string" ? text(record[idField]) : idField(record))) ?? fallback);
     if (record === null) {
       yield { error: itemError(claimed.id, `record ${rec.index} is not a JSON object`) };
       continue;
     }
     yield { id: claimed.id, index: rec.index, warnings: claimed.warning ? [claimed.warning] : [], record };
+  }
+}
+
+export type DatasetRecord = Extract<DatasetRecordStep, { record: unknown }>;
+
+/**
+ * An adapter's read loop: every record of the file through `toItems` (which yields the
+ * record's items or errors), with the records that never parsed passed on as errors.
+ */
+export async function* eachDatasetRecord(
+  ctx: ReadContext,
+  file: string,
+  idField: Parameters<typeof datasetRecords>[2],
+  toItems: (record: DatasetRecord) => AsyncGenerator<EvalItem | ItemError>,
+): AsyncGenerator<EvalItem | ItemError> {
+  for await (const entry of datasetRecords(ctx, file, idField)) {
+    if ("error" in entry) yield entry.error;
+    else yield* toItems(entry);
   }
 }

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { ReadContext, asRecord, goldYesNo, itemError, letterAt, readRecords, text } from "./common.js";
+import { ReadContext, asRecord, eachDatasetRecord, goldYesNo, itemError, letterAt, text } from "./common.js";
 import type { AdapterOptions, DatasetAdapter, EvalItem, GoldAnswer, ItemError, JsonlFieldMap } from "./types.js";
 
 export const DEFAULT_FIELD_MAP: Required<Omit<JsonlFieldMap, "strata">> & { strata: string[] } = {
@@ -112,41 +112,28 @@ export function jsonlAdapter(): DatasetAdapter {
   async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalItem | ItemError> {
     const map = { ...DEFAULT_FIELD_MAP, ...definedOnly(opts.fieldMap ?? {}) };
     const ctx = new ReadContext("jsonl", { ...opts, imagesDir: opts.imagesDir ?? path.dirname(path.resolve(file)) });
-    for await (const rec of readRecords(file)) {
-      const fallback = ctx.fallbackId(rec.index);
-      if ("parseError" in rec) {
-        yield itemError(fallback, rec.parseError);
-        continue;
-      }
-      const r = asRecord(rec.value);
-      const claimed = ctx.claimId((r && text(getField(r, map.id))) ?? fallback);
-      const id = claimed.id;
-      const warnings = claimed.warning ? [claimed.warning] : [];
-      if (r === null) {
-        yield itemError(id, `record ${rec.index} is not a JSON object`);
-        continue;
-      }
+    yield* eachDatasetRecord(ctx, file, (r) => text(getField(r, map.id)), async function* ({ id, warnings, record: r }) {
       const question = text(getField(r, map.question));
       const answer = text(getField(r, map.answer));
       if (question === null || answer === null) {
         yield itemError(id, `item ${id} lacks "${map.question}" or "${map.answer}" (set the field map if they are named differently)`);
-        continue;
+        return;
       }
       const options = readOptions(getField(r, map.options));
       if (options === null) {
         yield itemError(id, `item ${id}: "${map.options}" is neither an object of letters nor a list of options`);
-        continue;
+        return;
       }
       const kind = text(getField(r, map.answerKind))?.toLowerCase() ?? null;
       const gold = readGold(answer, options, kind);
       if (typeof gold === "string") {
         yield itemError(id, `item ${id}: ${gold}`);
-        continue;
+        return;
       }
       const names = readImageNames(getField(r, map.images));
       if (names === null) {
         yield itemError(id, `item ${id}: "${map.images}" holds something other than image file names`);
-        continue;
+        return;
       }
 
       const strata: Record<string, string> = {};
@@ -157,7 +144,7 @@ export function jsonlAdapter(): DatasetAdapter {
       const imgs = await ctx.itemImages(id, names, { strata, warnings });
       if ("error" in imgs) {
         yield imgs;
-        continue;
+        return;
       }
 
       const notes = text(getField(r, map.notes));
@@ -173,7 +160,7 @@ export function jsonlAdapter(): DatasetAdapter {
         strata,
         warnings,
       });
-    }
+    });
   }
   return { name: "jsonl", read };
 }

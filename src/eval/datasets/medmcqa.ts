@@ -1,5 +1,5 @@
 import { MedmmvError } from "../../core/contracts/errors.js";
-import { ReadContext, asRecord, itemError, readRecords, strataFrom, text, datasetRecords } from "./common.js";
+import { ReadContext, asRecord, itemError, readRecords, strataFrom, text, eachDatasetRecord } from "./common.js";
 import type { AdapterOptions, DatasetAdapter, EvalItem, ItemError } from "./types.js";
 
 const OPTION_FIELDS = [
@@ -68,16 +68,11 @@ export function medmcqaAdapter(): DatasetAdapter {
     const base = decision.copBase;
 
     const ctx = new ReadContext("medmcqa", opts);
-    for await (const entry of datasetRecords(ctx, file, "id")) {
-      if ("error" in entry) {
-        yield entry.error;
-        continue;
-      }
-      const { id, warnings, record: r } = entry;
+    yield* eachDatasetRecord(ctx, file, "id", async function* ({ id, warnings, record: r }) {
       const question = text(r["question"]);
       if (question === null) {
         yield itemError(id, `item ${id} has no question`);
-        continue;
+        return;
       }
       const options: Record<string, string> = {};
       for (const [letter, field] of OPTION_FIELDS) {
@@ -89,17 +84,17 @@ export function medmcqaAdapter(): DatasetAdapter {
       const cop = copValue(r["cop"]);
       if (cop === null || cop < 0) {
         yield itemError(id, `item ${id} has no gold answer (cop = ${JSON.stringify(r["cop"])}); the MedMCQA test split is unlabelled — use the validation split`);
-        continue;
+        return;
       }
       const letter = OPTION_FIELDS[cop - base]?.[0];
       if (letter === undefined) {
         yield itemError(id, `item ${id}: cop = ${cop} is out of range for ${base}-based numbering`);
-        continue;
+        return;
       }
       const goldText = options[letter];
       if (goldText === undefined) {
         yield itemError(id, `item ${id}: the correct option ${letter} is empty`);
-        continue;
+        return;
       }
 
       yield ctx.finish({
@@ -109,7 +104,7 @@ export function medmcqaAdapter(): DatasetAdapter {
         strata: strataFrom(r, ["subject_name", "choice_type"]),
         warnings,
       });
-    }
+    });
   }
 
   return {

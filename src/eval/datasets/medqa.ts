@@ -1,4 +1,4 @@
-import { ReadContext, asRecord, itemError, text, datasetRecords } from "./common.js";
+import { ReadContext, asRecord, itemError, text, eachDatasetRecord } from "./common.js";
 import type { AdapterOptions, DatasetAdapter, EvalItem, ItemError } from "./types.js";
 
 const squash = (s: string) => s.replace(/\s+/g, " ").trim();
@@ -11,17 +11,12 @@ const squash = (s: string) => s.replace(/\s+/g, " ").trim();
  */
 async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalItem | ItemError> {
   const ctx = new ReadContext("medqa", opts);
-  for await (const entry of datasetRecords(ctx, file, "id")) {
-    if ("error" in entry) {
-      yield entry.error;
-      continue;
-    }
-    const { id, warnings, record: r } = entry;
+  yield* eachDatasetRecord(ctx, file, "id", async function* ({ id, warnings, record: r }) {
     const question = text(r["question"]);
     const rawOptions = asRecord(r["options"]);
     if (question === null || rawOptions === null) {
       yield itemError(id, `item ${id} lacks a question or an options object`);
-      continue;
+      return;
     }
     const options: Record<string, string> = {};
     for (const [k, v] of Object.entries(rawOptions)) {
@@ -40,12 +35,12 @@ async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalIte
     }
     if (letter === null) {
       yield itemError(id, `item ${id} has no answer_idx and its answer text matches no single option`);
-      continue;
+      return;
     }
     const goldText = options[letter];
     if (goldText === undefined) {
       yield itemError(id, `item ${id}: answer_idx "${letter}" is not one of the options ${Object.keys(options).join(", ")}`);
-      continue;
+      return;
     }
     if (answerText !== null && squash(answerText) !== squash(goldText)) {
       warnings.push(`answer text "${answerText.slice(0, 80)}" differs from option ${letter}; answer_idx was used`);
@@ -62,7 +57,7 @@ async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalIte
       strata,
       warnings,
     });
-  }
+  });
 }
 
 export function medqaAdapter(): DatasetAdapter {

@@ -1,4 +1,4 @@
-import { ReadContext, asRecord, itemError, strataFrom, text, datasetRecords } from "./common.js";
+import { ReadContext, asRecord, itemError, strataFrom, text, eachDatasetRecord } from "./common.js";
 import type { AdapterOptions, DatasetAdapter, EvalItem, ItemError } from "./types.js";
 
 const ANSWER_CHOICES = "\nAnswer Choices:";
@@ -69,24 +69,19 @@ function readImageNames(raw: unknown): string[] | null {
 
 async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalItem | ItemError> {
   const ctx = new ReadContext("medxpertqa", opts);
-  for await (const entry of datasetRecords(ctx, file, "id")) {
-    if ("error" in entry) {
-      yield entry.error;
-      continue;
-    }
-    const { id, warnings, record: r } = entry;
+  yield* eachDatasetRecord(ctx, file, "id", async function* ({ id, warnings, record: r }) {
     const options = readOptions(r["options"]);
     const question = text(r["question"]);
     const label = readLabel(r["label"]);
     const names = readImageNames(r["images"]);
     if (question === null || options === null || label === null || names === null) {
       yield itemError(id, `item ${id} lacks a usable question, options, label or images field`);
-      continue;
+      return;
     }
     const gold = options[label];
     if (gold === undefined) {
       yield itemError(id, `item ${id}: label "${label}" is not one of the options ${Object.keys(options).join(", ")}`);
-      continue;
+      return;
     }
     const stripped = stripAnswerChoices(question, options);
     if (stripped.stripped && !stripped.consistent) {
@@ -101,7 +96,7 @@ async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalIte
     const imgs = await ctx.itemImages(id, names, { strata, warnings }, (n) => (n.includes("/") ? [n.slice(n.lastIndexOf("/") + 1)] : []));
     if ("error" in imgs) {
       yield imgs;
-      continue;
+      return;
     }
 
     yield ctx.finish({
@@ -115,7 +110,7 @@ async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalIte
       strata,
       warnings,
     });
-  }
+  });
 }
 
 export function medxpertqaAdapter(): DatasetAdapter {

@@ -1,4 +1,4 @@
-import { ReadContext, goldYesNo, itemError, text, datasetRecords } from "./common.js";
+import { ReadContext, goldYesNo, itemError, text, eachDatasetRecord } from "./common.js";
 import type { AdapterOptions, DatasetAdapter, EvalItem, GoldAnswer, ItemError } from "./types.js";
 
 /**
@@ -7,18 +7,13 @@ import type { AdapterOptions, DatasetAdapter, EvalItem, GoldAnswer, ItemError } 
  */
 async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalItem | ItemError> {
   const ctx = new ReadContext("vqa-rad", opts);
-  for await (const entry of datasetRecords(ctx, file, "qid")) {
-    if ("error" in entry) {
-      yield entry.error;
-      continue;
-    }
-    const { id, warnings, record: r } = entry;
+  yield* eachDatasetRecord(ctx, file, "qid", async function* ({ id, warnings, record: r }) {
     const question = text(r["question"]);
     const answer = text(r["answer"]);
     const imageName = text(r["image_name"]);
     if (question === null || answer === null || imageName === null) {
       yield itemError(id, `item ${id} lacks a question, answer or image_name`);
-      continue;
+      return;
     }
 
     const yesNo = goldYesNo(answer);
@@ -42,7 +37,7 @@ async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalIte
     const imgs = await ctx.itemImages(id, [imageName], { strata, warnings });
     if ("error" in imgs) {
       yield imgs;
-      continue;
+      return;
     }
 
     yield ctx.finish({
@@ -52,7 +47,7 @@ async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalIte
       strata,
       warnings,
     });
-  }
+  });
 }
 
 export function vqaRadAdapter(): DatasetAdapter {

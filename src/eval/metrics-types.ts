@@ -1,0 +1,58 @@
+import type { ReliabilitySummary } from "../core/scoring/reliability.js";
+import type { RobustnessSummary } from "./probes/robustness.js";
+
+/** The numbers of summary.json (computed in metrics.ts); apart, so that the summary and study types need not load the studies. */
+export interface StratumCell {
+  n: number;
+  correct: number;
+  accuracy: number;
+}
+
+export interface UsageTotals {
+  llmCalls: number;
+  searchCalls: number;
+  promptTokens: number;
+  completionTokens: number;
+  costUsd: number;
+  wallMs: number;
+}
+
+export interface EvalMetrics {
+  /** Distinct items (ids) with a record. */
+  items: number;
+  /** Distinct run indices with a record. */
+  runs: number;
+  /** (id, run) records. */
+  records: number;
+  /**
+   * Mean over runs of each run's accuracy = correct / records of that run. Failed and
+   * abstained records count as wrong: an answer the method did not give is not a point.
+   */
+  accuracy: number | null;
+  /** Sample standard deviation (n − 1) of the per-run accuracies; null with fewer than 2 runs. */
+  accuracyStd: number | null;
+  accuracyByRun: Array<{ run: number; n: number; correct: number; accuracy: number }>;
+  correct: number;
+  failed: number;
+  abstained: number;
+  /** correct / records that did not fail, pooled over runs (how the method does when it runs at all). */
+  accuracyExcludingFailed: number | null;
+  /** stratum key → value → accuracy pooled over runs (n counts records). */
+  strata: Record<string, Record<string, StratumCell>>;
+  /** Mean RGM and final-answer entropy over records that have rollouts/samples. */
+  rgm: number | null;
+  entropy: number | null;
+  stabilityN: number;
+  /** Means of the selected path's CU parts (MedMMV). */
+  cu: { n: number; cu: number; evidence: number; coherence: number; repairPenalty: number; repairs: number } | null;
+  answerSupport: number | null;
+  /** Flagged claims by stage, summed over records; perItem divides by records. */
+  hallucinations: { visual: number; knowledge: number; reasoning: number; total: number; resolved: number; perItem: { visual: number; knowledge: number; reasoning: number; total: number } };
+  usage: { total: UsageTotals; perItem: UsageTotals };
+  failures: { byCode: Record<string, number>; items: Array<{ id: string; run: number; code: string; message: string }> };
+  /** Branch failures inside records that still finished (a rollout, a search), by code. */
+  branchFailures: Record<string, number>;
+  reliability: { raters: string[]; overall: ReliabilitySummary; byRater: Record<string, ReliabilitySummary>; ratingFailures: number } | null;
+  /** Robustness probes (docs/evaluation.md#robustness-probes); null (or absent, in older summaries) without probes. */
+  robustness?: RobustnessSummary | null;
+}

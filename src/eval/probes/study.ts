@@ -1,0 +1,29 @@
+import type { EvalStudy } from "../study.js";
+import { pairAgainstFirst } from "./paired.js";
+import { computeRobustness } from "./robustness.js";
+import { pairedMarkdown, robustnessMarkdown, robustnessRows } from "./robustness-report.js";
+import { HYPOTHESIS_KINDS, MAX_SHUFFLES } from "./types.js";
+
+/** Robustness probes (docs/evaluation.md#robustness-probes): summary.json's `robustness`, its section and rows. */
+export const probesStudy: EvalStudy = {
+  name: "probes",
+  // Always present (null without probes): older readers look for the key.
+  metrics: (records) => ({ robustness: computeRobustness(records) }),
+  markdown: { after: "hallucinations", section: (s) => robustnessMarkdown(s.robustness) },
+  rows: robustnessRows,
+  // Probe folders after the first (the clean run): what the probe changed, item by item.
+  compareFolders: async (dirs, summaries) => {
+    const pairs = await pairAgainstFirst(dirs, summaries.map((s) => Boolean(s.robustness)));
+    pairs.forEach((p, i) => p && Object.assign(summaries[i]!, { pairedWithFirst: p }));
+    return pairs.some(Boolean) ? (names) => pairedMarkdown(names, pairs) : null;
+  },
+  flags: [
+    {
+      flags: "--hypothesis <kind>",
+      description: "robustness probe: a clinician's right (-r) or wrong (-w, seeded by --seed) hypothesis before each question, as a confirmation (cq) or rationalisation (rq) query",
+      choices: HYPOTHESIS_KINDS,
+    },
+    { flags: "--shuffle-options <n>", description: "robustness probe: N seeded option orders per item, each its own item id#p1…", int: [1, MAX_SHUFFLES] },
+  ],
+  runOptions: (o) => ({ hypothesis: o["hypothesis"], shuffleOptions: o["shuffleOptions"] }),
+};
