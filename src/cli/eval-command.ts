@@ -67,15 +67,9 @@ export interface EvalCliOptions extends StagewiseCliOptions {
 async function openCache(config: Config): Promise<{ cache: ResponseCache | null; close: () => Promise<void> }> {
   if (config.llm.cache === "off") return { cache: null, close: async () => undefined };
   try {
-    const { openStore } = await import("../server/store/open-store.js");
+    const [{ openStore }, { storeResponseCache }] = await Promise.all([import("../server/store/open-store.js"), import("../server/service/store-cache.js")]);
     const store = await openStore(config.store);
-    return {
-      cache: {
-        get: async (key) => (await store.getCachedResponse(key))?.value ?? null,
-        put: (key, value) => store.putCachedResponse(key, value),
-      },
-      close: () => store.close(),
-    };
+    return { cache: storeResponseCache(store), close: () => store.close() };
   } catch (err) {
     process.stderr.write(`medmmv eval: response cache unavailable (${describeError(err).message}); running without it\n`);
     return { cache: null, close: async () => undefined };
