@@ -1160,7 +1160,89 @@ export interface operations {
                             }[];
                         } | null;
                         evidenceGraph: {
-                            [key: string]: unknown;
+                            options?: {
+                                type?: string;
+                                multi?: boolean;
+                                allowSelfLoops?: boolean;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            attributes?: {
+                                [key: string]: unknown;
+                            };
+                            nodes: {
+                                key: string;
+                                attributes: {
+                                    /** @enum {string} */
+                                    kind: "finding" | "knowledge" | "hypothesis";
+                                    category: string;
+                                    label: string;
+                                    detail?: string;
+                                    /** @enum {string} */
+                                    status: "active" | "retracted";
+                                    retractedReason?: string;
+                                    sources?: ({
+                                        /** @enum {string} */
+                                        agent: "text-doctor" | "image-doctor" | "web-search";
+                                        quote?: string;
+                                        span?: [
+                                            number,
+                                            number
+                                        ];
+                                        imageId?: string;
+                                        region?: string;
+                                        url?: string;
+                                        title?: string;
+                                        retrievedAt?: string;
+                                        resource?: string;
+                                        flagged?: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    })[];
+                                    source: {
+                                        /** @enum {string} */
+                                        agent: "text-doctor" | "image-doctor" | "web-search";
+                                        quote?: string;
+                                        span?: [
+                                            number,
+                                            number
+                                        ];
+                                        imageId?: string;
+                                        region?: string;
+                                        url?: string;
+                                        title?: string;
+                                        retrievedAt?: string;
+                                        resource?: string;
+                                        flagged?: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    };
+                                } & {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                            /** @default [] */
+                            edges: {
+                                key?: string;
+                                source: string;
+                                target: string;
+                                attributes: {
+                                    /** @enum {string} */
+                                    relation: "supports" | "contradicts" | "suggests" | "associated-with" | "explains" | "located-in";
+                                    provenance: {
+                                        /** @enum {string} */
+                                        agent: "text-doctor" | "image-doctor" | "web-search";
+                                        url?: string;
+                                        quote?: string;
+                                        retrievedAt?: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    };
+                                } & {
+                                    [key: string]: unknown;
+                                };
+                                undirected?: boolean;
+                            }[];
                         } | null;
                         candidates: {
                             pathId: string;
@@ -1865,7 +1947,89 @@ export interface operations {
                                 }[];
                             } | null;
                             evidenceGraph: {
-                                [key: string]: unknown;
+                                options?: {
+                                    type?: string;
+                                    multi?: boolean;
+                                    allowSelfLoops?: boolean;
+                                } & {
+                                    [key: string]: unknown;
+                                };
+                                attributes?: {
+                                    [key: string]: unknown;
+                                };
+                                nodes: {
+                                    key: string;
+                                    attributes: {
+                                        /** @enum {string} */
+                                        kind: "finding" | "knowledge" | "hypothesis";
+                                        category: string;
+                                        label: string;
+                                        detail?: string;
+                                        /** @enum {string} */
+                                        status: "active" | "retracted";
+                                        retractedReason?: string;
+                                        sources?: ({
+                                            /** @enum {string} */
+                                            agent: "text-doctor" | "image-doctor" | "web-search";
+                                            quote?: string;
+                                            span?: [
+                                                number,
+                                                number
+                                            ];
+                                            imageId?: string;
+                                            region?: string;
+                                            url?: string;
+                                            title?: string;
+                                            retrievedAt?: string;
+                                            resource?: string;
+                                            flagged?: string;
+                                        } & {
+                                            [key: string]: unknown;
+                                        })[];
+                                        source: {
+                                            /** @enum {string} */
+                                            agent: "text-doctor" | "image-doctor" | "web-search";
+                                            quote?: string;
+                                            span?: [
+                                                number,
+                                                number
+                                            ];
+                                            imageId?: string;
+                                            region?: string;
+                                            url?: string;
+                                            title?: string;
+                                            retrievedAt?: string;
+                                            resource?: string;
+                                            flagged?: string;
+                                        } & {
+                                            [key: string]: unknown;
+                                        };
+                                    } & {
+                                        [key: string]: unknown;
+                                    };
+                                }[];
+                                /** @default [] */
+                                edges: {
+                                    key?: string;
+                                    source: string;
+                                    target: string;
+                                    attributes: {
+                                        /** @enum {string} */
+                                        relation: "supports" | "contradicts" | "suggests" | "associated-with" | "explains" | "located-in";
+                                        provenance: {
+                                            /** @enum {string} */
+                                            agent: "text-doctor" | "image-doctor" | "web-search";
+                                            url?: string;
+                                            quote?: string;
+                                            retrievedAt?: string;
+                                        } & {
+                                            [key: string]: unknown;
+                                        };
+                                    } & {
+                                        [key: string]: unknown;
+                                    };
+                                    undirected?: boolean;
+                                }[];
                             } | null;
                             candidates: {
                                 pathId: string;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SerializedEvidenceGraph } from "./evidence.js";
 import { IgnoredResource } from "./fhir-origin.js";
 
 /** docs/architecture.md#data-contracts: the output contract. Field names are fixed; clients and stored results rely on them. */
@@ -125,7 +126,8 @@ export const DiagnosisResult = z.object({
   answerSupport: z.number().nullable(),
   abstentionReason: z.string().nullable(),
   path: ReasoningPath.nullable(),
-  evidenceGraph: z.record(z.string(), z.unknown()).nullable(),
+  /** E_p, the selected path's supporting subgraph, as EvidenceGraph.export() writes it. */
+  evidenceGraph: SerializedEvidenceGraph.nullable(),
   candidates: z.array(Candidate),
   stability: z.object({
     rolloutAnswers: z.array(z.string().nullable()),

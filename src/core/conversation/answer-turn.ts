@@ -35,7 +35,7 @@ export interface TurnEvidence {
 }
 
 export function turnEvidence(serialized: SerializedEvidenceGraph | Record<string, unknown> | null): TurnEvidence {
-  const graph = serialized ? EvidenceGraph.import(serialized as SerializedEvidenceGraph) : new EvidenceGraph();
+  const graph = serialized ? EvidenceGraph.import(serialized) : new EvidenceGraph();
   return { text: renderEvidenceForPrompt(graph), graph };
 }
 

@@ -1,11 +1,12 @@
 import type { EvidenceGraph } from "./evidence-graph.js";
-import type { EvidenceAgent, NodeCategory, NodeKind, Relation } from "../contracts/evidence.js";
+import type { EvidenceAgent, EvidenceNodeAttributes, NodeKind, Relation } from "../contracts/evidence.js";
 
 export interface CytoscapeNodeData {
   id: string;
   label: string;
   kind: NodeKind;
-  category: NodeCategory;
+  /** Open list: a stored graph may carry a category newer than NodeCategory. */
+  category: EvidenceNodeAttributes["category"];
   status: "active" | "retracted";
   /** Agent of the first source; `agents` lists every agent that reported the node. */
   agent: EvidenceAgent;

@@ -1,16 +1,17 @@
 import { MultiDirectedGraph } from "graphology";
-import type { SerializedGraph } from "graphology-types";
-import { z } from "zod";
 import { canonicalJson } from "../contracts/canonical-json.js";
 import { MedmmvError } from "../contracts/errors.js";
 import { edgeId, nodeId, normalizeLabel } from "./ids.js";
-import type {
-  EdgeProvenance,
-  EvidenceEdgeAttributes,
-  EvidenceNodeAttributes,
-  NewEvidenceNode,
-  NodeSource,
+import {
+  EvidenceAgent,
+  NodeKind,
   Relation,
+  SerializedEvidenceGraph,
+  type EdgeProvenance,
+  type EvidenceEdgeAttributes,
+  type EvidenceNodeAttributes,
+  type NewEvidenceNode,
+  type NodeSource,
 } from "../contracts/evidence.js";
 
 export type EvidenceNode = EvidenceNodeAttributes & { id: string };
@@ -21,62 +22,13 @@ export interface EvidenceEdge {
   relation: Relation;
   provenance: EdgeProvenance;
 }
-export type SerializedEvidenceGraph = SerializedGraph<EvidenceNodeAttributes, EvidenceEdgeAttributes>;
+export { SerializedEvidenceGraph };
 
 type Inner = MultiDirectedGraph<EvidenceNodeAttributes, EvidenceEdgeAttributes>;
 
-const AGENTS = ["text-doctor", "image-doctor", "web-search"] as const;
-const RELATIONS = ["supports", "contradicts", "suggests", "associated-with", "explains", "located-in"] as const;
-const KINDS = ["finding", "knowledge", "hypothesis"] as const;
-
-const SourceSchema = z.looseObject({
-  agent: z.enum(AGENTS),
-  quote: z.string().optional(),
-  span: z.tuple([z.number(), z.number()]).optional(),
-  imageId: z.string().optional(),
-  region: z.string().optional(),
-  url: z.string().optional(),
-  title: z.string().optional(),
-  retrievedAt: z.string().optional(),
-  flagged: z.string().optional(),
-  resource: z.string().optional(),
-});
-const NodeAttributesSchema = z.looseObject({
-  kind: z.enum(KINDS),
-  // Categories are an open list in docs/architecture.md#data-contracts ("…"); the stored form must not reject a new one.
-  category: z.string().min(1),
-  label: z.string().min(1),
-  detail: z.string().optional(),
-  status: z.enum(["active", "retracted"]),
-  retractedReason: z.string().optional(),
-  source: SourceSchema,
-  sources: z.array(SourceSchema).optional(),
-});
-const EdgeAttributesSchema = z.looseObject({
-  relation: z.enum(RELATIONS),
-  provenance: z.looseObject({
-    agent: z.enum(AGENTS),
-    url: z.string().optional(),
-    quote: z.string().optional(),
-    retrievedAt: z.string().optional(),
-  }),
-});
-const SerializedSchema = z.object({
-  options: z.looseObject({ type: z.string().optional(), multi: z.boolean().optional() }).optional(),
-  attributes: z.record(z.string(), z.unknown()).optional(),
-  nodes: z.array(z.object({ key: z.string().min(1), attributes: NodeAttributesSchema })),
-  edges: z
-    .array(
-      z.object({
-        key: z.string().optional(),
-        source: z.string(),
-        target: z.string(),
-        attributes: EdgeAttributesSchema,
-        undirected: z.boolean().optional(),
-      }),
-    )
-    .default([]),
-});
+const AGENTS: readonly string[] = EvidenceAgent.options;
+const RELATIONS: readonly string[] = Relation.options;
+const KINDS: readonly string[] = NodeKind.options;
 
 function byKey<T>(key: (t: T) => string): (a: T, b: T) => number {
   return (a, b) => {
@@ -169,11 +121,11 @@ export class EvidenceGraph {
    * agent repeating a fact does not undo a check that withdrew it.
    */
   addNode(n: NewEvidenceNode): string {
-    if (!(KINDS as readonly string[]).includes(n.kind)) {
+    if (!KINDS.includes(n.kind)) {
       throw new MedmmvError("INVALID_INPUT", `unknown evidence node kind: ${String(n.kind)}`);
     }
     if (typeof n.label !== "string") throw new MedmmvError("INVALID_INPUT", "evidence node label must be a string");
-    if (!n.source || !(AGENTS as readonly string[]).includes(n.source.agent)) {
+    if (!n.source || !AGENTS.includes(n.source.agent)) {
       throw new MedmmvError("INVALID_INPUT", "evidence node source needs a known agent");
     }
     const id = nodeId(n.kind, n.label);
@@ -201,10 +153,10 @@ export class EvidenceGraph {
    * url) edge is already there.
    */
   addEdge(from: string, to: string, relation: Relation, provenance: EdgeProvenance): string | null {
-    if (!(RELATIONS as readonly string[]).includes(relation)) {
+    if (!RELATIONS.includes(relation)) {
       throw new MedmmvError("INVALID_INPUT", `unknown evidence relation: ${String(relation)}`);
     }
-    if (!provenance || !(AGENTS as readonly string[]).includes(provenance.agent)) {
+    if (!provenance || !AGENTS.includes(provenance.agent)) {
       throw new MedmmvError("INVALID_INPUT", "edge provenance needs a known agent");
     }
     if (from === to || !this.#g.hasNode(from) || !this.#g.hasNode(to)) return null;
@@ -314,7 +266,7 @@ export class EvidenceGraph {
 
   /** Rebuilds a graph from `export()` output (the stored form); malformed input is INVALID_INPUT. */
   static import(json: unknown): EvidenceGraph {
-    const parsed = SerializedSchema.safeParse(json);
+    const parsed = SerializedEvidenceGraph.safeParse(json);
     if (!parsed.success) {
       throw new MedmmvError("INVALID_INPUT", "not a serialized evidence graph", {
         details: { issues: parsed.error.issues.slice(0, 5).map((i) => `${i.path.join(".")}: ${i.message}`) },
@@ -326,7 +278,7 @@ export class EvidenceGraph {
     }
     const g = new EvidenceGraph();
     for (const n of data.nodes) {
-      const a = n.attributes as unknown as EvidenceNodeAttributes;
+      const a = n.attributes;
       const sources = a.sources && a.sources.length > 0 ? a.sources : [a.source];
       if (g.#g.hasNode(n.key)) throw new MedmmvError("INVALID_INPUT", `duplicate node ${n.key}`);
       g.#g.addNode(n.key, structuredClone({ ...a, sources }));
@@ -336,7 +288,7 @@ export class EvidenceGraph {
       if (!g.#g.hasNode(e.source) || !g.#g.hasNode(e.target)) {
         throw new MedmmvError("INVALID_INPUT", `edge ${e.key ?? "?"} refers to a missing node`);
       }
-      const attrs = structuredClone(e.attributes as unknown as EvidenceEdgeAttributes);
+      const attrs = structuredClone(e.attributes);
       // Recomputed rather than trusted, so later addEdge calls still find duplicates.
       const key = edgeId(e.source, e.target, attrs.relation, attrs.provenance.agent, attrs.provenance.url);
       if (!g.#g.hasEdge(key)) g.#g.addDirectedEdgeWithKey(key, e.source, e.target, attrs);

@@ -97,7 +97,7 @@ export class Pipeline {
       const state = await this.workflow.invoke(useInput, { configurable: { thread_id: threadId }, signal: run.signal, recursionLimit: 50 });
       const result = state.result;
       if (!result) throw new MedmmvError("PIPELINE_FAILED", "the workflow ended without a result");
-      return { result, fullEvidenceGraph: (state.evidence?.graph as unknown as Record<string, unknown>) ?? null };
+      return { result, fullEvidenceGraph: state.evidence?.graph ?? null };
     } catch (err) {
       if (run.signal?.aborted) throw new MedmmvError("ABORTED", "case cancelled", { cause: err });
       throw err;

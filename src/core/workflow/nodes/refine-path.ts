@@ -15,6 +15,7 @@ import type { EvidencePrompt, PipelineStateUpdate, RefineTask } from "../state.j
 /** The rendered evidence, or (a task from an older checkpoint) render it from the graph. */
 function evidencePrompt(task: RefineTask): EvidencePrompt {
   // Tasks checkpointed before `evidence` existed carried the graph at the top level.
+  // The cast stays: that older shape is not (and should not be) part of RefineTask's type.
   const e = task.evidence ?? { graph: (task as unknown as { graph: SerializedEvidenceGraph }).graph };
   if (!("graph" in e)) return e;
   const graph = EvidenceGraph.import(e.graph);

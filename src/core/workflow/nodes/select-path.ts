@@ -140,7 +140,7 @@ export function selectPathNode(deps: WorkflowDeps) {
       answerSupport: status === "failed" ? null : support,
       abstentionReason,
       path: sel?.final ? toResultPath(sel.pathId, sel.final, sel.hdReports.at(-1)) : null,
-      evidenceGraph: sel ? (full.supportingSubgraph(sel.evidenceIds).export() as unknown as Record<string, unknown>) : null,
+      evidenceGraph: sel ? (full.supportingSubgraph(sel.evidenceIds).export()) : null,
       candidates,
       stability: stabilityReport(rollouts.map((r) => answerKey(r.path))),
       hallucinations,

@@ -39,7 +39,8 @@ export const evidenceGraphRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app,
         );
       }
       if (format === "graphology") return graph;
-      return toCytoscape(EvidenceGraph.import(graph)) as unknown as Record<string, unknown>;
+      // Spread: the response schema is a record, and an interface type has no index signature to match it.
+      return { ...toCytoscape(EvidenceGraph.import(graph)) };
     },
   );
 };
