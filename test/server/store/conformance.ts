@@ -63,7 +63,7 @@ export function makeResult(caseId: string, status: DiagnosisResult["status"] = "
         },
       ],
     },
-    evidenceGraph: { options: { type: "directed", multi: true }, nodes: [{ key: "f:abc", attributes: { label: "fever" } }], edges: [] },
+    evidenceGraph: { options: { type: "directed", multi: true }, nodes: [{ key: "f:abc", attributes: { kind: "finding", category: "symptom", label: "fever", status: "active", source: { agent: "text-doctor", quote: "fever" } } }], edges: [] },
     candidates: [
       {
         pathId: "path-2",

@@ -124,7 +124,7 @@ export function syntheticCase(n: number): ScriptedCaseRun {
     answerSupport: 1,
     abstentionReason: null,
     path,
-    evidenceGraph: sub.export() as unknown as Record<string, unknown>,
+    evidenceGraph: sub.export(),
     candidates: [
       {
         pathId: "path-1",
