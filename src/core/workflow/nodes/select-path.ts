@@ -12,6 +12,7 @@ import { scanForInjection } from "../../agents/untrusted-content.js";
 import { fhirIgnoredResources } from "../../contracts/fhir-origin.js";
 import { renderPathForPrompt } from "../../agents/path-rendering.js";
 import { describeLabels } from "../../pathways/consistency.js";
+import { decideOutcome } from "../abstention.js";
 
 /** Agents whose prompt versions go into provenance. */
 const PROMPTS_USED = ["system", "rollout", "text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge"];
@@ -113,25 +114,7 @@ export function selectPathNode(deps: WorkflowDeps) {
 
     const full = evidence ? EvidenceGraph.import(evidence.graph) : new EvidenceGraph();
     const finishedAt = new Date().toISOString();
-    let status: DiagnosisResult["status"] = "completed";
-    let abstentionReason: string | null = null;
-    let error: { code: string; message: string } | undefined;
-    if (!sel || !sel.final) {
-      status = "failed";
-      const noRollouts = rollouts.every((r) => !r.path);
-      error = noRollouts
-        ? { code: "PIPELINE_FAILED", message: `all ${rollouts.length} rollouts failed (first error: ${rollouts.find((r) => r.error)?.error?.message ?? "unknown"})` }
-        : { code: "PIPELINE_FAILED", message: `no candidate path could be refined and scored (${refined.length} tried)` };
-    } else if (!finalAnswer || (!finalAnswer.option && c.options && Object.keys(c.options).length > 0)) {
-      status = "abstained";
-      abstentionReason = "the selected path did not commit to one of the answer options";
-    } else {
-      const last = sel.hdReports.at(-1);
-      if (last && last.hallucinationDetected && last.severity === "HIGH" && refined.every((r) => !r.scores || r.hdReports.at(-1)?.severity === "HIGH")) {
-        status = "abstained";
-        abstentionReason = "every candidate path still had a high-severity hallucination after the repair budget was spent";
-      }
-    }
+    const { status, abstentionReason, error } = decideOutcome({ selected: sel, refined, rollouts, options: c.options });
 
     const result: DiagnosisResult = {
       caseId: c.id,
