@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
+import { readCappedBody } from "../net/read-capped-body.js";
 
 /**
  * The fetch under the OpenAI SDK (ChatOpenAI's `configuration.fetch`). The SDK builds the
@@ -44,23 +45,6 @@ function providerFault(from: Response, status: number, message: string): Respons
   return new Response(JSON.stringify({ error: { message, type: "provider_fault", code: null } }), { status, headers });
 }
 
-async function readCapped(res: Response): Promise<Buffer | null> {
-  const reader = res.body!.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_REPLY_BYTES) {
-      await reader.cancel().catch(() => undefined);
-      return null;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks);
-}
-
 interface WireReply {
   error?: { message?: unknown; code?: unknown } | string;
   choices?: Array<{ message?: WireMessage }>;
@@ -83,7 +67,7 @@ export function guardedFetch(opts: { withoutAuthorization?: boolean } = {}): typ
 
 async function guardReply(res: Response): Promise<Response> {
   if (!res.ok || !res.body) return res;
-  const bytes = await readCapped(res);
+  const bytes = await readCappedBody(res, MAX_REPLY_BYTES);
   if (bytes === null) return providerFault(res, 502, `the model's reply is larger than ${MAX_REPLY_BYTES} bytes`);
   const text = bytes.toString("utf8");
   let reply: WireReply | null = null;

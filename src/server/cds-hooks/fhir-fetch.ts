@@ -1,5 +1,6 @@
 import { MedmmvError } from "../../core/contracts/errors.js";
 import { PREFETCH } from "./discovery.js";
+import { readCappedBody } from "../../core/net/read-capped-body.js";
 
 export interface FetchMissingOptions {
   fhirServer: string;
@@ -20,26 +21,9 @@ export function isAllowedFhirServer(fhirServer: string, allowList: readonly stri
 
 /** The body as UTF-8 text, refused as soon as it is declared or read past `maxBytes`. */
 async function readBounded(res: Response, maxBytes: number, key: string): Promise<string> {
-  const tooLarge = () => new MedmmvError("PAYLOAD_TOO_LARGE", `the FHIR server's answer for prefetch "${key}" is larger than ${maxBytes} bytes`);
-  if (Number(res.headers.get("content-length")) > maxBytes) {
-    await res.body?.cancel();
-    throw tooLarge();
-  }
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let bytes = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    bytes += value.byteLength;
-    if (bytes > maxBytes) {
-      await reader.cancel();
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
+  const body = await readCappedBody(res, maxBytes);
+  if (body === null) throw new MedmmvError("PAYLOAD_TOO_LARGE", `the FHIR server's answer for prefetch "${key}" is larger than ${maxBytes} bytes`);
+  return body.toString("utf8");
 }
 
 /**
