@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { MedmmvError } from "./contracts/errors.js";
+import { describeZodIssues } from "./contracts/zod-issues.js";
 
 /**
  * The one place that reads the environment (docs/architecture.md#house-style). Everything else receives a
@@ -117,8 +118,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
   const parsed = EnvSchema.safeParse(cleaned);
   if (!parsed.success) {
-    const msg = parsed.error.issues.map((i) => `${i.path.join("..")}: ${i.message}`).join("; ");
-    throw new MedmmvError("CONFIG_INVALID", `invalid configuration: ${msg}`);
+    throw new MedmmvError("CONFIG_INVALID", `invalid configuration: ${describeZodIssues(parsed.error).message}`);
   }
   const e = parsed.data;
   if (e.MEDMMV_CDS_JWKS && !csvList(e.MEDMMV_CDS_ISSUERS).length) {
