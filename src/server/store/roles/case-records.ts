@@ -74,6 +74,11 @@ export interface CaseRecords {
   listCases(q: ListCasesQuery): Promise<{ items: CaseSummary[]; nextCursor: string | null }>;
   /** How many cases, in any status, belong to another owner than `owner` (the demo's check for a store of its own). */
   countCasesNotOwnedBy(owner: string): Promise<number>;
+  /**
+   * Cases not in a terminal status (for resume at boot), oldest first. Whole records, not
+   * leases: the tests and fault trials read what is left unfinished through it.
+   */
+  listUnfinished(): Promise<CaseRecord[]>;
   setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<void>;
   /**
    * Store the final result and full graph and set the status from result.status, atomically.

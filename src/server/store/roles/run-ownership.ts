@@ -4,8 +4,6 @@
  * pipeline runs, releases them on a graceful stop, and polls the unfinished cases' leases to
  * adopt the cases of a process that died. Only the case service (and the resume at boot) uses it.
  */
-import type { CaseRecord } from "./case-records.js";
-
 /**
  * Which process may run an unfinished case, and until when. Several processes can share
  * one store (SQLite file or Postgres): each claims a case before running it and renews
@@ -26,8 +24,6 @@ export interface UnfinishedLease {
 }
 
 export interface RunOwnership {
-  /** Cases not in a terminal status (for resume at boot), oldest first. */
-  listUnfinished(): Promise<CaseRecord[]>;
   /** Who holds each unfinished case, oldest case first (no case content: cheap to poll). */
   listUnfinishedLeases(): Promise<UnfinishedLease[]>;
   /**
