@@ -1,7 +1,8 @@
 /**
  * Response cache store: model responses kept by content-addressed key, so a rerun (an eval,
  * a report, a resumed case) gets the same reply without paying for the call again. The
- * store-backed model-response cache reads and writes it; nothing else does.
+ * server's store-backed model-response cache (service/store-cache) and the eval command's
+ * cache read and write it.
  */
 
 export interface CachedResponse {
