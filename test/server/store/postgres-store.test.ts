@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { CaseStore } from "../../../src/server/store/case-store.js";
 import { openStore } from "../../../src/server/store/open-store.js";
 import { PostgresStore } from "../../../src/server/store/postgres-store.js";
-import { describeStoreConformance, expectCode, makeNewCase } from "./conformance.js";
+import { describeStoreConformance, expectCode, makeNewCase } from "./conformance/index.js";
 import { PG_TEST_URL as URL, usePgSchemas } from "../../support/pg-schemas.js";
 
 /**

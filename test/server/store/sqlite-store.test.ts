@@ -9,7 +9,7 @@ import type { CaseStore } from "../../../src/server/store/case-store.js";
 import { openStore } from "../../../src/server/store/open-store.js";
 import { SqliteStore } from "../../../src/server/store/sqlite-store.js";
 import { SQLITE_FILE_NAME } from "../../../src/core/database/database-names.js";
-import { describeStoreConformance, makeNewCase } from "./conformance.js";
+import { describeStoreConformance, makeNewCase } from "./conformance/index.js";
 
 const roots: string[] = [];
 function tempDir(): string {

@@ -8,7 +8,7 @@ import { openCorpusIndex } from "../../../../src/core/search/local/open-corpus-i
 import { SqliteCorpusIndex } from "../../../../src/core/search/local/sqlite-corpus-index.js";
 import { openStore } from "../../../../src/server/store/open-store.js";
 import { SQLITE_FILE_NAME } from "../../../../src/core/database/database-names.js";
-import { makeNewCase } from "../../../server/store/conformance.js";
+import { makeNewCase } from "../../../server/store/conformance/fixtures.js";
 import { describeCorpusConformance } from "./corpus-conformance.js";
 
 const roots: string[] = [];

@@ -1,0 +1,92 @@
+/**
+ * Case records: the cases themselves (input, options, status, result, full evidence graph)
+ * and the images they reference, stored once by content hash. The case service creates,
+ * finishes and deletes cases through it; the HTTP routes, the CDS Hooks service and the CLI
+ * (report, demo) read cases and images back.
+ */
+import type { ClinicalCase, LoadedImage } from "../../../core/contracts/clinical-case.js";
+import type { DiagnosisResult } from "../../../core/contracts/diagnosis-result.js";
+import type { CaseEvent, CaseProgress } from "./case-events.js";
+import type { CaseLease } from "./run-ownership.js";
+
+export type CaseStatus = "queued" | "running" | "completed" | "abstained" | "failed";
+export const TERMINAL_STATUSES: readonly CaseStatus[] = ["completed", "abstained", "failed"];
+
+export interface CaseRecord {
+  id: string;
+  /** Hash of the API key that created the case ("cli" or "eval" for local runs); never the key. */
+  owner: string;
+  status: CaseStatus;
+  /** The case as accepted, images replaced by references ({id, sha256, mimeType, caption}). */
+  input: StoredCaseInput;
+  /** Pipeline options the case was accepted with (k, maxRepairs, ablations…). */
+  options: Record<string, unknown>;
+  progress: CaseProgress | null;
+  result: DiagnosisResult | null;
+  /** Full evidence graph E (graphology export), stored beside the result. */
+  fullEvidenceGraph: Record<string, unknown> | null;
+  error: { code: string; message: string } | null;
+  idempotencyKey: string | null;
+  /** sha256 of the canonical request body, to tell "same key, different body". */
+  requestHash: string | null;
+  createdAt: string; // ISO
+  updatedAt: string; // ISO
+}
+
+export type StoredImageRef = { id: string; sha256: string; mimeType: LoadedImage["mimeType"]; caption?: string };
+export type StoredCaseInput = Omit<ClinicalCase, "images"> & { id: string; images: StoredImageRef[] };
+
+export interface NewCase {
+  id: string;
+  owner: string;
+  input: StoredCaseInput;
+  options: Record<string, unknown>;
+  idempotencyKey?: string | null;
+  requestHash?: string | null;
+  /** The creating process's claim, written with the row, so no other process adopts the case before it starts. */
+  lease?: CaseLease;
+}
+
+export interface ListCasesQuery {
+  owner: string;
+  limit: number; // 1..100
+  /** Opaque cursor returned by the previous page. */
+  cursor?: string | null;
+  status?: CaseStatus;
+}
+export interface CaseSummary {
+  id: string;
+  status: CaseStatus;
+  answer: { option: string | null; text: string } | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface CaseRecords {
+  /** Store an image once by content hash (no-op if present). */
+  putImage(image: LoadedImage): Promise<void>;
+  getImage(sha256: string): Promise<LoadedImage | null>;
+
+  /** Insert a new case in status "queued". Throws MedmmvError CONFLICT if the id exists. */
+  createCase(c: NewCase): Promise<CaseRecord>;
+  getCase(id: string): Promise<CaseRecord | null>;
+  findByIdempotencyKey(owner: string, key: string): Promise<CaseRecord | null>;
+  listCases(q: ListCasesQuery): Promise<{ items: CaseSummary[]; nextCursor: string | null }>;
+  /** How many cases, in any status, belong to another owner than `owner` (the demo's check for a store of its own). */
+  countCasesNotOwnedBy(owner: string): Promise<number>;
+  /**
+   * Cases not in a terminal status (for resume at boot), oldest first. Whole records, not
+   * leases: the tests and fault trials read what is left unfinished through it.
+   */
+  listUnfinished(): Promise<CaseRecord[]>;
+  setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<void>;
+  /**
+   * Store the final result and full graph and set the status from result.status, atomically.
+   * With `finalEvent`, that event is appended in the same transaction: a process killed
+   * between the two would otherwise leave a finished case without its final event (it is
+   * terminal, so it is never resumed to write it).
+   */
+  saveResult(id: string, result: DiagnosisResult, fullEvidenceGraph: Record<string, unknown> | null, finalEvent?: { type: string; data: Record<string, unknown> }): Promise<CaseEvent | null>;
+  /** Remove the case, its events, its checkpoints (thread id = case id), and images no other case uses. */
+  deleteCase(id: string): Promise<boolean>;
+}
