@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { createLocalJWKSet, createRemoteJWKSet, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
 import { MedmmvError } from "../../core/contracts/errors.js";
-import type { CaseStore } from "../store/case-store.js";
+import type { TokenLedger } from "../store/case-store.js";
 
 export interface CdsJwtOptions {
   /** MEDMMV_CDS_JWKS: an https URL of the EHR's JWKS, or a local JWKS file. */
@@ -13,7 +13,7 @@ export interface CdsJwtOptions {
    * Where used `jti`s are recorded: the case store, so a token replayed to another worker
    * or replica on the same store is refused too (a per-process memory would accept it).
    */
-  usedTokenIds: Pick<CaseStore, "useTokenId">;
+  usedTokenIds: TokenLedger;
 }
 
 /** jose's clockTolerance, in seconds; a jti is kept this long past its token's exp. */

@@ -5,11 +5,12 @@ import { CallChain, UsageMeter } from "../../core/llm/usage.js";
 import { casePathway } from "../../core/pathways/path-conflict.js";
 import type { CaseService } from "../service/case-service.js";
 import { rebuildPreparedCase } from "../service/case-intake.js";
-import type { CaseStore, ConversationTurn } from "../store/case-store.js";
+import type { CaseRecords, ConversationTurn, ConversationTurns } from "../store/case-store.js";
 import { answerTurn, checkRequestedStep, turnEvidence, type TurnRequest } from "../../core/conversation/answer-turn.js";
 
 export interface ConversationServiceDeps {
-  store: CaseStore;
+  /** Turns, and the case images a turn re-reads. */
+  store: ConversationTurns & Pick<CaseRecords, "getImage">;
   cases: CaseService;
   agents: AgentDeps;
   prices: Prices;

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { LoadedImage, PreparedCase } from "../../core/contracts/clinical-case.js";
 import { canonicalJson } from "../../core/contracts/canonical-json.js";
 import { MedmmvError } from "../../core/contracts/errors.js";
-import type { CaseRecord, CaseStore, StoredCaseInput } from "../store/case-store.js";
+import type { CaseRecord, CaseRecords, StoredCaseInput } from "../store/case-store.js";
 
 /** The case as stored: images become references to the content-addressed image table. */
 export function toStoredInput(c: PreparedCase): StoredCaseInput {
@@ -23,7 +23,7 @@ export function requestHash(input: StoredCaseInput, overrides: Record<string, un
 }
 
 /** A stored case back into pipeline input, its images re-read from the store by hash. */
-export async function rebuildPreparedCase(record: CaseRecord, store: CaseStore): Promise<PreparedCase> {
+export async function rebuildPreparedCase(record: CaseRecord, store: Pick<CaseRecords, "getImage">): Promise<PreparedCase> {
   const images: LoadedImage[] = [];
   for (const ref of record.input.images) {
     const img = await store.getImage(ref.sha256);

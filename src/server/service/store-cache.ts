@@ -1,11 +1,11 @@
 import type { ResponseCache } from "../../core/llm/model-client.js";
-import type { CaseStore } from "../store/case-store.js";
+import type { ResponseCacheStore } from "../store/case-store.js";
 
 /**
  * The model-response cache on top of the case store, so deterministic calls of a
  * resumed case (and of identical cases) are answered without a new model call.
  */
-export function storeResponseCache(store: CaseStore): ResponseCache {
+export function storeResponseCache(store: ResponseCacheStore): ResponseCache {
   return {
     async get(key) {
       return (await store.getCachedResponse(key))?.value ?? null;
