@@ -40,7 +40,7 @@ module.exports = {
       name: "core-floors-point-down",
       severity: "error",
       comment: "Inside core: the layers and helpers do not import the agents or the workflow; the agents do not import the workflow.",
-      from: { path: "^src/core/(intake|evidence|scoring|pathways|llm|search|config|version)" },
+      from: { path: "^src/core/(intake|evidence|scoring|pathways|llm|search|database|net|config|version)" },
       to: { path: "^src/core/(agents|workflow|conversation)/" },
     },
     {

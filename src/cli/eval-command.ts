@@ -108,7 +108,7 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
     resume: o.resume,
     raters: o.raters,
     out: o.out,
-    ...Object.assign({}, ...STUDIES.map((st) => st.runOptions?.(o as unknown as Record<string, unknown>) ?? {})),
+    ...Object.assign({}, ...STUDIES.map((st) => st.runOptions?.({ ...o }) ?? {})),
   };
 }
 
