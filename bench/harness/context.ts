@@ -1,5 +1,5 @@
 import type { Config } from "../../src/core/config.js";
-import { testConfig } from "../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../src/scripted/scripted-config.js";
 import type { BenchServers } from "./servers.js";
 
 /** What every section gets: the scripted servers (child process) and the run's settings. */
@@ -19,7 +19,7 @@ export interface BenchContext {
 }
 
 export function makeConfig(servers: BenchServers, env: Record<string, string> = {}): Config {
-  return testConfig(servers.modelBaseUrl, {
+  return scriptedConfig(servers.modelBaseUrl, {
     TAVILY_API_KEY: "bench",
     TAVILY_BASE_URL: servers.searchBaseUrl,
     // High enough that the process-wide limiter never binds: the benchmark measures the

@@ -1,7 +1,7 @@
 import { loadConfig, type Config } from "../core/config.js";
 
 /** A Config pointed at the scripted servers, built through the real env loader. */
-export function testConfig(openaiBaseUrl: string, env: Record<string, string> = {}): Config {
+export function scriptedConfig(openaiBaseUrl: string, env: Record<string, string> = {}): Config {
   return loadConfig({
     OPENAI_BASE_URL: openaiBaseUrl,
     OPENAI_API_KEY: "test-key",

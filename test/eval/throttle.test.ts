@@ -76,7 +76,7 @@ describe("AimdGate", () => {
 describe("rate-limit signal", () => {
   it("every 429 a model client retries reaches the limiter's listeners", async () => {
     const { startScriptedOpenAI } = await import("../../src/scripted/scripted-openai-server.js");
-    const { testConfig } = await import("../../src/scripted/scripted-config.js");
+    const { scriptedConfig } = await import("../../src/scripted/scripted-config.js");
     const { LlmClient } = await import("../../src/core/llm/model-client.js");
     const { FairLimiter } = await import("../../src/core/llm/limiter.js");
     const { CallChain, UsageMeter } = await import("../../src/core/llm/usage.js");
@@ -84,7 +84,7 @@ describe("rate-limit signal", () => {
     const server = await startScriptedOpenAI({ scenario: { agents: { probe: { ok: true } } } });
     try {
       server.addFault({ kind: "status", status: 429, retryAfterSec: 0, times: 2 });
-      const cfg = testConfig(server.baseUrl);
+      const cfg = scriptedConfig(server.baseUrl);
       const limiter = new FairLimiter(4);
       let heard = 0;
       const stop = limiter.onRateLimited(() => heard++);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../../src/scripted/scripted-openai-server.js";
-import { testConfig } from "../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../src/scripted/scripted-config.js";
 import { until } from "../support/until.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
 import { LlmClient } from "../../src/core/llm/model-client.js";
@@ -27,7 +27,7 @@ beforeEach(() => {
 });
 
 function client(env: Record<string, string> = {}) {
-  const cfg = testConfig(server.baseUrl, env);
+  const cfg = scriptedConfig(server.baseUrl, env);
   return new LlmClient(cfg.llm, new FairLimiter(cfg.llm.maxConcurrency));
 }
 function ctx(signal?: AbortSignal) {

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { useScriptedServers } from "../support/scripted-servers-fixture.js";
 import { smallPng } from "../../src/scripted/image-bytes.js";
 import { clinicalScenario } from "../../src/scripted/clinical-scenario.js";
-import { testConfig } from "../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../src/scripted/scripted-config.js";
 import { chestPainCase } from "../support/sample-cases.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
 import { Pipeline, pipelineOptions } from "../../src/core/workflow/pipeline.js";
@@ -80,7 +80,7 @@ describe("one agent failing for good", () => {
     // Only rollout 3's path fails refinement (its coherence judge call always errors).
     servers.model.setScenario(clinicalScenario({ rolloutAnswers: ["B", "C", "A", "D", "E"], identicalReasoning: false }));
     servers.model.addFault({ kind: "status", status: 500, agent: "coherence-judge", textIncludes: "Answer: (A)" });
-    const cfg = testConfig(servers.model.baseUrl, { MEDMMV_LLM_MAX_ATTEMPTS: "2" });
+    const cfg = scriptedConfig(servers.model.baseUrl, { MEDMMV_LLM_MAX_ATTEMPTS: "2" });
     const { result } = await new Pipeline(cfg).run(chestPainCase(), pipelineOptions(cfg));
     assertSound(result);
     expect(result.status).toBe("completed");

@@ -3,7 +3,7 @@ import type { Config } from "../../src/core/config.js";
 import { clinicalScenario } from "../../src/scripted/clinical-scenario.js";
 import { startScriptedOpenAI, type Scenario, type ScriptedOpenAI } from "../../src/scripted/scripted-openai-server.js";
 import { startScriptedTavily, type ScriptedTavily } from "../../src/scripted/scripted-tavily-server.js";
-import { testConfig } from "../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../src/scripted/scripted-config.js";
 
 export interface ScriptedServers {
   readonly model: ScriptedOpenAI;
@@ -46,7 +46,7 @@ export function useScriptedServers(opts: { scenario?: Scenario; search?: boolean
       return search;
     },
     config(env = {}) {
-      return testConfig(model!.baseUrl, search ? { TAVILY_API_KEY: "t", TAVILY_BASE_URL: search.baseUrl, ...env } : env);
+      return scriptedConfig(model!.baseUrl, search ? { TAVILY_API_KEY: "t", TAVILY_BASE_URL: search.baseUrl, ...env } : env);
     },
   };
 }

@@ -4,7 +4,7 @@ import { MedmmvError } from "../../core/contracts/errors.js";
 import { CallChain, UsageMeter } from "../../core/llm/usage.js";
 import { casePathway } from "../../core/pathways/path-conflict.js";
 import type { CaseService } from "../service/case-service.js";
-import { rebuildPreparedCase } from "../service/case-intake.js";
+import { rebuildPreparedCase } from "../service/stored-case.js";
 import type { CaseRecords, ConversationTurn, ConversationTurns } from "../store/case-store.js";
 import { answerTurn, checkRequestedStep, turnEvidence, type TurnRequest } from "../../core/conversation/answer-turn.js";
 

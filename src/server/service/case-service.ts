@@ -17,7 +17,7 @@ import {
   type CaseStore,
   type CaseSummary,
 } from "../store/case-store.js";
-import { rebuildPreparedCase, requestHash, toStoredInput } from "./case-intake.js";
+import { rebuildPreparedCase, requestHash, toStoredInput } from "./stored-case.js";
 import { EventHub, type CaseListener } from "./event-hub.js";
 import type { AgentDeps } from "../../core/agents/agent-context.js";
 import { ProgressTracker } from "./progress.js";

@@ -8,7 +8,7 @@ import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../../../src/scripted/scripted-openai-server.js";
 import { MALFORMED_JSON_TEXT } from "../../../src/scripted/faults.js";
-import { testConfig } from "../../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../../src/scripted/scripted-config.js";
 import { LlmClient, type LlmClientOptions } from "../../../src/core/llm/model-client.js";
 import { FairLimiter } from "../../../src/core/llm/limiter.js";
 import { CallChain, UsageMeter } from "../../../src/core/llm/usage.js";
@@ -47,7 +47,7 @@ const system: ChatMessage = { role: "system", content: "medmmv-agent: probe\nAns
 const user: ChatMessage = { role: "user", content: "Which option?" };
 
 function client(env: Record<string, string> = {}, options: LlmClientOptions = {}, baseUrl = server.baseUrl) {
-  const cfg = testConfig(baseUrl, env);
+  const cfg = scriptedConfig(baseUrl, env);
   return new LlmClient(cfg.llm, new FairLimiter(4), null, options);
 }
 function ctx(caseKey = "c1") {
@@ -235,7 +235,7 @@ describe("Azure OpenAI", () => {
   });
 
   it("refuses an Azure key without an instance name or endpoint, naming both", () => {
-    expect(() => testConfig(server.baseUrl, { AZURE_OPENAI_API_KEY: "az-key" })).toThrow(/AZURE_OPENAI_API_INSTANCE_NAME.*AZURE_OPENAI_ENDPOINT/);
+    expect(() => scriptedConfig(server.baseUrl, { AZURE_OPENAI_API_KEY: "az-key" })).toThrow(/AZURE_OPENAI_API_INSTANCE_NAME.*AZURE_OPENAI_ENDPOINT/);
   });
 });
 
@@ -360,7 +360,7 @@ describe("one case's signal over many parallel calls", () => {
     server.setLatency(60_000);
     try {
       const limiter = new FairLimiter(64);
-      const wide = new LlmClient(testConfig(server.baseUrl).llm, limiter);
+      const wide = new LlmClient(scriptedConfig(server.baseUrl).llm, limiter);
       const ctrl = new AbortController();
       const context = { ...ctx(), signal: ctrl.signal };
       const calls = Array.from({ length: 40 }, () => ask(wide, context).then(() => null, (e: unknown) => e));

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { ChatOpenAI } from "@langchain/openai";
 import { HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../../../src/scripted/scripted-openai-server.js";
-import { testConfig } from "../../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../../src/scripted/scripted-config.js";
 import { renderCallOptions, StructuredOutputFormats, type StructuredMethod } from "../../../src/core/llm/structured-output.js";
 import { LlmClient } from "../../../src/core/llm/model-client.js";
 import { FairLimiter } from "../../../src/core/llm/limiter.js";
@@ -78,7 +78,7 @@ describe("structured-output call options", () => {
 
   for (const method of METHODS)
     it(`${method}: LlmClient sends that request and validates the reply itself`, async () => {
-      const cfg = testConfig(server.baseUrl, { MEDMMV_STRUCTURED_OUTPUT: method });
+      const cfg = scriptedConfig(server.baseUrl, { MEDMMV_STRUCTURED_OUTPUT: method });
       const client = new LlmClient(cfg.llm, new FairLimiter(2));
       const meter = new UsageMeter();
       const out = await client.structured(

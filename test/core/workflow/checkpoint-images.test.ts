@@ -5,7 +5,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../../../src/scripted/scripted-openai-server.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
-import { testConfig } from "../../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../../src/scripted/scripted-config.js";
 import { chestPainCase } from "../../support/sample-cases.js";
 import { Pipeline, pipelineOptions } from "../../../src/core/workflow/pipeline.js";
 import { openStore } from "../../../src/server/store/open-store.js";
@@ -25,7 +25,7 @@ afterAll(async () => {
 
 describe("checkpoints and images", () => {
   it("no checkpoint carries the image bytes, and the image still reaches the model", async () => {
-    const cfg = testConfig(model.baseUrl, { MEDMMV_DATA_DIR: dir });
+    const cfg = scriptedConfig(model.baseUrl, { MEDMMV_DATA_DIR: dir });
     const store = await openStore(cfg.store);
     // A PNG with a recognisable run of bytes in its base64.
     const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==", "base64");

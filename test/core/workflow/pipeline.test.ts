@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ChatOpenAI } from "@langchain/openai";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
-import { testConfig } from "../../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../../src/scripted/scripted-config.js";
 import { clinicalScenario, FABRICATED_QUOTE } from "../../../src/scripted/clinical-scenario.js";
 import { chestPainCase } from "../../support/sample-cases.js";
 import { Pipeline, pipelineOptions } from "../../../src/core/workflow/pipeline.js";
@@ -166,7 +166,7 @@ describe("MedMMV pipeline over HTTP (scripted model)", () => {
 
   it("says in provenance that web search is off without a key", async () => {
     servers.model.setScenario(clinicalScenario({ rolloutAnswers: ["B"] }));
-    const cfg = testConfig(servers.model.baseUrl); // no search server: web search off
+    const cfg = scriptedConfig(servers.model.baseUrl); // no search server: web search off
     const { result } = await new Pipeline(cfg).run(chestPainCase(), pipelineOptions(cfg));
     expect(result.provenance.search).toEqual({ provider: "none", enabled: false, note: expect.stringMatching(/TAVILY_API_KEY/) });
     expect(result.usage.searchCalls).toBe(0);

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ApiKeys } from "../../../src/server/http/auth.js";
 import { errorBody, STATUS_BY_CODE, toHttpError } from "../../../src/server/http/errors.js";
 import { MedmmvError, type ErrorCode } from "../../../src/core/contracts/errors.js";
-import { testConfig } from "../../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../../src/scripted/scripted-config.js";
 
 describe("ApiKeys", () => {
   it("maps a valid key to the sha256 of the key and refuses others", () => {
@@ -18,7 +18,7 @@ describe("ApiKeys", () => {
 });
 
 describe("toHttpError", () => {
-  const config = testConfig("http://127.0.0.1:9/v1");
+  const config = scriptedConfig("http://127.0.0.1:9/v1");
   it("maps every error code, and shows 5xx clients only a generic message (but the model-configuration fix)", () => {
     for (const code of Object.keys(STATUS_BY_CODE) as ErrorCode[]) {
       const h = toHttpError(new MedmmvError(code, `secret internals of ${code}`, { details: { caseId: "c1" } }), config);

@@ -1,7 +1,7 @@
 // Keeps a real port: these start whole servers (startServer refusing a non-loopback HOST, its start-up log line) and throttle key guesses by client address.
 import { describe, expect, it } from "vitest";
 import { startServer } from "../../../src/server/server.js";
-import { testConfig } from "../../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../../src/scripted/scripted-config.js";
 import { chestPain, json, KEY_B, startTestServer } from "./http-harness.js";
 import { expectError } from "./expect-error.js";
 
@@ -15,7 +15,7 @@ describe("without API keys", () => {
     } finally {
       await open.close();
     }
-    const config = testConfig("http://127.0.0.1:9/v1", { HOST: "0.0.0.0", PORT: "0", MEDMMV_DATA_DIR: "./never-created" });
+    const config = scriptedConfig("http://127.0.0.1:9/v1", { HOST: "0.0.0.0", PORT: "0", MEDMMV_DATA_DIR: "./never-created" });
     await expect(startServer(config, { handleSignals: false })).rejects.toThrow(/refusing to serve on HOST=0\.0\.0\.0 without API keys: set MEDMMV_API_KEYS/);
   });
 });

@@ -14,7 +14,7 @@ import { openStore } from "../../../src/server/store/open-store.js";
 import { redactDatabaseUrl } from "../../../src/core/database/database-errors.js";
 import { PG_TEST_URL } from "../../support/pg-schemas.js";
 import { closedPort } from "../../support/closed-port.js";
-import { testConfig } from "../../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../../src/scripted/scripted-config.js";
 import { LogCapture } from "./http-harness.js";
 
 async function failure(p: Promise<unknown>): Promise<MedmmvError> {
@@ -110,7 +110,7 @@ describe("port in use", () => {
 
   it("startServer names PORT and the other process, and leaves nothing open", async () => {
     const dataDir = await mkdtemp(path.join(tmp, "port-"));
-    const config = testConfig("http://127.0.0.1:9/v1", { HOST: "127.0.0.1", PORT: String(port), MEDMMV_DATA_DIR: dataDir });
+    const config = scriptedConfig("http://127.0.0.1:9/v1", { HOST: "127.0.0.1", PORT: String(port), MEDMMV_DATA_DIR: dataDir });
     const e = await failure(startServer(config, { logStream: new LogCapture(), handleSignals: false }));
     expect(e.code).toBe("CONFIG_INVALID");
     expect(e.message).toBe(`port ${port} on 127.0.0.1 is already in use (another medmmv serve, or another program): stop that process, or set PORT to a free port (PORT=0 picks one)`);

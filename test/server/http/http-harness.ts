@@ -6,7 +6,7 @@ import { Writable } from "node:stream";
 import { startServer, type RunningServer } from "../../../src/server/server.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import { startScriptedOpenAI, type Scenario, type ScriptedOpenAI, type ScriptedRequest } from "../../../src/scripted/scripted-openai-server.js";
-import { testConfig } from "../../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../../src/scripted/scripted-config.js";
 import type { ClinicalCase } from "../../../src/core/contracts/clinical-case.js";
 import type { Config } from "../../../src/core/config.js";
 import type { OpenStoreOptions } from "../../../src/server/store/open-store.js";
@@ -58,7 +58,7 @@ export async function harnessSetup(o: TestServerOptions, tmpPrefix: string): Pro
   const openai = o.openai ?? (await startScriptedOpenAI({ scenario: o.scenario ?? clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }) }));
   const dataDir = o.dataDir ?? (await mkdtemp(path.join(tmpdir(), tmpPrefix)));
   const logs = new LogCapture();
-  const config = testConfig(openai.baseUrl, {
+  const config = scriptedConfig(openai.baseUrl, {
     MEDMMV_DATA_DIR: dataDir,
     HOST: "127.0.0.1",
     PORT: "0",

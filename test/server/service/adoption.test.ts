@@ -5,11 +5,11 @@ import { afterAll, describe, expect, it } from "vitest";
 import { prepareCase } from "../../../src/core/intake/case-intake.js";
 import { pipelineOptions } from "../../../src/core/workflow/pipeline.js";
 import { isDeadOnThisHost, makeRunnerId } from "../../../src/server/service/case-service.js";
-import { toStoredInput } from "../../../src/server/service/case-intake.js";
+import { toStoredInput } from "../../../src/server/service/stored-case.js";
 import { SqliteStore } from "../../../src/server/store/sqlite-store.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import { startScriptedOpenAI } from "../../../src/scripted/scripted-openai-server.js";
-import { testConfig } from "../../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../../src/scripted/scripted-config.js";
 import { chestPain, startTestServer, until, type TestServer } from "../http/http-harness.js";
 
 const dirs: string[] = [];
@@ -40,7 +40,7 @@ describe("adopting unfinished cases", () => {
     dirs.push(dataDir);
     const servers: TestServer[] = await Promise.all([0, 1, 2].map(() => startTestServer({ dataDir, openai, env: { MEDMMV_LEASE_MS: "60000" } })));
     // Then three cases appear that a process on another host left behind, its leases expired.
-    const cfg = testConfig(openai.baseUrl, { MEDMMV_K: "3", MEDMMV_MAX_REPAIRS: "1" });
+    const cfg = scriptedConfig(openai.baseUrl, { MEDMMV_K: "3", MEDMMV_MAX_REPAIRS: "1" });
     const store = new SqliteStore({ dataDir });
     await store.init();
     const ids: string[] = [];

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { EventHub } from "../../../src/server/service/event-hub.js";
 import { ProgressTracker } from "../../../src/server/service/progress.js";
 import { pipelineOptions } from "../../../src/core/workflow/pipeline.js";
-import { testConfig } from "../../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../../src/scripted/scripted-config.js";
 import type { CaseEvent } from "../../../src/server/store/case-store.js";
 
 const ev = (caseId: string, seq: number): CaseEvent => ({ caseId, seq, type: "rollout", data: {}, at: new Date(0).toISOString() });
@@ -29,7 +29,7 @@ describe("EventHub", () => {
 });
 
 describe("ProgressTracker", () => {
-  const config = testConfig("http://127.0.0.1:9/v1", { MEDMMV_K: "3" });
+  const config = scriptedConfig("http://127.0.0.1:9/v1", { MEDMMV_K: "3" });
   it("counts rollouts and evidence together, then scored paths, then done", () => {
     const p = new ProgressTracker(pipelineOptions(config), 1, false); // text + image doctor, no web search
     expect(p.current()).toEqual({ step: "rollouts-and-evidence", done: 0, total: 5 });

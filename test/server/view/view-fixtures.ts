@@ -9,7 +9,7 @@ import { encodePng } from "../../../src/scripted/image-bytes.js";
 import { chestPainCase } from "../../support/sample-cases.js";
 import { startScriptedOpenAI } from "../../../src/scripted/scripted-openai-server.js";
 import { startScriptedTavily } from "../../../src/scripted/scripted-tavily-server.js";
-import { testConfig } from "../../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../../src/scripted/scripted-config.js";
 
 /** A real RGB PNG (a grey square with a bright blob), small enough to inline anywhere. */
 export function makePng(width = 48, height = 48): Buffer {
@@ -44,7 +44,7 @@ export async function runScriptedCase(): Promise<ScriptedCaseRun> {
   });
   const tavily = await startScriptedTavily();
   try {
-    const config = testConfig(openai.baseUrl, { TAVILY_API_KEY: "test-tavily-key", TAVILY_BASE_URL: tavily.baseUrl });
+    const config = scriptedConfig(openai.baseUrl, { TAVILY_API_KEY: "test-tavily-key", TAVILY_BASE_URL: tavily.baseUrl });
     const base = chestPainCase("case-view-1");
     const png = makePng().toString("base64");
     const prepared = await prepareCase(

@@ -6,7 +6,7 @@ import { startServer } from "../../../../src/server/server.js";
 import { openCorpusIndex } from "../../../../src/core/search/local/open-corpus-index.js";
 import { prepareDocument } from "../../../../src/core/search/local/corpus-record.js";
 import { SQLITE_FILE_NAME } from "../../../../src/core/database/database-names.js";
-import { testConfig } from "../../../../src/scripted/scripted-config.js";
+import { scriptedConfig } from "../../../../src/scripted/scripted-config.js";
 
 let dataDir: string;
 beforeAll(async () => {
@@ -39,7 +39,7 @@ function handlesOn(file: string): number | null {
 
 describe("startServer with the local corpus", () => {
   it("closes the search provider, and with it the corpus's own store connection, when the server closes", async () => {
-    const config = testConfig("http://127.0.0.1:9/v1", { HOST: "127.0.0.1", PORT: "0", MEDMMV_DATA_DIR: dataDir, MEDMMV_SEARCH: "local" });
+    const config = scriptedConfig("http://127.0.0.1:9/v1", { HOST: "127.0.0.1", PORT: "0", MEDMMV_DATA_DIR: dataDir, MEDMMV_SEARCH: "local" });
     const server = await startServer(config, { handleSignals: false });
     const search = server.service.agentDeps.search;
     expect(search.name).toBe("local");

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { canonicalJson } from "../../../src/core/contracts/canonical-json.js";
-import { requestHash, toStoredInput } from "../../../src/server/service/case-intake.js";
+import { requestHash, toStoredInput } from "../../../src/server/service/stored-case.js";
 import type { PreparedCase } from "../../../src/core/contracts/clinical-case.js";
 
 const prepared = (over: Partial<PreparedCase> = {}): PreparedCase => ({

@@ -1,3 +1,4 @@
+/** A case as the store keeps it: images by content hash, the Idempotency-Key request hash, and the way back to pipeline input. */
 import { createHash } from "node:crypto";
 import type { LoadedImage, PreparedCase } from "../../core/contracts/clinical-case.js";
 import { canonicalJson } from "../../core/contracts/canonical-json.js";
