@@ -135,6 +135,7 @@ const NOT_FOR_CONVERSATIONS: Array<[keyof EvalCliOptions, string]> = [
   ["traceFormat", "--trace-format"],
   ["replace", "--replace"],
   ["traceRetries", "--trace-retries"],
+  ["letterShortcut", "--letter-shortcut"],
   ["sample", "--sample"],
   ["stratify", "--stratify"],
   ["fieldMap", "--field-map"],

@@ -169,7 +169,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const scDeps: AgentDeps = { ...agentDeps, llm: new LlmClient(config.llm, pipeline.limiter, null, pipeline.llm.clientOptions) };
   const methodFor = (run: number): EvalMethod => {
     if (method === "stagewise") return stagewiseMethod(agentDeps, config.llm.prices, sw);
-    if (o.stageJudge) return stageJudgeMethod(method === "cot" ? cotMethod(agentDeps, config.llm.prices, { staged: true }) : medmmvMethod(pipeline, { ...popts, seed: popts.seed + run }, { steps: true }), agentDeps, config.llm.prices);
+    if (o.stageJudge) return stageJudgeMethod(method === "cot" ? cotMethod(agentDeps, config.llm.prices, { staged: true }) : medmmvMethod(pipeline, { ...popts, seed: popts.seed + run }, { steps: true }), agentDeps, config.llm.prices, { letterShortcut: sw.letterShortcut });
     if (method === "cot") return cotMethod(agentDeps, config.llm.prices);
     if (method === "self-consistency") return selfConsistencyMethod(scDeps, config.llm.prices, { k: popts.k, temperature: popts.rolloutTemperature });
     // Each run its own seed, so `--select random` draws afresh per run.

@@ -20,6 +20,8 @@ export interface StagewiseBehaviour {
   trace?: (it: EvalItem, attempt: number) => StageTrace;
   /** The answer a replacement continuation ends in (default: the reference answer). */
   continuationAnswer?: (it: EvalItem, setting: ReplacementKey) => string;
+  /** A continuation whose reply never validates, so its call fails for good (LLM_BAD_OUTPUT). */
+  continuationFails?: (it: EvalItem, setting: ReplacementKey) => boolean;
   /** 0 / 1, or "fail" for a judge reply that never validates. Default: the judged step equals the reference step → 0. */
   stageJudge?: (it: EvalItem, stage: StageKey, candidate: string, reference: string) => 0 | 1 | "fail";
   /** Default: normalised equality of prediction and ground truth (either the whole or the text after "X. "). */
@@ -72,6 +74,7 @@ export function stagewiseScenario(items: readonly EvalItem[], b: StagewiseBehavi
     const given = parseTrace(block(req.text, "data, not instructions:") ?? "") ?? {};
     const r = ref(it);
     const setting: ReplacementKey = given.knowledge === undefined ? "V" : given.visual === r.visual ? "VK" : "K";
+    if (b.continuationFails?.(it, setting)) return INVALID;
     const answer = b.continuationAnswer ? b.continuationAnswer(it, setting) : r.answer;
     const writeKnowledge = setting === "V";
     if (req.text.includes("in `continuation`")) return { continuation: renderTrace({ ...(writeKnowledge ? { knowledge: r.knowledge } : {}), reasoning: r.reasoning, answer }) };
@@ -93,7 +96,10 @@ export function stagewiseScenario(items: readonly EvalItem[], b: StagewiseBehavi
         const prediction = block(req.text, "Predicted answer:") ?? "";
         const truth = /Ground truth: ([^\n]*)/.exec(req.text)?.[1] ?? "";
         const strip = (s: string) => norm(s.replace(/^[A-Z]\.\s+/, ""));
-        const v = b.answerJudge ? b.answerJudge(it, prediction, truth) : norm(prediction) === norm(truth) || strip(prediction) === strip(truth) ? 1 : 0;
+        // As a judge reads it: the whole answer, the text after "X. ", or the gold option's bare letter.
+        const bareLetter = /^\(?([A-Z])\)?\.?$/.exec(prediction.trim())?.[1];
+        const same = norm(prediction) === norm(truth) || strip(prediction) === strip(truth) || (bareLetter !== undefined && truth.startsWith(`${bareLetter}. `));
+        const v = b.answerJudge ? b.answerJudge(it, prediction, truth) : same ? 1 : 0;
         return v === "fail" ? INVALID : { answer_correct: v, answer_reasoning: "Scripted verdict." };
       },
       "stage-judge": (req: ScriptedRequest) => {

@@ -1,11 +1,11 @@
 import { MedmmvError } from "../../core/contracts/errors.js";
 import type { ExternalTrace } from "../stagewise/types.js";
-import { clinhalluSampleId, traceFromCot } from "./clinhallu-records.js";
+import { clinhalluFallbackIndex, clinhalluSampleId, traceFromCot } from "./clinhallu-records.js";
 import { asRecord, readRecords } from "./common.js";
 
 /**
- * ClinHallu `model_cot.jsonl` (reference §1.3): traces another system produced, keyed by
- * sample id, so `--traces` can judge them. A record without a `cot` (ClinHallu's
+ * ClinHallu `model_cot.jsonl`: traces another system produced, keyed by sample id, so
+ * `--traces` can judge them. A record without a `cot` (ClinHallu's
  * `api_failed`) is an invalid, empty trace: excluded from accuracy, every stage counted
  * hallucinated. Validity is recomputed by ClinHallu's rule rather than trusted from
  * `cot_valid`, so a hand-edited file cannot claim a trace valid that is not.
@@ -28,8 +28,8 @@ async function read(file: string): Promise<{ traces: Map<string, ExternalTrace>;
       unreadable++;
       continue;
     }
-    const { id } = clinhalluSampleId(r, rec.index);
-    const t = traceFromCot(r["cot"], "raw");
+    const { id } = clinhalluSampleId(r, clinhalluFallbackIndex(rec));
+    const t = traceFromCot(r["cot"]);
     const stages = t?.stages ?? { visual: "", knowledge: "", reasoning: "", answer: "" };
     const check = t ? t.validity : { valid: false, reason: typeof r["generation_status"] === "string" ? `no trace (${r["generation_status"]})` : "no trace" };
     traces.set(id, { stages, raw: t?.raw ?? "", valid: check.valid, validation: check.reason });

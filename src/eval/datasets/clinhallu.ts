@@ -1,7 +1,7 @@
 import { MedmmvError } from "../../core/contracts/errors.js";
 import { STAGE_HEADERS } from "../stagewise/trace-parser.js";
 import { STAGES, type ExternalTrace, type ItemStagewise } from "../stagewise/types.js";
-import { clinhalluSampleId, traceFromCot } from "./clinhallu-records.js";
+import { clinhalluFallbackIndex, clinhalluSampleId, traceFromCot } from "./clinhallu-records.js";
 import { readClinhalluTraces } from "./clinhallu-traces.js";
 import { ReadContext, asRecord, goldYesNo, itemError, readRecords, strataFrom, text } from "./common.js";
 import type { AdapterOptions, DatasetAdapter, EvalItem, GoldAnswer, ItemError } from "./types.js";
@@ -75,7 +75,7 @@ export function clinhalluAdapter(): DatasetAdapter {
         yield itemError(ctx.fallbackId(rec.index), `record ${rec.index} is not a JSON object`);
         continue;
       }
-      const sample = clinhalluSampleId(r, rec.index);
+      const sample = clinhalluSampleId(r, clinhalluFallbackIndex(rec));
       const claimed = ctx.claimId(sample.id);
       const id = claimed.id;
       const warnings: string[] = claimed.warning ? [claimed.warning] : [];

@@ -1,6 +1,7 @@
 import type { AgentDeps } from "../../core/agents/agent-context.js";
 import { runStagewiseContinuation, runStagewiseTrace, type TraceFormatName } from "../agents/stagewise-trace.js";
 import type { PreparedCase } from "../../core/contracts/clinical-case.js";
+import { isMedmmvError, MedmmvError, type ErrorCode } from "../../core/contracts/errors.js";
 import type { CallContext } from "../../core/llm/model-client.js";
 import { completeTrace, parseTrace, renderTrace, validateStages, validateTrace } from "./trace-parser.js";
 import type { JudgedTrace, ReplacementKey, StageTrace } from "./types.js";
@@ -22,11 +23,28 @@ export interface AttemptHooks {
   onInvalid?: (t: JudgedTrace) => Promise<void>;
 }
 
+/** The model call failed for good (after the client's own retries): ClinHallu's `api_failed`. */
+const API_FAILURES: ReadonlySet<ErrorCode> = new Set(["LLM_RETRYABLE", "LLM_FATAL", "LLM_TIMEOUT", "LLM_BAD_OUTPUT"]);
+
+/**
+ * A generation whose call failed for good becomes an invalid, empty trace marked
+ * `apiFailed`, as ClinHallu writes an `api_failed` record into the one file concerned: the
+ * item's other traces (its baseline, the other replacements) keep their results; the failed
+ * one is out of Acc and its stages count hallucinated. Cancellation and configuration
+ * errors still stop the item.
+ */
+function apiFailedTrace(err: unknown, signal: AbortSignal | undefined): Omit<JudgedTrace, "attempts" | "answerCorrect" | "answerReason"> {
+  if (signal?.aborted) throw err instanceof MedmmvError ? err : new MedmmvError("ABORTED", "eval cancelled", { cause: err });
+  if (!isMedmmvError(err) || !API_FAILURES.has(err.code)) throw err;
+  return { stages: { visual: "", knowledge: "", reasoning: "", answer: "" }, raw: "", valid: false, validation: `api_failed (${err.code})`, apiFailed: true };
+}
+
 /** Ask until the trace is valid or the re-tries are spent; the last attempt is kept either way. */
-async function untilValid(retries: number, attempt: () => Promise<Omit<JudgedTrace, "attempts" | "answerCorrect" | "answerReason">>, hooks: AttemptHooks = {}): Promise<JudgedTrace> {
+async function untilValid(retries: number, attempt: () => Promise<Omit<JudgedTrace, "attempts" | "answerCorrect" | "answerReason">>, hooks: AttemptHooks = {}, signal?: AbortSignal): Promise<JudgedTrace> {
   let last: JudgedTrace | null = hooks.from ? { ...hooks.from } : null;
   for (let n = (last?.attempts ?? 0) + 1; n <= 1 + retries; n++) {
-    const t = await attempt();
+    const t = await attempt().catch((err: unknown) => apiFailedTrace(err, signal));
+    if (t.apiFailed) return { ...t, attempts: n, answerCorrect: null, answerReason: "" };
     last = { ...t, attempts: n, answerCorrect: null, answerReason: "" };
     if (last.valid) break;
     if (n < 1 + retries) await hooks.onInvalid?.({ ...last, retrying: true });
@@ -45,7 +63,7 @@ export async function generateTrace(deps: AgentDeps, ctx: CallContext, c: Prepar
     }
     const stages: StageTrace = { visual: out.visualRecognition.trim(), knowledge: out.knowledgeRecall.trim(), reasoning: out.reasoning.trim(), answer: out.answer.trim() };
     return judgedTrace(stages, renderTrace(stages), validateStages(stages), 0);
-  }, hooks);
+  }, hooks, ctx.signal);
 }
 
 /**
@@ -88,5 +106,5 @@ export async function generateReplacement(
       answer: out.answer.trim(),
     };
     return judgedTrace(stages, renderTrace(stages), validateStages(stages), 0);
-  }, hooks);
+  }, hooks, ctx.signal);
 }

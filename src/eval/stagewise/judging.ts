@@ -5,6 +5,7 @@ import type { PreparedCase } from "../../core/contracts/clinical-case.js";
 import { describeError, MedmmvError } from "../../core/contracts/errors.js";
 import type { CallContext } from "../../core/llm/model-client.js";
 import type { GoldAnswer } from "../datasets/types.js";
+import { pyStrip } from "./python-text.js";
 import { STAGE_HEADERS } from "./trace-parser.js";
 import type { JudgedTrace, StageJudgment, StageJudgments, StageKey, StageTrace } from "./types.js";
 
@@ -19,13 +20,14 @@ export function groundTruthText(g: GoldAnswer): string {
 }
 
 /**
- * The option letter an MC answer commits to, read the way ClinHallu's letter shortcut
- * reads it: the trimmed answer starts with a letter that is the whole answer or is
- * followed by a non-letter ("C", "C. Lung cancer", "C) …"); only letters of the options count.
+ * The option letter an MC answer appears to commit to, for the record's `answer` field: the
+ * trimmed answer is a letter alone or a letter followed by `.`, `)` or `:` ("C", "C. Lung
+ * cancer", "(b) …"), not a word that starts with one ("A mass …"); only letters of the options count. It never
+ * decides correctness (see exactOptionLetter).
  */
 export function leadingOptionLetter(answer: string, options: Record<string, string> | undefined): string | null {
   if (!options) return null;
-  const m = /^\(?([A-Za-z])(?![A-Za-z])/.exec(answer.trim());
+  const m = /^\(?([A-Za-z])(?:[.):]|\)?$)/.exec(pyStrip(answer));
   const letter = m?.[1]?.toUpperCase();
   return letter !== undefined && options[letter] !== undefined ? letter : null;
 }
@@ -36,15 +38,35 @@ export function committedAnswer(answer: string, options: Record<string, string> 
   return letter ? { option: letter, text: options![letter]! } : { option: null, text: answer.trim() };
 }
 
+const normalised = (s: string) => pyStrip(s).toLowerCase().replace(/\s+/g, " ").replace(/[.,;:!?]+$/, "");
+
 /**
- * Fill in `answerCorrect` of a valid trace: a deterministic letter match for MC items whose
- * answer commits to an option letter (either way, no call), else the answer judge. A judge
- * that fails (after the client's retries and re-asks) gives -1, ClinHallu's "excluded".
- * Invalid traces are not judged: they are excluded from accuracy anyway.
+ * The option an MC answer names beyond doubt: the bare letter (`C`, `C.`, `(C)`), or the
+ * letter followed by that option's own text (`C. Lung cancer`, any case). Anything else —
+ * "A mass is the most likely finding" starts with a letter too — is for the judge.
  */
-export async function judgeAnswer(deps: AgentDeps, ctx: CallContext, c: PreparedCase, gold: GoldAnswer, t: JudgedTrace): Promise<void> {
+export function exactOptionLetter(answer: string, options: Record<string, string> | undefined): string | null {
+  if (!options) return null;
+  const a = pyStrip(answer);
+  const bare = /^\(?([A-Za-z])\)?[.):]?$/.exec(a);
+  const named = bare ? null : /^\(?([A-Za-z])[.):]\s*([\s\S]+)$/.exec(a);
+  const letter = (bare ?? named)?.[1]?.toUpperCase();
+  if (letter === undefined || options[letter] === undefined) return null;
+  if (named && normalised(named[2]!) !== normalised(options[letter]!)) return null;
+  return letter;
+}
+
+/**
+ * Fill in `answerCorrect` of a valid trace. As ClinHallu does, the answer judge decides
+ * every answer; with `letterShortcut` (our cheaper option, off by default) an MC answer that
+ * is exactly an option's letter, or the letter with that option's text, is settled by
+ * comparing letters without a call. A judge that fails (after the client's retries and
+ * re-asks) gives -1, ClinHallu's "excluded". Invalid traces are not judged: they are
+ * excluded from accuracy anyway.
+ */
+export async function judgeAnswer(deps: AgentDeps, ctx: CallContext, c: PreparedCase, gold: GoldAnswer, t: JudgedTrace, opts: { letterShortcut?: boolean } = {}): Promise<void> {
   if (!t.valid || t.answerCorrect !== null) return;
-  const letter = gold.kind === "choice" ? leadingOptionLetter(t.stages.answer, c.options) : null;
+  const letter = opts.letterShortcut && gold.kind === "choice" ? exactOptionLetter(t.stages.answer, c.options) : null;
   if (letter !== null) {
     t.answerCorrect = letter === gold.option ? 1 : 0;
     t.answerReason = `option letter ${letter} ${letter === gold.option ? "matches" : "differs from"} the gold letter ${gold.option}`;
@@ -82,7 +104,7 @@ export async function judgeStages(
   deps: AgentDeps,
   ctx: CallContext,
   c: PreparedCase,
-  input: { gold: GoldAnswer; reference: StageTrace | null; candidate: StageTrace; stages: readonly StageKey[]; judged: StageJudgments; evidence?: string },
+  input: { gold: GoldAnswer; reference: StageTrace | null; candidate: StageTrace; stages: readonly StageKey[]; judged: StageJudgments; evidence?: string; apiFailed?: boolean },
   /** Called after each verdict (the caller checkpoints it, so a killed run does not pay for it again). */
   onJudged: () => Promise<void> = async () => undefined,
 ): Promise<void> {
@@ -92,7 +114,7 @@ export async function judgeStages(
       .map(async (stage) => {
         const text = input.candidate[stage].trim();
         let j: StageJudgment;
-        if (text === "") j = { hallucinated: 1, reason: `empty ${STAGE_HEADERS[stage]} step`, by: "empty" };
+        if (text === "") j = { hallucinated: 1, reason: input.apiFailed ? `no ${STAGE_HEADERS[stage]} step: the trace's generation call failed (api_failed)` : `empty ${STAGE_HEADERS[stage]} step`, by: "empty" };
         else {
           try {
             const r = await runStageJudge(deps, ctx, c, {

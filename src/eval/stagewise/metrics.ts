@@ -1,7 +1,7 @@
 import type { ResultRecord } from "../results-file.js";
 import { REPLACEMENTS, type JudgedTrace, type ReplacementKey, type StageJudgments, type StageKey, type TraceFormat } from "./types.js";
 
-/** ClinHallu's Acc (reference §1.7): correct / trace-valid, judge-valid traces. */
+/** ClinHallu's Acc: correct / trace-valid, judge-valid traces. */
 export interface AccCell {
   acc: number | null;
   correct: number;
@@ -50,11 +50,12 @@ export interface StagewiseSummary {
   records: number;
   acc: number | null;
   baseline: AccCell & { stages: Record<StageKey, RateCell> };
+  /** ClinHallu's H: null ("-" in its tables) when the replacement run it is read from is absent; `baseline.stages` has the baseline trace's own rates. */
   hV: number | null;
   hK: number | null;
   hR: number | null;
-  /** Where each H comes from: ClinHallu's replacement run, or the baseline trace when that run is absent. */
-  hFrom: { hV: "rep-K" | "baseline"; hK: "rep-V" | "baseline"; hR: "rep-VK" | "baseline" };
+  /** Which replacement run each H was read from, or "none" when that run is absent. */
+  hFrom: { hV: "rep-K" | "none"; hK: "rep-V" | "none"; hR: "rep-VK" | "none" };
   rep: Partial<Record<ReplacementKey, ReplacementSummary>>;
 }
 
@@ -116,10 +117,11 @@ export function fixBreak(pairs: ReadonlyArray<{ base: JudgedTrace; rep: JudgedTr
 }
 
 /**
- * ClinHallu's numbers from the records that carry a stage-wise part (reference §1.7):
- * Acc over trace-valid, judge-valid baseline traces; H_V from Rep-K's visual stage, H_K
- * from Rep-V's knowledge stage, H_R from Rep-VK's reasoning stage, each over every record
- * holding that stage; ΔAcc = Acc(setting) − Acc(baseline), each on its own subset; Fix/Break
+ * ClinHallu's numbers from the records that carry a stage-wise part: Acc over
+ * trace-valid, judge-valid baseline traces; H_V from Rep-K's visual stage, H_K from Rep-V's
+ * knowledge stage, H_R from Rep-VK's reasoning stage, each over every record holding that
+ * stage (a trace whose generation failed for good holds every stage, empty and so
+ * hallucinated), and absent without that replacement run, as in ClinHallu's tables; ΔAcc = Acc(setting) − Acc(baseline), each on its own subset; Fix/Break
  * as above. Failed records (a call that failed for good, or a run stopped mid-item) are
  * not in these numbers, even with some phases done: they are in `failed`. Null when no record has a stage-wise part.
  */
@@ -155,10 +157,10 @@ export function computeStagewise(records: readonly ResultRecord[]): StagewiseSum
     records: rows.length,
     acc: base.acc,
     baseline: { ...base, stages: baseStages },
-    hV: hV !== undefined ? hV : baseStages.visual.rate,
-    hK: hK !== undefined ? hK : baseStages.knowledge.rate,
-    hR: hR !== undefined ? hR : baseStages.reasoning.rate,
-    hFrom: { hV: hV !== undefined ? "rep-K" : "baseline", hK: hK !== undefined ? "rep-V" : "baseline", hR: hR !== undefined ? "rep-VK" : "baseline" },
+    hV: hV ?? null,
+    hK: hK ?? null,
+    hR: hR ?? null,
+    hFrom: { hV: hV !== undefined ? "rep-K" : "none", hK: hK !== undefined ? "rep-V" : "none", hR: hR !== undefined ? "rep-VK" : "none" },
     rep,
   };
 }

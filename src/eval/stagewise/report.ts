@@ -18,13 +18,13 @@ function notes(runs: readonly Run[]): string[] {
   const out: string[] = [];
   for (const r of runs) {
     const s = r.stagewise;
-    const from = Object.entries(s.hFrom).filter(([, v]) => v === "baseline").map(([k]) => k.replace("h", "H_"));
+    const absent = Object.entries(s.hFrom).filter(([, v]) => v === "none").map(([k]) => k.replace("h", "H_"));
     const parts = [`trace format ${s.format}`, `${s.baseline.total} of ${s.records} traces in Acc`];
     if (s.baseline.invalidTraces) parts.push(`${s.baseline.invalidTraces} invalid trace(s) excluded`);
     if (s.baseline.judgeFailures) parts.push(`${s.baseline.judgeFailures} answer-judge failure(s) excluded`);
     const stageFailures = Object.values(s.baseline.stages).reduce((a, c) => a + c.judgeFailures, 0) + Object.values(s.rep).reduce((a, x) => a + Object.values(x.stages).reduce((b, c) => b + c.judgeFailures, 0), 0);
     if (stageFailures) parts.push(`${stageFailures} stage-judge failure(s) counted hallucinated`);
-    if (from.length) parts.push(`${from.join(", ")} from the baseline trace (no replacement run)`);
+    if (absent.length) parts.push(`${absent.join(", ")} "-": no replacement run to read it from (the baseline trace's own stage rates are in the next table)`);
     out.push(`- ${r.name}: ${parts.join("; ")}.`);
   }
   return out;
@@ -55,6 +55,17 @@ export function stagewiseTables(runs: readonly Run[]): string {
       runs.map((r) => [r.name, r.label, pct(r.stagewise.hV), pct(r.stagewise.hK), pct(r.stagewise.hR)]),
       ["l", "l", "r", "r", "r"],
     ),
+    "",
+  );
+  out.push("### Stage hallucination on the baseline trace (ours)", "");
+  out.push(
+    markdownTable(
+      ["run", "method", "visual", "knowledge", "reasoning"],
+      runs.map((r) => [r.name, r.label, ...(["visual", "knowledge", "reasoning"] as const).map((st) => ratio(r.stagewise.baseline.stages[st].rate, r.stagewise.baseline.stages[st].hallucinated, r.stagewise.baseline.stages[st].total))]),
+      ["l", "l", "r", "r", "r"],
+    ),
+    "",
+    "Every stage of the model's own trace judged against the reference stage (or the case alone where the item has none). Not ClinHallu's H, which reads each stage from a replacement run; it is the figure a run without replacements (--replace none, --traces, --stage-judge) has.",
     "",
   );
   if (runs.some((r) => Object.keys(r.stagewise.rep).length > 0)) {

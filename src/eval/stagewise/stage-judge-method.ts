@@ -44,7 +44,7 @@ function fromRecord(r: ResultRecord): MethodOutput {
  * count paths that have that stage. The method's output is checkpointed first: judging
  * resumes without running the method again.
  */
-export function stageJudgeMethod(inner: EvalMethod, deps: AgentDeps, prices: Prices): EvalMethod {
+export function stageJudgeMethod(inner: EvalMethod, deps: AgentDeps, prices: Prices, opts: { letterShortcut?: boolean } = {}): EvalMethod {
   return {
     name: inner.name,
     prompts: [...inner.prompts, "answer-judge", "stage-judge"],
@@ -72,7 +72,7 @@ export function stageJudgeMethod(inner: EvalMethod, deps: AgentDeps, prices: Pri
       const present = STAGES.filter((s) => trace.stages[s] !== "");
       // Both record a judge failure themselves and throw only ABORTED, when the signal aborts.
       await Promise.all([
-        judgeAnswer(deps, ctx, c, rc.item.gold, trace),
+        judgeAnswer(deps, ctx, c, rc.item.gold, trace, opts),
         judgeStages(deps, ctx, c, { gold: rc.item.gold, reference: rc.item.stagewise?.reference ?? null, candidate: trace.stages, stages: present, judged: state.judged, evidence: state.evidence }),
       ]);
       delete state.evidence;

@@ -12,6 +12,8 @@ import { JUDGED_STAGES, REPLACEMENTS, type JudgedTrace, type ReplacementKey, typ
 export interface StagewiseOptions extends GenerationOptions {
   /** Replacement settings to run; null = all three where the item has a reference trace and no --traces. */
   replace: ReplacementKey[] | null;
+  /** Settle an answer that is exactly an option's letter without the judge (ours; ClinHallu always asks the judge). */
+  letterShortcut?: boolean;
 }
 
 export const STAGEWISE_PROMPTS = (format: GenerationOptions["format"]) => ["system", format === "text" ? "stagewise-trace-text" : "stagewise-trace", "stagewise-continue", "answer-judge", "stage-judge"];
@@ -87,12 +89,12 @@ export function stagewiseMethod(deps: AgentDeps, prices: Prices, o: StagewiseOpt
         // Each verdict is checkpointed as it arrives: a killed run re-pays only the calls in flight.
         const answerThenSave = async (t: JudgedTrace) => {
           if (!t.valid || t.answerCorrect !== null) return;
-          await judgeAnswer(deps, ctx, c, item.gold, t);
+          await judgeAnswer(deps, ctx, c, item.gold, t, { letterShortcut: o.letterShortcut });
           // A letter match cost nothing: no checkpoint line for it.
           if (t.answerBy === "judge") await save();
         };
         const baseline = async () => {
-          await Promise.all([answerThenSave(trace), judgeStages(deps, ctx, c, { gold: item.gold, reference, candidate: trace.stages, stages: JUDGED_STAGES.baseline, judged: state.judged }, save)]);
+          await Promise.all([answerThenSave(trace), judgeStages(deps, ctx, c, { gold: item.gold, reference, candidate: trace.stages, stages: JUDGED_STAGES.baseline, judged: state.judged, apiFailed: trace.apiFailed === true }, save)]);
         };
         const replacement = async (s: ReplacementKey) => {
           const before = state.replacements[s];
@@ -102,7 +104,7 @@ export function stagewiseMethod(deps: AgentDeps, prices: Prices, o: StagewiseOpt
             await save();
           }
           const r = state.replacements[s]!;
-          await Promise.all([answerThenSave(r.trace), judgeStages(deps, ctx, c, { gold: item.gold, reference, candidate: r.trace.stages, stages: JUDGED_STAGES[s], judged: r.judged }, save)]);
+          await Promise.all([answerThenSave(r.trace), judgeStages(deps, ctx, c, { gold: item.gold, reference, candidate: r.trace.stages, stages: JUDGED_STAGES[s], judged: r.judged, apiFailed: r.trace.apiFailed === true }, save)]);
         };
         // allSettled: a phase that fails must not return while its siblings still write checkpoints.
         const settled = await Promise.allSettled([baseline(), ...settings.map(replacement)]);

@@ -12,6 +12,7 @@ export interface StagewiseFlags {
   replace?: ReplacementKey[];
   traceRetries?: number;
   stageJudge?: boolean;
+  letterShortcut?: boolean;
 }
 
 /** `--replace V,K,VK` (any subset, any case) or `none`. */
@@ -28,6 +29,7 @@ export function stagewiseRunOptions(o: StagewiseFlags): { stagewise: Partial<Sta
   if (o.traceFormat) stagewise.format = o.traceFormat;
   if (o.replace) stagewise.replace = o.replace;
   if (o.traceRetries !== undefined) stagewise.retries = o.traceRetries;
+  if (o.letterShortcut) stagewise.letterShortcut = true;
   return { stagewise, ...(o.traces ? { traces: o.traces } : {}), ...(o.stageJudge ? { stageJudge: true } : {}) };
 }
 
@@ -47,7 +49,8 @@ export const stagewiseStudy: EvalStudy = {
     { flags: "--traces <file>", description: "clinhallu + stagewise: judge the traces of a ClinHallu model_cot.jsonl instead of generating them" },
     { flags: "--trace-format <f>", description: "stagewise: one structured call, or ClinHallu's free-text [Visual Recognition] … [Answer] protocol", choices: ["structured", "text"] },
     { flags: "--replace <settings>", description: "stagewise: replacement runs, a list of V, K, VK, or none (default: all three where reference traces exist)", list: replaceList },
-    { flags: "--trace-retries <n>", description: "stagewise: re-tries of an invalid trace before it is kept as invalid (2)", int: [0, 50] },
+    { flags: "--trace-retries <n>", description: "stagewise: re-tries of an invalid trace before it is kept as invalid (2; ClinHallu's configuration uses 50)", int: [0, 50] },
+    { flags: "--letter-shortcut", description: "stagewise / --stage-judge: settle an MC answer that is exactly an option's letter (or the letter and its text) without the answer judge; ClinHallu always asks the judge" },
     { flags: "--stage-judge", description: "medmmv / cot: judge the final path's steps by stage on ClinHallu's scale (H_V, H_K, H_R)" },
   ],
   runOptions: (o) => stagewiseRunOptions(o as StagewiseFlags),

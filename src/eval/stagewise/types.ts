@@ -35,6 +35,8 @@ export interface JudgedTrace {
   answerReason: string;
   /** "letter" when the MC letter decided without a judge call. */
   answerBy?: "letter" | "judge";
+  /** The generation call failed for good: an empty, invalid trace (ClinHallu's `api_failed` record). */
+  apiFailed?: true;
   /** Only on a checkpoint: an invalid attempt with re-tries left (a resumed run goes on from it). */
   retrying?: true;
 }

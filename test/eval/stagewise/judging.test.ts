@@ -1,11 +1,24 @@
 import { describe, expect, it } from "vitest";
-import { committedAnswer, groundTruthText, leadingOptionLetter, supportContext } from "../../../src/eval/stagewise/judging.js";
+import { committedAnswer, exactOptionLetter, groundTruthText, leadingOptionLetter, supportContext } from "../../../src/eval/stagewise/judging.js";
 import { givenStages } from "../../../src/eval/stagewise/generation.js";
 
 const OPTIONS = { A: "Pneumonia", B: "Tuberculosis", C: "Lung cancer" };
 
 describe("MC answers: a bare letter vs \"letter. text\"", () => {
-  it("reads the letter ClinHallu's shortcut reads, only among the options", () => {
+  it("--letter-shortcut settles only an answer that is exactly a letter, or the letter with its option's text", () => {
+    expect(exactOptionLetter("C", OPTIONS)).toBe("C");
+    expect(exactOptionLetter("(c).", OPTIONS)).toBe("C");
+    expect(exactOptionLetter("C. Lung cancer", OPTIONS)).toBe("C");
+    expect(exactOptionLetter("c) LUNG  CANCER.", OPTIONS)).toBe("C");
+    // Starts with a letter, names no option: the judge decides (ClinHallu asks the judge for every answer).
+    expect(exactOptionLetter("A mass is the most likely finding", { A: "Granuloma", B: "Abscess" })).toBeNull();
+    expect(exactOptionLetter("C. Lung cancer or tuberculosis", OPTIONS)).toBeNull();
+    expect(exactOptionLetter("D", OPTIONS)).toBeNull();
+    expect(exactOptionLetter("C", undefined)).toBeNull();
+  });
+
+  it("reads the letter an answer commits to, only among the options", () => {
+    expect(leadingOptionLetter("A mass is the most likely finding", { A: "Granuloma" })).toBeNull();
     expect(leadingOptionLetter("C", OPTIONS)).toBe("C");
     expect(leadingOptionLetter("C. Lung cancer", OPTIONS)).toBe("C");
     expect(leadingOptionLetter(" (b) Tuberculosis", OPTIONS)).toBe("B");

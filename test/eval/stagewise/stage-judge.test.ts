@@ -37,7 +37,7 @@ describe("--stage-judge puts CoT and MedMMV on ClinHallu's scale", () => {
     const { summary, records } = await run({ method: "cot" });
     expect(summary.label).toBe("cot + stage judge");
     expect(summary.accuracy).toBe(1);
-    expect(summary.stagewise).toMatchObject({ format: "path", acc: 1, hV: 0, hK: 0, hR: 0, hFrom: { hV: "baseline", hK: "baseline", hR: "baseline" } });
+    expect(summary.stagewise).toMatchObject({ format: "path", acc: 1, hV: null, hK: null, hR: null, hFrom: { hV: "none", hK: "none", hR: "none" }, baseline: { stages: { visual: { rate: 0 }, knowledge: { rate: 0 }, reasoning: { rate: 0 } } } });
     expect(servers.model.stats().byAgent).toMatchObject({ "cot-staged": 4, "stage-judge": 12 });
     expect(servers.model.stats().byAgent["cot"]).toBeUndefined();
     // The steps are not kept on the final record: the judged trace holds them.
@@ -57,7 +57,7 @@ describe("--stage-judge puts CoT and MedMMV on ClinHallu's scale", () => {
     expect(summary.failed).toBe(0);
     expect(summary.label).toBe("medmmv + stage judge");
     // The scripted rollout writes knowledge and reasoning steps only, in words unlike the reference: both flagged.
-    expect(summary.stagewise).toMatchObject({ format: "path", hV: null, hK: 1, hR: 1 });
+    expect(summary.stagewise).toMatchObject({ format: "path", hV: null, hK: null, hR: null, baseline: { stages: { visual: { rate: null, total: 0 }, knowledge: { rate: 1 }, reasoning: { rate: 1 } } } });
     expect(base.stageJudgeCalls.map((c) => c.stage).sort()).toEqual([...Array(4).fill("knowledge"), ...Array(4).fill("reasoning")]);
     expect(records.every((r) => r.stagewise?.judged.visual === undefined && r.hallucinations !== undefined && r.cu !== null)).toBe(true);
     // The knowledge and reasoning judges see the evidence graph of the selected path; the final records do not keep it.
@@ -92,7 +92,7 @@ describe("--stage-judge puts CoT and MedMMV on ClinHallu's scale", () => {
     servers.model.setScenario({ ...base, agents: { ...base.agents, "cot-staged": stagedCot } });
     const second = await run({ method: "cot", out: first.out, resume: true });
     expect(second.summary.failed).toBe(0);
-    expect(second.summary.stagewise).toMatchObject({ acc: 1, hV: 0, hK: 0, hR: 0 });
+    expect(second.summary.stagewise).toMatchObject({ acc: 1, baseline: { stages: { visual: { rate: 0 }, knowledge: { rate: 0 }, reasoning: { rate: 0 } } } });
     // Only the items that neither finished nor left a checkpoint run CoT again.
     expect(servers.model.stats().byAgent["cot-staged"] ?? 0).toBe(4 - checkpointed - finished);
     expect(cotCalls).toBeGreaterThanOrEqual(checkpointed + finished);

@@ -38,13 +38,13 @@ describe("stage-wise runs resume without re-paying finished calls", () => {
   let idx0Traces = 0;
   const idx0Retry = (req: ScriptedRequest) => req.agent === "stagewise-trace" && req.text.includes("is there a midline shift?") && ++idx0Traces === 2;
   const cases: Array<{ name: string; behaviour: () => StagewiseBehaviour; calls: number; kills: KillPoint[] }> = [
-    { name: "every trace valid", behaviour: () => ({}), calls: 56, kills: [3, 9, 30] },
+    { name: "every trace valid", behaviour: () => ({}), calls: 64, kills: [3, 9, 30] },
     {
       // original_index:0's own visual stage is always 2 words: 2 more baseline attempts, 2 more for Rep-K
       // (which keeps that stage), and no answer judge on either invalid trace.
       name: "one item's traces invalid on every attempt (re-tries checkpointed too)",
       behaviour: () => ({ trace: (it) => (it.id === "original_index:0" ? { ...ref(it), visual: "too short" } : ref(it)) }),
-      calls: 56 + 2 + 2 - 1 - 1,
+      calls: 64 + 2 + 2 - 1 - 1,
       kills: [idx0Retry, 9, 30],
     },
   ];

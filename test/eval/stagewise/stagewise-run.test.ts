@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { runEval, type EvalRunOptions } from "../../../src/eval/runner.js";
@@ -43,9 +43,9 @@ describe("--method stagewise against the scripted model", () => {
     const sw = summary.stagewise!;
     expect(sw).toMatchObject({ format: "structured", records: 4, acc: 1, hV: 0, hK: 0, hR: 0, hFrom: { hV: "rep-K", hK: "rep-V", hR: "rep-VK" } });
     for (const k of ["V", "K", "VK"] as const) expect(sw.rep[k]).toMatchObject({ acc: 1, deltaAcc: 0, fix: null, break: 0, baseRight: 4, excluded: 0 });
-    // One trace and three continuations per item; 3 + 2 + 2 + 1 stage verdicts; MC answers by letter, the two open ones judged 4 times each.
+    // One trace and three continuations per item; 3 + 2 + 2 + 1 stage verdicts; every answer judged (4 per item), MC ones too, as ClinHallu does.
     const calls = servers.model.stats().byAgent;
-    expect(calls).toEqual({ "stagewise-trace": 4, "stagewise-continue": 12, "stage-judge": 32, "answer-judge": 8 });
+    expect(calls).toEqual({ "stagewise-trace": 4, "stagewise-continue": 12, "stage-judge": 32, "answer-judge": 16 });
     // The item without images gets ClinHallu's text-only variant; the others their image.
     expect(s.traceCalls.map((c) => [c.item, c.images, c.textOnly]).sort()).toEqual([
       ["original_index:0", 1, false],
@@ -62,7 +62,7 @@ describe("--method stagewise against the scripted model", () => {
     }
     const r = records.get("source_id:SYN-MM-1")!;
     expect(r.answer).toEqual({ option: "C", text: "Lung cancer" });
-    expect(r.stagewise!.trace).toMatchObject({ valid: true, validation: "OK", answerCorrect: 1, answerBy: "letter", stages: ref("source_id:SYN-MM-1") });
+    expect(r.stagewise!.trace).toMatchObject({ valid: true, validation: "OK", answerCorrect: 1, answerBy: "judge", stages: ref("source_id:SYN-MM-1") });
     expect(r.stagewise!.trace!.raw).toMatch(/^\[Visual Recognition\]\n/);
     expect(Object.keys(r.stagewise!.replacements).sort()).toEqual(["K", "V", "VK"]);
     expect(Object.keys(r.stagewise!.replacements.VK!.judged)).toEqual(["reasoning"]);
@@ -157,7 +157,7 @@ describe("--method stagewise against the scripted model", () => {
     servers.model.setScenario(s);
     const { summary } = await run({ dataset: "medqa", input, images: undefined });
     expect(summary.failed).toBe(0);
-    expect(summary.stagewise).toMatchObject({ acc: 1, hV: 0, hK: 0, hR: 0, rep: {}, hFrom: { hV: "baseline" } });
+    expect(summary.stagewise).toMatchObject({ acc: 1, hV: null, hK: null, hR: null, rep: {}, hFrom: { hV: "none" }, baseline: { stages: { visual: { rate: 0 }, knowledge: { rate: 0 }, reasoning: { rate: 0 } } } });
     expect(servers.model.stats().byAgent["stagewise-continue"]).toBeUndefined();
     expect(s.stageJudgeCalls).toHaveLength(3 * medqa.length);
   });
@@ -182,20 +182,92 @@ describe("--method stagewise against the scripted model", () => {
     }
   });
 
-  it("--traces judges another system's model_cot.jsonl: no generation, H from the baseline traces", async () => {
+  it("--traces judges another system's model_cot.jsonl: no generation, no replacement, so no ClinHallu H; the baseline traces' own stage rates", async () => {
     const s = scenario();
     const { summary, records } = await run({ traces: TRACES });
     expect(servers.model.stats().byAgent["stagewise-trace"]).toBeUndefined();
     expect(servers.model.stats().byAgent["stagewise-continue"]).toBeUndefined();
     const sw = summary.stagewise!;
     expect(sw.format).toBe("external");
-    expect(sw.hFrom).toEqual({ hV: "baseline", hK: "baseline", hR: "baseline" });
+    expect(sw.hFrom).toEqual({ hV: "none", hK: "none", hR: "none" });
+    expect([sw.hV, sw.hK, sw.hR]).toEqual([null, null, null]);
     // idx1 lacks its knowledge stage: invalid, excluded from Acc, that stage hallucinated without a call.
     expect(sw.baseline).toMatchObject({ total: 3, correct: 3, invalidTraces: 1 });
     expect(records.get("original_index:1")!.stagewise!.judged.knowledge!.by).toBe("empty");
     expect(s.stageJudgeCalls).toHaveLength(11);
     // Every trace differs from the reference wording: the scripted judge flags each judged stage.
-    expect(sw.hK).toBe(1);
+    expect(sw.baseline.stages.knowledge.rate).toBe(1);
     expect(summary.dataset.details).toMatchObject({ traceRecords: 4, itemsWithoutTrace: 0 });
+  });
+});
+
+describe("--method stagewise, where ClinHallu's own scripts set the rule", () => {
+  it("--letter-shortcut settles exact MC letters without the judge (ours; ClinHallu asks the judge for every answer)", async () => {
+    scenario();
+    const { summary, records } = await run({ stagewise: { letterShortcut: true } });
+    expect(summary.stagewise).toMatchObject({ acc: 1 });
+    // The two MC items' four traces each answer "C. Lung cancer"-style, exactly an option: no call for them.
+    expect(servers.model.stats().byAgent["answer-judge"]).toBe(8);
+    expect(records.get("source_id:SYN-MM-1")!.stagewise!.trace).toMatchObject({ answerCorrect: 1, answerBy: "letter" });
+  });
+
+  it("a replacement whose call fails for good is ClinHallu's api_failed record in that file only: the item's baseline and other settings keep their results", async () => {
+    scenario({ continuationFails: (it, setting) => it.id === "source_id:SYN-MM-1" && setting === "V" });
+    const { summary, records, dir } = await run();
+    expect(summary.failed).toBe(0);
+    const r = records.get("source_id:SYN-MM-1")!;
+    expect(r.status).toBe("completed");
+    expect(r.stagewise!.trace).toMatchObject({ valid: true, answerCorrect: 1 });
+    expect(r.stagewise!.replacements.V!.trace).toMatchObject({ valid: false, apiFailed: true, validation: "api_failed (LLM_BAD_OUTPUT)", answerCorrect: null });
+    expect(r.stagewise!.replacements.V!.judged.knowledge).toMatchObject({ hallucinated: 1, by: "empty" });
+    const sw = summary.stagewise!;
+    // Baseline untouched; Rep-V leaves the failed trace out of Acc and counts its stages hallucinated.
+    expect(sw.baseline).toMatchObject({ total: 4, correct: 4 });
+    expect(sw.rep.V).toMatchObject({ total: 3, correct: 3, invalidTraces: 1, stages: { knowledge: { total: 4, hallucinated: 1 }, reasoning: { total: 4, hallucinated: 1 } } });
+    expect(sw.hK).toBe(1 / 4);
+    expect(sw.rep.K).toMatchObject({ total: 4, correct: 4 });
+    const to = path.join(tmp(), "exported-failed");
+    await exportTraces(dir, to);
+    const vr = (await readFile(path.join(to, "replace", "replace_vr.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(vr.find((l) => l["source_id"] === "SYN-MM-1")).toMatchObject({ cot: null, cot_valid: false, generation_status: "api_failed" });
+    const model = (await readFile(path.join(to, "model_cot.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(model.find((l) => l["source_id"] === "SYN-MM-1")).toMatchObject({ cot_valid: true });
+  });
+
+  it("export-traces with repeated and missing sample ids: every record has its own id and its own question, an id-less one original_index = line − 1", async () => {
+    const gold = (await readFile(GOLD, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const dup = { ...gold[0]!, question: `${String(gold[0]!["question"])} (repeated id)` };
+    const { source_id: _s, original_index: _o, ...idless } = { ...gold[1]!, question: `${String(gold[1]!["question"])} (no id)` } as Record<string, unknown>;
+    // A blank line before the id-less record: ClinHallu counts it (line − 1), so its original_index is 4, not its record number 3.
+    const file = path.join(tmp(), "gold-ids.jsonl");
+    await writeFile(file, [gold[0], dup, gold[2], "", idless].map((r) => (r === "" ? "" : JSON.stringify(r))).join("\n") + "\n");
+    const items = await readItems("clinhallu", file, { imagesDir: IMAGES });
+    expect(items.map((i) => i.id)).toEqual(["source_id:SYN-MM-1", "source_id:SYN-MM-1~2", String(gold[2]!["source_id"] !== undefined ? `source_id:${String(gold[2]!["source_id"])}` : `original_index:${String(gold[2]!["original_index"])}`), "original_index:4"]);
+    servers.model.setScenario(stagewiseScenario(items));
+    const { dir } = await run({ input: file, stagewise: { replace: [] } });
+    const to = path.join(tmp(), "exported-ids");
+    await exportTraces(dir, to);
+    const lines = (await readFile(path.join(to, "model_cot.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const ids = lines.map((l) => (l["source_id"] !== undefined ? `source_id:${String(l["source_id"])}` : `original_index:${String(l["original_index"])}`));
+    expect(new Set(ids).size).toBe(4);
+    expect([...ids].sort()).toEqual(items.map((i) => i.id).sort());
+    for (const it of items) expect(lines[ids.indexOf(it.id)]!["question"]).toBe(it.case.question);
+    expect(lines.find((l) => l["original_index"] === 4)).toMatchObject({ question: expect.stringContaining("(no id)") });
+  });
+
+  it("a structured trace whose stages contain a header or [Answer] reads back from its export to the same stages and Acc", async () => {
+    const tricky = (it: EvalItem) => ({ ...ref(it.id), reasoning: `${ref(it.id).reasoning}\n[Answer] B was considered\nthen [Visual Recognition] findings re-read` });
+    scenario({ trace: tricky });
+    const { dir, records, summary } = await run({ stagewise: { replace: [] } });
+    const to = path.join(tmp(), "exported-tricky");
+    await exportTraces(dir, to);
+    const back = await readItems("clinhallu", GOLD, { imagesDir: IMAGES, tracesFile: path.join(to, "model_cot.jsonl") });
+    for (const it of back) {
+      const mine = records.get(it.id)!.stagewise!.trace!;
+      expect(it.stagewise!.external).toMatchObject({ stages: mine.stages, valid: mine.valid, validation: mine.validation });
+    }
+    scenario();
+    const again = await run({ traces: path.join(to, "model_cot.jsonl") });
+    expect(again.summary.stagewise!.acc).toBe(summary.stagewise!.acc);
   });
 });
