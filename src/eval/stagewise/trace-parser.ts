@@ -1,11 +1,12 @@
 import { STAGE_NAMES } from "../agents/stage-judge.js";
-import { escapeRegExp } from "../../core/pathways/labeller.js";
 import { PY_WHITESPACE, pyStrip, pyWordCount } from "./python-text.js";
 import { STAGES, type StageKey, type StageTrace } from "./types.js";
 
 /** ClinHallu's literal, case-sensitive stage headers. */
 export const STAGE_HEADERS = Object.fromEntries(STAGES.map((s) => [s, `[${STAGE_NAMES[s]}]`])) as Record<StageKey, string>;
-const HEADER_RE = new RegExp(STAGES.map((s) => escapeRegExp(STAGE_HEADERS[s])).join("|"), "g");
+/** A header as a literal in a pattern: only its brackets need escaping. */
+const headerPattern = (h: string) => h.replace(/[[\]]/g, "\\$&");
+const HEADER_RE = new RegExp(STAGES.map((s) => headerPattern(STAGE_HEADERS[s])).join("|"), "g");
 const BY_HEADER = new Map<string, StageKey>(STAGES.map((s) => [STAGE_HEADERS[s], s]));
 const AFTER_HEADER = new RegExp(`^[${PY_WHITESPACE}]*`);
 
