@@ -80,7 +80,7 @@ export interface paths {
         put?: never;
         /**
          * CDS Hooks patient-view: a card with medmmv's answer for the patient's record
-         * @description The prefetch becomes a FHIR Bundle and then a case. A record already analysed (same content) answers with its finished case's card; otherwise the case starts and an info card links to it at once. Missing prefetch is fetched only from a fhirServer on MEDMMV_FHIR_SERVERS.
+         * @description The prefetch becomes a FHIR Bundle and then a case. A record already analysed (same content) answers with its finished case's card; otherwise the case starts and an info card links to it at once. A null prefetch value means the EHR has no such data. Absent prefetch is fetched only from a fhirServer on MEDMMV_FHIR_SERVERS (with fhirAuthorization, required of API-key callers: 403 otherwise); a query that fails makes the card say what was not read, and a Patient neither sent nor fetched is 412.
          */
         post: operations["callCdsPatientView"];
         delete?: never;
@@ -643,7 +643,7 @@ export interface operations {
                     hook: "patient-view";
                     /**
                      * Format: uuid
-                     * @description UUID of this hook call
+                     * @description GUID of this hook call (8-4-4-4-12 hex digits)
                      */
                     hookInstance: string;
                     /**
@@ -694,7 +694,7 @@ export interface operations {
                         cards: {
                             /** Format: uuid */
                             uuid?: string;
-                            /** @description One line, at most 140 characters */
+                            /** @description One sentence, shorter than 140 characters */
                             summary: string;
                             /** @description GitHub-flavoured Markdown */
                             detail?: string;
@@ -792,6 +792,41 @@ export interface operations {
                 };
             };
             /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -837,6 +872,41 @@ export interface operations {
                      *       "statusCode": 409,
                      *       "code": "CONFLICT",
                      *       "message": "case case-3f1c… is running; its result exists once it has finished",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 412,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
                      *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
                      *     }
                      */
