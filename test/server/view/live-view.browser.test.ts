@@ -1,0 +1,84 @@
+/**
+ * The link a clinician clicks: the CDS Hooks card of a case that is still running, opened in
+ * Chromium (playwright-core, Debian's /usr/bin/chromium). The page shows the case's events as
+ * they happen and becomes the audit view when the case finishes, without a reload.
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
+import type { LiveState, ViewState } from "../../../src/server/view/view-payload.js";
+import { fixtureBundle } from "../../core/intake/fhir/fhir-fixtures.js";
+import { json, KEY_A, startTestServer, until, VIEW_ENV, type TestServer } from "../http/http-harness.js";
+import { useChromium, watch } from "../../support/browser.js";
+
+const browser = useChromium();
+let t: TestServer;
+
+beforeAll(async () => {
+  // A hung model call holds the case running until its attempt times out; the retry then answers.
+  t = await startTestServer({ scenario: clinicalScenario({ rolloutAnswers: ["Inferior ST-elevation myocardial infarction"] }), env: { ...VIEW_ENV, MEDMMV_LLM_TIMEOUT_MS: "8000", MEDMMV_LLM_MAX_ATTEMPTS: "2" } });
+});
+afterAll(async () => {
+  await t.close();
+});
+
+/** The STEMI record as an EHR prefetches it (synthetic). */
+function prefetch(): Record<string, unknown> {
+  const r = fixtureBundle("stemi").entry.map((e) => e.resource);
+  const search = (...types: string[]) => ({ resourceType: "Bundle", type: "searchset", entry: r.filter((x) => types.includes(x.resourceType as string)).map((resource) => ({ resource })) });
+  return {
+    patient: r.find((x) => x.resourceType === "Patient"),
+    conditions: search("Condition"),
+    observations: search("Observation"),
+    medicationStatements: search("MedicationStatement", "Medication"),
+    medicationRequests: search("MedicationRequest"),
+    allergies: search("AllergyIntolerance"),
+  };
+}
+
+const live = (p: import("playwright-core").Page) => p.evaluate(() => (window as unknown as { __medmmvLive?: LiveState }).__medmmvLive ?? null);
+
+describe("the CDS card's link while the case runs", () => {
+  it("shows the progress live, then the finished audit view appears in the same page", async () => {
+    t.openai.addFault({ kind: "hang", agent: "rollout", times: 1 });
+    const hook = await fetch(`${t.base}/cds-services/medmmv-diagnosis`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${KEY_A}` },
+      body: JSON.stringify({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch() }),
+    });
+    expect(hook.status).toBe(200);
+    const card = (await json<{ cards: Array<{ summary: string; links: Array<{ url: string }> }> }>(hook)).cards[0]!;
+    expect(card.summary).toBe("medmmv started analysing this record");
+    const link = card.links[0]!.url;
+    await until(() => (t.openai.stats().faultsInjected.hang > 0 ? true : undefined), 10_000, "the case is held at a hung model call");
+
+    const page = await browser().newPage();
+    const { problems, requests } = watch(page);
+    try {
+      await page.goto(link);
+      await page.waitForFunction(() => ((window as unknown as { __medmmvLive?: LiveState }).__medmmvLive?.events ?? 0) > 0, null, { timeout: 30_000 });
+      const opened = (await live(page))!;
+      expect(opened.status).toMatch(/^(queued|running)$/);
+      expect(opened.finished).toBe(false);
+      expect(await page.textContent("[data-testid=live-status]")).toBe(opened.status);
+      expect(await page.$$eval("[data-testid=progress] li", (li) => li.length)).toBe(opened.events);
+      // No audit view yet: the page is the progress.
+      expect(await page.$("[data-testid=path-panel]")).toBeNull();
+
+      // The held call times out, the retry answers, the rest of the pipeline streams in, and the audit view replaces the progress.
+      await page.waitForFunction(() => (window as unknown as { __medmmvView?: ViewState }).__medmmvView?.ready === true, null, { timeout: 60_000 });
+      const done = (await live(page))!;
+      expect(done).toMatchObject({ finished: true, stopped: null, status: "completed" });
+      expect(done.events).toBeGreaterThan(opened.events); // events that happened after the page opened
+      expect(await page.textContent("[data-testid=answer]")).toMatch(/Inferior ST-elevation myocardial infarction/);
+      expect(await page.$("[data-testid=path-panel]")).not.toBeNull();
+      expect(await page.$("[data-testid=progress]")).toBeNull();
+      // One navigation: the page was never reloaded; everything it fetched was its own origin.
+      expect(requests.filter((u) => u.split("?")[0]!.endsWith("/view"))).toHaveLength(1);
+      expect(requests.every((u) => u.startsWith(t.base))).toBe(true);
+      expect(problems).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+});
