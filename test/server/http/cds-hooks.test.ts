@@ -440,6 +440,24 @@ describe("CDS Hooks 2.0.1 rules", () => {
     expect((await json<{ message: string }>(res)).message).toMatch(why);
   });
 
+  it("the EHR reads the FHIR result of a case it made through the hook, with a JWT of its own; nobody else can", async () => {
+    const { allergies: _a, medicationRequests: _m, ...record } = prefetch(); // a record no other test sends
+    const first = SpecResponse.parse(await (await call(await jwt(), { prefetch: { ...record, allergies: null, medicationRequests: null } })).json());
+    const caseId = decodeURIComponent(new URL(first.cards[0]!.links![0]!.url).pathname.split("/")[2]!);
+    await until(async () => ((await t.server.store.getCase(caseId))?.result ? true : undefined), 20_000, `case ${caseId} finished`);
+    const url = `/cases/${encodeURIComponent(caseId)}/fhir`;
+    const read = (token: string) => t.api(url, { key: null, headers: { authorization: `Bearer ${token}`, accept: "application/fhir+json" } });
+
+    const res = await read(await jwt({ aud: `${PUBLIC_URL}${url}` }));
+    expect(res.status).toBe(200);
+    expect(await json<{ resourceType: string; entry: Array<{ resource: { resourceType: string } }> }>(res)).toMatchObject({ resourceType: "Bundle", entry: expect.arrayContaining([expect.objectContaining({ resource: expect.objectContaining({ resourceType: "ClinicalImpression" }) })]) });
+    // The audience is the URL read, as for the hook: a token for the hook endpoint is not one for this.
+    expect((await read(await jwt({ aud: `${PUBLIC_URL}${SERVICE}` }))).status).toBe(401);
+    expect((await read(await jwt({ aud: `${PUBLIC_URL}${url}`, key: strangerKey, kid: "stranger-1" }))).status).toBe(401);
+    // An API key's holder did not make the case: not found for it.
+    expect((await t.api(url, { headers: { accept: "application/fhir+json" } })).status).toBe(404);
+  });
+
   it("a JWT with an iat a few seconds ahead (clock skew) is accepted", async () => {
     const res = await call(await jwt({ iat: Math.floor(Date.now() / 1000) + 10 }));
     expect(res.status).toBe(200);

@@ -16,7 +16,8 @@ import { canonicalJson } from "../../../core/contracts/canonical-json.js";
 import { isTerminal } from "../../service/case-service.js";
 import type { CaseRecord } from "../../store/case-store.js";
 import { signViewLink } from "../../view/signed-link.js";
-import { ApiKeys, BEARER, deferredAuth, OPEN_OWNER } from "../auth.js";
+import { ApiKeys, authHooks, BEARER, deferredAuth, OPEN_OWNER } from "../auth.js";
+import { fhirRoutes } from "./fhir.js";
 import { registerRateLimit } from "../plugins/rate-limit.js";
 import { ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
@@ -184,4 +185,32 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       return { cards: [startedCard(viewUrl, replayed, notRead)] };
     },
   );
+};
+
+/**
+ * GET /cases/{id}/fhir for the EHR too: a case made through the hook belongs to the EHR's
+ * issuer, so the EHR reads its FHIR result with the same kind of credential it calls the
+ * hook with, a JWT signed by a key of MEDMMV_CDS_JWKS (aud: this URL, under
+ * MEDMMV_PUBLIC_URL; a fresh jti). An API key works as everywhere else. Registered here,
+ * outside the key-only context, for that reason; the route itself is fhirRoutes.
+ */
+export const caseFhirRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, deps) => {
+  const { config, store } = deps;
+  const byKey = authHooks(new ApiKeys(config.http.apiKeys));
+  const jwt = config.cds.jwks ? new CdsJwtVerifier({ jwks: config.cds.jwks, issuers: config.cds.issuers, usedTokenIds: store }) : null;
+  const byJwt = deferredAuth(async (request) => {
+    const id = (request.params as { id?: string }).id ?? "";
+    const token = BEARER.exec(request.headers.authorization ?? "")![1]!;
+    return (await jwt!.verify(token, `${config.cds.publicUrl!}/cases/${encodeURIComponent(id)}/fhir`)).owner;
+  });
+  app.decorateRequest("owner", "");
+  app.addHook("onRequest", async (request, reply) => {
+    const bearer = BEARER.exec(request.headers.authorization ?? "")?.[1];
+    // An API key is never three base64url parts; a JWT is, and is checked only when a JWKS is configured.
+    return jwt && bearer && looksLikeJwt(bearer) ? byJwt.identify(request, reply) : byKey.identify(request, reply);
+  });
+  await registerRateLimit(app, config.http.rateLimitPerMin);
+  // Both hooks keep their refusal in the same place (auth.ts): either one's enforce throws it.
+  app.addHook("preParsing", byKey.enforce);
+  await app.register(fhirRoutes, deps);
 };
