@@ -28,6 +28,8 @@ export const CLOCK_SKEW_SEC = 30;
  * ledger as long. Five minutes covers any honest EHR.
  */
 export const MAX_TOKEN_LIFETIME_SEC = 5 * 60;
+/** CDS Hooks 2.0.1: "JWTs SHALL NOT be signed using any symmetric algorithm" (nor `none`): public-key signatures only. */
+const ASYMMETRIC_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
 
 function keySet(jwks: string): JWTVerifyGetKey {
   if (/^https?:\/\//i.test(jwks)) return createRemoteJWKSet(new URL(jwks), { timeoutDuration: 5_000 });
@@ -71,6 +73,7 @@ export class CdsJwtVerifier {
         issuer: [...this.opts.issuers],
         audience,
         requiredClaims: ["iss", "aud", "exp", "iat", "jti"],
+        algorithms: ASYMMETRIC_ALGORITHMS,
         currentDate: new Date(nowMs),
         clockTolerance: CLOCK_SKEW_SEC,
       }));
