@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import { fixtureBundle } from "../../core/intake/fhir/fhir-fixtures.js";
+import { stemiPrefetch as prefetch } from "../cds-hooks/stemi-prefetch.js";
 import { json, startTestServer, until } from "./http-harness.js";
 import { startInjectServer, type InjectServer } from "./inject-harness.js";
 
@@ -65,20 +66,6 @@ async function fakeFhirServer(refuses: readonly string[] = []): Promise<{ base: 
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/fhir`, requests, close: () => new Promise((r) => server.close(() => r())) };
-}
-
-/** The STEMI record as an EHR prefetches it: a resource and searchset bundles. */
-function prefetch(): Record<string, unknown> {
-  const r = fixtureBundle("stemi").entry.map((e) => e.resource);
-  const search = (...types: string[]) => ({ resourceType: "Bundle", type: "searchset", entry: r.filter((x) => types.includes(x.resourceType as string)).map((resource) => ({ resource })) });
-  return {
-    patient: r.find((x) => x.resourceType === "Patient"),
-    conditions: search("Condition"),
-    observations: search("Observation"),
-    medicationStatements: search("MedicationStatement", "Medication"),
-    medicationRequests: search("MedicationRequest"),
-    allergies: search("AllergyIntolerance"),
-  };
 }
 
 let t: InjectServer;

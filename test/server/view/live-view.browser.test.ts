@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import type { LiveState, ViewState } from "../../../src/server/view/view-payload.js";
-import { fixtureBundle } from "../../core/intake/fhir/fhir-fixtures.js";
+import { stemiPrefetch as prefetch } from "../cds-hooks/stemi-prefetch.js";
 import { json, KEY_A, startTestServer, until, VIEW_ENV, type TestServer } from "../http/http-harness.js";
 import { useChromium, watch } from "../../support/browser.js";
 
@@ -21,20 +21,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t.close();
 });
-
-/** The STEMI record as an EHR prefetches it (synthetic). */
-function prefetch(): Record<string, unknown> {
-  const r = fixtureBundle("stemi").entry.map((e) => e.resource);
-  const search = (...types: string[]) => ({ resourceType: "Bundle", type: "searchset", entry: r.filter((x) => types.includes(x.resourceType as string)).map((resource) => ({ resource })) });
-  return {
-    patient: r.find((x) => x.resourceType === "Patient"),
-    conditions: search("Condition"),
-    observations: search("Observation"),
-    medicationStatements: search("MedicationStatement", "Medication"),
-    medicationRequests: search("MedicationRequest"),
-    allergies: search("AllergyIntolerance"),
-  };
-}
 
 const live = (p: import("playwright-core").Page) => p.evaluate(() => (window as unknown as { __medmmvLive?: LiveState }).__medmmvLive ?? null);
 

@@ -28,7 +28,7 @@ const SERVICE_PATH = `/cds-services/${SERVICE_ID}`;
 const MAX_RETRIES_PER_RECORD = 5;
 
 /**
- * CDS Hooks 2.0 (discovery and the patient-view service). Outside the key-only context:
+ * CDS Hooks 2.0.1 (discovery and the patient-view service). Outside the key-only context:
  * an EHR authenticates with a signed JWT (MEDMMV_CDS_JWKS) or, like any client, an API key.
  * CORS only for the origins configured (MEDMMV_CORS_ORIGINS), e.g. the CDS Hooks sandbox.
  */
@@ -130,7 +130,9 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     },
     async (request) => {
       const call = request.body;
-      let { bundle, missing, origins } = prefetchToBundle(call.prefetch);
+      const sent = prefetchToBundle(call.prefetch);
+      const { missing } = sent;
+      let { bundle, origins } = sent;
       /** Prefetch keys that did not come and could not be fetched, and why. */
       let notRead: NotRead[] = [];
       if (missing.length) {
@@ -144,7 +146,7 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
             allowList: config.cds.fhirServers,
             maxBytes: config.http.maxBodyBytes,
           });
-          ({ bundle, missing, origins } = prefetchToBundle({ ...call.prefetch, ...got.fetched }));
+          ({ bundle, origins } = prefetchToBundle({ ...call.prefetch, ...got.fetched }));
           notRead = [...got.failed, ...got.truncated];
           if (got.failed.length) request.log.info({ notRead: got.failed.map((f) => f.key) }, "prefetch queries failed on the FHIR server; the card says what was not read");
         }
