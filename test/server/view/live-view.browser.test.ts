@@ -22,21 +22,27 @@ afterAll(async () => {
   await t.close();
 });
 
+/** The card's link of a new case for `record`, once the case is held at its hung model call. */
+async function runningCaseLink(record: Record<string, unknown>): Promise<string> {
+  const hook = await fetch(`${t.base}/cds-services/medmmv-diagnosis`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${KEY_A}` },
+    body: JSON.stringify({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: record }),
+  });
+  expect(hook.status).toBe(200);
+  const card = (await json<{ cards: Array<{ summary: string; links: Array<{ url: string }> }> }>(hook)).cards[0]!;
+  expect(card.summary).toBe("medmmv started analysing this record");
+  const hangs = t.openai.stats().faultsInjected.hang;
+  await until(() => (t.openai.stats().faultsInjected.hang > hangs ? true : undefined), 10_000, "the case is held at a hung model call");
+  return card.links[0]!.url;
+}
+
 const live = (p: import("playwright-core").Page) => p.evaluate(() => (window as unknown as { __medmmvLive?: LiveState }).__medmmvLive ?? null);
 
 describe("the CDS card's link while the case runs", () => {
   it("shows the progress live, then the finished audit view appears in the same page", async () => {
     t.openai.addFault({ kind: "hang", agent: "rollout", times: 1 });
-    const hook = await fetch(`${t.base}/cds-services/medmmv-diagnosis`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${KEY_A}` },
-      body: JSON.stringify({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch() }),
-    });
-    expect(hook.status).toBe(200);
-    const card = (await json<{ cards: Array<{ summary: string; links: Array<{ url: string }> }> }>(hook)).cards[0]!;
-    expect(card.summary).toBe("medmmv started analysing this record");
-    const link = card.links[0]!.url;
-    await until(() => (t.openai.stats().faultsInjected.hang > 0 ? true : undefined), 10_000, "the case is held at a hung model call");
+    const link = await runningCaseLink(prefetch());
 
     const page = await browser().newPage();
     const { problems, requests } = watch(page);
@@ -64,6 +70,27 @@ describe("the CDS card's link while the case runs", () => {
       expect(requests.every((u) => u.startsWith(t.base))).toBe(true);
       expect(problems).toEqual([]);
     } finally {
+      await page.close();
+    }
+  });
+
+  it("a case that fails while the page is open: the page shows why", async () => {
+    // The held call's retry and every other rollout are refused: the pipeline reports the failure.
+    t.openai.addFault({ kind: "hang", agent: "rollout", times: 1 });
+    t.openai.addFault({ kind: "status", status: 400, agent: "rollout" });
+    const record = { ...prefetch(), allergies: null }; // another record than the first test's (null: the EHR has none)
+    const page = await browser().newPage();
+    const { problems } = watch(page);
+    try {
+      await page.goto(await runningCaseLink(record));
+      await page.waitForFunction(() => ((window as unknown as { __medmmvLive?: LiveState }).__medmmvLive?.events ?? 0) > 0, null, { timeout: 30_000 });
+      expect((await live(page))!.status).toMatch(/^(queued|running)$/);
+      await page.waitForFunction(() => (window as unknown as { __medmmvView?: ViewState }).__medmmvView?.ready === true, null, { timeout: 60_000 });
+      expect(await live(page)).toMatchObject({ finished: true, status: "failed" });
+      expect(await page.textContent("body")).toMatch(/Error [A-Z_]+: /);
+      expect(problems).toEqual([]);
+    } finally {
+      t.openai.clearFaults();
       await page.close();
     }
   });

@@ -86,14 +86,18 @@ export function startLive(live: ViewLive, app: HTMLElement, showAudit: (payload:
       const status = typeof e.data?.status === "string" ? e.data.status : "finished";
       setStatus(status);
       const error = e.data?.error as { code?: string; message?: string } | undefined;
-      if (status === "failed" || !e.data) return stop(`The analysis failed${error?.message ? `: ${error.code ?? "error"} \u2014 ${error.message}` : "."}`);
+      const failure = `The analysis failed${error?.message ? `: ${error.code ?? "error"} \u2014 ${error.message}` : "."}`;
       note.textContent = "The analysis finished; loading its audit view\u2026";
+      // A finished case with a result (abstained, and failed ones the pipeline could still report) has an audit view
+      // that says why; a case that failed without one has only its final event's reason.
       void fetch(live.payloadUrl, { headers: { accept: "application/json" }, credentials: "same-origin" })
         .then(async (res) => {
+          if (res.status === 409 && status === "failed") return null;
           if (!res.ok) throw new Error(((await res.json().catch(() => ({}))) as { message?: string }).message ?? `the server answered ${res.status}`);
           return (await res.json()) as ViewPayload;
         })
         .then((payload) => {
+          if (!payload) return stop(failure);
           state.finished = true;
           showAudit(payload);
         })
