@@ -417,6 +417,10 @@ describe("CDS Hooks 2.0.1 rules", () => {
     expect(spoofed.status).toBe(401);
   });
 
+  it("a server with the EHR's JWKS and no MEDMMV_PUBLIC_URL does not start: the audience would be whatever Host the caller sends", async () => {
+    await expect(startTestServer({ openai: t.openai, dataDir: t.dataDir, env: { MEDMMV_CDS_JWKS: path.join(dir, "ehr-jwks.json"), MEDMMV_CDS_ISSUERS: ISS } })).rejects.toThrow(/MEDMMV_PUBLIC_URL/);
+  });
+
   it.each([
     ["an exp ten years ahead", () => jwt({ exp: Math.floor(Date.now() / 1000) + 10 * 365 * 86_400 }), /exp is more than 300 s ahead/],
     ["an empty jti", () => jwt({ jti: "" }), /jti/],
