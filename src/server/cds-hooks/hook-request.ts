@@ -25,7 +25,9 @@ export const HookRequest = z.looseObject({
     encounterId: z.string().optional(),
   }),
   prefetch: z.record(z.string(), z.unknown()).optional().describe("Prefetched FHIR data, keyed as in the discovery document (null: not available)"),
-});
+})
+  // 2.0.1 §HTTP request: "If fhirAuthorization is provided, this field is REQUIRED": a token is for a server.
+  .refine((call) => !call.fhirAuthorization || call.fhirServer !== undefined, { path: ["fhirServer"], message: "fhirServer is required when fhirAuthorization is sent" });
 export type HookRequest = z.infer<typeof HookRequest>;
 
 /** CDS Hooks 2.0.1 §card: the summary is a "<140-character" sentence. */

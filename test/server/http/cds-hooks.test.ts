@@ -364,6 +364,12 @@ describe("CDS Hooks 2.0.1 rules", () => {
     expect((await json<{ code: string; message: string }>(res)).message).toMatch(/no Patient \(key "patient"\).*MEDMMV_FHIR_SERVERS/);
   });
 
+  it("fhirAuthorization without the fhirServer it is for is a 400 naming fhirServer", async () => {
+    const res = await raw({ hook: "patient-view", hookInstance: randomUUID(), fhirAuthorization, context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch() }, await jwt());
+    expect(res.status).toBe(400);
+    expect((await json<{ issues: Array<{ path: string; message: string }> }>(res)).issues).toEqual([{ path: "body.fhirServer", message: "fhirServer is required when fhirAuthorization is sent" }]);
+  });
+
   it("a hookInstance that is a GUID but not an RFC 4122 UUID (no variant bits) is accepted", async () => {
     const res = await call(await jwt(), { hookInstance: "d1577c69-dfbe-44ad-0a6d-3e05e953b2ea" });
     expect(res.status).toBe(200);
