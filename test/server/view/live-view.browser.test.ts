@@ -15,8 +15,8 @@ const browser = useChromium();
 let t: TestServer;
 
 beforeAll(async () => {
-  // A hung model call holds the case running until its attempt times out; the retry then answers.
-  t = await startTestServer({ scenario: clinicalScenario({ rolloutAnswers: ["Inferior ST-elevation myocardial infarction"] }), env: { ...VIEW_ENV, MEDMMV_LLM_TIMEOUT_MS: "8000", MEDMMV_LLM_MAX_ATTEMPTS: "2" } });
+  // A hung model call holds the case running until its attempt times out (15 s: ample for Chromium to open the page on a loaded machine); the retry then answers.
+  t = await startTestServer({ scenario: clinicalScenario({ rolloutAnswers: ["Inferior ST-elevation myocardial infarction"] }), env: { ...VIEW_ENV, MEDMMV_LLM_TIMEOUT_MS: "15000", MEDMMV_LLM_MAX_ATTEMPTS: "2" } });
 });
 afterAll(async () => {
   await t.close();
