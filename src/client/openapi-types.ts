@@ -42,8 +42,48 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The audit view of a finished case (HTML): evidence graph, reasoning path, candidates, repairs */
+        /**
+         * The audit view of a case (HTML): evidence graph, reasoning path, candidates, repairs; live progress while it runs
+         * @description A finished case: its audit view. A queued or running case: a page that shows its events as they happen and becomes the audit view when it finishes, without a reload. A failed case: a page saying why. Errors are HTML pages too.
+         */
         get: operations["getAuditView"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/cases/{id}/view/payload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The data of a finished case's audit view (what the live page draws once the case finishes) */
+        get: operations["getCasesIdViewPayload"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/cases/{id}/view/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Server-Sent Events: one event per pipeline step, history first
+         * @description Event types: status, rollout, evidence, hd-verdict, repair, path-scored, branch-failed, scores, final. Each event's `id` is its sequence number; reconnect with `Last-Event-ID` to continue where you left off. Comment lines (`: heartbeat`) keep idle connections open. The stream ends after `final` (or with `deleted` when the case is purged).
+         */
+        get: operations["getCasesIdViewEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -80,9 +120,29 @@ export interface paths {
         put?: never;
         /**
          * CDS Hooks patient-view: a card with medmmv's answer for the patient's record
-         * @description The prefetch becomes a FHIR Bundle and then a case. A record already analysed (same content) answers with its finished case's card; otherwise the case starts and an info card links to it at once. Missing prefetch is fetched only from a fhirServer on MEDMMV_FHIR_SERVERS.
+         * @description The prefetch becomes a FHIR Bundle and then a case. A record already analysed (same content) answers with its finished case's card; otherwise the case starts and an info card links to it at once. A null prefetch value means the EHR has no such data. Absent prefetch is fetched only from a fhirServer on MEDMMV_FHIR_SERVERS (with fhirAuthorization, required of API-key callers: 403 otherwise); a query that fails makes the card say what was not read, and a Patient neither sent nor fetched is 412.
          */
         post: operations["callCdsPatientView"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/cases/{id}/fhir": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A finished case as a FHIR R4 Bundle (ClinicalImpression + Provenance)
+         * @description Errors are FHIR OperationOutcomes. 409 while the case is still running.
+         */
+        get: operations["getCaseFhirBundle"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -192,26 +252,6 @@ export interface paths {
         put?: never;
         /** A short-lived signed link to the audit view of a case (no API key needed to open it) */
         post: operations["createViewLink"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/cases/{id}/fhir": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * A finished case as a FHIR R4 Bundle (ClinicalImpression + Provenance)
-         * @description Errors are FHIR OperationOutcomes. 409 while the case is still running.
-         */
-        get: operations["getCaseFhirBundle"];
-        put?: never;
-        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -560,164 +600,32 @@ export interface operations {
             };
         };
     };
-    getCdsDiscovery: {
+    getCasesIdViewPayload: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Signed view link token */
+                token?: string;
+            };
             header?: never;
-            path?: never;
+            path: {
+                /** @description Case id (from POST /diagnose) */
+                id: string;
+            };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description CdsDiscovery */
+            /** @description ViewPayload */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        services: {
-                            hook: string;
-                            id: string;
-                            title: string;
-                            description: string;
-                            prefetch: {
-                                [key: string]: string;
-                            };
-                            usageRequirements?: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Client error (a malformed request); the body says what to fix */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "statusCode": 400,
-                     *       "code": "INVALID_INPUT",
-                     *       "message": "the request is malformed",
-                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
-                     *     }
-                     */
-                    "application/json": {
-                        /** @description HTTP status */
-                        statusCode: number;
-                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
-                        code: string;
-                        /** @description What went wrong and, for client errors, what to change */
-                        message: string;
-                        /** @description Request id, also in the x-request-id header and the server logs */
-                        requestId: string;
-                        /** @description Validation problems, one per field */
-                        issues?: {
-                            path: string;
-                            message: string;
-                        }[];
-                        /** @description Machine-readable specifics */
-                        details?: {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
-    };
-    callCdsPatientView: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /**
-                     * @description The hook that fired
-                     * @enum {string}
-                     */
-                    hook: "patient-view";
-                    /**
-                     * Format: uuid
-                     * @description UUID of this hook call
-                     */
-                    hookInstance: string;
-                    /**
-                     * Format: uri
-                     * @description Base URL of the EHR's FHIR server (used only when on the allow-list)
-                     */
-                    fhirServer?: string;
-                    /** @description Access to fhirServer for the data not prefetched */
-                    fhirAuthorization?: {
-                        /** @description OAuth 2.0 access token for fhirServer */
-                        access_token: string;
-                        /** @enum {string} */
-                        token_type: "Bearer";
-                        /** @description Seconds the token lives */
-                        expires_in: number;
-                        scope: string;
-                        subject: string;
-                        patient?: string;
+                        /** @enum {number} */
+                        version: 1;
                     } & {
                         [key: string]: unknown;
-                    };
-                    context: {
-                        /** @description The user in the EHR, e.g. Practitioner/123 */
-                        userId: string;
-                        /** @description The patient in context */
-                        patientId: string;
-                        encounterId?: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                    /** @description Prefetched FHIR data, keyed as in the discovery document (null: not available) */
-                    prefetch?: {
-                        [key: string]: unknown;
-                    };
-                } & {
-                    [key: string]: unknown;
-                };
-            };
-        };
-        responses: {
-            /** @description CdsHookResponse */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        cards: {
-                            /** Format: uuid */
-                            uuid?: string;
-                            /** @description One line, at most 140 characters */
-                            summary: string;
-                            /** @description GitHub-flavoured Markdown */
-                            detail?: string;
-                            /** @enum {string} */
-                            indicator: "info" | "warning" | "critical";
-                            source: {
-                                label: string;
-                                /** Format: uri */
-                                url?: string;
-                                topic?: {
-                                    code: string;
-                                    display?: string;
-                                    system?: string;
-                                };
-                            };
-                            links?: {
-                                label: string;
-                                /** Format: uri */
-                                url: string;
-                                /** @enum {string} */
-                                type: "absolute" | "smart";
-                            }[];
-                        }[];
                     };
                 };
             };
@@ -837,6 +745,582 @@ export interface operations {
                      *       "statusCode": 409,
                      *       "code": "CONFLICT",
                      *       "message": "case case-3f1c… is running; its result exists once it has finished",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 429,
+                     *       "code": "RATE_LIMITED",
+                     *       "message": "rate limit exceeded: retry after 12 s",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getCasesIdViewEvents: {
+        parameters: {
+            query?: {
+                /** @description Same as the Last-Event-ID header, for clients that cannot set headers */
+                lastEventId?: number;
+            };
+            header?: {
+                "last-event-id"?: string;
+            };
+            path: {
+                /** @description Case id (from POST /diagnose) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/event-stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 400,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "invalid request body: question: question must not be empty",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 401,
+                     *       "code": "UNAUTHORIZED",
+                     *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 404,
+                     *       "code": "NOT_FOUND",
+                     *       "message": "case case-3f1c… not found",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 429,
+                     *       "code": "RATE_LIMITED",
+                     *       "message": "rate limit exceeded: retry after 12 s",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getCdsDiscovery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description CdsDiscovery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        services: {
+                            hook: string;
+                            id: string;
+                            title: string;
+                            description: string;
+                            prefetch: {
+                                [key: string]: string;
+                            };
+                            usageRequirements?: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Client error (a malformed request); the body says what to fix */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 400,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    callCdsPatientView: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The hook that fired
+                     * @enum {string}
+                     */
+                    hook: "patient-view";
+                    /**
+                     * Format: uuid
+                     * @description GUID of this hook call (8-4-4-4-12 hex digits)
+                     */
+                    hookInstance: string;
+                    /**
+                     * Format: uri
+                     * @description Base URL of the EHR's FHIR server (used only when on the allow-list)
+                     */
+                    fhirServer?: string;
+                    /** @description Access to fhirServer for the data not prefetched */
+                    fhirAuthorization?: {
+                        /** @description OAuth 2.0 access token for fhirServer */
+                        access_token: string;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                        /** @description Seconds the token lives */
+                        expires_in: number;
+                        scope: string;
+                        subject: string;
+                        patient?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    context: {
+                        /** @description The user in the EHR, e.g. Practitioner/123 */
+                        userId: string;
+                        /** @description The patient in context */
+                        patientId: string;
+                        encounterId?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    /** @description Prefetched FHIR data, keyed as in the discovery document (null: not available) */
+                    prefetch?: {
+                        [key: string]: unknown;
+                    };
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description CdsHookResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        cards: {
+                            /** Format: uuid */
+                            uuid?: string;
+                            /** @description One sentence, shorter than 140 characters */
+                            summary: string;
+                            /** @description GitHub-flavoured Markdown */
+                            detail?: string;
+                            /** @enum {string} */
+                            indicator: "info" | "warning" | "critical";
+                            source: {
+                                label: string;
+                                /** Format: uri */
+                                url?: string;
+                                topic?: {
+                                    code: string;
+                                    display?: string;
+                                    system?: string;
+                                };
+                            };
+                            links?: {
+                                label: string;
+                                /** Format: uri */
+                                url: string;
+                                /** @enum {string} */
+                                type: "absolute" | "smart";
+                            }[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 400,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "invalid request body: question: question must not be empty",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 401,
+                     *       "code": "UNAUTHORIZED",
+                     *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 404,
+                     *       "code": "NOT_FOUND",
+                     *       "message": "case case-3f1c… not found",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 409,
+                     *       "code": "CONFLICT",
+                     *       "message": "case case-3f1c… is running; its result exists once it has finished",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 412,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
                      *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
                      *     }
                      */
@@ -998,6 +1482,266 @@ export interface operations {
                         details?: {
                             [key: string]: unknown;
                         };
+                    };
+                };
+            };
+        };
+    };
+    getCaseFhirBundle: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Case id (from POST /diagnose) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description FhirBundle: a FHIR R4 Bundle (collection) with a ClinicalImpression and its Provenance */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/fhir+json": {
+                        /** @enum {string} */
+                        resourceType: "Bundle";
+                        /** @description "collection" */
+                        type: string;
+                        entry?: {
+                            fullUrl?: string;
+                            resource?: {
+                                /** @enum {string} */
+                                resourceType: "ClinicalImpression" | "Provenance";
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "invalid",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "INVALID_INPUT"
+                     *               }
+                     *             ],
+                     *             "text": "invalid request body: question: question must not be empty"
+                     *           },
+                     *           "diagnostics": "invalid request body: question: question must not be empty"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "login",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "UNAUTHORIZED"
+                     *               }
+                     *             ],
+                     *             "text": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS"
+                     *           },
+                     *           "diagnostics": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "not-found",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "NOT_FOUND"
+                     *               }
+                     *             ],
+                     *             "text": "case case-3f1c… not found"
+                     *           },
+                     *           "diagnostics": "case case-3f1c… not found"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "conflict",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "CONFLICT"
+                     *               }
+                     *             ],
+                     *             "text": "case case-3f1c… is running; its result exists once it has finished"
+                     *           },
+                     *           "diagnostics": "case case-3f1c… is running; its result exists once it has finished"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "throttled",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "RATE_LIMITED"
+                     *               }
+                     *             ],
+                     *             "text": "rate limit exceeded: retry after 12 s"
+                     *           },
+                     *           "diagnostics": "rate limit exceeded: retry after 12 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
+                        }[];
                     };
                 };
             };
@@ -3045,266 +3789,6 @@ export interface operations {
                         details?: {
                             [key: string]: unknown;
                         };
-                    };
-                };
-            };
-        };
-    };
-    getCaseFhirBundle: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Case id (from POST /diagnose) */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description FhirBundle: a FHIR R4 Bundle (collection) with a ClinicalImpression and its Provenance */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/fhir+json": {
-                        /** @enum {string} */
-                        resourceType: "Bundle";
-                        /** @description "collection" */
-                        type: string;
-                        entry?: {
-                            fullUrl?: string;
-                            resource?: {
-                                /** @enum {string} */
-                                resourceType: "ClinicalImpression" | "Provenance";
-                            };
-                        }[];
-                    };
-                };
-            };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "resourceType": "OperationOutcome",
-                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
-                     *       "issue": [
-                     *         {
-                     *           "severity": "error",
-                     *           "code": "invalid",
-                     *           "details": {
-                     *             "coding": [
-                     *               {
-                     *                 "system": "urn:medmmv:error-code",
-                     *                 "code": "INVALID_INPUT"
-                     *               }
-                     *             ],
-                     *             "text": "invalid request body: question: question must not be empty"
-                     *           },
-                     *           "diagnostics": "invalid request body: question: question must not be empty"
-                     *         }
-                     *       ]
-                     *     }
-                     */
-                    "application/fhir+json": {
-                        /** @constant */
-                        resourceType: "OperationOutcome";
-                        id?: string;
-                        issue: {
-                            /** @enum {unknown} */
-                            severity: "fatal" | "error" | "warning" | "information";
-                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
-                            code: string;
-                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
-                            details?: Record<string, never>;
-                            diagnostics?: string;
-                            expression?: string[];
-                        }[];
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "resourceType": "OperationOutcome",
-                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
-                     *       "issue": [
-                     *         {
-                     *           "severity": "error",
-                     *           "code": "login",
-                     *           "details": {
-                     *             "coding": [
-                     *               {
-                     *                 "system": "urn:medmmv:error-code",
-                     *                 "code": "UNAUTHORIZED"
-                     *               }
-                     *             ],
-                     *             "text": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS"
-                     *           },
-                     *           "diagnostics": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS"
-                     *         }
-                     *       ]
-                     *     }
-                     */
-                    "application/fhir+json": {
-                        /** @constant */
-                        resourceType: "OperationOutcome";
-                        id?: string;
-                        issue: {
-                            /** @enum {unknown} */
-                            severity: "fatal" | "error" | "warning" | "information";
-                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
-                            code: string;
-                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
-                            details?: Record<string, never>;
-                            diagnostics?: string;
-                            expression?: string[];
-                        }[];
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "resourceType": "OperationOutcome",
-                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
-                     *       "issue": [
-                     *         {
-                     *           "severity": "error",
-                     *           "code": "not-found",
-                     *           "details": {
-                     *             "coding": [
-                     *               {
-                     *                 "system": "urn:medmmv:error-code",
-                     *                 "code": "NOT_FOUND"
-                     *               }
-                     *             ],
-                     *             "text": "case case-3f1c… not found"
-                     *           },
-                     *           "diagnostics": "case case-3f1c… not found"
-                     *         }
-                     *       ]
-                     *     }
-                     */
-                    "application/fhir+json": {
-                        /** @constant */
-                        resourceType: "OperationOutcome";
-                        id?: string;
-                        issue: {
-                            /** @enum {unknown} */
-                            severity: "fatal" | "error" | "warning" | "information";
-                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
-                            code: string;
-                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
-                            details?: Record<string, never>;
-                            diagnostics?: string;
-                            expression?: string[];
-                        }[];
-                    };
-                };
-            };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "resourceType": "OperationOutcome",
-                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
-                     *       "issue": [
-                     *         {
-                     *           "severity": "error",
-                     *           "code": "conflict",
-                     *           "details": {
-                     *             "coding": [
-                     *               {
-                     *                 "system": "urn:medmmv:error-code",
-                     *                 "code": "CONFLICT"
-                     *               }
-                     *             ],
-                     *             "text": "case case-3f1c… is running; its result exists once it has finished"
-                     *           },
-                     *           "diagnostics": "case case-3f1c… is running; its result exists once it has finished"
-                     *         }
-                     *       ]
-                     *     }
-                     */
-                    "application/fhir+json": {
-                        /** @constant */
-                        resourceType: "OperationOutcome";
-                        id?: string;
-                        issue: {
-                            /** @enum {unknown} */
-                            severity: "fatal" | "error" | "warning" | "information";
-                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
-                            code: string;
-                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
-                            details?: Record<string, never>;
-                            diagnostics?: string;
-                            expression?: string[];
-                        }[];
-                    };
-                };
-            };
-            /** @description Error */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "resourceType": "OperationOutcome",
-                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
-                     *       "issue": [
-                     *         {
-                     *           "severity": "error",
-                     *           "code": "throttled",
-                     *           "details": {
-                     *             "coding": [
-                     *               {
-                     *                 "system": "urn:medmmv:error-code",
-                     *                 "code": "RATE_LIMITED"
-                     *               }
-                     *             ],
-                     *             "text": "rate limit exceeded: retry after 12 s"
-                     *           },
-                     *           "diagnostics": "rate limit exceeded: retry after 12 s"
-                     *         }
-                     *       ]
-                     *     }
-                     */
-                    "application/fhir+json": {
-                        /** @constant */
-                        resourceType: "OperationOutcome";
-                        id?: string;
-                        issue: {
-                            /** @enum {unknown} */
-                            severity: "fatal" | "error" | "warning" | "information";
-                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
-                            code: string;
-                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
-                            details?: Record<string, never>;
-                            diagnostics?: string;
-                            expression?: string[];
-                        }[];
                     };
                 };
             };

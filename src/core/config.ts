@@ -58,7 +58,7 @@ export const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8787).describe("HTTP listen port."),
   MEDMMV_WORKERS: z.coerce.number().int().min(1).max(256).default(1).describe("Server processes for `medmmv serve` (one per core to use); they share the port and the store."),
   HOST: z.string().default("127.0.0.1").describe("HTTP listen address; anything but loopback requires MEDMMV_API_KEYS."),
-  MEDMMV_PUBLIC_URL: z.string().url().optional().describe("This service's public base URL (CDS Hooks JWT audience and card links); default: the request's own host."),
+  MEDMMV_PUBLIC_URL: z.string().url().optional().describe("This service's public base URL, as EHRs call it: the only source of the CDS Hooks JWT audience (required with MEDMMV_CDS_JWKS) and the base of card links (unset: links use the request's own host, for API-key callers only)."),
   MEDMMV_FHIR_SERVERS: z.string().optional().describe("FHIR servers (base URLs, comma-separated) that CDS Hooks calls may have us fetch missing prefetch from."),
   MEDMMV_CDS_JWKS: z.string().optional().describe("The EHR's JWKS for CDS Hooks JWTs: an https URL or a local JWKS file."),
   MEDMMV_CDS_ISSUERS: z.string().optional().describe("Accepted `iss` of CDS Hooks JWTs (comma-separated); required with MEDMMV_CDS_JWKS."),
@@ -123,6 +123,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const e = parsed.data;
   if (e.MEDMMV_CDS_JWKS && !csvList(e.MEDMMV_CDS_ISSUERS).length) {
     throw new MedmmvError("CONFIG_INVALID", "invalid configuration: MEDMMV_CDS_JWKS is set but MEDMMV_CDS_ISSUERS is empty; list the EHR issuers (iss) whose JWTs are accepted");
+  }
+  // The JWT audience is this service's URL as the EHR knows it. Taken from the request's Host
+  // header it would be whatever the caller claims, so a token signed for another service
+  // would be accepted here: it must be configured.
+  if (e.MEDMMV_CDS_JWKS && !e.MEDMMV_PUBLIC_URL) {
+    throw new MedmmvError("CONFIG_INVALID", "invalid configuration: MEDMMV_CDS_JWKS is set but MEDMMV_PUBLIC_URL is not; set it to this service's base URL as the EHR calls it (the CDS Hooks JWT audience is <MEDMMV_PUBLIC_URL>/cds-services/medmmv-diagnosis)");
   }
   let prices: Prices = {};
   if (e.MEDMMV_PRICES) {

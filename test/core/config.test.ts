@@ -57,3 +57,10 @@ describe("Azure OpenAI and tracing variables", () => {
     expect(loadConfig({ LANGSMITH_TRACING: "false" }).llm.tracing).toBe(false);
   });
 });
+
+describe("CDS Hooks configuration", () => {
+  it("a JWKS without MEDMMV_PUBLIC_URL is a configuration error: the JWT audience never comes from the request", () => {
+    expect(() => loadConfig({ MEDMMV_CDS_JWKS: "/etc/ehr-jwks.json", MEDMMV_CDS_ISSUERS: "https://ehr.example.org" })).toThrow(/MEDMMV_PUBLIC_URL/);
+    expect(loadConfig({ MEDMMV_CDS_JWKS: "/etc/ehr-jwks.json", MEDMMV_CDS_ISSUERS: "https://ehr.example.org", MEDMMV_PUBLIC_URL: "https://medmmv.example.org/" }).cds.publicUrl).toBe("https://medmmv.example.org");
+  });
+});

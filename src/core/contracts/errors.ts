@@ -13,6 +13,8 @@ export type ErrorCode =
   | "CONFLICT"
   | "UNPROCESSABLE"
   | "UNAUTHORIZED"
+  | "FORBIDDEN" // authenticated, but not allowed what it asked (e.g. a FHIR fetch without the EHR's token)
+  | "PRECONDITION_FAILED" // CDS Hooks 412: required data neither sent nor obtainable
   | "RATE_LIMITED"
   | "LLM_RETRYABLE" // 429/5xx/timeout that exhausted the retry budget
   | "LLM_FATAL" // 4xx from the provider other than 429

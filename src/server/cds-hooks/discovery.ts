@@ -6,14 +6,18 @@ export const HOOK = "patient-view";
 
 /**
  * What the EHR should send with each call (prefetch templates, CDS Hooks §prefetch): the
- * patient, active conditions, recent observations, medications and allergies.
+ * patient, active conditions, recent observations, medications and allergies. Every
+ * template stays inside 2.0.1's prefetch query restrictions (an instance read, or a type
+ * search by patient reference, token equality, `_count` and `_sort`): no `_include`, which
+ * an EHR need not support. A medication named only by reference is then read by the
+ * reference's `display`.
  */
 export const PREFETCH: Record<string, string> = {
   patient: "Patient/{{context.patientId}}",
   conditions: "Condition?patient={{context.patientId}}&clinical-status=active",
   observations: "Observation?patient={{context.patientId}}&_sort=-date&_count=100",
-  medicationStatements: "MedicationStatement?patient={{context.patientId}}&status=active&_include=MedicationStatement:medication",
-  medicationRequests: "MedicationRequest?patient={{context.patientId}}&status=active&_include=MedicationRequest:medication",
+  medicationStatements: "MedicationStatement?patient={{context.patientId}}&status=active",
+  medicationRequests: "MedicationRequest?patient={{context.patientId}}&status=active",
   allergies: "AllergyIntolerance?patient={{context.patientId}}",
 };
 
@@ -35,7 +39,7 @@ export function discoveryDocument(): Discovery {
         description:
           "Reads the patient's record (prefetch), runs medmmv's evidence-checked reasoning on 'What is the most likely diagnosis?', and answers with a card linking to the audit view of the evidence behind it. Decision support for clinicians; not a diagnosis.",
         prefetch: PREFETCH,
-        usageRequirements: "Send the prefetch, or a fhirServer on the service's allow-list (MEDMMV_FHIR_SERVERS) with fhirAuthorization.",
+        usageRequirements: "Send the prefetch (null for a key with no data), or a fhirServer on the service's allow-list (MEDMMV_FHIR_SERVERS) with fhirAuthorization. Without the Patient, and no way to fetch it, the call is answered 412.",
       },
     ],
   };

@@ -1,4 +1,3 @@
-import { MedmmvError } from "../../core/contracts/errors.js";
 import { PREFETCH } from "./discovery.js";
 import { readCappedBody } from "../../core/net/read-capped-body.js";
 
@@ -8,9 +7,27 @@ export interface FetchMissingOptions {
   patientId: string;
   /** MEDMMV_FHIR_SERVERS: the only servers ever contacted. */
   allowList: readonly string[];
+  /** The whole fetch (every query, every page) ends by then; what has not come is not read. */
   timeoutMs?: number;
-  /** The most bytes one answer may have; a larger one is refused without being read whole. */
+  /** The most bytes all answers together may have; an answer past what is left is refused without being read whole. */
   maxBytes?: number;
+  /** Pages of one search followed through `link[next]`, at most (the first page included). */
+  maxPages?: number;
+}
+
+/** A prefetch query that gave nothing usable, and why, in words that hold no patient data. */
+export interface NotRead {
+  key: string;
+  reason: string;
+}
+
+export interface FetchedPrefetch {
+  /** The prefetch values fetched, keyed like the discovery document. */
+  fetched: Record<string, unknown>;
+  /** Queries that failed: not in `fetched`. */
+  failed: NotRead[];
+  /** Searches cut at `maxPages`: in `fetched`, but only their first pages. */
+  truncated: NotRead[];
 }
 
 /** Is this FHIR base URL one the operator listed? Exact base match (trailing slashes aside). */
@@ -19,44 +36,99 @@ export function isAllowedFhirServer(fhirServer: string, allowList: readonly stri
   return allowList.includes(base);
 }
 
-/** The body as UTF-8 text, refused as soon as it is declared or read past `maxBytes`. */
-async function readBounded(res: Response, maxBytes: number, key: string): Promise<string> {
-  const body = await readCappedBody(res, maxBytes);
-  if (body === null) throw new MedmmvError("PAYLOAD_TOO_LARGE", `the FHIR server's answer for prefetch "${key}" is larger than ${maxBytes} bytes`);
-  return body.toString("utf8");
+/** Why one query stopped; its message is what the card and the 412 say. */
+class QueryFailed extends Error {}
+
+type Json = Record<string, unknown>;
+
+/** The `next` page of a searchset, if it names one. */
+function nextLink(bundle: Json): string | null {
+  const links = Array.isArray(bundle.link) ? (bundle.link as unknown[]) : [];
+  for (const l of links) {
+    if (l && typeof l === "object" && (l as Json).relation === "next" && typeof (l as Json).url === "string") return (l as Json).url as string;
+  }
+  return null;
 }
 
 /**
  * Fetch the prefetch the EHR did not send, from its FHIR server, with its token. Only a
  * server on the allow-list is contacted (private and loopback ones only because they are
  * listed): the caller checks, and a server not on it here is a programmer error.
- * Redirects are refused so an allowed server cannot send us elsewhere.
+ *
+ * The queries run concurrently; a search's `link[next]` pages are followed, one after the
+ * other, up to `maxPages`, and only while they stay on the same server (a next link
+ * elsewhere is not followed: it would let an allowed server send us anywhere). Redirects
+ * are refused for the same reason. One query failing does not fail the others: it is
+ * listed in `failed`, and the caller decides what a missing part means.
  */
-export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMissingOptions): Promise<Record<string, unknown>> {
+export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMissingOptions): Promise<FetchedPrefetch> {
   if (!isAllowedFhirServer(o.fhirServer, o.allowList)) throw new Error("fetchMissingPrefetch called for a fhirServer not on the allow-list");
   const base = o.fhirServer.replace(/\/+$/, "");
-  const out: Record<string, unknown> = {};
-  for (const key of keys) {
-    const template = PREFETCH[key];
-    if (!template) continue;
-    const url = `${base}/${template.replaceAll("{{context.patientId}}", encodeURIComponent(o.patientId))}`;
-    const res = await fetch(url, {
-      headers: { accept: "application/fhir+json", ...(o.accessToken ? { authorization: `Bearer ${o.accessToken}` } : {}) },
-      redirect: "error",
-      signal: AbortSignal.timeout(o.timeoutMs ?? 5_000),
-    }).catch((err: unknown) => {
-      throw new MedmmvError("UNPROCESSABLE", `the FHIR server did not answer for prefetch "${key}"`, { cause: err });
+  const signal = AbortSignal.timeout(o.timeoutMs ?? 10_000);
+  const maxPages = o.maxPages ?? 10;
+  let bytesLeft = o.maxBytes ?? 20_000_000;
+  const headers = { accept: "application/fhir+json", ...(o.accessToken ? { authorization: `Bearer ${o.accessToken}` } : {}) };
+
+  const getJson = async (url: string): Promise<Json> => {
+    const res = await fetch(url, { headers, redirect: "error", signal }).catch(() => {
+      throw new QueryFailed(signal.aborted ? "the FHIR server did not answer in time" : "the FHIR server could not be reached");
     });
-    if (!res.ok) throw new MedmmvError("UNPROCESSABLE", `the FHIR server answered ${res.status} for prefetch "${key}"; send the prefetch with the hook call`);
-    const text = await readBounded(res, o.maxBytes ?? 10_000_000, key).catch((err: unknown) => {
-      if (err instanceof MedmmvError) throw err;
-      throw new MedmmvError("UNPROCESSABLE", `the FHIR server's answer for prefetch "${key}" was cut off`, { cause: err });
-    });
-    try {
-      out[key] = JSON.parse(text) as unknown;
-    } catch {
-      throw new MedmmvError("UNPROCESSABLE", `the FHIR server's answer for prefetch "${key}" is not JSON`);
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => undefined);
+      const auth = res.status === 401 || res.status === 403 ? (o.accessToken ? " (the fhirAuthorization token was refused)" : " (the call sent no fhirAuthorization)") : "";
+      throw new QueryFailed(`the FHIR server answered ${res.status}${auth}`);
     }
-  }
+    const body = await readCappedBody(res, Math.max(0, bytesLeft)).catch(() => {
+      throw new QueryFailed("the FHIR server's answer was cut off");
+    });
+    if (body === null) throw new QueryFailed(`the record is larger than the ${o.maxBytes ?? 20_000_000} bytes this service reads from a FHIR server`);
+    bytesLeft -= body.byteLength;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body.toString("utf8"));
+    } catch {
+      throw new QueryFailed("the FHIR server's answer is not JSON");
+    }
+    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed) || typeof (parsed as Json).resourceType !== "string") throw new QueryFailed("the FHIR server's answer is not a FHIR resource");
+    return parsed as Json;
+  };
+
+  /** One query: its first answer, and for a searchset the entries of its next pages appended. */
+  const query = async (key: string, template: string): Promise<{ value: Json; truncated: boolean }> => {
+    const first = await getJson(`${base}/${template.replaceAll("{{context.patientId}}", encodeURIComponent(o.patientId))}`);
+    if (first.resourceType !== "Bundle") return { value: first, truncated: false };
+    const entries: unknown[] = Array.isArray(first.entry) ? [...(first.entry as unknown[])] : [];
+    let next = nextLink(first);
+    for (let page = 1; next && page < maxPages; page++) {
+      if (!next.startsWith(`${base}/`) && !next.startsWith(`${base}?`)) throw new QueryFailed(`the next page of "${key}" is not on the FHIR server`);
+      const more = await getJson(next);
+      if (more.resourceType !== "Bundle") throw new QueryFailed(`a next page of "${key}" is not a Bundle`);
+      if (Array.isArray(more.entry)) entries.push(...(more.entry as unknown[]));
+      next = nextLink(more);
+    }
+    const { link: _pages, ...bundle } = first;
+    return { value: { ...bundle, entry: entries }, truncated: next !== null };
+  };
+
+  const out: FetchedPrefetch = { fetched: {}, failed: [], truncated: [] };
+  await Promise.all(
+    keys.map(async (key) => {
+      const template = PREFETCH[key];
+      if (!template) return;
+      try {
+        const { value, truncated } = await query(key, template);
+        out.fetched[key] = value;
+        if (truncated) out.truncated.push({ key, reason: `only its first ${maxPages} pages were read` });
+      } catch (err) {
+        if (!(err instanceof QueryFailed)) throw err;
+        out.failed.push({ key, reason: err.message });
+      }
+    }),
+  );
+  // In the discovery document's order, whatever order the answers came in.
+  const order = Object.keys(PREFETCH);
+  const byOrder = (a: NotRead, b: NotRead) => order.indexOf(a.key) - order.indexOf(b.key);
+  out.failed.sort(byOrder);
+  out.truncated.sort(byOrder);
   return out;
 }

@@ -16,8 +16,20 @@ export interface CdsJwtOptions {
   usedTokenIds: TokenLedger;
 }
 
-/** jose's clockTolerance, in seconds; a jti is kept this long past its token's exp. */
-const CLOCK_TOLERANCE_SEC = 30;
+/**
+ * The clock skew allowed between the EHR and this service, in seconds: on `exp` (jose's
+ * clockTolerance), on `iat` (not later than now plus this) and on the lifetime horizon.
+ * A jti is kept this long past its token's exp.
+ */
+export const CLOCK_SKEW_SEC = 30;
+/**
+ * The furthest ahead an `exp` may be. CDS Hooks signs one short-lived token per call; a
+ * token that lives for years is a stolen key's dream, and it would keep its jti in the
+ * ledger as long. Five minutes covers any honest EHR.
+ */
+export const MAX_TOKEN_LIFETIME_SEC = 5 * 60;
+/** CDS Hooks 2.0.1: "JWTs SHALL NOT be signed using any symmetric algorithm" (nor `none`): public-key signatures only. */
+const ASYMMETRIC_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
 
 function keySet(jwks: string): JWTVerifyGetKey {
   if (/^https?:\/\//i.test(jwks)) return createRemoteJWKSet(new URL(jwks), { timeoutDuration: 5_000 });
@@ -38,8 +50,10 @@ export function looksLikeJwt(token: string): boolean {
 /**
  * CDS Hooks 2.0 authorization: the EHR signs a short JWT per call with a key of its JWKS.
  * Only the configured JWKS is used (a token's own `jku` is never followed); `iss` must be
- * a listed issuer, `aud` this endpoint, `exp` in the future, and each `jti` is accepted
- * once across every process on the store (remembered until the token would have expired anyway).
+ * a listed issuer, `aud` this endpoint (from MEDMMV_PUBLIC_URL, never from the request),
+ * `exp` in the future but at most MAX_TOKEN_LIFETIME_SEC ahead, `iat` not in the future,
+ * `jti` a non-empty string accepted once across every process on the store (remembered
+ * until the token would have expired anyway), each check with CLOCK_SKEW_SEC of skew.
  */
 export class CdsJwtVerifier {
   readonly #keys: JWTVerifyGetKey;
@@ -59,14 +73,20 @@ export class CdsJwtVerifier {
         issuer: [...this.opts.issuers],
         audience,
         requiredClaims: ["iss", "aud", "exp", "iat", "jti"],
+        algorithms: ASYMMETRIC_ALGORITHMS,
         currentDate: new Date(nowMs),
-        clockTolerance: CLOCK_TOLERANCE_SEC,
+        clockTolerance: CLOCK_SKEW_SEC,
       }));
     } catch (err) {
       const why = (err as { code?: string }).code ?? "ERR_JWT_INVALID";
       throw new MedmmvError("UNAUTHORIZED", `the CDS Hooks JWT was refused (${why}): it must be signed by a key of the configured JWKS, with iss a configured issuer, aud ${audience}, a future exp and a fresh jti`, { cause: err });
     }
-    const expiresAtMs = (payload.exp! + CLOCK_TOLERANCE_SEC) * 1000;
+    const nowSec = nowMs / 1000;
+    if (payload.exp! > nowSec + MAX_TOKEN_LIFETIME_SEC + CLOCK_SKEW_SEC)
+      throw new MedmmvError("UNAUTHORIZED", `the CDS Hooks JWT was refused: its exp is more than ${MAX_TOKEN_LIFETIME_SEC} s ahead; sign a short-lived token for each call`);
+    if (payload.iat! > nowSec + CLOCK_SKEW_SEC) throw new MedmmvError("UNAUTHORIZED", "the CDS Hooks JWT was refused: its iat is in the future; check the EHR's clock");
+    if (typeof payload.jti !== "string" || !payload.jti.trim()) throw new MedmmvError("UNAUTHORIZED", "the CDS Hooks JWT was refused: its jti is empty; give each token a unique jti");
+    const expiresAtMs = (payload.exp! + CLOCK_SKEW_SEC) * 1000;
     if (!(await this.opts.usedTokenIds.useTokenId(payload.iss!, payload.jti!, expiresAtMs, nowMs))) {
       throw new MedmmvError("UNAUTHORIZED", "the CDS Hooks JWT was already used (jti replay); sign a new token for each call");
     }

@@ -10,7 +10,10 @@ function isResource(v: unknown): v is Json & { resourceType: string } {
 /**
  * The prefetch of a CDS Hooks call (single resources and searchset Bundles) as one
  * collection Bundle of the patient's record, each resource once; and the prefetch keys
- * that did not come (absent or null), which may be fetched from the FHIR server.
+ * that did not come, which may be fetched from the FHIR server. A key that is there with
+ * the value `null` is not missing: CDS Hooks 2.0.1 (§prefetch) says the EHR has no data
+ * for it, so there is nothing to fetch. A key that is absent is one the EHR chose not to
+ * satisfy, or failed to.
  */
 export function prefetchToBundle(prefetch: Record<string, unknown> | undefined): { bundle: Json; missing: string[]; origins: string[] } {
   const entries: Json[] = [];
@@ -29,7 +32,8 @@ export function prefetchToBundle(prefetch: Record<string, unknown> | undefined):
   const missing: string[] = [];
   for (const key of Object.keys(PREFETCH)) {
     const v = prefetch?.[key];
-    if (v === undefined || v === null) {
+    if (v === null) continue;
+    if (v === undefined) {
       missing.push(key);
       continue;
     }

@@ -7,12 +7,11 @@ import { registerMultipart } from "./plugins/multipart.js";
 import { registerRateLimit } from "./plugins/rate-limit.js";
 import { registerSwagger } from "./plugins/swagger.js";
 import { caseRoutes } from "./routes/cases.js";
-import { cdsHooksRoutes } from "./routes/cds-hooks.js";
+import { caseFhirRoutes, cdsHooksRoutes } from "./routes/cds-hooks.js";
 import { diagnoseRoutes } from "./routes/diagnose.js";
 import { eventRoutes } from "./routes/events.js";
 import { evidenceGraphRoutes } from "./routes/evidence-graph.js";
 import { registerFhirJson } from "./fhir-requests.js";
-import { fhirRoutes } from "./routes/fhir.js";
 import { healthRoutes } from "./routes/health.js";
 import { turnRoutes } from "./routes/turns.js";
 import type { RouteDeps } from "./routes/route-deps.js";
@@ -43,6 +42,8 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
   await app.register(viewPageRoutes, viewDeps);
   // CDS Hooks: an EHR authenticates with its own signed JWT, so these sit outside the key-only context too.
   await app.register(cdsHooksRoutes, viewDeps);
+  // A case's FHIR result: an API key, or the JWT of the EHR that made the case through the hook.
+  await app.register(caseFhirRoutes, deps);
 
   const keys = new ApiKeys(opts.config.http.apiKeys);
   await app.register(async (api) => {
@@ -60,7 +61,6 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
     await api.register(eventRoutes, deps);
     await api.register(evidenceGraphRoutes, deps);
     await api.register(viewLinkRoutes, viewDeps);
-    await api.register(fhirRoutes, deps);
     await api.register(turnRoutes, deps);
   });
 }

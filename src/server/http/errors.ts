@@ -11,8 +11,10 @@ import type { ErrorBody } from "./schemas.js";
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   INVALID_INPUT: 400,
   UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,
+  PRECONDITION_FAILED: 412,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA: 415,
   UNPROCESSABLE: 422,
@@ -42,9 +44,11 @@ const SERVER_MESSAGES: Record<number, string> = {
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: "INVALID_INPUT",
   401: "UNAUTHORIZED",
+  403: "FORBIDDEN",
   404: "NOT_FOUND",
   406: "INVALID_INPUT",
   409: "CONFLICT",
+  412: "PRECONDITION_FAILED",
   413: "PAYLOAD_TOO_LARGE",
   415: "UNSUPPORTED_MEDIA",
   422: "UNPROCESSABLE",

@@ -5,7 +5,7 @@ import { MedmmvError } from "../../core/contracts/errors.js";
 import { EvidenceGraph } from "../../core/evidence/evidence-graph.js";
 import { clientBundle } from "./build-client.js";
 import { VIEW_CSS } from "./view-css.js";
-import type { ViewCase, ViewGraph, ViewImage, ViewPayload, ViewTurn } from "./view-payload.js";
+import type { ViewCase, ViewGraph, ViewImage, ViewLive, ViewPayload, ViewTurn } from "./view-payload.js";
 
 export interface CaseViewImageInput {
   id: string;
@@ -63,16 +63,20 @@ function cspHash(text: string): string {
  * one inline style are allowed by hash (and by nonce when the server sends one); images only
  * as data: URIs embedded in the page. Served responses should send the same policy as a header
  * (plus `frame-ancestors 'none'`, which a <meta> policy cannot carry).
+ *
+ * `live`: the page of a running case, which follows the case's events and then fetches its
+ * finished payload from its own origin, and nowhere else (connect-src 'self'). Every other
+ * page connects nowhere. `script: false`: a page with no script at all (errors, a failed case).
  */
-export function viewContentSecurityPolicy(nonce?: string): string {
+export function viewContentSecurityPolicy(nonce?: string, o: { live?: boolean; script?: boolean } = {}): string {
   const n = nonce ? ` 'nonce-${nonce}'` : "";
   return [
     "default-src 'none'",
-    `script-src ${cspHash(clientBundle().code)}${n}`,
+    o.script === false ? "script-src 'none'" : `script-src ${cspHash(clientBundle().code)}${n}`,
     `style-src ${cspHash(VIEW_CSS)}${n}`,
     "img-src data:",
     "font-src 'none'",
-    "connect-src 'none'",
+    o.live ? "connect-src 'self'" : "connect-src 'none'",
     "object-src 'none'",
     "base-uri 'none'",
     "form-action 'none'",
@@ -151,36 +155,84 @@ export function buildViewPayload(input: Omit<CaseViewInput, "nonce">): ViewPaylo
   };
 }
 
+function checkNonce(nonce: string | undefined): string {
+  if (nonce !== undefined && !NONCE.test(nonce)) throw new MedmmvError("INVALID_INPUT", "CSP nonce must be 16-128 base64 characters");
+  return nonce ? ` nonce="${nonce}"` : "";
+}
+
+/** Text as HTML text: the only way server-side data reaches markup here (the message pages). */
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** One page: its policy as a <meta> too (offline reports have no headers), the styles, then the body. */
+function page(o: { title: string; csp: string; nonceAttr: string; body: string[] }): string {
+  return [
+    "<!doctype html>",
+    '<html lang="en">',
+    "<head>",
+    '<meta charset="utf-8">',
+    `<meta http-equiv="Content-Security-Policy" content="${o.csp}">`,
+    '<meta name="referrer" content="no-referrer">',
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    '<meta name="robots" content="noindex">',
+    `<title>${escapeHtml(o.title)}</title>`,
+    `<style${o.nonceAttr}>${VIEW_CSS}</style>`,
+    "</head>",
+    "<body>",
+    ...o.body,
+    "</body>",
+    "</html>",
+    "",
+  ].join("\n");
+}
+
+/** The page body's script part: the data as inert JSON under `id`, then the bundled client. */
+function scripted(id: string, data: unknown, nonceAttr: string): string[] {
+  return [
+    '<div id="app"><noscript>This audit view needs JavaScript to draw the evidence graph and the reasoning.</noscript></div>',
+    `<script id="${id}" type="application/json">${jsonForHtml(data)}</script>`,
+    `<script${nonceAttr}>${clientBundle().code}</script>`,
+  ];
+}
+
 /**
  * The audit view of one case as a single self-contained HTML document: the data as inert JSON,
  * the bundled client inline, a CSP that allows nothing remote. All case and model text reaches
  * the DOM through textContent in the client; nothing here interpolates data into markup.
  */
 export function renderCaseViewHtml(input: CaseViewInput): string {
-  if (input.nonce !== undefined && !NONCE.test(input.nonce)) {
-    throw new MedmmvError("INVALID_INPUT", "CSP nonce must be 16-128 base64 characters");
-  }
+  const nonceAttr = checkNonce(input.nonce);
   const payload = buildViewPayload(input);
-  const bundle = clientBundle();
-  const nonceAttr = input.nonce ? ` nonce="${input.nonce}"` : "";
-  return [
-    "<!doctype html>",
-    '<html lang="en">',
-    "<head>",
-    '<meta charset="utf-8">',
-    `<meta http-equiv="Content-Security-Policy" content="${viewContentSecurityPolicy(input.nonce)}">`,
-    '<meta name="referrer" content="no-referrer">',
-    '<meta name="viewport" content="width=device-width, initial-scale=1">',
-    '<meta name="robots" content="noindex">',
-    "<title>medmmv audit view</title>",
-    `<style${nonceAttr}>${VIEW_CSS}</style>`,
-    "</head>",
-    "<body>",
-    '<div id="app"><noscript>This audit view needs JavaScript to draw the evidence graph and the reasoning.</noscript></div>',
-    `<script id="medmmv-data" type="application/json">${jsonForHtml(payload)}</script>`,
-    `<script${nonceAttr}>${bundle.code}</script>`,
-    "</body>",
-    "</html>",
-    "",
-  ].join("\n");
+  return page({ title: "medmmv audit view", csp: viewContentSecurityPolicy(input.nonce), nonceAttr, body: scripted("medmmv-data", payload, nonceAttr) });
+}
+
+/**
+ * The page of a case still queued or running: the same client, which shows the case's
+ * events as they happen and turns into the audit view when the case finishes. Served
+ * with `viewContentSecurityPolicy(nonce, { live: true })`.
+ */
+export function renderLiveViewHtml(live: ViewLive, nonce?: string): string {
+  const nonceAttr = checkNonce(nonce);
+  return page({ title: `medmmv \u2014 case ${live.caseId} in progress`, csp: viewContentSecurityPolicy(nonce, { live: true }), nonceAttr, body: scripted("medmmv-live", live, nonceAttr) });
+}
+
+/**
+ * A page that says what happened, for a browser: a refused link, a missing case, a failed
+ * analysis. No script; the texts are escaped. Served with `viewContentSecurityPolicy(nonce, { script: false })`.
+ */
+export function renderViewMessageHtml(o: { title: string; message: string; hint?: string; nonce?: string }): string {
+  const nonceAttr = checkNonce(o.nonce);
+  return page({
+    title: `medmmv \u2014 ${o.title}`,
+    csp: viewContentSecurityPolicy(o.nonce, { script: false }),
+    nonceAttr,
+    body: [
+      '<main class="message" data-testid="message">',
+      `<h1>${escapeHtml(o.title)}</h1>`,
+      `<p data-testid="message-text">${escapeHtml(o.message)}</p>`,
+      ...(o.hint ? [`<p class="muted">${escapeHtml(o.hint)}</p>`] : []),
+      "</main>",
+    ],
+  });
 }

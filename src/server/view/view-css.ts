@@ -89,4 +89,10 @@ details > summary { cursor: pointer; font-weight: 600; }
 #usage td:first-child { white-space: nowrap; }
 .footer { grid-column: 1 / -1; color: var(--muted); font-size: 11px; text-align: center; }
 @media (max-width: 1100px) { main { grid-template-columns: 1fr; } }
+.badge.queued, .badge.running { background: #e0f2fe; color: #0c4a6e; }
+ol.progress { margin: 8px 0 0; padding-left: 22px; font-size: 13px; max-height: 70vh; overflow: auto; }
+ol.progress li { margin: 2px 0; }
+p.bad { color: #7f1d1d; font-weight: 600; }
+main.message { display: block; max-width: 720px; margin: 48px auto; background: var(--panel); border: 1px solid var(--line); border-radius: 8px; padding: 20px 24px; }
+main.message h1 { font-size: 20px; margin: 0 0 10px; }
 `;

@@ -85,3 +85,29 @@ export interface ViewState {
   nodeClientPosition(id: string): { x: number; y: number } | null;
   nodeDisplay(id: string): { color: string; shape: string | null; size: number; opacity: number; label: string | null } | null;
 }
+
+/**
+ * What the page of a case still queued or running carries instead of a payload: where to
+ * follow the case (Server-Sent Events) and where its finished audit view's payload will be.
+ * Both URLs are same-origin and carry the page's signed-link token, since EventSource
+ * cannot send an Authorization header.
+ */
+export interface ViewLive {
+  version: 1;
+  caseId: string;
+  status: string;
+  eventsUrl: string;
+  payloadUrl: string;
+}
+
+/** What tests can read about a live page (window.__medmmvLive). */
+export interface LiveState {
+  /** Last status seen: queued, running, then completed/abstained/failed (or deleted). */
+  status: string;
+  /** Events shown so far, history included. */
+  events: number;
+  /** True once the case's final event has come and the audit view replaced the progress. */
+  finished: boolean;
+  /** Why the live view stopped without becoming the audit view (failure, deletion, a refused link). */
+  stopped: string | null;
+}

@@ -1,55 +1,118 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PREFETCH } from "../../../src/server/cds-hooks/discovery.js";
 import { fetchMissingPrefetch } from "../../../src/server/cds-hooks/fhir-fetch.js";
-import { isMedmmvError } from "../../../src/core/contracts/errors.js";
 
 /** 60 two-byte characters: 60 UTF-16 units of text, 120 bytes on the wire. */
 const ACCENTS = "é".repeat(60);
 const BODY = JSON.stringify({ resourceType: "Patient", id: "p-1", name: [{ text: ACCENTS }] });
+const KEYS = Object.keys(PREFETCH);
 
+/** Requests held until every prefetch query has arrived (/together/): answered only if they are sent concurrently. */
+let held: Array<() => void> = [];
 let server: Server;
 let base: string;
+let seen: string[] = [];
+
+function searchPage(res: ServerResponse, page: number, next: string | null): void {
+  const entry = [{ resource: { resourceType: "Observation", id: `obs-${page}`, status: "final", code: { text: `page ${page}` } } }];
+  res.writeHead(200, { "content-type": "application/fhir+json" }).end(JSON.stringify({ resourceType: "Bundle", type: "searchset", entry, ...(next ? { link: [{ relation: "self", url: "x" }, { relation: "next", url: next }] } : {}) }));
+}
+
+function route(req: IncomingMessage, res: ServerResponse): void {
+  seen.push(req.url!);
+  const url = new URL(req.url!, base);
+  const [, scenario] = url.pathname.split("/");
+  if (scenario === "declared") return void res.writeHead(200, { "content-type": "application/fhir+json", "content-length": String(Buffer.byteLength(BODY)) }).end(BODY);
+  if (scenario === "chunked") {
+    res.writeHead(200, { "content-type": "application/fhir+json" });
+    res.write(BODY.slice(0, 40));
+    return void res.end(BODY.slice(40));
+  }
+  if (scenario === "together") {
+    held.push(() => res.writeHead(200, { "content-type": "application/fhir+json" }).end(url.pathname.includes("/Patient/") ? BODY : JSON.stringify({ resourceType: "Bundle", type: "searchset", entry: [] })));
+    if (held.length === KEYS.length) for (const answer of held.splice(0)) answer();
+    return;
+  }
+  if (scenario === "partly") {
+    if (url.pathname.includes("/Condition")) return void res.writeHead(401, { "content-type": "application/fhir+json" }).end('{"resourceType":"OperationOutcome","issue":[]}');
+    return void res.writeHead(200, { "content-type": "application/fhir+json" }).end(url.pathname.includes("/Patient/") ? BODY : JSON.stringify({ resourceType: "Bundle", type: "searchset", entry: [] }));
+  }
+  if (scenario === "paged") {
+    // Page n links to page n+1, forever: only the cap stops the reader.
+    const page = Number(url.searchParams.get("page") ?? "1");
+    return searchPage(res, page, `${base}/paged/Observation?page=${page + 1}`);
+  }
+  if (scenario === "three-pages") {
+    const page = Number(url.searchParams.get("page") ?? "1");
+    return searchPage(res, page, page < 3 ? `${base}/three-pages/Observation?page=${page + 1}` : null);
+  }
+  if (scenario === "elsewhere") return searchPage(res, 1, "http://169.254.169.254/latest/meta-data");
+  res.writeHead(404).end();
+}
+
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    // /declared answers with a content-length; /chunked streams without one.
-    if (req.url?.startsWith("/declared/")) res.writeHead(200, { "content-type": "application/fhir+json", "content-length": String(Buffer.byteLength(BODY)) }).end(BODY);
-    else {
-      res.writeHead(200, { "content-type": "application/fhir+json" });
-      res.write(BODY.slice(0, 40));
-      res.end(BODY.slice(40));
-    }
-  });
+  server = createServer(route);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
-async function refusal(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    () => expect.unreachable("the fetch was not refused"),
-    (err: unknown) => err,
-  );
-}
+const options = (scenario: string, more: Record<string, unknown> = {}) => ({ fhirServer: `${base}/${scenario}`, accessToken: undefined, patientId: "p-1", allowList: [`${base}/${scenario}`], ...more });
 
 describe("fetchMissingPrefetch", () => {
   const limit = Buffer.byteLength(BODY) - 1;
 
   it.each(["declared", "chunked"])("refuses an answer over maxBytes counted in bytes, not characters (%s)", async (how) => {
     expect(BODY.length).toBeLessThan(limit); // a count of characters would let it through
-    const fhirServer = `${base}/${how}`;
-    const err = await refusal(fetchMissingPrefetch(["patient"], { fhirServer, accessToken: undefined, patientId: "p-1", allowList: [fhirServer], maxBytes: limit }));
-    expect(isMedmmvError(err) && err.code).toBe("PAYLOAD_TOO_LARGE");
+    const out = await fetchMissingPrefetch(["patient"], options(how, { maxBytes: limit }));
+    expect(out.fetched.patient).toBeUndefined();
+    expect(out.failed).toEqual([{ key: "patient", reason: expect.stringContaining(`larger than the ${limit} bytes`) }]);
   });
 
   it("reads an answer of exactly maxBytes", async () => {
-    const fhirServer = `${base}/chunked`;
-    const out = await fetchMissingPrefetch(["patient"], { fhirServer, accessToken: undefined, patientId: "p-1", allowList: [fhirServer], maxBytes: limit + 1 });
-    expect(out.patient).toEqual(JSON.parse(BODY));
+    const out = await fetchMissingPrefetch(["patient"], options("chunked", { maxBytes: limit + 1 }));
+    expect(out.fetched.patient).toEqual(JSON.parse(BODY));
   });
 
   it("is never called for a server off the allow-list: that is a programmer error, not an empty answer", async () => {
-    const err = await refusal(fetchMissingPrefetch(["patient"], { fhirServer: `${base}/declared`, accessToken: undefined, patientId: "p-1", allowList: [] }));
-    expect(isMedmmvError(err)).toBe(false);
+    await expect(fetchMissingPrefetch(["patient"], { ...options("declared"), allowList: [] })).rejects.toThrow(/not on the allow-list/);
+  });
+
+  it("sends the queries concurrently: a server that answers only once all have arrived answers them all", async () => {
+    held = [];
+    const out = await fetchMissingPrefetch(KEYS, options("together", { timeoutMs: 10_000 }));
+    expect(out.failed).toEqual([]);
+    expect(Object.keys(out.fetched).sort()).toEqual([...KEYS].sort());
+  });
+
+  it("one failed query fails alone, and says why without patient data", async () => {
+    const out = await fetchMissingPrefetch(KEYS, options("partly"));
+    expect(out.failed).toEqual([{ key: "conditions", reason: "the FHIR server answered 401 (the call sent no fhirAuthorization)" }]);
+    expect(out.fetched.patient).toEqual(JSON.parse(BODY));
+    expect(Object.keys(out.fetched)).toHaveLength(KEYS.length - 1);
+  });
+
+  it("follows link[next] and joins the pages into one searchset", async () => {
+    const out = await fetchMissingPrefetch(["observations"], options("three-pages"));
+    const bundle = out.fetched.observations as { entry: Array<{ resource: { id: string } }>; link?: unknown };
+    expect(bundle.entry.map((e) => e.resource.id)).toEqual(["obs-1", "obs-2", "obs-3"]);
+    expect(bundle.link).toBeUndefined();
+    expect(out.truncated).toEqual([]);
+  });
+
+  it("stops at maxPages and says the search was cut", async () => {
+    seen = [];
+    const out = await fetchMissingPrefetch(["observations"], options("paged", { maxPages: 4 }));
+    expect((out.fetched.observations as { entry: unknown[] }).entry).toHaveLength(4);
+    expect(seen).toHaveLength(4);
+    expect(out.truncated).toEqual([{ key: "observations", reason: "only its first 4 pages were read" }]);
+  });
+
+  it("never follows a next link off the FHIR server", async () => {
+    const out = await fetchMissingPrefetch(["observations"], options("elsewhere"));
+    expect(out.fetched.observations).toBeUndefined();
+    expect(out.failed).toEqual([{ key: "observations", reason: 'the next page of "observations" is not on the FHIR server' }]);
   });
 });

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import { fixtureBundle } from "../../core/intake/fhir/fhir-fixtures.js";
+import { stemiPrefetch as prefetch } from "../cds-hooks/stemi-prefetch.js";
 import { json, startTestServer, until } from "./http-harness.js";
 import { startInjectServer, type InjectServer } from "./inject-harness.js";
 
@@ -33,7 +34,8 @@ const SpecResponse = z.object({ cards: z.array(SpecCard), systemActions: z.array
 /** The hook request as the specification defines it (§HTTP request), to check what the tests send is one. */
 const SpecRequest = z.object({
   hook: z.string(),
-  hookInstance: z.string().uuid(),
+  // "A universally unique identifier": EHRs send GUIDs of every make, not only RFC 4122 ones.
+  hookInstance: z.guid(),
   fhirServer: z.string().url().optional(),
   fhirAuthorization: z.object({ access_token: z.string(), token_type: z.literal("Bearer"), expires_in: z.number().int(), scope: z.string(), subject: z.string() }).optional(),
   context: z.object({ userId: z.string(), patientId: z.string(), encounterId: z.string().optional() }),
@@ -41,16 +43,22 @@ const SpecRequest = z.object({
 });
 
 const ISS = "https://ehr.example.org";
+/** The inject server's base (inject-harness.ts): what EHRs call it, so MEDMMV_PUBLIC_URL. */
+const PUBLIC_URL = "http://inject.invalid:8080";
 const SANDBOX = "https://sandbox.cds-hooks.org";
 
-/** A stand-in FHIR server that answers the prefetch queries from a fixture and counts what it is asked. */
-async function fakeFhirServer(): Promise<{ base: string; requests: IncomingMessage[]; close(): Promise<void> }> {
+/**
+ * A stand-in FHIR server that answers the prefetch queries from a fixture and counts what it is asked;
+ * `refuses` are resource types it answers 401 for (a token without that scope).
+ */
+async function fakeFhirServer(refuses: readonly string[] = []): Promise<{ base: string; requests: IncomingMessage[]; close(): Promise<void> }> {
   const record = fixtureBundle("stemi").entry.map((e) => e.resource);
   const requests: IncomingMessage[] = [];
   const server: Server = createServer((req, res) => {
     requests.push(req);
     const url = new URL(req.url!, "http://x");
     const [, , type, id] = url.pathname.split("/"); // /fhir/{type}[/{id}]
+    if (refuses.includes(type!)) return void res.writeHead(401, { "content-type": "application/fhir+json" }).end('{"resourceType":"OperationOutcome","issue":[]}');
     const body = id
       ? record.find((r) => r.resourceType === type && r.id === id)
       : { resourceType: "Bundle", type: "searchset", entry: record.filter((r) => r.resourceType === type || (type?.startsWith("Medication") && r.resourceType === "Medication")).map((resource) => ({ resource })) };
@@ -60,24 +68,12 @@ async function fakeFhirServer(): Promise<{ base: string; requests: IncomingMessa
   return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/fhir`, requests, close: () => new Promise((r) => server.close(() => r())) };
 }
 
-/** The STEMI record as an EHR prefetches it: a resource and searchset bundles. */
-function prefetch(): Record<string, unknown> {
-  const r = fixtureBundle("stemi").entry.map((e) => e.resource);
-  const search = (...types: string[]) => ({ resourceType: "Bundle", type: "searchset", entry: r.filter((x) => types.includes(x.resourceType as string)).map((resource) => ({ resource })) });
-  return {
-    patient: r.find((x) => x.resourceType === "Patient"),
-    conditions: search("Condition"),
-    observations: search("Observation"),
-    medicationStatements: search("MedicationStatement", "Medication"),
-    medicationRequests: search("MedicationRequest"),
-    allergies: search("AllergyIntolerance"),
-  };
-}
-
 let t: InjectServer;
 let dir: string;
 let listed: Awaited<ReturnType<typeof fakeFhirServer>>;
 let unlisted: Awaited<ReturnType<typeof fakeFhirServer>>;
+let strict: Awaited<ReturnType<typeof fakeFhirServer>>;
+let noPatients: Awaited<ReturnType<typeof fakeFhirServer>>;
 let ehrKey: CryptoKey;
 let ehrJwks: string;
 let strangerKey: CryptoKey;
@@ -93,26 +89,30 @@ beforeAll(async () => {
   await writeFile(jwks, ehrJwks);
   listed = await fakeFhirServer();
   unlisted = await fakeFhirServer();
+  strict = await fakeFhirServer(["Condition"]);
+  noPatients = await fakeFhirServer(["Patient"]);
   t = await startInjectServer({
     scenario: clinicalScenario({ rolloutAnswers: ["Inferior ST-elevation myocardial infarction"] }),
-    env: { MEDMMV_CDS_JWKS: jwks, MEDMMV_CDS_ISSUERS: ISS, MEDMMV_FHIR_SERVERS: listed.base, MEDMMV_CORS_ORIGINS: SANDBOX },
+    env: { MEDMMV_CDS_JWKS: jwks, MEDMMV_CDS_ISSUERS: ISS, MEDMMV_FHIR_SERVERS: [listed.base, strict.base, noPatients.base].join(","), MEDMMV_CORS_ORIGINS: SANDBOX, MEDMMV_PUBLIC_URL: PUBLIC_URL },
   });
 });
 afterAll(async () => {
   await t.close();
   await listed.close();
   await unlisted.close();
+  await strict.close();
+  await noPatients.close();
   await rm(dir, { recursive: true, force: true });
 });
 
 const SERVICE = "/cds-services/medmmv-diagnosis";
 
-async function jwt(o: { aud?: string; iss?: string; exp?: number; jti?: string; key?: CryptoKey; kid?: string } = {}): Promise<string> {
+async function jwt(o: { aud?: string; iss?: string; exp?: number; iat?: number; jti?: string; key?: CryptoKey; kid?: string } = {}): Promise<string> {
   return new SignJWT({})
     .setProtectedHeader({ alg: "ES384", kid: o.kid ?? "ehr-1", typ: "JWT" })
     .setIssuer(o.iss ?? ISS)
-    .setAudience(o.aud ?? `${t.base}${SERVICE}`)
-    .setIssuedAt()
+    .setAudience(o.aud ?? `${PUBLIC_URL}${SERVICE}`)
+    .setIssuedAt(o.iat)
     .setExpirationTime(o.exp ?? Math.floor(Date.now() / 1000) + 300)
     .setJti(o.jti ?? randomUUID())
     .sign(o.key ?? ehrKey);
@@ -197,7 +197,7 @@ describe("CDS Hooks 2.0", () => {
       t.openai.clearFaults();
     }
     const second = SpecResponse.parse(await (await call(await jwt(), { prefetch: record })).json());
-    expect(second.cards[0]!.summary).toBe("medmmv started analysing this record");
+    expect(second.cards[0]!.summary).toMatch(/^medmmv started analysing this record/);
     const retryId = decodeURIComponent(new URL(second.cards[0]!.links![0]!.url).pathname.split("/")[2]!);
     expect(retryId).not.toBe(failedId);
     await until(async () => ((await t.server.store.getCase(retryId))?.status === "completed" ? true : undefined), 20_000, `case ${retryId} completed`);
@@ -259,23 +259,23 @@ describe("CDS Hooks 2.0", () => {
     SpecResponse.parse(await res.json());
   });
 
-  it("missing prefetch is never fetched from a fhirServer not on the allow-list", async () => {
+  it("missing prefetch is never fetched from a fhirServer not on the allow-list: without the Patient that is 412", async () => {
     const res = await call(await jwt(), { prefetch: undefined, fhirServer: unlisted.base, fhirAuthorization: { access_token: "secret-ehr-token", token_type: "Bearer", expires_in: 300, scope: "patient/*.read", subject: "medmmv" } });
-    expect(res.status).toBe(200);
-    const r = SpecResponse.parse(await res.json());
-    expect(r.cards[0]!.summary).toBe("medmmv: no patient record to analyse");
-    expect(r.cards[0]!.detail).toMatch(/not one this service may contact/);
+    expect(res.status).toBe(412);
+    const body = await json<{ code: string; message: string }>(res);
+    expect(body.code).toBe("PRECONDITION_FAILED");
+    expect(body.message).toMatch(/not one this service may contact \(MEDMMV_FHIR_SERVERS\)/);
     expect(unlisted.requests).toHaveLength(0);
   });
 
   it.each([
-    ["no prefetch and no fhirServer", undefined, /names no fhirServer/],
-    ["a prefetch of empty searches only", { patient: null, conditions: { resourceType: "Bundle", type: "searchset", entry: [] } }, /names no fhirServer/],
-    ["every prefetch key, all empty", Object.fromEntries(Object.keys(prefetch()).map((k) => [k, { resourceType: "Bundle", type: "searchset", entry: [] }])), /searches came back empty/],
-  ])("%s: the no-record card says why", async (_name, p, why) => {
-    const r = SpecResponse.parse(await (await call(await jwt(), { prefetch: p })).json());
-    expect(r.cards[0]!.summary).toBe("medmmv: no patient record to analyse");
-    expect(r.cards[0]!.detail).toMatch(why);
+    ["no prefetch and no fhirServer", undefined, 412, /names no fhirServer/],
+    ["a null Patient and empty searches, nothing else to fetch from", { patient: null, conditions: { resourceType: "Bundle", type: "searchset", entry: [] } }, 422, /none of the patient's record/],
+    ["every prefetch key, all empty", Object.fromEntries(Object.keys(prefetch()).map((k) => [k, { resourceType: "Bundle", type: "searchset", entry: [] }])), 422, /none of the patient's record/],
+  ])("%s: %s, saying why", async (_name, p, status, why) => {
+    const res = await call(await jwt(), { prefetch: p });
+    expect(res.status).toBe(status);
+    expect((await json<{ message: string }>(res)).message).toMatch(why);
   });
 
   it("…and is fetched, with the EHR's access token, from one on the list", async () => {
@@ -336,6 +336,131 @@ describe("CDS Hooks 2.0", () => {
   });
 });
 
+/**
+ * The example hook request of CDS Hooks 2.0.1 (§Calling a CDS Service), as the specification prints it
+ * (synthetic data). Its prefetch key `patientToGreet` is not one this service asks for.
+ */
+const SPEC_EXAMPLE_REQUEST = {
+  hookInstance: "d1577c69-dfbe-44ad-ba6d-3e05e953b2ea",
+  fhirServer: "http://hooks.smarthealthit.org:9080",
+  hook: "patient-view",
+  fhirAuthorization: { access_token: "some-opaque-fhir-access-token", token_type: "Bearer", expires_in: 300, scope: "patient/Patient.read patient/Observation.read", subject: "cds-service4" },
+  context: { userId: "Practitioner/example", patientId: "1288992", encounterId: "89284" },
+  prefetch: { patientToGreet: { resourceType: "Patient", gender: "male", birthDate: "1925-12-23", id: "1288992", active: true } },
+};
+
+const fhirAuthorization = { access_token: "ehr-token-456", token_type: "Bearer", expires_in: 300, scope: "patient/*.read", subject: "medmmv" };
+
+describe("CDS Hooks 2.0.1 rules", () => {
+  const raw = async (body: unknown, token: string | null, headers: Record<string, string> = {}) =>
+    send(`${t.base}${SERVICE}`, { method: "POST", headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers }, body: JSON.stringify(body) });
+
+  it.each([
+    ["without its prefetch", (({ prefetch: _p, ...rest }) => rest)(SPEC_EXAMPLE_REQUEST)],
+    ["as printed (a prefetch key this service never asked for)", SPEC_EXAMPLE_REQUEST],
+  ])("the specification's example request %s, its FHIR server not reachable from here, is answered 412", async (_name, body) => {
+    const res = await raw(body, await jwt());
+    expect(res.status).toBe(412);
+    expect((await json<{ code: string; message: string }>(res)).message).toMatch(/no Patient \(key "patient"\).*MEDMMV_FHIR_SERVERS/);
+  });
+
+  it("fhirAuthorization without the fhirServer it is for is a 400 naming fhirServer", async () => {
+    const res = await raw({ hook: "patient-view", hookInstance: randomUUID(), fhirAuthorization, context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch() }, await jwt());
+    expect(res.status).toBe(400);
+    expect((await json<{ issues: Array<{ path: string; message: string }> }>(res)).issues).toEqual([{ path: "body.fhirServer", message: "fhirServer is required when fhirAuthorization is sent" }]);
+  });
+
+  it("a hookInstance that is a GUID but not an RFC 4122 UUID (no variant bits) is accepted", async () => {
+    const res = await call(await jwt(), { hookInstance: "d1577c69-dfbe-44ad-0a6d-3e05e953b2ea" });
+    expect(res.status).toBe(200);
+  });
+
+  it("a null prefetch value means no data: it is not fetched, and the rest is", async () => {
+    const before = listed.requests.length;
+    const p = { ...prefetch(), conditions: null, observations: null, medicationStatements: undefined };
+    const res = await call(await jwt(), { prefetch: p, fhirServer: listed.base, fhirAuthorization });
+    expect(res.status).toBe(200);
+    const asked = listed.requests.slice(before).map((r) => r.url!);
+    expect(asked).toEqual(["/fhir/MedicationStatement?patient=stemi-1&status=active"]);
+  });
+
+  it("one failed prefetch query degrades the card, which says what was not read", async () => {
+    const { conditions: _c, ...p } = prefetch();
+    const res = await call(await jwt(), { prefetch: p, fhirServer: strict.base, fhirAuthorization });
+    expect(res.status).toBe(200);
+    const card = SpecResponse.parse(await res.json()).cards[0]!;
+    expect(card.indicator).toBe("warning");
+    expect(card.summary).toMatch(/part of it could not be read/);
+    expect(card.detail).toContain("**Not read:** conditions (the FHIR server answered 401 (the fhirAuthorization token was refused))");
+  });
+
+  it("…but a Patient that cannot be fetched is 412", async () => {
+    const { patient: _p, ...p } = prefetch();
+    const res = await call(await jwt(), { prefetch: p, fhirServer: noPatients.base, fhirAuthorization });
+    expect(res.status).toBe(412);
+    expect((await json<{ message: string }>(res)).message).toMatch(/no Patient .*answered 401/);
+  });
+
+  it("an API-key call may have prefetch fetched only with the EHR's fhirAuthorization: 403 naming it, and nothing fetched", async () => {
+    const before = listed.requests.length;
+    const res = await call("test-key-alpha-0123456789", { prefetch: undefined, fhirServer: listed.base, context: { userId: "Practitioner/dr-1", patientId: "victim-42" } });
+    expect(res.status).toBe(403);
+    const body = await json<{ code: string; message: string }>(res);
+    expect(body.code).toBe("FORBIDDEN");
+    expect(body.message).toContain("fhirAuthorization");
+    expect(listed.requests.length).toBe(before);
+    // With the EHR's token the same caller may.
+    const ok = await call("test-key-alpha-0123456789", { prefetch: { patient: prefetch().patient }, fhirServer: listed.base, fhirAuthorization });
+    expect(ok.status).toBe(200);
+    expect(listed.requests.length).toBeGreaterThan(before);
+  });
+
+  it("the JWT audience is the configured public URL, never the request's Host", async () => {
+    const elsewhere = "https://other-service.example.org";
+    const res = await call(await jwt({ aud: `${elsewhere}${SERVICE}` }), {}, t.base);
+    expect(res.status).toBe(401);
+    const spoofed = await raw({ hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetch() }, await jwt({ aud: `${elsewhere}${SERVICE}` }), { host: "other-service.example.org" });
+    expect(spoofed.status).toBe(401);
+  });
+
+  it("a server with the EHR's JWKS and no MEDMMV_PUBLIC_URL does not start: the audience would be whatever Host the caller sends", async () => {
+    await expect(startTestServer({ openai: t.openai, dataDir: t.dataDir, env: { MEDMMV_CDS_JWKS: path.join(dir, "ehr-jwks.json"), MEDMMV_CDS_ISSUERS: ISS } })).rejects.toThrow(/MEDMMV_PUBLIC_URL/);
+  });
+
+  it.each([
+    ["an exp ten years ahead", () => jwt({ exp: Math.floor(Date.now() / 1000) + 10 * 365 * 86_400 }), /exp is more than 300 s ahead/],
+    ["an empty jti", () => jwt({ jti: "" }), /jti/],
+    ["an iat in the future", () => jwt({ iat: Math.floor(Date.now() / 1000) + 3600 }), /iat is in the future/],
+  ])("a JWT with %s → 401", async (_name, make, why) => {
+    const res = await call(await make());
+    expect(res.status).toBe(401);
+    expect((await json<{ message: string }>(res)).message).toMatch(why);
+  });
+
+  it("the EHR reads the FHIR result of a case it made through the hook, with a JWT of its own; nobody else can", async () => {
+    const { allergies: _a, medicationRequests: _m, ...record } = prefetch(); // a record no other test sends
+    const first = SpecResponse.parse(await (await call(await jwt(), { prefetch: { ...record, allergies: null, medicationRequests: null } })).json());
+    const caseId = decodeURIComponent(new URL(first.cards[0]!.links![0]!.url).pathname.split("/")[2]!);
+    await until(async () => ((await t.server.store.getCase(caseId))?.result ? true : undefined), 20_000, `case ${caseId} finished`);
+    const url = `/cases/${encodeURIComponent(caseId)}/fhir`;
+    const read = (token: string) => t.api(url, { key: null, headers: { authorization: `Bearer ${token}`, accept: "application/fhir+json" } });
+
+    const res = await read(await jwt({ aud: `${PUBLIC_URL}${url}` }));
+    expect(res.status).toBe(200);
+    expect(await json<{ resourceType: string; entry: Array<{ resource: { resourceType: string } }> }>(res)).toMatchObject({ resourceType: "Bundle", entry: expect.arrayContaining([expect.objectContaining({ resource: expect.objectContaining({ resourceType: "ClinicalImpression" }) })]) });
+    // The audience is the URL read, as for the hook: a token for the hook endpoint is not one for this.
+    expect((await read(await jwt({ aud: `${PUBLIC_URL}${SERVICE}` }))).status).toBe(401);
+    expect((await read(await jwt({ aud: `${PUBLIC_URL}${url}`, key: strangerKey, kid: "stranger-1" }))).status).toBe(401);
+    // An API key's holder did not make the case: not found for it.
+    expect((await t.api(url, { headers: { accept: "application/fhir+json" } })).status).toBe(404);
+  });
+
+  it("a JWT with an iat a few seconds ahead (clock skew) is accepted", async () => {
+    const res = await call(await jwt({ iat: Math.floor(Date.now() / 1000) + 10 }));
+    expect(res.status).toBe(200);
+  });
+});
+
 describe("CDS Hooks with the EHR's JWKS at a URL", () => {
   it("verifies JWTs with keys fetched from MEDMMV_CDS_JWKS", async () => {
     let fetched = 0;
@@ -344,9 +469,10 @@ describe("CDS Hooks with the EHR's JWKS at a URL", () => {
       res.writeHead(200, { "content-type": "application/json" }).end(ehrJwks);
     });
     await new Promise<void>((r) => keys.listen(0, "127.0.0.1", r));
-    const remote = await startTestServer({ env: { MEDMMV_CDS_JWKS: `http://127.0.0.1:${(keys.address() as AddressInfo).port}/.well-known/jwks.json`, MEDMMV_CDS_ISSUERS: ISS } });
+    // Behind a proxy, as in production: the EHR calls the public URL, the request reaches the port.
+    const remote = await startTestServer({ env: { MEDMMV_CDS_JWKS: `http://127.0.0.1:${(keys.address() as AddressInfo).port}/.well-known/jwks.json`, MEDMMV_CDS_ISSUERS: ISS, MEDMMV_PUBLIC_URL: "https://medmmv.example.org" } });
     try {
-      const res = await call(await jwt({ aud: `${remote.base}${SERVICE}` }), {}, remote.base);
+      const res = await call(await jwt({ aud: `https://medmmv.example.org${SERVICE}` }), {}, remote.base);
       expect(res.status).toBe(200);
       SpecResponse.parse(await res.json());
       expect(fetched).toBeGreaterThan(0);
@@ -359,7 +485,7 @@ describe("CDS Hooks with the EHR's JWKS at a URL", () => {
 
 describe("CDS Hooks under a rate limit", () => {
   it("refused credentials are counted: past the limit a bad token gets 429", async () => {
-    const limited = await startTestServer({ openai: t.openai, env: { MEDMMV_CDS_JWKS: path.join(dir, "ehr-jwks.json"), MEDMMV_CDS_ISSUERS: ISS, MEDMMV_RATE_LIMIT_PER_MIN: "3" } });
+    const limited = await startTestServer({ openai: t.openai, env: { MEDMMV_CDS_JWKS: path.join(dir, "ehr-jwks.json"), MEDMMV_CDS_ISSUERS: ISS, MEDMMV_PUBLIC_URL: PUBLIC_URL, MEDMMV_RATE_LIMIT_PER_MIN: "3" } });
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 4; i++) statuses.push((await call(await jwt({ key: strangerKey }), {}, limited.base)).status);

@@ -5,9 +5,9 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { bundleToCase } from "../../../core/intake/fhir/bundle-to-case.js";
 import { describeZodIssues } from "../../../core/contracts/zod-issues.js";
 import { ClinicalCase } from "../../../core/contracts/clinical-case.js";
-import { noRecordCard, resultCard, startedCard } from "../../cds-hooks/cards.js";
+import { resultCard, startedCard } from "../../cds-hooks/cards.js";
 import { Discovery, discoveryDocument, SERVICE_ID } from "../../cds-hooks/discovery.js";
-import { fetchMissingPrefetch, isAllowedFhirServer } from "../../cds-hooks/fhir-fetch.js";
+import { fetchMissingPrefetch, isAllowedFhirServer, type NotRead } from "../../cds-hooks/fhir-fetch.js";
 import { HookRequest, HookResponse } from "../../cds-hooks/hook-request.js";
 import { CdsJwtVerifier, looksLikeJwt } from "../../cds-hooks/jwt-auth.js";
 import { inPrefetchTerms, prefetchToBundle } from "../../cds-hooks/prefetch-bundle.js";
@@ -16,7 +16,8 @@ import { canonicalJson } from "../../../core/contracts/canonical-json.js";
 import { isTerminal } from "../../service/case-service.js";
 import type { CaseRecord } from "../../store/case-store.js";
 import { signViewLink } from "../../view/signed-link.js";
-import { ApiKeys, BEARER, deferredAuth, OPEN_OWNER } from "../auth.js";
+import { ApiKeys, authHooks, BEARER, deferredAuth, OPEN_OWNER } from "../auth.js";
+import { fhirRoutes } from "./fhir.js";
 import { registerRateLimit } from "../plugins/rate-limit.js";
 import { ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
@@ -27,7 +28,7 @@ const SERVICE_PATH = `/cds-services/${SERVICE_ID}`;
 const MAX_RETRIES_PER_RECORD = 5;
 
 /**
- * CDS Hooks 2.0 (discovery and the patient-view service). Outside the key-only context:
+ * CDS Hooks 2.0.1 (discovery and the patient-view service). Outside the key-only context:
  * an EHR authenticates with a signed JWT (MEDMMV_CDS_JWKS) or, like any client, an API key.
  * CORS only for the origins configured (MEDMMV_CORS_ORIGINS), e.g. the CDS Hooks sandbox.
  */
@@ -37,7 +38,27 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   }
   const keys = new ApiKeys(config.http.apiKeys);
   const jwt = config.cds.jwks ? new CdsJwtVerifier({ jwks: config.cds.jwks, issuers: config.cds.issuers, usedTokenIds: store }) : null;
+  // With a JWKS the public URL is configured (loadConfig refuses otherwise): the audience never comes from the request.
+  // Without one, only card links use the request's host, and only API-key (or open, loopback) callers get them.
   const publicBase = (request: FastifyRequest) => config.cds.publicUrl ?? `${request.protocol}://${request.host}`;
+  /** Requests authenticated by the EHR's JWT (not an API key). */
+  const viaJwt = new WeakSet<FastifyRequest>();
+
+  /**
+   * Why the missing prefetch cannot be fetched, or null when it can. An API-key caller (or
+   * anyone, with no credentials configured) may name any fhirServer and patient: without the
+   * EHR's own token for that server it would read a patient the caller has no right to, with
+   * this service's network position. So such a call needs fhirAuthorization (403 naming it);
+   * an EHR that signed its JWT is trusted with an open FHIR server of its own.
+   */
+  const whyNotFetchable = (call: HookRequest, signedByEhr: boolean): string | null => {
+    if (!call.fhirServer) return "the call names no fhirServer";
+    if (!isAllowedFhirServer(call.fhirServer, config.cds.fhirServers)) return "its fhirServer is not one this service may contact (MEDMMV_FHIR_SERVERS)";
+    if (!signedByEhr && !call.fhirAuthorization) {
+      throw new MedmmvError("FORBIDDEN", "a call authenticated by API key may have the missing prefetch fetched from fhirServer only with the EHR's fhirAuthorization (an access token for that server); send fhirAuthorization, or the prefetch itself");
+    }
+    return null;
+  };
 
   app.decorateRequest("owner", "");
   await registerRateLimit(app, config.http.rateLimitPerMin);
@@ -58,7 +79,11 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     const token = m[1]!;
     const owner = keys.enabled ? keys.verify(token) : null;
     if (owner) return owner;
-    if (jwt && looksLikeJwt(token)) return (await jwt.verify(token, `${publicBase(request)}${SERVICE_PATH}`)).owner;
+    if (jwt && looksLikeJwt(token)) {
+      const { owner: ehr } = await jwt.verify(token, `${config.cds.publicUrl!}${SERVICE_PATH}`);
+      viaJwt.add(request);
+      return ehr;
+    }
     if (open) return OPEN_OWNER;
     throw new MedmmvError("UNAUTHORIZED", "invalid credentials: neither an API key nor a CDS Hooks JWT");
   });
@@ -98,30 +123,45 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         tags: ["cds-hooks"],
         summary: "CDS Hooks patient-view: a card with medmmv's answer for the patient's record",
         description:
-          "The prefetch becomes a FHIR Bundle and then a case. A record already analysed (same content) answers with its finished case's card; otherwise the case starts and an info card links to it at once. Missing prefetch is fetched only from a fhirServer on MEDMMV_FHIR_SERVERS.",
+          "The prefetch becomes a FHIR Bundle and then a case. A record already analysed (same content) answers with its finished case's card; otherwise the case starts and an info card links to it at once. A null prefetch value means the EHR has no such data. Absent prefetch is fetched only from a fhirServer on MEDMMV_FHIR_SERVERS (with fhirAuthorization, required of API-key callers: 403 otherwise); a query that fails makes the card say what was not read, and a Patient neither sent nor fetched is 412.",
         body: HookRequest,
-        response: { 200: HookResponse, ...errorResponses, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody, 422: ErrorBody },
+        response: { 200: HookResponse, ...errorResponses, 403: ErrorBody, 409: ErrorBody, 412: ErrorBody, 413: ErrorBody, 415: ErrorBody, 422: ErrorBody },
       },
     },
     async (request) => {
       const call = request.body;
-      let { bundle, missing, origins } = prefetchToBundle(call.prefetch);
-      // Why there is no record, should the bundle come out empty: shown to the clinician.
-      let noRecord = missing.length
-        ? "The prefetch is incomplete, and the call names no fhirServer to fetch the rest of the record from."
-        : "The prefetch holds none of the patient's record (its searches came back empty).";
-      if (missing.length && call.fhirServer) {
-        if (!isAllowedFhirServer(call.fhirServer, config.cds.fhirServers)) {
-          request.log.info({ missing: missing.length }, "prefetch incomplete; fhirServer not on MEDMMV_FHIR_SERVERS, not contacted");
-          noRecord = "The prefetch is incomplete, and the FHIR server is not one this service may contact (MEDMMV_FHIR_SERVERS).";
-        } else {
-          const fetched = await fetchMissingPrefetch(missing, { fhirServer: call.fhirServer, accessToken: call.fhirAuthorization?.access_token, patientId: call.context.patientId, allowList: config.cds.fhirServers });
-          ({ bundle, missing, origins } = prefetchToBundle({ ...call.prefetch, ...fetched }));
-          noRecord = "Neither the prefetch nor the FHIR server holds any of the patient's record.";
+      const sent = prefetchToBundle(call.prefetch);
+      const { missing } = sent;
+      let { bundle, origins } = sent;
+      /** Prefetch keys that did not come and could not be fetched, and why. */
+      let notRead: NotRead[] = [];
+      if (missing.length) {
+        const cannot = whyNotFetchable(call, viaJwt.has(request));
+        if (cannot) notRead = missing.map((key) => ({ key, reason: cannot }));
+        else {
+          const got = await fetchMissingPrefetch(missing, {
+            fhirServer: call.fhirServer!,
+            accessToken: call.fhirAuthorization?.access_token,
+            patientId: call.context.patientId,
+            allowList: config.cds.fhirServers,
+            maxBytes: config.http.maxBodyBytes,
+          });
+          ({ bundle, origins } = prefetchToBundle({ ...call.prefetch, ...got.fetched }));
+          notRead = [...got.failed, ...got.truncated];
+          if (got.failed.length) request.log.info({ notRead: got.failed.map((f) => f.key) }, "prefetch queries failed on the FHIR server; the card says what was not read");
         }
       }
+      // The record is the patient's: without the Patient it is not known to be theirs (CDS Hooks 412).
+      const noPatient = notRead.find((n) => n.key === "patient");
+      if (noPatient) {
+        throw new MedmmvError("PRECONDITION_FAILED", `the prefetch has no Patient (key "patient") and it cannot be fetched: ${noPatient.reason}; send it in the prefetch, or a fhirServer on MEDMMV_FHIR_SERVERS with fhirAuthorization`, {
+          details: { notRead },
+        });
+      }
       const entries = bundle.entry as Array<{ resource: { resourceType?: unknown; id?: unknown } }>;
-      if (!entries.length) return { cards: [noRecordCard(noRecord)] };
+      if (!entries.length) {
+        throw new MedmmvError("UNPROCESSABLE", "the prefetch holds none of the patient's record (every key is null or an empty search): there is nothing to analyse", { details: { notRead } });
+      }
       const patient = entries.find((e) => e.resource.resourceType === "Patient");
       if (patient && patient.resource.id !== call.context.patientId) {
         throw new MedmmvError("INVALID_INPUT", "the prefetched Patient is not context.patientId; prefetch the patient in context");
@@ -143,8 +183,36 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       const { record, replayed } = prior ? { record: prior, replayed: true } : await service.submit({ owner: request.owner, input, overrides: {}, idempotencyKey: key });
       const token = signViewLink(record.id, request.owner, secret, MAX_LINK_TTL_SEC);
       const viewUrl = `${publicBase(request)}/cases/${encodeURIComponent(record.id)}/view?token=${encodeURIComponent(token)}`;
-      if (isTerminal(record.status) && record.result) return { cards: [resultCard(record.result, viewUrl)] };
-      return { cards: [startedCard(viewUrl, replayed)] };
+      if (isTerminal(record.status) && record.result) return { cards: [resultCard(record.result, viewUrl, notRead)] };
+      return { cards: [startedCard(viewUrl, replayed, notRead)] };
     },
   );
+};
+
+/**
+ * GET /cases/{id}/fhir for the EHR too: a case made through the hook belongs to the EHR's
+ * issuer, so the EHR reads its FHIR result with the same kind of credential it calls the
+ * hook with, a JWT signed by a key of MEDMMV_CDS_JWKS (aud: this URL, under
+ * MEDMMV_PUBLIC_URL; a fresh jti). An API key works as everywhere else. Registered here,
+ * outside the key-only context, for that reason; the route itself is fhirRoutes.
+ */
+export const caseFhirRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, deps) => {
+  const { config, store } = deps;
+  const byKey = authHooks(new ApiKeys(config.http.apiKeys));
+  const jwt = config.cds.jwks ? new CdsJwtVerifier({ jwks: config.cds.jwks, issuers: config.cds.issuers, usedTokenIds: store }) : null;
+  const byJwt = deferredAuth(async (request) => {
+    const id = (request.params as { id?: string }).id ?? "";
+    const token = BEARER.exec(request.headers.authorization ?? "")![1]!;
+    return (await jwt!.verify(token, `${config.cds.publicUrl!}/cases/${encodeURIComponent(id)}/fhir`)).owner;
+  });
+  app.decorateRequest("owner", "");
+  app.addHook("onRequest", async (request, reply) => {
+    const bearer = BEARER.exec(request.headers.authorization ?? "")?.[1];
+    // An API key is never three base64url parts; a JWT is, and is checked only when a JWKS is configured.
+    return jwt && bearer && looksLikeJwt(bearer) ? byJwt.identify(request, reply) : byKey.identify(request, reply);
+  });
+  await registerRateLimit(app, config.http.rateLimitPerMin);
+  // Both hooks keep their refusal in the same place (auth.ts): either one's enforce throws it.
+  app.addHook("preParsing", byKey.enforce);
+  await app.register(fhirRoutes, deps);
 };

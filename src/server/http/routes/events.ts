@@ -28,11 +28,12 @@ const REMOTE_POLL_MS = 500;
  * another process on the same store (or waits to be adopted by one) has no live events
  * here: its stream polls the store instead. The reply is hijacked
  * (docs/architecture.md#known-pitfalls); live events that arrive while history is being sent are buffered and
- * de-duplicated by sequence number, so nothing is skipped or sent twice.
+ * de-duplicated by sequence number, so nothing is skipped or sent twice. `path`: the audit page
+ * serves the same stream under its own authentication (a signed link) at another path.
  */
-export const eventRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service, heartbeatMs }) => {
+export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string }> = async (app, { service, heartbeatMs, path = "/cases/:id/events" }) => {
   app.get(
-    "/cases/:id/events",
+    path,
     {
       schema: {
         tags: ["cases"],

@@ -1,15 +1,19 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { MedmmvError } from "../../../core/contracts/errors.js";
 import { isTerminal } from "../../service/case-service.js";
-import { renderCaseViewHtml, newViewNonce, viewContentSecurityPolicy } from "../../view/render-view.js";
+import { buildViewPayload, renderCaseViewHtml, renderLiveViewHtml, renderViewMessageHtml, newViewNonce, viewContentSecurityPolicy } from "../../view/render-view.js";
+import type { ViewLive } from "../../view/view-payload.js";
+import type { CaseRecord } from "../../store/case-store.js";
+import { sendError, toHttpError } from "../errors.js";
+import { eventRoutes } from "./events.js";
 import { caseViewInputFromStored } from "../../view/report-command.js";
 import { signViewLink, verifyViewLink } from "../../view/signed-link.js";
 import { ApiKeys, OPEN_OWNER } from "../auth.js";
 import { registerRateLimit } from "../plugins/rate-limit.js";
-import { CaseIdParams, errorResponses } from "../schemas.js";
+import { CaseIdParams, ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
 const DEFAULT_LINK_TTL_SEC = 15 * 60;
@@ -51,7 +55,8 @@ export const viewLinkRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
  * GET /cases/{id}/view — the audit page. Opened either with the API key (header) or with a
  * signed link (`?token=`), so it has its own authentication instead of the key-only hooks.
  */
-export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { service, store, config, secret }) => {
+export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, deps) => {
+  const { service, store, config, secret } = deps;
   const keys = new ApiKeys(config.http.apiKeys);
   app.decorateRequest("owner", "");
   app.addHook("onRequest", async (request: FastifyRequest<{ Params: { id?: string }; Querystring: { token?: string } }>) => {
@@ -73,12 +78,27 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   });
   await registerRateLimit(app, config.http.rateLimitPerMin);
 
+  // A browser opened this page: whatever goes wrong, it gets a page that says so, not JSON.
+  // The stream and the payload are read by the page's script, which reads JSON errors.
+  app.setErrorHandler((err, request, reply) => {
+    if (request.routeOptions.url !== VIEW_PATH) return sendError(request, reply, err, config);
+    const h = toHttpError(err, config);
+    if (h.status >= 500) request.log.error({ code: h.code, statusCode: h.status }, "audit page failed");
+    if (h.headers) void reply.headers(h.headers);
+    return sendHtml(reply.status(h.status), messagePage(h.status, h.status >= 500 ? "The audit view could not be made; the server log names the request." : h.message));
+  });
+
+  /** The token the live page's script authenticates with: its own link's, or one made for a page opened with an API key. */
+  const pageToken = (token: string | undefined, caseId: string, owner: string) => token ?? signViewLink(caseId, owner, secret, LIVE_PAGE_TTL_SEC);
+
   app.get(
-    "/cases/:id/view",
+    VIEW_PATH,
     {
       schema: {
         tags: ["audit"],
-        summary: "The audit view of a finished case (HTML): evidence graph, reasoning path, candidates, repairs",
+        summary: "The audit view of a case (HTML): evidence graph, reasoning path, candidates, repairs; live progress while it runs",
+        description:
+          "A finished case: its audit view. A queued or running case: a page that shows its events as they happen and becomes the audit view when it finishes, without a reload. A failed case: a page saying why. Errors are HTML pages too.",
         params: CaseIdParams,
         querystring: z.object({ token: z.string().max(2000).optional().describe("Signed view link token") }),
         response: { 200: z.string().describe("HTML page"), ...errorResponses },
@@ -86,25 +106,71 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     },
     async (request, reply) => {
       const record = await service.get(request.owner, request.params.id);
-      if (!isTerminal(record.status) || !record.result)
-        throw new MedmmvError("CONFLICT", `case ${record.id} is ${record.status}; its audit view is available once it finishes`, { details: { status: record.status } });
-      const images = await Promise.all(record.input.images.map((i) => store.getImage(i.sha256)));
       const nonce = newViewNonce();
-      const html = renderCaseViewHtml({
-        result: record.result,
-        fullEvidenceGraph: record.fullEvidenceGraph,
-        caseInput: caseViewInputFromStored(record.input, images),
-        mode: "served",
-        nonce,
-        turns: await store.listTurns(record.id),
-      });
-      // Helmet's default CSP would block the page's own inline script; this one allows exactly it.
-      void reply
-        .header("content-security-policy", `${viewContentSecurityPolicy(nonce)}; frame-ancestors 'none'`)
-        .header("referrer-policy", "no-referrer")
-        .header("cache-control", "no-store")
-        .type("text/html; charset=utf-8");
-      return html;
+      if (!isTerminal(record.status)) {
+        const token = pageToken(request.query.token, record.id, request.owner);
+        const q = `?token=${encodeURIComponent(token)}`;
+        const base = `/cases/${encodeURIComponent(record.id)}/view`;
+        const live: ViewLive = { version: 1, caseId: record.id, status: record.status, eventsUrl: `${base}/events${q}`, payloadUrl: `${base}/payload${q}` };
+        return sendHtml(reply, renderLiveViewHtml(live, nonce), viewContentSecurityPolicy(nonce, { live: true }));
+      }
+      if (!record.result) {
+        const why = record.error ? `${record.error.code}: ${record.error.message}` : "it ended without a result";
+        return sendHtml(reply, messagePage(200, `The analysis of case ${record.id} ${record.status === "failed" ? "failed" : `is ${record.status}`}: ${why}.`, nonce), viewContentSecurityPolicy(nonce, { script: false }));
+      }
+      return sendHtml(reply, renderCaseViewHtml({ ...(await viewInput(record)), mode: "served", nonce }), viewContentSecurityPolicy(nonce));
     },
   );
+
+  app.get(
+    `${VIEW_PATH}/payload`,
+    {
+      schema: {
+        tags: ["audit"],
+        summary: "The data of a finished case's audit view (what the live page draws once the case finishes)",
+        params: CaseIdParams,
+        querystring: z.object({ token: z.string().max(2000).optional().describe("Signed view link token") }),
+        response: { 200: z.looseObject({ version: z.literal(1) }).describe("ViewPayload"), ...errorResponses, 409: ErrorBody },
+      },
+    },
+    async (request, reply) => {
+      const record = await service.get(request.owner, request.params.id);
+      if (!isTerminal(record.status) || !record.result)
+        throw new MedmmvError("CONFLICT", `case ${record.id} is ${record.status}; its audit view exists once it has finished with a result`, { details: { status: record.status } });
+      void reply.header("cache-control", "no-store");
+      // Sent as built: the response schema only documents it (it would strip what it does not list).
+      const payload = buildViewPayload({ ...(await viewInput(record)), mode: "served" });
+      return reply.serializer((p: unknown) => JSON.stringify(p)).send(payload as unknown as { version: 1 });
+    },
+  );
+
+  // The case's events for the live page, under this page's authentication (EventSource sends no Authorization header).
+  await app.register(eventRoutes, { ...deps, path: `${VIEW_PATH}/events` });
+
+  async function viewInput(record: CaseRecord) {
+    const images = await Promise.all(record.input.images.map((i) => store.getImage(i.sha256)));
+    return { result: record.result!, fullEvidenceGraph: record.fullEvidenceGraph, caseInput: caseViewInputFromStored(record.input, images), turns: await store.listTurns(record.id) };
+  }
 };
+
+const VIEW_PATH = "/cases/:id/view";
+/** How long the token lasts that a page opened with an API key mints for its own script. */
+const LIVE_PAGE_TTL_SEC = 6 * 60 * 60;
+
+const STATUS_TITLES: Record<number, string> = { 200: "Case not analysed", 401: "Link not accepted", 404: "Case not found", 429: "Too many requests" };
+
+function messagePage(status: number, message: string, nonce = newViewNonce()): { html: string; nonce: string } {
+  const hint = status === 401 ? "Open the link again from the EHR or ask for a new one; view links expire." : status === 404 ? "The case may have been deleted, or the link is for another account." : undefined;
+  return { html: renderViewMessageHtml({ title: STATUS_TITLES[status] ?? (status >= 500 ? "Server error" : "Request refused"), message, hint, nonce }), nonce };
+}
+
+/** An HTML page with its CSP as a header too (plus `frame-ancestors 'none'`, which a <meta> policy cannot carry). */
+function sendHtml(reply: FastifyReply, page: string | { html: string; nonce: string }, csp?: string): FastifyReply {
+  const { html, policy } = typeof page === "string" ? { html: page, policy: csp! } : { html: page.html, policy: csp ?? viewContentSecurityPolicy(page.nonce, { script: false }) };
+  return reply
+    .header("content-security-policy", `${policy}; frame-ancestors 'none'`)
+    .header("referrer-policy", "no-referrer")
+    .header("cache-control", "no-store")
+    .type("text/html; charset=utf-8")
+    .send(html);
+}

@@ -1,6 +1,7 @@
-import type { ViewPayload, ViewState } from "../view-payload.js";
+import type { ViewLive, ViewPayload, ViewState } from "../view-payload.js";
 import { append, h } from "./dom.js";
 import { GraphView } from "./graph-view.js";
+import { startLive } from "./live.js";
 import { renderNodePanel } from "./node-panel.js";
 import { AGENT_COLORS, KIND_STYLE, RELATION_COLORS } from "./palette.js";
 import { renderPathPanel, type ClaimRef } from "./path-panel.js";
@@ -18,10 +19,10 @@ const errors: string[] = [];
 document.addEventListener("securitypolicyviolation", (e) => cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
 window.addEventListener("error", (e) => errors.push(String(e.message)));
 
-function readPayload(): ViewPayload {
-  const el = document.getElementById("medmmv-data");
-  if (!el?.textContent) throw new Error("the page carries no case data");
-  return JSON.parse(el.textContent) as ViewPayload;
+/** The page's inert JSON under `id`, or null when it has none. */
+function readJson<T>(id: string): T | null {
+  const el = document.getElementById(id);
+  return el?.textContent ? (JSON.parse(el.textContent) as T) : null;
 }
 
 function legend(): HTMLElement {
@@ -61,11 +62,10 @@ const state: { lastHandlerMs: number | null; activeClaim: string | null; ready: 
   renderMs: null,
 };
 
-function main(): void {
+function main(payload: ViewPayload): void {
   const app = document.getElementById("app");
   if (!app) return;
   app.textContent = "";
-  const payload = readPayload();
   mark("payload");
   const r = payload.result;
   document.title = `medmmv audit \u2014 ${r.caseId}`;
@@ -237,10 +237,19 @@ function main(): void {
   });
 }
 
-try {
-  main();
-} catch (e) {
-  errors.push(e instanceof Error ? e.message : String(e));
-  const app = document.getElementById("app");
-  if (app) app.textContent = `The audit view failed to start: ${e instanceof Error ? e.message : String(e)}`;
+function show(payload: ViewPayload | null): void {
+  try {
+    if (!payload) throw new Error("the page carries no case data");
+    main(payload);
+  } catch (e) {
+    errors.push(e instanceof Error ? e.message : String(e));
+    const app = document.getElementById("app");
+    if (app) app.textContent = `The audit view failed to start: ${e instanceof Error ? e.message : String(e)}`;
+  }
 }
+
+// A case still running has a live page: it follows the case and becomes the audit view when it finishes.
+const live = readJson<ViewLive>("medmmv-live");
+const liveApp = document.getElementById("app");
+if (live && liveApp) startLive(live, liveApp, show);
+else show(readJson<ViewPayload>("medmmv-data"));
