@@ -61,6 +61,8 @@ export interface EvalCliOptions extends StagewiseCliOptions {
   shuffleOptions?: number;
   /** Conversation datasets: question orders to run (default all three). */
   order?: QuestionOrder[];
+  /** A finished eval folder whose cached responses this run may replay. */
+  replayCache?: string;
 }
 
 /** The store's response cache, when caching is on; an eval without it still runs (and says so). */
@@ -108,6 +110,7 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
     resume: o.resume,
     raters: o.raters,
     out: o.out,
+    replayCache: o.replayCache,
     ...Object.assign({}, ...STUDIES.map((st) => st.runOptions?.({ ...o }) ?? {})),
   };
 }
@@ -138,6 +141,7 @@ const NOT_FOR_CONVERSATIONS: Array<[keyof EvalCliOptions, string]> = [
   ["sample", "--sample"],
   ["stratify", "--stratify"],
   ["fieldMap", "--field-map"],
+  ["replayCache", "--replay-cache"],
 ];
 
 async function evalAction(o: EvalCliOptions): Promise<number> {
@@ -253,7 +257,7 @@ export function registerEvalCommands(program: Command): void {
     .option("--sample <n>", "a random sample of N items (deterministic for --seed)", int(1, 10_000_000))
     .option("--stratify <keys>", "sample proportionally within strata, e.g. body_system,question_type", list)
     .option("--seed <s>", "seed for --sample (and the per-run seed base of --select random)", int(0, 2 ** 31 - 1))
-    .option("--runs <r>", "repeat every item R times; accuracy is reported as mean ± std over runs", int(1, 100), 1)
+    .option("--runs <r>", "repeat every item R times, each run a fresh draw from the model; accuracy with its 95 % interval over items and runs, and ± std over runs", int(1, 100), 1)
     .addOption(new Option("--method <m>", "medmmv, zero-shot chain of thought, self-consistency (k CoT samples, majority vote), or stagewise (ClinHallu's stage-wise protocol)").choices(METHOD_NAMES).default("medmmv"))
     .option("--k <n>", "rollouts (medmmv) or samples (self-consistency)", int(1, 32))
     .option("--max-repairs <n>", "repair budget per path", int(0, 10))
@@ -268,6 +272,7 @@ export function registerEvalCommands(program: Command): void {
     .addOption(new Option("--select <rule>", "how the final path is chosen").choices(["cu", "random", "majority"]))
     .option("--concurrency <n>", "items in flight (lowered automatically when the provider rate-limits)", int(1, 256), 4)
     .option("--resume", "continue the run in --out: skip finished items, retry failed ones")
+    .option("--replay-cache <dir>", "let run r answer from the response cache of run r of this finished eval folder (otherwise every run is a fresh draw)")
     .option("--raters <models>", "reliability raters (model names on the same endpoint): T, I, T×I, CMHR", list)
     .option("--out <dir>", "results folder")
     .option("--json", "print summary.json instead of the Markdown summary");
