@@ -205,25 +205,65 @@ async function conversationEval(o: EvalCliOptions, opts: EvalRunOptions, config:
   return summary.failed > 0 ? EXIT.failed : EXIT.ok;
 }
 
-async function reportAction(dirs: string[], o: { json?: boolean }): Promise<number> {
+async function reportAction(dirs: string[], o: { json?: boolean; out?: string }): Promise<number> {
   try {
     const { compareSummaries, loadSummary } = await import("../eval/report.js");
-    const summaries = await Promise.all(dirs.map((d) => loadSummary(path.resolve(d))));
+    const { loadOutcomes, pairedMarkdown, pairedReport } = await import("../eval/paired-report.js");
+    const resolved = dirs.map((d) => path.resolve(d));
+    const summaries = await Promise.all(resolved.map((d) => loadSummary(d)));
     // Folder names as column heads; the full path where two share a name.
-    const bases = dirs.map((d) => path.basename(path.resolve(d)));
+    const bases = resolved.map((d) => path.basename(d));
     const names = bases.map((b, i) => (bases.indexOf(b) !== bases.lastIndexOf(b) ? dirs[i]! : b));
     const sections: Array<(names: readonly string[]) => string> = [];
     for (const st of STUDIES) {
-      const section = await st.compareFolders?.(dirs.map((d) => path.resolve(d)), summaries);
+      const section = await st.compareFolders?.(resolved, summaries);
       if (section) sections.push(section);
     }
-    if (o.json) process.stdout.write(JSON.stringify(Object.fromEntries(names.map((n, i) => [n, summaries[i]])), null, 2) + "\n");
-    else process.stdout.write(compareSummaries(summaries, names) + "\n");
-    if (!o.json) for (const section of sections) process.stdout.write("\n" + section(names) + "\n");
+    const paired = summaries.length > 1 ? pairedReport(names, await Promise.all(resolved.map(loadOutcomes)), summaries) : null;
+    const md = [compareSummaries(summaries, names), ...(paired ? ["", pairedMarkdown(paired)] : []), ...sections.map((section) => "\n" + section(names))].join("\n") + "\n";
+    const json = JSON.stringify(Object.fromEntries(names.map((n, i) => [n, summaries[i]])), null, 2) + "\n";
+    if (o.out) {
+      const { mkdir, writeFile } = await import("node:fs/promises");
+      const { comparisonHtml } = await import("../eval/summary-html.js");
+      const out = path.resolve(o.out);
+      await mkdir(out, { recursive: true });
+      await writeFile(path.join(out, "report.md"), md);
+      await writeFile(path.join(out, "report.json"), JSON.stringify({ runs: Object.fromEntries(names.map((n, i) => [n, summaries[i]])), paired }, null, 2) + "\n");
+      await writeFile(path.join(out, "summary.html"), await comparisonHtml(summaries, names, paired, `# Eval report: ${names.join(" vs ")}\n\n${md}`));
+      process.stderr.write(`medmmv eval report: ${path.join(out, "report.md")}, report.json and summary.html\n`);
+    }
+    process.stdout.write(o.json ? json : md);
     return EXIT.ok;
   } catch (err) {
     return failWith("medmmv eval report", err);
   }
+}
+
+async function calibrateAction(dir: string, o: { targetRisk: number; json?: boolean }): Promise<number> {
+  try {
+    const { readResults, RESULTS_FILE } = await import("../eval/results-file.js");
+    const { loadSummary } = await import("../eval/report.js");
+    const { confidenceName, scoredRecords } = await import("../eval/record-stats.js");
+    const { proposeThreshold } = await import("../eval/stats/selective.js");
+    const { thresholdMarkdown } = await import("../eval/confidence-report.js");
+    const folder = path.resolve(dir);
+    const summary = await loadSummary(folder);
+    const { records } = await readResults(path.join(folder, RESULTS_FILE));
+    const scored = scoredRecords(records);
+    const proposal = scored.length ? proposeThreshold(scored, o.targetRisk) : null;
+    const source = confidenceName(summary.method);
+    if (o.json) process.stdout.write(JSON.stringify({ run: folder, source, records: scored.length, targetRisk: o.targetRisk, tunedOn: "this run's records (validate on held-out data)", proposal }, null, 2) + "\n");
+    else process.stdout.write(thresholdMarkdown(proposal, { target: o.targetRisk, source, n: scored.length, label: summary.label }) + "\n");
+    return scored.length === 0 || !proposal ? EXIT.failed : EXIT.ok;
+  } catch (err) {
+    return failWith("medmmv eval calibrate", err);
+  }
+}
+
+function riskArg(v: string): number {
+  const x = Number(v);
+  if (!Number.isFinite(x) || x < 0 || x >= 1) throw new InvalidArgumentError("expected a number in [0, 1), e.g. 0.1");
+  return x;
 }
 
 function failWith(command: string, err: unknown): number {
@@ -297,7 +337,18 @@ export function registerEvalCommands(program: Command): void {
     .description("compare eval folders side by side (deltas against the first)")
     .argument("<dirs...>", "eval --out folders")
     .option("--json", "print the summaries as JSON")
-    .action(async (dirs: string[], opts: { json?: boolean }) => {
+    .option("--out <dir>", "also write DIR/report.md, DIR/report.json (with the paired comparison) and DIR/summary.html (tables and plots)")
+    .action(async (dirs: string[], opts: { json?: boolean; out?: string }) => {
       process.exitCode = await reportAction(dirs, opts);
+    });
+
+  cmd
+    .command("calibrate")
+    .description("propose the answerSupport (or vote-share) threshold that keeps the error rate of the answers acted on under a target, tuned on this run")
+    .argument("<dir>", "an eval --out folder")
+    .requiredOption("--target-risk <r>", "highest acceptable error rate among the answers kept, e.g. 0.1", riskArg)
+    .option("--json", "print the proposal as JSON")
+    .action(async (dir: string, opts: { targetRisk: number; json?: boolean }) => {
+      process.exitCode = await calibrateAction(dir, opts);
     });
 }

@@ -27,6 +27,7 @@ import { SUMMARY_JSON, SUMMARY_MD, type EvalSummary } from "./summary.js";
 import { compactResults, readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
 import { claimRunFolder, manifestSource } from "./run-folder.js";
 import { cacheScopeFor, runScopedCache } from "./run-cache.js";
+import { SUMMARY_HTML, summaryHtml } from "./summary-html.js";
 import { selectItems } from "./sampling.js";
 import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
@@ -365,6 +366,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     selection,
   });
   await writeJsonAtomic(path.join(dir, SUMMARY_JSON), summary);
-  await writeJsonAtomic(path.join(dir, SUMMARY_MD), summaryMarkdown(summary));
+  const md = summaryMarkdown(summary);
+  await writeJsonAtomic(path.join(dir, SUMMARY_MD), md);
+  await writeJsonAtomic(path.join(dir, SUMMARY_HTML), await summaryHtml(summary, md));
   return { dir, summary, interrupted: signal.aborted && tasks.length > written, written };
 }
