@@ -32,7 +32,7 @@ function costRows(s: EvalSummary, label = ""): IntervalRow[] {
 /** The plots of one run's summary. */
 export function summaryPlots(s: EvalSummary): Plot[] {
   const plots: Plot[] = [];
-  const n = `${s.items} items${s.runs > 1 ? ` × ${s.runs} runs` : ""}`;
+  const n = `n = ${s.items} items${s.runs > 1 ? ` × ${s.runs} runs` : ""}`;
   if (s.runs > 1 && s.accuracy !== null)
     plots.push({
       id: "accuracy-by-run",
