@@ -2,6 +2,8 @@ import type { EvalMetrics } from "./metrics-types.js";
 import { ciText, estimateText, markdownTable, pct } from "./report-table.js";
 import { DEFAULT_RESAMPLES, DEFAULT_SEED } from "./stats/bootstrap.js";
 import type { ThresholdProposal } from "./stats/selective.js";
+import type { Interval } from "./stats/interval.js";
+import type { EvalSummary } from "./summary.js";
 
 /** summary.md's sections on the method's confidence: calibration, selective prediction, the built-in abstention. */
 
@@ -97,4 +99,24 @@ export function thresholdMarkdown(p: ThresholdProposal | null, o: { target: numb
       (p.riskCi && p.riskCi.hi > o.target ? ` The upper end of the risk's interval (${pct(p.riskCi.hi)} %) is above the target.` : ""),
     `The threshold's interval is a percentile bootstrap over items (${p.thresholdCi?.resamples ?? DEFAULT_RESAMPLES} resamples, seed ${p.thresholdCi?.seed ?? DEFAULT_SEED})${p.resamplesWithout ? `; in ${p.resamplesWithout} resamples no threshold met the target` : ""}. The risk's interval is Wilson's.`,
   ].join("\n");
+}
+
+/** The studies' figures (ClinHallu, Dr-LLaVA, robustness) with their bootstrap intervals, in percent. */
+export function studyIntervalSection(s: Pick<EvalSummary, "studyIntervals" | "stagewise" | "conversation" | "robustness">): string[] {
+  const iv = s.studyIntervals;
+  if (!iv) return [];
+  const rows: string[][] = [];
+  const row = (name: string, value: number | null | undefined, ci: Interval | null | undefined) => {
+    if (value !== null && value !== undefined) rows.push([name, pct(value), ciText(ci)]);
+  };
+  if (iv.stagewise && s.stagewise) for (const [k, name] of [["hV", "H_V"], ["hK", "H_K"], ["hR", "H_R"]] as const) row(`ClinHallu ${name}`, s.stagewise[k], iv.stagewise[k]);
+  for (const [order, cis] of Object.entries(iv.conversation ?? {})) {
+    const m = s.conversation?.[order as keyof NonNullable<EvalSummary["conversation"]>];
+    if (m && cis) for (const [k, name] of [["aQ", "A_Q"], ["aC", "A_C"], ["aD", "A_D"], ["hCC", "H_cc"]] as const) row(`Dr-LLaVA ${name} (${order})`, m[k], cis[k]);
+  }
+  if (iv.robustness && s.robustness)
+    for (const [k, name] of [["accuracy", "probed accuracy"], ["agreesWithHypothesis", "agrees with the hypothesis"], ["agreesWithWrong", "agrees with a wrong hypothesis"], ["consistency", "answer consistency across option orders"], ["flipRate", "flip rate"]] as const)
+      row(`robustness: ${name}`, s.robustness[k], iv.robustness[k]);
+  if (rows.length === 0) return [];
+  return ["## Study figures with intervals", "", markdownTable(["figure", "value (%)", "95 % CI"], rows, ["l", "r", "r"]), "", "Percentile bootstrap over dataset items (an item's runs, option orders and question orders resampled together), each figure recomputed by its study on every resample.", ""];
 }

@@ -10,7 +10,8 @@ import { STUDIES } from "./studies.js";
 import type { MarkdownSlot } from "./study.js";
 import { SUMMARY_JSON, type EvalSummary } from "./summary.js";
 import { ciText, estimateText, markdownTable, pct, type Row } from "./report-table.js";
-import { confidenceSections, INTERVALS_NOTE } from "./confidence-report.js";
+import { confidenceSections, INTERVALS_NOTE, studyIntervalSection } from "./confidence-report.js";
+import { studyIntervals } from "./study-intervals.js";
 
 
 export function buildSummary(
@@ -19,6 +20,7 @@ export function buildSummary(
   extra: Partial<Pick<EvalSummary, "planned" | "complete" | "throttle" | "elapsedMs" | "startedAt">> & { details?: Record<string, unknown>; selection?: SelectionReport | null } = {},
 ): EvalSummary {
   const metrics = computeMetrics(records);
+  const studies = studyIntervals(records);
   return {
     schema: "medmmv-eval-summary/1",
     label: manifest.label,
@@ -46,6 +48,7 @@ export function buildSummary(
     finishedAt: new Date().toISOString(),
     version: VERSION,
     ...Object.assign({}, ...STUDIES.map((st) => st.summary?.(records) ?? {})),
+    ...(studies ? { studyIntervals: studies } : {}),
   };
 }
 
@@ -154,6 +157,7 @@ export function summaryMarkdown(s: EvalSummary): string {
   }
 
   out.push(...studySections(s, "hallucinations"));
+  out.push(...studyIntervalSection(s));
   out.push(...confidenceSections(s));
 
   const u = s.usage;

@@ -28,24 +28,45 @@ export function quantile(sorted: readonly number[], q: number): number {
  * dropped; the interval is null if none is left or there are no clusters.
  */
 export function clusterBootstrap<T>(clusters: readonly (readonly T[])[], stat: (sample: T[]) => number, o: BootstrapOptions = {}): Interval | null {
+  return clusterBootstrapMany(clusters, (s) => [stat(s)], 1, o)[0]!;
+}
+
+/**
+ * clusterBootstrap of k statistics at once, from the same resamples (one pass of an expensive
+ * summary per resample rather than k): one interval (or null) per statistic.
+ */
+export function clusterBootstrapMany<T>(
+  clusters: readonly (readonly T[])[],
+  stat: (sample: T[]) => ReadonlyArray<number | null | undefined>,
+  k: number,
+  o: BootstrapOptions & {
+    /** Give the d-th drawn cluster's observations an identity of their own, for statistics that group by an id (a cluster drawn twice is two items, not one). */
+    relabel?: (x: T, draw: number) => T;
+  } = {},
+): Array<Interval | null> {
   const resamples = o.resamples ?? DEFAULT_RESAMPLES;
   const seed = o.seed ?? DEFAULT_SEED;
   const m = clusters.length;
-  if (m === 0) return null;
+  if (m === 0) return Array.from({ length: k }, () => null);
   const rand = seededRandom(seed);
-  const values: number[] = [];
+  const values: number[][] = Array.from({ length: k }, () => []);
   const sample: T[] = [];
   for (let b = 0; b < resamples; b++) {
     sample.length = 0;
-    for (let i = 0; i < m; i++) for (const x of clusters[Math.floor(rand() * m)]!) sample.push(x);
+    for (let i = 0; i < m; i++) for (const x of clusters[Math.floor(rand() * m)]!) sample.push(o.relabel ? o.relabel(x, i) : x);
     const v = stat(sample);
-    if (Number.isFinite(v)) values.push(v);
+    for (let j = 0; j < k; j++) {
+      const x = v[j];
+      if (typeof x === "number" && Number.isFinite(x)) values[j]!.push(x);
+    }
   }
-  if (values.length === 0) return null;
-  values.sort((a, b) => a - b);
   const alpha = (1 - LEVEL) / 2;
-  const single = clusters.every((c) => c.length === 1);
-  return { lo: quantile(values, alpha), hi: quantile(values, 1 - alpha), level: LEVEL, method: single ? "bootstrap" : "cluster-bootstrap", n: m, resamples, seed };
+  const method = clusters.every((c) => c.length === 1) ? "bootstrap" : "cluster-bootstrap";
+  return values.map((vs) => {
+    if (vs.length === 0) return null;
+    vs.sort((a, b) => a - b);
+    return { lo: quantile(vs, alpha), hi: quantile(vs, 1 - alpha), level: LEVEL, method, n: m, resamples, seed };
+  });
 }
 
 /** Percentile bootstrap of a statistic of independent observations. */
