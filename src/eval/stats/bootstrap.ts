@@ -1,5 +1,5 @@
 import { LEVEL, type Interval } from "./interval.js";
-import { seededRandom } from "./random.js";
+import { seededRandom } from "../../core/seeded-random.js";
 
 /** Resamples of every bootstrap unless a caller asks for more (≥ 2,000 keeps the 2.5 % tails stable to about ±0.5 pp). */
 export const DEFAULT_RESAMPLES = 2000;

@@ -1,6 +1,6 @@
 /**
- * mulberry32: a tiny seeded generator, fast enough for thousands of bootstrap resamples and
- * the same sequence on every machine, so an interval is reproducible from its seed.
+ * mulberry32: a tiny seeded generator, the same sequence on every machine — what makes the
+ * eval's bootstrap intervals reproducible from their seed and the scripted faults from theirs.
  */
 export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
