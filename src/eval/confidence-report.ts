@@ -80,7 +80,7 @@ export function confidenceSections(m: Pick<EvalMetrics, "confidence" | "abstenti
 /** `medmmv eval calibrate`'s answer, in words a team can act on. */
 export function thresholdMarkdown(p: ThresholdProposal | null, o: { target: number; source: string; n: number; label: string }): string {
   const head = `# Threshold for ${o.label}: ${o.source} at target risk ${(o.target * 100).toFixed(1)} %`;
-  if (o.n === 0) return [head, "", `No record carries a ${o.source}: nothing to calibrate.`].join("\n");
+  if (o.n === 0) return [head, "", `No record carries ${o.source === "answerSupport" ? "an answerSupport" : `a ${o.source}`}: nothing to calibrate.`].join("\n");
   if (!p) return [head, "", `No threshold keeps the error rate at or below ${(o.target * 100).toFixed(1)} % on these ${o.n} records, not even acting on the most confident alone.`].join("\n");
   return [
     head,
