@@ -32,41 +32,65 @@ export function clusterBootstrap<T>(clusters: readonly (readonly T[])[], stat: (
 }
 
 /**
- * clusterBootstrap of k statistics at once, from the same resamples (one pass of an expensive
- * summary per resample rather than k): one interval (or null) per statistic.
+ * The resampling loop itself: each resample draws m clusters with replacement, seen as how
+ * many times each cluster was drawn, and `stat` turns those counts into k statistics. A
+ * statistic that can use the counts directly (calibration, selective prediction walk their
+ * records once, in an order sorted beforehand) needs no per-resample sort or copy.
  */
-export function clusterBootstrapMany<T>(
-  clusters: readonly (readonly T[])[],
-  stat: (sample: T[]) => ReadonlyArray<number | null | undefined>,
-  k: number,
-  o: BootstrapOptions & {
-    /** Give the d-th drawn cluster's observations an identity of their own, for statistics that group by an id (a cluster drawn twice is two items, not one). */
-    relabel?: (x: T, draw: number) => T;
-  } = {},
-): Array<Interval | null> {
+export function bootstrapCounts(m: number, stat: (counts: Uint32Array) => ReadonlyArray<number | null | undefined>, k: number, o: BootstrapOptions = {}, method: Interval["method"] = "cluster-bootstrap"): Array<Interval | null> {
   const resamples = o.resamples ?? DEFAULT_RESAMPLES;
   const seed = o.seed ?? DEFAULT_SEED;
-  const m = clusters.length;
   if (m === 0) return Array.from({ length: k }, () => null);
   const rand = seededRandom(seed);
   const values: number[][] = Array.from({ length: k }, () => []);
-  const sample: T[] = [];
+  const counts = new Uint32Array(m);
   for (let b = 0; b < resamples; b++) {
-    sample.length = 0;
-    for (let i = 0; i < m; i++) for (const x of clusters[Math.floor(rand() * m)]!) sample.push(o.relabel ? o.relabel(x, i) : x);
-    const v = stat(sample);
+    counts.fill(0);
+    for (let i = 0; i < m; i++) counts[Math.floor(rand() * m)]!++;
+    const v = stat(counts);
     for (let j = 0; j < k; j++) {
       const x = v[j];
       if (typeof x === "number" && Number.isFinite(x)) values[j]!.push(x);
     }
   }
   const alpha = (1 - LEVEL) / 2;
-  const method = clusters.every((c) => c.length === 1) ? "bootstrap" : "cluster-bootstrap";
   return values.map((vs) => {
     if (vs.length === 0) return null;
     vs.sort((a, b) => a - b);
     return { lo: quantile(vs, alpha), hi: quantile(vs, 1 - alpha), level: LEVEL, method, n: m, resamples, seed };
   });
+}
+
+/**
+ * clusterBootstrap of k statistics at once, from the same resamples (one pass of an expensive
+ * summary per resample rather than k): one interval (or null) per statistic. A resample lists
+ * the drawn clusters' observations cluster by cluster, in the clusters' order.
+ */
+export function clusterBootstrapMany<T>(
+  clusters: readonly (readonly T[])[],
+  stat: (sample: T[]) => ReadonlyArray<number | null | undefined>,
+  k: number,
+  o: BootstrapOptions & {
+    /** Give the d-th drawn copy of a cluster an identity of its own, for statistics that group by an id (a cluster drawn twice is two items, not one). */
+    relabel?: (x: T, draw: number) => T;
+  } = {},
+): Array<Interval | null> {
+  const sample: T[] = [];
+  const method = clusters.every((c) => c.length === 1) ? "bootstrap" : "cluster-bootstrap";
+  return bootstrapCounts(
+    clusters.length,
+    (counts) => {
+      sample.length = 0;
+      let draw = 0;
+      counts.forEach((times, c) => {
+        for (let t = 0; t < times; t++, draw++) for (const x of clusters[c]!) sample.push(o.relabel ? o.relabel(x, draw) : x);
+      });
+      return stat(sample);
+    },
+    k,
+    o,
+    method,
+  );
 }
 
 /** Percentile bootstrap of a statistic of independent observations. */

@@ -1,7 +1,7 @@
-import { clusterBootstrap, type BootstrapOptions } from "./bootstrap.js";
+import { bootstrapCounts, clusterBootstrap, type BootstrapOptions } from "./bootstrap.js";
 import type { Estimate, Interval } from "./interval.js";
 import { wilson } from "./proportion.js";
-import { itemClusters, type Scored } from "./scored.js";
+import { itemClusters, sortedWithClusters, type Scored } from "./scored.js";
 
 /**
  * Selective prediction: act only on the records the system is most sure of. Records are
@@ -129,19 +129,60 @@ export interface SelectivePrediction {
 
 export const COVERAGES = [0.5, 0.8, 0.9] as const;
 
+/**
+ * AURC and the accuracies at `coverages` of a bootstrap resample given as draws per cluster:
+ * `sorted` descending by confidence with its tie groups as index ranges, each record standing
+ * for as many records as its cluster was drawn — aurc() and accuracyAtCoverage() on the
+ * resample, in one pass without sorting it.
+ */
+function weightedSelective(sorted: readonly Scored[], ties: ReadonlyArray<readonly [number, number]>, clusterOf: Int32Array, counts: Uint32Array, coverages: readonly number[]): number[] {
+  let total = 0;
+  for (let i = 0; i < sorted.length; i++) total += counts[clusterOf[i]!]!;
+  if (total === 0) return [NaN, ...coverages.map(() => NaN)];
+  const ks = coverages.map((q) => Math.max(1, Math.ceil(q * total - 1e-9)));
+  const acc = coverages.map(() => NaN);
+  let kept = 0;
+  let before = 0;
+  let area = 0;
+  for (const [from, to] of ties) {
+    let n = 0;
+    let e = 0;
+    for (let i = from; i < to; i++) {
+      const w = counts[clusterOf[i]!]!;
+      n += w;
+      if (!sorted[i]!.correct) e += w;
+    }
+    if (n === 0) continue;
+    for (let j = 1; j <= n; j++) area += (before + (e * j) / n) / (kept + j);
+    ks.forEach((k, c) => {
+      if (k > kept && k <= kept + n) acc[c] = 1 - (before + (e * (k - kept)) / n) / k;
+    });
+    kept += n;
+    before += e;
+  }
+  return [area / total, ...acc];
+}
+
 /** The risk–coverage curve, AURC and accuracy at fixed coverages, intervals bootstrapped over items. Null for no records. */
 export function selectivePrediction(xs: readonly Scored[], o: BootstrapOptions = {}): SelectivePrediction | null {
   if (xs.length === 0) return null;
-  const clusters = itemClusters(xs);
+  const { sorted, clusterOf, clusters } = sortedWithClusters(xs, "desc");
+  const ties: Array<[number, number]> = [];
+  sorted.forEach((x, i) => {
+    const last = ties[ties.length - 1];
+    if (last && sorted[last[0]]!.confidence === x.confidence) last[1] = i + 1;
+    else ties.push([i, i + 1]);
+  });
+  const [aurcCi, ...accCis] = bootstrapCounts(clusters, (counts) => weightedSelective(sorted, ties, clusterOf, counts, COVERAGES), 1 + COVERAGES.length, o, clusters === xs.length ? "bootstrap" : "cluster-bootstrap");
   const errors = xs.filter((x) => !x.correct).length;
   const a = aurc(xs);
   const opt = optimalAurc(xs.length, errors);
   return {
     n: xs.length,
-    aurc: { value: a, ci: clusterBootstrap(clusters, aurc, o) },
+    aurc: { value: a, ci: aurcCi! },
     optimalAurc: opt,
     excessAurc: a - opt,
-    atCoverage: COVERAGES.map((q) => ({ coverage: q, accuracy: { value: accuracyAtCoverage(xs, q), ci: clusterBootstrap(clusters, (s) => accuracyAtCoverage(s, q), o) } })),
+    atCoverage: COVERAGES.map((q, i) => ({ coverage: q, accuracy: { value: accuracyAtCoverage(xs, q), ci: accCis[i]! } })),
     curve: riskCoverage(xs),
   };
 }

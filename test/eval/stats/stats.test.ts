@@ -20,6 +20,7 @@ import {
   selectivePrediction,
   thresholdForRisk,
   wilson,
+  itemClusters,
   type Scored,
 } from "../../../src/eval/stats/index.js";
 
@@ -191,6 +192,27 @@ describe("bootstrap", () => {
   it("quantile interpolates like R type 7", () => {
     expect(quantile([1, 2, 3, 4], 0.5)).toBe(2.5);
     expect(quantile([1, 2, 3, 4], 0.025)).toBeCloseTo(1.075, 12);
+  });
+});
+
+describe("the one-pass bootstraps of calibration and selective prediction", () => {
+  it("give the intervals the generic cluster bootstrap gives on the same resamples", () => {
+    // 30 items × 2 runs, distinct confidences (no ties, whose order within a bin the two passes may list differently).
+    const xs = Array.from({ length: 60 }, (_, i) => s(((i * 37) % 60) / 60 + 0.001 * i, (i * 7) % 5 < 3, `q${i % 30}`));
+    const clusters = itemClusters(xs);
+    const cal = calibration(xs, { seed: 3 })!;
+    const sel = selectivePrediction(xs, { seed: 3 })!;
+    const generic = (stat: (x: Scored[]) => number) => clusterBootstrap(clusters, stat, { seed: 3 })!;
+    for (const [got, want] of [
+      [cal.ece.ci!, generic((x) => ece(x))],
+      [cal.brier.ci!, generic(brier)],
+      [sel.aurc.ci!, generic(aurc)],
+      [sel.atCoverage[1]!.accuracy.ci!, generic((x) => accuracyAtCoverage(x, 0.8))],
+    ] as const) {
+      expect(got.lo).toBeCloseTo(want.lo, 10);
+      expect(got.hi).toBeCloseTo(want.hi, 10);
+      expect(got.method).toBe("cluster-bootstrap");
+    }
   });
 });
 
