@@ -1,9 +1,8 @@
 import type { ResultRecord } from "./results-file.js";
 import {
+  bootstrapCounts,
   calibration,
-  clusterBootstrap,
   clustersBy,
-  mean,
   selectivePrediction,
   wilson,
   type Calibration,
@@ -22,6 +21,32 @@ import {
 export const byItem = <T extends { id: string }>(records: readonly T[]): T[][] => clustersBy(records, (r) => r.id);
 
 /**
+ * Bootstrap 95 % interval over items of Σ num / Σ den (a share, a mean, a cost per correct
+ * answer): each item's sums are taken once, so a resample costs one pass over the items.
+ */
+export function ratioInterval<T extends { id: string }>(records: readonly T[], num: (r: T) => number, den: (r: T) => number): Interval | null {
+  const clusters = byItem(records);
+  const a = clusters.map((c) => c.reduce((s, r) => s + num(r), 0));
+  const b = clusters.map((c) => c.reduce((s, r) => s + den(r), 0));
+  const method = clusters.length === records.length ? "bootstrap" : "cluster-bootstrap";
+  return bootstrapCounts(
+    clusters.length,
+    (counts) => {
+      let x = 0;
+      let y = 0;
+      for (let i = 0; i < counts.length; i++) {
+        x += counts[i]! * a[i]!;
+        y += counts[i]! * b[i]!;
+      }
+      return [y === 0 ? NaN : x / y];
+    },
+    1,
+    {},
+    method,
+  )[0]!;
+}
+
+/**
  * 95 % interval of the share of `records` that satisfy `hit`: Wilson when every item has one
  * record (one run), otherwise a percentile bootstrap over items (all their runs together).
  */
@@ -29,13 +54,13 @@ export function shareInterval<T extends { id: string }>(records: readonly T[], h
   if (records.length === 0) return null;
   const clusters = byItem(records);
   if (clusters.length === records.length) return wilson(records.filter(hit).length, records.length);
-  return clusterBootstrap(clusters, (s) => s.filter(hit).length / s.length);
+  return ratioInterval(records, (r) => (hit(r) ? 1 : 0), () => 1);
 }
 
 /** 95 % bootstrap interval (over items) of the mean of a per-record number. */
 export function meanInterval<T extends { id: string }>(records: readonly T[], value: (r: T) => number): Interval | null {
   if (records.length === 0) return null;
-  return clusterBootstrap(byItem(records), (s) => mean(s.map(value)));
+  return ratioInterval(records, value, () => 1);
 }
 
 /** What the method's own confidence is: MedMMV's answer support, or self-consistency's vote share (which it records as answerSupport). */
@@ -91,11 +116,9 @@ export function abstentionFigures(records: readonly ResultRecord[]): AbstentionF
 
 /** Cost per correct answer: total cost / correct, bootstrapped over items (null without a correct answer or a price). */
 export function costPerCorrect(records: readonly ResultRecord[]): Estimate | null {
-  const ratio = (s: readonly ResultRecord[]) => {
-    const right = s.filter((r) => r.correct).length;
-    return right === 0 ? NaN : s.reduce((c, r) => c + (r.usage?.costUsd ?? 0), 0) / right;
-  };
-  const value = ratio(records);
+  const cost = (r: ResultRecord) => r.usage?.costUsd ?? 0;
+  const right = records.filter((r) => r.correct).length;
+  const value = right === 0 ? NaN : records.reduce((c, r) => c + cost(r), 0) / right;
   if (!Number.isFinite(value) || value === 0) return null;
-  return { value, ci: clusterBootstrap(byItem(records), ratio) };
+  return { value, ci: ratioInterval(records, cost, (r) => (r.correct ? 1 : 0)) };
 }
