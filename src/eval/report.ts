@@ -249,6 +249,11 @@ export function compareSummaries(summaries: readonly EvalSummary[], names: reado
     { name: "  knowledge", value: (s) => (measuresHallucinations(s) ? s.hallucinations.perItem.knowledge : null), format: (x) => x.toFixed(2), delta: 2 },
     { name: "  reasoning", value: (s) => (measuresHallucinations(s) ? s.hallucinations.perItem.reasoning : null), format: (x) => x.toFixed(2), delta: 2 },
   );
+  if (summaries.some((s) => s.confidence))
+    rows.push(
+      { name: "ECE (confidence)", value: (s) => s.confidence?.calibration.ece.value ?? null, format: (x, s) => `${x.toFixed(3)} ${ciText(s.confidence!.calibration.ece.ci, 3, 1)}`, delta: 3 },
+      { name: "AURC", value: (s) => s.confidence?.selective.aurc.value ?? null, format: (x, s) => `${x.toFixed(3)} ${ciText(s.confidence!.selective.aurc.ci, 3, 1)}`, delta: 3 },
+    );
   for (const st of STUDIES) rows.push(...(st.rows?.(summaries) ?? []));
   if (summaries.some((s) => s.reliability))
     rows.push(

@@ -59,6 +59,8 @@ describe("medmmv eval calibrate and eval report --out", () => {
     expect(row.slice(1, 9)).toEqual(["sc − cot", "4", "4", "50.0 vs 0.0", "+50.0", row[6], "2 / 0", "0.5000"]);
     expect(row[6]).toMatch(/^\[\d+\.\d–\d+\.\d\]$/);
     expect(r.stdout).toMatch(/settings differ: method; config/);
+    // The confidence rows: self-consistency has a vote share, CoT none.
+    expect(r.stdout).toMatch(/\| AURC\s+\|\s+0\.\d{3} \[[\d.]+–[\d.]+\] \|\s+— \|/);
     expect(await readFile(path.join(out, "report.md"), "utf8")).toBe(r.stdout);
     const json = JSON.parse(await readFile(path.join(out, "report.json"), "utf8")) as { paired: { entries: Array<{ comparison: { mcnemar: { b: number; c: number } } }> } };
     expect(json.paired.entries[0]!.comparison.mcnemar).toMatchObject({ b: 2, c: 0 });
