@@ -61,6 +61,8 @@ export interface EvalCliOptions extends StagewiseCliOptions {
   shuffleOptions?: number;
   /** Conversation datasets: question orders to run (default all three). */
   order?: QuestionOrder[];
+  /** A finished eval folder whose cached responses this run may replay. */
+  replayCache?: string;
 }
 
 /** The store's response cache, when caching is on; an eval without it still runs (and says so). */
@@ -108,6 +110,7 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
     resume: o.resume,
     raters: o.raters,
     out: o.out,
+    replayCache: o.replayCache,
     ...Object.assign({}, ...STUDIES.map((st) => st.runOptions?.({ ...o }) ?? {})),
   };
 }
@@ -139,6 +142,7 @@ const NOT_FOR_CONVERSATIONS: Array<[keyof EvalCliOptions, string]> = [
   ["sample", "--sample"],
   ["stratify", "--stratify"],
   ["fieldMap", "--field-map"],
+  ["replayCache", "--replay-cache"],
 ];
 
 async function evalAction(o: EvalCliOptions): Promise<number> {
@@ -202,25 +206,65 @@ async function conversationEval(o: EvalCliOptions, opts: EvalRunOptions, config:
   return summary.failed > 0 ? EXIT.failed : EXIT.ok;
 }
 
-async function reportAction(dirs: string[], o: { json?: boolean }): Promise<number> {
+async function reportAction(dirs: string[], o: { json?: boolean; out?: string }): Promise<number> {
   try {
     const { compareSummaries, loadSummary } = await import("../eval/report.js");
-    const summaries = await Promise.all(dirs.map((d) => loadSummary(path.resolve(d))));
+    const { loadOutcomes, pairedMarkdown, pairedReport } = await import("../eval/paired-report.js");
+    const resolved = dirs.map((d) => path.resolve(d));
+    const summaries = await Promise.all(resolved.map((d) => loadSummary(d)));
     // Folder names as column heads; the full path where two share a name.
-    const bases = dirs.map((d) => path.basename(path.resolve(d)));
+    const bases = resolved.map((d) => path.basename(d));
     const names = bases.map((b, i) => (bases.indexOf(b) !== bases.lastIndexOf(b) ? dirs[i]! : b));
     const sections: Array<(names: readonly string[]) => string> = [];
     for (const st of STUDIES) {
-      const section = await st.compareFolders?.(dirs.map((d) => path.resolve(d)), summaries);
+      const section = await st.compareFolders?.(resolved, summaries);
       if (section) sections.push(section);
     }
-    if (o.json) process.stdout.write(JSON.stringify(Object.fromEntries(names.map((n, i) => [n, summaries[i]])), null, 2) + "\n");
-    else process.stdout.write(compareSummaries(summaries, names) + "\n");
-    if (!o.json) for (const section of sections) process.stdout.write("\n" + section(names) + "\n");
+    const paired = summaries.length > 1 ? pairedReport(names, await Promise.all(resolved.map(loadOutcomes)), summaries) : null;
+    const md = [compareSummaries(summaries, names), ...(paired ? ["", pairedMarkdown(paired)] : []), ...sections.map((section) => "\n" + section(names))].join("\n") + "\n";
+    const json = JSON.stringify(Object.fromEntries(names.map((n, i) => [n, summaries[i]])), null, 2) + "\n";
+    if (o.out) {
+      const { mkdir, writeFile } = await import("node:fs/promises");
+      const { comparisonHtml } = await import("../eval/summary-html.js");
+      const out = path.resolve(o.out);
+      await mkdir(out, { recursive: true });
+      await writeFile(path.join(out, "report.md"), md);
+      await writeFile(path.join(out, "report.json"), JSON.stringify({ runs: Object.fromEntries(names.map((n, i) => [n, summaries[i]])), paired }, null, 2) + "\n");
+      await writeFile(path.join(out, "summary.html"), await comparisonHtml(summaries, names, paired, `# Eval report: ${names.join(" vs ")}\n\n${md}`));
+      process.stderr.write(`medmmv eval report: ${path.join(out, "report.md")}, report.json and summary.html\n`);
+    }
+    process.stdout.write(o.json ? json : md);
     return EXIT.ok;
   } catch (err) {
     return failWith("medmmv eval report", err);
   }
+}
+
+async function calibrateAction(dir: string, o: { targetRisk: number; json?: boolean }): Promise<number> {
+  try {
+    const { readResults, RESULTS_FILE } = await import("../eval/results-file.js");
+    const { loadSummary } = await import("../eval/report.js");
+    const { confidenceName, scoredRecords } = await import("../eval/record-stats.js");
+    const { proposeThreshold } = await import("../eval/stats/selective.js");
+    const { thresholdMarkdown } = await import("../eval/confidence-report.js");
+    const folder = path.resolve(dir);
+    const summary = await loadSummary(folder);
+    const { records } = await readResults(path.join(folder, RESULTS_FILE));
+    const scored = scoredRecords(records);
+    const proposal = scored.length ? proposeThreshold(scored, o.targetRisk) : null;
+    const source = confidenceName(summary.method);
+    if (o.json) process.stdout.write(JSON.stringify({ run: folder, source, records: scored.length, targetRisk: o.targetRisk, tunedOn: "this run's records (validate on held-out data)", proposal }, null, 2) + "\n");
+    else process.stdout.write(thresholdMarkdown(proposal, { target: o.targetRisk, source, n: scored.length, label: summary.label }) + "\n");
+    return scored.length === 0 || !proposal ? EXIT.failed : EXIT.ok;
+  } catch (err) {
+    return failWith("medmmv eval calibrate", err);
+  }
+}
+
+function riskArg(v: string): number {
+  const x = Number(v);
+  if (!Number.isFinite(x) || x < 0 || x >= 1) throw new InvalidArgumentError("expected a number in [0, 1), e.g. 0.1");
+  return x;
 }
 
 function failWith(command: string, err: unknown): number {
@@ -254,7 +298,7 @@ export function registerEvalCommands(program: Command): void {
     .option("--sample <n>", "a random sample of N items (deterministic for --seed)", int(1, 10_000_000))
     .option("--stratify <keys>", "sample proportionally within strata, e.g. body_system,question_type", list)
     .option("--seed <s>", "seed for --sample (and the per-run seed base of --select random)", int(0, 2 ** 31 - 1))
-    .option("--runs <r>", "repeat every item R times; accuracy is reported as mean ± std over runs", int(1, 100), 1)
+    .option("--runs <r>", "repeat every item R times, each run a fresh draw from the model; accuracy with its 95 % interval over items and runs, and ± std over runs", int(1, 100), 1)
     .addOption(new Option("--method <m>", "medmmv, zero-shot chain of thought, self-consistency (k CoT samples, majority vote), or stagewise (ClinHallu's stage-wise protocol)").choices(METHOD_NAMES).default("medmmv"))
     .option("--k <n>", "rollouts (medmmv) or samples (self-consistency)", int(1, 32))
     .option("--max-repairs <n>", "repair budget per path", int(0, 10))
@@ -269,6 +313,7 @@ export function registerEvalCommands(program: Command): void {
     .addOption(new Option("--select <rule>", "how the final path is chosen").choices(["cu", "random", "majority"]))
     .option("--concurrency <n>", "items in flight (lowered automatically when the provider rate-limits)", int(1, 256), 4)
     .option("--resume", "continue the run in --out: skip finished items, retry failed ones")
+    .option("--replay-cache <dir>", "let run r answer from the response cache of run r of this finished eval folder (otherwise every run is a fresh draw)")
     .option("--raters <models>", "reliability raters (model names on the same endpoint): T, I, T×I, CMHR", list)
     .option("--out <dir>", "results folder")
     .option("--json", "print summary.json instead of the Markdown summary");
@@ -293,7 +338,18 @@ export function registerEvalCommands(program: Command): void {
     .description("compare eval folders side by side (deltas against the first)")
     .argument("<dirs...>", "eval --out folders")
     .option("--json", "print the summaries as JSON")
-    .action(async (dirs: string[], opts: { json?: boolean }) => {
+    .option("--out <dir>", "also write DIR/report.md, DIR/report.json (with the paired comparison) and DIR/summary.html (tables and plots)")
+    .action(async (dirs: string[], opts: { json?: boolean; out?: string }) => {
       process.exitCode = await reportAction(dirs, opts);
+    });
+
+  cmd
+    .command("calibrate")
+    .description("propose the answerSupport (or vote-share) threshold that keeps the error rate of the answers acted on under a target, tuned on this run")
+    .argument("<dir>", "an eval --out folder")
+    .requiredOption("--target-risk <r>", "highest acceptable error rate among the answers kept, e.g. 0.1", riskArg)
+    .option("--json", "print the proposal as JSON")
+    .action(async (dir: string, opts: { targetRisk: number; json?: boolean }) => {
+      process.exitCode = await calibrateAction(dir, opts);
     });
 }

@@ -26,6 +26,8 @@ export interface RunManifest {
   models: Record<string, string>;
   raters: string[];
   prompts: Record<string, string>;
+  /** The response-cache namespace of this eval's runs (eval/run-cache.ts); kept across --resume. Absent in older folders. */
+  cacheScope?: string;
   createdAt: string;
   version: string;
 }

@@ -3,6 +3,8 @@ import { UsageMeter } from "../core/llm/usage.js";
 import type { ResultRecord } from "./results-file.js";
 import type { EvalMetrics, UsageTotals } from "./metrics-types.js";
 import { STUDIES } from "./studies.js";
+import { abstentionFigures, confidenceFigures, costPerCorrect, meanInterval, shareInterval } from "./record-stats.js";
+import { wilson } from "./stats/proportion.js";
 
 export type { EvalMetrics, StratumCell, UsageTotals } from "./metrics-types.js";
 
@@ -19,7 +21,7 @@ const FAILURE_LIST_MAX = 100;
 
 /** Every number of summary.json, from the (deduplicated) records alone. */
 export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
-  const byRun = new Map<number, { n: number; correct: number }>();
+  const byRun = new Map<number, { n: number; correct: number; llmCalls: number; cacheHits: number; costUsd: number }>();
   const strata: EvalMetrics["strata"] = {};
   const hall = { visual: 0, knowledge: 0, reasoning: 0, total: 0, resolved: 0 };
   const meter = new UsageMeter();
@@ -39,9 +41,12 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
   let abstained = 0;
 
   for (const r of records) {
-    const run = byRun.get(r.run) ?? { n: 0, correct: 0 };
+    const run = byRun.get(r.run) ?? { n: 0, correct: 0, llmCalls: 0, cacheHits: 0, costUsd: 0 };
     run.n++;
     if (r.correct) run.correct++;
+    run.llmCalls += r.usage?.llmCalls ?? 0;
+    run.cacheHits += r.usage?.cacheHits ?? 0;
+    run.costUsd += r.usage?.costUsd ?? 0;
     byRun.set(r.run, run);
     if (r.correct) correct++;
     if (r.status === "abstained") abstained++;
@@ -82,9 +87,18 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
     ratings.push(...(r.ratings ?? []));
     ratingFailures += r.ratingErrors?.length ?? 0;
   }
-  for (const values of Object.values(strata)) for (const cell of Object.values(values)) cell.accuracy = cell.correct / cell.n;
+  for (const [key, values] of Object.entries(strata))
+    for (const [value, cell] of Object.entries(values)) {
+      cell.accuracy = cell.correct / cell.n;
+      cell.ci = shareInterval(
+        records.filter((r) => r.strata?.[key] === value),
+        (r) => r.correct,
+      );
+    }
 
-  const runs = [...byRun.entries()].sort(([a], [b]) => a - b).map(([run, v]) => ({ run, n: v.n, correct: v.correct, accuracy: v.correct / v.n }));
+  const runs = [...byRun.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([run, v]) => ({ run, n: v.n, correct: v.correct, accuracy: v.correct / v.n, ci: wilson(v.correct, v.n), llmCalls: v.llmCalls, cacheHits: v.cacheHits, costUsd: Number(v.costUsd.toFixed(6)) }));
   const accs = runs.map((r) => r.accuracy);
   const n = records.length;
   const per = (x: number) => (n === 0 ? 0 : x / n);
@@ -106,11 +120,17 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
     records: n,
     accuracy: mean(accs),
     accuracyStd: sampleStd(accs),
+    accuracyCi: shareInterval(records, (r) => r.correct),
     accuracyByRun: runs,
+    runsFromCache: runs.filter((r) => r.llmCalls === 0 && r.cacheHits > 0).map((r) => r.run),
     correct,
     failed,
     abstained,
     accuracyExcludingFailed: answered === 0 ? null : records.filter((r) => r.status !== "failed" && r.correct).length / answered,
+    accuracyExcludingFailedCi: shareInterval(
+      records.filter((r) => r.status !== "failed"),
+      (r) => r.correct,
+    ),
     strata,
     rgm: mean(rgms),
     entropy: mean(entropies),
@@ -127,7 +147,19 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
             repairs: mean(cus.map((c) => c.repairs))!,
           },
     answerSupport: mean(supports),
-    hallucinations: { ...hall, perItem: { visual: per(hall.visual), knowledge: per(hall.knowledge), reasoning: per(hall.reasoning), total: per(hall.total) } },
+    hallucinations: {
+      ...hall,
+      perItem: { visual: per(hall.visual), knowledge: per(hall.knowledge), reasoning: per(hall.reasoning), total: per(hall.total) },
+      perItemCi: {
+        visual: meanInterval(records, (r) => r.hallucinations?.visual ?? 0),
+        knowledge: meanInterval(records, (r) => r.hallucinations?.knowledge ?? 0),
+        reasoning: meanInterval(records, (r) => r.hallucinations?.reasoning ?? 0),
+        total: meanInterval(records, (r) => r.hallucinations?.total ?? 0),
+      },
+    },
+    confidence: confidenceFigures(records),
+    abstention: abstentionFigures(records),
+    costPerCorrect: costPerCorrect(records),
     usage: {
       total: { ...total, costUsd: Number(total.costUsd.toFixed(6)) },
       perItem: {

@@ -1,9 +1,22 @@
 import type { EvalSummary } from "./summary.js";
+import type { Estimate, Interval } from "./stats/interval.js";
 
 /** The Markdown building blocks every report section shares (eval report, studies, bench). */
 
 /** A fraction as a percentage; a missing value is `missing` (ClinHallu's tables print "-"). */
 export const pct = (x: number | null | undefined, d = 1, missing = "—") => (x === null || x === undefined ? missing : (x * 100).toFixed(d));
+
+/** A 95 % interval as "[lo–hi]", in percent by default (scale 100) or in the value's own units (scale 1); "" without one. */
+export function ciText(ci: Interval | null | undefined, d = 1, scale = 100): string {
+  return ci ? `[${(ci.lo * scale).toFixed(d)}–${(ci.hi * scale).toFixed(d)}]` : "";
+}
+
+/** A value with its interval, e.g. "72.0 [63.1–79.4]". */
+export function estimateText(e: Estimate | null | undefined, d = 1, scale = 100): string {
+  if (!e) return "—";
+  const ci = ciText(e.ci, d, scale);
+  return `${(e.value * scale).toFixed(d)}${ci ? ` ${ci}` : ""}`;
+}
 
 /** A Markdown table with columns padded to equal width (readable raw in a terminal too). */
 export function markdownTable(header: string[], rows: string[][], align: Array<"l" | "r"> = []): string {

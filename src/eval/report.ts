@@ -9,7 +9,9 @@ import type { SelectionReport } from "./sampling.js";
 import { STUDIES } from "./studies.js";
 import type { MarkdownSlot } from "./study.js";
 import { SUMMARY_JSON, type EvalSummary } from "./summary.js";
-import { markdownTable, pct, type Row } from "./report-table.js";
+import { ciText, estimateText, markdownTable, pct, type Row } from "./report-table.js";
+import { confidenceSections, INTERVALS_NOTE, studyIntervalSection } from "./confidence-report.js";
+import { studyIntervals } from "./study-intervals.js";
 
 
 export function buildSummary(
@@ -18,6 +20,7 @@ export function buildSummary(
   extra: Partial<Pick<EvalSummary, "planned" | "complete" | "throttle" | "elapsedMs" | "startedAt">> & { details?: Record<string, unknown>; selection?: SelectionReport | null } = {},
 ): EvalSummary {
   const metrics = computeMetrics(records);
+  const studies = studyIntervals(records);
   return {
     schema: "medmmv-eval-summary/1",
     label: manifest.label,
@@ -45,6 +48,7 @@ export function buildSummary(
     finishedAt: new Date().toISOString(),
     version: VERSION,
     ...Object.assign({}, ...STUDIES.map((st) => st.summary?.(records) ?? {})),
+    ...(studies ? { studyIntervals: studies } : {}),
   };
 }
 
@@ -89,27 +93,47 @@ function studySections(s: EvalSummary, slot: MarkdownSlot): string[] {
 }
 
 function accuracyCell(s: EvalSummary): string {
-  return s.accuracyStd === null ? pct(s.accuracy) : `${pct(s.accuracy)} ± ${pct(s.accuracyStd)}`;
+  const ci = ciText(s.accuracyCi);
+  return `${pct(s.accuracy)}${ci ? ` ${ci}` : ""}${s.accuracyStd === null ? "" : ` ± ${pct(s.accuracyStd)} sd`}`;
+}
+
+/** Model calls made and served by the response cache, per run: what tells a fresh draw from a replay. */
+function cacheCell(s: EvalSummary): string | null {
+  const runs = s.accuracyByRun;
+  if (runs.length === 0 || runs[0]!.llmCalls === undefined) return null;
+  return runs.map((r) => `${runs.length > 1 ? `run ${r.run}: ` : ""}${r.llmCalls} made, ${r.cacheHits ?? 0} from cache`).join("; ");
+}
+
+/** Runs that made no model call at all: their answers are a replay of earlier calls, not a draw. */
+function fromCacheWarning(s: EvalSummary): string | null {
+  const wholly = s.runsFromCache ?? [];
+  if (wholly.length === 0) return null;
+  const all = wholly.length === s.runs;
+  return `> ${all ? "Served wholly from the response cache" : `Run${wholly.length > 1 ? "s" : ""} ${wholly.join(", ")} served wholly from the response cache`}: no model call was made${all ? "" : " in them"}, so ${all ? "these answers are" : "their answers are"} a replay of earlier calls, not a fresh draw.`;
 }
 
 
 export function summaryMarkdown(s: EvalSummary): string {
   const out: string[] = [];
   out.push(`# Eval: ${s.label} on ${s.dataset.name} (${path.basename(s.dataset.input)})`, "");
+  const cached = fromCacheWarning(s);
+  if (cached) out.push(cached, "");
   if (!s.complete) out.push(`> Incomplete: ${s.planned === null ? "the run did not finish" : `${s.records} of ${s.planned} planned item-runs recorded`}${s.failed ? `, ${s.failed} failed (rerun with --resume to retry them)` : ""}.`, "");
   const rows: string[][] = [
     ["items", `${s.items}${s.runs > 1 ? ` × ${s.runs} runs` : ""}`],
-    ["accuracy (%)", accuracyCell(s) + (s.runs > 1 ? ` (runs: ${s.accuracyByRun.map((r) => pct(r.accuracy)).join(", ")})` : "")],
+    ["accuracy (%)", accuracyCell(s) + (s.runs > 1 ? ` (runs: ${s.accuracyByRun.map((r) => `${pct(r.accuracy)} ${ciText(r.ci)}`.trim()).join(", ")})` : "")],
     ["correct / records", `${s.correct} / ${s.records}`],
     ["failed", String(s.failed)],
     ["abstained", String(s.abstained)],
-    ["accuracy excluding failed (%)", pct(s.accuracyExcludingFailed)],
+    ["accuracy excluding failed (%)", `${pct(s.accuracyExcludingFailed)} ${ciText(s.accuracyExcludingFailedCi)}`.trim()],
   ];
+  const calls = cacheCell(s);
+  if (calls) rows.push(["model calls", calls]);
   if (s.stabilityN > 0) rows.push(["RGM (mean)", fix(s.rgm, 3)], ["final-answer entropy (mean)", fix(s.entropy, 3)]);
   if (s.cu) rows.push(["selected path CU (mean)", `${fix(s.cu.cu)} = ${fix(s.cu.evidence)} + ${fix(s.cu.coherence)} − ${fix(s.cu.repairPenalty)}  (repairs ${fix(s.cu.repairs)})`]);
   if (s.answerSupport !== null) rows.push(["answer support (mean)", fix(s.answerSupport)]);
   out.push(markdownTable(["metric", "value"], rows), "");
-  out.push("Failed and abstained items count as wrong. ± is the sample standard deviation over runs.", "");
+  out.push(`Failed and abstained items count as wrong; [lo–hi] is the 95 % interval${s.runs > 1 ? ", ± sd the sample standard deviation over runs" : ""}. ${INTERVALS_NOTE}`, "");
   out.push(...studySections(s, "headline"));
 
   const keys = Object.keys(s.strata).sort();
@@ -117,7 +141,7 @@ export function summaryMarkdown(s: EvalSummary): string {
     out.push("## Accuracy by stratum", "");
     for (const k of keys) {
       const cells = Object.entries(s.strata[k]!).sort(([a], [b]) => a.localeCompare(b));
-      out.push(`### ${k}`, "", markdownTable([k, "n", "accuracy (%)"], cells.map(([v, c]) => [v, String(c.n), pct(c.accuracy)]), ["l", "r", "r"]), "");
+      out.push(`### ${k}`, "", markdownTable([k, "n", "accuracy (%)", "95 % CI"], cells.map(([v, c]) => [v, String(c.n), pct(c.accuracy), ciText(c.ci)]), ["l", "r", "r", "r"]), "");
     }
   }
 
@@ -127,12 +151,14 @@ export function summaryMarkdown(s: EvalSummary): string {
   out.push("## Hallucinations (flagged claims, all HD attempts)", "");
   if (!measuresHallucinations(s)) out.push(notMeasuredByStudy(s) ?? "Not measured: this method has no hallucination detector.", "");
   else {
-    const rows = (["visual", "knowledge", "reasoning"] as const).map((k) => [k, String(h[k]), fix(h.perItem[k])]);
-    out.push(markdownTable(["stage", "total", "per item"], [...rows, ["all", String(h.total), fix(h.perItem.total)]], ["l", "r", "r"]), "");
+    const rows = (["visual", "knowledge", "reasoning", "total"] as const).map((k) => [k === "total" ? "all" : k, String(h[k]), fix(h.perItem[k]), ciText(h.perItemCi?.[k], 2, 1)]);
+    out.push(markdownTable(["stage", "total", "per item", "95 % CI"], rows, ["l", "r", "r", "r"]), "");
     out.push(`${h.resolved} of ${h.total} were repaired away.`, "");
   }
 
   out.push(...studySections(s, "hallucinations"));
+  out.push(...studyIntervalSection(s));
+  out.push(...confidenceSections(s));
 
   const u = s.usage;
   out.push("## Cost", "");
@@ -145,6 +171,7 @@ export function summaryMarkdown(s: EvalSummary): string {
         ["prompt tokens", fix(u.perItem.promptTokens, 0), String(u.total.promptTokens)],
         ["completion tokens", fix(u.perItem.completionTokens, 0), String(u.total.completionTokens)],
         ["cost (USD)", fix(u.perItem.costUsd, 4), fix(u.total.costUsd, 4)],
+        ...(s.costPerCorrect ? [["cost per correct answer (USD)", "", estimateText(s.costPerCorrect, 4, 1)]] : []),
         ["wall time (s)", fix(u.perItem.wallMs / 1000, 1), fix(u.total.wallMs / 1000, 1)],
       ],
       ["l", "r", "r"],
@@ -222,6 +249,11 @@ export function compareSummaries(summaries: readonly EvalSummary[], names: reado
     { name: "  knowledge", value: (s) => (measuresHallucinations(s) ? s.hallucinations.perItem.knowledge : null), format: (x) => x.toFixed(2), delta: 2 },
     { name: "  reasoning", value: (s) => (measuresHallucinations(s) ? s.hallucinations.perItem.reasoning : null), format: (x) => x.toFixed(2), delta: 2 },
   );
+  if (summaries.some((s) => s.confidence))
+    rows.push(
+      { name: "ECE (confidence)", value: (s) => s.confidence?.calibration.ece.value ?? null, format: (x, s) => `${x.toFixed(3)} ${ciText(s.confidence!.calibration.ece.ci, 3, 1)}`, delta: 3 },
+      { name: "AURC", value: (s) => s.confidence?.selective.aurc.value ?? null, format: (x, s) => `${x.toFixed(3)} ${ciText(s.confidence!.selective.aurc.ci, 3, 1)}`, delta: 3 },
+    );
   for (const st of STUDIES) rows.push(...(st.rows?.(summaries) ?? []));
   if (summaries.some((s) => s.reliability))
     rows.push(
@@ -251,7 +283,7 @@ export function compareSummaries(summaries: readonly EvalSummary[], names: reado
     ]);
   }
   const incomplete = summaries.map((s, i) => (s.complete ? null : names[i])).filter((n): n is string => n !== null);
-  const notes = ["Deltas in parentheses are against the first column (accuracy in percentage points). Failed items count as wrong; ± is the sample std over runs."];
+  const notes = ["Deltas in parentheses are against the first column (accuracy in percentage points). Failed items count as wrong; [lo–hi] is the 95 % interval, ± sd the sample std over runs. The paired comparison below tests the differences."];
   if (incomplete.length) notes.push(`Incomplete runs: ${incomplete.join(", ")}.`);
   const datasets = new Set(summaries.map((s) => `${s.dataset.name}:${path.basename(s.dataset.input)}`));
   if (datasets.size > 1) notes.push(`Warning: the folders evaluate different inputs (${[...datasets].join(", ")}).`);

@@ -26,6 +26,8 @@ import { buildSummary, summaryMarkdown } from "./report.js";
 import { SUMMARY_JSON, SUMMARY_MD, type EvalSummary } from "./summary.js";
 import { compactResults, readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
 import { claimRunFolder, manifestSource } from "./run-folder.js";
+import { cacheScopeFor, runScopedCache } from "./run-cache.js";
+import { SUMMARY_HTML, summaryHtml } from "./summary-html.js";
 import { selectItems } from "./sampling.js";
 import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
@@ -66,6 +68,8 @@ export interface EvalRunOptions {
   traces?: string;
   /** --stage-judge on medmmv / cot: judge the final path's steps by stage, on ClinHallu's scale. */
   stageJudge?: boolean;
+  /** A finished eval folder whose cached responses this one may replay (its run r answers run r); otherwise every run is a fresh draw. */
+  replayCache?: string;
 }
 
 export interface EvalRunDeps {
@@ -161,19 +165,30 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const resultsPath = path.join(dir, RESULTS_FILE);
 
   const popts = pipelineOptions(config, o.pipeline);
-  const pipeline = new Pipeline(config, { cache: deps.cache ?? null, search: await openSearchProvider(config) });
-  const agentDeps: AgentDeps = { llm: pipeline.llm, prompts: pipeline.prompts, search: pipeline.search };
+  // One pipeline per run, each seeing the response cache through its run's namespace: runs are fresh draws, never each other's replay.
+  const cacheScope = await cacheScopeFor(dir, o);
+  const search = await openSearchProvider(config);
+  const pipelines = new Map<number, Pipeline>();
+  const pipelineFor = (run: number): Pipeline => {
+    let p = pipelines.get(run);
+    if (!p) pipelines.set(run, (p = new Pipeline(config, { cache: runScopedCache(deps.cache ?? null, cacheScope, run), search, limiter: pipelines.get(0)?.limiter })));
+    return p;
+  };
+  const pipeline = pipelineFor(0);
+  const agentDepsFor = (run: number): AgentDeps => ({ llm: pipelineFor(run).llm, prompts: pipeline.prompts, search });
+  const agentDeps = agentDepsFor(0);
   const raterModels = [...new Set(o.raters ?? [])];
   const raters: Rater[] = buildRaters(config, { prompts: pipeline.prompts, search: pipeline.search }, pipeline.limiter, raterModels);
   // Self-consistency samples one prompt k times: a response cache would hand back the first sample k times.
   const scDeps: AgentDeps = { ...agentDeps, llm: new LlmClient(config.llm, pipeline.limiter, null, pipeline.llm.clientOptions) };
   const methodFor = (run: number): EvalMethod => {
+    const agentDeps = agentDepsFor(run);
     if (method === "stagewise") return stagewiseMethod(agentDeps, config.llm.prices, sw);
-    if (o.stageJudge) return stageJudgeMethod(method === "cot" ? cotMethod(agentDeps, config.llm.prices, { staged: true }) : medmmvMethod(pipeline, { ...popts, seed: popts.seed + run }, { steps: true }), agentDeps, config.llm.prices, { letterShortcut: sw.letterShortcut });
+    if (o.stageJudge) return stageJudgeMethod(method === "cot" ? cotMethod(agentDeps, config.llm.prices, { staged: true }) : medmmvMethod(pipelineFor(run), { ...popts, seed: popts.seed + run }, { steps: true }), agentDeps, config.llm.prices, { letterShortcut: sw.letterShortcut });
     if (method === "cot") return cotMethod(agentDeps, config.llm.prices);
     if (method === "self-consistency") return selfConsistencyMethod(scDeps, config.llm.prices, { k: popts.k, temperature: popts.rolloutTemperature });
     // Each run its own seed, so `--select random` draws afresh per run.
-    return medmmvMethod(pipeline, { ...popts, seed: popts.seed + run });
+    return medmmvMethod(pipelineFor(run), { ...popts, seed: popts.seed + run });
   };
   const promptNames = [...methodFor(0).prompts, ...(raters.length ? ["rater"] : [])];
 
@@ -193,6 +208,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     models: method === "medmmv" ? pipeline.llm.models() : method === "stagewise" || o.stageJudge ? { executor: pipeline.llm.modelFor("executor"), judge: pipeline.llm.modelFor("judge") } : { executor: pipeline.llm.modelFor("executor") },
     raters: raterModels,
     prompts: pipeline.prompts.hashes(promptNames),
+    cacheScope,
     createdAt: new Date().toISOString(),
     version: VERSION,
   };
@@ -350,6 +366,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     selection,
   });
   await writeJsonAtomic(path.join(dir, SUMMARY_JSON), summary);
-  await writeJsonAtomic(path.join(dir, SUMMARY_MD), summaryMarkdown(summary));
+  const md = summaryMarkdown(summary);
+  await writeJsonAtomic(path.join(dir, SUMMARY_MD), md);
+  await writeJsonAtomic(path.join(dir, SUMMARY_HTML), await summaryHtml(summary, md));
   return { dir, summary, interrupted: signal.aborted && tasks.length > written, written };
 }

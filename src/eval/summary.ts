@@ -4,6 +4,7 @@ import type { StagewiseSummary } from "./stagewise/metrics.js";
 import type { ThrottleStats } from "./throttle.js";
 import type { ConversationMetrics } from "./conversation/metrics.js";
 import type { QuestionOrder } from "./conversation/types.js";
+import type { StudyIntervals } from "./study-intervals.js";
 
 export const SUMMARY_JSON = "summary.json";
 export const SUMMARY_MD = "summary.md";
@@ -45,4 +46,6 @@ export interface EvalSummary extends EvalMetrics {
   stagewise?: StagewiseSummary;
   /** Conversation evals (docs/architecture.md#clinical-pathways-and-conversations): A_Q, A_C, A_D, H_cc per question order. */
   conversation?: Partial<Record<QuestionOrder, ConversationMetrics>>;
+  /** 95 % bootstrap intervals (over items) of the studies' figures: H_V/H_K/H_R, A_Q/A_C/A_D/H_cc, the robustness rates. */
+  studyIntervals?: StudyIntervals;
 }

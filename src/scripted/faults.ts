@@ -10,6 +10,7 @@ import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 
 import { MedmmvError } from "../core/contracts/errors.js";
+import { seededRandom } from "../core/seeded-random.js";
 
 export const FAULT_KINDS = [
   "status",
@@ -56,17 +57,8 @@ export interface FaultContext {
   text: string;
 }
 
-/** mulberry32: tiny, fast and good enough to make probabilistic faults reproducible. */
-export function createPrng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32 (core/seeded-random.ts): reproducible probabilistic faults. */
+export const createPrng = seededRandom;
 
 function invalidFault(message: string): MedmmvError {
   return new MedmmvError("INVALID_INPUT", `invalid fault: ${message}`);

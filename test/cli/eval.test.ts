@@ -99,10 +99,10 @@ describe("medmmv eval (CLI)", () => {
     expect(keys.sort()).toEqual(items.flatMap((it) => [`${it.id}#0`, `${it.id}#1`]).sort());
     const summary = JSON.parse(await readFile(path.join(out, "summary.json"), "utf8")) as EvalSummary;
     expect(summary).toMatchObject({ items: 8, runs: 2, records: 16, accuracy: 1, failed: 0, complete: true });
-    expect(resumed.stdout).toMatch(/\| accuracy \(%\)\s+\| 100\.0 ± 0\.0/);
+    expect(resumed.stdout).toMatch(/\| accuracy \(%\)\s+\| 100\.0 \[[\d.]+–100\.0\] ± 0\.0 sd/);
   });
 
-  it("logs progress without patient text off a terminal; with the cache on, a second identical CoT run is served from the store", async () => {
+  it("logs progress without patient text off a terminal; with the cache on, a re-run asked to replay the first is served from the store", async () => {
     const input = path.join(SAMPLES, "medmcqa.jsonl");
     const items = await readItems("medmcqa", input);
     servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
@@ -118,15 +118,16 @@ describe("medmmv eval (CLI)", () => {
     }
     expect(first.stderr).not.toContain("\r");
 
-    const second = await medmmv(["eval", "--dataset", "medmcqa", "--input", input, "--method", "cot", "--out", path.join(tmp, "cache-2"), "--json"], env).done;
+    const second = await medmmv(["eval", "--dataset", "medmcqa", "--input", input, "--method", "cot", "--out", path.join(tmp, "cache-2"), "--replay-cache", path.join(tmp, "cache-1"), "--json"], env).done;
     expect(second.code).toBe(0);
     expect(servers.model.stats().total).toBe(items.length); // no new calls
     const s = JSON.parse(second.stdout) as EvalSummary;
-    expect(s).toMatchObject({ accuracy: 1, items: items.length });
+    expect(s).toMatchObject({ accuracy: 1, items: items.length, runsFromCache: [0] });
     expect(s.usage.total.llmCalls).toBe(0);
+    expect(await readFile(path.join(tmp, "cache-2", "summary.md"), "utf8")).toMatch(/^> Served wholly from the response cache/m);
   });
 
-  it("--cache all turns the store's response cache on over MEDMMV_CACHE=off: the re-run makes no model call", async () => {
+  it("--cache all turns the store's response cache on over MEDMMV_CACHE=off: the replaying re-run makes no model call", async () => {
     const input = path.join(SAMPLES, "medmcqa.jsonl");
     const items = await readItems("medmcqa", input);
     servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
@@ -138,7 +139,7 @@ describe("medmmv eval (CLI)", () => {
     expect(first.code).toBe(0);
     const paid = servers.model.stats().total;
     expect(paid).toBeGreaterThan(2 * items.length);
-    const second = await medmmv(args("flag-2"), env).done;
+    const second = await medmmv([...args("flag-2"), "--replay-cache", path.join(tmp, "flag-1")], env).done;
     expect(second.code).toBe(0);
     expect(servers.model.stats().total).toBe(paid);
     expect((JSON.parse(second.stdout) as EvalSummary).usage.total.llmCalls).toBe(0);
@@ -171,7 +172,12 @@ describe("medmmv eval (CLI)", () => {
     const n = items.length;
     const pct = (k: number) => ((k / n) * 100).toFixed(1);
     const delta = (k: number) => `-${(100 - (k / n) * 100).toFixed(1)}`;
-    expect(row("accuracy (%)")).toEqual(["100.0", `${pct(1)} (${delta(1)})`, `${pct(2)} (${delta(2)})`]);
+    expect(row("accuracy (%)")!.map((c) => c.replace(/ \[[\d.]+–[\d.]+\]/, ""))).toEqual(["100.0", `${pct(1)} (${delta(1)})`, `${pct(2)} (${delta(2)})`]);
+    // Every pair, paired: MedMMV right where CoT was wrong on n − 1 items; Holm over the three pairs.
+    expect(r.stdout).toMatch(/## Paired comparison/);
+    const pair = r.stdout.split("\n").find((l) => l.startsWith("| r-medmmv − r-cot "))!.split("|").map((c) => c.trim());
+    expect(pair[7]).toBe(`${n - 1} / 0`);
+    expect(r.stdout).toMatch(/corrected for multiple comparisons by Holm's method/);
     expect(row("model calls / item")![1]).toMatch(/^1\.0 \(-/);
     expect(row("hallucinations / item")).toEqual(["0.00", "—", "—"]);
     // Every body system of the sample has its own row.

@@ -58,10 +58,20 @@ describe("computeMetrics on a fixed set", () => {
 
   it("accuracy: per run, mean ± sample std, failed and abstained count as wrong", () => {
     expect(m).toMatchObject({ items: 3, runs: 2, records: 6, correct: 3, failed: 1, abstained: 1 });
-    expect(m.accuracyByRun).toEqual([
-      { run: 0, n: 3, correct: 1, accuracy: 1 / 3 },
-      { run: 1, n: 3, correct: 2, accuracy: 2 / 3 },
+    // calls per run: 10 + 12 + 3, 10 + 11 + 8; cost 0.01 each record.
+    expect(m.accuracyByRun).toMatchObject([
+      { run: 0, n: 3, correct: 1, accuracy: 1 / 3, llmCalls: 25, cacheHits: 0, costUsd: 0.03 },
+      { run: 1, n: 3, correct: 2, accuracy: 2 / 3, llmCalls: 29, cacheHits: 0, costUsd: 0.03 },
     ]);
+    // Wilson 1/3 by hand: centre (1/3 + 0.6403)/2.2805 = 0.4269, half 0.3654 → [0.0615, 0.7923].
+    expect(m.accuracyByRun[0]!.ci).toMatchObject({ method: "wilson", n: 3 });
+    expect(m.accuracyByRun[0]!.ci!.lo).toBeCloseTo(0.0615, 4);
+    expect(m.accuracyByRun[0]!.ci!.hi).toBeCloseTo(0.7923, 4);
+    // Two runs: the overall interval resamples the three items with both their runs.
+    expect(m.accuracyCi).toMatchObject({ method: "cluster-bootstrap", n: 3, resamples: 2000, seed: 1 });
+    expect(m.accuracyCi!.lo).toBeLessThanOrEqual(m.accuracy!);
+    expect(m.accuracyCi!.hi).toBeGreaterThanOrEqual(m.accuracy!);
+    expect(m.runsFromCache).toEqual([]);
     // mean = (1/3 + 2/3)/2 = 0.5; std = sqrt(((1/3 − 1/2)² + (2/3 − 1/2)²)/(2 − 1)) = sqrt(2/36) ≈ 0.2357
     expect(m.accuracy).toBeCloseTo(0.5, 12);
     expect(m.accuracyStd).toBeCloseTo(Math.sqrt(2 / 36), 12);
@@ -71,7 +81,9 @@ describe("computeMetrics on a fixed set", () => {
 
   it("strata pooled over runs", () => {
     // X: a0 ✓, c0 ✗, a1 ✓, c1 ✗ → 2/4. Y: b0 ✗, b1 ✓ → 1/2.
-    expect(m.strata).toEqual({ body_system: { X: { n: 4, correct: 2, accuracy: 0.5 }, Y: { n: 2, correct: 1, accuracy: 0.5 } } });
+    expect(m.strata).toMatchObject({ body_system: { X: { n: 4, correct: 2, accuracy: 0.5 }, Y: { n: 2, correct: 1, accuracy: 0.5 } } });
+    // Y is one item (b) with one right and one wrong run: every resample of it is 1/2.
+    expect(m.strata["body_system"]!["Y"]!.ci).toMatchObject({ lo: 0.5, hi: 0.5, method: "cluster-bootstrap", n: 1 });
   });
 
   it("RGM, entropy, CU parts, answer support", () => {
@@ -91,7 +103,13 @@ describe("computeMetrics on a fixed set", () => {
 
   it("hallucinations by stage, usage per item, failures", () => {
     // a0 (1, 2, 0; 2 resolved) + b0 (0, 1, 1) → visual 1, knowledge 3, reasoning 1, total 5; per item /6.
-    expect(m.hallucinations).toEqual({ visual: 1, knowledge: 3, reasoning: 1, total: 5, resolved: 2, perItem: { visual: 1 / 6, knowledge: 3 / 6, reasoning: 1 / 6, total: 5 / 6 } });
+    expect(m.hallucinations).toMatchObject({ visual: 1, knowledge: 3, reasoning: 1, total: 5, resolved: 2, perItem: { visual: 1 / 6, knowledge: 3 / 6, reasoning: 1 / 6, total: 5 / 6 } });
+    // Item c never flags a claim, a flags 3 in run 0, b 2: the lowest resample (all c) is 0, the highest (all a) 3/2.
+    const total = m.hallucinations.perItemCi!.total!;
+    expect(total.lo).toBeGreaterThanOrEqual(0);
+    expect(total.hi).toBeLessThanOrEqual(1.5);
+    expect(total.lo).toBeLessThan(5 / 6);
+    expect(total.hi).toBeGreaterThan(5 / 6);
     // calls 10 + 12 + 3 + 10 + 11 + 8 = 54 → 9 per item; wall 1000 + 2000 + 500 + 1000 + 1500 + 1000 = 7000.
     expect(m.usage.total).toEqual({ llmCalls: 54, searchCalls: 6, promptTokens: 600, completionTokens: 120, costUsd: 0.06, wallMs: 7000 });
     expect(m.usage.perItem.llmCalls).toBe(9);

@@ -40,7 +40,8 @@ describe("compareSummaries", () => {
     expect(table.split("\n")[0]).toMatch(/^\|\s+\|\s+mmv-run \|\s+cot-run \|$/);
     expect(row("method")).toEqual(["medmmv", "cot"]);
     // 75% vs 25%: −50 percentage points.
-    expect(row("accuracy (%)")).toEqual(["75.0", "25.0 (-50.0)"]);
+    // With Wilson intervals: 3/4 → [30.1, 95.4], 1/4 → [4.6, 69.9].
+    expect(row("accuracy (%)")).toEqual(["75.0 [30.1–95.4]", "25.0 [4.6–69.9] (-50.0)"]);
     // Skeletal 100 vs 50; Nervous 50 vs 0.
     expect(row("  body_system = Skeletal")).toEqual(["100.0 (n=2)", "50.0 (n=2) (-50.0)"]);
     expect(row("  body_system = Nervous")).toEqual(["50.0 (n=2)", "0.0 (n=2) (-50.0)"]);
@@ -61,8 +62,8 @@ describe("compareSummaries", () => {
     const t = compareSummaries([twoRuns, other], ["x", "y"]);
     // Runs: 3/4 and 2/4 → 62.5 ± sqrt(((.75−.625)² + (.5−.625)²)/1)·100 = 17.7.
     expect(t).toContain("| accuracy (%)");
-    expect(t).toMatch(/62\.5 ± 17\.7/);
-    expect(t).toMatch(/25\.0 \(-37\.5\)/);
+    expect(t).toMatch(/62\.5 \[[\d.]+–[\d.]+\] ± 17\.7 sd/);
+    expect(t).toMatch(/25\.0 \[4\.6–69\.9\] \(-37\.5\)/);
     expect(t).toMatch(/Incomplete runs: x\./);
     expect(t).toMatch(/different inputs/);
   });
@@ -90,7 +91,7 @@ describe("summary.md and folders without summary.json", () => {
     const s = buildSummary(medmmv, manifest("medmmv", "medmmv (no-hd)"), { planned: 4, complete: true, details: { copBase: 0, copBaseSource: "detected", copBaseReason: "cop = 0 in record 3" } });
     const md = summaryMarkdown(s);
     expect(md).toContain("# Eval: medmmv (no-hd) on medxpertqa (test.jsonl)");
-    expect(md).toMatch(/\| accuracy \(%\)\s+\| 75\.0\s+\|/);
+    expect(md).toMatch(/\| accuracy \(%\)\s+\| 75\.0 \[30\.1–95\.4\]\s+\|/);
     expect(md).toMatch(/\| Skeletal\s+\|\s+2 \|\s+100\.0 \|/);
     expect(md).toMatch(/\| knowledge \|\s+4 \|\s+1\.00 \|/);
     expect(md).toContain("- copBaseReason: cop = 0 in record 3");

@@ -18,6 +18,7 @@ import type { ItemError } from "../datasets/types.js";
 import { writeJsonAtomic, type RunManifest } from "../manifest.js";
 import { noDiagnostics } from "../methods/types.js";
 import { buildSummary, summaryMarkdown } from "../report.js";
+import { SUMMARY_HTML, summaryHtml } from "../summary-html.js";
 import { SUMMARY_JSON, SUMMARY_MD, type EvalSummary } from "../summary.js";
 import type { ProgressSink } from "../progress.js";
 import { openRunSession } from "../run-session.js";
@@ -318,6 +319,8 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
   });
   const summary: EvalSummary = { ...base, conversation: metricsByOrder(inPlan.map((r) => r.conversation)) };
   await writeJsonAtomic(path.join(dir, SUMMARY_JSON), summary);
-  await writeJsonAtomic(path.join(dir, SUMMARY_MD), summaryMarkdown(summary));
+  const md = summaryMarkdown(summary);
+  await writeJsonAtomic(path.join(dir, SUMMARY_MD), md);
+  await writeJsonAtomic(path.join(dir, SUMMARY_HTML), await summaryHtml(summary, md));
   return { dir, summary, interrupted: signal.aborted && tasks.length > written, written };
 }
