@@ -128,14 +128,19 @@ export function summariseNotes(input: RenderedLine[], budget: number): NotesSumm
     if (lines.length) sections.push([group, lines]);
   }
 
+  // Documents are long and many; a share of the budget stays for the condensed history after them.
+  const historyChars = sections.find(([g]) => g === "history")?.[1].reduce((n, l) => n + l.name.length + l.text.length + 4, 0) ?? 0;
+  const reserve = Math.min(historyChars + GROUPS.history.length + 3, Math.floor(budget * 0.15));
   const out: string[] = [];
   let used = 0;
-  const fits = (s: string) => used + s.length + 1 <= budget;
+  let limit = budget;
+  const fits = (s: string) => used + s.length + 1 <= limit;
   const put = (s: string) => {
     out.push(s);
     used += s.length + 1;
   };
   for (const [group, lines] of sections) {
+    limit = group === "reports" || group === "documents" || group === "images" ? budget - reserve : budget;
     const header = `${out.length ? "\n" : ""}${GROUPS[group]}:`;
     let opened = false;
     for (const l of lines) {
@@ -153,7 +158,7 @@ export function summariseNotes(input: RenderedLine[], budget: number): NotesSumm
       const docCap = used + Math.max(1000, Math.floor(budget / 4));
       for (const b of body) {
         const tail = `  … (${body.length - shown} more lines not shown)`;
-        if (used + b.length + 1 + tail.length + 1 > Math.min(budget, docCap)) break;
+        if (used + b.length + 1 + tail.length + 1 > Math.min(limit, docCap)) break;
         put(b);
         shown++;
       }
