@@ -56,6 +56,8 @@ export interface ShapedOptions {
   shape: "current" | "everything";
   /** Years of care, one wellness visit a year plus sick visits: ~55 entries a year. */
   years: number;
+  /** Most sick visits a year (0 to this many, seeded); default 1. */
+  sickVisits?: number;
   seed?: number;
 }
 
@@ -154,7 +156,7 @@ export function syntheaShaped(o: ShapedOptions): Json {
   const startYear = 2026 - o.years;
   for (let y = 0; y < o.years; y++) {
     const year = startYear + y;
-    const visits = 1 + (rand() < 0.6 ? 1 : 0);
+    const visits = 1 + Math.floor(rand() * ((o.sickVisits ?? 1) + 0.6));
     for (let v = 0; v < visits; v++) {
       const month = String(1 + ((y * 5 + v * 6) % 12)).padStart(2, "0");
       const start = `${year}-${month}-1${v}T09:${String(10 + v).padStart(2, "0")}:00-04:00`;
