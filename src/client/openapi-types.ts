@@ -1373,6 +1373,19 @@ export interface operations {
                                 resource: string;
                                 reason: string;
                             }[];
+                            fhirNotes?: {
+                                budget: number;
+                                chars: number;
+                                summarised: {
+                                    [key: string]: number;
+                                };
+                                leftOut: {
+                                    [key: string]: number;
+                                };
+                                duplicates: {
+                                    [key: string]: number;
+                                };
+                            };
                             evidenceChecks?: {
                                 textDoctor: {
                                     accepted: number;
@@ -2160,6 +2173,19 @@ export interface operations {
                                     resource: string;
                                     reason: string;
                                 }[];
+                                fhirNotes?: {
+                                    budget: number;
+                                    chars: number;
+                                    summarised: {
+                                        [key: string]: number;
+                                    };
+                                    leftOut: {
+                                        [key: string]: number;
+                                    };
+                                    duplicates: {
+                                        [key: string]: number;
+                                    };
+                                };
                                 evidenceChecks?: {
                                     textDoctor: {
                                         accepted: number;

@@ -21,8 +21,12 @@ export const DEFAULT_FHIR_QUESTION = "What is the most likely diagnosis?";
 export const FHIR_DEFAULTS = {
   /** Characters of notes the model reads; a record renders to more and is summarised. */
   notesBudget: 16_000,
-  /** Resources of the types read (Claims, Provenance and the like are not counted). */
-  maxResources: 20_000,
+  /**
+   * Resources of the types read (Claims, Provenance and the like are not counted): above
+   * what 25 MiB of real record holds (Synthea averages over a kilobyte an entry), so the
+   * byte limit is what a real record meets first.
+   */
+  maxResources: 50_000,
   /** Levels of objects and arrays inside one resource. */
   maxDepth: 64,
 } as const;
