@@ -45,6 +45,19 @@ function digitsLoose(s: string): string | null {
   return digits.split("").join("[\\s().-]{0,3}");
 }
 
+/** Patterns for the `value`s of a ContactPoint or Identifier list: as written, and digits with any separators. */
+function valuePatterns(list: unknown): string[] {
+  const out: string[] = [];
+  for (const item of Array.isArray(list) ? list : []) {
+    const v = item && typeof item === "object" ? (item as Json).value : undefined;
+    if (typeof v !== "string" || v.trim().length < 3) continue;
+    out.push(literal(v));
+    const loose = digitsLoose(v);
+    if (loose) out.push(loose);
+  }
+  return out;
+}
+
 /** "Bob965" → "Bob": Synthea appends digits to every name part so that names are unique. */
 function nameBase(part: string): string {
   return part.replace(/\d+$/, "");
@@ -123,20 +136,8 @@ export function scrubberFor(patients: Json[], related: Json[]): Scrubber {
       const ad = a as Json;
       for (const v of [...strings(ad.line), ...strings(ad.city), ...strings(ad.postalCode), ...strings(ad.district), ...strings(ad.text)]) if (v.trim().length >= 3) addresses.push(literal(v));
     }
-    for (const t of Array.isArray(person.telecom) ? person.telecom : []) {
-      const v = t && typeof t === "object" ? (t as Json).value : undefined;
-      if (typeof v !== "string" || v.trim().length < 3) continue;
-      telecom.push(literal(v));
-      const loose = digitsLoose(v);
-      if (loose) telecom.push(loose);
-    }
-    for (const i of Array.isArray(person.identifier) ? person.identifier : []) {
-      const v = i && typeof i === "object" ? (i as Json).value : undefined;
-      if (typeof v !== "string" || v.trim().length < 3) continue;
-      identifiers.push(literal(v));
-      const loose = digitsLoose(v);
-      if (loose) identifiers.push(loose);
-    }
+    telecom.push(...valuePatterns(person.telecom));
+    identifiers.push(...valuePatterns(person.identifier));
     if (typeof person.birthDate === "string") births.push(...birthDatePatterns(person.birthDate));
   }
 
