@@ -93,6 +93,11 @@ export class BundleIndex {
     return e;
   }
 
+  /** Whether an entry already goes by this name (`Type/id`). */
+  has(name: string): boolean {
+    return this.#byName.has(name);
+  }
+
   /** Two entries that claim the same identity make every reference to it ambiguous. */
   duplicates(): FhirIssue[] {
     const seen = new Map<string, IndexedEntry>();

@@ -235,7 +235,13 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
       ignored.push({ resource: `Bundle.entry[${i}]`, reason: `has no resource (${req}): skipped` });
       continue;
     }
-    index.add(i, en.resource as Record<string, unknown>, en.fullUrl);
+    // A history lists a resource once per version, newest first (FHIR R4 http.html#history): the first is the record.
+    const res = en.resource as Record<string, unknown>;
+    if (envelope.type === "history" && typeof res.id === "string" && index.has(`${res.resourceType}/${res.id}`)) {
+      ignored.push({ resource: `Bundle.entry[${i}]`, reason: `an older version of ${res.resourceType}/${res.id}: skipped` });
+      continue;
+    }
+    index.add(i, res, en.fullUrl);
   }
   const { read, unread, outcomes } = yield* checkResources(index, opts.closedBundle ?? true, opts.maxResources ?? FHIR_DEFAULTS.maxResources);
 

@@ -144,6 +144,18 @@ describe("references as the bundle type defines them", () => {
     ]);
   });
 
+  it("a history bundle: each resource's newest version is read, older ones skipped and listed", () => {
+    const b = observationSearchset();
+    b.type = "history";
+    const older = structuredClone(b.entry[1]);
+    older.resource.valueQuantity.value = 9.9;
+    b.entry.push(older);
+    const c = bundleToCase(b, opts);
+    expect(c.notes).toContain("5.9 mmol/L (2026-11-01)");
+    expect(c.notes).not.toContain("9.9");
+    expect(fhirOrigin(c)!.ignoredResources).toContainEqual({ resource: "Bundle.entry[3]", reason: "an older version of Observation/chol-2: skipped" });
+  });
+
   it("a document must be self-contained: a reference to a resource it lacks is refused, naming that rule", () => {
     const b = documentBundle();
     b.entry.pop(); // the Practitioner the Composition's author points at
