@@ -28,6 +28,7 @@ import { callsGrowth } from "./sections/calls-growth.js";
 import { adaptiveRollouts } from "./sections/adaptive.js";
 import { responseCache } from "./sections/response-cache.js";
 import { evalBatch } from "./sections/eval-batch.js";
+import { fhirIntake } from "./sections/fhir-intake.js";
 
 const SECTIONS: Record<string, (ctx: BenchContext) => Promise<SectionReport>> = {
   "cpu-share": cpuShare,
@@ -38,6 +39,7 @@ const SECTIONS: Record<string, (ctx: BenchContext) => Promise<SectionReport>> = 
   adaptive: adaptiveRollouts,
   "response-cache": responseCache,
   "eval-batch": evalBatch,
+  "fhir-intake": fhirIntake,
 };
 
 const { values } = parseArgs({

@@ -2117,6 +2117,19 @@ export interface operations {
                                 resource: string;
                                 reason: string;
                             }[];
+                            fhirNotes?: {
+                                budget: number;
+                                chars: number;
+                                summarised: {
+                                    [key: string]: number;
+                                };
+                                leftOut: {
+                                    [key: string]: number;
+                                };
+                                duplicates: {
+                                    [key: string]: number;
+                                };
+                            };
                             evidenceChecks?: {
                                 textDoctor: {
                                     accepted: number;
@@ -2904,6 +2917,19 @@ export interface operations {
                                     resource: string;
                                     reason: string;
                                 }[];
+                                fhirNotes?: {
+                                    budget: number;
+                                    chars: number;
+                                    summarised: {
+                                        [key: string]: number;
+                                    };
+                                    leftOut: {
+                                        [key: string]: number;
+                                    };
+                                    duplicates: {
+                                        [key: string]: number;
+                                    };
+                                };
                                 evidenceChecks?: {
                                     textDoctor: {
                                         accepted: number;

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { MedmmvError } from "./contracts/errors.js";
 import { describeZodIssues } from "./contracts/zod-issues.js";
+import { FHIR_DEFAULTS } from "./intake/fhir/bundle-to-case.js";
 
 /**
  * The one place that reads the environment (docs/architecture.md#house-style). Everything else receives a
@@ -60,6 +61,9 @@ export const EnvSchema = z.object({
   HOST: z.string().default("127.0.0.1").describe("HTTP listen address; anything but loopback requires MEDMMV_API_KEYS."),
   MEDMMV_PUBLIC_URL: z.string().url().optional().describe("This service's public base URL, as EHRs call it: the only source of the CDS Hooks JWT audience (required with MEDMMV_CDS_JWKS) and the base of card links (unset: links use the request's own host, for API-key callers only)."),
   MEDMMV_FHIR_SERVERS: z.string().optional().describe("FHIR servers (base URLs, comma-separated) that CDS Hooks calls may have us fetch missing prefetch from."),
+  MEDMMV_FHIR_NOTES_BUDGET: z.coerce.number().int().min(2_000).max(400_000).default(FHIR_DEFAULTS.notesBudget).describe("Characters of notes a FHIR record is summarised into (every model call of a case carries them): active problems, allergies and medications first, then the latest of each vital and lab with earlier readings, recent encounters, procedures, immunizations, reports and notes, then history."),
+  MEDMMV_FHIR_MAX_RESOURCES: z.coerce.number().int().min(1).max(1_000_000).default(FHIR_DEFAULTS.maxResources).describe("Most resources of the types read in one FHIR Bundle (Claims, Provenance and other types not read are not counted); the body's size is bounded by MEDMMV_MAX_BODY_BYTES."),
+  MEDMMV_FHIR_MAX_DEPTH: z.coerce.number().int().min(8).max(1_000).default(FHIR_DEFAULTS.maxDepth).describe("Deepest nesting of objects and arrays in one FHIR resource; deeper bundles are refused with an OperationOutcome."),
   MEDMMV_CDS_JWKS: z.string().optional().describe("The EHR's JWKS for CDS Hooks JWTs: an https URL or a local JWKS file."),
   MEDMMV_CDS_ISSUERS: z.string().optional().describe("Accepted `iss` of CDS Hooks JWTs (comma-separated); required with MEDMMV_CDS_JWKS."),
   MEDMMV_CORS_ORIGINS: z.string().optional().describe("Browser origins (comma-separated) allowed to call the CDS Hooks endpoints, e.g. the CDS Hooks sandbox; none by default."),
@@ -111,6 +115,7 @@ export interface Config {
   };
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   cds: { publicUrl: string | null; fhirServers: string[]; jwks: string | null; issuers: string[]; corsOrigins: string[] };
+  fhir: { notesBudget: number; maxResources: number; maxDepth: number };
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -192,6 +197,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       issuers: csvList(e.MEDMMV_CDS_ISSUERS),
       corsOrigins: csvList(e.MEDMMV_CORS_ORIGINS),
     },
+    fhir: { notesBudget: e.MEDMMV_FHIR_NOTES_BUDGET, maxResources: e.MEDMMV_FHIR_MAX_RESOURCES, maxDepth: e.MEDMMV_FHIR_MAX_DEPTH },
   };
 }
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { SerializedEvidenceGraph } from "./evidence.js";
-import { IgnoredResource } from "./fhir-origin.js";
+import { FhirNotesSummary, IgnoredResource } from "./fhir-origin.js";
 
 /** docs/architecture.md#data-contracts: the output contract. Field names are fixed; clients and stored results rely on them. */
 export const Stage = z.enum(["visual", "knowledge", "reasoning"]);
@@ -146,6 +146,8 @@ export const DiagnosisResult = z.object({
     untrustedContent: z.array(z.object({ source: z.string(), note: z.string() })).optional(),
     /** Cases from a FHIR Bundle: resources (or parts) that did not go into the case, and why. */
     ignoredResources: z.array(IgnoredResource).optional(),
+    /** Cases from a FHIR Bundle: how the record was summarised to the notes budget (counts per resource type). */
+    fhirNotes: FhirNotesSummary.optional(),
     /** What the checks on evidence agents did: fabricated quotes dropped, image findings flagged/revised. */
     evidenceChecks: z
       .object({

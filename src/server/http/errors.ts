@@ -123,7 +123,8 @@ export function toHttpError(err: unknown, config: Config): HttpError {
     case "FST_FIELDS_LIMIT":
       return { status: 413, code: "PAYLOAD_TOO_LARGE", message: "too many parts in the multipart upload: send one `case` field and at most 16 image files" };
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-      return { status: 415, code: "UNSUPPORTED_MEDIA", message: "unsupported Content-Type; send the case as application/json or multipart/form-data" };
+      // application/json+fhir is DSTU2's name for it; a FHIR client must learn R4's.
+      return { status: 415, code: "UNSUPPORTED_MEDIA", message: "unsupported Content-Type; send the case as application/json or multipart/form-data, or a FHIR R4 Bundle as application/fhir+json" };
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
       return { status: 400, code: "INVALID_INPUT", message: "the request body is empty; send a ClinicalCase as JSON" };
     case "FST_INVALID_MULTIPART_CONTENT_TYPE":

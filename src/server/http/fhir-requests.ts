@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { bundleToCase } from "../../core/intake/fhir/bundle-to-case.js";
+import { bundleToCaseYielding } from "../../core/intake/fhir/bundle-to-case.js";
 import { fhirError } from "../../core/intake/fhir/fhir-error.js";
 import { OptionLetter } from "../../core/contracts/clinical-case.js";
 import type { Config } from "../../core/config.js";
@@ -64,13 +64,21 @@ function parseOptions(raw: unknown): Record<string, string> | undefined {
 export function fhirBundleToCase(config: Config) {
   return async (request: FastifyRequest): Promise<void> => {
     const { type, params } = mediaType(request.headers["content-type"]);
-    if (type !== FHIR_JSON) return;
+    if (type !== FHIR_JSON) {
+      // A FHIR resource sent as plain JSON would fail as a ClinicalCase with errors that never say why.
+      const body = request.body as { resourceType?: unknown } | null;
+      if (body && typeof body === "object" && typeof body.resourceType === "string") {
+        throw fhirError("UNSUPPORTED_MEDIA", [{ path: "(root)", message: `a FHIR ${body.resourceType.slice(0, 40)} was sent as ${type || "no Content-Type"}; send FHIR R4 Bundles as Content-Type: application/fhir+json`, fhirCode: "not-supported" }]);
+      }
+      return;
+    }
     const version = params.get("fhirversion");
     if (version !== undefined && !R4_VERSIONS.has(version)) {
       throw fhirError("UNSUPPORTED_MEDIA", [{ path: "(root)", message: `fhirVersion=${version.slice(0, 20)} is not supported; send FHIR R4 (fhirVersion=4.0)`, fhirCode: "not-supported" }]);
     }
     const query = (request.query ?? {}) as Record<string, unknown>;
     const question = typeof query.question === "string" ? query.question : undefined;
-    request.body = bundleToCase(request.body, { question, options: parseOptions(query.option), maxImageBytes: config.http.maxImageBytes });
+    // Read in slices: a 25 MiB `$everything` record must not hold the event loop (/healthz, other requests).
+    request.body = await bundleToCaseYielding(request.body, { question, options: parseOptions(query.option), maxImageBytes: config.http.maxImageBytes, ...config.fhir });
   };
 }

@@ -24,16 +24,23 @@ type Issue = { path: string; message: string; fhirCode?: FhirIssueType };
  * naming the element to fix in `expression`; our error code rides along in `details`.
  */
 export function operationOutcome(body: ErrorBody): OperationOutcome {
-  const details = { coding: [{ system: "urn:medmmv:error-code", code: body.code }], text: body.message };
+  // Each issue's details say that issue, briefly: repeating the whole message in every issue
+  // made twenty issues a hundred kilobytes that said nothing more.
+  const details = (text: string) => ({ coding: [{ system: "urn:medmmv:error-code", code: body.code }], text: short(text) });
   const issues = (body.issues ?? []) as Issue[];
   const severity = body.statusCode >= 500 ? "fatal" : "error";
   const issue: OperationOutcomeIssue[] = issues.length
     ? issues.map((i) =>
         // Only FHIR issues carry a FHIRPath; a request-validation path goes into the text.
         i.fhirCode
-          ? { severity, code: i.fhirCode, details, diagnostics: i.message, ...(i.path !== "(root)" ? { expression: [i.path] } : {}) }
-          : { severity, code: issueType(body.statusCode), details, diagnostics: `${i.path}: ${i.message}` },
+          ? { severity, code: i.fhirCode, details: details(i.message), diagnostics: i.message, ...(i.path !== "(root)" ? { expression: [i.path] } : {}) }
+          : { severity, code: issueType(body.statusCode), details: details(`${i.path}: ${i.message}`), diagnostics: `${i.path}: ${i.message}` },
       )
-    : [{ severity, code: issueType(body.statusCode), details, diagnostics: body.message }];
+    : [{ severity, code: issueType(body.statusCode), details: details(body.message), diagnostics: body.message }];
   return { resourceType: "OperationOutcome", id: body.requestId, issue };
+}
+
+/** A human-readable line for details.text: the first sentence-sized part of a message. */
+function short(text: string): string {
+  return text.length <= 160 ? text : `${text.slice(0, 157).trimEnd()}…`;
 }

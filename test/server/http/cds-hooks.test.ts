@@ -171,8 +171,11 @@ describe("CDS Hooks 2.0", () => {
   });
 
   it("a record with no dated fact is the same record on the next call: its second call answers from the stored case, without model calls", async () => {
-    // Only the Patient: nothing in it dates the record, so its reference date is the clock's.
-    const record = { patient: prefetch().patient, allergies: { resourceType: "Bundle", type: "searchset", entry: [] } };
+    // The Patient and an undated allergy: nothing dates the record, so its reference date is the clock's.
+    // (A Patient alone holds no clinical fact and is refused.)
+    const { patient } = prefetch() as { patient: { id: string } };
+    const allergy = { resourceType: "AllergyIntolerance", id: "undated-1", code: { text: "Latex" }, patient: { reference: `Patient/${patient.id}` } };
+    const record = { patient, allergies: { resourceType: "Bundle", type: "searchset", entry: [{ resource: allergy }] } };
     const first = SpecResponse.parse(await (await call(await jwt(), { prefetch: record })).json());
     const link = new URL(first.cards[0]!.links![0]!.url);
     const caseId = decodeURIComponent(link.pathname.split("/")[2]!);

@@ -2,7 +2,6 @@
 import type { OperationOutcome } from "fhir/r4.js";
 import { Fhir } from "fhir";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_BUNDLE_ENTRIES } from "../../../src/core/intake/fhir/bundle-to-case.js";
 import { smallPng } from "../../../src/scripted/image-bytes.js";
 import { fixtureBundle } from "../../core/intake/fhir/fhir-fixtures.js";
 import { json } from "./http-harness.js";
@@ -10,7 +9,8 @@ import { startInjectServer, type InjectServer } from "./inject-harness.js";
 
 let t: InjectServer;
 beforeAll(async () => {
-  t = await startInjectServer();
+  // A small read-resource cap, so "too many resources" needs no megabytes of bundle.
+  t = await startInjectServer({ env: { MEDMMV_FHIR_MAX_RESOURCES: "40" } });
 });
 afterAll(() => t.close());
 
@@ -42,19 +42,20 @@ const MALFORMED: Malformed[] = [
   { name: "a lone resource, not a Bundle", body: () => res(fixtureBundle("stemi"), "bp-1"), status: 400, expression: "Bundle.resourceType", code: "structure" },
   { name: "no resourceType", body: stemi((b) => delete (b as R).resourceType), status: 400, expression: "Bundle.resourceType", code: "structure" },
   { name: "a JSON array", body: () => [fixtureBundle("stemi")], status: 400, expression: "Bundle", code: "structure" },
-  { name: "Bundle.type history", body: stemi((b) => ((b as R).type = "history")), status: 400, expression: "Bundle.type", code: "value" },
+  { name: "Bundle.type message", body: stemi((b) => ((b as R).type = "message")), status: 400, expression: "Bundle.type", code: "value" },
   { name: "Bundle.type missing", body: stemi((b) => delete (b as R).type), status: 400, expression: "Bundle.type", code: "required" },
   { name: "entry is an object", body: stemi((b) => ((b as R).entry = { resource: {} })), status: 400, expression: "Bundle.entry", code: "structure" },
-  { name: "an entry without a resource", body: stemi((b) => b.entry.push({ fullUrl: "urn:uuid:1" } as never)), status: 400, expression: (b) => `Bundle.entry[${b.entry.length - 1}].resource`, code: "required" },
+  { name: "an entry whose resource is not an object", body: stemi((b) => b.entry.push({ fullUrl: "urn:uuid:1", resource: "Patient/1" } as never)), status: 400, expression: (b) => `Bundle.entry[${b.entry.length - 1}].resource`, code: "structure" },
   { name: "a resource without resourceType", body: stemi((b) => delete b.entry[1]!.resource.resourceType), status: 400, expression: "Bundle.entry[1].resource.resourceType", code: "required" },
   {
     name: "too many resources",
     body: stemi((b) => {
       const obs = res(b, "k-1");
-      for (let i = 0; b.entry.length <= MAX_BUNDLE_ENTRIES; i++) b.entry.push({ resource: { ...obs, id: `k-extra-${i}` } });
+      for (let i = 0; i < 40; i++) b.entry.push({ resource: { ...obs, id: `k-extra-${i}` } });
     }),
     status: 413,
-    expression: "Bundle.entry",
+    // Every entry of the STEMI record is of a type read: the 41st is the first past the cap.
+    expression: "Bundle.entry[40].resource",
     code: "too-costly",
   },
   { name: "an R5 Bundle (Bundle.issues)", body: stemi((b) => ((b as R).issues = { resourceType: "OperationOutcome", issue: [] })), status: 400, expression: "Bundle.issues", code: "not-supported" },
@@ -74,7 +75,8 @@ const MALFORMED: Malformed[] = [
   { name: "AllergyIntolerance.criticality severe", body: stemi((b) => (res(b, "pcn").criticality = "severe")), status: 400, expression: (b) => `Bundle.entry[${at(b, "pcn")}].resource.criticality`, code: "value" },
   { name: "DocumentReference with no content", body: stemi((b) => (res(b, "triage-note").content = [])), status: 400, expression: (b) => `Bundle.entry[${at(b, "triage-note")}].resource.content`, code: "required" },
   { name: "the same resource twice", body: stemi((b) => b.entry.push({ resource: { ...res(b, "bp-1") } })), status: 400, expression: (b) => `Bundle.entry[${b.entry.length - 1}].resource.id`, code: "duplicate" },
-  { name: "a subject reference to a Patient not in the bundle", body: stemi((b) => (res(b, "bp-1").subject = { reference: "Patient/someone-else" })), status: 422, expression: (b) => `Bundle.entry[${at(b, "bp-1")}].resource.subject.reference`, code: "not-found" },
+  // A document must be self-contained; collections, searchsets and transactions may point outside.
+  { name: "a subject reference to a Patient not in a document bundle", body: stemi((b) => ((b as R).type = "document", res(b, "bp-1").subject = { reference: "Patient/someone-else" })), status: 422, expression: (b) => `Bundle.entry[${at(b, "bp-1")}].resource.subject.reference`, code: "not-found" },
   {
     name: "a urn:uuid reference to nothing",
     body: () => {
@@ -86,13 +88,13 @@ const MALFORMED: Malformed[] = [
     expression: "Bundle.entry[2].resource.subject.reference",
     code: "not-found",
   },
-  { name: "a medicationReference to a missing Medication", body: stemi((b) => (res(b, "ms-lisinopril").medicationReference = { reference: "Medication/ramipril" })), status: 422, expression: (b) => `Bundle.entry[${at(b, "ms-lisinopril")}].resource.medicationReference.reference`, code: "not-found" },
+  { name: "a medicationReference to a Medication missing from a document", body: stemi((b) => ((b as R).type = "document", res(b, "ms-lisinopril").medicationReference = { reference: "Medication/ramipril" })), status: 422, expression: (b) => `Bundle.entry[${at(b, "ms-lisinopril")}].resource.medicationReference.reference`, code: "not-found" },
   { name: "two Patients", body: stemi((b) => b.entry.push({ resource: { resourceType: "Patient", id: "other", gender: "female" } })), status: 422, expression: (b) => `Bundle.entry[${b.entry.length - 1}].resource`, code: "invariant" },
   { name: "a Binary that is not an image", body: stemi((b) => b.entry.push({ resource: { resourceType: "Binary", id: "bin-1", contentType: "image/png", data: b64("this is not a picture") } })), status: 415, expression: (b) => `Bundle.entry[${b.entry.length - 1}].resource.data`, code: "not-supported" },
   { name: "a Binary holding a PDF", body: stemi((b) => b.entry.push({ resource: { resourceType: "Binary", id: "bin-2", contentType: "application/pdf", data: b64("%PDF-1.7\n...") } })), status: 415, expression: (b) => `Bundle.entry[${b.entry.length - 1}].resource.data`, code: "not-supported" },
   { name: "Media data that is not base64", body: stemi((b) => ((res(b, "ecg-strip").content as R).data = "!!not base64!!")), status: 400, expression: (b) => `Bundle.entry[${at(b, "ecg-strip")}].resource.content.data`, code: "value" },
   { name: "Media with neither data nor url", body: stemi((b) => delete (res(b, "ecg-strip").content as R).data), status: 400, expression: (b) => `Bundle.entry[${at(b, "ecg-strip")}].resource.content.data`, code: "required" },
-  { name: "Media pointing at a Binary not in the bundle", body: stemi((b) => (res(b, "ecg-strip").content = { contentType: "image/png", url: "Binary/missing" })), status: 422, expression: (b) => `Bundle.entry[${at(b, "ecg-strip")}].resource.content.url`, code: "not-found" },
+  { name: "Media pointing at a Binary not in a document bundle", body: stemi((b) => ((b as R).type = "document", res(b, "ecg-strip").content = { contentType: "image/png", url: "Binary/missing" })), status: 422, expression: (b) => `Bundle.entry[${at(b, "ecg-strip")}].resource.content.url`, code: "not-found" },
   { name: "Media pointing at an Observation", body: stemi((b) => (res(b, "ecg-strip").content = { contentType: "image/png", url: "Observation/bp-1" })), status: 422, expression: (b) => `Bundle.entry[${at(b, "ecg-strip")}].resource.content.url`, code: "invariant" },
   { name: "an image whose header is cut off", body: stemi((b) => ((res(b, "ecg-strip").content as R).data = b64(smallPng().subarray(0, 12)))), status: 400, expression: (b) => `Bundle.entry[${at(b, "ecg-strip")}].resource.content.data`, code: "value" },
   {

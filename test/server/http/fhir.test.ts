@@ -46,10 +46,11 @@ describe("POST /diagnose with application/fhir+json", () => {
     result = DiagnosisResult.parse(await res.json());
   });
 
-  it("runs the case built from the bundle: question by default, options from the query, the Encounter in provenance.ignoredResources", async () => {
+  it("runs the case built from the bundle: question by default, options from the query, the notes summary in provenance", async () => {
     expect(result.status).toBe("completed");
     expect(result.answer).toEqual({ option: "B", text: "Inferior ST-elevation myocardial infarction" });
-    expect(result.provenance.ignoredResources).toEqual([{ resource: "Encounter/ed-visit", reason: "resource type Encounter is not read" }]);
+    expect(result.provenance.ignoredResources).toEqual([]);
+    expect(result.provenance.fhirNotes).toMatchObject({ budget: 16_000, leftOut: {}, duplicates: {} });
     const view = await json<{ case: { question: string; notes: string; patient: unknown; images: Array<{ id: string; mimeType: string }> } }>(await t.api(`/cases/${result.caseId}`));
     expect(view.case.question).toBe("What is the most likely diagnosis?");
     expect(view.case.patient).toEqual({ age: 58, sex: "male" });

@@ -1,21 +1,45 @@
-import { MedmmvError } from "../../contracts/errors.js";
+import { MedmmvError, isMedmmvError } from "../../contracts/errors.js";
 import { decodeBase64, readImageDimensions, sniffImageMime } from "../images.js";
 import { MAX_PATIENT_AGE, type ClinicalCase, type ImageInput } from "../../contracts/clinical-case.js";
-import { BundleIndex, type IndexedEntry } from "./bundle-index.js";
+import { BundleIndex, nestingTooDeep, type IndexedEntry } from "./bundle-index.js";
 import type { FhirOrigin, IgnoredResource } from "../../contracts/fhir-origin.js";
 import { fhirError, fhirPath, zodToFhirIssues, type FhirIssue } from "./fhir-error.js";
 import { BundleEnvelope, READ_RESOURCES, type ReadType, type ResourceOf } from "./fhir-schemas.js";
-import { GROUPS, RENDERERS, patientFacts, type Group, type NoteLine, type RenderContext } from "./renderers.js";
-import { resourceLinePrefix } from "./resource-lines.js";
+import { RENDERERS, patientFacts, type NoteLine, type RenderContext } from "./renderers.js";
+import { otherVersion } from "./fhir-version.js";
+import { scrubberFor } from "./deidentify.js";
+import { summariseNotes, type RenderedLine } from "./summarise.js";
+import { htmlText } from "./html-text.js";
 import type { z } from "zod";
 import type { Attachment } from "./fhir-schemas.js";
 
 export const DEFAULT_FHIR_QUESTION = "What is the most likely diagnosis?";
-/** A patient's record for one question, not a data dump: a bigger bundle is refused, not truncated. */
-export const MAX_BUNDLE_ENTRIES = 500;
-const MAX_NOTES_CHARS = 200_000;
+/**
+ * Defaults of the FHIR limits (MEDMMV_FHIR_* in config.ts sets them for the server). The
+ * byte size of a bundle is bounded by the HTTP body limit; these bound what is read of it.
+ */
+export const FHIR_DEFAULTS = {
+  /** Characters of notes the model reads; a record renders to more and is summarised. */
+  notesBudget: 16_000,
+  /**
+   * Resources of the types read (Claims, Provenance and the like are not counted): above
+   * what 25 MiB of real record holds (Synthea averages over a kilobyte an entry), so the
+   * byte limit is what a real record meets first.
+   */
+  maxResources: 50_000,
+  /** Levels of objects and arrays inside one resource. */
+  maxDepth: 64,
+} as const;
+/** Entries of any kind, read or not: a bound on the walk itself, far above any one patient's record. */
+export const MAX_BUNDLE_ENTRIES = 200_000;
 const MAX_IMAGES = 16;
 const MAX_TEXT_ATTACHMENT_BYTES = 1_000_000;
+/** Per-resource reasons kept in the case's metadata; past this, one line says how many more. */
+const MAX_IGNORED_LISTED = 100;
+/** Entries processed between chances to yield the event loop. */
+const STEP = 100;
+/** Time a slice of reading may hold the event loop (bundleToCaseYielding). */
+const SLICE_MS = 8;
 
 export interface BundleToCaseOptions {
   question?: string;
@@ -24,30 +48,26 @@ export interface BundleToCaseOptions {
   /** Used for ages only when the bundle carries no date at all. */
   now?: Date;
   /**
-   * Refuse references that do not resolve within the bundle (default). A CDS Hooks prefetch
-   * is a set of searches, not a closed record: there an unresolved reference (a Practitioner,
-   * an Encounter) points outside and is not an error.
+   * false: no reference is refused, whatever the bundle type. A CDS Hooks prefetch is a set
+   * of searches the service assembled, not a record the EHR closed.
    */
   closedBundle?: boolean;
+  notesBudget?: number;
+  maxResources?: number;
+  maxDepth?: number;
 }
 
-/** Resource types of other FHIR versions: a sign the client sends STU3 or R5, not R4. */
-const NOT_R4_TYPES: Record<string, string> = {
-  ProcedureRequest: "STU3",
-  ReferralRequest: "STU3",
-  DeviceComponent: "STU3",
-  EligibilityRequest: "STU3",
-  ProcessRequest: "STU3",
-  DataElement: "STU3",
-  Sequence: "STU3",
-  ImagingSelection: "R5",
-  NutritionIntake: "R5",
-  Transport: "R5",
-  Permission: "R5",
-  InventoryItem: "R5",
-  ArtifactAssessment: "R5",
-  Requirements: "R5",
-};
+/** `details.reason` of the refusal of a bundle from which no clinical fact was read. */
+export const NO_CLINICAL_FACTS = "no-clinical-facts";
+
+/**
+ * Whether an error is the refusal of a bundle (or a CDS Hooks prefetch) that holds no
+ * clinical fact: an empty bundle, a Patient alone, a server's OperationOutcome. A hook answers
+ * it as missing data; /diagnose answers it 422.
+ */
+export function isNoClinicalFactsRefusal(err: unknown): boolean {
+  return isMedmmvError(err) && err.details?.reason === NO_CLINICAL_FACTS;
+}
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return !!v && typeof v === "object" && !Array.isArray(v);
@@ -67,93 +87,176 @@ function clinicalDates(r: Record<string, unknown>): string[] {
   return out;
 }
 
-/** The envelope: a Bundle, R4, of a type we read, not too large. */
-function readEnvelope(body: unknown): BundleEnvelope {
+type ReadEntry = { entry: IndexedEntry; type: ReadType; resource: unknown };
+
+/** Clinical dates plus Immunization and Encounter dates, for the record's reference date. */
+function recordDates(r: Record<string, unknown>): string[] {
+  const out = clinicalDates(r);
+  if (typeof r.occurrenceDateTime === "string") out.push(r.occurrenceDateTime);
+  if (typeof r.started === "string") out.push(r.started);
+  if (isObject(r.period) && typeof r.period.start === "string") out.push(r.period.start);
+  return out;
+}
+
+/**
+ * The envelope: a Bundle, R4, of a type we read, no deeper than the limit. Checked on the
+ * raw body before any schema walks it, so an absurd shape costs one linear pass.
+ */
+function* readEnvelope(body: unknown, maxDepth: number): Generator<void, BundleEnvelope> {
   if (!isObject(body)) throw fhirError("INVALID_INPUT", [{ path: "Bundle", message: "the body must be a JSON object: a FHIR Bundle", fhirCode: "structure" }]);
   if (body.resourceType !== "Bundle") {
     const what = typeof body.resourceType === "string" ? `a ${body.resourceType.slice(0, 64)}` : "no resourceType";
     throw fhirError("INVALID_INPUT", [{ path: "Bundle.resourceType", message: `expected a Bundle, got ${what}; wrap the patient's resources in a Bundle of type collection`, fhirCode: "structure" }]);
   }
-  // R5 added Bundle.issues; STU3 and R4 share the rest of the envelope.
-  if ("issues" in body) throw fhirError("INVALID_INPUT", [{ path: "Bundle.issues", message: "Bundle.issues is an R5 element; send a FHIR R4 (4.0.1) Bundle", fhirCode: "not-supported" }]);
-  if (Array.isArray(body.entry) && body.entry.length > MAX_BUNDLE_ENTRIES) {
-    throw fhirError("PAYLOAD_TOO_LARGE", [{ path: "Bundle.entry", message: `the bundle holds ${body.entry.length} entries; the limit is ${MAX_BUNDLE_ENTRIES}: send one patient's record for this question (e.g. recent observations only)`, fhirCode: "too-costly" }]);
+  const entries = Array.isArray(body.entry) ? body.entry : [];
+  if (entries.length > MAX_BUNDLE_ENTRIES) {
+    throw fhirError("PAYLOAD_TOO_LARGE", [{ path: "Bundle.entry", message: `the bundle holds ${entries.length} entries; the limit is ${MAX_BUNDLE_ENTRIES}`, fhirCode: "too-costly" }]);
   }
+  // Bundle → entry[] → entry → resource: three levels before a resource's own.
+  const { entry: _entries, ...rest } = body;
+  const shallow = nestingTooDeep(rest, maxDepth);
+  if (shallow) throw tooDeep("Bundle", shallow, maxDepth);
+  const raw: Array<{ at: string; resource: Record<string, unknown> }> = [];
+  for (let i = 0; i < entries.length; i++) {
+    if (i % STEP === 0) yield;
+    const deep = nestingTooDeep(entries[i], maxDepth + 1);
+    if (deep) throw tooDeep(`Bundle.entry[${i}]`, deep, maxDepth);
+    const res = isObject(entries[i]) ? (entries[i] as Record<string, unknown>).resource : undefined;
+    if (isObject(res)) raw.push({ at: `Bundle.entry[${i}].resource`, resource: res });
+  }
+  const version = otherVersion(raw, body);
+  if (version) throw fhirError("INVALID_INPUT", [version]);
   const parsed = BundleEnvelope.safeParse(body);
   if (!parsed.success) throw fhirError("INVALID_INPUT", zodToFhirIssues(parsed.error, "Bundle", body));
   return parsed.data;
 }
 
+function tooDeep(at: string, found: { path: PropertyKey[]; depth: number }, limit: number): MedmmvError {
+  return fhirError("INVALID_INPUT", [{ path: fhirPath(at, found.path), message: `nests deeper than ${limit} levels of objects and arrays; no FHIR resource needs that (check the exporter)`, fhirCode: "too-costly" }]);
+}
+
+/** Counts per resource type of what is not read, as the list the case's metadata keeps. */
+function unreadList(unread: Map<string, IndexedEntry[]>): IgnoredResource[] {
+  return [...unread].map(([type, list]) =>
+    list.length === 1 ? { resource: list[0]!.name, reason: `resource type ${type} is not read` } : { resource: type, reason: `resource type ${type} is not read (${list.length} resources)` },
+  );
+}
+
 /** Element-level checks of every resource we read; problems are collected, not stopped at. */
-function checkResources(index: BundleIndex, closed: boolean): { read: Array<{ entry: IndexedEntry; type: ReadType; resource: unknown }>; ignored: IgnoredResource[] } {
+function* checkResources(
+  index: BundleIndex,
+  closed: boolean,
+  maxResources: number,
+): Generator<void, { read: ReadEntry[]; unread: Map<string, IndexedEntry[]>; outcomes: IndexedEntry[] }> {
   const issues: FhirIssue[] = [...index.duplicates()];
-  const read: Array<{ entry: IndexedEntry; type: ReadType; resource: unknown }> = [];
-  const ignored: IgnoredResource[] = [];
+  const read: ReadEntry[] = [];
+  const unread = new Map<string, IndexedEntry[]>();
+  const outcomes: IndexedEntry[] = [];
+  let step = 0;
   for (const e of index.entries) {
-    const version = NOT_R4_TYPES[e.type];
-    if (version) {
-      issues.push({ path: fhirPath(e.at, ["resourceType"]), message: `${e.type} is a FHIR ${version} resource type, not R4; send a FHIR R4 (4.0.1) Bundle`, fhirCode: "not-supported" });
-      continue;
-    }
-    if (e.type === "MedicationStatement" && "taken" in e.resource) {
-      issues.push({ path: fhirPath(e.at, ["taken"]), message: "MedicationStatement.taken is STU3; R4 records this in status (e.g. not-taken)", fhirCode: "not-supported" });
+    if (++step % STEP === 0) yield;
+    if (e.type === "OperationOutcome") {
+      outcomes.push(e);
       continue;
     }
     if (!(e.type in READ_RESOURCES)) {
-      if (e.type !== "OperationOutcome") ignored.push({ resource: e.name, reason: `resource type ${e.type} is not read` });
+      const list = unread.get(e.type) ?? [];
+      list.push(e);
+      unread.set(e.type, list);
       continue;
+    }
+    if (read.length >= maxResources) {
+      throw fhirError("PAYLOAD_TOO_LARGE", [{ path: e.at, message: `more than ${maxResources} resources of the types read (Claims, Provenance and other types not read are not counted); send one patient's record`, fhirCode: "too-costly" }]);
     }
     const type = e.type as ReadType;
     const parsed = READ_RESOURCES[type].safeParse(e.resource);
     if (!parsed.success) issues.push(...zodToFhirIssues(parsed.error, e.at, e.resource));
     else read.push({ entry: e, type, resource: parsed.data });
+    if (issues.length > 100) break;
   }
   if (issues.length) throw fhirError("INVALID_INPUT", issues);
   const patients = read.filter((r) => r.type === "Patient");
   if (patients.length > 1) {
     throw fhirError("UNPROCESSABLE", patients.slice(1).map((p) => ({ path: p.entry.at, message: `a second Patient (${p.entry.name}, first ${patients[0]!.entry.name}); a case is one patient's record`, fhirCode: "invariant" })));
   }
-  const broken = closed ? read.flatMap((r) => index.brokenReferences(r.entry)) : [];
-  if (broken.length) throw fhirError("UNPROCESSABLE", broken);
-  return { read, ignored };
+  if (closed) {
+    const broken: FhirIssue[] = [];
+    for (const r of read) {
+      if (++step % STEP === 0) yield;
+      broken.push(...index.brokenReferences(r.entry));
+      if (broken.length >= 50) break;
+    }
+    if (broken.length) throw fhirError("UNPROCESSABLE", broken);
+  }
+  return { read, unread, outcomes };
 }
 
-/** Order of sections, then by date within a section (undated facts keep bundle order, last). */
-function renderNotes(lines: Array<NoteLine & { name: string; order: number }>): string {
-  const out: string[] = [];
-  for (const group of Object.keys(GROUPS) as Group[]) {
-    const mine = lines
-      .filter((l) => l.group === group)
-      .sort((a, b) => (a.date && b.date ? (a.date < b.date ? -1 : a.date > b.date ? 1 : a.order - b.order) : a.date ? -1 : b.date ? 1 : a.order - b.order));
-    if (!mine.length) continue;
-    if (out.length) out.push("");
-    out.push(`${GROUPS[group]}:`);
-    for (const l of mine) out.push(`${resourceLinePrefix(l.name)}${l.text}`, ...(l.body ?? []));
+/** The refusal of a bundle that holds nothing a diagnosis could be made from. */
+function noFacts(bundleType: string, entries: number, outcomes: IndexedEntry[], read: ReadEntry[], unread: Map<string, IndexedEntry[]>): MedmmvError {
+  let message: string;
+  if (outcomes.length && !read.length && !unread.size) {
+    const said = outcomes
+      .flatMap((o) => (Array.isArray(o.resource.issue) ? o.resource.issue : []))
+      .map((i) => (isObject(i) ? (typeof i.diagnostics === "string" ? i.diagnostics : isObject(i.details) && typeof i.details.text === "string" ? i.details.text : typeof i.code === "string" ? i.code : "") : ""))
+      .find(Boolean);
+    message = `the ${bundleType} holds only an OperationOutcome${said ? ` (the server said: "${said.replace(/\s+/g, " ").slice(0, 120)}")` : ""}, no patient record: search again, or send the patient's resources`;
+  } else if (!entries) {
+    message = `the ${bundleType} bundle is empty: send the patient's record (Conditions, Observations, medications, notes)`;
+  } else {
+    const types = [...new Set([...read.map((r) => r.type), ...unread.keys()])].slice(0, 8).join(", ");
+    message = `no clinical fact was read from the bundle (it holds ${types || "no resources"}); a diagnosis needs at least one Condition, Observation, medication, procedure, report or note`;
   }
-  return out.join("\n");
+  return fhirError("UNPROCESSABLE", [{ path: "Bundle.entry", message, fhirCode: "processing" }], NO_CLINICAL_FACTS);
 }
 
 /**
  * A FHIR R4 Bundle of one patient's record → the ClinicalCase the pipeline reads: the
- * patient's age and sex, notes of one readable line per fact, each line naming its
- * resource, and the record's images. Anything we cannot accept is refused with the FHIRPath
- * of the element to fix; resource types we do not read are listed (metadata.fhir.ignoredResources), not refused.
+ * patient's age and sex, notes of one readable line per fact (each naming its resource,
+ * summarised to the notes budget, free text de-identified), and the record's images.
+ * Anything we cannot accept is refused with the FHIRPath of the element to fix. A generator
+ * so the server can read a large record in slices (bundleToCaseYielding); bundleToCase
+ * runs it in one go.
  */
-export function bundleToCase(body: unknown, opts: BundleToCaseOptions): ClinicalCase {
-  const envelope = readEnvelope(body);
-  const index = new BundleIndex();
-  (envelope.entry ?? []).forEach((en, i) => {
-    if (en.search?.mode === "outcome") return; // a server's search warnings, not the record
-    index.add(i, en.resource as Record<string, unknown>, en.fullUrl);
-  });
-  const { read, ignored } = checkResources(index, opts.closedBundle ?? true);
+function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, ClinicalCase> {
+  const maxDepth = opts.maxDepth ?? FHIR_DEFAULTS.maxDepth;
+  const envelope = yield* readEnvelope(body, maxDepth);
+  const index = new BundleIndex(envelope.type);
+  const ignored: IgnoredResource[] = [];
+  const entries = envelope.entry ?? [];
+  for (let i = 0; i < entries.length; i++) {
+    const en = entries[i]!;
+    if (en.search?.mode === "outcome" && en.resource?.resourceType === "OperationOutcome") {
+      index.add(i, en.resource as Record<string, unknown>, en.fullUrl); // a server's search warnings: read only if nothing else is there
+      continue;
+    }
+    if (!en.resource) {
+      // A transaction's DELETE, a batch's GET: a request, not a record.
+      const req = en.request ? `${en.request.method ?? "?"} ${(en.request.url ?? "").slice(0, 120)}`.trim() : "no request";
+      ignored.push({ resource: `Bundle.entry[${i}]`, reason: `has no resource (${req}): skipped` });
+      continue;
+    }
+    // A history lists a resource once per version, newest first (FHIR R4 http.html#history): the first is the record.
+    const res = en.resource as Record<string, unknown>;
+    if (envelope.type === "history" && typeof res.id === "string" && index.has(`${res.resourceType}/${res.id}`)) {
+      ignored.push({ resource: `Bundle.entry[${i}]`, reason: `an older version of ${res.resourceType}/${res.id}: skipped` });
+      continue;
+    }
+    index.add(i, res, en.fullUrl);
+  }
+  const { read, unread, outcomes } = yield* checkResources(index, opts.closedBundle ?? true, opts.maxResources ?? FHIR_DEFAULTS.maxResources);
 
-  const dates = read.flatMap((r) => clinicalDates(r.entry.resource)).sort();
+  const dates: string[] = [];
+  for (const r of read) dates.push(...recordDates(r.entry.resource));
+  dates.sort();
   const referenceDate = envelope.timestamp ?? dates.at(-1) ?? (opts.now ?? new Date()).toISOString();
+  const scrub = scrubberFor(
+    read.filter((r) => r.type === "Patient").map((r) => r.entry.resource),
+    unread.get("RelatedPerson")?.map((e) => e.resource) ?? [],
+  );
 
   const images: ImageInput[] = [];
   const consumed = new Set<string>();
-  const lines: Array<NoteLine & { name: string; order: number }> = [];
+  const lines: RenderedLine[] = [];
 
   /** Bytes of an attachment (inline, or a Binary of the bundle it points at) and their declared type. */
   const attachmentBytes = (entry: IndexedEntry, att: z.infer<typeof Attachment>, path: PropertyKey[], maxBytes: number) => {
@@ -207,7 +310,7 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): Clinical
           return undefined;
         }
         // Narrative HTML is read as its text; the markup means nothing to the model.
-        if (type === "text/html" || type === "application/xhtml+xml") return got.bytes.toString("utf8").replace(/<(script|style)[\s\S]*?<\/\1>/gi, " ").replace(/<[^>]*>/g, " ").replace(/&nbsp;/g, " ");
+        if (type === "text/html" || type === "application/xhtml+xml") return htmlText(got.bytes.toString("utf8"));
         if (type === undefined || type.startsWith("text/")) return got.bytes.toString("utf8");
         ctx.ignore(`${where} is ${type.slice(0, 100)}, which is not read (text and images are)`);
         return undefined;
@@ -220,18 +323,25 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): Clinical
     };
     return ctx;
   };
-  const render = (r: (typeof read)[number], order: number) => {
+  const render = (r: ReadEntry, order: number) => {
     const line = (RENDERERS[r.type] as (x: unknown, c: RenderContext) => NoteLine | null)(r.resource, contextFor(r.entry));
-    if (line) lines.push({ ...line, name: r.entry.name, order });
+    if (!line) return;
+    const scrubbed = { ...line, text: scrub.text(line.text), ...(line.body ? { body: line.body.map(scrub.text) } : {}) };
+    lines.push({ ...scrubbed, name: scrub.name(r.entry.name), type: r.type, order });
   };
   // A Binary read through an attachment belongs to that resource; only the rest stand alone (as images).
-  read.forEach((r, order) => r.type !== "Binary" && render(r, order));
-  read.forEach((r, order) => r.type === "Binary" && !consumed.has(r.entry.name) && render(r, order));
-
-  const notes = renderNotes(lines);
-  if (notes.length > MAX_NOTES_CHARS) {
-    throw fhirError("PAYLOAD_TOO_LARGE", [{ path: "Bundle.entry", message: `the record renders to ${notes.length} characters of notes; the limit is ${MAX_NOTES_CHARS}: send fewer or shorter documents`, fhirCode: "too-costly" }]);
+  for (let i = 0; i < read.length; i++) {
+    if (i % STEP === 0) yield;
+    if (read[i]!.type !== "Binary") render(read[i]!, i);
   }
+  for (let i = 0; i < read.length; i++) if (read[i]!.type === "Binary" && !consumed.has(read[i]!.entry.name)) render(read[i]!, i);
+
+  const facts = lines.filter((l) => l.group !== "patient").length + images.length;
+  if (!facts) throw noFacts(envelope.type, entries.length, outcomes, read, unread);
+  const budget = opts.notesBudget ?? FHIR_DEFAULTS.notesBudget;
+  const summary = summariseNotes(lines, budget);
+  const notes = summary.notes;
+  for (const img of images) if (img.caption) img.caption = scrub.text(img.caption);
 
   const patientEntry = read.find((r) => r.type === "Patient");
   const patient: NonNullable<ClinicalCase["patient"]> = {};
@@ -244,6 +354,8 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): Clinical
     if (age) patient.age = age.years;
     if (sex) patient.sex = sex;
   }
+  const allIgnored = [...ignored, ...unreadList(unread)];
+  const listed = allIgnored.length > MAX_IGNORED_LISTED ? [...allIgnored.slice(0, MAX_IGNORED_LISTED - 1), { resource: "Bundle", reason: `and ${allIgnored.length - MAX_IGNORED_LISTED + 1} more resources or parts not used` }] : allIgnored;
   const c: ClinicalCase = {
     question: opts.question?.trim() || DEFAULT_FHIR_QUESTION,
     ...(notes ? { notes } : {}),
@@ -258,9 +370,37 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): Clinical
         ...(patientEntry ? { patient: patientEntry.entry.resource.id === undefined && patientEntry.entry.fullUrl ? patientEntry.entry.fullUrl : patientEntry.entry.name } : {}),
         referenceDate,
         resources: index.entries.length,
-        ignoredResources: ignored,
+        ignoredResources: listed,
+        notes: { budget, chars: notes.length, summarised: summary.summarised, leftOut: summary.leftOut, duplicates: summary.duplicates },
+        ...(Object.keys(scrub.pseudonyms).length ? { pseudonyms: scrub.pseudonyms } : {}),
       } satisfies FhirOrigin,
     },
   };
   return c;
+}
+
+/** The case of a bundle, read in one go (tests, the CLI, a CDS Hooks prefetch already in memory). */
+export function bundleToCase(body: unknown, opts: BundleToCaseOptions): ClinicalCase {
+  const steps = readBundle(body, opts);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/**
+ * The case of a bundle, read in slices of a few milliseconds with the event loop free in
+ * between: a 25 MiB `$everything` record must not stall /healthz or other requests.
+ */
+export async function bundleToCaseYielding(body: unknown, opts: BundleToCaseOptions): Promise<ClinicalCase> {
+  const steps = readBundle(body, opts);
+  let sliceStart = performance.now();
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+    if (performance.now() - sliceStart > SLICE_MS) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
+  }
 }

@@ -22,10 +22,10 @@ export type RefusalCode = Extract<ErrorCode, "INVALID_INPUT" | "UNPROCESSABLE" |
  * A bundle we refuse. Carried as a MedmmvError (the one error type) whose `issues` name
  * the element to fix; the HTTP layer renders them as an OperationOutcome for FHIR clients.
  */
-export function fhirError(code: RefusalCode, issues: FhirIssue[]): MedmmvError {
+export function fhirError(code: RefusalCode, issues: FhirIssue[], reason?: string): MedmmvError {
   const shown = issues.slice(0, 20);
   const more = issues.length > shown.length ? ` (and ${issues.length - shown.length} more)` : "";
-  return new MedmmvError(code, `the FHIR Bundle was refused: ${shown.map((i) => `${i.path}: ${i.message}`).join("; ")}${more}`, { details: { issues: shown } });
+  return new MedmmvError(code, `the FHIR Bundle was refused: ${shown.map((i) => `${i.path}: ${i.message}`).join("; ")}${more}`, { details: { issues: shown, ...(reason ? { reason } : {}) } });
 }
 
 /** FHIRPath of an element below `at` (e.g. `Bundle.entry[2].resource` + ["code", "coding", 0]). */

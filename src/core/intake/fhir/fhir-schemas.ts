@@ -221,6 +221,87 @@ export const Media = r4<R4.Media>()(
 
 export const Binary = r4<R4.Binary>()(z.object({ ...base, resourceType: z.literal("Binary"), contentType: text(200), data: z.string().optional() }));
 
+export const Encounter = r4<R4.Encounter>()(
+  z.object({
+    ...base,
+    resourceType: z.literal("Encounter"),
+    status: z.enum(["planned", "arrived", "triaged", "in-progress", "onleave", "finished", "cancelled", "entered-in-error", "unknown"]),
+    class: Coding.optional(),
+    type: z.array(CodeableConcept).max(20).optional(),
+    serviceType: CodeableConcept.optional(),
+    period: Period.optional(),
+    reasonCode: z.array(CodeableConcept).max(20).optional(),
+    reasonReference: z.array(Reference).max(20).optional(),
+    hospitalization: z.object({ dischargeDisposition: CodeableConcept.optional() }).optional(),
+  }),
+);
+
+export const Immunization = r4<R4.Immunization>()(
+  z.object({
+    ...base,
+    resourceType: z.literal("Immunization"),
+    status: z.enum(["completed", "entered-in-error", "not-done"]),
+    statusReason: CodeableConcept.optional(),
+    vaccineCode: CodeableConcept,
+    occurrenceDateTime: FhirDateTime.optional(),
+    occurrenceString: text(1000).optional(),
+    note: z.array(Annotation).max(20).optional(),
+  }),
+);
+
+export const Device = r4<R4.Device>()(
+  z.object({
+    ...base,
+    resourceType: z.literal("Device"),
+    status: z.enum(["active", "inactive", "entered-in-error", "unknown"]).optional(),
+    type: CodeableConcept.optional(),
+    manufactureDate: FhirDateTime.optional(),
+    note: z.array(Annotation).max(20).optional(),
+  }),
+);
+
+export const ImagingStudy = r4<R4.ImagingStudy>()(
+  z.object({
+    ...base,
+    resourceType: z.literal("ImagingStudy"),
+    status: z.enum(["registered", "available", "cancelled", "entered-in-error", "unknown"]),
+    started: FhirDateTime.optional(),
+    modality: z.array(Coding).max(20).optional(),
+    description: text(2000).optional(),
+    procedureCode: z.array(CodeableConcept).max(20).optional(),
+    numberOfInstances: z.number().int().optional(),
+    series: z
+      .array(z.object({ uid: text(200), modality: Coding, bodySite: Coding.optional(), description: text(2000).optional(), started: FhirDateTime.optional(), numberOfInstances: z.number().int().optional() }))
+      .max(1000)
+      .optional(),
+  }),
+);
+
+/** A narrative: only its XHTML text is read. */
+const Narrative = z.object({ status: z.enum(["generated", "extensions", "additional", "empty"]), div: z.string().max(1_000_000) });
+interface SectionShape {
+  title?: string | undefined;
+  code?: z.infer<typeof CodeableConcept> | undefined;
+  text?: z.infer<typeof Narrative> | undefined;
+  section?: SectionShape[] | undefined;
+}
+/** Composition sections nest (bounded by the bundle's nesting limit); each is read for its title and narrative. */
+const CompositionSection: z.ZodType<SectionShape> = z.lazy(() =>
+  z.object({ title: text(2000).optional(), code: CodeableConcept.optional(), text: Narrative.optional(), section: z.array(CompositionSection).max(200).optional() }),
+);
+
+export const Composition = r4<R4.Composition>()(
+  z.object({
+    ...base,
+    resourceType: z.literal("Composition"),
+    status: z.enum(["preliminary", "final", "amended", "entered-in-error"]),
+    type: CodeableConcept,
+    date: FhirDateTime,
+    title: text(2000),
+    section: z.array(CompositionSection).max(200).optional(),
+  }),
+);
+
 /** The resources that become part of the case, by type. */
 export const READ_RESOURCES = {
   Patient,
@@ -235,12 +316,17 @@ export const READ_RESOURCES = {
   DocumentReference,
   Media,
   Binary,
+  Encounter,
+  Immunization,
+  Device,
+  ImagingStudy,
+  Composition,
 } as const;
 export type ReadType = keyof typeof READ_RESOURCES;
 export type ReadResource = { [K in ReadType]: z.infer<(typeof READ_RESOURCES)[K]> }[ReadType];
 export type ResourceOf<K extends ReadType> = z.infer<(typeof READ_RESOURCES)[K]>;
 
-export const BUNDLE_TYPES = ["collection", "searchset", "transaction", "batch", "document"] as const;
+export const BUNDLE_TYPES = ["collection", "searchset", "transaction", "batch", "document", "history"] as const;
 
 /** Only the envelope; each entry's resource is checked by its own schema afterwards. */
 export const BundleEnvelope = z.object({
@@ -252,8 +338,10 @@ export const BundleEnvelope = z.object({
     .array(
       z.object({
         fullUrl: text(4000).optional(),
-        resource: z.looseObject({ resourceType: z.string({ error: "every resource needs a resourceType" }).min(1) }, { error: "each entry needs a resource" }),
+        // A transaction's DELETE or a batch's GET has no resource: skipped and listed, not refused.
+        resource: z.looseObject({ resourceType: z.string({ error: "every resource needs a resourceType" }).min(1) }, { error: "an entry's resource must be a JSON object" }).optional(),
         search: z.object({ mode: z.enum(["match", "include", "outcome"]).optional() }).optional(),
+        request: z.object({ method: text(10).optional(), url: text(4000).optional() }).optional(),
       }),
       { error: "entry must be an array" },
     )

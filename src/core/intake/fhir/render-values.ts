@@ -20,10 +20,44 @@ export function conceptText(c: CC | undefined): string | undefined {
   return t === undefined ? undefined : oneLine(t);
 }
 
+/**
+ * Decimals a measurement in this unit is read to on a chart (UCUM codes and the units
+ * exporters write). A computed value such as Synthea's "185.8289545670521 cm" carries
+ * digits no instrument measured; they only cost the model tokens.
+ */
+const UNIT_DECIMALS: Record<string, number> = {
+  cm: 1, m: 2, mm: 0, kg: 1, g: 0, "[lb_av]": 1, lb: 1, "[in_i]": 1, in: 1, "kg/m2": 1, "kg/m^2": 1,
+  "mm[Hg]": 0, mmhg: 0, "/min": 0, "{beats}/min": 0, "{breaths}/min": 0, "beats/min": 0, "breaths/min": 0,
+  cel: 1, "°c": 1, "[degf]": 1, "°f": 1, "%": 1, "mg/dl": 1, "mmol/l": 1, "g/dl": 1, "g/l": 0, "mg/l": 1,
+  "meq/l": 0, "u/l": 0, "iu/l": 0, "10*3/ul": 1, "10*6/ul": 2, "10*9/l": 1, "10*12/l": 2, fl: 1, pg: 1,
+  "ng/ml": 2, "pg/ml": 0, "ml/min/{1.73_m2}": 0, "ml/min": 0, "{score}": 0, "[ppm]": 0, "umol/l": 0, s: 1, ms: 0,
+};
+
+/** Digits after the decimal point of a JSON number as written. */
+function decimalsOf(n: number): number {
+  const s = String(n);
+  if (/e/i.test(s)) return 20;
+  const dot = s.indexOf(".");
+  return dot < 0 ? 0 : s.length - dot - 1;
+}
+
+/**
+ * A value to the precision it justifies: as the source wrote it when that is two decimals
+ * or fewer (a measured value), else to the unit's chart precision, else to four
+ * significant figures (an unknown unit: never fewer digits than the integer part).
+ */
+export function roundedValue(value: number, unit: string | undefined): string {
+  if (!Number.isFinite(value) || decimalsOf(value) <= 2) return String(value);
+  const d = unit === undefined ? undefined : UNIT_DECIMALS[unit.toLowerCase()];
+  if (d !== undefined) return String(Number(value.toFixed(d)));
+  const intDigits = Math.max(1, Math.floor(Math.log10(Math.abs(value) || 1)) + 1);
+  return String(Number(value.toFixed(Math.max(0, 4 - intDigits))));
+}
+
 export function quantityText(q: Qty | undefined): string | undefined {
   if (!q || q.value === undefined) return undefined;
   const unit = q.unit ?? q.code;
-  return `${q.comparator ?? ""}${q.value}${unit ? ` ${unit}` : ""}`;
+  return `${q.comparator ?? ""}${roundedValue(q.value, q.code ?? q.unit)}${unit ? ` ${unit}` : ""}`;
 }
 
 export function rangeText(r: z.infer<typeof Range> | undefined): string | undefined {
@@ -33,7 +67,7 @@ export function rangeText(r: z.infer<typeof Range> | undefined): string | undefi
   if (lo && hi) {
     // One unit for both ends when they share it: "3.5–5.1 mmol/L".
     const unit = r.low?.unit ?? r.low?.code;
-    if (unit && unit === (r.high?.unit ?? r.high?.code) && !r.low?.comparator && !r.high?.comparator) return `${r.low!.value}–${r.high!.value} ${unit}`;
+    if (unit && unit === (r.high?.unit ?? r.high?.code) && !r.low?.comparator && !r.high?.comparator) return `${roundedValue(r.low!.value!, unit)}–${roundedValue(r.high!.value!, unit)} ${unit}`;
     return `${lo} – ${hi}`;
   }
   if (lo) return `≥ ${lo}`;

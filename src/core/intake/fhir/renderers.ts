@@ -1,21 +1,30 @@
 import type { z } from "zod";
 import type { BundleIndex, IndexedEntry } from "./bundle-index.js";
 import type { Attachment, CodeableConcept, Range, ReadType, ResourceOf } from "./fhir-schemas.js";
-import { conceptText, day, oneLine, periodText, quantityText, rangeText, valueText, type ValueParts } from "./render-values.js";
+import { conceptText, day, oneLine, periodText, quantityText, rangeText, roundedValue, valueText, type ValueParts } from "./render-values.js";
+import { htmlText } from "./html-text.js";
 
-/** Sections of the notes, in the order a clinician reads a record. */
+/**
+ * Sections of the notes, in the order a clinician reads a record and the order the notes
+ * budget is filled in: what is true now first, then what happened recently, then history.
+ */
 export const GROUPS = {
   patient: "Patient",
-  conditions: "Conditions",
-  vitals: "Vital signs",
-  labs: "Laboratory results",
-  observations: "Other observations",
-  medications: "Medications",
+  problems: "Active problems",
   allergies: "Allergies and intolerances",
+  medications: "Current medications",
+  vitals: "Vital signs (latest, with earlier readings)",
+  labs: "Laboratory results (latest, with earlier readings)",
+  observations: "Other observations (latest)",
+  encounters: "Recent encounters",
   procedures: "Procedures",
+  immunizations: "Immunizations",
+  devices: "Devices",
+  imaging: "Imaging studies",
   reports: "Diagnostic reports",
-  documents: "Documents",
+  documents: "Notes and documents",
   images: "Images",
+  history: "History (resolved, stopped and older)",
 } as const;
 export type Group = keyof typeof GROUPS;
 
@@ -26,6 +35,12 @@ export interface NoteLine {
   date?: string;
   text: string;
   body?: string[];
+  /** Readings of one code form one trend line: `key` names the code, `reading` this value in short. */
+  series?: { key: string; reading: string };
+  /** Lines with the same key in a group are condensed to the latest, with a count (repeat visits, refills). */
+  condense?: string;
+  /** The fact is already in the notes another way (a lab panel whose results are its Observations). */
+  folded?: true;
 }
 
 /** What a renderer may ask of the bundle while rendering one resource. */
@@ -50,6 +65,14 @@ function join(parts: Array<string | undefined | false>, sep = ", "): string {
 
 function code(c: z.infer<typeof CodeableConcept> | undefined): string | undefined {
   return c?.coding?.find((x) => x.code)?.code;
+}
+
+/** What makes two facts "the same thing": the first coding (system and code), else the text. */
+function seriesKey(c: z.infer<typeof CodeableConcept> | undefined): string | undefined {
+  const coding = c?.coding?.find((x) => x.code);
+  if (coding) return `${coding.system ?? ""}|${coding.code}`;
+  const t = conceptText(c);
+  return t ? t.toLowerCase() : undefined;
 }
 
 function dated(line: string, date: string | undefined): string {
@@ -117,7 +140,9 @@ const condition: Renderer<"Condition"> = (r, ctx) => {
   const onset = day(r.onsetDateTime) ?? (r.onsetString ? oneLine(r.onsetString) : undefined) ?? (r.onsetAge ? `age ${quantityText(r.onsetAge)}` : undefined);
   const status = join([conceptText(r.clinicalStatus), verification && verification !== "confirmed" ? conceptText(r.verificationStatus) : undefined, conceptText(r.severity)]);
   const text = join([conceptText(r.code) ?? "Condition (no code)", status || undefined, onset ? `onset ${onset}` : undefined, r.abatementDateTime ? `resolved ${day(r.abatementDateTime)}` : undefined, ...(r.note ?? []).map((n) => `note: ${oneLine(n.text)}`)], "; ");
-  return { group: "conditions", date: r.onsetDateTime ?? r.recordedDate, text };
+  const clinical = code(r.clinicalStatus);
+  const current = clinical ? ["active", "recurrence", "relapse"].includes(clinical) : !r.abatementDateTime;
+  return { group: current ? "problems" : "history", date: r.onsetDateTime ?? r.recordedDate, text, ...(current ? {} : { condense: `condition|${seriesKey(r.code) ?? text}` }) };
 };
 
 const observation: Renderer<"Observation"> = (r, ctx) => {
@@ -131,7 +156,7 @@ const observation: Renderer<"Observation"> = (r, ctx) => {
   if (sys?.valueQuantity?.value !== undefined && dia?.valueQuantity?.value !== undefined) {
     // Blood pressure is read as one value, the way it is written on a chart.
     const unit = sys.valueQuantity.unit ?? sys.valueQuantity.code ?? "";
-    value = join([`${sys.valueQuantity.value}/${dia.valueQuantity.value}${unit ? ` ${unit}` : ""}`, interpretationText(r.interpretation ?? sys.interpretation)]);
+    value = join([`${roundedValue(sys.valueQuantity.value, "mm[Hg]")}/${roundedValue(dia.valueQuantity.value, "mm[Hg]")}${unit ? ` ${unit}` : ""}`, interpretationText(r.interpretation ?? sys.interpretation)]);
   } else {
     const own = measured(r);
     const parts = comps
@@ -146,7 +171,9 @@ const observation: Renderer<"Observation"> = (r, ctx) => {
   const status = r.status === "final" || r.status === "amended" || r.status === "corrected" ? undefined : r.status;
   const date = r.effectiveDateTime ?? r.effectivePeriod?.start ?? r.effectiveInstant ?? r.issued;
   const text = join([`${conceptText(r.code) ?? "Observation"}${value ? `${value.startsWith(":") ? "" : " "}${value}` : " (no value)"}`, status, ...(r.note ?? []).map((n) => `note: ${oneLine(n.text)}`)]);
-  return { group, date, text: dated(text, day(date)) };
+  const key = seriesKey(r.code);
+  const reading = value ? (value.startsWith(":") ? value.slice(2) : value).split(", ")[0]! : "no value";
+  return { group, date, text: dated(text, day(date)), ...(key ? { series: { key: `${group}|${key}`, reading: dated(reading.slice(0, 120), day(date)) } } : {}) };
 };
 
 function medicationName(r: { medicationCodeableConcept?: z.infer<typeof CodeableConcept> | undefined; medicationReference?: { reference?: string | undefined; display?: string | undefined } | undefined }, ctx: RenderContext): string {
@@ -162,13 +189,17 @@ const medicationStatement: Renderer<"MedicationStatement"> = (r, ctx) => {
   if (r.status === "entered-in-error") return ctx.ignore("status is entered-in-error"), null;
   const dose = (r.dosage ?? []).map((d) => d.text && oneLine(d.text)).filter(Boolean).join("; ");
   const when = periodText(r.effectivePeriod) ?? day(r.effectiveDateTime);
-  return { group: "medications", date: r.effectivePeriod?.start ?? r.effectiveDateTime ?? r.dateAsserted, text: `${join([medicationName(r, ctx), dose || undefined], " — ")} (${join([r.status.replace("-", " "), when])})` };
+  const name = medicationName(r, ctx);
+  const current = r.status === "active" || r.status === "intended" || r.status === "on-hold";
+  return { group: current ? "medications" : "history", condense: `med|${name}`, date: r.effectivePeriod?.start ?? r.effectiveDateTime ?? r.dateAsserted, text: `${join([name, dose || undefined], " — ")} (${join([r.status.replace("-", " "), when])})` };
 };
 
 const medicationRequest: Renderer<"MedicationRequest"> = (r, ctx) => {
   if (r.status === "entered-in-error") return ctx.ignore("status is entered-in-error"), null;
   const dose = (r.dosageInstruction ?? []).map((d) => d.text && oneLine(d.text)).filter(Boolean).join("; ");
-  return { group: "medications", date: r.authoredOn, text: `${join([medicationName(r, ctx), dose || undefined], " — ")} (${join([`${r.status} ${r.intent}`, day(r.authoredOn) ? `prescribed ${day(r.authoredOn)}` : undefined])})` };
+  const name = medicationName(r, ctx);
+  const current = r.status === "active" || r.status === "on-hold" || r.status === "draft";
+  return { group: current ? "medications" : "history", condense: `med|${name}`, date: r.authoredOn, text: `${join([name, dose || undefined], " — ")} (${join([`${r.status} ${r.intent}`, day(r.authoredOn) ? `prescribed ${day(r.authoredOn)}` : undefined])})` };
 };
 
 const allergy: Renderer<"AllergyIntolerance"> = (r, ctx) => {
@@ -182,14 +213,15 @@ const allergy: Renderer<"AllergyIntolerance"> = (r, ctx) => {
     conceptText(r.clinicalStatus),
     verification && verification !== "confirmed" ? conceptText(r.verificationStatus) : undefined,
   ], "; ");
-  return { group: "allergies", date: r.onsetDateTime ?? r.recordedDate, text };
+  const clinical = code(r.clinicalStatus);
+  return { group: !clinical || clinical === "active" ? "allergies" : "history", date: r.onsetDateTime ?? r.recordedDate, text };
 };
 
 const procedure: Renderer<"Procedure"> = (r, ctx) => {
   if (r.status === "entered-in-error") return ctx.ignore("status is entered-in-error"), null;
   const when = periodText(r.performedPeriod) ?? day(r.performedDateTime);
   const text = join([conceptText(r.code) ?? "Procedure (no code)", r.status.replace("-", " "), r.outcome ? `outcome: ${conceptText(r.outcome)}` : undefined, ...(r.note ?? []).map((n) => `note: ${oneLine(n.text)}`)]);
-  return { group: "procedures", date: r.performedDateTime ?? r.performedPeriod?.start, text: dated(text, when) };
+  return { group: "procedures", condense: `procedure|${seriesKey(r.code) ?? text}`, date: r.performedDateTime ?? r.performedPeriod?.start, text: dated(text, when) };
 };
 
 /** Text of a document, one indented line per line, so every line still belongs to its resource. */
@@ -221,7 +253,9 @@ const diagnosticReport: Renderer<"DiagnosticReport"> = (r, ctx) => {
     r.conclusionCode?.length ? `coded: ${r.conclusionCode.map(conceptText).filter(Boolean).join(", ")}` : undefined,
     results.length ? `results: ${results.join(", ")}` : undefined,
   ], "; ");
-  return { group: "reports", date, text, ...(body.length ? { body } : {}) };
+  // A lab panel with nothing of its own to say: its results are the Observations, read in their trends.
+  const folded = !body.length && !r.conclusion && !r.conclusionCode?.length && results.length > 0 && (r.result ?? []).every((x) => x.reference && ctx.index.resolve(x.reference));
+  return { group: "reports", date, text, ...(body.length ? { body } : {}), ...(folded ? { folded: true as const } : {}) };
 };
 
 const documentReference: Renderer<"DocumentReference"> = (r, ctx) => {
@@ -257,6 +291,79 @@ const binary: Renderer<"Binary"> = (r, ctx) => {
 /** Medication is read through the statements and requests that reference it. */
 const medication: Renderer<"Medication"> = () => null;
 
+/** A reference's target named as a clinician would: the resource's code, else the reference's display. */
+function referencedConcept(ref: { reference?: string | undefined; display?: string | undefined }, ctx: RenderContext): string | undefined {
+  const target = ref.reference ? ctx.index.resolve(ref.reference) : undefined;
+  const concept = target ? conceptText(target.resource.code as z.infer<typeof CodeableConcept> | undefined) : undefined;
+  return concept ?? (ref.display ? oneLine(ref.display) : undefined);
+}
+
+const encounter: Renderer<"Encounter"> = (r, ctx) => {
+  if (r.status === "entered-in-error" || r.status === "cancelled") return ctx.ignore(`status is ${r.status}`), null;
+  const kind = (r.type ?? []).map(conceptText).find(Boolean) ?? conceptText(r.serviceType) ?? "Encounter";
+  const reasons = [...(r.reasonCode ?? []).map(conceptText), ...(r.reasonReference ?? []).map((x) => referencedConcept(x, ctx))].filter((x): x is string => !!x);
+  const text = join([
+    dated(join([kind, r.class?.display ?? r.class?.code, r.status !== "finished" ? r.status : undefined]), periodText(r.period)),
+    reasons.length ? `reason: ${[...new Set(reasons)].join(", ")}` : undefined,
+    r.hospitalization?.dischargeDisposition ? `discharged: ${conceptText(r.hospitalization.dischargeDisposition)}` : undefined,
+  ], "; ");
+  return { group: "encounters", date: r.period?.start, text, condense: `encounter|${kind.toLowerCase()}` };
+};
+
+const immunization: Renderer<"Immunization"> = (r, ctx) => {
+  if (r.status === "entered-in-error") return ctx.ignore("status is entered-in-error"), null;
+  const when = day(r.occurrenceDateTime) ?? (r.occurrenceString ? oneLine(r.occurrenceString) : undefined);
+  const text = join([conceptText(r.vaccineCode) ?? "vaccine not named", r.status === "not-done" ? `not given${r.statusReason ? ` (${conceptText(r.statusReason)})` : ""}` : undefined, ...(r.note ?? []).map((n) => `note: ${oneLine(n.text)}`)]);
+  return { group: "immunizations", date: r.occurrenceDateTime, text: dated(text, when), condense: `vaccine|${seriesKey(r.vaccineCode) ?? text}|${r.status}` };
+};
+
+const device: Renderer<"Device"> = (r, ctx) => {
+  if (r.status === "entered-in-error") return ctx.ignore("status is entered-in-error"), null;
+  // The UDI and serial numbers are identifiers, not clinical facts: never rendered.
+  const text = join([conceptText(r.type) ?? "Device (type not recorded)", r.status && r.status !== "active" ? r.status : undefined, ...(r.note ?? []).map((n) => `note: ${oneLine(n.text)}`)]);
+  return { group: "devices", date: r.manufactureDate, text };
+};
+
+const imagingStudy: Renderer<"ImagingStudy"> = (r, ctx) => {
+  if (r.status === "entered-in-error" || r.status === "cancelled") return ctx.ignore(`status is ${r.status}`), null;
+  const series = r.series ?? [];
+  const modalities = [...new Set([...(r.modality ?? []), ...series.map((x) => x.modality)].map((c) => c.display ?? c.code).filter(Boolean))];
+  const sites = [...new Set(series.map((x) => x.bodySite && (x.bodySite.display ?? x.bodySite.code)).filter(Boolean))];
+  const what = (r.procedureCode ?? []).map(conceptText).find(Boolean) ?? (r.description ? oneLine(r.description) : "Imaging study");
+  const instances = r.numberOfInstances ?? series.reduce((n, x) => n + (x.numberOfInstances ?? 0), 0);
+  const text = join([
+    what,
+    modalities.length ? `modality ${modalities.join(", ")}` : undefined,
+    sites.length ? `body site ${sites.join(", ")}` : undefined,
+    series.length ? `${series.length} series${instances ? `, ${instances} images` : ""}` : undefined,
+    r.status !== "available" ? r.status : undefined,
+  ]);
+  return { group: "imaging", date: r.started, text: dated(text, day(r.started)) };
+};
+
+type Section = NonNullable<ResourceOf<"Composition">["section"]>[number];
+
+/** A document's sections as text: each title, then its narrative; nested sections follow their parent. */
+function sectionLines(sections: Section[]): string[] {
+  const out: string[] = [];
+  const stack = [...sections].reverse();
+  while (stack.length) {
+    const s = stack.pop()!;
+    const title = s.title ? oneLine(s.title) : conceptText(s.code);
+    const narrative = s.text ? oneLine(htmlText(s.text.div)) : "";
+    if (title || narrative) out.push(join([title, narrative], ": "));
+    if (s.section) stack.push(...[...s.section].reverse());
+  }
+  return out;
+}
+
+const composition: Renderer<"Composition"> = (r, ctx) => {
+  if (r.status === "entered-in-error") return ctx.ignore("status is entered-in-error"), null;
+  const body = bodyLines(sectionLines(r.section ?? []).join("\n"));
+  const text = dated(join([oneLine(r.title), conceptText(r.type), r.status !== "final" ? r.status : undefined]), day(r.date));
+  return { group: "documents", date: r.date, text: body.length ? `${text}:` : `${text} (no narrative)`, ...(body.length ? { body } : {}) };
+};
+
 export const RENDERERS: { [K in ReadType]: Renderer<K> } = {
   Patient: patient,
   Condition: condition,
@@ -270,4 +377,9 @@ export const RENDERERS: { [K in ReadType]: Renderer<K> } = {
   DocumentReference: documentReference,
   Media: media,
   Binary: binary,
+  Encounter: encounter,
+  Immunization: immunization,
+  Device: device,
+  ImagingStudy: imagingStudy,
+  Composition: composition,
 };

@@ -18,14 +18,16 @@ interface GraphExport {
 }
 
 /** Findings of the evidence graph that a supported claim of the selected path rests on. */
-function supportedFindings(result: DiagnosisResult): ClinicalImpressionFinding[] {
+function supportedFindings(result: DiagnosisResult, pseudonyms: Record<string, string>): ClinicalImpressionFinding[] {
   const cited = new Set(result.path?.steps.flatMap((s) => s.claims.filter((c) => c.verdict === "supported").flatMap((c) => c.evidence)) ?? []);
   const nodes = (result.evidenceGraph as GraphExport | null)?.nodes ?? [];
   return nodes
     .filter((n) => cited.has(n.key) && n.attributes.kind === "finding" && n.attributes.status === "active")
     .map((n) => {
       const sources = n.attributes.sources?.length ? n.attributes.sources : [n.attributes.source];
-      const resource = sources.find((s) => s.resource)?.resource;
+      // The notes name the patient by a pseudonym where its id is an MRN; the EHR gets its own reference back.
+      const cited = sources.find((s) => s.resource)?.resource;
+      const resource = cited === undefined ? undefined : (pseudonyms[cited] ?? cited);
       const quote = sources.find((s) => s.quote)?.quote;
       const basis = [quote ? `"${quote}"` : undefined, n.attributes.detail, `evidence node ${n.key}`].filter(Boolean).join("; ");
       return {
@@ -79,7 +81,7 @@ export function resultToFhirBundle(c: ExportableCase): Bundle<ClinicalImpression
     date: r.provenance.finishedAt,
     ...(answer ? { summary: answer } : {}),
     ...(() => {
-      const finding = supportedFindings(r);
+      const finding = supportedFindings(r, origin?.pseudonyms ?? {});
       return finding.length ? { finding } : {};
     })(),
     note: notes(r),

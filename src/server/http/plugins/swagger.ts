@@ -34,7 +34,7 @@ const transform: Transform = (doc) => {
             type: "object",
             required: ["resourceType", "type"],
             description:
-              "A FHIR R4 Bundle (collection, searchset, transaction, batch or document) of one patient's record: Patient, Condition, Observation, MedicationStatement/MedicationRequest (and Medication), AllergyIntolerance, Procedure, DiagnosticReport, DocumentReference, Media/Binary images. Other resource types are listed in provenance.ignoredResources. Errors are OperationOutcomes.",
+              "A FHIR R4 Bundle (collection, searchset, transaction, batch, document or history) of one patient's record: Patient, Condition, Observation, MedicationStatement/MedicationRequest (and Medication), AllergyIntolerance, Procedure, Encounter, Immunization, Device, ImagingStudy, DiagnosticReport, DocumentReference, Composition, Media/Binary images; summarised to MEDMMV_FHIR_NOTES_BUDGET characters (provenance.fhirNotes) and de-identified. Other resource types are listed in provenance.ignoredResources. A bundle with no clinical fact is a 422. Errors are OperationOutcomes.",
             properties: { resourceType: { const: "Bundle" }, type: { type: "string" }, entry: { type: "array", items: { type: "object" } } },
           },
         },

@@ -230,6 +230,23 @@ export function renderProvenance(r: Result): HTMLElement {
   append(s, h("h3", null, "Untrusted content notes"));
   if (untrusted.length === 0) append(s, h("p", { class: "muted small" }, "none"));
   else append(s, h("ul", { class: "small" }, ...untrusted.map((x) => h("li", null, h("b", null, x.source), ": ", x.note))));
+  // A FHIR record summarised to the notes budget: what the model did not read, per resource type.
+  const fhirNotes = p.fhirNotes;
+  if (fhirNotes) {
+    const counts = (m: Record<string, number>) => Object.entries(m).map(([type, n]) => `${type} ${n}`).join(", ") || "none";
+    append(
+      s,
+      h("h3", null, "FHIR record summary"),
+      kv([
+        ["notes", `${fhirNotes.chars} of ${fhirNotes.budget} characters (MEDMMV_FHIR_NOTES_BUDGET)`],
+        ["summarised into trends and counts", counts(fhirNotes.summarised)],
+        ["left out (over the budget)", h("span", { attrs: { "data-testid": "fhir-left-out" } }, counts(fhirNotes.leftOut))],
+        ["duplicate notes dropped", counts(fhirNotes.duplicates)],
+      ]),
+    );
+  }
+  const ignored = p.ignoredResources ?? [];
+  if (ignored.length) append(s, h("h3", null, "FHIR resources not read"), h("ul", { class: "small" }, ...ignored.map((x) => h("li", null, h("b", null, x.resource), ": ", x.reason))));
   return s;
 }
 

@@ -21,7 +21,7 @@ describe("the synthetic fixtures", () => {
 });
 
 describe("bundleToCase: what a clinician would read", () => {
-  it("STEMI: demographics, grouped lines naming their resources, the ECG image, the Encounter left out", async () => {
+  it("STEMI: demographics, grouped lines naming their resources, the ECG image, the Encounter read", async () => {
     const c = bundleToCase(fixtureBundle("stemi"), opts);
     expect(ClinicalCase.parse(c)).toBeTruthy();
     expect(c.question).toBe(DEFAULT_FHIR_QUESTION);
@@ -43,8 +43,8 @@ describe("bundleToCase: what a clinician would read", () => {
     const doc = l.indexOf("[DocumentReference/triage-note] Emergency triage note (2026-11-30):");
     expect(doc).toBeGreaterThan(0);
     expect(l[doc + 1]).toBe("  Crushing substernal chest pain radiating to the left arm for 40 minutes.");
-    // Sections in reading order; vitals before labs.
-    const order = ["Patient:", "Conditions:", "Vital signs:", "Laboratory results:", "Medications:", "Allergies and intolerances:", "Procedures:", "Diagnostic reports:", "Documents:", "Images:"].map((h) => l.indexOf(h));
+    // Sections in clinical order: what is true now, then measurements, then care and documents.
+    const order = ["Patient:", "Active problems:", "Allergies and intolerances:", "Current medications:", "Vital signs (latest, with earlier readings):", "Laboratory results (latest, with earlier readings):", "Recent encounters:", "Procedures:", "Diagnostic reports:", "Notes and documents:", "Images:"].map((h) => l.indexOf(h));
     expect(order.every((v, i) => v >= 0 && (i === 0 || v > order[i - 1]!))).toBe(true);
     // No name or birth date goes to the model: the age is enough.
     expect(c.notes).not.toContain("Synthetic");
@@ -52,7 +52,9 @@ describe("bundleToCase: what a clinician would read", () => {
     expect(c.images?.map((i) => i.id)).toEqual(["Media/ecg-strip"]);
     const prepared = await prepareCase(ClinicalCase.parse(c), { maxBytes: opts.maxImageBytes, maxPixels: 50_000_000, allowPath: false });
     expect(prepared.images[0]!.mimeType).toBe("image/png");
-    expect(fhirOrigin(c)!.ignoredResources).toEqual([{ resource: "Encounter/ed-visit", reason: "resource type Encounter is not read" }]);
+    expect(l).toContain("[Encounter/ed-visit] Encounter, EMER, in-progress");
+    expect(fhirOrigin(c)!.ignoredResources).toEqual([]);
+    expect(fhirOrigin(c)!.notes).toEqual({ budget: 16_000, chars: c.notes!.length, summarised: {}, leftOut: {}, duplicates: {} });
     expect(fhirOrigin(c)).toMatchObject({ bundleId: "synthetic-stemi", bundleType: "collection", patient: "Patient/stemi-1", resources: 18 });
   });
 
