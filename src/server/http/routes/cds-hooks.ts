@@ -2,7 +2,7 @@ import cors from "@fastify/cors";
 import { createHash } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { bundleToCase } from "../../../core/intake/fhir/bundle-to-case.js";
+import { bundleToCaseYielding, isNoClinicalFactsRefusal } from "../../../core/intake/fhir/bundle-to-case.js";
 import { describeZodIssues } from "../../../core/contracts/zod-issues.js";
 import { ClinicalCase } from "../../../core/contracts/clinical-case.js";
 import { resultCard, startedCard } from "../../cds-hooks/cards.js";
@@ -169,13 +169,16 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       let input: ClinicalCase;
       try {
         // The body schema here is the hook request: the case is held to what POST /diagnose accepts.
-        const parsed = ClinicalCase.safeParse(bundleToCase(bundle, { maxImageBytes: config.http.maxImageBytes, closedBundle: false }));
+        // Read in slices, with the same notes budget and limits as POST /diagnose on a Bundle.
+        const parsed = ClinicalCase.safeParse(await bundleToCaseYielding(bundle, { maxImageBytes: config.http.maxImageBytes, closedBundle: false, ...config.fhir }));
         if (!parsed.success) {
           const { message, issues } = describeZodIssues(parsed.error);
           throw new MedmmvError("UNPROCESSABLE", `the prefetch makes a case medmmv cannot accept: ${message}`, { details: { issues: issues.map((i) => ({ ...i, path: `case.${i.path}` })) } });
         }
         input = parsed.data;
       } catch (err) {
+        // Only a Patient, billing or an OperationOutcome: the EHR sent no fact to reason on (422, said so).
+        if (isNoClinicalFactsRefusal(err)) throw new MedmmvError("UNPROCESSABLE", `the prefetch holds no clinical fact of the patient to analyse: ${(err as MedmmvError).message}`, { details: { ...(err as MedmmvError).details, notRead } });
         throw inPrefetchTerms(err, origins);
       }
       const { key, prior } = await recordKey(request.owner, recordHash(input));
