@@ -78,6 +78,7 @@ const PAIR_CUES = new Map<string, "negation" | "exclusion">([
   ["other than", "negation"],
 ]);
 const PRE_WINDOW = 4;
+const PRE_REACH = 12;
 const POST_WINDOW = 5;
 
 interface Keyword {
@@ -137,7 +138,7 @@ function polarity(counts: Counts): Polarity {
 type Counts = { negation: number; exclusion: number; hedge: number };
 
 /** A two-word cue made of tokens i and i + 1: counted, and true. */
-function countPair(tokens: Token[], i: number, counts: Counts): boolean {
+function countPair(tokens: readonly Token[], i: number, counts: Counts): boolean {
   const kind = i >= 0 && i + 1 < tokens.length && tokens[i]!.clause === tokens[i + 1]!.clause ? PAIR_CUES.get(`${tokens[i]!.stem} ${tokens[i + 1]!.stem}`) : undefined;
   if (kind) counts[kind]++;
   return kind !== undefined;
@@ -152,12 +153,13 @@ function count(stem: string, counts: Counts, extra: Set<string>, after = false):
 }
 
 /** The cues around tokens [start, end): before it within the window, and right after it. */
-function polarityAt(tokens: Token[], start: number, end: number, kw: Keyword, covered: Uint8Array): Polarity {
+function polarityAt(tokens: readonly Token[], start: number, end: number, kw: Keyword, covered: Uint8Array): Polarity {
   const counts: Counts = { negation: 0, exclusion: 0, hedge: 0 };
   const clause = tokens[start]!.clause;
   if (!kw.selfNegating && !kw.cueOnly) {
     let seen = 0;
-    for (let i = start - 1; i >= 0 && tokens[i]!.clause === clause && seen < PRE_WINDOW; i--) {
+    // Coordinated keywords and small words do not use up the window, but the walk back is bounded too (linear labelling).
+    for (let i = start - 1; i >= 0 && i >= start - PRE_REACH && tokens[i]!.clause === clause && seen < PRE_WINDOW; i--) {
       const t = tokens[i]!;
       // "rule out X", "rather than X": the two words are one cue.
       if (countPair(tokens, i - 1, counts)) {
@@ -230,4 +232,9 @@ export function labelAnswer(text: string, step: PathwayStep): LabelResult {
   if (categories.length === 0) return { step: step.id, category: NO_MATCH, negated };
   if (categories.length > 1) return { step: step.id, category: NO_MATCH, ties: categories, negated };
   return { step: step.id, category: categories[0]!, hit: decisive[0]!, negated };
+}
+
+/** `s` as a literal inside a RegExp (kept here for the eval's answer matchers, which import it). */
+export function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }

@@ -30,6 +30,19 @@ const UNDOUBLE = /([bdgmnprt])\1$/;
  * dictionary. Words of three letters or fewer (no, not, AML, MM, RBC) are left as they are.
  */
 export function stem(word: string): string {
+  let cached = stems.get(word);
+  if (cached === undefined) {
+    // Bounded: a text of made-up words cannot grow the cache past its size.
+    if (stems.size >= STEM_CACHE) stems.clear();
+    stems.set(word, (cached = stemUncached(word)));
+  }
+  return cached;
+}
+
+const STEM_CACHE = 20_000;
+const stems = new Map<string, string>();
+
+function stemUncached(word: string): string {
   let w = word.replace(/'s$|'$/, "");
   if (w.length <= 3) return w;
   if (w.endsWith("ies") && w.length > 4) w = w.slice(0, -3) + "y";
@@ -51,8 +64,18 @@ function spell(word: string): string {
   return word.replace(/aem/g, "em");
 }
 
+/** The last text tokenized: a reasoning path is labelled once per step, on the same text. */
+let last: { text: string; tokens: readonly Token[] } | null = null;
+
 /** Text → tokens with clause numbers. Linear in the text. */
-export function tokenize(text: string): Token[] {
+export function tokenize(text: string): readonly Token[] {
+  if (last?.text === text) return last.tokens;
+  const tokens = tokenizeUncached(text);
+  last = { text, tokens };
+  return tokens;
+}
+
+function tokenizeUncached(text: string): Token[] {
   const lower = text.normalize("NFKC").replace(/[\u2018\u2019\u02bc]/g, "'").toLowerCase();
   const out: Token[] = [];
   let clause = 0;
