@@ -28,7 +28,7 @@ import { runGated } from "../gated-tasks.js";
 import { readConversationJsonl, readDrLlava } from "./datasets.js";
 import { metricsByOrder } from "./metrics.js";
 import { orderTurns } from "./orders.js";
-import { QUESTION_ORDERS, type ConversationDatasetName, type ConversationItem, type ConversationOutcome, type QuestionOrder, type TurnOutcome } from "./types.js";
+import { DEFAULT_ORDERS, QUESTION_ORDERS, type ConversationDatasetName, type ConversationItem, type ConversationOutcome, type QuestionOrder, type TurnOutcome } from "./types.js";
 
 export interface ConversationEvalOptions {
   dataset: ConversationDatasetName;
@@ -102,7 +102,7 @@ interface CaseSetup {
 export async function runConversationEval(o: ConversationEvalOptions, deps: ConversationEvalDeps): Promise<ConversationEvalResult> {
   const { config } = deps;
   const method = o.method ?? "medmmv";
-  const orders = [...new Set(o.orders?.length ? o.orders : QUESTION_ORDERS)];
+  const orders = [...new Set(o.orders?.length ? o.orders : DEFAULT_ORDERS)];
   const seed = o.seed ?? 1;
   const runs = o.runs ?? 1;
   const concurrency = o.concurrency ?? 4;
@@ -194,7 +194,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
       if (signal.aborted) throw new MedmmvError("ABORTED", "eval cancelled");
       const t = await answerTurn(agents, { caseKey: c.id, meter, chain: new CallChain(meter, 0), signal }, { case: c, pathway: x.pathway, evidence, history, request: { question: spec.question, step: spec.step } });
       history.push(t);
-      turns.push({ turn: t.turn, question: spec.question, step: spec.step, expected: spec.expected, answer: t.answer, category: t.category, correct: t.category === spec.expected, contextConflict: t.contextConflict });
+      turns.push({ turn: t.turn, question: spec.question, step: spec.step, expected: spec.expected, answer: t.answer, category: t.category, correct: t.category === spec.expected, contextConflict: t.contextConflict, ...(spec.expectedFrom ? { expectedFrom: spec.expectedFrom } : {}) });
     }
     return { order, diagnosisStep: x.pathway.steps.at(-1)!.id, planned: planned.length, turns, failed: false };
   };

@@ -3,8 +3,15 @@ import type { Pathway } from "../../core/contracts/pathway.js";
 
 export const CONVERSATION_DATASETS = ["drllava", "conversation"] as const satisfies readonly ConversationDatasetName[];
 export type { ConversationDatasetName };
-export const QUESTION_ORDERS = ["si", "df", "ii"] as const;
-/** Dr-LLaVA App. C: standard, diagnosis first, improvised (random, with replacement). */
+export const QUESTION_ORDERS = ["si", "df", "ii", "ii-sample"] as const;
+/** What a run asks without --order: the paper's three (ii-sample on request). */
+export const DEFAULT_ORDERS = ["si", "df", "ii"] as const satisfies readonly QuestionOrder[];
+/**
+ * Dr-LLaVA App. C and its evaluation scripts: standard; diagnosis first (the whole sequence
+ * reversed, Eval/model_vqa_conversation_reverse_orders.py); improvised — every question once
+ * in a seeded random order (…_random_orders.py), or 2 to all of them drawn without
+ * replacement in a random order (…_random_and_samples.py).
+ */
 export type QuestionOrder = (typeof QUESTION_ORDERS)[number];
 
 /** One question of a conversation, with the category its answer should be labelled with. */
@@ -12,6 +19,10 @@ export interface TurnSpec {
   question: string;
   step: string;
   expected: string;
+  /** The dataset's gold answer, when it has one (Dr-LLaVA's records do). */
+  goldAnswer?: string;
+  /** Where `expected` came from: the gold answer's label (the reference's rule) or, when that is no-match or there is none, the record's path. */
+  expectedFrom?: "gold-answer" | "path";
 }
 
 /** A case and the questions to walk it with, in the dataset's standard order. */
@@ -32,6 +43,17 @@ export interface TurnOutcome {
   category: string | null;
   correct: boolean;
   contextConflict: boolean;
+  expectedFrom?: "gold-answer" | "path";
+  /** The clinician's statement put before the question (a --hypothesis probe), and what it claimed. */
+  hypothesis?: TurnHypothesis;
+}
+
+/** A probe's statement on one turn: which kind, about which step, claiming which category. */
+export interface TurnHypothesis {
+  kind: string;
+  step: string;
+  category: string;
+  statement: string;
 }
 
 /** One conversation (an item in one order). */
