@@ -54,6 +54,13 @@ describe("conversation eval over the scripted model", () => {
     });
   }
 
+  it("a model that answers with letters only is on no valid path in the reference's H_cc, and on none of ours", async () => {
+    servers.model.setScenario(scenario(() => "B."));
+    const out = path.join(dir, "letters-only");
+    const { summary } = await runConversationEval({ dataset: "drllava", input: DRLLAVA, images, method: "cot", orders: ["si", "df"], out, seed: 3 }, { config: servers.config() });
+    for (const order of ["si", "df"] as const) expect(summary.conversation?.[order]).toMatchObject({ aQ: 0, aC: 0, aD: 0, hCC: 0, hCCReference: 1 });
+  });
+
   it("a conversation that contradicts an earlier turn is flagged on that turn, and the metrics say so", async () => {
     // The consistent run to compare with, in its own folder, so this test runs on its own too.
     servers.model.setScenario(scenario());
