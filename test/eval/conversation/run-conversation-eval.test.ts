@@ -61,6 +61,21 @@ describe("conversation eval over the scripted model", () => {
     for (const order of ["si", "df"] as const) expect(summary.conversation?.[order]).toMatchObject({ aQ: 0, aC: 0, aD: 0, hCC: 0, hCCReference: 1 });
   });
 
+  it("--hypothesis rq-w puts the previous step's wrong conclusion before each next question, turn by turn", async () => {
+    servers.model.setScenario(scenario());
+    const out = path.join(dir, "probe-rq-w");
+    const { summary } = await runConversationEval({ dataset: "drllava", input: DRLLAVA, images, method: "cot", orders: ["si"], hypothesis: "rq-w", out, seed: 3 }, { config: servers.config() });
+    expect(summary.label).toMatch(/\[rq-w\]$/);
+    const turns = (await records(out)).find((r) => r.id === "test1@si")!.conversation.turns;
+    expect(turns[0]!.hypothesis).toBeUndefined();
+    turns.slice(1).forEach((t, i) => {
+      const previous = turns[i]!;
+      expect(t.hypothesis).toMatchObject({ kind: "rq-w", step: previous.step });
+      expect(t.hypothesis!.category).not.toBe(previous.expected);
+      expect(t.question.startsWith(t.hypothesis!.statement)).toBe(true);
+    });
+  });
+
   it("a conversation that contradicts an earlier turn is flagged on that turn, and the metrics say so", async () => {
     // The consistent run to compare with, in its own folder, so this test runs on its own too.
     servers.model.setScenario(scenario());
