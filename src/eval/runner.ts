@@ -31,6 +31,7 @@ import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
 import { runGated } from "./gated-tasks.js";
 import { expandProbes, probeConfig, probeLabel } from "./probes/expand-items.js";
+import { referencePromptLibrary } from "./probes/reference-prompts.js";
 import { HYPOTHESIS_KINDS, type HypothesisKind } from "./probes/types.js";
 
 export interface EvalRunOptions {
@@ -60,6 +61,8 @@ export interface EvalRunOptions {
   hypothesis?: HypothesisKind;
   /** Robustness probe: N seeded option orders per item, each its own item `id#p1`…. */
   shuffleOptions?: number;
+  /** false: the prompts without the "a claim to check" sentence, as Dr-LLaVA's probes ran (src/eval/probes/reference-prompts.ts). */
+  hypothesisWarning?: boolean;
   /** --method stagewise (ClinHallu): trace format, replacement settings, re-tries of invalid traces, temperature. */
   stagewise?: Partial<StagewiseOptions>;
   /** ClinHallu model_cot.jsonl whose traces are judged instead of generated (--traces). */
@@ -161,7 +164,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const resultsPath = path.join(dir, RESULTS_FILE);
 
   const popts = pipelineOptions(config, o.pipeline);
-  const pipeline = new Pipeline(config, { cache: deps.cache ?? null, search: await openSearchProvider(config) });
+  const pipeline = new Pipeline(config, { cache: deps.cache ?? null, search: await openSearchProvider(config), ...(o.hypothesisWarning === false ? { prompts: referencePromptLibrary() } : {}) });
   const agentDeps: AgentDeps = { llm: pipeline.llm, prompts: pipeline.prompts, search: pipeline.search };
   const raterModels = [...new Set(o.raters ?? [])];
   const raters: Rater[] = buildRaters(config, { prompts: pipeline.prompts, search: pipeline.search }, pipeline.limiter, raterModels);
@@ -182,13 +185,14 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     copBase: o.copBase ?? "auto",
     fieldMap: o.fieldMap ?? null,
     method,
-    label: (method === "stagewise" ? stagewiseLabel(sw, o.traces !== undefined) : labelFor(method, popts) + (o.stageJudge ? " + stage judge" : "")) + probeLabel(probeOpts),
+    label: (method === "stagewise" ? stagewiseLabel(sw, o.traces !== undefined) : labelFor(method, popts) + (o.stageJudge ? " + stage judge" : "")) + probeLabel(probeOpts) + (o.hypothesisWarning === false ? " [no hypothesis warning]" : ""),
     runs,
     concurrency,
     selection: { sample: o.sample ?? null, stratify: o.stratify ?? [], seed: o.seed ?? 1, limit: o.limit ?? null },
     config: {
       ...(method === "stagewise" ? { structuredOutput: config.llm.structuredOutput, ...sw, traces: o.traces ? path.resolve(o.traces) : null } : { ...methodConfig(method, popts, config, pipeline.search.name), ...(o.stageJudge ? { stageJudge: true } : {}) }),
       ...(probes ? { probes } : {}),
+      ...(o.hypothesisWarning === false ? { hypothesisWarning: false } : {}),
     },
     models: method === "medmmv" ? pipeline.llm.models() : method === "stagewise" || o.stageJudge ? { executor: pipeline.llm.modelFor("executor"), judge: pipeline.llm.modelFor("judge") } : { executor: pipeline.llm.modelFor("executor") },
     raters: raterModels,

@@ -27,6 +27,7 @@ import { methodConfig } from "../runner.js";
 import { runGated } from "../gated-tasks.js";
 import { probedQuestion, turnStatement } from "../probes/conversation-hypothesis.js";
 import { probeLabel } from "../probes/expand-items.js";
+import { referencePromptLibrary } from "../probes/reference-prompts.js";
 import { HYPOTHESIS_KINDS, type HypothesisKind } from "../probes/types.js";
 import { readConversationJsonl, readDrLlava } from "./datasets.js";
 import { metricsByOrder } from "./metrics.js";
@@ -51,6 +52,8 @@ export interface ConversationEvalOptions {
   resume?: boolean;
   /** Robustness probe, turn by turn (src/eval/probes/conversation-hypothesis.ts): CQ/RQ, right or wrong. */
   hypothesis?: HypothesisKind;
+  /** false: the prompts without the "a claim to check" sentence (src/eval/probes/reference-prompts.ts). */
+  hypothesisWarning?: boolean;
   out: string;
 }
 
@@ -131,7 +134,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
   // The pathways the records walk decide what each answer is labelled and what conflicts: a resume may not change them.
   const pathways = Object.fromEntries(items.flatMap((x) => ("error" in x ? [] : [[x.pathway.id, "sha256:" + createHash("sha256").update(canonicalJson(x.pathway)).digest("hex")]])).sort(([a], [b]) => (a! < b! ? -1 : 1)));
   const popts = pipelineOptions(config, o.pipeline);
-  const pipeline = new Pipeline(config, { cache: deps.cache ?? null, search: await openSearchProvider(config) });
+  const pipeline = new Pipeline(config, { cache: deps.cache ?? null, search: await openSearchProvider(config), ...(o.hypothesisWarning === false ? { prompts: referencePromptLibrary() } : {}) });
   const agents: AgentDeps = { llm: pipeline.llm, prompts: pipeline.prompts, search: pipeline.search };
   const prompts = method === "medmmv" ? ["system", "rollout", "hd-supervisor", "auto-repair", "coherence-judge", "turn-answer", "pathway-judge"] : ["system", "turn-answer", "pathway-judge"];
   const manifest: RunManifest = {
@@ -139,12 +142,12 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
     copBase: "auto",
     fieldMap: null,
     method,
-    label: `${method} (conversation: ${orders.join(", ")})${probeLabel({ hypothesis: o.hypothesis })}`,
+    label: `${method} (conversation: ${orders.join(", ")})${probeLabel({ hypothesis: o.hypothesis })}${o.hypothesisWarning === false ? " [no hypothesis warning]" : ""}`,
     runs,
     concurrency,
     selection: { sample: null, stratify: [], seed, limit: o.limit ?? null },
     // Orders and seed decide which questions are asked in which order: a resume may not change them.
-    config: { ...methodConfig(method, popts, config, pipeline.search.name), orders, seed, pathways, ...(o.hypothesis ? { probes: { hypothesis: o.hypothesis, seed } } : {}) },
+    config: { ...methodConfig(method, popts, config, pipeline.search.name), orders, seed, pathways, ...(o.hypothesis ? { probes: { hypothesis: o.hypothesis, seed } } : {}), ...(o.hypothesisWarning === false ? { hypothesisWarning: false } : {}) },
     models: method === "medmmv" ? pipeline.llm.models() : { executor: pipeline.llm.modelFor("executor") },
     raters: [],
     prompts: pipeline.prompts.hashes(prompts),
