@@ -6,7 +6,7 @@ import { PromptLibrary } from "../../../src/core/llm/prompt-template.js";
 import { HYPOTHESIS_WARNING_OPENING, referencePromptLibrary } from "../../../src/eval/probes/reference-prompts.js";
 import { runEval } from "../../../src/eval/runner.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
-import type { ScriptedRequest } from "../../../src/scripted/scripted-openai-server.js";
+import type { ScriptedRequest, ScriptFn } from "../../../src/scripted/scripted-openai-server.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 
 const servers = useScriptedServers({ scenario: clinicalScenario() });
@@ -46,7 +46,8 @@ describe("--hypothesis-warning off: the prompts as Dr-LLaVA's probes ran, withou
       for (const warning of [true, false]) {
         const prompts: string[] = (seen[String(warning)] = []);
         const base = clinicalScenario();
-        servers.model.setScenario({ ...base, agents: { ...base.agents, cot: (req: ScriptedRequest) => (prompts.push(req.text), base.agents.cot!(req)) } });
+        const cot = base.agents["cot"] as ScriptFn;
+        servers.model.setScenario({ ...base, agents: { ...base.agents, cot: (req: ScriptedRequest) => (prompts.push(req.text), cot(req)) } });
         const { summary } = await runEval(
           { dataset: "jsonl", input, method: "cot", hypothesis: "cq-w", ...(warning ? {} : { hypothesisWarning: false }), out: path.join(tmp, `out-${warning}`) },
           { config: servers.config(), progress: null },
