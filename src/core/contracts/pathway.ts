@@ -5,7 +5,7 @@ export const NO_MATCH = "no-match";
 
 /**
  * What one pathway may hold (docs/architecture.md#clinical-pathways-and-conversations). Real
- * pathways are small (bone-marrow: 5 steps, 2–4 categories, ~90 keywords); these leave
+ * pathways are small (bone-marrow: 5 steps, 2–4 categories, 183 keywords); these leave
  * room for ten times that, and keep the labeller's automaton and the consistency checks,
  * which run on every answer, far below a millisecond of work each.
  */
