@@ -77,6 +77,9 @@ const PAIR_CUES = new Map<string, "negation" | "exclusion">([
   [`${stem("instead")} of`, "negation"],
   ["other than", "negation"],
 ]);
+/** Words a cue after the keyword may not reach across ("AML and MM are not …" speaks of MM only through "and"). */
+const POST_STOP = cues(["and", "or", "with", "than", "nor", "to", "for", "of", "in"]);
+const POST_SKIP = 2;
 const PRE_WINDOW = 4;
 const PRE_REACH = 12;
 const POST_WINDOW = 5;
@@ -98,7 +101,10 @@ interface CompiledStep {
   keywords: Keyword[];
 }
 
+/** Bare answers to a yes/no question: as weak as "no" ("Yes, but the smear is inadequate" is inadequate). */
+const BARE_ANSWERS = cues(["yes"]);
 const isCue = (s: string) => NEGATION.has(s) || EXCLUSION.has(s) || HEDGE.has(s) || s.endsWith("n't");
+const isWeakWord = (s: string) => isCue(s) || BARE_ANSWERS.has(s);
 
 function compileStep(step: PathwayStep): CompiledStep {
   const phrases: Phrase[] = [];
@@ -110,7 +116,7 @@ function compileStep(step: PathwayStep): CompiledStep {
       const all = phrase.prefix === undefined ? phrase.tokens : [...phrase.tokens, phrase.prefix];
       if (all.length === 0) return;
       phrases.push(phrase);
-      keywords.push({ category: c.id, keyword, whenNegated, cueOnly: all.every(isCue), selfNegating: NEGATION.has(all[0]!), extraCues });
+      keywords.push({ category: c.id, keyword, whenNegated, cueOnly: all.every(isWeakWord), selfNegating: NEGATION.has(all[0]!), extraCues });
     };
     for (const k of c.keywords) add(k, false);
     for (const k of c.negatedKeywords ?? []) add(k, true);
@@ -173,6 +179,8 @@ function polarityAt(tokens: readonly Token[], start: number, end: number, kw: Ke
       if ((t.stem === "and" || t.stem === "with") && i + 1 < start && !covered[i + 1]) break;
     }
   }
+  // The head noun of an adjective keyword may stand between it and the cue: "malignant cells are not identified".
+  let skipped = 0;
   for (let i = end, seen = 0; i < tokens.length && tokens[i]!.clause === clause && seen < POST_WINDOW; i++, seen++) {
     const s = tokens[i]!.stem;
     const pair = i + 1 < tokens.length ? PAIR_CUES.get(`${s} ${tokens[i + 1]!.stem}`) : undefined;
@@ -184,7 +192,8 @@ function polarityAt(tokens: readonly Token[], start: number, end: number, kw: Ke
     }
     if (pair) break;
     if (count(s, counts, kw.extraCues, true)) continue;
-    if (!AUXILIARY.has(s)) break;
+    if (AUXILIARY.has(s)) continue;
+    if (covered[i] || POST_STOP.has(s) || ++skipped > POST_SKIP) break;
   }
   // A bare cue word ("cannot", "unclear") is what it says, unless an exclusion takes it ("cannot be excluded").
   if (kw.cueOnly) return counts.exclusion > 0 ? "negated" : "affirmed";

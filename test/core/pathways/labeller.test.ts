@@ -99,7 +99,8 @@ describe("labeller: two categories named at once are ambiguous; a bare cue word 
     expect(label("image-quality", "Suitable: no artefacts at all.")).toBe("high");
     // "not AML" would mean healthy on its own; multiple myeloma, said outright, wins.
     expect(label("diagnosis", "Not leukemia: this is multiple myeloma.")).toBe("mm");
-    expect(labelAnswer("No abnormality.", step("abnormality"))).toMatchObject({ category: "normal", hit: { keyword: "abnormal*", text: "abnormality" } });
+    expect(labelAnswer("No abnormality.", step("abnormality"))).toMatchObject({ category: "normal" });
+    expect(label("abnormality", "No, but there is a malignancy.")).toBe("abnormal");
   });
   it("keywords of two categories give no-match with both named, whatever their length", () => {
     const r = labelAnswer("Normal cells next to cancer cells.", step("abnormality"));
@@ -130,6 +131,13 @@ describe("labeller: double negation, hedges, case and inflection", () => {
     ["cell-quality", "Numerous rbcs.", "blood"],
     ["proliferation", "Neither blasts nor plasma cells are increased.", "none"],
     ["proliferation", "Myeloblasts proliferating.", "blasts"],
+    // A cue after the head noun of an adjective keyword still speaks of it.
+    ["abnormality", "Malignant cells are not identified.", "normal"],
+    ["proliferation", "Blast cells are not increased.", "none"],
+    // A bare yes or no answers the step's question, but only when nothing else is said.
+    ["image-quality", "Yes.", "high"],
+    ["image-quality", "Yes, but the smear is inadequate.", "low"],
+    ["abnormality", "No.", "normal"],
   ])("%s: %s → %s", (stepId, text, category) => {
     expect(label(stepId, text)).toBe(category);
   });
@@ -139,7 +147,7 @@ describe("labeller: the released code's quirks, fixed", () => {
   it('the substring "no" inside "normal" / "diagnosis" is not a negative image-quality answer', () => {
     // Released _check_quality returns false (low) for both: "no" is a substring of each.
     expect(label("image-quality", "Normal appearance.")).toBe("no-match");
-    expect(label("image-quality", "Good for diagnosis.")).toBe("no-match");
+    expect(label("image-quality", "Ready for diagnosis.")).toBe("no-match");
   });
   it('the bare-string "quality" test no longer makes any answer with "no " inconclusive', () => {
     // Released _diagnosis: "no " present and the letters-of-"quality" test true → "inadequate".
