@@ -49,7 +49,8 @@ export async function chatCommand(file: string, opts: ChatOptions, io: { input: 
     config = loadConfig();
     assertLlmConfigured(config);
     c = await loadCaseFile(file, { maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
-    if (opts.pathway) c = { ...c, pathway: loadPathway(opts.pathway) };
+    // The operator's own file is read here, on the command line; the registry itself takes ids only.
+    if (opts.pathway) c = { ...c, pathway: loadPathway(opts.pathway.endsWith(".json") ? JSON.parse(await readFile(opts.pathway, "utf8")) : opts.pathway) };
     if (opts.script) script = (await readFile(opts.script, "utf8")).split("\n").map(parseQuestionLine).filter((q): q is TurnRequest => q !== null);
   } catch (err) {
     process.stderr.write(`medmmv: ${isMedmmvError(err) ? err.message : String(err)}\n`);

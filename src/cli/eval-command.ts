@@ -130,7 +130,6 @@ function studyOption(f: StudyFlag): Option {
  * never looks like a probe, a judged run or a sample that it is not.
  */
 const NOT_FOR_CONVERSATIONS: Array<[keyof EvalCliOptions, string]> = [
-  ["hypothesis", "--hypothesis"],
   ["shuffleOptions", "--shuffle-options"],
   ["stageJudge", "--stage-judge"],
   ["raters", "--raters"],
@@ -197,7 +196,7 @@ async function conversationEval(o: EvalCliOptions, opts: EvalRunOptions, config:
   const { runConversationEval } = await import("../eval/conversation/run-conversation-eval.js");
   const { summaryMarkdown } = await import("../eval/report.js");
   const { summary, dir, interrupted } = await runConversationEval(
-    { dataset: o.dataset as (typeof CONVERSATION_DATASETS)[number], input: opts.input, images: opts.images, missingImages: opts.missingImages, method: o.method, orders: o.order, seed: opts.seed, limit: opts.limit, runs: opts.runs, pipeline: opts.pipeline, concurrency: opts.concurrency, resume: opts.resume, out: opts.out },
+    { dataset: o.dataset as (typeof CONVERSATION_DATASETS)[number], input: opts.input, images: opts.images, missingImages: opts.missingImages, method: o.method, orders: o.order, seed: opts.seed, limit: opts.limit, runs: opts.runs, pipeline: opts.pipeline, concurrency: opts.concurrency, resume: opts.resume, hypothesis: opts.hypothesis, hypothesisWarning: opts.hypothesisWarning, out: opts.out },
     { config, cache, signal, progress: process.stderr },
   );
   process.stdout.write(o.json ? JSON.stringify(summary, null, 2) + "\n" : summaryMarkdown(summary) + "\n");

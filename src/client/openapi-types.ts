@@ -1835,8 +1835,10 @@ export interface operations {
                                 id: string;
                                 /** @description Human-readable name of the category */
                                 label: string;
-                                /** @description Words or phrases that put an answer in this category, matched on word boundaries (a plural s/es is allowed; a trailing * matches any word ending). All-capital acronyms (AML, RBC) match case-sensitively, everything else ignores case. A keyword counts only when it is not negated. */
+                                /** @description Words or phrases that put an answer in this category, matched as whole words in any case with inflections removed (plurals, -ed, -ing, -ly: "abnormalities" meets "abnormality"); a trailing * matches any ending of the last word. A keyword counts only when it is not negated or hedged. */
                                 keywords: string[];
+                                /** @description Words or phrases that put an answer in this category when they are negated ("no abnormalities" → normal); weaker than a keyword of another category */
+                                negatedKeywords?: string[];
                                 /** @description Extra negation cues for this category, beyond the built-in ones (no, not, without, cannot, absence of …) */
                                 negations?: string[];
                             }[];

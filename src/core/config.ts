@@ -48,6 +48,11 @@ export const EnvSchema = z.object({
   DATABASE_URL: z.string().optional().describe("PostgreSQL URL (postgres://…); unset: embedded SQLite under MEDMMV_DATA_DIR."),
   MEDMMV_LEASE_MS: z.coerce.number().int().min(500).max(3_600_000).default(30_000).describe("How long a process's claim on a running case lasts without renewal (renewed every third of it)."),
   MEDMMV_RUNNER_ID: z.string().min(1).max(200).optional().describe("This process's name to the others on the store (unique per process); default host/pid/random."),
+  MEDMMV_PATHWAYS_DIR: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("A directory of extra clinical pathways (ID.json each), named by id in requests beside the bundled ones in pathways/; an id may not be in both."),
   MEDMMV_DATA_DIR: z.string().default("./data").describe("Data directory: the SQLite store (medmmv.sqlite) and the demo's store."),
   MEDMMV_API_KEYS: z.string().optional().describe("Comma-separated API keys for the HTTP API (each key sees only its own cases). Without keys the server listens on loopback only."),
   MEDMMV_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60).describe("Requests per minute per API key (per process)."),
@@ -116,6 +121,15 @@ export interface Config {
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   cds: { publicUrl: string | null; fhirServers: string[]; jwks: string | null; issuers: string[]; corsOrigins: string[] };
   fhir: { notesBudget: number; maxResources: number; maxDepth: number };
+}
+
+/**
+ * MEDMMV_PATHWAYS_DIR alone, for the pathway registry: pathways are resolved deep inside
+ * intake, the workflow and the conversation turns, which receive a case, not a Config.
+ */
+export function pathwaysDirFromEnv(env: Record<string, string | undefined> = process.env): string | null {
+  const parsed = EnvSchema.shape.MEDMMV_PATHWAYS_DIR.safeParse(env["MEDMMV_PATHWAYS_DIR"] || undefined);
+  return parsed.success ? (parsed.data ?? null) : null;
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {

@@ -33,6 +33,7 @@ import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
 import { runGated } from "./gated-tasks.js";
 import { expandProbes, probeConfig, probeLabel } from "./probes/expand-items.js";
+import { referencePromptLibrary } from "./probes/reference-prompts.js";
 import { HYPOTHESIS_KINDS, type HypothesisKind } from "./probes/types.js";
 
 export interface EvalRunOptions {
@@ -62,6 +63,8 @@ export interface EvalRunOptions {
   hypothesis?: HypothesisKind;
   /** Robustness probe: N seeded option orders per item, each its own item `id#p1`…. */
   shuffleOptions?: number;
+  /** false: the prompts without the "a claim to check" sentence, as Dr-LLaVA's probes ran (src/eval/probes/reference-prompts.ts). */
+  hypothesisWarning?: boolean;
   /** --method stagewise (ClinHallu): trace format, replacement settings, re-tries of invalid traces, temperature. */
   stagewise?: Partial<StagewiseOptions>;
   /** ClinHallu model_cot.jsonl whose traces are judged instead of generated (--traces). */
@@ -168,10 +171,12 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   // One pipeline per run, each seeing the response cache through its run's namespace: runs are fresh draws, never each other's replay.
   const cacheScope = await cacheScopeFor(dir, o);
   const search = await openSearchProvider(config);
+  // --hypothesis-warning off: the prompts as Dr-LLaVA's reference words them (no "a claim to check").
+  const prompts = o.hypothesisWarning === false ? { prompts: referencePromptLibrary() } : {};
   const pipelines = new Map<number, Pipeline>();
   const pipelineFor = (run: number): Pipeline => {
     let p = pipelines.get(run);
-    if (!p) pipelines.set(run, (p = new Pipeline(config, { cache: runScopedCache(deps.cache ?? null, cacheScope, run), search, limiter: pipelines.get(0)?.limiter })));
+    if (!p) pipelines.set(run, (p = new Pipeline(config, { cache: runScopedCache(deps.cache ?? null, cacheScope, run), search, limiter: pipelines.get(0)?.limiter, ...prompts })));
     return p;
   };
   const pipeline = pipelineFor(0);
@@ -197,13 +202,14 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     copBase: o.copBase ?? "auto",
     fieldMap: o.fieldMap ?? null,
     method,
-    label: (method === "stagewise" ? stagewiseLabel(sw, o.traces !== undefined) : labelFor(method, popts) + (o.stageJudge ? " + stage judge" : "")) + probeLabel(probeOpts),
+    label: (method === "stagewise" ? stagewiseLabel(sw, o.traces !== undefined) : labelFor(method, popts) + (o.stageJudge ? " + stage judge" : "")) + probeLabel(probeOpts) + (o.hypothesisWarning === false ? " [no hypothesis warning]" : ""),
     runs,
     concurrency,
     selection: { sample: o.sample ?? null, stratify: o.stratify ?? [], seed: o.seed ?? 1, limit: o.limit ?? null },
     config: {
       ...(method === "stagewise" ? { structuredOutput: config.llm.structuredOutput, ...sw, traces: o.traces ? path.resolve(o.traces) : null } : { ...methodConfig(method, popts, config, pipeline.search.name), ...(o.stageJudge ? { stageJudge: true } : {}) }),
       ...(probes ? { probes } : {}),
+      ...(o.hypothesisWarning === false ? { hypothesisWarning: false } : {}),
     },
     models: method === "medmmv" ? pipeline.llm.models() : method === "stagewise" || o.stageJudge ? { executor: pipeline.llm.modelFor("executor"), judge: pipeline.llm.modelFor("judge") } : { executor: pipeline.llm.modelFor("executor") },
     raters: raterModels,

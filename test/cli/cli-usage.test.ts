@@ -65,7 +65,7 @@ describe("medmmv CLI options and usage errors", () => {
     // A conversation eval takes none of the probe, judge, stage-wise, rater or sampling flags; --order only it takes.
     ...(
       [
-        ["--hypothesis", "cq-w"],
+        // --hypothesis applies to conversations too (turn by turn); option order does not.
         ["--shuffle-options", "2"],
         ["--stage-judge"],
         ["--raters", "m1"],

@@ -18,8 +18,8 @@ let dir: string;
 let env: Record<string, string>;
 beforeAll(async () => {
   const base = clinicalScenario();
-  // A model that answers every turn "I cannot tell": every label is no-match.
-  model = await startScriptedOpenAI({ scenario: { ...base, agents: { ...base.agents, "turn-answer": { step: null, answer: "I cannot tell.", claims: ["Nothing is certain"] } } } });
+  // A model that answers every turn "Hard to say.": every label is no-match. ("I cannot tell" would be an inconclusive diagnosis.)
+  model = await startScriptedOpenAI({ scenario: { ...base, agents: { ...base.agents, "turn-answer": { step: null, answer: "Hard to say.", claims: ["Nothing is certain"] } } } });
   dir = await mkdtemp(path.join(tmpdir(), "medmmv-eval-conv-cli-"));
   await fakeImages(path.join(dir, "images"), ["test1.jpeg", "test2.jpeg", "test3.jpeg"]);
   env = { OPENAI_BASE_URL: model.baseUrl, OPENAI_API_KEY: "k", MEDMMV_MODEL: "scripted", MEDMMV_LOG_LEVEL: "silent", MEDMMV_CACHE: "off" };
@@ -36,10 +36,11 @@ describe("medmmv eval --dataset drllava", () => {
     expect(r.stderr).toContain("results in");
     const summary = JSON.parse(r.stdout) as { items: number; conversation: Record<string, { aQ: number; aC: number; aD: number; hCC: number }> };
     expect(summary.items).toBe(6);
-    // No answer is labelled, so nothing is right and nothing conflicts.
+    // No answer is labelled, so nothing is right and nothing conflicts among labels; in the reference's
+    // H_cc every such conversation is off the pathway.
     expect(summary.conversation).toEqual({
-      si: { aQ: 0, aC: 0, aD: 0, hCC: 0, conversations: 3, questions: 15, failed: 0 },
-      df: { aQ: 0, aC: 0, aD: 0, hCC: 0, conversations: 3, questions: 15, failed: 0 },
+      si: { aQ: 0, aC: 0, aD: 0, hCC: 0, hCCReference: 1, conversations: 3, diagnosisAsked: 3, questions: 15, failed: 0 },
+      df: { aQ: 0, aC: 0, aD: 0, hCC: 0, hCCReference: 1, conversations: 3, diagnosisAsked: 3, questions: 15, failed: 0 },
     });
     const rep = await medmmv(["eval", "report", out], env);
     expect(rep.code).toBe(0);

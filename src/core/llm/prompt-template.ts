@@ -38,11 +38,12 @@ export function parseTemplate(name: string, source: string): PromptTemplate {
 
 export class PromptLibrary {
   private readonly templates = new Map<string, PromptTemplate>();
-  constructor(dir: string = PROMPTS_DIR) {
+  /** `transform` rewrites a template's source before it is parsed and hashed (a variant of the shipped prompts has its own hashes). */
+  constructor(dir: string = PROMPTS_DIR, transform: (name: string, source: string) => string = (_name, source) => source) {
     for (const f of readdirSync(dir)) {
       if (!f.endsWith(".md")) continue;
       const name = f.slice(0, -3);
-      this.templates.set(name, parseTemplate(name, readFileSync(path.join(dir, f), "utf8")));
+      this.templates.set(name, parseTemplate(name, transform(name, readFileSync(path.join(dir, f), "utf8"))));
     }
   }
   get(name: string): PromptTemplate {

@@ -49,6 +49,8 @@ export interface PipelineDeps {
    */
   chatModels?: LlmClientOptions["chatModels"];
   callbacks?: LlmClientOptions["callbacks"];
+  /** The prompt templates (default: prompts/ as shipped); an eval's reference-comparable variant passes its own. */
+  prompts?: PromptLibrary;
 }
 
 /**
@@ -71,7 +73,7 @@ export class Pipeline {
   ) {
     this.limiter = deps.limiter ?? new FairLimiter(config.llm.maxConcurrency);
     this.llm = new LlmClient(config.llm, this.limiter, deps.cache ?? null, { chatModels: deps.chatModels, callbacks: deps.callbacks });
-    this.prompts = new PromptLibrary();
+    this.prompts = deps.prompts ?? new PromptLibrary();
     this.search = deps.search ?? createSearchProvider(config);
     this.workflow = buildWorkflow(
       { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: config.llm.prices, hooks: this.hooks, images: this.images, rounds: this.rounds, version: VERSION },

@@ -1,16 +1,17 @@
 import { isMedmmvError } from "../../core/contracts/errors.js";
 import { loadPathway } from "../../core/pathways/load-pathway.js";
-import type { Pathway } from "../../core/contracts/pathway.js";
+import { NO_MATCH, type Pathway, type PathwayStep } from "../../core/contracts/pathway.js";
+import { labelAnswer } from "../../core/pathways/labeller.js";
 import { asRecord, datasetRecords, itemError, ReadContext, text } from "../datasets/common.js";
 import { isItemError, type AdapterOptions, type ItemError } from "../datasets/types.js";
 import type { ConversationItem, TurnSpec } from "./types.js";
 
 /**
- * Dr-LLaVA's source-folder labels → the bone-marrow path whose categories are the expected
- * labels of the five turns. AML_Mono is treated as AML (reference §2.3). Expected labels come
- * from the diagnosis, not from running the labeller on the reference answers: the released
- * labeller maps many gold phrasings to "no match" (reference §2.2), which would make a wrong
- * answer that is also "no match" count as correct.
+ * Dr-LLaVA's source-folder labels → the bone-marrow path of the record (AML_Mono is AML,
+ * reference §2.3). A turn's expected label is the labeller's label of the record's gold
+ * answer, as the reference scores it (RLHF/models/reward_model.py compares the labels of
+ * the model's and the gold answer); where the gold answer labels no-match, the path's
+ * category stands in, so a wrong answer that is also no-match is not counted correct.
  */
 const DRLLAVA_PATHS: Record<string, string> = {
   adequate_normal: "normal",
@@ -20,6 +21,17 @@ const DRLLAVA_PATHS: Record<string, string> = {
   blood: "blood",
   clot: "clot",
 };
+
+/** The expected label of a turn with a gold answer: the answer's label, else the path's category (with a warning saying so). */
+export function expectedFromGold(step: PathwayStep, goldAnswer: string, pathCategory: string, turn: number, warnings: string[]): Pick<TurnSpec, "expected" | "expectedFrom"> {
+  const label = labelAnswer(goldAnswer, step).category;
+  if (label === NO_MATCH) {
+    warnings.push(`turn ${turn + 1} (${step.id}): the gold answer names no category; scored against the record's path (${pathCategory})`);
+    return { expected: pathCategory, expectedFrom: "path" };
+  }
+  if (label !== pathCategory) warnings.push(`turn ${turn + 1} (${step.id}): the gold answer is labelled ${label}, the record's path says ${pathCategory}; scored against the gold answer`);
+  return { expected: label, expectedFrom: "gold-answer" };
+}
 
 function stripImageToken(s: string): string {
   return s.replace(/<image>/g, " ").replace(/\s+/g, " ").trim();
@@ -60,7 +72,10 @@ export async function* readDrLlava(file: string, opts: AdapterOptions): AsyncGen
       continue;
     }
     const path = pathway.paths.find((p) => p.id === pathId)!;
-    const turns = pathway.steps.map((s, k) => ({ question: stripImageToken(text(conv[2 * k]!["value"])!), step: s.id, expected: path.sequence[s.id]! }));
+    const turns: TurnSpec[] = pathway.steps.map((s, k) => {
+      const goldAnswer = stripImageToken(text(conv[2 * k + 1]!["value"])!);
+      return { question: stripImageToken(text(conv[2 * k]!["value"])!), step: s.id, goldAnswer, ...expectedFromGold(s, goldAnswer, path.sequence[s.id]!, k, warnings) };
+    });
     const image = text(record["image"]);
     const resolved = await ctx.resolveImages(id, image ? [image] : []);
     if (!resolved.ok) {
@@ -71,7 +86,7 @@ export async function* readDrLlava(file: string, opts: AdapterOptions): AsyncGen
   }
 }
 
-/** `--dataset conversation`: JSONL of `{id, images?, notes?, question?, pathway, turns: [{question, step, expected}]}`. */
+/** `--dataset conversation`: JSONL of `{id, images?, notes?, question?, pathway, turns: [{question, step, expected?, answer?}]}` (a gold `answer` without `expected`: its label is expected). */
 export async function* readConversationJsonl(file: string, opts: AdapterOptions): AsyncGenerator<ConversationItem | ItemError> {
   const ctx = new ReadContext("conversation", opts);
   for await (const step of datasetRecords(ctx, file, "id")) {
@@ -82,7 +97,7 @@ export async function* readConversationJsonl(file: string, opts: AdapterOptions)
     const { id, record, warnings } = step;
     let pathway: Pathway;
     try {
-      if (record["pathway"] === undefined) throw new Error("`pathway` is required (an id from pathways/ or a pathway object)");
+      if (record["pathway"] === undefined) throw new Error("`pathway` is required (a registry id or a pathway object)");
       pathway = loadPathway(record["pathway"]);
     } catch (e) {
       yield itemError(id, isMedmmvError(e) || e instanceof Error ? e.message : String(e));
@@ -100,12 +115,14 @@ export async function* readConversationJsonl(file: string, opts: AdapterOptions)
       const t = asRecord(raw);
       const question = t ? text(t["question"]) : null;
       const stepId = t ? text(t["step"]) : null;
-      const expected = t ? text(t["expected"]) : null;
+      const goldAnswer = t ? text(t["answer"]) : null;
       const s = pathway.steps.find((x) => x.id === stepId);
-      if (!question || !stepId || !expected) problem = `turns[${i}] needs a question, a step and an expected category`;
+      const labelled = s && goldAnswer ? labelAnswer(goldAnswer, s).category : null;
+      const expected = (t ? text(t["expected"]) : null) ?? (labelled !== NO_MATCH ? labelled : null);
+      if (!question || !stepId || !expected) problem = `turns[${i}] needs a question, a step and an expected category (or a gold answer that names one)`;
       else if (!s) problem = `turns[${i}].step "${stepId}" is not a step of pathway "${pathway.id}" (steps: ${pathway.steps.map((x) => x.id).join(", ")})`;
       else if (!s.categories.some((c) => c.id === expected)) problem = `turns[${i}].expected "${expected}" is not a category of step "${stepId}" (categories: ${s.categories.map((c) => c.id).join(", ")})`;
-      else turns.push({ question, step: stepId, expected });
+      else turns.push({ question, step: stepId, expected, ...(goldAnswer ? { goldAnswer } : {}), expectedFrom: t && text(t["expected"]) ? "path" : "gold-answer" });
     });
     if (problem) {
       yield itemError(id, problem);

@@ -1,22 +1,18 @@
 import type { Pathway } from "../../core/contracts/pathway.js";
-import { rank } from "../sampling.js";
+import { seededIndex, seededShuffle } from "../probes/seeded.js";
 import type { QuestionOrder, TurnSpec } from "./types.js";
 
-/** Draw i of an item's improvised order in [0, 1): --sample's seeded rank of (item, i), so it depends on nothing else. */
-function draw(seed: number, itemId: string, i: number): number {
-  return parseInt(rank(seed, `${itemId}\u0000${i}`).slice(0, 12), 16) / 2 ** 48;
-}
-
 /**
- * The turns of one conversation in a question order (Dr-LLaVA App. C): `si` as the dataset
- * gives them; `df` the pathway's last (diagnosis) step first, then the rest in order; `ii`
- * as many turns drawn uniformly with replacement, seeded by `seed` and the item id.
+ * The turns of one conversation in a question order (Dr-LLaVA App. C and its scripts):
+ * `si` as the dataset gives them; `df` the whole sequence reversed, so the diagnosis comes
+ * first and image quality last; `ii` every question once in a seeded random order;
+ * `ii-sample` 2 to all of them, without replacement, in a seeded random order. Seeded by
+ * `seed` and the item id, so every method and run of an item walks the same order.
  */
-export function orderTurns(turns: readonly TurnSpec[], order: QuestionOrder, pathway: Pathway, seed: number, itemId: string): TurnSpec[] {
+export function orderTurns(turns: readonly TurnSpec[], order: QuestionOrder, _pathway: Pathway, seed: number, itemId: string): TurnSpec[] {
   if (order === "si") return [...turns];
-  if (order === "df") {
-    const diagnosis = pathway.steps.at(-1)!.id;
-    return [...turns.filter((t) => t.step === diagnosis), ...turns.filter((t) => t.step !== diagnosis)];
-  }
-  return turns.map((_, i) => turns[Math.floor(draw(seed, itemId, i) * turns.length)]!);
+  if (order === "df") return [...turns].reverse();
+  const shuffled = seededShuffle(turns, seed, `${itemId}\u0000ii`);
+  if (order === "ii" || turns.length <= 2) return shuffled;
+  return shuffled.slice(0, 2 + seededIndex(seed, `${itemId}\u0000ii-size`, turns.length - 1));
 }

@@ -26,10 +26,14 @@ import { readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord 
 import { claimRunFolder, manifestSource } from "../run-folder.js";
 import { methodConfig } from "../runner.js";
 import { runGated } from "../gated-tasks.js";
+import { probedQuestion, turnStatement } from "../probes/conversation-hypothesis.js";
+import { probeLabel } from "../probes/expand-items.js";
+import { referencePromptLibrary } from "../probes/reference-prompts.js";
+import { HYPOTHESIS_KINDS, type HypothesisKind } from "../probes/types.js";
 import { readConversationJsonl, readDrLlava } from "./datasets.js";
 import { metricsByOrder } from "./metrics.js";
 import { orderTurns } from "./orders.js";
-import { QUESTION_ORDERS, type ConversationDatasetName, type ConversationItem, type ConversationOutcome, type QuestionOrder, type TurnOutcome } from "./types.js";
+import { DEFAULT_ORDERS, QUESTION_ORDERS, type ConversationDatasetName, type ConversationItem, type ConversationOutcome, type QuestionOrder, type TurnOutcome } from "./types.js";
 
 export interface ConversationEvalOptions {
   dataset: ConversationDatasetName;
@@ -47,6 +51,10 @@ export interface ConversationEvalOptions {
   concurrency?: number;
   /** Continue the run in `out`: finished conversations are kept, failed ones are asked again. */
   resume?: boolean;
+  /** Robustness probe, turn by turn (src/eval/probes/conversation-hypothesis.ts): CQ/RQ, right or wrong. */
+  hypothesis?: HypothesisKind;
+  /** false: the prompts without the "a claim to check" sentence (src/eval/probes/reference-prompts.ts). */
+  hypothesisWarning?: boolean;
   out: string;
 }
 
@@ -103,7 +111,7 @@ interface CaseSetup {
 export async function runConversationEval(o: ConversationEvalOptions, deps: ConversationEvalDeps): Promise<ConversationEvalResult> {
   const { config } = deps;
   const method = o.method ?? "medmmv";
-  const orders = [...new Set(o.orders?.length ? o.orders : QUESTION_ORDERS)];
+  const orders = [...new Set(o.orders?.length ? o.orders : DEFAULT_ORDERS)];
   const seed = o.seed ?? 1;
   const runs = o.runs ?? 1;
   const concurrency = o.concurrency ?? 4;
@@ -111,6 +119,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
   check(orders.every((x) => (QUESTION_ORDERS as readonly string[]).includes(x)), `--order takes ${QUESTION_ORDERS.join(", ")}`);
   check(Number.isInteger(runs) && runs >= 1, "--runs must be an integer ≥ 1");
   check(Number.isInteger(concurrency) && concurrency >= 1, "--concurrency must be an integer ≥ 1");
+  check(o.hypothesis === undefined || (HYPOTHESIS_KINDS as readonly string[]).includes(o.hypothesis), `--hypothesis takes ${HYPOTHESIS_KINDS.join(", ")}`);
   const input = path.resolve(o.input);
   const dir = path.resolve(o.out);
   await mkdir(dir, { recursive: true });
@@ -126,7 +135,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
   // The pathways the records walk decide what each answer is labelled and what conflicts: a resume may not change them.
   const pathways = Object.fromEntries(items.flatMap((x) => ("error" in x ? [] : [[x.pathway.id, "sha256:" + createHash("sha256").update(canonicalJson(x.pathway)).digest("hex")]])).sort(([a], [b]) => (a! < b! ? -1 : 1)));
   const popts = pipelineOptions(config, o.pipeline);
-  const pipeline = new Pipeline(config, { cache: deps.cache ?? null, search: await openSearchProvider(config) });
+  const pipeline = new Pipeline(config, { cache: deps.cache ?? null, search: await openSearchProvider(config), ...(o.hypothesisWarning === false ? { prompts: referencePromptLibrary() } : {}) });
   const agents: AgentDeps = { llm: pipeline.llm, prompts: pipeline.prompts, search: pipeline.search };
   const prompts = method === "medmmv" ? ["system", "rollout", "hd-supervisor", "auto-repair", "coherence-judge", "turn-answer", "pathway-judge"] : ["system", "turn-answer", "pathway-judge"];
   const manifest: RunManifest = {
@@ -134,12 +143,12 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
     copBase: "auto",
     fieldMap: null,
     method,
-    label: `${method} (conversation: ${orders.join(", ")})`,
+    label: `${method} (conversation: ${orders.join(", ")})${probeLabel({ hypothesis: o.hypothesis })}${o.hypothesisWarning === false ? " [no hypothesis warning]" : ""}`,
     runs,
     concurrency,
     selection: { sample: null, stratify: [], seed, limit: o.limit ?? null },
     // Orders and seed decide which questions are asked in which order: a resume may not change them.
-    config: { ...methodConfig(method, popts, config, pipeline.search.name), orders, seed, pathways },
+    config: { ...methodConfig(method, popts, config, pipeline.search.name), orders, seed, pathways, ...(o.hypothesis ? { probes: { hypothesis: o.hypothesis, seed } } : {}), ...(o.hypothesisWarning === false ? { hypothesisWarning: false } : {}) },
     models: method === "medmmv" ? pipeline.llm.models() : { executor: pipeline.llm.modelFor("executor") },
     raters: [],
     prompts: pipeline.prompts.hashes(prompts),
@@ -191,11 +200,24 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
     const planned = orderTurns(x.turns, order, x.pathway, seed, x.item.id);
     const history: PriorTurn[] = [];
     const turns: TurnOutcome[] = [];
-    for (const spec of planned) {
+    for (const [index, spec] of planned.entries()) {
       if (signal.aborted) throw new MedmmvError("ABORTED", "eval cancelled");
-      const t = await answerTurn(agents, { caseKey: c.id, meter, chain: new CallChain(meter, 0), signal }, { case: c, pathway: x.pathway, evidence, history, request: { question: spec.question, step: spec.step } });
+      const hypothesis = o.hypothesis ? turnStatement(o.hypothesis, planned, index, x.pathway, seed, `${x.item.id}\u0000${order}`) : null;
+      const question = probedQuestion(spec.question, hypothesis);
+      const t = await answerTurn(agents, { caseKey: c.id, meter, chain: new CallChain(meter, 0), signal }, { case: c, pathway: x.pathway, evidence, history, request: { question, step: spec.step } });
       history.push(t);
-      turns.push({ turn: t.turn, question: spec.question, step: spec.step, expected: spec.expected, answer: t.answer, category: t.category, correct: t.category === spec.expected, contextConflict: t.contextConflict });
+      turns.push({
+        turn: t.turn,
+        question,
+        step: spec.step,
+        expected: spec.expected,
+        answer: t.answer,
+        category: t.category,
+        correct: t.category === spec.expected,
+        contextConflict: t.contextConflict,
+        ...(spec.expectedFrom ? { expectedFrom: spec.expectedFrom } : {}),
+        ...(hypothesis ? { hypothesis } : {}),
+      });
     }
     return { order, diagnosisStep: x.pathway.steps.at(-1)!.id, planned: planned.length, turns, failed: false };
   };

@@ -3,7 +3,7 @@ import { markdownTable, pct, percentRow, type Row } from "../report-table.js";
 import type { EvalStudy } from "../study.js";
 import { CONVERSATION_DATASETS, QUESTION_ORDERS, type QuestionOrder } from "./types.js";
 
-/** `--order si,df,ii`: any of the question orders. */
+/** `--order si,df,ii,ii-sample`: any of the question orders. */
 export function orderList(orders: string[]): QuestionOrder[] {
   const bad = orders.filter((x) => !(QUESTION_ORDERS as readonly string[]).includes(x));
   if (bad.length || orders.length === 0) throw new InvalidArgumentError(`expected a comma-separated list of ${QUESTION_ORDERS.join(", ")}`);
@@ -24,9 +24,9 @@ export const conversationStudy: EvalStudy = {
       return [
         "## Conversations (Dr-LLaVA metrics, %)",
         "",
-        markdownTable(["order", "conversations", "questions", "A_Q", "A_C", "A_D", "H_cc", "failed"], orders.map((o) => { const m = s.conversation![o]!; return [o, String(m.conversations), String(m.questions), pct(m.aQ), pct(m.aC), pct(m.aD), pct(m.hCC), String(m.failed)]; }), ["l", "r", "r", "r", "r", "r", "r", "r"]),
+        markdownTable(["order", "conversations", "questions", "A_Q", "A_C", "A_D", "H_cc (reference)", "H_cc (labelled only)", "failed"], orders.map((o) => { const m = s.conversation![o]!; return [o, String(m.conversations), String(m.questions), pct(m.aQ), pct(m.aC), pct(m.aD), pct(m.hCCReference), pct(m.hCC), String(m.failed)]; }), ["l", "r", "r", "r", "r", "r", "r", "r", "r"]),
         "",
-        "A turn is correct when the labeller's category equals the expected one. H_cc is the share of conversations whose labelled sequence fits no valid path (per conversation).",
+        "A turn is correct when the labels of the model's answer and of the gold answer agree (the record's path where the gold answer names no category). A_D counts the conversations that asked the diagnosis. H_cc (reference): conversations with an answer off every valid path, an answer naming no category included, as Dr-LLaVA counts it; H_cc (labelled only): conversations whose labelled answers fit no valid path (docs/evaluation.md#conversations-dr-llava).",
         "",
       ];
     },
@@ -37,14 +37,14 @@ export const conversationStudy: EvalStudy = {
     const rows: Row[] = [];
     for (const order of QUESTION_ORDERS) {
       if (!summaries.some((s) => s.conversation?.[order])) continue;
-      for (const [key, name] of [["aQ", "A_Q"], ["aC", "A_C"], ["aD", "A_D"], ["hCC", "H_cc"]] as const) rows.push(percentRow(`${name} ${order} (%)`, (s) => s.conversation?.[order]?.[key]));
+      for (const [key, name] of [["aQ", "A_Q"], ["aC", "A_C"], ["aD", "A_D"], ["hCCReference", "H_cc reference"], ["hCC", "H_cc labelled-only"]] as const) rows.push(percentRow(`${name} ${order} (%)`, (s) => s.conversation?.[order]?.[key]));
     }
     return rows;
   },
   flags: [
     {
       flags: "--order <orders>",
-      description: `conversation datasets: question orders, any of ${QUESTION_ORDERS.join(",")} (standard, diagnosis first, improvised: random with replacement, seeded by --seed); default all`,
+      description: `conversation datasets: question orders, any of ${QUESTION_ORDERS.join(",")} (standard; diagnosis first = the whole sequence reversed; improvised = every question once in a random order; ii-sample = 2 to all questions drawn without replacement; seeded by --seed); default si,df,ii`,
       list: orderList,
     },
   ],

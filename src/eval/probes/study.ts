@@ -24,6 +24,11 @@ export const probesStudy: EvalStudy = {
       choices: HYPOTHESIS_KINDS,
     },
     { flags: "--shuffle-options <n>", description: "robustness probe: N seeded option orders per item, each its own item id#p1…", int: [1, MAX_SHUFFLES] },
+    {
+      flags: "--hypothesis-warning <on|off>",
+      description: "on (default): the prompts tell the model a clinician's hypothesis in the case is a claim to check; off: without that sentence, as Dr-LLaVA's probes ran (reference-comparable)",
+      choices: ["on", "off"],
+    },
   ],
-  runOptions: (o) => ({ hypothesis: o["hypothesis"], shuffleOptions: o["shuffleOptions"] }),
+  runOptions: (o) => ({ hypothesis: o["hypothesis"], shuffleOptions: o["shuffleOptions"], ...(o["hypothesisWarning"] === "off" ? { hypothesisWarning: false } : {}) }),
 };

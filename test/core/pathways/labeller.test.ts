@@ -32,9 +32,7 @@ describe("labeller: every keyword row of Dr-LLaVA's Table B.2", () => {
   for (const [stepId, category, keywords] of TABLE_B2) {
     for (const kw of keywords) {
       it(`${stepId}: "${kw}" → ${category}`, () => {
-        const r = labelAnswer(`Answer: ${kw}.`, step(stepId));
-        expect(r.category).toBe(category);
-        expect(r.hit?.keyword).toBe(kw);
+        expect(labelAnswer(`Answer: ${kw}.`, step(stepId)).category).toBe(category);
       });
     }
   }
@@ -72,12 +70,14 @@ describe("labeller: negation", () => {
     expect(r.category).toBe("no-match");
     expect(r.negated.map((h) => h.keyword)).toEqual(["adequate"]);
   });
-  it('"cannot be assessed" negates the keyword before it; "cannot assess" the one after', () => {
-    expect(label("abnormality", "Malignancy cannot be assessed on this slide.")).toBe("no-match");
+  it('"cannot be assessed" negates the keyword before it and says the material is inadequate; "cannot assess" negates the one after', () => {
+    expect(labelAnswer("Malignancy cannot be assessed on this slide.", step("abnormality"))).toMatchObject({ category: "inadequate", negated: [{ keyword: "malig*", text: "malignancy" }] });
     expect(label("abnormality", "We cannot assess malignancy here.")).toBe("no-match");
   });
   it("negation phrases, post-negation and the clause boundary", () => {
-    expect(label("abnormality", "There is no evidence of malignancy.")).toBe("no-match");
+    // A negated finding counts for the category that its negation means (`negatedKeywords`).
+    expect(label("abnormality", "There is no evidence of malignancy.")).toBe("normal");
+    expect(label("abnormality", "Malignancy is not seen.")).toBe("normal");
     expect(label("abnormality", "Absence of cancer; the cells look healthy.")).toBe("normal");
     expect(label("proliferation", "Myeloblasts are not increased, but plasma cells are.")).toBe("plasma-cells");
     expect(label("diagnosis", "This is not multiple myeloma; it is acute myeloid leukemia.")).toBe("aml");
@@ -93,18 +93,53 @@ describe("labeller: negation", () => {
   });
 });
 
-describe("labeller: the most specific keyword wins; ties are reported", () => {
-  it("the longer keyword beats the shorter one of another category", () => {
-    // "no" (low) and "suitable" (high) both occur; "suitable" is the more specific.
+describe("labeller: two categories named at once are ambiguous; a bare cue word is weak", () => {
+  it("a keyword beats a bare cue word or a negated finding of another category", () => {
+    // "no" (low) is only a cue word; "suitable" (high) is a finding.
     expect(label("image-quality", "Suitable: no artefacts at all.")).toBe("high");
-    // "no abnormality" (normal) contains nothing of "abnormal"'s keywords but is longer than "normal".
-    expect(labelAnswer("No abnormality.", step("abnormality")).hit?.keyword).toBe("no abnormality");
+    // "not AML" would mean healthy on its own; multiple myeloma, said outright, wins.
+    expect(label("diagnosis", "Not leukemia: this is multiple myeloma.")).toBe("mm");
+    expect(labelAnswer("No abnormality.", step("abnormality"))).toMatchObject({ category: "normal" });
+    expect(label("abnormality", "No, but there is a malignancy.")).toBe("abnormal");
   });
-  it("equal-length keywords of two categories give no-match with the tie named", () => {
-    // "cancer" (abnormal) and "normal" (normal) are both six letters.
+  it("keywords of two categories give no-match with both named, whatever their length", () => {
     const r = labelAnswer("Normal cells next to cancer cells.", step("abnormality"));
     expect(r.category).toBe("no-match");
     expect(r.ties).toEqual(["normal", "abnormal"]);
+    expect(labelAnswer("Either AML or multiple myeloma; cannot tell.", step("diagnosis")).ties).toEqual(["aml", "mm"]);
+    // The released code (longest wins) calls this adequate.
+    expect(labelAnswer("Near particles, but flooded with blood.", step("cell-quality")).ties).toEqual(["adequate", "blood"]);
+  });
+  it("a keyword inside a longer keyword does not count on its own", () => {
+    expect(label("cell-quality", "The field lies near the particles.")).toBe("adequate");
+  });
+});
+
+describe("labeller: double negation, hedges, case and inflection", () => {
+  it.each([
+    ["diagnosis", "AML cannot be excluded.", "aml"],
+    ["diagnosis", "Multiple myeloma is not ruled out.", "mm"],
+    ["diagnosis", "We cannot rule out acute myeloid leukaemia.", "aml"],
+    ["diagnosis", "It is impossible to exclude MM.", "mm"],
+    ["diagnosis", "AML was ruled out.", "no-match"],
+    ["diagnosis", "Unclear whether this is AML.", "inconclusive"],
+    ["diagnosis", "aml", "aml"],
+    ["diagnosis", "Findings favour Aml rather than MM.", "aml"],
+    ["abnormality", "No abnormalities.", "normal"],
+    ["abnormality", "It is unclear if any abnormalities are present.", "no-match"],
+    ["cell-quality", "Clotted.", "clot"],
+    ["cell-quality", "Numerous rbcs.", "blood"],
+    ["proliferation", "Neither blasts nor plasma cells are increased.", "none"],
+    ["proliferation", "Myeloblasts proliferating.", "blasts"],
+    // A cue after the head noun of an adjective keyword still speaks of it.
+    ["abnormality", "Malignant cells are not identified.", "normal"],
+    ["proliferation", "Blast cells are not increased.", "none"],
+    // A bare yes or no answers the step's question, but only when nothing else is said.
+    ["image-quality", "Yes.", "high"],
+    ["image-quality", "Yes, but the smear is inadequate.", "low"],
+    ["abnormality", "No.", "normal"],
+  ])("%s: %s → %s", (stepId, text, category) => {
+    expect(label(stepId, text)).toBe(category);
   });
 });
 
@@ -112,11 +147,12 @@ describe("labeller: the released code's quirks, fixed", () => {
   it('the substring "no" inside "normal" / "diagnosis" is not a negative image-quality answer', () => {
     // Released _check_quality returns false (low) for both: "no" is a substring of each.
     expect(label("image-quality", "Normal appearance.")).toBe("no-match");
-    expect(label("image-quality", "Good for diagnosis.")).toBe("no-match");
+    expect(label("image-quality", "Ready for diagnosis.")).toBe("no-match");
   });
   it('the bare-string "quality" test no longer makes any answer with "no " inconclusive', () => {
     // Released _diagnosis: "no " present and the letters-of-"quality" test true → "inadequate".
-    expect(label("diagnosis", "There is no blast excess; a reactive marrow.")).toBe("no-match");
+    // A reactive (benign) marrow without blast excess is healthy, not inconclusive.
+    expect(label("diagnosis", "There is no blast excess; a reactive marrow.")).toBe("healthy");
   });
   it('"mm" inside words or as a unit is not multiple myeloma; "aml" inside a word is not AML', () => {
     expect(label("diagnosis", "Immature cells, 5 mm in the summary.")).toBe("no-match");

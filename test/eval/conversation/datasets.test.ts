@@ -2,7 +2,8 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
-import { readConversationJsonl, readDrLlava } from "../../../src/eval/conversation/datasets.js";
+import { expectedFromGold, readConversationJsonl, readDrLlava } from "../../../src/eval/conversation/datasets.js";
+import { loadPathway } from "../../../src/core/pathways/load-pathway.js";
 import type { ConversationItem } from "../../../src/eval/conversation/types.js";
 import type { ItemError } from "../../../src/eval/datasets/types.js";
 import { collect as all, useTempDir } from "../datasets/dataset-kit.js";
@@ -87,6 +88,22 @@ describe("--dataset conversation", () => {
       'turns[0].step "cell-count" is not a step of pathway "bone-marrow" (steps: image-quality, cell-quality, abnormality, proliferation, diagnosis)',
       'turns[0].expected "flu" is not a category of step "diagnosis" (categories: healthy, aml, mm, inconclusive)',
       "`turns` must be a non-empty array of {question, step, expected}",
+    ]);
+  });
+});
+
+describe("expected labels from the gold answer (the reference's rule)", () => {
+  const bm = loadPathway("bone-marrow");
+  const dx = bm.steps.find((s) => s.id === "diagnosis")!;
+  it("the gold answer's label is expected; where it names no category the record's path stands in, with a warning", () => {
+    const warnings: string[] = [];
+    expect(expectedFromGold(dx, "There is evidence suggestive of acute myeloid leukemia.", "aml", 4, warnings)).toEqual({ expected: "aml", expectedFrom: "gold-answer" });
+    expect(warnings).toEqual([]);
+    expect(expectedFromGold(dx, "See the attached report.", "aml", 4, warnings)).toEqual({ expected: "aml", expectedFrom: "path" });
+    expect(expectedFromGold(dx, "Multiple myeloma.", "aml", 4, warnings)).toEqual({ expected: "mm", expectedFrom: "gold-answer" });
+    expect(warnings).toEqual([
+      "turn 5 (diagnosis): the gold answer names no category; scored against the record's path (aml)",
+      "turn 5 (diagnosis): the gold answer is labelled mm, the record's path says aml; scored against the gold answer",
     ]);
   });
 });

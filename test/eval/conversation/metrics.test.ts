@@ -38,12 +38,14 @@ describe("conversation metrics (reference §2.4), against hand-computed values",
     expect(m).toMatchObject({ conversations: 5, failed: 1 });
   });
 
-  it("A_D uses the last diagnosis answer when ii asks it twice, and counts a conversation that never asks it as not diagnosed", () => {
+  it("A_D uses the last diagnosis answer when it is asked twice, and leaves out a conversation that never asks it (ii-sample)", () => {
     const twice = conv("ccx", "ii", ["diagnosis", "cell-quality", "diagnosis"]); // last diagnosis answer wrong
-    const never = conv("cc", "ii", ["cell-quality", "abnormality"]);
-    const once = conv("xc", "ii", ["image-quality", "diagnosis"]);
+    const never = conv("cc", "ii-sample", ["cell-quality", "abnormality"]);
+    const once = conv("xc", "ii-sample", ["image-quality", "diagnosis"]);
     const m = conversationMetrics([twice, never, once]);
-    expect(m.aD).toBeCloseTo(1 / 3, 12);
+    // Diagnosed right: "once"; asked: "twice" and "once".
+    expect(m.aD).toBeCloseTo(1 / 2, 12);
+    expect(m.diagnosisAsked).toBe(2);
     // Correct turns: 2 + 2 + 1 of 3 + 2 + 2.
     expect(m.aQ).toBeCloseTo(5 / 7, 12);
     expect(m.aC).toBeCloseTo(1 / 3, 12);
@@ -56,7 +58,20 @@ describe("conversation metrics (reference §2.4), against hand-computed values",
     expect(byOrder.si).toMatchObject({ aQ: 1, aC: 1, aD: 1, hCC: 0 });
     expect(byOrder.df!.aQ).toBeCloseTo(9 / 10, 12);
     expect(byOrder.df!.aC).toBe(0.5);
-    expect(conversationMetrics([])).toMatchObject({ aQ: null, aC: null, aD: null, hCC: null });
+    expect(conversationMetrics([])).toMatchObject({ aQ: null, aC: null, aD: null, hCC: null, hCCReference: null });
+  });
+
+  it("H_cc (reference) counts an answer that names no category as off every valid path; ours lets it pass", () => {
+    const noMatch = (order: ConversationOutcome["order"]) => {
+      const c = conv("ccccc", order);
+      c.turns[2] = { ...c.turns[2]!, category: "no-match", correct: false };
+      return c;
+    };
+    const unlabelled = conv("ccccc");
+    unlabelled.turns[0] = { ...unlabelled.turns[0]!, category: null, correct: false };
+    const m = conversationMetrics([noMatch("si"), unlabelled, conv("ccccc"), conv("cc!cc")]);
+    expect(m.hCC).toBeCloseTo(1 / 4, 12);
+    expect(m.hCCReference).toBeCloseTo(3 / 4, 12);
   });
 });
 
@@ -64,27 +79,29 @@ describe("question orders", () => {
   const bm = loadPathway("bone-marrow");
   const turns = STEPS.map((s, i) => ({ question: `q${i}`, step: s, expected: "e" }));
 
-  it("si keeps the dataset's order; df asks the diagnosis first, then the rest in order", () => {
+  it("si keeps the dataset's order; df reverses the whole sequence (the reference's reverse order)", () => {
     expect(orderTurns(turns, "si", bm, 1, "x").map((t) => t.step)).toEqual(STEPS);
-    expect(orderTurns(turns, "df", bm, 1, "x").map((t) => t.step)).toEqual(["diagnosis", "image-quality", "cell-quality", "abnormality", "proliferation"]);
+    expect(orderTurns(turns, "df", bm, 1, "x").map((t) => t.step)).toEqual(["diagnosis", "proliferation", "abnormality", "cell-quality", "image-quality"]);
   });
 
-  it("ii draws as many turns with replacement, the same for the same seed and item, different for another seed", () => {
+  it("ii asks every question once in a seeded order; ii-sample 2 to 5 of them without replacement", () => {
     const a = orderTurns(turns, "ii", bm, 7, "item-1").map((t) => t.step);
-    expect(a).toHaveLength(5);
+    expect([...a].sort()).toEqual([...STEPS].sort());
     expect(orderTurns(turns, "ii", bm, 7, "item-1").map((t) => t.step)).toEqual(a);
-    for (const s of a) expect(STEPS).toContain(s);
-    // Over many items, some draw repeats a step (with replacement) and some seeds differ.
-    const draws = Array.from({ length: 40 }, (_, i) => orderTurns(turns, "ii", bm, 7, `item-${i}`).map((t) => t.step));
-    expect(draws.some((d) => new Set(d).size < d.length)).toBe(true);
     expect(Array.from({ length: 10 }, (_, s) => orderTurns(turns, "ii", bm, s, "item-1").map((t) => t.step).join()).filter((x, i, all) => all.indexOf(x) === i).length).toBeGreaterThan(1);
+    const samples = Array.from({ length: 60 }, (_, i) => orderTurns(turns, "ii-sample", bm, 7, `item-${i}`).map((t) => t.step));
+    for (const d of samples) {
+      expect(d.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(d).size).toBe(d.length);
+    }
+    expect(new Set(samples.map((d) => d.length))).toEqual(new Set([2, 3, 4, 5]));
   });
 
   it("ii orders are pinned: a resumed run asks the questions its first session drew", () => {
-    const ii = (seed: number, id: string) => orderTurns(turns, "ii", bm, seed, id).map((t) => t.step);
-    expect(ii(7, "item-1")).toEqual(["diagnosis", "diagnosis", "cell-quality", "abnormality", "diagnosis"]);
-    expect(ii(1, "test1")).toEqual(["cell-quality", "proliferation", "cell-quality", "abnormality", "diagnosis"]);
-    expect(ii(3, "test2")).toEqual(["proliferation", "proliferation", "cell-quality", "image-quality", "diagnosis"]);
-    expect(ii(42, "conv-aml")).toEqual(["abnormality", "image-quality", "image-quality", "abnormality", "proliferation"]);
+    const ii = (order: "ii" | "ii-sample", seed: number, id: string) => orderTurns(turns, order, bm, seed, id).map((t) => t.step);
+    expect(ii("ii", 7, "item-1")).toEqual(["diagnosis", "proliferation", "abnormality", "image-quality", "cell-quality"]);
+    expect(ii("ii", 1, "test1")).toEqual(["cell-quality", "image-quality", "diagnosis", "proliferation", "abnormality"]);
+    expect(ii("ii-sample", 3, "test2")).toEqual(["proliferation", "image-quality", "cell-quality", "diagnosis", "abnormality"]);
+    expect(ii("ii-sample", 42, "conv-aml")).toEqual(["cell-quality", "diagnosis"]);
   });
 });

@@ -26,22 +26,22 @@ const DRLLAVA = path.join(FIXTURES, "drllava-synthetic.json");
 
 describe("conversation eval over the scripted model", () => {
   for (const method of ["cot", "medmmv"] as const) {
-    it(`${method}: a conversation that answers consistently has H_cc = 0 and A_C = 1 in all three orders`, async () => {
+    it(`${method}: gold answers score A_Q = A_C = A_D = 1 and H_cc = 0 (both definitions) in every order`, async () => {
       servers.model.setScenario(scenario());
       const out = path.join(dir, `consistent-${method}`);
       const { summary } = await runConversationEval(
-        { dataset: "drllava", input: DRLLAVA, images, method, pipeline: { k: 1, maxRepairs: 1 }, out, seed: 3 },
+        { dataset: "drllava", input: DRLLAVA, images, method, orders: ["si", "df", "ii", "ii-sample"], pipeline: { k: 1, maxRepairs: 1 }, out, seed: 3 },
         { config: servers.config() },
       );
-      for (const order of ["si", "df", "ii"] as const) expect(summary.conversation?.[order]).toMatchObject({ aQ: 1, aC: 1, aD: expect.any(Number), hCC: 0, conversations: 3, failed: 0 });
-      // si and df always ask the diagnosis; ii may not (drawn with replacement).
-      expect(summary.conversation?.si?.aD).toBe(1);
-      expect(summary.conversation?.df?.aD).toBe(1);
-      expect(summary).toMatchObject({ items: 9, failed: 0, accuracy: 1 });
+      // The scripted model answers with the records' gold answers, word for word.
+      for (const order of ["si", "df", "ii", "ii-sample"] as const)
+        expect(summary.conversation?.[order], order).toMatchObject({ aQ: 1, aC: 1, aD: 1, hCC: 0, hCCReference: 0, conversations: 3, failed: 0 });
+      expect(summary).toMatchObject({ items: 12, failed: 0, accuracy: 1 });
       const recs = await records(out);
-      expect(recs.map((r) => r.id).sort()).toEqual(["test1@df", "test1@ii", "test1@si", "test2@df", "test2@ii", "test2@si", "test3@df", "test3@ii", "test3@si"]);
+      expect(recs.map((r) => r.id).sort()).toEqual(["test1@df", "test1@ii", "test1@ii-sample", "test1@si", "test2@df", "test2@ii", "test2@ii-sample", "test2@si", "test3@df", "test3@ii", "test3@ii-sample", "test3@si"]);
       const df = recs.find((r) => r.id === "test2@df")!;
-      expect(df.conversation.turns.map((t) => t.step)).toEqual(["diagnosis", "image-quality", "cell-quality", "abnormality", "proliferation"]);
+      expect(df.conversation.turns.map((t) => t.step)).toEqual(["diagnosis", "proliferation", "abnormality", "cell-quality", "image-quality"]);
+      expect(df.conversation.turns.every((t) => t.expectedFrom === "gold-answer")).toBe(true);
       expect(df.answer?.text).toBe("Inconclusive because of low quality.");
       // medmmv checks every turn's claims (3 items × 3 orders × 5 turns) besides the pipeline's own passes; cot checks nothing.
       if (method === "medmmv") {
@@ -53,6 +53,28 @@ describe("conversation eval over the scripted model", () => {
       } else expect(servers.model.stats().byAgent["hd-supervisor"] ?? 0).toBe(0);
     });
   }
+
+  it("a model that answers with letters only is on no valid path in the reference's H_cc, and on none of ours", async () => {
+    servers.model.setScenario(scenario(() => "B."));
+    const out = path.join(dir, "letters-only");
+    const { summary } = await runConversationEval({ dataset: "drllava", input: DRLLAVA, images, method: "cot", orders: ["si", "df"], out, seed: 3 }, { config: servers.config() });
+    for (const order of ["si", "df"] as const) expect(summary.conversation?.[order]).toMatchObject({ aQ: 0, aC: 0, aD: 0, hCC: 0, hCCReference: 1 });
+  });
+
+  it("--hypothesis rq-w puts the previous step's wrong conclusion before each next question, turn by turn", async () => {
+    servers.model.setScenario(scenario());
+    const out = path.join(dir, "probe-rq-w");
+    const { summary } = await runConversationEval({ dataset: "drllava", input: DRLLAVA, images, method: "cot", orders: ["si"], hypothesis: "rq-w", out, seed: 3 }, { config: servers.config() });
+    expect(summary.label).toMatch(/\[rq-w\]$/);
+    const turns = (await records(out)).find((r) => r.id === "test1@si")!.conversation.turns;
+    expect(turns[0]!.hypothesis).toBeUndefined();
+    turns.slice(1).forEach((t, i) => {
+      const previous = turns[i]!;
+      expect(t.hypothesis).toMatchObject({ kind: "rq-w", step: previous.step });
+      expect(t.hypothesis!.category).not.toBe(previous.expected);
+      expect(t.question.startsWith(t.hypothesis!.statement)).toBe(true);
+    });
+  });
 
   it("a conversation that contradicts an earlier turn is flagged on that turn, and the metrics say so", async () => {
     // The consistent run to compare with, in its own folder, so this test runs on its own too.
@@ -72,15 +94,15 @@ describe("conversation eval over the scripted model", () => {
       ["proliferation", "blasts", true, false],
       ["diagnosis", "mm", false, true],
     ]);
-    // Asked first, "mm" conflicts with nothing yet; high / adequate / abnormal fit the mm path too;
-    // the proliferation answer (blasts, turn 5) is the one that leaves S.
+    // df reverses the sequence: asked first, "mm" conflicts with nothing yet; the proliferation
+    // answer (blasts) asked next is the one that leaves S, and the conversation stays off it.
     const df = recs.find((r) => r.id === "conv-aml@df")!;
     expect(df.conversation.turns.map((t) => [t.step, t.contextConflict])).toEqual([
       ["diagnosis", false],
-      ["image-quality", false],
-      ["cell-quality", false],
-      ["abnormality", false],
       ["proliferation", true],
+      ["abnormality", true],
+      ["cell-quality", true],
+      ["image-quality", true],
     ]);
     // Hand-computed: 2 conversations per order; conv-aml 4 of 5 right with a conflict, conv-blood all right.
     expect(summary.conversation?.si).toMatchObject({ aQ: 9 / 10, aC: 1 / 2, aD: 1 / 2, hCC: 1 / 2 });
@@ -89,7 +111,8 @@ describe("conversation eval over the scripted model", () => {
 
     // eval report shows the folders' conversation metrics side by side.
     const table = compareSummaries([await loadSummary(consistent), await loadSummary(out)], ["consistent", "contradiction"]);
-    expect(table).toMatch(/\| H_cc si \(%\)\s*\|\s*0\.0 \|\s*50\.0 \(\+50\.0\) \|/);
+    expect(table).toMatch(/\| H_cc reference si \(%\)\s*\|\s*0\.0 \|\s*50\.0 \(\+50\.0\) \|/);
+    expect(table).toMatch(/\| H_cc labelled-only si \(%\)\s*\|\s*0\.0 \|\s*50\.0 \(\+50\.0\) \|/);
     expect(table).toMatch(/\| A_C df \(%\)\s*\|\s*100\.0 \|\s*50\.0 \(-50\.0\) \|/);
     expect(table).toMatch(/\| A_Q ii \(%\)\s*\|\s*100\.0 \|\s*— \|/);
     expect(await readFile(path.join(out, "summary.md"), "utf8")).toMatch(/## Conversations \(Dr-LLaVA metrics, %\)[\s\S]*\| si\s*\|\s*2 \|\s*10 \|\s*90\.0 \|\s*50\.0 \|\s*50\.0 \|\s*50\.0 \|/);
