@@ -16,8 +16,7 @@ import { canonicalJson } from "../../../core/contracts/canonical-json.js";
 import { isTerminal } from "../../service/case-service.js";
 import type { CaseRecord } from "../../store/case-store.js";
 import { signViewLink } from "../../view/signed-link.js";
-import { ApiKeys, BEARER, deferredAuth, OPEN_OWNER } from "../auth.js";
-import { registerRateLimit } from "../plugins/rate-limit.js";
+import { ApiKeys, BEARER, OPEN_OWNER } from "../auth.js";
 import { ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 import { MAX_LINK_TTL_SEC } from "./view.js";
@@ -31,7 +30,7 @@ const MAX_RETRIES_PER_RECORD = 5;
  * an EHR authenticates with a signed JWT (MEDMMV_CDS_JWKS) or, like any client, an API key.
  * CORS only for the origins configured (MEDMMV_CORS_ORIGINS), e.g. the CDS Hooks sandbox.
  */
-export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { config, service, store, secret }) => {
+export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { config, service, store, secret, gate, credentials }) => {
   if (config.cds.corsOrigins.length) {
     await app.register(cors, { origin: config.cds.corsOrigins, methods: ["GET", "POST"], allowedHeaders: ["authorization", "content-type"], maxAge: 600 });
   }
@@ -39,16 +38,13 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   const jwt = config.cds.jwks ? new CdsJwtVerifier({ jwks: config.cds.jwks, issuers: config.cds.issuers, usedTokenIds: store }) : null;
   const publicBase = (request: FastifyRequest) => config.cds.publicUrl ?? `${request.protocol}://${request.host}`;
 
-  app.decorateRequest("owner", "");
-  await registerRateLimit(app, config.http.rateLimitPerMin);
-
   app.get(
     "/cds-services",
     { schema: { tags: ["cds-hooks"], summary: "CDS Hooks discovery: the services this server offers", security: [], response: { 200: Discovery } } },
     async () => discoveryDocument(),
   );
 
-  const auth = deferredAuth(async (request) => {
+  const authenticate = gate.hook(async (request) => {
     const m = BEARER.exec(request.headers.authorization ?? "");
     const open = !keys.enabled && !jwt;
     if (!m) {
@@ -92,8 +88,7 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   app.post(
     SERVICE_PATH,
     {
-      onRequest: auth.identify,
-      preParsing: auth.enforce,
+      onRequest: authenticate,
       schema: {
         tags: ["cds-hooks"],
         summary: "CDS Hooks patient-view: a card with medmmv's answer for the patient's record",
@@ -141,7 +136,7 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       const { key, prior } = await recordKey(request.owner, recordHash(input));
       // Not resubmitted: the stored case may differ from this one in its reference date alone.
       const { record, replayed } = prior ? { record: prior, replayed: true } : await service.submit({ owner: request.owner, input, overrides: {}, idempotencyKey: key });
-      const token = signViewLink(record.id, request.owner, secret, MAX_LINK_TTL_SEC);
+      const token = signViewLink({ caseId: record.id, owner: request.owner, keyId: credentials.keyId(request.owner) }, secret, MAX_LINK_TTL_SEC);
       const viewUrl = `${publicBase(request)}/cases/${encodeURIComponent(record.id)}/view?token=${encodeURIComponent(token)}`;
       if (isTerminal(record.status) && record.result) return { cards: [resultCard(record.result, viewUrl)] };
       return { cards: [startedCard(viewUrl, replayed)] };
