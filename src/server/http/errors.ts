@@ -187,7 +187,8 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
     ? { status: 414, code: "INVALID_INPUT", message: `an id in the path is longer than ${MAX_PARAM_LENGTH} characters; case ids are UUIDs (as POST /diagnose returned them)` }
     : { status: 400, code: "INVALID_INPUT", message: "the URL is not valid (check its percent-encoding)" };
   request.log.info({ code: h.code, statusCode: h.status }, "request rejected");
-  void reply.status(h.status).type("application/json; charset=utf-8").send(errorBody(h, String(request.id)));
+  // No hook runs before a framework error: the request id header is set here.
+  void reply.status(h.status).header("x-request-id", request.id).type("application/json; charset=utf-8").send(errorBody(h, String(request.id)));
 }
 
 /** Longest path parameter routed (Fastify's maxParamLength); longer ones get the 414 above. */
