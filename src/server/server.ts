@@ -96,7 +96,7 @@ export async function buildServerApp(
     // Node checks the two request timeouts on this interval: it bounds how late a slow client is cut off.
     http: { headersTimeout: config.http.timeouts.headersMs, connectionsCheckingInterval: Math.min(1000, config.http.timeouts.headersMs) },
     trustProxy: trustProxyOption(config.http.trustProxy),
-    maxParamLength: MAX_PARAM_LENGTH,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors,
     // A caller's x-request-id is kept when it is a plain token, so logs can be joined across services.
     genReqId: (req: IncomingMessage) => {
