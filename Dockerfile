@@ -3,7 +3,7 @@
 # medmmv: the MedMMV clinical-reasoning service (`medmmv serve`).
 #   docker build -t medmmv .
 #   docker run -p 8787:8787 -v medmmv-data:/data \
-#     -e MEDMMV_API_KEYS=change-me -e OPENAI_BASE_URL=http://host.docker.internal:8000/v1 \
+#     -e MEDMMV_API_KEYS="$(openssl rand -base64 32)" -e OPENAI_BASE_URL=http://host.docker.internal:8000/v1 \
 #     -e MEDMMV_MODEL=Qwen2.5-VL-7B-Instruct medmmv
 
 # --- build stage: production dependencies, with a toolchain in case better-sqlite3 has to compile ---

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const RELIABILITY_DIR = path.join(ROOT, "test-artifacts", "reliability");
-export const API_KEY = "load-test-key-0123456789abcdef";
+export const API_KEY = "load-test-key-0123456789abcdefghijk";
 
 export function freeMemoryGiB(): number {
   return Math.round((freemem() / 2 ** 30) * 10) / 10;

@@ -11,7 +11,7 @@ import { fmt, pct, span, table, type SectionReport } from "../harness/report.js"
 
 export const TARGET_LATENCY_RATIO = 1.1;
 const L_MS = 1000;
-const API_KEY = "bench-key";
+const API_KEY = "bench-key-0123456789abcdefghijklmnopq";
 /** The provider cap a service runs with unless told otherwise (MEDMMV_MAX_CONCURRENCY). */
 const DEFAULT_CAP = 16;
 

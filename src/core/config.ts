@@ -15,6 +15,9 @@ const csvNumbers = (n: number) =>
       message: `expected ${n} comma-separated non-negative numbers`,
     });
 
+/** Shortest API key or view-link secret accepted: 32 characters leave no room for guessing within any rate limit. */
+export const MIN_SECRET_CHARS = 32;
+
 export const EnvSchema = z.object({
   OPENAI_API_KEY: z.string().optional().describe("API key of the OpenAI-compatible endpoint. Without it (a local server) no Authorization header is sent."),
   OPENAI_BASE_URL: z.string().url().optional().describe("Base URL of the OpenAI-compatible endpoint, ending in /v1 (vLLM, Ollama, LM Studio, …). Unset: https://api.openai.com/v1."),
@@ -54,12 +57,20 @@ export const EnvSchema = z.object({
     .optional()
     .describe("A directory of extra clinical pathways (ID.json each), named by id in requests beside the bundled ones in pathways/; an id may not be in both."),
   MEDMMV_DATA_DIR: z.string().default("./data").describe("Data directory: the SQLite store (medmmv.sqlite) and the demo's store."),
-  MEDMMV_API_KEYS: z.string().optional().describe("Comma-separated API keys for the HTTP API (each key sees only its own cases). Without keys the server listens on loopback only."),
-  MEDMMV_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60).describe("Requests per minute per API key (per process)."),
+  MEDMMV_API_KEYS: z.string().optional().describe(`Comma-separated API keys for the HTTP API (each key sees only its own cases), each at least ${MIN_SECRET_CHARS} characters. Without keys the server listens on loopback only.`),
+  MEDMMV_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60).describe("Requests per minute per API key, one budget over the API, audit-view and CDS Hooks routes (per process; across replicas with REDIS_URL)."),
+  MEDMMV_AUTH_FAILURES_PER_MIN: z.coerce.number().int().min(1).default(10).describe("Failed authentications per minute per client address (wrong key, bad view link, bad JWT), on every route; past it 429."),
+  MEDMMV_TRUST_PROXY: z.string().default("false").describe("Trust X-Forwarded-For from a reverse proxy: false (default), true (any hop: only when nothing else can reach the port), a hop count, or comma-separated proxy addresses/CIDRs. Decides the client address that failed-login budgets count by."),
+  REDIS_URL: z.string().url().optional().describe("Redis URL (redis://…). With it the per-key rate limits are one budget across every replica."),
+  MEDMMV_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).default(60_000).describe("Longest time to receive a whole request (headers and body); a slower client is cut off."),
+  MEDMMV_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1000).default(10_000).describe("Longest time to receive a request's headers."),
+  MEDMMV_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(1000).default(600_000).describe("A connection with no bytes either way for this long is closed (must exceed the longest synchronous POST /diagnose)."),
+  MEDMMV_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000).describe("How long an idle keep-alive connection waits for its next request."),
+  MEDMMV_MAX_EVENT_STREAMS_PER_KEY: z.coerce.number().int().min(1).default(20).describe("Open event streams (GET /cases/{id}/events) per API key and process; past it 429."),
   MEDMMV_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(25 * 1024 * 1024).describe("Largest request body."),
   MEDMMV_MAX_IMAGE_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024).describe("Largest image, per image."),
   MEDMMV_MAX_IMAGE_PIXELS: z.coerce.number().int().min(1).default(40_000_000).describe("Most pixels per image, read from the header before decoding."),
-  MEDMMV_VIEW_LINK_SECRET: z.string().optional().describe("Secret that signs audit-view links; set it so links survive restarts and work on every worker (unset: a random one per process)."),
+  MEDMMV_VIEW_LINK_SECRET: z.string().min(MIN_SECRET_CHARS, `must be at least ${MIN_SECRET_CHARS} characters (e.g. openssl rand -base64 32)`).optional().describe(`Secret that signs audit-view links, at least ${MIN_SECRET_CHARS} characters; set it so links survive restarts (unset: a random one, shared by the workers of one \`serve --workers N\`).`),
   MEDMMV_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info").describe("Log level of the JSON logs (which never contain case content)."),
   PORT: z.coerce.number().int().min(0).max(65535).default(8787).describe("HTTP listen port."),
   MEDMMV_WORKERS: z.coerce.number().int().min(1).max(256).default(1).describe("Server processes for `medmmv serve` (one per core to use); they share the port and the store."),
@@ -117,7 +128,13 @@ export interface Config {
     maxImageBytes: number;
     maxImagePixels: number;
     viewLinkSecret: string | null;
+    authFailuresPerMin: number;
+    /** Fastify's trustProxy: false, true, a hop count, or proxy addresses. */
+    trustProxy: boolean | number | string[];
+    timeouts: { requestMs: number; headersMs: number; connectionMs: number; keepAliveMs: number };
+    maxEventStreamsPerKey: number;
   };
+  redis: { url: string | null };
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   cds: { publicUrl: string | null; fhirServers: string[]; jwks: string | null; issuers: string[]; corsOrigins: string[] };
   fhir: { notesBudget: number; maxResources: number; maxDepth: number };
@@ -161,6 +178,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new MedmmvError("CONFIG_MISSING", "MEDMMV_SEARCH=tavily needs TAVILY_API_KEY (or choose MEDMMV_SEARCH=local for the offline corpus, or none)");
   if (e.AZURE_OPENAI_API_KEY && !e.AZURE_OPENAI_API_INSTANCE_NAME && !e.AZURE_OPENAI_ENDPOINT)
     throw new MedmmvError("CONFIG_INVALID", "AZURE_OPENAI_API_KEY is set: also set AZURE_OPENAI_API_INSTANCE_NAME (the resource name) or AZURE_OPENAI_ENDPOINT (https://<resource>.openai.azure.com)");
+  const apiKeys = csvList(e.MEDMMV_API_KEYS);
+  const short = apiKeys.filter((k) => k.length < MIN_SECRET_CHARS).length;
+  // The count, never the keys: this message is printed.
+  if (short)
+    throw new MedmmvError("CONFIG_INVALID", `invalid configuration: ${short} of the ${apiKeys.length} keys in MEDMMV_API_KEYS ${short === 1 ? "is" : "are"} shorter than ${MIN_SECRET_CHARS} characters; use long random keys (e.g. openssl rand -base64 32)`);
   const executor = e.MEDMMV_MODEL ?? (e.AZURE_OPENAI_API_KEY ? e.AZURE_OPENAI_API_DEPLOYMENT_NAME : undefined) ?? null;
   const w = e.MEDMMV_CU_WEIGHTS;
   return {
@@ -196,13 +218,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       host: e.HOST,
       port: e.PORT,
       workers: e.MEDMMV_WORKERS,
-      apiKeys: (e.MEDMMV_API_KEYS ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+      apiKeys,
       rateLimitPerMin: e.MEDMMV_RATE_LIMIT_PER_MIN,
       maxBodyBytes: e.MEDMMV_MAX_BODY_BYTES,
       maxImageBytes: e.MEDMMV_MAX_IMAGE_BYTES,
       maxImagePixels: e.MEDMMV_MAX_IMAGE_PIXELS,
       viewLinkSecret: e.MEDMMV_VIEW_LINK_SECRET ?? null,
+      authFailuresPerMin: e.MEDMMV_AUTH_FAILURES_PER_MIN,
+      trustProxy: trustProxy(e.MEDMMV_TRUST_PROXY),
+      timeouts: { requestMs: e.MEDMMV_REQUEST_TIMEOUT_MS, headersMs: Math.min(e.MEDMMV_HEADERS_TIMEOUT_MS, e.MEDMMV_REQUEST_TIMEOUT_MS), connectionMs: e.MEDMMV_CONNECTION_TIMEOUT_MS, keepAliveMs: e.MEDMMV_KEEP_ALIVE_TIMEOUT_MS },
+      maxEventStreamsPerKey: e.MEDMMV_MAX_EVENT_STREAMS_PER_KEY,
     },
+    redis: { url: e.REDIS_URL ?? null },
     logLevel: e.MEDMMV_LOG_LEVEL,
     cds: {
       publicUrl: e.MEDMMV_PUBLIC_URL?.replace(/\/+$/, "") ?? null,
@@ -213,6 +240,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     fhir: { notesBudget: e.MEDMMV_FHIR_NOTES_BUDGET, maxResources: e.MEDMMV_FHIR_MAX_RESOURCES, maxDepth: e.MEDMMV_FHIR_MAX_DEPTH },
   };
+}
+
+/** MEDMMV_TRUST_PROXY as Fastify takes it; an unparseable value is refused rather than read as "trust nobody". */
+function trustProxy(v: string): boolean | number | string[] {
+  if (v === "false") return false;
+  if (v === "true") return true;
+  if (/^\d+$/.test(v)) return Number(v);
+  const list = csvList(v);
+  if (!list.length || list.some((a) => !/^[0-9A-Fa-f.:]+(\/\d{1,3})?$/.test(a)))
+    throw new MedmmvError("CONFIG_INVALID", "invalid configuration: MEDMMV_TRUST_PROXY must be false, true, a hop count or comma-separated proxy addresses/CIDRs (e.g. 10.0.0.0/8)");
+  return list;
 }
 
 function csvList(v: string | undefined): string[] {

@@ -1,4 +1,5 @@
 import cluster, { type Worker } from "node:cluster";
+import { randomBytes } from "node:crypto";
 import type { Config } from "../core/config.js";
 import { createLogger } from "./http/logger.js";
 import { startServer } from "./server.js";
@@ -30,8 +31,13 @@ export async function serveWorkers(config: Config, workers: number): Promise<num
   let stopping = false;
   let exitCode = 0;
   const running = (): Worker[] => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+  // One view-link secret for every worker, or a link made by one worker is refused by the next
+  // (the connections are dealt out in turn). Without MEDMMV_VIEW_LINK_SECRET the primary makes
+  // one, once, and hands it to each worker (and each replacement) in its environment.
+  const viewLinkSecret = config.http.viewLinkSecret ?? randomBytes(32).toString("base64url");
+  if (!config.http.viewLinkSecret) log.info("MEDMMV_VIEW_LINK_SECRET unset: the workers share a random one; view links end with this server");
   const fork = (): void => {
-    const worker = cluster.fork();
+    const worker = cluster.fork({ MEDMMV_VIEW_LINK_SECRET: viewLinkSecret });
     log.info({ workerPid: worker.process.pid }, "worker started");
   };
 

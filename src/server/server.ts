@@ -11,8 +11,10 @@ import { Pipeline } from "../core/workflow/pipeline.js";
 import { openSearchProvider } from "../core/search/create-search-provider.js";
 import { medmmvApp } from "./http/app.js";
 import { connectionDrain } from "./http/connection-drain.js";
+import { frameworkErrors, MAX_PARAM_LENGTH } from "./http/errors.js";
 import { explainListenError } from "./http/listen-errors.js";
 import { createLogger } from "./http/logger.js";
+import { providerFailureLog } from "./provider-failure-log.js";
 import { CaseService } from "./service/case-service.js";
 import { storeResponseCache } from "./service/store-cache.js";
 import type { CaseStore } from "./store/case-store.js";
@@ -43,12 +45,22 @@ export interface RunningServer {
   logger: Logger;
 }
 
-const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/**
+ * A caller's x-request-id is kept only in a shape that cannot carry text: a UUID, or 16 to 64
+ * hex digits (a W3C trace id, a hash). Anything else (a name, an MRN, a sentence) would land
+ * in every log line of the request, so it is replaced by a fresh UUID.
+ */
+export const SAFE_REQUEST_ID = /^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9a-fA-F]{16,64})$/;
 
 export function isLoopback(host: string): boolean {
   if (host === "localhost") return true;
   if (isIP(host) === 4) return host.startsWith("127.");
   return host === "::1";
+}
+
+/** MEDMMV_TRUST_PROXY as Fastify's types take it: a hop count trusts that many proxies nearest to us. */
+function trustProxyOption(v: Config["http"]["trustProxy"]): boolean | string[] | ((address: string, hop: number) => boolean) {
+  return typeof v === "number" ? (_address, hop) => hop < v : v;
 }
 
 /**
@@ -63,11 +75,29 @@ export async function buildServerApp(
   opts: Pick<StartServerOptions, "storeOptions" | "heartbeatMs"> = {},
 ): Promise<{ app: FastifyInstance; service: CaseService }> {
   const search = await openSearchProvider(config, { pgSchema: opts.storeOptions?.pgSchema });
-  const pipeline = new Pipeline(config, { checkpointer: store.checkpointer(), cache: storeResponseCache(store), search });
+  const pipeline = new Pipeline(config, { checkpointer: store.checkpointer(), cache: storeResponseCache(store), search,
+    callbacks: [providerFailureLog(config, logger)],
+    // One response cache per tenant: the owner of the case is part of every cache key.
+    cacheScope: async (caseId) => {
+      const owner = (await store.getCase(caseId))?.owner;
+      return owner ? `owner:${owner}` : null;
+    },
+  });
   const service = new CaseService({ config, store, pipeline, logger });
   const app: FastifyInstance = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.http.maxBodyBytes,
+    // Slow or silent clients cannot hold sockets (docs/operations.md#timeouts): the whole request
+    // within requestTimeout, its headers within headersTimeout, no connection idle past
+    // connectionTimeout, keep-alive connections idle at most keepAliveTimeout.
+    requestTimeout: config.http.timeouts.requestMs,
+    connectionTimeout: config.http.timeouts.connectionMs,
+    keepAliveTimeout: config.http.timeouts.keepAliveMs,
+    // Node checks the two request timeouts on this interval: it bounds how late a slow client is cut off.
+    http: { headersTimeout: config.http.timeouts.headersMs, connectionsCheckingInterval: Math.min(1000, config.http.timeouts.headersMs) },
+    trustProxy: trustProxyOption(config.http.trustProxy),
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors,
     // A caller's x-request-id is kept when it is a plain token, so logs can be joined across services.
     genReqId: (req: IncomingMessage) => {
       const given = req.headers["x-request-id"];

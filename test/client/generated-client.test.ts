@@ -36,7 +36,7 @@ describe("the generated client (openapi-typescript + openapi-fetch)", () => {
     expect(((graph.data as { nodes: unknown[] }).nodes).length).toBeGreaterThan(0);
 
     // Errors are typed too: another key's case is a 404 ErrorBody.
-    const other = await createMedmmvClient(t.base, "test-key-bravo-9876543210").GET("/cases/{id}", { params: { path: { id: caseId } } });
+    const other = await createMedmmvClient(t.base, "test-key-bravo-9876543210abcdefghij").GET("/cases/{id}", { params: { path: { id: caseId } } });
     expect(other.response.status).toBe(404);
     expect(other.error?.code).toBe("NOT_FOUND");
   });

@@ -30,7 +30,7 @@ import { childServerEnv, keyedFetch, submitAsync, waitTerminal } from "../suppor
  */
 const TRIALS = Math.max(1, Number(process.env.MEDMMV_FAULT_TRIALS ?? 10) || 10);
 const SEED = Number(process.env.MEDMMV_FAULT_SEED ?? 20_251_130) || 20_251_130;
-const KEY = "kill-trials-key-0123456789";
+const KEY = "kill-trials-key-0123456789abcdefghij";
 
 const rows: ReliabilityRow[] = [];
 let serverBundle: Bundle;

@@ -18,7 +18,7 @@ import { until } from "../support/until.js";
  * process at a time (a lease in the store), a dead process's cases are adopted by a live
  * one, and an event stream opened on one process follows a case another process runs.
  */
-const KEY = "several-processes-key";
+const KEY = "several-processes-key-0123456789abcdef";
 const LEASE_MS = 1_500;
 const LATENCY_MS = 150;
 const api = keyedFetch(KEY);

@@ -138,7 +138,9 @@ if (load) out.push(`- Load run measured on: ${describeMachine(load.machine)}, ${
 if (soak) out.push(`- Soak run measured on: ${describeMachine(soak.machine)}, ${soak.machine.at.slice(0, 16).replace("T", " ")} UTC`);
 out.push("");
 
-const suites = [...new Set(rows.map((r) => r.suite))].sort((a, b) => {
+/** Rows of suite "security" are the attacks of the hostile-input review: a table of their own, after the faults. */
+const SECURITY_SUITE = "security";
+const suites = [...new Set(rows.map((r) => r.suite))].filter((x) => x !== SECURITY_SUITE).sort((a, b) => {
   const ia = SUITE_ORDER.indexOf(a);
   const ib = SUITE_ORDER.indexOf(b);
   return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || a.localeCompare(b);
@@ -154,6 +156,20 @@ for (const suite of suites) {
   for (const r of list) out.push(`| ${cell(r.scenario)} | ${r.failed ? `${r.trials} (**${r.failed} failed**)` : r.trials} | ${cell(r.outcome)} | ${r.itemsLost === 0 ? "0" : `**${r.itemsLost}**`} |`);
   out.push("");
 }
+
+const attacks = rows.filter((r) => r.suite === SECURITY_SUITE);
+out.push("## Security");
+out.push("");
+if (!attacks.length) {
+  out.push("_No security run recorded: run `npx vitest run test/server/http`._");
+} else {
+  out.push("Attacks on a running server (two tenants, real sockets on loopback), each reproduced by a test that failed before its fix; a row is written only when the whole file passed.");
+  out.push("");
+  out.push("| attack | tries | outcome |");
+  out.push("|---|---:|---|");
+  for (const r of attacks) out.push(`| ${cell(r.scenario)} | ${r.failed ? `${r.trials} (**${r.failed} failed**)` : r.trials} | ${cell(r.outcome)} |`);
+}
+out.push("");
 
 out.push("## Load");
 out.push("");

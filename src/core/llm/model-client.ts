@@ -25,6 +25,8 @@ export interface CallContext {
   meter: UsageMeter;
   chain: CallChain;
   signal?: AbortSignal;
+  /** Whose response cache the call uses (the case's owner in the service); undefined: the shared one. */
+  cacheScope?: string;
 }
 
 export interface StructuredCall<S extends z.ZodType> {
@@ -160,16 +162,17 @@ export class LlmClient {
     return this.cache !== null && (this.cfg.cache === "all" || (this.cfg.cache === "deterministic" && temperature === 0));
   }
 
-  cacheKey(call: StructuredCall<z.ZodType>): string {
+  /** The owner is part of the key (`scope`): a tenant's cache hits must not reveal what another tenant sent. */
+  cacheKey(call: StructuredCall<z.ZodType>, scope?: string): string {
     const h = createHash("sha256");
-    h.update(JSON.stringify([this.modelFor(call.role), call.temperature, call.schemaName, this.cfg.structuredOutput, call.messages]));
+    h.update(JSON.stringify([this.modelFor(call.role), call.temperature, call.schemaName, this.cfg.structuredOutput, call.messages, scope ?? null]));
     return "llm:" + h.digest("hex");
   }
 
   async structured<S extends z.ZodType>(call: StructuredCall<S>, ctx: CallContext): Promise<z.infer<S>> {
     const model = this.modelFor(call.role);
     const useCache = this.cacheable(call.temperature);
-    const key = useCache ? this.cacheKey(call) : "";
+    const key = useCache ? this.cacheKey(call, ctx.cacheScope) : "";
     if (useCache) {
       const hit = await this.cache!.get(key).catch(() => null);
       const parsed = hit ? call.schema.safeParse(hit.parsed) : null;

@@ -53,28 +53,32 @@ function statusOf(err: unknown): number | null {
   return null;
 }
 
+/**
+ * The messages name the variable to fix but never the endpoint's URL: they reach the owner
+ * of the case (its result, its events), who must not learn the service's internal addresses.
+ * The URL is kept in `details.endpoint`, for the operator's own tools and logs.
+ */
 export function explainProviderFailure(err: MedmmvError, facts: EndpointFacts): MedmmvError {
   if (err.code === "ABORTED" || err.code === "LLM_BAD_OUTPUT" || err.code === "LLM_TIMEOUT") return err;
-  const where = facts.url ? ` at ${facts.url}` : "";
   const endpointVars = facts.azure ? "AZURE_OPENAI_ENDPOINT / AZURE_OPENAI_API_INSTANCE_NAME" : "OPENAI_BASE_URL";
   const rewrite = (message: string, fix: string) =>
-    new MedmmvError(err.code, `${message}: ${fix}`, { cause: err, retryable: err.retryable, details: { ...err.details, fix } });
+    new MedmmvError(err.code, `${message}: ${fix}`, { cause: err, retryable: err.retryable, details: { ...err.details, fix, ...(facts.url ? { endpoint: facts.url } : {}) } });
   const net = networkCode(err);
-  if (net) return rewrite(`cannot reach the model endpoint${where} (${net})`, `check ${endpointVars}: is the server running there, and is the URL right${facts.azure ? "" : " (it ends in /v1)"}?`);
+  if (net) return rewrite(`cannot reach the model endpoint (${net})`, `check ${endpointVars}: is the server running there, and is the URL right${facts.azure ? "" : " (it ends in /v1)"}?`);
   const tls = codeIn(err, UNTRUSTED_TLS);
   if (tls)
     return rewrite(
-      `the model endpoint's TLS certificate${where} is not trusted (${tls})`,
+      `the model endpoint's TLS certificate is not trusted (${tls})`,
       `check ${endpointVars}; if a proxy or a private CA signs the certificate, point NODE_EXTRA_CA_CERTS at the CA's certificate file`,
     );
   if (blockedPort(err))
-    return rewrite(`the model endpoint's port${where} is one that fetch refuses to connect to (a blocked port)`, `serve the model on another port and change ${endpointVars}`);
+    return rewrite(`the model endpoint's port is one that fetch refuses to connect to (a blocked port)`, `serve the model on another port and change ${endpointVars}`);
   const status = statusOf(err);
-  if (status === 401) return rewrite(`the provider${where} refused the API key (HTTP 401)`, "check OPENAI_API_KEY (or AZURE_OPENAI_API_KEY)");
+  if (status === 401) return rewrite(`the provider refused the API key (HTTP 401)`, "check OPENAI_API_KEY (or AZURE_OPENAI_API_KEY)");
   if (status === 404) {
     const what = facts.azure ? `deployment "${facts.model}"` : `model "${facts.model}"`;
     return rewrite(
-      `${what} unknown to the server${where} (HTTP 404)`,
+      `${what} unknown to the server (HTTP 404)`,
       `check MEDMMV_MODEL / MEDMMV_*_MODEL (the ${facts.role} role reads ${MODEL_VARIABLE[facts.role]}${facts.role === "executor" ? "" : ", else MEDMMV_MODEL"})${facts.azure ? "" : ", and that OPENAI_BASE_URL ends in /v1"}`,
     );
   }

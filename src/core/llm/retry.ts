@@ -137,14 +137,16 @@ export async function withRetry<T>(
       if (c.aborted) throw new MedmmvError("ABORTED", `${what}: aborted`, { cause: err });
       if (!c.retryable && !timedOut) {
         if (err instanceof MedmmvError) throw err;
-        throw fail("LLM_FATAL", `${what}: provider refused the request (HTTP ${c.status ?? "?"}): ${c.message}`, { status: c.status });
+        // The provider's own words stay on the cause (and in the server log, via the pipeline's
+        // callbacks): they can quote the request, and this message reaches the case's owner.
+        throw fail("LLM_FATAL", `${what}: the provider refused the request (HTTP ${c.status ?? "?"}); the operator can find why in the server log`, { status: c.status });
       }
       const finalCode = timedOut ? "LLM_TIMEOUT" : "LLM_RETRYABLE";
-      const describe = timedOut ? `timed out after ${policy.timeoutMs} ms` : `HTTP ${c.status ?? "connection error"}: ${c.message}`;
+      const describe = timedOut ? `timed out after ${policy.timeoutMs} ms` : c.status ? `HTTP ${c.status}` : "connection error";
       if (c.retryAfterMs !== null && c.retryAfterMs > policy.maxRetryAfterMs)
         throw fail("LLM_RETRYABLE", `${what}: provider asked to retry after ${Math.round(c.retryAfterMs / 1000)} s, beyond the ${Math.round(policy.maxRetryAfterMs / 1000)} s budget`, { retryAfterMs: c.retryAfterMs });
       if (attempt >= policy.maxAttempts)
-        throw fail(finalCode, `${what}: failed after ${attempt} attempt(s); last: ${describe}`, { attempts: attempt, status: c.status });
+        throw fail(finalCode, `${what}: failed after ${attempt} attempt(s); last: ${describe}; try again later`, { attempts: attempt, status: c.status });
       const backoff = policy.baseDelayMs * 2 ** (attempt - 1);
       const jittered = Math.round(random() * backoff);
       // Retry-After is a floor, not a suggestion: never come back earlier than asked.

@@ -51,6 +51,12 @@ export interface PipelineDeps {
   callbacks?: LlmClientOptions["callbacks"];
   /** The prompt templates (default: prompts/ as shipped); an eval's reference-comparable variant passes its own. */
   prompts?: PromptLibrary;
+  /**
+   * Whose response cache a case's calls share: the service answers the case's owner, so one
+   * tenant's cached replies never answer (or reveal) another's. Unset, every run shares one
+   * cache: an eval run or a command line, where one person owns every case.
+   */
+  cacheScope?: (caseId: string) => Promise<string | null>;
 }
 
 /**
@@ -66,12 +72,14 @@ export class Pipeline {
   readonly llm: LlmClient;
   readonly prompts: PromptLibrary;
   readonly search: SearchProvider;
+  readonly #cacheScope: ((caseId: string) => Promise<string | null>) | null;
 
   constructor(
     readonly config: Config,
     deps: PipelineDeps = {},
   ) {
     this.limiter = deps.limiter ?? new FairLimiter(config.llm.maxConcurrency);
+    this.#cacheScope = deps.cacheScope ?? null;
     this.llm = new LlmClient(config.llm, this.limiter, deps.cache ?? null, { chatModels: deps.chatModels, callbacks: deps.callbacks });
     this.prompts = deps.prompts ?? new PromptLibrary();
     this.search = deps.search ?? createSearchProvider(config);
@@ -84,7 +92,9 @@ export class Pipeline {
   /** Run a case from the start (or, with a checkpointer and `resume`, continue its thread). */
   async run(c: PreparedCase, options: PipelineOptions, run: { signal?: AbortSignal; emit?: EmitEvent; resume?: boolean } = {}): Promise<PipelineRun> {
     const threadId = c.id;
-    this.hooks.set(threadId, { emit: run.emit ?? (() => undefined) });
+    // A scope that cannot be found is the case's own: no sharing rather than the shared cache.
+    const cacheScope = this.#cacheScope ? ((await this.#cacheScope(threadId).catch(() => null)) ?? `case:${threadId}`) : undefined;
+    this.hooks.set(threadId, { emit: run.emit ?? (() => undefined), cacheScope });
     this.rounds.open(threadId, { resumed: run.resume === true });
     try {
       const held = this.images.hold(c);

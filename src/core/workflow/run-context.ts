@@ -17,8 +17,8 @@ export type EmitEvent = (type: PipelineEventType, data: Record<string, unknown>)
  * must not be serialised. Looked up by thread id, which is the case id.
  */
 export class RunHooks {
-  private readonly byThread = new Map<string, { emit: EmitEvent }>();
-  set(threadId: string, hooks: { emit: EmitEvent }): void {
+  private readonly byThread = new Map<string, { emit: EmitEvent; cacheScope?: string }>();
+  set(threadId: string, hooks: { emit: EmitEvent; cacheScope?: string }): void {
     this.byThread.set(threadId, hooks);
   }
   delete(threadId: string): void {
@@ -27,6 +27,11 @@ export class RunHooks {
   emitter(config: RunnableConfig): EmitEvent {
     const id = config.configurable?.thread_id as string | undefined;
     return (id && this.byThread.get(id)?.emit) || (() => undefined);
+  }
+  /** The response-cache scope of the run (PipelineDeps.cacheScope); undefined: the shared cache. */
+  cacheScope(config: RunnableConfig): string | undefined {
+    const id = config.configurable?.thread_id as string | undefined;
+    return id ? this.byThread.get(id)?.cacheScope : undefined;
   }
 }
 
@@ -49,5 +54,5 @@ export function nodeCallContext(deps: WorkflowDeps, config: RunnableConfig, case
   // for as long as it runs: more than ten at once is by design, not a leak (docs/architecture.md#known-pitfalls).
   if (config.signal) setMaxListeners(0, config.signal);
   const meter = new UsageMeter(deps.prices);
-  return { caseKey: caseId, meter, chain: new CallChain(meter, startDepth), signal: config.signal };
+  return { caseKey: caseId, meter, chain: new CallChain(meter, startDepth), signal: config.signal, cacheScope: deps.hooks.cacheScope(config) };
 }

@@ -55,6 +55,9 @@ export function looksLikeJwt(token: string): boolean {
  * `jti` a non-empty string accepted once across every process on the store (remembered
  * until the token would have expired anyway), each check with CLOCK_SKEW_SEC of skew.
  */
+/** The owner of the cases an EHR creates: a hash of its issuer (also how a view link it was given is revoked with the issuer). */
+export const issuerOwner = (iss: string): string => `cds-${createHash("sha256").update(iss).digest("hex")}`;
+
 export class CdsJwtVerifier {
   readonly #keys: JWTVerifyGetKey;
 
@@ -90,6 +93,6 @@ export class CdsJwtVerifier {
     if (!(await this.opts.usedTokenIds.useTokenId(payload.iss!, payload.jti!, expiresAtMs, nowMs))) {
       throw new MedmmvError("UNAUTHORIZED", "the CDS Hooks JWT was already used (jti replay); sign a new token for each call");
     }
-    return { owner: `cds-${createHash("sha256").update(payload.iss!).digest("hex")}`, iss: payload.iss! };
+    return { owner: issuerOwner(payload.iss!), iss: payload.iss! };
   }
 }

@@ -48,7 +48,7 @@ export class ConversationService {
       const c = await rebuildPreparedCase(record, store);
       const meter = new UsageMeter(this.#deps.prices);
       const started = Date.now();
-      const turn = await answerTurn(this.#deps.agents, { caseKey: caseId, meter, chain: new CallChain(meter, 0) }, {
+      const turn = await answerTurn(this.#deps.agents, { caseKey: caseId, meter, chain: new CallChain(meter, 0), cacheScope: `owner:${record.owner}` }, {
         case: c,
         ...(c.pathway ? { pathway: casePathway(c.pathway)! } : {}),
         evidence: turnEvidence(record.fullEvidenceGraph),

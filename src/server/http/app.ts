@@ -1,10 +1,10 @@
 import type { FastifyInstance } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
-import { ApiKeys, authHooks } from "./auth.js";
+import { apiKeyAuth, ApiKeys, Credentials } from "./auth.js";
 import { registerErrorHandling } from "./errors.js";
 import { registerHelmet } from "./plugins/helmet.js";
 import { registerMultipart } from "./plugins/multipart.js";
-import { registerRateLimit } from "./plugins/rate-limit.js";
+import { RequestGate } from "./plugins/request-gate.js";
 import { registerSwagger } from "./plugins/swagger.js";
 import { caseRoutes } from "./routes/cases.js";
 import { caseFhirRoutes, cdsHooksRoutes } from "./routes/cds-hooks.js";
@@ -17,7 +17,7 @@ import { turnRoutes } from "./routes/turns.js";
 import type { RouteDeps } from "./routes/route-deps.js";
 import { viewLinkRoutes, viewLinkSecret, viewPageRoutes } from "./routes/view.js";
 
-export type AppOptions = Omit<RouteDeps, "heartbeatMs"> & { heartbeatMs?: number };
+export type AppOptions = Omit<RouteDeps, "heartbeatMs" | "gate" | "credentials"> & { heartbeatMs?: number };
 
 /**
  * The HTTP API as a Fastify plugin (server.ts creates the instance and starts it).
@@ -25,13 +25,18 @@ export type AppOptions = Omit<RouteDeps, "heartbeatMs"> & { heartbeatMs?: number
  * key check and the per-key rate limit, in its own encapsulated context.
  */
 export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise<void> {
-  const deps: RouteDeps = { ...opts, heartbeatMs: opts.heartbeatMs ?? 15_000 };
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app, opts.config);
   app.addHook("onRequest", async (request, reply) => {
     void reply.header("x-request-id", request.id);
   });
+
+  // One gate for every authenticated route: one rate-limit budget per key, failed attempts counted first.
+  const gate = await RequestGate.register(app, opts.config);
+  const keys = new ApiKeys(opts.config.http.apiKeys);
+  const credentials = new Credentials(keys, opts.config.cds.jwks ? opts.config.cds.issuers : []);
+  const deps: RouteDeps = { ...opts, heartbeatMs: opts.heartbeatMs ?? 15_000, gate, credentials };
 
   await registerHelmet(app);
   await registerSwagger(app);
@@ -45,16 +50,11 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
   // A case's FHIR result: an API key, or the JWT of the EHR that made the case through the hook.
   await app.register(caseFhirRoutes, deps);
 
-  const keys = new ApiKeys(opts.config.http.apiKeys);
   await app.register(async (api) => {
-    api.decorateRequest("owner", "");
     // Cases are JSON or multipart; a plain-text body is a client mistake (415), not a case.
     api.removeContentTypeParser("text/plain");
     registerFhirJson(api);
-    const auth = authHooks(keys);
-    api.addHook("onRequest", auth.identify);
-    api.addHook("preParsing", auth.enforce);
-    await registerRateLimit(api, opts.config.http.rateLimitPerMin);
+    api.addHook("onRequest", gate.hook(apiKeyAuth(keys)));
     await registerMultipart(api, opts.config.http);
     await api.register(diagnoseRoutes, deps);
     await api.register(caseRoutes, deps);

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { FastifyReply, FastifyRequest } from "fastify";
-import { isMedmmvError, MedmmvError } from "../../core/contracts/errors.js";
+import type { FastifyRequest } from "fastify";
+import { MedmmvError } from "../../core/contracts/errors.js";
+import { issuerOwner } from "../cds-hooks/jwt-auth.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -8,9 +9,6 @@ declare module "fastify" {
     owner: string;
   }
 }
-
-/** Why a request was not authenticated, kept until the rate limit has counted it. */
-const rejected = new WeakMap<FastifyRequest, MedmmvError>();
 
 /** Owner used for every case when no API keys are configured (local, loopback-only use). */
 export const OPEN_OWNER = "local";
@@ -42,37 +40,22 @@ export class ApiKeys {
     for (const known of this.#digests) if (timingSafeEqual(d, known)) match = known;
     return match ? match.toString("hex") : null;
   }
+
+  /** Whether `owner` is the owner id of a key configured now (owner ids are digests, not secrets). */
+  hasOwner(owner: string): boolean {
+    return this.#digests.some((d) => d.toString("hex") === owner);
+  }
 }
 
 /** The credential of an `Authorization: Bearer <credential>` header (an API key, or a CDS Hooks JWT). */
 export const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
-/**
- * Two hooks around the rate limit: `identify` (onRequest) runs `authenticate`, which
- * answers the owner or throws why not, and sets `request.owner` or notes the refusal; the
- * per-route rate limit then counts the request (by owner, or by address when
- * unauthenticated, so guessing credentials is throttled too); `enforce` (preParsing, before
- * any body is read) throws the refusal, a 401 with a message saying what to send.
- */
-export function deferredAuth(authenticate: (request: FastifyRequest) => Promise<string>) {
-  const identify = async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
-    try {
-      request.owner = await authenticate(request);
-    } catch (err) {
-      if (!isMedmmvError(err)) throw err;
-      rejected.set(request, err);
-    }
-  };
-  const enforce = async (request: FastifyRequest): Promise<void> => {
-    const problem = rejected.get(request);
-    if (problem) throw problem;
-  };
-  return { identify, enforce };
-}
+/** Answers the owner of an authenticated request, or throws an UNAUTHORIZED MedmmvError saying what to send. */
+export type Authenticate = (request: FastifyRequest) => Promise<string>;
 
-/** `deferredAuth` for the API: a key from MEDMMV_API_KEYS, or none when no keys are configured. */
-export function authHooks(keys: ApiKeys) {
-  return deferredAuth(async (request) => {
+/** The API's authentication: a key from MEDMMV_API_KEYS, or none when no keys are configured. */
+export function apiKeyAuth(keys: ApiKeys): Authenticate {
+  return async (request) => {
     if (!keys.enabled) return OPEN_OWNER;
     const header = request.headers.authorization;
     if (!header) throw new MedmmvError("UNAUTHORIZED", "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS");
@@ -81,5 +64,35 @@ export function authHooks(keys: ApiKeys) {
     const owner = keys.verify(m[1]!);
     if (!owner) throw new MedmmvError("UNAUTHORIZED", "invalid API key");
     return owner;
-  });
+  };
+}
+
+/**
+ * Which credential an owner authenticated with, by an id that is neither the key nor its
+ * digest, and whether that credential is still configured. A view link names the key id
+ * it was made with, so removing a key from MEDMMV_API_KEYS (or an issuer from
+ * MEDMMV_CDS_ISSUERS) revokes the links it made.
+ */
+export class Credentials {
+  readonly #issuerOwners: ReadonlySet<string>;
+
+  constructor(
+    private readonly keys: ApiKeys,
+    issuers: readonly string[],
+  ) {
+    this.#issuerOwners = new Set(issuers.map(issuerOwner));
+  }
+
+  /** The key id of an authenticated owner: "open" without keys, else a short hash of the owner id. */
+  keyId(owner: string): string {
+    if (owner === OPEN_OWNER) return "open";
+    return `k-${createHash("sha256").update(`medmmv:key-id:${owner}`).digest("hex").slice(0, 16)}`;
+  }
+
+  /** Whether a link minted by `owner` under `keyId` may still be used. */
+  stillValid(keyId: string, owner: string): boolean {
+    if (keyId !== this.keyId(owner)) return false;
+    if (owner === OPEN_OWNER) return !this.keys.enabled;
+    return this.keys.hasOwner(owner) || this.#issuerOwners.has(owner);
+  }
 }

@@ -180,3 +180,21 @@ export function registerErrorHandling(app: FastifyInstance, config: Config): voi
       .send(errorBody({ status: 404, code: "NOT_FOUND", message: `no route ${request.method} ${request.url.split("?")[0]}; the API is described at /docs` }, String(request.id))),
   );
 }
+
+/**
+ * Fastify's own answers to a URL it cannot route (a path parameter longer than
+ * maxParamLength, a malformed percent-encoding) skip the error handler and echo the URL.
+ * This gives them the JSON error body instead, without the URL: 414 for a too-long id.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const tooLong = error.code === "FST_ERR_MAX_PARAM_LENGTH";
+  const h: HttpError = tooLong
+    ? { status: 414, code: "INVALID_INPUT", message: `an id in the path is longer than ${MAX_PARAM_LENGTH} characters; case ids are UUIDs (as POST /diagnose returned them)` }
+    : { status: 400, code: "INVALID_INPUT", message: "the URL is not valid (check its percent-encoding)" };
+  request.log.info({ code: h.code, statusCode: h.status }, "request rejected");
+  // No hook runs before a framework error: the request id header is set here.
+  void reply.status(h.status).header("x-request-id", request.id).type("application/json; charset=utf-8").send(errorBody(h, String(request.id)));
+}
+
+/** Longest path parameter routed (Fastify's maxParamLength); longer ones get the 414 above. */
+export const MAX_PARAM_LENGTH = 100;

@@ -5,19 +5,27 @@ import { MedmmvError } from "../../core/contracts/errors.js";
  * Short-lived links to a case's audit view, for opening it in a browser that cannot send the
  * API key header. A token is `base64url(payload).base64url(HMAC-SHA256(secret, domain‖payload))`;
  * the payload names the case, the owner (the key hash that created it, so a link never widens
- * access beyond the key that minted it) and the expiry. Tokens carry no secret and are not
- * encrypted: case ids and owner hashes are not confidential, the signature is what counts.
+ * access beyond the key that minted it), the id of that key (so the server can refuse links of
+ * a key that is no longer configured) and the expiry. Tokens carry no secret and are not
+ * encrypted: case ids, owner hashes and key ids are not confidential, the signature is what counts.
  */
-export interface ViewLinkClaims {
+export interface ViewLinkSubject {
   caseId: string;
   owner: string;
+  /** Id of the credential the link was made with (never the key itself). */
+  keyId: string;
+}
+
+export interface ViewLinkClaims extends ViewLinkSubject {
   /** Expiry, epoch seconds. */
   expiresAt: number;
 }
 
-const DOMAIN = "medmmv:view-link:v1:";
+// v2: links name their key id; v1 links (without it) no longer verify.
+const DOMAIN = "medmmv:view-link:v2:";
 const MAX_TTL_SEC = 7 * 24 * 3600;
-const MIN_SECRET_BYTES = 16;
+/** As MEDMMV_VIEW_LINK_SECRET requires (config.ts MIN_SECRET_CHARS). */
+const MIN_SECRET_BYTES = 32;
 /** Generous for any real payload; bounds the work done on hostile input. */
 const MAX_TOKEN_CHARS = 2048;
 const B64URL = /^[A-Za-z0-9_-]+$/;
@@ -34,16 +42,16 @@ function mac(secret: Buffer, payload: string): Buffer {
   return createHmac("sha256", secret).update(DOMAIN).update(payload).digest();
 }
 
-/** A token for `caseId` owned by `owner`, valid for `ttlSec` seconds from `nowMs`. */
-export function signViewLink(caseId: string, owner: string, secret: string | Buffer, ttlSec: number, nowMs = Date.now()): string {
-  if (typeof caseId !== "string" || caseId === "" || typeof owner !== "string" || owner === "") {
-    throw new MedmmvError("INVALID_INPUT", "a view link needs a case id and an owner");
+/** A token for `caseId` owned by `owner` (made with key `keyId`), valid for `ttlSec` seconds from `nowMs`. */
+export function signViewLink({ caseId, owner, keyId }: ViewLinkSubject, secret: string | Buffer, ttlSec: number, nowMs = Date.now()): string {
+  if ([caseId, owner, keyId].some((v) => typeof v !== "string" || v === "")) {
+    throw new MedmmvError("INVALID_INPUT", "a view link needs a case id, an owner and a key id");
   }
   if (!Number.isInteger(ttlSec) || ttlSec <= 0 || ttlSec > MAX_TTL_SEC) {
     throw new MedmmvError("INVALID_INPUT", `view-link ttl must be a whole number of seconds in 1..${MAX_TTL_SEC}`);
   }
   const key = secretBytes(secret);
-  const claims = { c: caseId, o: owner, e: Math.floor(nowMs / 1000) + ttlSec };
+  const claims = { c: caseId, o: owner, k: keyId, e: Math.floor(nowMs / 1000) + ttlSec };
   const payload = Buffer.from(JSON.stringify(claims), "utf8").toString("base64url");
   const token = `${payload}.${mac(key, payload).toString("base64url")}`;
   if (token.length > MAX_TOKEN_CHARS) throw new MedmmvError("INVALID_INPUT", "case id or owner too long for a view link");
@@ -74,8 +82,8 @@ export function verifyViewLink(token: unknown, secret: string | Buffer, nowMs = 
     return null;
   }
   if (typeof claims !== "object" || claims === null) return null;
-  const { c, o, e } = claims as Record<string, unknown>;
-  if (typeof c !== "string" || c === "" || typeof o !== "string" || o === "" || typeof e !== "number" || !Number.isInteger(e)) return null;
+  const { c, o, k, e } = claims as Record<string, unknown>;
+  if ([c, o, k].some((v) => typeof v !== "string" || v === "") || typeof e !== "number" || !Number.isInteger(e)) return null;
   if (Math.floor(nowMs / 1000) >= e) return null;
-  return { caseId: c, owner: o, expiresAt: e };
+  return { caseId: c as string, owner: o as string, keyId: k as string, expiresAt: e };
 }

@@ -22,17 +22,20 @@ describe("networkCode", () => {
 describe("explainProviderFailure", () => {
   const facts = { role: "vision" as const, model: "llava", url: "http://gpu-box:8000/v1/chat/completions", azure: false };
 
-  it("DNS failure: names OPENAI_BASE_URL and the URL, keeps the code and retryability", () => {
+  it("DNS failure: names OPENAI_BASE_URL, keeps the code and retryability; the URL only in details, never in the message a tenant sees", () => {
     const err = explainProviderFailure(retryFailure(sdkConnectionError("ENOTFOUND")), facts);
     expect(err.code).toBe("LLM_RETRYABLE");
     expect(err.retryable).toBe(true);
-    expect(err.message).toContain("cannot reach the model endpoint at http://gpu-box:8000/v1/chat/completions (ENOTFOUND)");
+    expect(err.message).toContain("cannot reach the model endpoint (ENOTFOUND)");
+    expect(err.message).not.toContain("gpu-box");
+    expect(err.details?.endpoint).toBe("http://gpu-box:8000/v1/chat/completions");
     expect(err.message).toContain("check OPENAI_BASE_URL");
   });
 
   it("an untrusted TLS certificate (a hospital's inspecting proxy) names NODE_EXTRA_CA_CERTS", () => {
     const err = explainProviderFailure(retryFailure(sdkConnectionError("SELF_SIGNED_CERT_IN_CHAIN")), { ...facts, url: "https://llm.example.org/v1/chat/completions" });
-    expect(err.message).toContain("TLS certificate at https://llm.example.org/v1/chat/completions is not trusted (SELF_SIGNED_CERT_IN_CHAIN)");
+    expect(err.message).toContain("TLS certificate is not trusted (SELF_SIGNED_CERT_IN_CHAIN)");
+    expect(err.message).not.toContain("llm.example.org");
     expect(err.message).toContain("NODE_EXTRA_CA_CERTS");
   });
 

@@ -257,7 +257,7 @@ describe("CDS Hooks 2.0", () => {
   });
 
   it("an API key works too", async () => {
-    const res = await call("test-key-alpha-0123456789");
+    const res = await call("test-key-alpha-0123456789abcdefghij");
     expect(res.status).toBe(200);
     SpecResponse.parse(await res.json());
   });
@@ -488,7 +488,7 @@ describe("CDS Hooks with the EHR's JWKS at a URL", () => {
 
 describe("CDS Hooks under a rate limit", () => {
   it("refused credentials are counted: past the limit a bad token gets 429", async () => {
-    const limited = await startTestServer({ openai: t.openai, env: { MEDMMV_CDS_JWKS: path.join(dir, "ehr-jwks.json"), MEDMMV_CDS_ISSUERS: ISS, MEDMMV_PUBLIC_URL: PUBLIC_URL, MEDMMV_RATE_LIMIT_PER_MIN: "3" } });
+    const limited = await startTestServer({ openai: t.openai, env: { MEDMMV_CDS_JWKS: path.join(dir, "ehr-jwks.json"), MEDMMV_CDS_ISSUERS: ISS, MEDMMV_PUBLIC_URL: PUBLIC_URL, MEDMMV_AUTH_FAILURES_PER_MIN: "3" } });
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 4; i++) statuses.push((await call(await jwt({ key: strangerKey }), {}, limited.base)).status);

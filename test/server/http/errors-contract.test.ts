@@ -23,7 +23,7 @@ describe("authentication (401)", () => {
     await expectError(none, 401, "UNAUTHORIZED", /missing API key: send the header `Authorization: Bearer <key>`/);
     expect(none.headers.get("www-authenticate")).toBe('Bearer realm="medmmv"');
     await expectError(await t.api("/cases", { key: null, headers: { authorization: "Basic abc" } }), 401, "UNAUTHORIZED", /malformed Authorization header/);
-    await expectError(await t.api("/cases", { key: "test-key-alpha-012345678" }), 401, "UNAUTHORIZED", /^invalid API key$/);
+    await expectError(await t.api("/cases", { key: "test-key-alpha-0123456789abcdefghi" }), 401, "UNAUTHORIZED", /^invalid API key$/);
     await expectError(await t.api("/diagnose", { key: "nope", method: "POST", json: chestPain() }), 401, "UNAUTHORIZED");
     expect(t.openai.stats().total).toBe(0);
   });

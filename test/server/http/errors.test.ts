@@ -22,11 +22,11 @@ describe("without API keys", () => {
 
 describe("rate limit (429)", () => {
   it("limits each key separately and says when to retry", async () => {
-    const limited = await startTestServer({ env: { MEDMMV_RATE_LIMIT_PER_MIN: "3" } });
+    const limited = await startTestServer({ env: { MEDMMV_RATE_LIMIT_PER_MIN: "3", MEDMMV_AUTH_FAILURES_PER_MIN: "3" } });
     try {
       for (let i = 0; i < 3; i++) expect((await limited.api("/cases")).status).toBe(200);
       const res = await limited.api("/cases");
-      const body = await expectError(res, 429, "RATE_LIMITED", /rate limit exceeded: at most 3 requests per minute per API key; retry in/);
+      const body = await expectError(res, 429, "RATE_LIMITED", /rate limit exceeded: at most 3 requests per minute per API key, over every route; retry in/);
       expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
       expect(body.details).toMatchObject({ limit: 3 });
       expect((await limited.api("/cases", { key: KEY_B })).status).toBe(200); // another key has its own budget

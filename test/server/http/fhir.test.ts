@@ -138,7 +138,7 @@ describe("POST /diagnose with application/fhir+json", () => {
       const oo = await json<OperationOutcome>(res);
       expect(oo.resourceType).toBe("OperationOutcome");
       expect(oo.issue[0]).toMatchObject({ severity: "error", code: "not-found" });
-      const other = await t.api(`/cases/${result.caseId}/fhir`, { key: "test-key-bravo-9876543210" });
+      const other = await t.api(`/cases/${result.caseId}/fhir`, { key: "test-key-bravo-9876543210abcdefghij" });
       expect(other.status).toBe(404);
     });
   });

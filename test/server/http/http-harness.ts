@@ -11,8 +11,8 @@ import type { ClinicalCase } from "../../../src/core/contracts/clinical-case.js"
 import type { Config } from "../../../src/core/config.js";
 import type { OpenStoreOptions } from "../../../src/server/store/open-store.js";
 
-export const KEY_A = "test-key-alpha-0123456789";
-export const KEY_B = "test-key-bravo-9876543210";
+export const KEY_A = "test-key-alpha-0123456789abcdefghij";
+export const KEY_B = "test-key-bravo-9876543210abcdefghij";
 
 /** Every log line the server wrote, as text (for the no-patient-data checks). */
 export class LogCapture extends Writable {
@@ -181,7 +181,7 @@ export function withDelays(scenario: Scenario, delays: Record<string, number | (
 }
 
 /** The audit-view tests' server env and their one finished case (created through `api`, socket or inject). */
-export const VIEW_ENV = { MEDMMV_VIEW_LINK_SECRET: "a-test-secret-of-enough-length" };
+export const VIEW_ENV = { MEDMMV_VIEW_LINK_SECRET: "a-test-secret-of-enough-length-0123456789" };
 export async function diagnosedCaseId(t: Pick<TestServer, "api">): Promise<string> {
   const res = await t.api("/diagnose", { method: "POST", json: chestPain() });
   expect(res.status).toBe(201);

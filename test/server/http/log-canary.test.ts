@@ -80,12 +80,16 @@ describe("logs carry no patient data", () => {
     expect(lines.filter((l) => l.msg === "request rejected").map((l) => l.statusCode)).toEqual(expect.arrayContaining([400, 401, 413, 415, 422]));
   });
 
-  it("keeps a caller's plain x-request-id and replaces an unsafe one", async () => {
-    const ok = await t.api("/healthz", { key: null, headers: { "x-request-id": "trace-abc.123" } });
-    expect(ok.headers.get("x-request-id")).toBe("trace-abc.123");
-    const bad = await t.api("/healthz", { key: null, headers: { "x-request-id": `${CANARY} with spaces` } });
-    expect(bad.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
-    expect(t.logs.text()).toContain("trace-abc.123");
+  it("keeps a caller's x-request-id only when it is a UUID or a hex trace id, and replaces anything that could carry text", async () => {
+    for (const kept of ["4bf92f3577b34da6a3ce929d0e0e4736", "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"]) {
+      const ok = await t.api("/healthz", { key: null, headers: { "x-request-id": kept } });
+      expect(ok.headers.get("x-request-id")).toBe(kept);
+      expect(t.logs.text()).toContain(kept);
+    }
+    for (const unsafe of [`${CANARY} with spaces`, CANARY, `trace-${CANARY}`, "a".repeat(200)]) {
+      const bad = await t.api("/healthz", { key: null, headers: { "x-request-id": unsafe } });
+      expect(bad.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    }
     expect(t.logs.text().toLowerCase()).not.toContain(CANARY.toLowerCase());
   });
 });

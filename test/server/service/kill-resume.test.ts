@@ -10,7 +10,7 @@ import { chestPain, until, withDelays } from "../http/http-harness.js";
 import { pngWithCanvas } from "../../../src/scripted/image-bytes.js";
 import { untilCheckpointedInFile } from "../../support/checkpoint-writes.js";
 
-const KEY = "kill-test-key-0123456789";
+const KEY = "kill-test-key-0123456789abcdefghijkl";
 
 /**
  * The first two image-doctor calls hang, so when the server dies both cases are

@@ -10,7 +10,7 @@ import { startScriptedOpenAI, type ScriptedOpenAI } from "../../../src/scripted/
 import { childServerEnv, keyedFetch, spawnServer, type ServerProcess } from "../../support/server-process.js";
 import { chestPain, until, withDelays } from "../http/http-harness.js";
 
-const KEY = "term-test-key-0123456789";
+const KEY = "term-test-key-0123456789abcdefghijkl";
 
 /** The first text-doctor call hangs, so the case is mid-flight (rollouts done) when the signal arrives; the resumed one answers. */
 const scenario = withDelays(clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }), { "text-doctor": (req) => (req.callIndex === 0 ? 60_000 : 0) });

@@ -16,9 +16,8 @@ import { canonicalJson } from "../../../core/contracts/canonical-json.js";
 import { isTerminal } from "../../service/case-service.js";
 import type { CaseRecord } from "../../store/case-store.js";
 import { signViewLink } from "../../view/signed-link.js";
-import { ApiKeys, authHooks, BEARER, deferredAuth, OPEN_OWNER } from "../auth.js";
+import { apiKeyAuth, ApiKeys, BEARER, OPEN_OWNER } from "../auth.js";
 import { fhirRoutes } from "./fhir.js";
-import { registerRateLimit } from "../plugins/rate-limit.js";
 import { ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 import { MAX_LINK_TTL_SEC } from "./view.js";
@@ -32,7 +31,7 @@ const MAX_RETRIES_PER_RECORD = 5;
  * an EHR authenticates with a signed JWT (MEDMMV_CDS_JWKS) or, like any client, an API key.
  * CORS only for the origins configured (MEDMMV_CORS_ORIGINS), e.g. the CDS Hooks sandbox.
  */
-export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { config, service, store, secret }) => {
+export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { config, service, store, secret, gate, credentials }) => {
   if (config.cds.corsOrigins.length) {
     await app.register(cors, { origin: config.cds.corsOrigins, methods: ["GET", "POST"], allowedHeaders: ["authorization", "content-type"], maxAge: 600 });
   }
@@ -60,16 +59,13 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     return null;
   };
 
-  app.decorateRequest("owner", "");
-  await registerRateLimit(app, config.http.rateLimitPerMin);
-
   app.get(
     "/cds-services",
     { schema: { tags: ["cds-hooks"], summary: "CDS Hooks discovery: the services this server offers", security: [], response: { 200: Discovery } } },
     async () => discoveryDocument(),
   );
 
-  const auth = deferredAuth(async (request) => {
+  const authenticate = gate.hook(async (request) => {
     const m = BEARER.exec(request.headers.authorization ?? "");
     const open = !keys.enabled && !jwt;
     if (!m) {
@@ -117,8 +113,7 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   app.post(
     SERVICE_PATH,
     {
-      onRequest: auth.identify,
-      preParsing: auth.enforce,
+      onRequest: authenticate,
       schema: {
         tags: ["cds-hooks"],
         summary: "CDS Hooks patient-view: a card with medmmv's answer for the patient's record",
@@ -184,7 +179,7 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       const { key, prior } = await recordKey(request.owner, recordHash(input));
       // Not resubmitted: the stored case may differ from this one in its reference date alone.
       const { record, replayed } = prior ? { record: prior, replayed: true } : await service.submit({ owner: request.owner, input, overrides: {}, idempotencyKey: key });
-      const token = signViewLink(record.id, request.owner, secret, MAX_LINK_TTL_SEC);
+      const token = signViewLink({ caseId: record.id, owner: request.owner, keyId: credentials.keyId(request.owner) }, secret, MAX_LINK_TTL_SEC);
       const viewUrl = `${publicBase(request)}/cases/${encodeURIComponent(record.id)}/view?token=${encodeURIComponent(token)}`;
       if (isTerminal(record.status) && record.result) return { cards: [resultCard(record.result, viewUrl, notRead)] };
       return { cards: [startedCard(viewUrl, replayed, notRead)] };
@@ -200,22 +195,19 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
  * outside the key-only context, for that reason; the route itself is fhirRoutes.
  */
 export const caseFhirRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, deps) => {
-  const { config, store } = deps;
-  const byKey = authHooks(new ApiKeys(config.http.apiKeys));
+  const { config, store, gate } = deps;
+  const byKey = apiKeyAuth(new ApiKeys(config.http.apiKeys));
   const jwt = config.cds.jwks ? new CdsJwtVerifier({ jwks: config.cds.jwks, issuers: config.cds.issuers, usedTokenIds: store }) : null;
-  const byJwt = deferredAuth(async (request) => {
-    const id = (request.params as { id?: string }).id ?? "";
-    const token = BEARER.exec(request.headers.authorization ?? "")![1]!;
-    return (await jwt!.verify(token, `${config.cds.publicUrl!}/cases/${encodeURIComponent(id)}/fhir`)).owner;
-  });
-  app.decorateRequest("owner", "");
-  app.addHook("onRequest", async (request, reply) => {
-    const bearer = BEARER.exec(request.headers.authorization ?? "")?.[1];
-    // An API key is never three base64url parts; a JWT is, and is checked only when a JWKS is configured.
-    return jwt && bearer && looksLikeJwt(bearer) ? byJwt.identify(request, reply) : byKey.identify(request, reply);
-  });
-  await registerRateLimit(app, config.http.rateLimitPerMin);
-  // Both hooks keep their refusal in the same place (auth.ts): either one's enforce throws it.
-  app.addHook("preParsing", byKey.enforce);
+  // Through the one gate, like every authenticated route: failed attempts counted first, one budget per key.
+  app.addHook(
+    "onRequest",
+    gate.hook(async (request) => {
+      const bearer = BEARER.exec(request.headers.authorization ?? "")?.[1];
+      // An API key is never three base64url parts; a JWT is, and is checked only when a JWKS is configured.
+      if (!(jwt && bearer && looksLikeJwt(bearer))) return byKey(request);
+      const id = (request.params as { id?: string }).id ?? "";
+      return (await jwt.verify(bearer, `${config.cds.publicUrl!}/cases/${encodeURIComponent(id)}/fhir`)).owner;
+    }),
+  );
   await app.register(fhirRoutes, deps);
 };

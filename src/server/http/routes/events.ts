@@ -1,6 +1,7 @@
 import type { OutgoingHttpHeaders } from "node:http";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { MedmmvError } from "../../../core/contracts/errors.js";
 import { isTerminal } from "../../service/case-service.js";
 import type { StreamEnd } from "../../service/event-hub.js";
 import type { CaseEvent } from "../../store/case-store.js";
@@ -31,7 +32,11 @@ const REMOTE_POLL_MS = 500;
  * de-duplicated by sequence number, so nothing is skipped or sent twice. `path`: the audit page
  * serves the same stream under its own authentication (a signed link) at another path.
  */
-export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string }> = async (app, { service, heartbeatMs, path = "/cases/:id/events" }) => {
+export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string }> = async (app, { service, heartbeatMs, config, path = "/cases/:id/events" }) => {
+  // Open streams per key in this process: each holds a socket and a subscription for as long as
+  // the client likes, so one key could otherwise hold thousands (429 past the cap).
+  const openStreams = new Map<string, number>();
+  const maxStreams = config.http.maxEventStreamsPerKey;
   app.get(
     path,
     {
@@ -52,6 +57,19 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string }> =
     async (request, reply) => {
       const { id } = request.params;
       await service.get(request.owner, id); // 404 before anything is streamed
+      const owner = request.owner;
+      const held = openStreams.get(owner) ?? 0;
+      if (held >= maxStreams)
+        throw new MedmmvError("RATE_LIMITED", `too many open event streams: at most ${maxStreams} per API key (MEDMMV_MAX_EVENT_STREAMS_PER_KEY); close one, or poll GET /cases/{id}`, { details: { limit: maxStreams } });
+      openStreams.set(owner, held + 1);
+      let counted = true;
+      const release = (): void => {
+        if (!counted) return;
+        counted = false;
+        const n = (openStreams.get(owner) ?? 1) - 1;
+        if (n > 0) openStreams.set(owner, n);
+        else openStreams.delete(owner);
+      };
       const header = request.headers["last-event-id"];
       let last = header ? Number(header) : (request.query.lastEventId ?? 0);
 
@@ -89,6 +107,7 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string }> =
       };
 
       raw.on("close", () => {
+        release();
         open = false;
         if (heartbeat) clearInterval(heartbeat);
         if (poller) clearInterval(poller);

@@ -1,6 +1,8 @@
 import type { Config } from "../../../core/config.js";
 import type { CaseService } from "../../service/case-service.js";
 import type { CaseStore } from "../../store/case-store.js";
+import type { Credentials } from "../auth.js";
+import type { RequestGate } from "../plugins/request-gate.js";
 
 /** What every route plugin is given by the app. */
 export interface RouteDeps {
@@ -9,4 +11,8 @@ export interface RouteDeps {
   store: CaseStore;
   /** Interval of SSE heartbeat comments (ms). */
   heartbeatMs: number;
+  /** Authentication and the per-key rate limit, shared by every authenticated route. */
+  gate: RequestGate;
+  /** Which key a view link was made with, and whether it is still configured. */
+  credentials: Credentials;
 }

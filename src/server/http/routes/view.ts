@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { MedmmvError } from "../../../core/contracts/errors.js";
+import { isMedmmvError, MedmmvError } from "../../../core/contracts/errors.js";
 import { isTerminal } from "../../service/case-service.js";
 import { buildViewPayload, renderCaseViewHtml, renderLiveViewHtml, renderViewMessageHtml, newViewNonce, viewContentSecurityPolicy } from "../../view/render-view.js";
 import type { ViewLive } from "../../view/view-payload.js";
@@ -11,8 +11,7 @@ import { sendError, toHttpError } from "../errors.js";
 import { eventRoutes } from "./events.js";
 import { caseViewInputFromStored } from "../../view/report-command.js";
 import { signViewLink, verifyViewLink } from "../../view/signed-link.js";
-import { ApiKeys, OPEN_OWNER } from "../auth.js";
-import { registerRateLimit } from "../plugins/rate-limit.js";
+import { ApiKeys, BEARER, OPEN_OWNER, type Authenticate } from "../auth.js";
 import { CaseIdParams, ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
@@ -21,14 +20,16 @@ export const MAX_LINK_TTL_SEC = 24 * 60 * 60;
 
 /**
  * The secret that signs view links. Without MEDMMV_VIEW_LINK_SECRET a random one is made
- * per process: links still work, but only until the server restarts.
+ * per process: links still work, but only until the server restarts (`serve --workers N`
+ * hands its workers one shared secret, server-workers.ts). A short configured secret never
+ * gets here: the configuration refuses it at start.
  */
 export function viewLinkSecret(configured: string | null): Buffer {
   return configured ? Buffer.from(configured, "utf8") : randomBytes(32);
 }
 
 /** POST /cases/{id}/view-links — behind the API key, like every case route. */
-export const viewLinkRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { service, secret }) => {
+export const viewLinkRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { service, secret, credentials }) => {
   app.post(
     "/cases/:id/view-links",
     {
@@ -44,39 +45,41 @@ export const viewLinkRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       const { id } = request.params;
       await service.get(request.owner, id); // 404 for other keys' cases
       const ttl = request.body?.ttlSec ?? DEFAULT_LINK_TTL_SEC;
-      const token = signViewLink(id, request.owner, secret, ttl);
+      const token = signViewLink({ caseId: id, owner: request.owner, keyId: credentials.keyId(request.owner) }, secret, ttl);
       void reply.code(201);
       return { url: `/cases/${encodeURIComponent(id)}/view?token=${encodeURIComponent(token)}`, expiresAt: new Date(Date.now() + ttl * 1000).toISOString() };
     },
   );
 };
 
+/** The one answer to a view request that fails for want of access, whatever the reason (no key oracle). */
+const VIEW_REFUSED = "send `Authorization: Bearer <key>` for a case of that key, or open a valid signed link from POST /cases/{id}/view-links";
+
 /**
  * GET /cases/{id}/view — the audit page. Opened either with the API key (header) or with a
- * signed link (`?token=`), so it has its own authentication instead of the key-only hooks.
+ * signed link (`?token=`), so it has its own authentication instead of the key-only hooks;
+ * both go through the request gate (failed attempts counted first, one budget per key). A
+ * link works while the key it names is configured. A missing case, another key's case, a
+ * bad key and a bad link all answer the same 401, so the page tells a guesser nothing.
  */
 export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, deps) => {
-  const { service, store, config, secret } = deps;
+  const { service, store, config, secret, gate, credentials } = deps;
   const keys = new ApiKeys(config.http.apiKeys);
-  app.decorateRequest("owner", "");
-  app.addHook("onRequest", async (request: FastifyRequest<{ Params: { id?: string }; Querystring: { token?: string } }>) => {
+  const refused = () => new MedmmvError("UNAUTHORIZED", VIEW_REFUSED);
+  const authenticate = async (request: FastifyRequest<{ Params: { id?: string }; Querystring: { token?: string } }>): Promise<string> => {
     const token = request.query?.token;
     if (token !== undefined) {
       const claims = verifyViewLink(token, secret);
-      if (!claims || claims.caseId !== request.params?.id) throw new MedmmvError("UNAUTHORIZED", "view link is invalid or expired: ask for a new one with POST /cases/{id}/view-links");
-      request.owner = claims.owner;
-      return;
+      if (!claims || claims.caseId !== request.params?.id || !credentials.stillValid(claims.keyId, claims.owner)) throw refused();
+      return claims.owner;
     }
-    if (!keys.enabled) {
-      request.owner = OPEN_OWNER;
-      return;
-    }
-    const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(request.headers.authorization ?? "");
+    if (!keys.enabled) return OPEN_OWNER;
+    const m = BEARER.exec(request.headers.authorization ?? "");
     const owner = m ? keys.verify(m[1]!) : null;
-    if (!owner) throw new MedmmvError("UNAUTHORIZED", "send `Authorization: Bearer <key>` or open a signed link from POST /cases/{id}/view-links");
-    request.owner = owner;
-  });
-  await registerRateLimit(app, config.http.rateLimitPerMin);
+    if (!owner) throw refused();
+    return owner;
+  };
+  app.addHook("onRequest", gate.hook(authenticate as Authenticate));
 
   // A browser opened this page: whatever goes wrong, it gets a page that says so, not JSON.
   // The stream and the payload are read by the page's script, which reads JSON errors.
@@ -89,7 +92,7 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   });
 
   /** The token the live page's script authenticates with: its own link's, or one made for a page opened with an API key. */
-  const pageToken = (token: string | undefined, caseId: string, owner: string) => token ?? signViewLink(caseId, owner, secret, LIVE_PAGE_TTL_SEC);
+  const pageToken = (token: string | undefined, caseId: string, owner: string) => token ?? signViewLink({ caseId, owner, keyId: credentials.keyId(owner) }, secret, LIVE_PAGE_TTL_SEC);
 
   app.get(
     VIEW_PATH,
@@ -105,7 +108,9 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       },
     },
     async (request, reply) => {
-      const record = await service.get(request.owner, request.params.id);
+      const record = await service.get(request.owner, request.params.id).catch((err: unknown) => {
+        throw isMedmmvError(err) && err.code === "NOT_FOUND" ? refused() : err;
+      });
       const nonce = newViewNonce();
       if (!isTerminal(record.status)) {
         const token = pageToken(request.query.token, record.id, request.owner);
@@ -134,7 +139,9 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       },
     },
     async (request, reply) => {
-      const record = await service.get(request.owner, request.params.id);
+      const record = await service.get(request.owner, request.params.id).catch((err: unknown) => {
+        throw isMedmmvError(err) && err.code === "NOT_FOUND" ? refused() : err;
+      });
       if (!isTerminal(record.status) || !record.result)
         throw new MedmmvError("CONFLICT", `case ${record.id} is ${record.status}; its audit view exists once it has finished with a result`, { details: { status: record.status } });
       void reply.header("cache-control", "no-store");
