@@ -11,7 +11,7 @@ import { z } from "zod";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import { fixtureBundle } from "../../core/intake/fhir/fhir-fixtures.js";
 import { stemiPrefetch as prefetch } from "../cds-hooks/stemi-prefetch.js";
-import { json, startTestServer, until } from "./http-harness.js";
+import { json, KEY_A, startTestServer, until } from "./http-harness.js";
 import { startInjectServer, type InjectServer } from "./inject-harness.js";
 
 /** CDS Hooks 2.0 shapes, written from the specification (cds-hooks.hl7.org/2.0), not from our code. */
@@ -93,7 +93,8 @@ beforeAll(async () => {
   noPatients = await fakeFhirServer(["Patient"]);
   t = await startInjectServer({
     scenario: clinicalScenario({ rolloutAnswers: ["Inferior ST-elevation myocardial infarction"] }),
-    env: { MEDMMV_CDS_JWKS: jwks, MEDMMV_CDS_ISSUERS: ISS, MEDMMV_FHIR_SERVERS: [listed.base, strict.base, noPatients.base].join(","), MEDMMV_CORS_ORIGINS: SANDBOX, MEDMMV_PUBLIC_URL: PUBLIC_URL },
+    env: { MEDMMV_CDS_JWKS: jwks, MEDMMV_CDS_ISSUERS: ISS, MEDMMV_FHIR_SERVERS: [listed.base, strict.base, noPatients.base].join(","), MEDMMV_CORS_ORIGINS: SANDBOX, MEDMMV_PUBLIC_URL: PUBLIC_URL, MEDMMV_AUTH_FAILURES_PER_MIN: "10000" },
+    // This suite sends dozens of refused tokens on purpose; the failed-attempt budget has its own test below.
   });
 });
 afterAll(async () => {
@@ -406,14 +407,14 @@ describe("CDS Hooks 2.0.1 rules", () => {
 
   it("an API-key call may have prefetch fetched only with the EHR's fhirAuthorization: 403 naming it, and nothing fetched", async () => {
     const before = listed.requests.length;
-    const res = await call("test-key-alpha-0123456789", { prefetch: undefined, fhirServer: listed.base, context: { userId: "Practitioner/dr-1", patientId: "victim-42" } });
+    const res = await call(KEY_A, { prefetch: undefined, fhirServer: listed.base, context: { userId: "Practitioner/dr-1", patientId: "victim-42" } });
     expect(res.status).toBe(403);
     const body = await json<{ code: string; message: string }>(res);
     expect(body.code).toBe("FORBIDDEN");
     expect(body.message).toContain("fhirAuthorization");
     expect(listed.requests.length).toBe(before);
     // With the EHR's token the same caller may.
-    const ok = await call("test-key-alpha-0123456789", { prefetch: { patient: prefetch().patient }, fhirServer: listed.base, fhirAuthorization });
+    const ok = await call(KEY_A, { prefetch: { patient: prefetch().patient }, fhirServer: listed.base, fhirAuthorization });
     expect(ok.status).toBe(200);
     expect(listed.requests.length).toBeGreaterThan(before);
   });

@@ -97,12 +97,13 @@ describe("the audit page says what happened, as HTML", () => {
   });
 
   it.each([
-    ["an invalid link", (id: string) => `/cases/${id}/view?token=not-a-token`, 401, /view link is invalid or expired/],
-    ["no credentials", (id: string) => `/cases/${id}/view`, 401, /Authorization/],
-    ["a case that does not exist", () => "/cases/case-00000000-0000-0000-0000-000000000000/view", 404, /not found/],
-  ])("%s: %s as an HTML page saying so, not JSON", async (_name, url, status, why) => {
+    ["an invalid link", (id: string) => `/cases/${id}/view?token=not-a-token`, null, 401, /signed link/],
+    ["no credentials", (id: string) => `/cases/${id}/view`, null, 401, /Authorization/],
+    // The same 401 as a bad key: the page must not tell a guesser which case ids exist.
+    ["a case that does not exist", () => "/cases/case-00000000-0000-0000-0000-000000000000/view", undefined, 401, /signed link/],
+  ] as const)("%s: %s as an HTML page saying so, not JSON", async (_name, url, key, status, why) => {
     const id = (await json<{ caseId: string }>(await t.api("/diagnose", { method: "POST", json: chestPain() }))).caseId;
-    const res = await t.api(url(id), { key: status === 404 ? undefined : null, headers: { accept: "text/html" } });
+    const res = await t.api(url(id), { key, headers: { accept: "text/html" } });
     expect(res.status).toBe(status);
     expect(res.headers.get("content-type")).toMatch(/text\/html/);
     expect(res.headers.get("content-security-policy")).toContain("script-src 'none'");
