@@ -167,6 +167,17 @@ export const DiagnosisResult = z.object({
     version: z.string(),
   }),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
+  /**
+   * The case's budget (request maxTokens / maxCostUsd, or the server's default) was reached:
+   * the remaining repairs of these paths were skipped and selection ran on what existed.
+   */
+  budgetExhausted: z
+    .object({
+      maxTokens: z.number().int().nullable(),
+      maxCostUsd: z.number().nullable(),
+      pathsWithRepairsSkipped: z.array(z.string()),
+    })
+    .optional(),
   disclaimer: z.string(),
 });
 export type DiagnosisResult = z.infer<typeof DiagnosisResult>;
