@@ -149,6 +149,9 @@ const NOT_FOR_CONVERSATIONS: Array<[keyof EvalCliOptions, string]> = [
   ["sample", "--sample"],
   ["stratify", "--stratify"],
   ["fieldMap", "--field-map"],
+  // The conversation runner schedules whole conversations and has no spending limit yet.
+  ["maxCost", "--max-cost"],
+  ["maxTokens", "--max-tokens"],
 ];
 
 async function evalAction(o: EvalCliOptions): Promise<number> {
