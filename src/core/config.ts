@@ -154,6 +154,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (e.AZURE_OPENAI_API_KEY && !e.AZURE_OPENAI_API_INSTANCE_NAME && !e.AZURE_OPENAI_ENDPOINT)
     throw new MedmmvError("CONFIG_INVALID", "AZURE_OPENAI_API_KEY is set: also set AZURE_OPENAI_API_INSTANCE_NAME (the resource name) or AZURE_OPENAI_ENDPOINT (https://<resource>.openai.azure.com)");
   const executor = e.MEDMMV_MODEL ?? (e.AZURE_OPENAI_API_KEY ? e.AZURE_OPENAI_API_DEPLOYMENT_NAME : undefined) ?? null;
+  if (e.MEDMMV_CASE_MAX_COST_USD !== undefined) {
+    // Unpriced calls cost 0: the default cost budget of every case would never be reached.
+    const unpriced = [...new Set([executor, e.MEDMMV_VISION_MODEL ?? executor, e.MEDMMV_JUDGE_MODEL ?? executor])].filter((m): m is string => m !== null && !prices[m]);
+    if (unpriced.length) throw new MedmmvError("CONFIG_INVALID", `MEDMMV_CASE_MAX_COST_USD needs prices for ${unpriced.join(", ")} (MEDMMV_PRICES or MEDMMV_PRICES_FILE), or use MEDMMV_CASE_MAX_TOKENS`);
+  }
   const w = e.MEDMMV_CU_WEIGHTS;
   return {
     llm: {

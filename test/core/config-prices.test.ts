@@ -36,6 +36,11 @@ describe("prices, budgets and image detail in config", () => {
     expect(() => loadConfig({ MEDMMV_IMAGE_DETAIL: "vision=huge" })).toThrow(MedmmvError);
   });
 
+  it("a default cost budget without prices for the configured models is a configuration error", () => {
+    expect(() => loadConfig({ MEDMMV_MODEL: "m", MEDMMV_CASE_MAX_COST_USD: "1" })).toThrow(/MEDMMV_CASE_MAX_COST_USD needs prices for m/);
+    expect(loadConfig({ MEDMMV_MODEL: "m", MEDMMV_CASE_MAX_COST_USD: "1", MEDMMV_PRICES: '{"m":{"input":1,"output":2}}' }).pipeline.caseBudget.maxCostUsd).toBe(1);
+  });
+
   it("puts the detail on every image part, and nothing with auto", () => {
     const messages = [{ role: "user" as const, content: [{ type: "text" as const, text: "t" }, { type: "image_url" as const, image_url: { url: "data:image/png;base64,AA==" } }] }];
     expect(withImageDetail(messages, "auto")).toBe(messages);
