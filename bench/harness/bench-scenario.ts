@@ -17,6 +17,8 @@ export interface BenchScenarioOptions extends Omit<ClinicalScenarioOptions, "ans
    * reset (server-child.ts). Quadratic in the calls since the reset: for one-case runs only.
    */
   countPrefixReuse?: boolean;
+  /** The scripted server's simulated prompt cache (reports cached_tokens), off when absent. */
+  promptCache?: { minPromptTokens: number; blockTokens: number };
 }
 
 /**

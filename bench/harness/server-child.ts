@@ -67,6 +67,7 @@ process.on("message", (raw) => {
   switch (m.type) {
     case "scenario":
       model.setScenario(counted(m.options));
+      model.setPromptCache(m.options.promptCache ?? false);
       break;
     case "latency":
       model.setLatency(m.modelMs);

@@ -63,6 +63,15 @@ export interface EvalCliOptions extends StagewiseCliOptions {
   order?: QuestionOrder[];
   /** A finished eval folder whose cached responses this run may replay. */
   replayCache?: string;
+  maxCost?: number;
+  maxTokens?: number;
+}
+
+/** A commander parser for a positive amount of dollars. */
+function usd(v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("expected a positive number of US dollars, e.g. 25 or 0.5");
+  return n;
 }
 
 /** The store's response cache, when caching is on; an eval without it still runs (and says so). */
@@ -111,6 +120,8 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
     raters: o.raters,
     out: o.out,
     replayCache: o.replayCache,
+    ...(o.maxCost !== undefined ? { maxCostUsd: o.maxCost } : {}),
+    ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
     ...Object.assign({}, ...STUDIES.map((st) => st.runOptions?.({ ...o }) ?? {})),
   };
 }
@@ -142,6 +153,9 @@ const NOT_FOR_CONVERSATIONS: Array<[keyof EvalCliOptions, string]> = [
   ["stratify", "--stratify"],
   ["fieldMap", "--field-map"],
   ["replayCache", "--replay-cache"],
+  // The conversation runner schedules whole conversations and has no spending limit yet.
+  ["maxCost", "--max-cost"],
+  ["maxTokens", "--max-tokens"],
 ];
 
 async function evalAction(o: EvalCliOptions): Promise<number> {
@@ -175,9 +189,13 @@ async function evalAction(o: EvalCliOptions): Promise<number> {
     if ((CONVERSATION_DATASETS as readonly string[]).includes(o.dataset)) return await conversationEval(o, opts, config, cache, ctrl.signal);
     const { runEval } = await import("../eval/runner.js");
     const { summaryMarkdown } = await import("../eval/report.js");
-    const { summary, interrupted, dir } = await runEval(opts, { config, signal: ctrl.signal, progress: process.stderr, cache });
+    const { summary, interrupted, dir, budgetReached, spent } = await runEval(opts, { config, signal: ctrl.signal, progress: process.stderr, cache });
     process.stdout.write(o.json ? JSON.stringify(summary, null, 2) + "\n" : summaryMarkdown(summary) + "\n");
     process.stderr.write(`medmmv eval: results in ${path.join(dir, "results.jsonl")}, summary in ${path.join(dir, "summary.json")} and summary.md\n`);
+    if (budgetReached) {
+      process.stderr.write(`medmmv eval: budget reached (${spent.tokens} tokens, $${spent.costUsd.toFixed(4)} spent by the run): no more items were started; --resume with a larger --max-cost/--max-tokens (or none) continues\n`);
+      return EXIT.interrupted;
+    }
     if (interrupted) return EXIT.interrupted;
     return summary.failed > 0 ? EXIT.failed : EXIT.ok;
   } catch (err) {
@@ -313,6 +331,8 @@ export function registerEvalCommands(program: Command): void {
     .option("--concurrency <n>", "items in flight (lowered automatically when the provider rate-limits)", int(1, 256), 4)
     .option("--resume", "continue the run in --out: skip finished items, retry failed ones")
     .option("--replay-cache <dir>", "let run r answer from the response cache of run r of this finished eval folder (otherwise every run is a fresh draw)")
+    .option("--max-cost <usd>", "stop starting items once the run's cost (at MEDMMV_PRICES) plus what the items in flight are expected to cost reaches USD; running items finish", usd)
+    .option("--max-tokens <n>", "the same for tokens (prompt + completion, raters included)", int(1, Number.MAX_SAFE_INTEGER))
     .option("--raters <models>", "reliability raters (model names on the same endpoint): T, I, T×I, CMHR", list)
     .option("--out <dir>", "results folder")
     .option("--json", "print summary.json instead of the Markdown summary");

@@ -35,7 +35,14 @@ export function formatSummary(r: DiagnosisResult): string {
   );
   out.push(`Stability: rollouts ${r.stability.rolloutAnswers.map((a) => a ?? "×").join(" ")}  RGM ${num(r.stability.rgm)}  entropy ${num(r.stability.entropy)}`);
   const u = r.usage;
-  out.push(`Usage: ${u.llmCalls} model calls, ${u.searchCalls} searches, ${u.promptTokens}+${u.completionTokens} tokens, $${u.costUsd.toFixed(4)}, ${(u.wallMs / 1000).toFixed(1)} s (critical path ${u.criticalPathCalls ?? "?"} calls)`);
+  out.push(`Usage: ${u.llmCalls} model calls, ${u.searchCalls} searches, ${u.promptTokens}+${u.completionTokens} tokens (${u.cachedPromptTokens ?? 0} prompt tokens from the provider's cache), $${u.costUsd.toFixed(4)}, ${(u.wallMs / 1000).toFixed(1)} s (critical path ${u.criticalPathCalls ?? "?"} calls)`);
+  const costly = Object.entries(u.byAgent).filter(([, a]) => (a.costUsd ?? 0) > 0);
+  if (costly.length) out.push(`Cost by agent: ${costly.map(([agent, a]) => `${agent} $${(a.costUsd ?? 0).toFixed(4)}`).join(", ")}`);
+  if (r.budgetExhausted) {
+    const b = r.budgetExhausted;
+    const limit = [b.maxTokens !== null ? `${b.maxTokens} tokens` : "", b.maxCostUsd !== null ? `$${b.maxCostUsd}` : ""].filter(Boolean).join(" / ");
+    out.push(`Budget exhausted (${limit}): remaining repairs skipped on ${b.pathsWithRepairsSkipped.join(", ")}; selection ran on the paths as they were`);
+  }
   if (r.provenance.failures?.length) out.push(`Branch failures: ${r.provenance.failures.map((f) => `${f.branch} [${f.code}]`).join("; ")}`);
   out.push("", r.disclaimer);
   return out.join("\n");

@@ -1754,6 +1754,10 @@ export interface operations {
                 k?: number;
                 /** @description Repair budget per path (default MEDMMV_MAX_REPAIRS) */
                 maxRepairs?: number;
+                /** @description Token budget of the case (prompt + completion; default MEDMMV_CASE_MAX_TOKENS): once spent, remaining repairs are skipped and the result says budgetExhausted */
+                maxTokens?: number;
+                /** @description Cost budget of the case in USD at the configured prices (default MEDMMV_CASE_MAX_COST_USD); like maxTokens */
+                maxCostUsd?: number;
                 /** @description Sample rollouts in rounds and stop early when the first round agrees: fewer model calls, same answer on agreeing cases (default MEDMMV_ADAPTIVE) */
                 adaptive?: "true" | "false";
                 /** @description FHIR Bundle requests only: the question (default "What is the most likely diagnosis?") */
@@ -2086,10 +2090,14 @@ export interface operations {
                                     failures?: number;
                                     cacheHits?: number;
                                     promptChars?: number;
+                                    cachedPromptTokens?: number;
+                                    imageBytes?: number;
                                 };
                             };
                             cacheHits?: number;
                             criticalPathCalls?: number;
+                            cachedPromptTokens?: number;
+                            imageBytes?: number;
                         };
                         provenance: {
                             models: {
@@ -2160,6 +2168,11 @@ export interface operations {
                         error?: {
                             code: string;
                             message: string;
+                        };
+                        budgetExhausted?: {
+                            maxTokens: number | null;
+                            maxCostUsd: number | null;
+                            pathsWithRepairsSkipped: string[];
                         };
                         disclaimer: string;
                     };
@@ -2886,10 +2899,14 @@ export interface operations {
                                         failures?: number;
                                         cacheHits?: number;
                                         promptChars?: number;
+                                        cachedPromptTokens?: number;
+                                        imageBytes?: number;
                                     };
                                 };
                                 cacheHits?: number;
                                 criticalPathCalls?: number;
+                                cachedPromptTokens?: number;
+                                imageBytes?: number;
                             };
                             provenance: {
                                 models: {
@@ -2960,6 +2977,11 @@ export interface operations {
                             error?: {
                                 code: string;
                                 message: string;
+                            };
+                            budgetExhausted?: {
+                                maxTokens: number | null;
+                                maxCostUsd: number | null;
+                                pathsWithRepairsSkipped: string[];
                             };
                             disclaimer: string;
                         } | null;

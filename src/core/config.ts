@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { MedmmvError } from "./contracts/errors.js";
 import { describeZodIssues } from "./contracts/zod-issues.js";
@@ -46,7 +47,15 @@ export const EnvSchema = z.object({
   MEDMMV_LLM_BACKOFF_BASE_MS: z.coerce.number().int().min(0).default(500).describe("Base delay of the backoff between model-call attempts."),
   MEDMMV_SEARCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000).describe("Per-attempt timeout of a search call."),
   MEDMMV_MAX_SEARCH_PAIRS: z.coerce.number().int().min(0).max(8).default(8).describe("Most pairs of facts WebSearch looks up per case."),
-  MEDMMV_PRICES: z.string().optional().describe("JSON object: { \"model-name\": { \"input\": usdPerMTok, \"output\": usdPerMTok } }, for cost in usage."),
+  MEDMMV_PRICES: z.string().optional().describe("JSON object: { \"model-name\": { \"input\": usdPerMTok, \"cachedInput\": usdPerMTok, \"output\": usdPerMTok } } (cachedInput optional: the rate of prompt tokens the provider served from its prompt cache; unset, they cost `input`), for costUsd in usage."),
+  MEDMMV_PRICES_FILE: z.string().optional().describe("A JSON file of prices in the MEDMMV_PRICES format; MEDMMV_PRICES entries override its models."),
+  MEDMMV_CASE_MAX_TOKENS: z.coerce.number().int().min(1).optional().describe("Per-case token budget (prompt + completion) when a request names none: once a case has used it, its remaining repairs are skipped and the result says budgetExhausted."),
+  MEDMMV_CASE_MAX_COST_USD: z.coerce.number().positive().optional().describe("Per-case cost budget in USD when a request names none (needs prices for the models); like MEDMMV_CASE_MAX_TOKENS."),
+  MEDMMV_IMAGE_DETAIL: z
+    .string()
+    .regex(/^(auto|low|high)$|^((executor|vision|judge)=(auto|low|high))(,(executor|vision|judge)=(auto|low|high))*$/, "auto, low or high, or per role: vision=high,executor=low,judge=low")
+    .default("auto")
+    .describe("OpenAI's image `detail` sent with every image: one value for all roles, or per role (vision=high,executor=low,judge=low; unnamed roles auto). auto leaves it to the provider."),
   MEDMMV_CACHE: z.enum(["off", "deterministic", "all"]).default("deterministic").describe("Response cache: off, deterministic (temperature-0 calls) or all (also the sampled rollouts)."),
   DATABASE_URL: z.string().optional().describe("PostgreSQL URL (postgres://…); unset: embedded SQLite under MEDMMV_DATA_DIR."),
   MEDMMV_LEASE_MS: z.coerce.number().int().min(500).max(3_600_000).default(30_000).describe("How long a process's claim on a running case lasts without renewal (renewed every third of it)."),
@@ -85,7 +94,10 @@ export const EnvSchema = z.object({
   MEDMMV_CORS_ORIGINS: z.string().optional().describe("Browser origins (comma-separated) allowed to call the CDS Hooks endpoints, e.g. the CDS Hooks sandbox; none by default."),
 });
 
-export type Prices = Record<string, { input: number; output: number }>;
+/** USD per million tokens, per model; `cachedInput` for prompt tokens served from the provider's prompt cache. */
+export type Prices = Record<string, { input: number; output: number; cachedInput?: number }>;
+export type ImageDetail = "auto" | "low" | "high";
+const PriceTable = z.record(z.string(), z.object({ input: z.number().min(0), output: z.number().min(0), cachedInput: z.number().min(0).optional() }).strict());
 
 export interface Config {
   llm: {
@@ -105,6 +117,8 @@ export interface Config {
     rolloutTemperature: number;
     prices: Prices;
     cache: "off" | "deterministic" | "all";
+    /** OpenAI's image `detail` per role ("auto": not sent). */
+    imageDetail: Record<"executor" | "vision" | "judge", ImageDetail>;
   };
   search: {
     /** Known at boot; "none" with `auto` may still become "local" once the store shows an indexed corpus. */
@@ -116,7 +130,14 @@ export interface Config {
     timeoutMs: number;
     maxPairs: number;
   };
-  pipeline: { k: number; maxRepairs: number; adaptive: boolean; weights: [number, number, number] };
+  pipeline: {
+    k: number;
+    maxRepairs: number;
+    adaptive: boolean;
+    weights: [number, number, number];
+    /** The per-case budget of a request that names none (null: unlimited). */
+    caseBudget: { maxTokens: number | null; maxCostUsd: number | null };
+  };
   store: { databaseUrl: string | null; dataDir: string; leaseMs: number; runnerId: string | null };
   http: {
     host: string;
@@ -166,14 +187,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (e.MEDMMV_CDS_JWKS && !e.MEDMMV_PUBLIC_URL) {
     throw new MedmmvError("CONFIG_INVALID", "invalid configuration: MEDMMV_CDS_JWKS is set but MEDMMV_PUBLIC_URL is not; set it to this service's base URL as the EHR calls it (the CDS Hooks JWT audience is <MEDMMV_PUBLIC_URL>/cds-services/medmmv-diagnosis)");
   }
-  let prices: Prices = {};
-  if (e.MEDMMV_PRICES) {
-    try {
-      prices = z.record(z.string(), z.object({ input: z.number(), output: z.number() })).parse(JSON.parse(e.MEDMMV_PRICES));
-    } catch {
-      throw new MedmmvError("CONFIG_INVALID", 'MEDMMV_PRICES must be JSON like {"gpt-4o":{"input":2.5,"output":10}} (USD per million tokens)');
-    }
-  }
+  const prices: Prices = {
+    ...(e.MEDMMV_PRICES_FILE ? parsePrices(readPricesFile(e.MEDMMV_PRICES_FILE), `MEDMMV_PRICES_FILE (${e.MEDMMV_PRICES_FILE})`) : {}),
+    ...(e.MEDMMV_PRICES ? parsePrices(e.MEDMMV_PRICES, "MEDMMV_PRICES") : {}),
+  };
   if (e.MEDMMV_SEARCH === "tavily" && !e.TAVILY_API_KEY)
     throw new MedmmvError("CONFIG_MISSING", "MEDMMV_SEARCH=tavily needs TAVILY_API_KEY (or choose MEDMMV_SEARCH=local for the offline corpus, or none)");
   if (e.AZURE_OPENAI_API_KEY && !e.AZURE_OPENAI_API_INSTANCE_NAME && !e.AZURE_OPENAI_ENDPOINT)
@@ -184,6 +201,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (short)
     throw new MedmmvError("CONFIG_INVALID", `invalid configuration: ${short} of the ${apiKeys.length} keys in MEDMMV_API_KEYS ${short === 1 ? "is" : "are"} shorter than ${MIN_SECRET_CHARS} characters; use long random keys (e.g. openssl rand -base64 32)`);
   const executor = e.MEDMMV_MODEL ?? (e.AZURE_OPENAI_API_KEY ? e.AZURE_OPENAI_API_DEPLOYMENT_NAME : undefined) ?? null;
+  if (e.MEDMMV_CASE_MAX_COST_USD !== undefined) {
+    // Unpriced calls cost 0: the default cost budget of every case would never be reached.
+    const unpriced = [...new Set([executor, e.MEDMMV_VISION_MODEL ?? executor, e.MEDMMV_JUDGE_MODEL ?? executor])].filter((m): m is string => m !== null && !prices[m]);
+    if (unpriced.length) throw new MedmmvError("CONFIG_INVALID", `MEDMMV_CASE_MAX_COST_USD needs prices for ${unpriced.join(", ")} (MEDMMV_PRICES or MEDMMV_PRICES_FILE), or use MEDMMV_CASE_MAX_TOKENS`);
+  }
   const w = e.MEDMMV_CU_WEIGHTS;
   return {
     llm: {
@@ -203,6 +225,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       rolloutTemperature: e.MEDMMV_ROLLOUT_TEMPERATURE,
       prices,
       cache: e.MEDMMV_CACHE,
+      imageDetail: parseImageDetail(e.MEDMMV_IMAGE_DETAIL),
     },
     search: {
       provider: e.MEDMMV_SEARCH ?? (e.TAVILY_API_KEY ? "tavily" : "none"),
@@ -212,7 +235,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: e.MEDMMV_SEARCH_TIMEOUT_MS,
       maxPairs: e.MEDMMV_MAX_SEARCH_PAIRS,
     },
-    pipeline: { k: e.MEDMMV_K, maxRepairs: e.MEDMMV_MAX_REPAIRS, adaptive: e.MEDMMV_ADAPTIVE === "true" || e.MEDMMV_ADAPTIVE === "1", weights: [w[0]!, w[1]!, w[2]!] },
+    pipeline: { k: e.MEDMMV_K, maxRepairs: e.MEDMMV_MAX_REPAIRS, adaptive: e.MEDMMV_ADAPTIVE === "true" || e.MEDMMV_ADAPTIVE === "1", weights: [w[0]!, w[1]!, w[2]!], caseBudget: { maxTokens: e.MEDMMV_CASE_MAX_TOKENS ?? null, maxCostUsd: e.MEDMMV_CASE_MAX_COST_USD ?? null } },
     store: { databaseUrl: e.DATABASE_URL ?? null, dataDir: e.MEDMMV_DATA_DIR, leaseMs: e.MEDMMV_LEASE_MS, runnerId: e.MEDMMV_RUNNER_ID ?? null },
     http: {
       host: e.HOST,
@@ -251,6 +274,32 @@ function trustProxy(v: string): boolean | number | string[] {
   if (!list.length || list.some((a) => !/^[0-9A-Fa-f.:]+(\/\d{1,3})?$/.test(a)))
     throw new MedmmvError("CONFIG_INVALID", "invalid configuration: MEDMMV_TRUST_PROXY must be false, true, a hop count or comma-separated proxy addresses/CIDRs (e.g. 10.0.0.0/8)");
   return list;
+}
+
+function parsePrices(json: string, source: string): Prices {
+  try {
+    return PriceTable.parse(JSON.parse(json));
+  } catch {
+    throw new MedmmvError("CONFIG_INVALID", `${source} must be JSON like {"gpt-4o":{"input":2.5,"cachedInput":1.25,"output":10}} (USD per million tokens; cachedInput optional)`);
+  }
+}
+
+function readPricesFile(file: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch (err) {
+    throw new MedmmvError("CONFIG_INVALID", `MEDMMV_PRICES_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+  }
+}
+
+function parseImageDetail(v: string): Record<"executor" | "vision" | "judge", ImageDetail> {
+  if (!v.includes("=")) return { executor: v as ImageDetail, vision: v as ImageDetail, judge: v as ImageDetail };
+  const out: Record<"executor" | "vision" | "judge", ImageDetail> = { executor: "auto", vision: "auto", judge: "auto" };
+  for (const pair of v.split(",")) {
+    const [role, detail] = pair.split("=") as ["executor" | "vision" | "judge", ImageDetail];
+    out[role] = detail;
+  }
+  return out;
 }
 
 function csvList(v: string | undefined): string[] {

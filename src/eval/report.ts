@@ -264,6 +264,8 @@ export function compareSummaries(summaries: readonly EvalSummary[], names: reado
     { name: "model calls / item", value: (s) => s.usage.perItem.llmCalls, format: (x) => x.toFixed(1), delta: 1 },
     { name: "tokens / item", value: (s) => s.usage.perItem.promptTokens + s.usage.perItem.completionTokens, format: (x) => x.toFixed(0), delta: 0 },
     { name: "cost / item (USD)", value: (s) => s.usage.perItem.costUsd, format: (x) => x.toFixed(4), delta: 4 },
+    { name: "cost / correct answer (USD)", value: (s) => (s.correct > 0 ? s.usage.total.costUsd / s.correct : null), format: (x) => x.toFixed(4), delta: 4 },
+    { name: "cost ÷ CoT (same input)", value: (s) => costAgainstCot(s, summaries), format: (x) => `${x.toFixed(1)}×` },
     { name: "wall / item (s)", value: (s) => s.usage.perItem.wallMs / 1000, format: (x) => x.toFixed(1), delta: 1 },
   );
 
@@ -289,4 +291,15 @@ export function compareSummaries(summaries: readonly EvalSummary[], names: reado
   if (datasets.size > 1) notes.push(`Warning: the folders evaluate different inputs (${[...datasets].join(", ")}).`);
   const appendices = STUDIES.flatMap((st) => st.appendix?.(summaries, names) ?? []);
   return [markdownTable(header, body, ["l", ...names.map(() => "r" as const)]), "", ...notes, ...appendices].join("\n");
+}
+
+/**
+ * A run's cost per item over a CoT run's among the compared folders, on the same input and
+ * selection (the same items); null without such a CoT run or without prices (cost 0).
+ */
+function costAgainstCot(s: EvalSummary, all: readonly EvalSummary[]): number | null {
+  const same = (a: EvalSummary) => a.dataset.input === s.dataset.input && JSON.stringify(a.dataset.selection) === JSON.stringify(s.dataset.selection) && a.items === s.items;
+  const cot = all.find((a) => a.method === "cot" && a.label === "cot" && same(a)) ?? all.find((a) => a.method === "cot" && same(a));
+  if (!cot || cot.usage.perItem.costUsd <= 0) return null;
+  return s.usage.perItem.costUsd / cot.usage.perItem.costUsd;
 }

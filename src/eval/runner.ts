@@ -32,6 +32,8 @@ import { selectItems } from "./sampling.js";
 import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
 import { runGated } from "./gated-tasks.js";
+import { RunBudget, type ItemSpend } from "./run-budget.js";
+import { assertBudgetPriced } from "../core/workflow/case-budget.js";
 import { expandProbes, probeConfig, probeLabel } from "./probes/expand-items.js";
 import { referencePromptLibrary } from "./probes/reference-prompts.js";
 import { HYPOTHESIS_KINDS, type HypothesisKind } from "./probes/types.js";
@@ -73,6 +75,9 @@ export interface EvalRunOptions {
   stageJudge?: boolean;
   /** A finished eval folder whose cached responses this one may replay (its run r answers run r); otherwise every run is a fresh draw. */
   replayCache?: string;
+  /** --max-cost / --max-tokens: stop starting items once the run's spending reaches them (run-budget.ts). */
+  maxCostUsd?: number;
+  maxTokens?: number;
 }
 
 export interface EvalRunDeps {
@@ -94,6 +99,19 @@ export interface EvalRunResult {
   interrupted: boolean;
   /** Records written in this session. */
   written: number;
+  /** --max-cost / --max-tokens stopped the run before every item started (--resume with a larger limit continues). */
+  budgetReached: boolean;
+  /** What the run folder's records spent in all (tokens, dollars at the configured prices). */
+  spent: ItemSpend;
+}
+
+/** What one record cost: its method's usage and its raters'. */
+function recordSpend(r: ResultRecord): ItemSpend {
+  const rating = r.ratingUsage;
+  return {
+    tokens: r.usage.promptTokens + r.usage.completionTokens + (rating ? rating.promptTokens + rating.completionTokens : 0),
+    costUsd: r.usage.costUsd + (rating?.costUsd ?? 0),
+  };
 }
 
 const TRANSIENT = new Set(["LLM_RETRYABLE", "LLM_TIMEOUT", "RATE_LIMITED"]);
@@ -219,6 +237,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     version: VERSION,
   };
 
+  // Without prices a cost limit could never be reached: refuse it before the folder is claimed.
+  if (o.maxCostUsd !== undefined) assertBudgetPriced(config, { maxTokens: null, maxCostUsd: o.maxCostUsd });
   const existing = await claimRunFolder(dir, manifest, o.resume, config);
 
   const all: Array<EvalItem | ItemError> = [];
@@ -246,6 +266,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     }
 
   const session = openRunSession({ planned, done, concurrency, deps });
+  const budget = new RunBudget({ maxCostUsd: o.maxCostUsd, maxTokens: o.maxTokens }, session.resumed.map(recordSpend));
   const { startedAt, state, gate, progress, signal } = session;
   let fatal: unknown = null;
   let written = 0;
@@ -256,6 +277,17 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const unwatch = pipeline.limiter.onRateLimited(() => gate.onRateLimited());
 
   const runTask = async (x: EvalItem | ItemError, run: number): Promise<void> => {
+    budget.started();
+    let spend: ItemSpend | null = null;
+    try {
+      spend = await recordTask(x, run);
+    } finally {
+      budget.ended(spend);
+    }
+  };
+
+  /** Runs one task and records it; what it cost, or null when it was not recorded. */
+  const recordTask = async (x: EvalItem | ItemError, run: number): Promise<ItemSpend | null> => {
     const started = Date.now();
     const base = { id: x.id, run, method, strata: isItemError(x) ? {} : x.strata, ...noDiagnostics() };
     let record: ResultRecord;
@@ -264,17 +296,20 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     } else {
       record = await runItem(x, run, base, started);
       // Cut short by cancellation: not an answer, so not recorded; --resume runs it again.
-      if (signal.aborted && record.status === "failed") return;
+      if (signal.aborted && record.status === "failed") return null;
     }
     await writer.append(record);
     written++;
     state.done++;
     if (record.correct) state.correct++;
     if (record.status === "failed") state.failed++;
-    state.tokens += record.usage.promptTokens + record.usage.completionTokens + (record.ratingUsage ? record.ratingUsage.promptTokens + record.ratingUsage.completionTokens : 0);
-    state.costUsd += record.usage.costUsd + (record.ratingUsage?.costUsd ?? 0);
+    const spend = recordSpend(record);
+    state.tokens += spend.tokens;
+    state.costUsd += spend.costUsd;
     if (record.status !== "failed") gate.onSuccess();
     progress?.update();
+    // An unreadable item cost nothing and says nothing about what items cost.
+    return isItemError(x) ? null : spend;
   };
 
   const runItem = async (item: EvalItem, run: number, base: Omit<ResultRecord, "status" | "answer" | "gold" | "correct" | "usage" | "attempts" | "finishedAt">, started: number): Promise<ResultRecord> => {
@@ -350,7 +385,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
 
   progress?.start();
   try {
-    fatal = await runGated(tasks, gate, signal, (t) => runTask(t.x, t.run), () => session.abort());
+    fatal = await runGated(tasks, gate, signal, (t) => runTask(t.x, t.run), () => session.abort(), () => budget.admit());
   } finally {
     unwatch();
     session.end();
@@ -375,5 +410,5 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const md = summaryMarkdown(summary);
   await writeJsonAtomic(path.join(dir, SUMMARY_MD), md);
   await writeJsonAtomic(path.join(dir, SUMMARY_HTML), await summaryHtml(summary, md));
-  return { dir, summary, interrupted: signal.aborted && tasks.length > written, written };
+  return { dir, summary, interrupted: signal.aborted && tasks.length > written, written, budgetReached: budget.stopped, spent: budget.total() };
 }

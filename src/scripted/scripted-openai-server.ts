@@ -23,6 +23,7 @@ import {
   type FaultKind,
   type TrackedCall,
 } from "./faults.js";
+import { SimulatedPromptCache, type PromptCacheOptions } from "./prompt-cache.js";
 
 export type { Fault, FaultKind } from "./faults.js";
 
@@ -93,6 +94,8 @@ export interface ScriptedCallLog {
   /** Tokens the reply's usage block reported (0 when no completion was sent). */
   promptTokens: number;
   completionTokens: number;
+  /** Prompt tokens the simulated prompt cache served (0 with the cache off). */
+  cachedTokens: number;
   /** Request path and query (Azure requests: /openai/deployments/<name>/chat/completions?api-version=…). */
   url: string;
   authorization: string | null;
@@ -121,6 +124,11 @@ export interface ScriptedOpenAIOptions {
   /** Model names listed by GET /v1/models besides those seen in requests. */
   models?: string[];
   host?: string;
+  /**
+   * Simulate a provider's prompt cache and report `usage.prompt_tokens_details.cached_tokens`
+   * as OpenAI does (prompt-cache.ts). Off by default: then the usage block has no details.
+   */
+  promptCache?: PromptCacheOptions | boolean;
 }
 
 export interface ScriptedOpenAI {
@@ -129,10 +137,12 @@ export interface ScriptedOpenAI {
   close(): Promise<void>;
   setScenario(scenario: Scenario): void;
   setLatency(ms: number): void;
+  /** Turn the simulated prompt cache on (empty) or off. */
+  setPromptCache(opts: PromptCacheOptions | boolean): void;
   addFault(fault: Fault): void;
   clearFaults(): void;
   stats(): ScriptedOpenAIStats;
-  /** Zero counters, per-agent call indices, the log and the fault PRNG (faults stay). */
+  /** Zero counters, per-agent call indices, the log, the prompt cache and the fault PRNG (faults stay). */
   reset(): void;
 }
 
@@ -253,6 +263,8 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
   let rejected = 0;
   let byAgent = new Map<string, number>();
   let log: ScriptedCallLog[] = [];
+  const cacheFrom = (o: PromptCacheOptions | boolean | undefined) => (o ? new SimulatedPromptCache(o === true ? {} : o) : null);
+  let promptCache = cacheFrom(opts.promptCache);
 
   const reject = (res: http.ServerResponse, status: number, message: string, code: string | null = null): void => {
     writeJson(res, status, openAIError(message, errorTypeFor(status).type, code));
@@ -312,6 +324,7 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
       disconnected: false,
       promptTokens: 0,
       completionTokens: 0,
+      cachedTokens: 0,
       url: req.url ?? "",
       authorization: typeof req.headers.authorization === "string" ? req.headers.authorization : null,
       apiKey: typeof req.headers["api-key"] === "string" ? req.headers["api-key"] : null,
@@ -413,8 +426,10 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
     }
     const promptTokens = estimateTokens(parsed.text.length);
     const completionTokens = estimateTokens(text.length);
+    const cachedTokens = promptCache?.lookup(body.messages, promptTokens) ?? null;
     entry.promptTokens = promptTokens;
     entry.completionTokens = completionTokens;
+    entry.cachedTokens = cachedTokens ?? 0;
     send(
       200,
       JSON.stringify({
@@ -424,7 +439,12 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
         model,
         system_fingerprint: "scripted",
         choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
-        usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+        usage: {
+          prompt_tokens: promptTokens,
+          completion_tokens: completionTokens,
+          total_tokens: promptTokens + completionTokens,
+          ...(cachedTokens !== null ? { prompt_tokens_details: { cached_tokens: cachedTokens, audio_tokens: 0 } } : {}),
+        },
       }),
     );
   };
@@ -465,6 +485,9 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
     setLatency: (ms) => {
       latencyMs = ms;
     },
+    setPromptCache: (o) => {
+      promptCache = cacheFrom(o);
+    },
     addFault: (f) => faults.add(f),
     clearFaults: () => faults.clear(),
     stats: () => ({
@@ -483,6 +506,7 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
       rejected = 0;
       byAgent = new Map();
       log = [];
+      promptCache?.reset();
       faults.resetRandom();
       harness.resetCounters();
     },

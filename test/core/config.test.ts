@@ -6,7 +6,7 @@ import { MedmmvError } from "../../src/core/contracts/errors.js";
 describe("loadConfig", () => {
   it("documented defaults with an empty environment; empty strings count as unset", () => {
     const c = loadConfig({ MEDMMV_K: "", OPENAI_BASE_URL: "" });
-    expect(c.pipeline).toEqual({ k: 5, maxRepairs: 3, adaptive: false, weights: [1, 1, 1] });
+    expect(c.pipeline).toEqual({ k: 5, maxRepairs: 3, adaptive: false, weights: [1, 1, 1], caseBudget: { maxTokens: null, maxCostUsd: null } });
     expect(c.llm).toMatchObject({ baseUrl: null, structuredOutput: "jsonSchema", cache: "deterministic", maxConcurrency: 16, rolloutTemperature: 0.7 });
     expect(c.search.provider).toBe("none");
   });

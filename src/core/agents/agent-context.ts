@@ -52,10 +52,9 @@ export interface PromptRequest {
   schema: z.ZodType;
   withImages?: boolean;
   /**
-   * The rendered evidence graph, for the calls that check and repair paths against it.
-   * It goes right after the case block, before the agent's own instructions, so every
-   * such call of a case shares one long prefix (system, case, evidence) that providers'
-   * prompt caches (OpenAI's automatic caching, vLLM's prefix caching) can reuse.
+   * The rendered evidence graph, for the calls that plan searches, check and repair paths
+   * against it. It goes right after the case block (and its images), before the agent's own
+   * instructions, so that every such call of a case shares one long prefix.
    */
   evidence?: string;
 }
@@ -74,7 +73,12 @@ function schemaText(schema: z.ZodType): string {
   return text;
 }
 
-const RESPONSE_SCHEMA_SLOT = "responseSchema";
+/**
+ * Where a template places the reply's JSON Schema. Every template puts it between its own
+ * task (the same for all its calls of a case) and its variable part (a path, search
+ * results, a rollout's index), so that all of an agent's calls share the task and schema.
+ */
+export const RESPONSE_SCHEMA_SLOT = "responseSchema";
 
 /** The case block of each case object, rendered once for the several calls a node makes. */
 const caseBlocks = new WeakMap<PreparedCase, string>();
@@ -98,22 +102,28 @@ function systemMessage(prompts: PromptLibrary): ChatMessage {
   return m;
 }
 
+/**
+ * One call's messages, laid out for providers' prefix caches (OpenAI's automatic prompt
+ * caching, vLLM's prefix caching): what the calls of a case share comes first and in the
+ * same bytes, what varies last. The order is
+ *   system · case block · evidence graph · agent task · schema · images · variable part
+ * so every call of a case shares system + case, the calls that plan searches, check and
+ * repair also the evidence, and an agent's calls of a case also its task, schema and the
+ * images (five rollouts differ only in their index). docs/architecture.md (model layer).
+ */
 export function buildMessages(deps: AgentDeps, c: PreparedCase, req: PromptRequest): ChatMessage[] {
   const template = deps.prompts.get(req.agent);
-  const schemaText_ = schemaText(req.schema);
+  const schemaBlock = `Reply with a JSON object that matches this JSON Schema:\n${schemaText(req.schema)}`;
   const evidence = req.evidence === undefined ? "" : `Evidence graph (ids in brackets):\n<<<EVIDENCE\n${req.evidence}\nEVIDENCE>>>\n\n`;
-  const schemaBlock = `Reply with a JSON object that matches this JSON Schema:\n${schemaText_}`;
-  // A template may place the schema itself ({{responseSchema}}) so that what varies between
-  // its calls (a rollout's index) comes last and the rest stays a shared prefix; otherwise
-  // the schema closes the prompt.
-  const body = template.slots.includes(RESPONSE_SCHEMA_SLOT)
-    ? template.render({ ...req.slots, [RESPONSE_SCHEMA_SLOT]: schemaBlock })
-    : `${template.render(req.slots)}\n\n${schemaBlock}`;
-  const text = `${caseBlock(c)}\n\n${evidence}${body}`;
+  // A template without the slot (an embedding program's own) gets the schema last.
+  const [task, variable] = template.slots.includes(RESPONSE_SCHEMA_SLOT) ? template.renderAround(RESPONSE_SCHEMA_SLOT, req.slots) : [`${template.render(req.slots)}\n\n`, ""];
+  const shared = `${caseBlock(c)}\n\n${evidence}${task}${schemaBlock}`;
   const system = systemMessage(deps.prompts);
-  if (!req.withImages || c.images.length === 0) return [system, { role: "user", content: text }];
-  const parts: ContentPart[] = [{ type: "text", text }];
+  if (!req.withImages || c.images.length === 0) return [system, { role: "user", content: `${shared}${variable}` }];
+  const parts: ContentPart[] = [{ type: "text", text: shared }];
   for (const img of c.images) parts.push(imagePart(img.mimeType, img.data));
+  const rest = variable.replace(/^\s+/, "");
+  if (rest) parts.push({ type: "text", text: rest });
   return [system, { role: "user", content: parts }];
 }
 

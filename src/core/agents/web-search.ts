@@ -74,7 +74,8 @@ export async function runWebSearch(
     role: "judge",
     temperature: 0,
     schema: SearchPlan,
-    slots: { maxPairs: String(opts.maxPairs), evidence: renderEvidenceForPrompt(graph) },
+    evidence: renderEvidenceForPrompt(graph),
+    slots: { maxPairs: String(opts.maxPairs) },
   });
   const seen = new Set<string>();
   const pairs = plan.pairs

@@ -97,6 +97,10 @@ export const AgentUsage = z.object({
   cacheHits: z.number().int().optional(),
   /** Characters of prompt text and image data sent (what providers' prompt caches see). */
   promptChars: z.number().int().optional(),
+  /** Prompt tokens the provider served from its prompt cache (OpenAI, Azure, vLLM: usage.prompt_tokens_details.cached_tokens); part of promptTokens. */
+  cachedPromptTokens: z.number().int().optional(),
+  /** Bytes of image data sent (decoded, summed over calls: an image sent to five calls counts five times). */
+  imageBytes: z.number().int().optional(),
 });
 export const Usage = z.object({
   llmCalls: z.number().int(),
@@ -109,6 +113,10 @@ export const Usage = z.object({
   cacheHits: z.number().int().optional(),
   /** Longest chain of dependent model/search calls in this case (for critical-path latency). */
   criticalPathCalls: z.number().int().optional(),
+  /** Prompt tokens the provider served from its prompt cache; part of promptTokens, priced at the cached-input rate. */
+  cachedPromptTokens: z.number().int().optional(),
+  /** Bytes of image data sent to the model, over all calls. */
+  imageBytes: z.number().int().optional(),
 });
 export type Usage = z.infer<typeof Usage>;
 
@@ -161,6 +169,17 @@ export const DiagnosisResult = z.object({
     version: z.string(),
   }),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
+  /**
+   * The case's budget (request maxTokens / maxCostUsd, or the server's default) was reached:
+   * the remaining repairs of these paths were skipped and selection ran on what existed.
+   */
+  budgetExhausted: z
+    .object({
+      maxTokens: z.number().int().nullable(),
+      maxCostUsd: z.number().nullable(),
+      pathsWithRepairsSkipped: z.array(z.string()),
+    })
+    .optional(),
   disclaimer: z.string(),
 });
 export type DiagnosisResult = z.infer<typeof DiagnosisResult>;

@@ -85,7 +85,9 @@ function intAtLeast(value: number | undefined, fallback: number, name: string, m
 /**
  * The evidence graph as compact, deterministic text for a prompt: active nodes (findings,
  * then knowledge, then hypotheses; by label), web-search nodes fenced as untrusted, then the
- * relations among the listed nodes. Over the limits, lower-priority lines are dropped and a
+ * relations among the listed nodes, then the counts. The case's own findings come first and
+ * do not change when the web search adds its nodes and relations, so the graph a search
+ * planner was sent is a prefix of the one the fact-checkers are sent. Over the limits, lower-priority lines are dropped and a
  * last line says how many nodes and edges were left out; the result never exceeds maxChars.
  */
 export function renderEvidenceForPrompt(graph: EvidenceGraph, opts: RenderEvidenceOptions = {}): string {
@@ -125,9 +127,13 @@ export function renderEvidenceForPrompt(graph: EvidenceGraph, opts: RenderEviden
       used += cost;
       edges.push(line);
     }
-    const lines = [header, ...trusted];
+    const lines = [...trusted];
     if (untrusted.length > 0) lines.push(UNTRUSTED_OPEN, ...untrusted, UNTRUSTED_CLOSE);
     if (edges.length > 0) lines.push(relHeader, ...edges);
+    // The counts close the text: at its head they would change with every node the web
+    // search adds, and the graph sent before the search would no longer be a prefix of the
+    // one sent after it (providers' prompt caches match prefixes).
+    lines.push(header);
     return { lines, omittedNodes: active.length - shown.size, omittedEdges: activeEdges.length - edges.length };
   };
 

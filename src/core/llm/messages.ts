@@ -1,7 +1,7 @@
 import { AIMessage, HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
 
 /** Provider-neutral chat messages; images go as OpenAI `image_url` parts with data URLs. */
-export type ContentPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
+export type ContentPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string; detail?: "low" | "high" } };
 export interface ChatMessage {
   role: "system" | "user" | "assistant";
   content: string | ContentPart[];
@@ -23,6 +23,38 @@ export function promptChars(messages: ChatMessage[]): number {
     else for (const p of m.content) n += p.type === "text" ? p.text.length : p.image_url.url.length;
   }
   return n;
+}
+
+/** Decoded bytes of the images (base64 data URLs) in the messages. */
+export function imageBytes(messages: ChatMessage[]): number {
+  let n = 0;
+  for (const m of messages) {
+    if (typeof m.content === "string") continue;
+    for (const p of m.content) {
+      if (p.type !== "image_url") continue;
+      const url = p.image_url.url;
+      const comma = url.indexOf(",");
+      if (!url.startsWith("data:") || comma < 0) continue;
+      const b64 = url.length - comma - 1;
+      const pad = url.endsWith("==") ? 2 : url.endsWith("=") ? 1 : 0;
+      n += Math.floor((b64 * 3) / 4) - pad;
+    }
+  }
+  return n;
+}
+
+/**
+ * The messages with OpenAI's image `detail` on every image part ("auto": left unset, the
+ * provider's own default). Set before the response-cache key is made: the detail changes
+ * what the model sees, so two details are two cache entries.
+ */
+export function withImageDetail(messages: ChatMessage[], detail: "auto" | "low" | "high"): ChatMessage[] {
+  if (detail === "auto") return messages;
+  return messages.map((m) =>
+    typeof m.content === "string" || !m.content.some((p) => p.type === "image_url")
+      ? m
+      : { ...m, content: m.content.map((p) => (p.type === "image_url" ? { type: "image_url", image_url: { ...p.image_url, detail } } : p)) },
+  );
 }
 
 /**

@@ -14,7 +14,7 @@ import { withReplyTap, type ReplyTap } from "./model-fetch.js";
 import { StructuredOutputFormats } from "./structured-output.js";
 import { explainProviderFailure } from "./provider-errors.js";
 import { readReplyJson, readWireJson } from "./reply-json.js";
-import { promptChars, toLangChainMessages, type ChatMessage } from "./messages.js";
+import { imageBytes, promptChars, toLangChainMessages, withImageDetail, type ChatMessage } from "./messages.js";
 import type { CallChain, UsageMeter } from "./usage.js";
 
 export type { Role } from "./chat-models.js";
@@ -169,7 +169,9 @@ export class LlmClient {
     return "llm:" + h.digest("hex");
   }
 
-  async structured<S extends z.ZodType>(call: StructuredCall<S>, ctx: CallContext): Promise<z.infer<S>> {
+  async structured<S extends z.ZodType>(asked: StructuredCall<S>, ctx: CallContext): Promise<z.infer<S>> {
+    // The role's image detail is part of what is sent (and so of the response-cache key).
+    const call = { ...asked, messages: withImageDetail(asked.messages, this.cfg.imageDetail?.[asked.role] ?? "auto") };
     const model = this.modelFor(call.role);
     const useCache = this.cacheable(call.temperature);
     const key = useCache ? this.cacheKey(call, ctx.cacheScope) : "";
@@ -219,7 +221,7 @@ export class LlmClient {
       } catch (err) {
         const d = (err as MedmmvError).details;
         if (d && (d.status === 429 || d.retryAfterMs !== undefined)) this.limiter.noteRateLimited();
-        ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(messages) });
+        ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(messages), imageBytes: imageBytes(messages) });
         ctx.chain.advance();
         if (!(err instanceof MedmmvError)) throw err;
         throw explainProviderFailure(err, { role: call.role, model, url: this.roles.endpoint(call.role), azure: this.cfg.azure !== null && !this.roles.isCustom(call.role) });
@@ -232,7 +234,11 @@ export class LlmClient {
         latencyMs: Date.now() - started,
         promptTokens: usage?.input_tokens ?? out.tap.promptTokens,
         completionTokens: usage?.output_tokens ?? out.tap.completionTokens,
+        // LangChain maps OpenAI's, Azure's and vLLM's usage.prompt_tokens_details.cached_tokens
+        // (and other providers' cache reads) to input_token_details.cache_read.
+        cachedPromptTokens: usage?.input_token_details?.cache_read ?? out.tap.cachedPromptTokens,
         promptChars: promptChars(messages),
+        imageBytes: imageBytes(messages),
       });
       ctx.chain.advance();
       // Our own reading of the raw reply first: the library's `parsed` is already its zod output.

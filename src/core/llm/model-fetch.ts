@@ -20,6 +20,8 @@ export interface ReplyTap {
   replied: boolean;
   promptTokens?: number;
   completionTokens?: number;
+  /** usage.prompt_tokens_details.cached_tokens (OpenAI, Azure, vLLM), or DeepSeek-style prompt_cache_hit_tokens. */
+  cachedPromptTokens?: number;
   /** The first choice's message as sent, for reading the JSON the SDK refused. */
   message?: WireMessage;
 }
@@ -48,7 +50,7 @@ function providerFault(from: Response, status: number, message: string): Respons
 interface WireReply {
   error?: { message?: unknown; code?: unknown } | string;
   choices?: Array<{ message?: WireMessage }>;
-  usage?: { prompt_tokens?: unknown; completion_tokens?: unknown };
+  usage?: { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } | null; prompt_cache_hit_tokens?: unknown };
 }
 
 /**
@@ -91,6 +93,8 @@ async function guardReply(res: Response): Promise<Response> {
     const u = reply?.usage;
     if (typeof u?.prompt_tokens === "number") tap.promptTokens = u.prompt_tokens;
     if (typeof u?.completion_tokens === "number") tap.completionTokens = u.completion_tokens;
+    const cached = u?.prompt_tokens_details?.cached_tokens ?? u?.prompt_cache_hit_tokens;
+    if (typeof cached === "number") tap.cachedPromptTokens = cached;
     tap.message = reply?.choices?.[0]?.message;
   }
   const headers = new Headers(res.headers);

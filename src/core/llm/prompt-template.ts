@@ -15,6 +15,11 @@ export interface PromptTemplate {
   hash: string; // "sha256:<hex>"
   slots: string[];
   render(values: Record<string, string>): string;
+  /**
+   * The rendered text cut where the slot `at` stands (the slot itself left out): the part
+   * before it and the part after it, for a caller that puts something between them.
+   */
+  renderAround(at: string, values: Record<string, string>): [before: string, after: string];
 }
 
 export const PROMPTS_DIR = fileURLToPath(new URL("../../../prompts/", import.meta.url));
@@ -22,16 +27,23 @@ export const PROMPTS_DIR = fileURLToPath(new URL("../../../prompts/", import.met
 export function parseTemplate(name: string, source: string): PromptTemplate {
   const slots = [...new Set([...source.matchAll(/\{\{([a-zA-Z][a-zA-Z0-9_]*)\}\}/g)].map((m) => m[1]!))];
   const hash = "sha256:" + createHash("sha256").update(source).digest("hex");
+  const fill = (text: string, values: Record<string, string>, except?: string) => {
+    const missing = slots.filter((s) => s !== except && values[s] === undefined);
+    if (missing.length) throw new MedmmvError("INTERNAL", `prompt ${name}: missing slot(s) ${missing.join(", ")}`);
+    // One pass, so a value that itself contains "{{x}}" is never expanded again.
+    return text.replace(/\{\{([a-zA-Z][a-zA-Z0-9_]*)\}\}/g, (_, s: string) => values[s]!);
+  };
   return {
     name,
     source,
     hash,
     slots,
-    render(values) {
-      const missing = slots.filter((s) => values[s] === undefined);
-      if (missing.length) throw new MedmmvError("INTERNAL", `prompt ${name}: missing slot(s) ${missing.join(", ")}`);
-      // One pass, so a value that itself contains "{{x}}" is never expanded again.
-      return source.replace(/\{\{([a-zA-Z][a-zA-Z0-9_]*)\}\}/g, (_, s: string) => values[s]!);
+    render: (values) => fill(source, values),
+    renderAround(at, values) {
+      const token = `{{${at}}}`;
+      const i = source.indexOf(token);
+      if (i < 0 || source.indexOf(token, i + token.length) >= 0) throw new MedmmvError("INTERNAL", `prompt ${name}: slot ${at} must occur exactly once`);
+      return [fill(source.slice(0, i), values, at), fill(source.slice(i + token.length), values, at)];
     },
   };
 }

@@ -14,25 +14,52 @@ export interface CallRecord {
   cacheHit?: boolean;
   failed?: boolean;
   promptChars?: number;
+  /** Prompt tokens the provider served from its prompt cache (part of promptTokens). */
+  cachedPromptTokens?: number;
+  imageBytes?: number;
   kind: "llm" | "search";
 }
 
+/**
+ * The dollars of one call: uncached prompt tokens at `input`, cached ones at `cachedInput`
+ * (at `input` where the table has no cached rate), completion tokens at `output`; prices are
+ * USD per million tokens. 0 for a model without prices.
+ */
+export function callCostUsd(price: Prices[string] | undefined, promptTokens: number, cachedPromptTokens: number, completionTokens: number): number {
+  if (!price) return 0;
+  const cached = Math.min(cachedPromptTokens, promptTokens);
+  return ((promptTokens - cached) * price.input + cached * (price.cachedInput ?? price.input) + completionTokens * price.output) / 1_000_000;
+}
+
 type AgentTotals = Usage["byAgent"][string] & { promptChars?: number };
+
+function emptyAgent(): AgentTotals {
+  return { calls: 0, promptTokens: 0, completionTokens: 0, cachedPromptTokens: 0, costUsd: 0, latencyMs: 0, failures: 0, cacheHits: 0, promptChars: 0, imageBytes: 0 };
+}
 
 export class UsageMeter {
   private readonly byAgent: Record<string, AgentTotals> = {};
   private llmCalls = 0;
   private searchCalls = 0;
   private promptTokens = 0;
+  private cachedPromptTokens = 0;
   private completionTokens = 0;
+  private imageBytes = 0;
   private costUsd = 0;
   private cacheHits = 0;
   private longestChain = 0;
 
-  constructor(private readonly prices: Prices = {}) {}
+  /**
+   * `onSpend`: told the tokens and dollars of every provider call as it is recorded (the
+   * case's budget counts calls of all its branches as they happen).
+   */
+  constructor(
+    private readonly prices: Prices = {},
+    private readonly onSpend?: (tokens: number, costUsd: number) => void,
+  ) {}
 
   record(r: CallRecord): void {
-    const a = (this.byAgent[r.agent] ??= { calls: 0, promptTokens: 0, completionTokens: 0, costUsd: 0, latencyMs: 0, failures: 0, cacheHits: 0, promptChars: 0 });
+    const a = (this.byAgent[r.agent] ??= emptyAgent());
     if (r.cacheHit) {
       a.cacheHits! += 1;
       this.cacheHits++;
@@ -41,6 +68,8 @@ export class UsageMeter {
     a.calls += 1;
     a.latencyMs! += r.latencyMs;
     a.promptChars! += r.promptChars ?? 0;
+    a.imageBytes! += r.imageBytes ?? 0;
+    this.imageBytes += r.imageBytes ?? 0;
     if (r.failed) a.failures! += 1;
     if (r.kind === "search") {
       this.searchCalls++;
@@ -49,16 +78,17 @@ export class UsageMeter {
     this.llmCalls++;
     const pt = r.promptTokens ?? 0;
     const ct = r.completionTokens ?? 0;
+    const cached = Math.min(r.cachedPromptTokens ?? 0, pt);
     a.promptTokens! += pt;
     a.completionTokens! += ct;
+    a.cachedPromptTokens! += cached;
     this.promptTokens += pt;
     this.completionTokens += ct;
-    const price = r.model ? this.prices[r.model] : undefined;
-    if (price) {
-      const cost = (pt * price.input + ct * price.output) / 1_000_000;
-      a.costUsd! += cost;
-      this.costUsd += cost;
-    }
+    this.cachedPromptTokens += cached;
+    const cost = callCostUsd(r.model ? this.prices[r.model] : undefined, pt, cached, ct);
+    a.costUsd! += cost;
+    this.costUsd += cost;
+    this.onSpend?.(pt + ct, cost);
   }
 
   /** Depth of the longest chain of dependent calls seen so far (see CallChain). */
@@ -69,7 +99,7 @@ export class UsageMeter {
   /** Fold in a snapshot made by another meter (a resumed branch, a sub-run). */
   absorb(u: Usage): void {
     for (const [agent, t] of Object.entries(u.byAgent)) {
-      const a = (this.byAgent[agent] ??= { calls: 0, promptTokens: 0, completionTokens: 0, costUsd: 0, latencyMs: 0, failures: 0, cacheHits: 0, promptChars: 0 });
+      const a = (this.byAgent[agent] ??= emptyAgent());
       a.calls += t.calls;
       a.promptTokens! += t.promptTokens ?? 0;
       a.completionTokens! += t.completionTokens ?? 0;
@@ -78,11 +108,15 @@ export class UsageMeter {
       a.failures! += t.failures ?? 0;
       a.cacheHits! += t.cacheHits ?? 0;
       a.promptChars! += (t as AgentTotals).promptChars ?? 0;
+      a.cachedPromptTokens! += t.cachedPromptTokens ?? 0;
+      a.imageBytes! += t.imageBytes ?? 0;
     }
     this.llmCalls += u.llmCalls;
     this.searchCalls += u.searchCalls;
     this.promptTokens += u.promptTokens;
     this.completionTokens += u.completionTokens;
+    this.cachedPromptTokens += u.cachedPromptTokens ?? 0;
+    this.imageBytes += u.imageBytes ?? 0;
     this.costUsd += u.costUsd;
     this.cacheHits += u.cacheHits ?? 0;
     this.observeChain(u.criticalPathCalls ?? 0);
@@ -99,6 +133,8 @@ export class UsageMeter {
       byAgent: structuredClone(this.byAgent),
       cacheHits: this.cacheHits,
       criticalPathCalls: this.longestChain,
+      cachedPromptTokens: this.cachedPromptTokens,
+      imageBytes: this.imageBytes,
     };
   }
 }

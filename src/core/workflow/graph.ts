@@ -2,6 +2,7 @@ import { END, START, Send, StateGraph } from "@langchain/langgraph";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { PipelineState, type PipelineStateValue, type RefineTask, type RolloutTask } from "./state.js";
 import type { WorkflowDeps } from "./run-context.js";
+import { spendOf } from "./case-budget.js";
 import { rolloutNode } from "./nodes/rollout.js";
 import { buildEvidenceNode } from "./nodes/build-evidence.js";
 import { planRefinementNode } from "./nodes/plan-refinement.js";
@@ -42,6 +43,7 @@ export function routePlan(state: PipelineStateValue): Send[] | "select-path" {
         multiplicity: planned.rolloutIndices.length,
         evidence: state.evidence!.prompt ?? { graph: state.evidence!.graph },
         startDepth: joinDepth,
+        spentBefore: spendOf([...state.rollouts.map((r) => r.usage), state.evidence!.usage]),
       } satisfies RefineTask),
   );
 }

@@ -14,10 +14,14 @@ import { RunHooks, type EmitEvent } from "./run-context.js";
 import { ImageVault } from "../intake/image-vault.js";
 import { AdaptiveRounds } from "./adaptive-rounds.js";
 import type { PipelineOptions } from "./state.js";
+import { CaseSpending, assertBudgetPriced } from "./case-budget.js";
 
 export type PipelineOverrides = Partial<Omit<PipelineOptions, "ablations">> & { ablations?: Partial<PipelineOptions["ablations"]> };
 
+/** A case's options: the request's (or flag's) overrides over config. A cost budget without prices is INVALID_INPUT. */
 export function pipelineOptions(config: Config, o: PipelineOverrides = {}): PipelineOptions {
+  const budget = o.budget ?? config.pipeline.caseBudget;
+  assertBudgetPriced(config, budget);
   return {
     k: o.k ?? config.pipeline.k,
     maxRepairs: o.maxRepairs ?? config.pipeline.maxRepairs,
@@ -29,6 +33,7 @@ export function pipelineOptions(config: Config, o: PipelineOverrides = {}): Pipe
     select: o.select ?? "cu",
     seed: o.seed ?? 1,
     ablations: { noExpansion: false, noHd: false, noTextDoctor: false, noImageDoctor: false, noWebSearch: false, ...o.ablations },
+    budget,
   };
 }
 
@@ -68,6 +73,7 @@ export class Pipeline {
   readonly hooks = new RunHooks();
   readonly images = new ImageVault();
   readonly rounds = new AdaptiveRounds();
+  readonly spending = new CaseSpending();
   readonly limiter: FairLimiter;
   readonly llm: LlmClient;
   readonly prompts: PromptLibrary;
@@ -84,7 +90,7 @@ export class Pipeline {
     this.prompts = deps.prompts ?? new PromptLibrary();
     this.search = deps.search ?? createSearchProvider(config);
     this.workflow = buildWorkflow(
-      { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: config.llm.prices, hooks: this.hooks, images: this.images, rounds: this.rounds, version: VERSION },
+      { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: config.llm.prices, hooks: this.hooks, images: this.images, rounds: this.rounds, spending: this.spending, version: VERSION },
       deps.checkpointer,
     );
   }
@@ -96,6 +102,7 @@ export class Pipeline {
     const cacheScope = this.#cacheScope ? ((await this.#cacheScope(threadId).catch(() => null)) ?? `case:${threadId}`) : undefined;
     this.hooks.set(threadId, { emit: run.emit ?? (() => undefined), cacheScope });
     this.rounds.open(threadId, { resumed: run.resume === true });
+    this.spending.open(threadId);
     try {
       const held = this.images.hold(c);
       const input = run.resume ? null : { caseInput: held, options, startedAt: new Date().toISOString() };
@@ -116,6 +123,7 @@ export class Pipeline {
     } finally {
       this.hooks.delete(threadId);
       this.rounds.close(threadId);
+      this.spending.close(threadId);
       this.images.release(threadId);
     }
   }

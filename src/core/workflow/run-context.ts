@@ -7,6 +7,7 @@ import type { AgentDeps } from "../agents/agent-context.js";
 import type { PromptLibrary } from "../llm/prompt-template.js";
 import type { ImageVault } from "../intake/image-vault.js";
 import type { AdaptiveRounds } from "./adaptive-rounds.js";
+import type { CaseSpending } from "./case-budget.js";
 
 /** A pipeline event, as streamed to SSE subscribers and stored in the case history. */
 export type PipelineEventType = "rollout" | "evidence" | "hd-verdict" | "repair" | "path-scored" | "scores" | "final" | "branch-failed";
@@ -45,14 +46,22 @@ export interface WorkflowDeps {
   images: ImageVault;
   /** Coordination of the adaptive rounds of running cases (in memory, like hooks). */
   rounds: AdaptiveRounds;
+  /** What each running case's refine branches have spent so far (for its budget). */
+  spending: CaseSpending;
   version: string;
 }
 
 /** A fresh meter and call chain for one node run; the node returns the meter's snapshot. */
-export function nodeCallContext(deps: WorkflowDeps, config: RunnableConfig, caseId: string, startDepth: number): CallContext & { meter: UsageMeter } {
+export function nodeCallContext(
+  deps: WorkflowDeps,
+  config: RunnableConfig,
+  caseId: string,
+  startDepth: number,
+  opts: { countSpending?: boolean } = {},
+): CallContext & { meter: UsageMeter } {
   // Every task of a superstep (k rollouts, m refinements) listens on this one run signal
   // for as long as it runs: more than ten at once is by design, not a leak (docs/architecture.md#known-pitfalls).
   if (config.signal) setMaxListeners(0, config.signal);
-  const meter = new UsageMeter(deps.prices);
+  const meter = new UsageMeter(deps.prices, opts.countSpending ? (tokens, costUsd) => deps.spending.add(caseId, tokens, costUsd) : undefined);
   return { caseKey: caseId, meter, chain: new CallChain(meter, startDepth), signal: config.signal, cacheScope: deps.hooks.cacheScope(config) };
 }

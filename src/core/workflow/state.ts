@@ -3,6 +3,7 @@ import type { CaseInState } from "../intake/image-vault.js";
 import type { BranchFailure, DiagnosisResult, HdReport, CuScores, Usage } from "../contracts/diagnosis-result.js";
 import type { PathOutput } from "../contracts/reasoning-path.js";
 import type { SerializedEvidenceGraph } from "../evidence/evidence-graph.js";
+import type { CaseBudget, Spend } from "./case-budget.js";
 
 /** Options a case runs with (config defaults, overridden per request / per eval run). */
 export interface PipelineOptions {
@@ -18,6 +19,8 @@ export interface PipelineOptions {
   select: "cu" | "random" | "majority";
   seed: number;
   ablations: { noExpansion: boolean; noHd: boolean; noTextDoctor: boolean; noImageDoctor: boolean; noWebSearch: boolean };
+  /** Per-case budget; absent in checkpoints written before budgets existed. */
+  budget?: CaseBudget;
 }
 
 export interface RolloutRecord {
@@ -77,6 +80,8 @@ export interface RefinedPath {
   error?: { code: string; message: string };
   usage: Usage;
   depth: number;
+  /** The case's budget was reached before this path's next repair: it was skipped. */
+  budgetExhausted?: true;
 }
 
 const append = <T>() =>
@@ -122,4 +127,6 @@ export interface RefineTask {
   /** The rendered evidence (normal case), or the graph itself for an old checkpoint's evidence. */
   evidence: EvidencePrompt | { graph: SerializedEvidenceGraph };
   startDepth: number;
+  /** What the case spent before refinement (rollouts and evidence), from the state. */
+  spentBefore?: Spend;
 }

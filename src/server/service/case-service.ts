@@ -7,6 +7,7 @@ import type { ClinicalCase, PreparedCase } from "../../core/contracts/clinical-c
 import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
 import { MedmmvError, describeError, isMedmmvError } from "../../core/contracts/errors.js";
 import { pipelineOptions, type Pipeline } from "../../core/workflow/pipeline.js";
+import { caseBudgetFor } from "../../core/workflow/case-budget.js";
 import type { PipelineOptions } from "../../core/workflow/state.js";
 import {
   TERMINAL_STATUSES,
@@ -27,6 +28,9 @@ export interface CaseOverrides {
   k?: number;
   maxRepairs?: number;
   adaptive?: boolean;
+  /** The case's budget; each limit defaults to the server's (MEDMMV_CASE_MAX_*). */
+  maxTokens?: number;
+  maxCostUsd?: number;
 }
 
 export interface SubmitRequest {
@@ -197,7 +201,8 @@ export class CaseService {
       const prior = await this.#store.findByIdempotencyKey(req.owner, key);
       if (prior) return this.#replay(prior, hash);
     }
-    const options = pipelineOptions(this.#config, overrides);
+    const { maxTokens, maxCostUsd, ...others } = overrides;
+    const options = pipelineOptions(this.#config, { ...others, budget: caseBudgetFor(this.#config, { maxTokens, maxCostUsd }) });
     for (const img of prepared.images) await this.#store.putImage(img);
     let record: CaseRecord;
     try {

@@ -49,7 +49,8 @@ describe("--stage-judge puts CoT and MedMMV on ClinHallu's scale", () => {
     const clinical = clinicalScenario({});
     const withEvidence: boolean[] = [];
     const judge = (req: ScriptedRequest) => {
-      withEvidence.push(/The evidence graph the method built for its answer:\nEvidence graph: \d+ active nodes/.test(req.text));
+      // The graph's count line closes its rendering (render-for-prompt.ts).
+      withEvidence.push(/The evidence graph the method built for its answer:\n\[[\s\S]*\nEvidence graph: \d+ active nodes/.test(req.text));
       return (base.agents["stage-judge"] as (r: ScriptedRequest) => unknown)(req);
     };
     servers.model.setScenario({ ...clinical, agents: { ...clinical.agents, "stage-judge": judge, "answer-judge": base.agents["answer-judge"]! } });

@@ -11,6 +11,7 @@ import type { HdReport } from "../../contracts/diagnosis-result.js";
 import { nodeCallContext, type WorkflowDeps } from "../run-context.js";
 import { casePathway, withContextConflict } from "../../pathways/path-conflict.js";
 import type { EvidencePrompt, PipelineStateUpdate, RefineTask } from "../state.js";
+import { budgetReached } from "../case-budget.js";
 
 /** The rendered evidence, or (a task from an older checkpoint) render it from the graph. */
 function evidencePrompt(task: RefineTask): EvidencePrompt {
@@ -33,7 +34,14 @@ export function refinePathNode(deps: WorkflowDeps) {
     const started = Date.now();
     const c = deps.images.hydrate(task.caseInput);
     const opts = task.options;
-    const ctx = nodeCallContext(deps, config, c.id, task.startDepth);
+    const ctx = nodeCallContext(deps, config, c.id, task.startDepth, { countSpending: true });
+    // Before each repair: what the case spent before refinement, plus all its refine branches so far.
+    const overBudget = () => {
+      const live = deps.spending.get(c.id);
+      const before = task.spentBefore ?? { tokens: 0, costUsd: 0 };
+      return budgetReached(opts.budget, { tokens: before.tokens + live.tokens, costUsd: before.costUsd + live.costUsd });
+    };
+    let budgetExhausted = false;
     const emit = deps.hooks.emitter(config);
     const { text: evidenceText, activeNodeIds } = evidencePrompt(task);
     const active = new Set(activeNodeIds);
@@ -58,6 +66,10 @@ export function refinePathNode(deps: WorkflowDeps) {
             verdicts: countVerdicts(report),
           });
           if (!report.hallucinationDetected || repairs >= opts.maxRepairs) break;
+          if (overBudget()) {
+            budgetExhausted = true;
+            break;
+          }
           path = await runAutoRepair(deps.agents, ctx, c, { path, report, evidenceText });
           repairs++;
           emit("repair", { pathId, repair: repairs, answer: path.answer.option ?? path.answer.text.slice(0, 80) });
@@ -84,6 +96,7 @@ export function refinePathNode(deps: WorkflowDeps) {
             evidenceIds,
             usage: ctx.meter.snapshot(Date.now() - started),
             depth: ctx.chain.depth,
+            ...(budgetExhausted ? { budgetExhausted: true as const } : {}),
           },
         ],
       };

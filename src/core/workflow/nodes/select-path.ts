@@ -5,7 +5,7 @@ import { answerSupport, selectBest } from "../../scoring/cu.js";
 import { stabilityReport } from "../../scoring/stability.js";
 import { UsageMeter } from "../../llm/usage.js";
 import type { WorkflowDeps } from "../run-context.js";
-import type { PipelineStateUpdate, PipelineStateValue, RefinedPath } from "../state.js";
+import type { PipelineOptions, PipelineStateUpdate, PipelineStateValue, RefinedPath } from "../state.js";
 import { answerKey } from "./plan-refinement.js";
 import { toResultPath } from "./refine-path.js";
 import { scanForInjection } from "../../agents/untrusted-content.js";
@@ -142,6 +142,7 @@ export function selectPathNode(deps: WorkflowDeps) {
           select: opts.select,
           ablations: opts.ablations,
           rolloutsSampled: rollouts.length,
+          ...(opts.budget && (opts.budget.maxTokens !== null || opts.budget.maxCostUsd !== null) ? { budget: opts.budget } : {}),
           ...(c.pathway ? { pathway: typeof c.pathway === "string" ? c.pathway : c.pathway.id } : {}),
         },
         search: evidence ? { provider: evidence.search.provider, enabled: evidence.search.enabled, ...(evidence.search.note ? { note: evidence.search.note } : {}) } : undefined,
@@ -156,8 +157,16 @@ export function selectPathNode(deps: WorkflowDeps) {
         version: deps.version,
       },
       ...(error ? { error } : {}),
+      ...budgetNote(opts, refined),
       disclaimer: DISCLAIMER,
     };
     return { result: DiagnosisResult.parse(result) };
   };
+}
+
+/** Where the case's budget cut repairs short: the budget and the paths whose remaining repairs were skipped. */
+function budgetNote(opts: PipelineOptions, refined: RefinedPath[]): Pick<DiagnosisResult, "budgetExhausted"> {
+  const cut = refined.filter((r) => r.budgetExhausted).map((r) => r.pathId);
+  if (cut.length === 0 || !opts.budget) return {};
+  return { budgetExhausted: { maxTokens: opts.budget.maxTokens, maxCostUsd: opts.budget.maxCostUsd, pathsWithRepairsSkipped: cut } };
 }

@@ -13,6 +13,8 @@ import type { RouteDeps } from "./route-deps.js";
 const DiagnoseQuery = z.object({
   k: z.coerce.number().int().min(1).max(32).optional().describe("Rollouts per case (default MEDMMV_K)"),
   maxRepairs: z.coerce.number().int().min(0).max(10).optional().describe("Repair budget per path (default MEDMMV_MAX_REPAIRS)"),
+  maxTokens: z.coerce.number().int().min(1).optional().describe("Token budget of the case (prompt + completion; default MEDMMV_CASE_MAX_TOKENS): once spent, remaining repairs are skipped and the result says budgetExhausted"),
+  maxCostUsd: z.coerce.number().positive().optional().describe("Cost budget of the case in USD at the configured prices (default MEDMMV_CASE_MAX_COST_USD); like maxTokens"),
   adaptive: z
     .enum(["true", "false"], { error: 'adaptive must be "true" or "false"' })
     .transform((v) => v === "true")

@@ -178,14 +178,16 @@ export function renderUsage(r: Result): HTMLElement {
       ["LLM calls", u.llmCalls],
       ["search calls", u.searchCalls],
       ["tokens (prompt / completion)", `${u.promptTokens} / ${u.completionTokens}`],
+      ["prompt tokens from the provider's cache", u.cachedPromptTokens ?? 0],
       ["cost (USD)", fmt(u.costUsd, 4)],
+      ...(r.budgetExhausted ? [["budget exhausted", `remaining repairs skipped on ${r.budgetExhausted.pathsWithRepairsSkipped.join(", ")}`] as [string, string]] : []),
       ["wall time", `${fmt(u.wallMs / 1000, 2)} s`],
       ["critical path calls", u.criticalPathCalls ?? "\u2014"],
       ["cache hits", u.cacheHits ?? 0],
     ]),
     h("h3", null, "By agent"),
     table(
-      ["agent", ["calls", "num"], ["prompt tok.", "num"], ["completion tok.", "num"], ["cost", "num"], ["time (ms)", "num"], ["failures", "num"]],
+      ["agent", ["calls", "num"], ["prompt tok.", "num"], ["cached tok.", "num"], ["completion tok.", "num"], ["cost", "num"], ["time (ms)", "num"], ["failures", "num"]],
       Object.entries(u.byAgent).map(([agent, a]) =>
         h(
           "tr",
@@ -193,6 +195,7 @@ export function renderUsage(r: Result): HTMLElement {
           h("td", null, agent),
           h("td", { class: "num" }, a.calls),
           h("td", { class: "num" }, a.promptTokens ?? "\u2014"),
+          h("td", { class: "num" }, a.cachedPromptTokens ?? 0),
           h("td", { class: "num" }, a.completionTokens ?? "\u2014"),
           h("td", { class: "num" }, fmt(a.costUsd, 4)),
           h("td", { class: "num" }, fmt(a.latencyMs, 0)),
