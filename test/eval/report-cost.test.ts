@@ -13,7 +13,7 @@ describe("cost in the eval report", () => {
 
   it("a run's summary gives the cost per correct answer", () => {
     // $0.80 over 3 correct answers.
-    expect(summaryMarkdown(a)).toMatch(/\| cost per correct answer \(USD\)\s*\|\s*0\.2667\s*\|/);
+    expect(summaryMarkdown(a)).toMatch(/\| cost per correct answer \(USD\)\s*\|\s*\|\s*0\.2667\b/);
   });
 
   it("side by side: cost per item, per correct answer, and each run's cost over CoT's on the same items", () => {
