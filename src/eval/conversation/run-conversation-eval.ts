@@ -9,6 +9,7 @@ import type { Config } from "../../core/config.js";
 import { answerTurn, turnEvidence, type PriorTurn, type TurnEvidence } from "../../core/conversation/answer-turn.js";
 import { describeError, MedmmvError } from "../../core/contracts/errors.js";
 import { Pipeline, pipelineOptions, type PipelineOverrides } from "../../core/workflow/pipeline.js";
+import { cacheScopeFor, runScopedCache } from "../run-cache.js";
 import type { ResponseCache } from "../../core/llm/model-client.js";
 import { CallChain, UsageMeter } from "../../core/llm/usage.js";
 import { openSearchProvider } from "../../core/search/create-search-provider.js";
@@ -135,8 +136,19 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
   // The pathways the records walk decide what each answer is labelled and what conflicts: a resume may not change them.
   const pathways = Object.fromEntries(items.flatMap((x) => ("error" in x ? [] : [[x.pathway.id, "sha256:" + createHash("sha256").update(canonicalJson(x.pathway)).digest("hex")]])).sort(([a], [b]) => (a! < b! ? -1 : 1)));
   const popts = pipelineOptions(config, o.pipeline);
-  const pipeline = new Pipeline(config, { cache: deps.cache ?? null, search: await openSearchProvider(config), ...(o.hypothesisWarning === false ? { prompts: referencePromptLibrary() } : {}) });
-  const agents: AgentDeps = { llm: pipeline.llm, prompts: pipeline.prompts, search: pipeline.search };
+  // One pipeline per run, each seeing the response cache through its run's namespace (run-cache.ts):
+  // runs are fresh draws from the model, never each other's replay. They share one limiter.
+  const cacheScope = await cacheScopeFor(dir, { resume: o.resume });
+  const search = await openSearchProvider(config);
+  const promptLibrary = o.hypothesisWarning === false ? { prompts: referencePromptLibrary() } : {};
+  const pipelines = new Map<number, Pipeline>();
+  const pipelineFor = (run: number): Pipeline => {
+    let p = pipelines.get(run);
+    if (!p) pipelines.set(run, (p = new Pipeline(config, { cache: runScopedCache(deps.cache ?? null, cacheScope, run), search, limiter: pipelines.get(0)?.limiter, ...promptLibrary })));
+    return p;
+  };
+  const pipeline = pipelineFor(0);
+  const agentsFor = (run: number): AgentDeps => ({ llm: pipelineFor(run).llm, prompts: pipeline.prompts, search });
   const prompts = method === "medmmv" ? ["system", "rollout", "hd-supervisor", "auto-repair", "coherence-judge", "turn-answer", "pathway-judge"] : ["system", "turn-answer", "pathway-judge"];
   const manifest: RunManifest = {
     ...manifestSource({ dataset: o.dataset, input, images: o.images, missingImages: o.missingImages }),
@@ -152,6 +164,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
     models: method === "medmmv" ? pipeline.llm.models() : { executor: pipeline.llm.modelFor("executor") },
     raters: [],
     prompts: pipeline.prompts.hashes(prompts),
+    cacheScope,
     createdAt: new Date().toISOString(),
     version: VERSION,
   };
@@ -196,7 +209,8 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
     };
   };
 
-  const walk = async (c: PreparedCase, x: ConversationItem, order: QuestionOrder, evidence: TurnEvidence | null, meter: UsageMeter): Promise<ConversationOutcome> => {
+  const walk = async (c: PreparedCase, x: ConversationItem, order: QuestionOrder, evidence: TurnEvidence | null, meter: UsageMeter, run: number): Promise<ConversationOutcome> => {
+    const agents = agentsFor(run);
     const planned = orderTurns(x.turns, order, x.pathway, seed, x.item.id);
     const history: PriorTurn[] = [];
     const turns: TurnOutcome[] = [];
@@ -245,7 +259,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
       let saved: Record<string, unknown> | null = null;
       if (before) evidence = turnEvidence(before);
       else if (method === "medmmv") {
-        const out = await pipeline.run(c, { ...popts, seed: popts.seed + run }, { signal });
+        const out = await pipelineFor(run).run(c, { ...popts, seed: popts.seed + run }, { signal });
         meter.absorb(out.result.usage);
         if (out.result.status === "failed") throw new MedmmvError("PIPELINE_FAILED", out.result.error?.message ?? "the pipeline failed");
         evidence = turnEvidence(out.fullEvidenceGraph);
@@ -284,7 +298,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
       let error = setup.error;
       if (!error && setup.c)
         try {
-          outcome = await walk(setup.c, x, order, setup.evidence, meter);
+          outcome = await walk(setup.c, x, order, setup.evidence, meter, run);
         } catch (err) {
           error = describeError(err);
         }

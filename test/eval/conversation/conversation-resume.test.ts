@@ -139,4 +139,16 @@ describe("conversation evals resume, repeat and run in parallel like the item ru
     await expect(runConversationEval(opts({ runs: 0 }), { config: servers.config() })).rejects.toMatchObject({ code: "INVALID_INPUT", message: "--runs must be an integer ≥ 1" });
     await expect(runConversationEval(opts({ concurrency: 1.5 }), { config: servers.config() })).rejects.toMatchObject({ code: "INVALID_INPUT", message: "--concurrency must be an integer ≥ 1" });
   });
+
+  it("with a response cache, --runs 2 makes two fresh draws: run 1 is never run 0's replay, and a second eval of the same items is fresh too", async () => {
+    const stored = new Map<string, Record<string, unknown>>();
+    const cache = { get: async (k: string) => stored.get(k) ?? null, put: async (k: string, v: Record<string, unknown>) => void stored.set(k, v) };
+    servers.model.reset();
+    await runConversationEval(opts({ concurrency: 2, runs: 1 }), { config: servers.config({ MEDMMV_CACHE: "all" }), cache });
+    const once = servers.model.stats().total;
+    expect(once).toBeGreaterThan(0);
+    servers.model.reset();
+    await runConversationEval(opts({ concurrency: 2, runs: 2 }), { config: servers.config({ MEDMMV_CACHE: "all" }), cache });
+    expect(servers.model.stats().total).toBe(2 * once);
+  });
 });
