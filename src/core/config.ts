@@ -52,7 +52,9 @@ export const EnvSchema = z.object({
   MEDMMV_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60).describe("Requests per minute per API key (per process)."),
   MEDMMV_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(25 * 1024 * 1024).describe("Largest request body."),
   MEDMMV_MAX_IMAGE_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024).describe("Largest image, per image."),
-  MEDMMV_MAX_IMAGE_PIXELS: z.coerce.number().int().min(1).default(40_000_000).describe("Most pixels per image, read from the header before decoding."),
+  MEDMMV_MAX_IMAGE_PIXELS: z.coerce.number().int().min(1).default(40_000_000).describe("Most pixels per image (all frames together), checked by the decoder against every frame header before it allocates."),
+  MEDMMV_MAX_IMAGE_DECODED_BYTES: z.coerce.number().int().min(1024).default(100_000_000).describe("Most bytes the decoded pixels of one image may take (width × height × frames × channels × bytes per sample); past it the image is refused with 413."),
+  MEDMMV_IMAGE_MODEL_LONG_SIDE: z.coerce.number().int().min(0).max(16_384).default(1536).describe("Long side (pixels) images are resized to, keeping aspect, before they are sent to a model; the original stays in the store and the audit view. 0 sends originals."),
   MEDMMV_VIEW_LINK_SECRET: z.string().optional().describe("Secret that signs audit-view links; set it so links survive restarts and work on every worker (unset: a random one per process)."),
   MEDMMV_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info").describe("Log level of the JSON logs (which never contain case content)."),
   PORT: z.coerce.number().int().min(0).max(65535).default(8787).describe("HTTP listen port."),
@@ -107,10 +109,12 @@ export interface Config {
     maxBodyBytes: number;
     maxImageBytes: number;
     maxImagePixels: number;
+    maxImageDecodedBytes: number;
     viewLinkSecret: string | null;
   };
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   cds: { publicUrl: string | null; fhirServers: string[]; jwks: string | null; issuers: string[]; corsOrigins: string[] };
+  images: { modelLongSide: number };
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -176,6 +180,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxBodyBytes: e.MEDMMV_MAX_BODY_BYTES,
       maxImageBytes: e.MEDMMV_MAX_IMAGE_BYTES,
       maxImagePixels: e.MEDMMV_MAX_IMAGE_PIXELS,
+      maxImageDecodedBytes: e.MEDMMV_MAX_IMAGE_DECODED_BYTES,
       viewLinkSecret: e.MEDMMV_VIEW_LINK_SECRET ?? null,
     },
     logLevel: e.MEDMMV_LOG_LEVEL,
@@ -186,6 +191,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       issuers: csvList(e.MEDMMV_CDS_ISSUERS),
       corsOrigins: csvList(e.MEDMMV_CORS_ORIGINS),
     },
+    images: { modelLongSide: e.MEDMMV_IMAGE_MODEL_LONG_SIDE },
   };
 }
 

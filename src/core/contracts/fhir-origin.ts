@@ -16,6 +16,8 @@ export const FhirOrigin = z.object({
   referenceDate: z.string(),
   resources: z.number().int(),
   ignoredResources: z.array(IgnoredResource),
+  /** FHIRPath of the attachment each image came from, by image id: image refusals name it. */
+  imagePaths: z.record(z.string(), z.string()).optional(),
 });
 export type FhirOrigin = z.infer<typeof FhirOrigin>;
 

@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import { MedmmvError } from "../contracts/errors.js";
 import type { ClinicalCase, PreparedCase } from "../contracts/clinical-case.js";
 import { loadPathway } from "../pathways/load-pathway.js";
+import { fhirOrigin } from "../contracts/fhir-origin.js";
+import { fhirError, type FhirIssueType, type RefusalCode } from "./fhir/fhir-error.js";
 import { prepareImage, type PrepareImageOptions } from "./images.js";
 
 /**
@@ -22,9 +24,19 @@ export async function prepareCase(c: ClinicalCase, opts: PrepareImageOptions): P
     }
     seen.add(img.id);
   }
-  const loaded = await Promise.all(images.map((img) => prepareImage(img, opts)));
+  const imagePaths = fhirOrigin(rest)?.imagePaths ?? {};
+  const loaded = await Promise.all(images.map((img) => prepareImage(img, opts).catch((e: unknown) => Promise.reject(atFhirElement(e, imagePaths[img.id])))));
   // Checked here, so an unknown pathway id is a 400 before any model call; an id stays an
   // id (the stored case and every checkpoint carry the name, not a copy of the file).
   if (rest.pathway !== undefined) loadPathway(rest.pathway);
   return { ...rest, id: id ?? `case-${randomUUID()}`, images: loaded };
+}
+
+const FHIR_CODE: Partial<Record<RefusalCode, FhirIssueType>> = { INVALID_INPUT: "value", PAYLOAD_TOO_LARGE: "too-costly", UNSUPPORTED_MEDIA: "not-supported" };
+
+/** An image of a FHIR case refused by the decoder names the attachment it came from. */
+function atFhirElement(e: unknown, path: string | undefined): unknown {
+  if (path === undefined || !(e instanceof MedmmvError)) return e;
+  const fhirCode = FHIR_CODE[e.code as RefusalCode];
+  return fhirCode ? fhirError(e.code as RefusalCode, [{ path, message: e.message, fhirCode }]) : e;
 }

@@ -58,7 +58,7 @@ export interface PipelineDeps {
 export class Pipeline {
   readonly workflow: Workflow;
   readonly hooks = new RunHooks();
-  readonly images = new ImageVault();
+  readonly images: ImageVault;
   readonly rounds = new AdaptiveRounds();
   readonly limiter: FairLimiter;
   readonly llm: LlmClient;
@@ -69,6 +69,7 @@ export class Pipeline {
     readonly config: Config,
     deps: PipelineDeps = {},
   ) {
+    this.images = new ImageVault({ modelLongSide: config.images.modelLongSide, maxPixels: config.http.maxImagePixels });
     this.limiter = deps.limiter ?? new FairLimiter(config.llm.maxConcurrency);
     this.llm = new LlmClient(config.llm, this.limiter, deps.cache ?? null, { chatModels: deps.chatModels, callbacks: deps.callbacks });
     this.prompts = new PromptLibrary();
@@ -85,7 +86,7 @@ export class Pipeline {
     this.hooks.set(threadId, { emit: run.emit ?? (() => undefined) });
     this.rounds.open(threadId, { resumed: run.resume === true });
     try {
-      const held = this.images.hold(c);
+      const held = await this.images.hold(c);
       const input = run.resume ? null : { caseInput: held, options, startedAt: new Date().toISOString() };
       // A resumed thread whose checkpoint is gone (or never written) starts over.
       let useInput = input;

@@ -1,5 +1,5 @@
 import { MedmmvError } from "../../contracts/errors.js";
-import { decodeBase64, readImageDimensions, sniffImageMime } from "../images.js";
+import { decodeBase64, sniffImageMime } from "../images.js";
 import { MAX_PATIENT_AGE, type ClinicalCase, type ImageInput } from "../../contracts/clinical-case.js";
 import { BundleIndex, type IndexedEntry } from "./bundle-index.js";
 import type { FhirOrigin, IgnoredResource } from "../../contracts/fhir-origin.js";
@@ -179,12 +179,13 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): Clinical
     }
   };
 
+  const imagePaths: Record<string, string> = {};
   const addImage = (id: string, bytes: Buffer, at: string, caption: string) => {
     const mime = sniffImageMime(bytes);
     if (!mime) throw fhirError("UNSUPPORTED_MEDIA", [{ path: at, message: "is not an image: accepted formats are JPEG, PNG, GIF and WebP (read from the bytes, not contentType)", fhirCode: "not-supported" }]);
-    if (!readImageDimensions(bytes, mime)) throw fhirError("INVALID_INPUT", [{ path: at, message: `the ${mime} header is truncated or corrupt; re-export the image`, fhirCode: "value" }]);
     if (images.length >= MAX_IMAGES) throw fhirError("PAYLOAD_TOO_LARGE", [{ path: at, message: `more than ${MAX_IMAGES} images in the bundle; send the ${MAX_IMAGES} most relevant`, fhirCode: "too-costly" }]);
     images.push({ id, data: bytes.toString("base64"), caption: caption.slice(0, 2000) });
+    imagePaths[id] = at; // image intake (the decoder) names this element when it refuses the picture
   };
 
   const contextFor = (e: IndexedEntry): RenderContext => {
@@ -259,6 +260,7 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): Clinical
         referenceDate,
         resources: index.entries.length,
         ignoredResources: ignored,
+        ...(images.length ? { imagePaths } : {}),
       } satisfies FhirOrigin,
     },
   };
