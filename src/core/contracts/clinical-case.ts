@@ -64,6 +64,23 @@ export const ClinicalCase = z
   .strict();
 export type ClinicalCase = z.infer<typeof ClinicalCase>;
 
+/**
+ * Where a rendering of a DICOM object came from: shown in the audit view beside the picture,
+ * never put in a prompt (UIDs identify a study as surely as a name).
+ */
+export interface DicomProvenance {
+  sopInstanceUid: string;
+  seriesInstanceUid?: string;
+  studyInstanceUid?: string;
+  modality?: string;
+  transferSyntaxUid: string;
+  /** 1-based frame number rendered, of `frames`. */
+  frame: number;
+  frames: number;
+  /** The VOI window applied (after the modality LUT), and which rule chose it; absent for colour. */
+  window?: { center: number; width: number; source: string };
+}
+
 /** An image after loading: bytes checked, MIME from magic bytes. */
 export interface LoadedImage {
   id: string;
@@ -73,6 +90,8 @@ export interface LoadedImage {
   sha256: string;
   width?: number;
   height?: number;
+  /** Present when this picture is a rendered frame of a DICOM object. */
+  dicom?: DicomProvenance;
 }
 
 /** A case ready for the pipeline: images resolved to bytes. */

@@ -4,6 +4,7 @@ import path from "node:path";
 import { MedmmvError } from "../contracts/errors.js";
 import type { ImageInput, LoadedImage } from "../contracts/clinical-case.js";
 import { decodeImage } from "./image-decoder.js";
+import { isDicomPart10, renderDicom } from "./dicom/render-dicom.js";
 
 export type ImageMime = LoadedImage["mimeType"];
 
@@ -12,13 +13,15 @@ export interface PrepareImageOptions {
   maxPixels: number;
   /** Most bytes the decoded pixels of one image may take (all frames); default DEFAULT_MAX_DECODED_BYTES. */
   maxDecodedBytes?: number;
+  /** Frames rendered per multi-frame DICOM object; default DEFAULT_DICOM_FRAMES. */
+  maxDicomFrames?: number;
   /** Folder that relative `path`s are resolved against (the case file's folder for the CLI). */
   baseDir?: string;
   /** `path` is only for trusted local callers (CLI, eval); the HTTP API never sets this. */
   allowPath: boolean;
 }
 
-const ACCEPTED = "JPEG, PNG, GIF or WebP";
+const ACCEPTED = "JPEG, PNG, GIF, WebP or DICOM Part 10";
 
 /** The real format, from magic bytes only: names and declared types are client claims. */
 export function sniffImageMime(buf: Buffer): ImageMime | null {
@@ -109,6 +112,24 @@ function errnoCode(e: unknown): string {
  * full (libvips, on libuv's threads), so a bomb or a corrupt file is refused at intake.
  */
 export async function prepareImage(input: ImageInput, opts: PrepareImageOptions): Promise<LoadedImage> {
+  const buf = await imageBytes(input, opts);
+  return decodedImage(input, buf, opts);
+}
+
+/**
+ * One input as the pictures it stands for: an image is itself; a DICOM object is its
+ * rendered representative frames (src/core/intake/dicom/render-dicom.ts).
+ */
+export async function prepareImages(input: ImageInput, opts: PrepareImageOptions): Promise<LoadedImage[]> {
+  const buf = await imageBytes(input, opts);
+  if (isDicomPart10(buf)) return renderDicom(input.id, buf, input.caption, { maxPixels: opts.maxPixels, maxFrames: opts.maxDicomFrames ?? DEFAULT_DICOM_FRAMES });
+  return [await decodedImage(input, buf, opts)];
+}
+
+/** Frames of one multi-frame DICOM object sent by default. */
+export const DEFAULT_DICOM_FRAMES = 4;
+
+async function imageBytes(input: ImageInput, opts: PrepareImageOptions): Promise<Buffer> {
   let buf: Buffer;
   if (input.data !== undefined) {
     buf = decodeBase64(input.id, input.data, opts.maxBytes);
@@ -128,13 +149,16 @@ export async function prepareImage(input: ImageInput, opts: PrepareImageOptions)
     throw new MedmmvError("INVALID_INPUT", `image "${input.id}" is empty (0 bytes)`);
   }
   if (buf.length > opts.maxBytes) throw tooManyBytes(input.id, buf.length, opts.maxBytes);
+  return buf;
+}
 
+async function decodedImage(input: ImageInput, buf: Buffer, opts: PrepareImageOptions): Promise<LoadedImage> {
   const mimeType = sniffImageMime(buf);
   if (mimeType === null) {
     throw new MedmmvError(
       "UNSUPPORTED_MEDIA",
       `image "${input.id}" is not a supported format; accepted formats are ${ACCEPTED} (detected from the bytes, not the name or declared type)`,
-      { details: { imageId: input.id, accepted: ["image/jpeg", "image/png", "image/gif", "image/webp"] } },
+      { details: { imageId: input.id, accepted: ["image/jpeg", "image/png", "image/gif", "image/webp", "application/dicom"] } },
     );
   }
   const dims = await decodeImage(input.id, buf, mimeType, opts);

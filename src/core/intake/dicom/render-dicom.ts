@@ -1,0 +1,169 @@
+import { createHash } from "node:crypto";
+import sharp from "sharp";
+import { createRequire } from "node:module";
+import type dcmjsTypes from "dcmjs";
+import imaging from "dcmjs-imaging";
+import { MedmmvError } from "../../contracts/errors.js";
+import type { DicomProvenance, LoadedImage } from "../../contracts/clinical-case.js";
+import { deidentifiedContext } from "./deidentified-context.js";
+import { defaultWindow, objectWindow, representativeFrames, type DicomWindow } from "./windows.js";
+
+const { DicomImage, NativePixelDecoder, WindowLevel } = imaging;
+// The libraries' own logging could print header values (names, ids); it stays silent.
+imaging.log.setLevel("silent");
+// dcmjs-imaging loads dcmjs's CommonJS build: silence that instance, not the ESM one.
+const dcmjs = createRequire(import.meta.url)("dcmjs") as typeof dcmjsTypes;
+dcmjs.log.setLevel("silent");
+for (const logger of Object.values(dcmjs.log.getLoggers())) logger.setLevel("silent");
+
+/** Part 10 files start with a 128-byte preamble, then "DICM". */
+export function isDicomPart10(buf: Buffer): boolean {
+  return buf.length >= 132 && buf.toString("latin1", 128, 132) === "DICM";
+}
+
+/** The transfer syntaxes dcmjs-imaging decodes (its WASM codecs for the compressed ones). */
+const TRANSFER_SYNTAXES: Record<string, string> = {
+  "1.2.840.10008.1.2": "Implicit VR Little Endian",
+  "1.2.840.10008.1.2.1": "Explicit VR Little Endian",
+  "1.2.840.10008.1.2.1.99": "Deflated Explicit VR Little Endian",
+  "1.2.840.10008.1.2.2": "Explicit VR Big Endian",
+  "1.2.840.10008.1.2.5": "RLE Lossless",
+  "1.2.840.10008.1.2.4.50": "JPEG Baseline (Process 1)",
+  "1.2.840.10008.1.2.4.51": "JPEG Extended (Processes 2 & 4)",
+  "1.2.840.10008.1.2.4.57": "JPEG Lossless (Process 14)",
+  "1.2.840.10008.1.2.4.70": "JPEG Lossless (Process 14, SV1)",
+  "1.2.840.10008.1.2.4.80": "JPEG-LS Lossless",
+  "1.2.840.10008.1.2.4.81": "JPEG-LS Near-Lossless",
+  "1.2.840.10008.1.2.4.90": "JPEG 2000 Lossless",
+  "1.2.840.10008.1.2.4.91": "JPEG 2000",
+  "1.2.840.10008.1.2.4.201": "HTJ2K Lossless",
+  "1.2.840.10008.1.2.4.202": "HTJ2K Lossless RPCL",
+  "1.2.840.10008.1.2.4.203": "HTJ2K",
+};
+
+const UNCOMPRESSED = new Set(["1.2.840.10008.1.2", "1.2.840.10008.1.2.1", "1.2.840.10008.1.2.1.99", "1.2.840.10008.1.2.2"]);
+
+function pixelBytes(v: unknown): number {
+  const parts = Array.isArray(v) ? v : [v];
+  return parts.reduce<number>((n, p) => n + (p instanceof ArrayBuffer || ArrayBuffer.isView(p) ? p.byteLength : 0), 0);
+}
+
+/** Most frames of one object anyone could mean to send (a long cine loop is a few thousand). */
+export const MAX_DICOM_FRAMES_DECLARED = 10_000;
+
+export interface DicomLimits {
+  maxPixels: number;
+  /** Frames rendered per object (representative frames beyond it). */
+  maxFrames: number;
+}
+
+let codecs: Promise<void> | null = null;
+/** The WASM codecs load once per process, on first use (about 2 MB, no browser needed). */
+function loadCodecs(): Promise<void> {
+  codecs ??= NativePixelDecoder.initializeAsync({ logNativeDecodersMessages: false });
+  return codecs;
+}
+
+function refuse(code: "INVALID_INPUT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA" | "UNPROCESSABLE", imageId: string, why: string, details?: Record<string, unknown>): MedmmvError {
+  return new MedmmvError(code, `image "${imageId}" (DICOM): ${why}`, { details: { imageId, ...details } });
+}
+
+function text(v: unknown): string | undefined {
+  const first = Array.isArray(v) ? v[0] : v;
+  return typeof first === "string" && first.length ? first : undefined;
+}
+
+function int(v: unknown): number | undefined {
+  const first = Array.isArray(v) ? v[0] : v;
+  const n = typeof first === "string" ? Number(first) : first;
+  return typeof n === "number" && Number.isInteger(n) ? n : undefined;
+}
+
+/**
+ * A DICOM Part 10 object as pictures for the model: representative frames, each windowed by
+ * the rule in docs/imaging.md and encoded as PNG, with its provenance (UIDs, frame, window)
+ * beside it and only de-identified context in its caption. The header is checked against
+ * the limits before any pixel is decoded.
+ */
+export async function renderDicom(imageId: string, buf: Buffer, caption: string | undefined, limits: DicomLimits): Promise<LoadedImage[]> {
+  await loadCodecs();
+  let image: InstanceType<typeof DicomImage>;
+  try {
+    image = new DicomImage(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer);
+  } catch (e) {
+    throw refuse("INVALID_INPUT", imageId, `the file cannot be parsed (${reason(e)}); it is truncated or not DICOM Part 10`);
+  }
+  const elements = image.getElements();
+  const tsUid = image.getTransferSyntaxUid();
+  if (!TRANSFER_SYNTAXES[tsUid]) {
+    throw refuse("UNSUPPORTED_MEDIA", imageId, `transfer syntax ${tsUid} is not supported; send it uncompressed or as RLE, JPEG, JPEG-LS or JPEG 2000`, { transferSyntaxUid: tsUid });
+  }
+  if (elements.PixelData === undefined) throw refuse("INVALID_INPUT", imageId, "the object has no pixel data (a report or structured document, not an image)");
+  if (text(elements.BurnedInAnnotation)?.toUpperCase() === "YES") {
+    throw refuse("UNPROCESSABLE", imageId, "BurnedInAnnotation is YES: the pixels may show the patient's name or ids, which must not reach a model; send a cleaned copy", { burnedInAnnotation: "YES" });
+  }
+  const rows = int(elements.Rows) ?? 0;
+  const columns = int(elements.Columns) ?? 0;
+  const frames = int(elements.NumberOfFrames) ?? 1;
+  if (rows <= 0 || columns <= 0) throw refuse("INVALID_INPUT", imageId, `Rows ${rows} × Columns ${columns} is not an image size`);
+  if (frames < 1 || frames > MAX_DICOM_FRAMES_DECLARED) {
+    throw refuse(frames < 1 ? "INVALID_INPUT" : "PAYLOAD_TOO_LARGE", imageId, `NumberOfFrames ${frames} is outside 1–${MAX_DICOM_FRAMES_DECLARED}`, { frames });
+  }
+  if (rows * columns > limits.maxPixels) {
+    throw refuse("PAYLOAD_TOO_LARGE", imageId, `a frame is ${columns}×${rows} (${rows * columns} pixels); the limit is ${limits.maxPixels} pixels`, { width: columns, height: rows, maxPixels: limits.maxPixels });
+  }
+
+  // Uncompressed pixel data must hold every frame the header claims; a renderer would pad it.
+  if (UNCOMPRESSED.has(tsUid)) {
+    const need = rows * columns * frames * (int(elements.SamplesPerPixel) ?? 1) * Math.ceil((int(elements.BitsAllocated) ?? 16) / 8);
+    const have = pixelBytes(elements.PixelData);
+    if (have < need) throw refuse("INVALID_INPUT", imageId, `the pixel data holds ${have} bytes where Rows × Columns × frames need ${need}; the file is truncated`, { pixelBytes: have, expected: need });
+  }
+
+  const context = deidentifiedContext(elements);
+  const own = objectWindow(elements);
+  const monochrome = /^MONOCHROME[12]$/.test(text(elements.PhotometricInterpretation) ?? "");
+  const chosen = representativeFrames(frames, limits.maxFrames);
+  const out: LoadedImage[] = [];
+  for (const frame of chosen) {
+    const window: DicomWindow | null = monochrome ? (own ?? defaultWindow(text(elements.Modality))) : null;
+    let rendered: ReturnType<InstanceType<typeof DicomImage>["render"]>;
+    try {
+      rendered = image.render({ frame, renderOverlays: false, ...(window ? { windowLevel: new WindowLevel(window.width, window.center) } : {}) });
+    } catch (e) {
+      throw refuse("INVALID_INPUT", imageId, `frame ${frame + 1} cannot be decoded (${reason(e)}); the pixel data is truncated or corrupt`, { frame: frame + 1 });
+    }
+    const used = window ?? (monochrome && rendered.windowLevel ? { center: rendered.windowLevel.getLevel(), width: rendered.windowLevel.getWindow(), source: "frame value range" } : undefined);
+    const png = await sharp(Buffer.from(rendered.pixels), { raw: { width: rendered.width, height: rendered.height, channels: 4 } })
+      .removeAlpha()
+      .png()
+      .toBuffer();
+    const provenance: DicomProvenance = {
+      sopInstanceUid: text(elements.SOPInstanceUID) ?? "(none)",
+      ...(text(elements.SeriesInstanceUID) ? { seriesInstanceUid: text(elements.SeriesInstanceUID)! } : {}),
+      ...(text(elements.StudyInstanceUID) ? { studyInstanceUid: text(elements.StudyInstanceUID)! } : {}),
+      ...(text(elements.Modality) ? { modality: text(elements.Modality)! } : {}),
+      transferSyntaxUid: tsUid,
+      frame: frame + 1,
+      frames,
+      ...(used ? { window: used } : {}),
+    };
+    const describe = [caption, `DICOM${context ? ` ${context}` : ""}`, frames > 1 ? `frame ${frame + 1} of ${frames}` : "", used ? `window C${used.center}/W${used.width} (${used.source})` : ""];
+    out.push({
+      id: chosen.length > 1 ? `${imageId}-frame${frame + 1}` : imageId,
+      mimeType: "image/png",
+      data: png.toString("base64"),
+      sha256: createHash("sha256").update(png).digest("hex"),
+      width: rendered.width,
+      height: rendered.height,
+      caption: describe.filter(Boolean).join("; ").slice(0, 2000),
+      dicom: provenance,
+    });
+  }
+  return out;
+}
+
+/** A library's message, one line, bounded; it names the problem, never a header value. */
+function reason(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).split("\n")[0]!.slice(0, 200);
+}
