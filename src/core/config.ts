@@ -54,6 +54,10 @@ export const EnvSchema = z.object({
   MEDMMV_MAX_IMAGE_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024).describe("Largest image, per image."),
   MEDMMV_MAX_IMAGE_PIXELS: z.coerce.number().int().min(1).default(40_000_000).describe("Most pixels per image (all frames together), checked by the decoder against every frame header before it allocates."),
   MEDMMV_MAX_IMAGE_DECODED_BYTES: z.coerce.number().int().min(1024).default(100_000_000).describe("Most bytes the decoded pixels of one image may take (width × height × frames × channels × bytes per sample); past it the image is refused with 413."),
+  MEDMMV_DICOM_MAX_FRAMES: z.coerce.number().int().min(1).max(16).default(4).describe("Frames rendered per multi-frame DICOM object (evenly spaced, first and last included)."),
+  MEDMMV_DICOMWEB_SERVERS: z.string().optional().describe("DICOMweb base URLs (comma-separated) that `dicomweb` image references and FHIR ImagingStudy endpoints may be fetched from; none by default, and others are never contacted."),
+  MEDMMV_DICOMWEB_MAX_INSTANCES: z.coerce.number().int().min(1).max(16).default(4).describe("Instances fetched from one DICOMweb series (evenly spaced by InstanceNumber)."),
+  MEDMMV_DICOMWEB_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000).describe("Per-attempt timeout of a DICOMweb request (3 attempts on 429, 5xx or network errors)."),
   MEDMMV_IMAGE_MODEL_LONG_SIDE: z.coerce.number().int().min(0).max(16_384).default(1536).describe("Long side (pixels) images are resized to, keeping aspect, before they are sent to a model; the original stays in the store and the audit view. 0 sends originals."),
   MEDMMV_VIEW_LINK_SECRET: z.string().optional().describe("Secret that signs audit-view links; set it so links survive restarts and work on every worker (unset: a random one per process)."),
   MEDMMV_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info").describe("Log level of the JSON logs (which never contain case content)."),
@@ -114,7 +118,7 @@ export interface Config {
   };
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   cds: { publicUrl: string | null; fhirServers: string[]; jwks: string | null; issuers: string[]; corsOrigins: string[] };
-  images: { modelLongSide: number };
+  images: { modelLongSide: number; dicomMaxFrames: number; dicomweb: { servers: string[]; maxInstances: number; timeoutMs: number; attempts: number } };
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -191,7 +195,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       issuers: csvList(e.MEDMMV_CDS_ISSUERS),
       corsOrigins: csvList(e.MEDMMV_CORS_ORIGINS),
     },
-    images: { modelLongSide: e.MEDMMV_IMAGE_MODEL_LONG_SIDE },
+    images: {
+      modelLongSide: e.MEDMMV_IMAGE_MODEL_LONG_SIDE,
+      dicomMaxFrames: e.MEDMMV_DICOM_MAX_FRAMES,
+      dicomweb: { servers: csvList(e.MEDMMV_DICOMWEB_SERVERS).map((u) => u.replace(/\/+$/, "")), maxInstances: e.MEDMMV_DICOMWEB_MAX_INSTANCES, timeoutMs: e.MEDMMV_DICOMWEB_TIMEOUT_MS, attempts: 3 },
+    },
   };
 }
 

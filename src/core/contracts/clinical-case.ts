@@ -1,6 +1,19 @@
 import { z } from "zod";
 import { CasePathwayRef } from "./case-pathway-ref.js";
 
+const DicomUid = z.string().min(1).max(64).regex(/^[0-9]+(\.[0-9]+)*$/, "a DICOM UID is digits and dots");
+
+/** docs/imaging.md#dicomweb: a study (or one series of it) on an allow-listed DICOMweb server. */
+export const DicomwebRef = z
+  .object({
+    server: z.string().url().max(2000).describe("DICOMweb base URL (WADO-RS/QIDO-RS root); must be in MEDMMV_DICOMWEB_SERVERS"),
+    study: DicomUid.describe("StudyInstanceUID"),
+    series: DicomUid.optional().describe("SeriesInstanceUID; default: chosen by the documented rule"),
+    accessToken: z.string().min(1).max(8192).optional().describe("Bearer token for the server; used for this fetch only, never stored or logged"),
+  })
+  .strict();
+export type DicomwebRef = z.infer<typeof DicomwebRef>;
+
 /** docs/architecture.md#data-contracts: the input contract. Only `question` is required. */
 export const ImageInput = z
   .object({
@@ -9,10 +22,11 @@ export const ImageInput = z
     data: z.string().optional().describe("Base64-encoded image bytes"),
     path: z.string().max(4096).optional().describe("File path (CLI case files only)"),
     caption: z.string().max(2000).optional().describe("Caption or figure label"),
+    dicomweb: DicomwebRef.optional().describe("Fetch the pictures from a DICOMweb server instead of sending bytes"),
   })
   .strict()
-  .refine((i) => i.data !== undefined || i.path !== undefined, {
-    message: "each image needs `data` (base64) or `path`",
+  .refine((i) => i.data !== undefined || i.path !== undefined || i.dicomweb !== undefined, {
+    message: "each image needs `data` (base64), `path` or `dicomweb`",
   });
 export type ImageInput = z.infer<typeof ImageInput>;
 

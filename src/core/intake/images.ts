@@ -5,6 +5,7 @@ import { MedmmvError } from "../contracts/errors.js";
 import type { ImageInput, LoadedImage } from "../contracts/clinical-case.js";
 import { decodeImage } from "./image-decoder.js";
 import { isDicomPart10, renderDicom } from "./dicom/render-dicom.js";
+import { fetchDicomweb, type DicomwebOptions } from "./dicom/dicomweb.js";
 
 export type ImageMime = LoadedImage["mimeType"];
 
@@ -15,6 +16,8 @@ export interface PrepareImageOptions {
   maxDecodedBytes?: number;
   /** Frames rendered per multi-frame DICOM object; default DEFAULT_DICOM_FRAMES. */
   maxDicomFrames?: number;
+  /** DICOMweb servers and limits; without it no `dicomweb` image can be fetched. */
+  dicomweb?: Omit<DicomwebOptions, "maxBytes">;
   /** Folder that relative `path`s are resolved against (the case file's folder for the CLI). */
   baseDir?: string;
   /** `path` is only for trusted local callers (CLI, eval); the HTTP API never sets this. */
@@ -121,8 +124,15 @@ export async function prepareImage(input: ImageInput, opts: PrepareImageOptions)
  * rendered representative frames (src/core/intake/dicom/render-dicom.ts).
  */
 export async function prepareImages(input: ImageInput, opts: PrepareImageOptions): Promise<LoadedImage[]> {
+  const dicomLimits = { maxPixels: opts.maxPixels, maxFrames: opts.maxDicomFrames ?? DEFAULT_DICOM_FRAMES };
+  if (input.dicomweb !== undefined && input.data === undefined && input.path === undefined) {
+    const files = await fetchDicomweb(input.id, input.dicomweb, { servers: [], maxInstances: DEFAULT_DICOM_FRAMES, timeoutMs: 20_000, attempts: 3, ...opts.dicomweb, maxBytes: opts.maxBytes });
+    const rendered = [];
+    for (const [k, file] of files.entries()) rendered.push(...(await renderDicom(files.length > 1 ? `${input.id}-${k + 1}` : input.id, file, input.caption, dicomLimits)));
+    return rendered;
+  }
   const buf = await imageBytes(input, opts);
-  if (isDicomPart10(buf)) return renderDicom(input.id, buf, input.caption, { maxPixels: opts.maxPixels, maxFrames: opts.maxDicomFrames ?? DEFAULT_DICOM_FRAMES });
+  if (isDicomPart10(buf)) return renderDicom(input.id, buf, input.caption, dicomLimits);
   return [await decodedImage(input, buf, opts)];
 }
 

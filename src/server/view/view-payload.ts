@@ -12,6 +12,20 @@ export interface ViewImage {
   caption?: string;
   /** data: URI, present only for an accepted image type with well-formed base64. */
   dataUri?: string;
+  /** For a rendered DICOM frame: where it came from and how it was windowed. */
+  dicom?: ViewDicomProvenance;
+}
+
+/** What the audit view shows beside a DICOM rendering (the store's provenance, restated type-only). */
+export interface ViewDicomProvenance {
+  sopInstanceUid: string;
+  seriesInstanceUid?: string;
+  studyInstanceUid?: string;
+  modality?: string;
+  transferSyntaxUid: string;
+  frame: number;
+  frames: number;
+  window?: { center: number; width: number; source: string };
 }
 
 export interface ViewCase {

@@ -7,6 +7,7 @@ import { fhirError, fhirPath, zodToFhirIssues, type FhirIssue } from "./fhir-err
 import { BundleEnvelope, READ_RESOURCES, type ReadType, type ResourceOf } from "./fhir-schemas.js";
 import { GROUPS, RENDERERS, patientFacts, type Group, type NoteLine, type RenderContext } from "./renderers.js";
 import { resourceLinePrefix } from "./resource-lines.js";
+import { imagingStudyImages } from "../dicom/imaging-study.js";
 import type { z } from "zod";
 import type { Attachment } from "./fhir-schemas.js";
 
@@ -228,6 +229,13 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): Clinical
   // A Binary read through an attachment belongs to that resource; only the rest stand alone (as images).
   read.forEach((r, order) => r.type !== "Binary" && render(r, order));
   read.forEach((r, order) => r.type === "Binary" && !consumed.has(r.entry.name) && render(r, order));
+
+  // ImagingStudy with a DICOMweb Endpoint: its pictures are fetched at intake (src/core/intake/dicom).
+  for (const { image, at } of imagingStudyImages(index.entries, (ref) => index.resolve(ref))) {
+    if (images.length >= MAX_IMAGES) throw fhirError("PAYLOAD_TOO_LARGE", [{ path: at, message: `more than ${MAX_IMAGES} images in the bundle; send the ${MAX_IMAGES} most relevant`, fhirCode: "too-costly" }]);
+    images.push(image);
+    imagePaths[image.id] = at;
+  }
 
   const notes = renderNotes(lines);
   if (notes.length > MAX_NOTES_CHARS) {
