@@ -7,7 +7,7 @@ import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import type { ScriptFn } from "../../../src/scripted/scripted-openai-server.js";
 import { openReady, useChromium } from "../../support/browser.js";
 import { startOrthanc, type OrthancServer } from "../../support/orthanc.js";
-import { dicomFile, expectedGrey, PHI_CANARIES, syntheticCt } from "../../core/intake/dicom/dicom-fixtures.js";
+import { dicomFile, expectedGrey, LOSSLESS, PHI_CANARIES, syntheticCt, transcode } from "../../core/intake/dicom/dicom-fixtures.js";
 import { chestPain, startTestServer, VIEW_ENV, type TestServer } from "./http-harness.js";
 
 /** Every prompt text and image URL each vision-model call carried. */
@@ -32,6 +32,11 @@ beforeAll(async () => {
   for (const n of [4, 1, 6, 2, 5, 3]) {
     await orthanc.store(dicomFile({ modality: "MR", rows: 8, columns: 8, stored: new Uint16Array(64).fill(n * 1000), window: { center: 3500, width: 7000 }, extra: { StudyInstanceUID: "2.25.2", SeriesInstanceUID: "2.25.20", SOPInstanceUID: `2.25.200${n}`, InstanceNumber: String(n) } }));
   }
+  // Study 2.25.3: the same CT once in each lossless compressed transfer syntax (and big endian), one instance each.
+  for (const [k, ts] of Object.values(LOSSLESS).entries()) {
+    const uids = { StudyInstanceUID: "2.25.3", SeriesInstanceUID: "2.25.30", SOPInstanceUID: `2.25.300${k + 1}`, InstanceNumber: String(k + 1) };
+    await orthanc.store(await transcode(syntheticCt(undefined, uids).file, ts));
+  }
   const base = clinicalScenario({ rolloutAnswers: ["B", "B", "B"] });
   const record = (agent: string) => {
     const fn = base.agents[agent] as ScriptFn;
@@ -42,7 +47,7 @@ beforeAll(async () => {
   };
   t = await startTestServer({
     scenario: { ...base, agents: { ...base.agents, "image-doctor": record("image-doctor") } },
-    env: { ...VIEW_ENV, MEDMMV_DICOMWEB_SERVERS: orthanc.dicomweb, MEDMMV_DICOMWEB_TIMEOUT_MS: "10000" },
+    env: { ...VIEW_ENV, MEDMMV_DICOMWEB_SERVERS: orthanc.dicomweb, MEDMMV_DICOMWEB_TIMEOUT_MS: "10000", MEDMMV_DICOMWEB_MAX_INSTANCES: "4" },
   });
 }, 120_000);
 afterAll(async () => {
@@ -107,6 +112,22 @@ describe("DICOMweb: Orthanc → case → rendered frames → the vision model", 
     for (const [k, url] of images.entries()) {
       const want = expectedGrey([1000, 3000, 4000, 6000][k]!, 3500, 7000);
       for (const g of await greys(url)) expect(Math.abs(g - want)).toBeLessThanOrEqual(1);
+    }
+  }, 60_000);
+
+  it("round-trips each compressed transfer syntax through Orthanc: every one windowed like the uncompressed CT", async () => {
+    calls.length = 0;
+    const series = { server: orthanc.dicomweb, study: "2.25.3", series: "2.25.30" };
+    const res = await t.api("/diagnose", { method: "POST", json: chestPain({ images: [{ id: "ct", dicomweb: series }] }) });
+    expect(res.status).toBe(201);
+    const result = DiagnosisResult.parse(await res.json());
+    const stored = (await (await t.api(`/cases/${result.caseId}`)).json()) as { case: { images: Array<{ dicom: { transferSyntaxUid: string } }> } };
+    // Five instances, four sent (1, 2, 4, 5 by InstanceNumber): RLE, JPEG lossless, JPEG 2000, big endian.
+    const sent = Object.values(LOSSLESS).filter((_, k) => k !== 2);
+    expect(stored.case.images.map((i) => i.dicom.transferSyntaxUid)).toEqual(sent);
+    for (const url of calls[0]!.images) {
+      const got = await greys(url);
+      expect(Math.max(...got.map((g, i) => Math.abs(g - expectedGrey(ct.hu[i]!, 40, 400))))).toBeLessThanOrEqual(1);
     }
   }, 60_000);
 
