@@ -48,6 +48,20 @@ function pixelBytes(v: unknown): number {
   return parts.reduce<number>((n, p) => n + (p instanceof ArrayBuffer || ArrayBuffer.isView(p) ? p.byteLength : 0), 0);
 }
 
+/**
+ * Bytes in the file after the first PixelData (7FE0,0010) element header. dcmjs pads a value
+ * that the file cuts short, so the parsed length alone cannot show truncation; the file's own
+ * length can (an earlier value holding the same four bytes only makes this check more lenient).
+ */
+function bytesAfterPixelDataTag(buf: Buffer, tsUid: string): number {
+  const bigEndian = tsUid === "1.2.840.10008.1.2.2";
+  const tag = Buffer.from(bigEndian ? [0x7f, 0xe0, 0x00, 0x10] : [0xe0, 0x7f, 0x10, 0x00]);
+  const at = buf.indexOf(tag, 132);
+  if (at === -1) return buf.length; // deflated: the inflated dataset was checked by the parser
+  const headerBytes = tsUid === "1.2.840.10008.1.2" ? 8 : 12; // implicit VR: tag + length; explicit OB/OW: tag + VR + reserved + length
+  return Math.max(0, buf.length - at - headerBytes);
+}
+
 /** Most frames of one object anyone could mean to send (a long cine loop is a few thousand). */
 export const MAX_DICOM_FRAMES_DECLARED = 10_000;
 
@@ -116,7 +130,7 @@ export async function renderDicom(imageId: string, buf: Buffer, caption: string 
   // Uncompressed pixel data must hold every frame the header claims; a renderer would pad it.
   if (UNCOMPRESSED.has(tsUid)) {
     const need = rows * columns * frames * (int(elements.SamplesPerPixel) ?? 1) * Math.ceil((int(elements.BitsAllocated) ?? 16) / 8);
-    const have = pixelBytes(elements.PixelData);
+    const have = Math.min(pixelBytes(elements.PixelData), bytesAfterPixelDataTag(buf, tsUid));
     if (have < need) throw refuse("INVALID_INPUT", imageId, `the pixel data holds ${have} bytes where Rows × Columns × frames need ${need}; the file is truncated`, { pixelBytes: have, expected: need });
   }
 

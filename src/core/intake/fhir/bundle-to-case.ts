@@ -8,6 +8,7 @@ import { BundleEnvelope, READ_RESOURCES, type ReadType, type ResourceOf } from "
 import { GROUPS, RENDERERS, patientFacts, type Group, type NoteLine, type RenderContext } from "./renderers.js";
 import { resourceLinePrefix } from "./resource-lines.js";
 import { imagingStudyImages } from "../dicom/imaging-study.js";
+import { isDicomPart10 } from "../dicom/render-dicom.js";
 import type { z } from "zod";
 import type { Attachment } from "./fhir-schemas.js";
 
@@ -182,8 +183,8 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): Clinical
 
   const imagePaths: Record<string, string> = {};
   const addImage = (id: string, bytes: Buffer, at: string, caption: string) => {
-    const mime = sniffImageMime(bytes);
-    if (!mime) throw fhirError("UNSUPPORTED_MEDIA", [{ path: at, message: "is not an image: accepted formats are JPEG, PNG, GIF and WebP (read from the bytes, not contentType)", fhirCode: "not-supported" }]);
+    const mime = sniffImageMime(bytes) ?? (isDicomPart10(bytes) ? "application/dicom" : null);
+    if (!mime) throw fhirError("UNSUPPORTED_MEDIA", [{ path: at, message: "is not an image: accepted formats are JPEG, PNG, GIF, WebP and DICOM Part 10 (read from the bytes, not contentType)", fhirCode: "not-supported" }]);
     if (images.length >= MAX_IMAGES) throw fhirError("PAYLOAD_TOO_LARGE", [{ path: at, message: `more than ${MAX_IMAGES} images in the bundle; send the ${MAX_IMAGES} most relevant`, fhirCode: "too-costly" }]);
     images.push({ id, data: bytes.toString("base64"), caption: caption.slice(0, 2000) });
     imagePaths[id] = at; // image intake (the decoder) names this element when it refuses the picture
@@ -197,14 +198,14 @@ export function bundleToCase(body: unknown, opts: BundleToCaseOptions): Clinical
       ignore: (reason) => void ignored.push({ resource: e.name, reason }),
       attachment: (att, path, caption) => {
         const declared = att.contentType?.split(";")[0]?.trim().toLowerCase();
-        const got = attachmentBytes(e, att, path, declared?.startsWith("image/") ? opts.maxImageBytes : MAX_TEXT_ATTACHMENT_BYTES);
+        const got = attachmentBytes(e, att, path, declared?.startsWith("image/") || declared === "application/dicom" ? opts.maxImageBytes : MAX_TEXT_ATTACHMENT_BYTES);
         const where = fhirPath("", path).replace(/^\./, "");
         if ("link" in got) {
           ctx.ignore(`${where} has no inline data (links are not fetched)`);
           return undefined;
         }
         const type = declared ?? got.contentType?.split(";")[0]?.trim().toLowerCase();
-        if (type?.startsWith("image/")) {
+        if (type?.startsWith("image/") || type === "application/dicom") {
           addImage(`${e.name}/${path.filter((p) => p !== "attachment").join("-")}`, got.bytes, got.at, caption);
           return undefined;
         }
