@@ -1,3 +1,4 @@
+import type { DicomProvenance } from "../../core/contracts/clinical-case.js";
 import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
 import type { EvidenceEdgeAttributes, EvidenceNodeAttributes } from "../../core/contracts/evidence.js";
 import type { ConversationTurn } from "../store/case-store.js";
@@ -16,17 +17,8 @@ export interface ViewImage {
   dicom?: ViewDicomProvenance;
 }
 
-/** What the audit view shows beside a DICOM rendering (the store's provenance, restated type-only). */
-export interface ViewDicomProvenance {
-  sopInstanceUid: string;
-  seriesInstanceUid?: string;
-  studyInstanceUid?: string;
-  modality?: string;
-  transferSyntaxUid: string;
-  frame: number;
-  frames: number;
-  window?: { center: number; width: number; source: string };
-}
+/** What the audit view shows beside a DICOM rendering: the stored provenance. */
+export type ViewDicomProvenance = DicomProvenance;
 
 export interface ViewCase {
   question: string;

@@ -6,7 +6,8 @@
 import { crc32, deflateSync } from "node:zlib";
 import sharp from "sharp";
 
-function pngChunk(type: string, data: Buffer): Buffer {
+/** One PNG chunk: length, type, data, CRC. */
+export function pngChunk(type: string, data: Buffer): Buffer {
   const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
   const len = Buffer.alloc(4);
   len.writeUInt32BE(data.length);

@@ -4,26 +4,17 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { crc32, deflateSync } from "node:zlib";
+import { deflateSync } from "node:zlib";
 import fc from "fast-check";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prepareImage, sniffImageMime } from "../../../src/core/intake/images.js";
-import { gifWithFrame, jpegWithSecondFrameHeader, pngClaiming, pngThatInflates, realGif, realJpeg, realPng, realWebp } from "./image-bombs.js";
+import { gifWithFrame, jpegWithSecondFrameHeader, pngChunk, pngClaiming, pngThatInflates, realGif, realJpeg, realPng, realWebp } from "./image-bombs.js";
 import { prepareCase } from "../../../src/core/intake/case-intake.js";
 import { MedmmvError } from "../../../src/core/contracts/errors.js";
 
 const IMAGES = fileURLToPath(new URL("../../../../shared/benchmarks/samples/images/", import.meta.url));
 const LIMITS = { maxBytes: 1024 * 1024, maxPixels: 40_000_000 };
-
-function chunk(type: string, data: Buffer): Buffer {
-  const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
-  const len = Buffer.alloc(4);
-  len.writeUInt32BE(data.length);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(body));
-  return Buffer.concat([len, body, crc]);
-}
 
 /** A real, decodable PNG (8-bit greyscale) — or, with `idat: false`, just its header. */
 function png(width: number, height: number, idat = true): Buffer {
@@ -32,12 +23,12 @@ function png(width: number, height: number, idat = true): Buffer {
   ihdr.writeUInt32BE(height, 4);
   ihdr[8] = 8; // bit depth
   ihdr[9] = 0; // greyscale
-  const parts = [Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", ihdr)];
+  const parts = [Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk("IHDR", ihdr)];
   if (idat) {
     const raw = Buffer.alloc((width + 1) * height); // filter byte 0 + zero pixels per row
-    parts.push(chunk("IDAT", deflateSync(raw)));
+    parts.push(pngChunk("IDAT", deflateSync(raw)));
   }
-  parts.push(chunk("IEND", Buffer.alloc(0)));
+  parts.push(pngChunk("IEND", Buffer.alloc(0)));
   return Buffer.concat(parts);
 }
 
