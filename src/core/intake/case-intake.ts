@@ -5,6 +5,7 @@ import { loadPathway } from "../pathways/load-pathway.js";
 import { fhirOrigin } from "../contracts/fhir-origin.js";
 import { fhirError, type FhirIssueType, type RefusalCode } from "./fhir/fhir-error.js";
 import { prepareImages, type PrepareImageOptions } from "./images.js";
+import { ctWindowsAskedFor } from "./dicom/windows.js";
 
 /**
  * Whole-case intake, shared by every way a case arrives (JSON body, multipart upload, case
@@ -28,6 +29,8 @@ export async function prepareCase(c: ClinicalCase, opts: PrepareImageOptions): P
     seen.add(img.id);
   }
   const imagePaths = fhirOrigin(rest)?.imagePaths ?? {};
+  // A CT is rendered at soft tissue, plus lung and bone windows when the question needs them.
+  opts = { ...opts, extraCtWindows: ctWindowsAskedFor(`${rest.question}\n${rest.notes ?? ""}`) };
   const loaded = (await Promise.all(images.map((img) => prepareImages(img, opts).catch((e: unknown) => Promise.reject(atFhirElement(e, imagePaths[img.id])))))).flat();
   // A DICOM object becomes several pictures (its frames): the case's limits hold for those.
   if (loaded.length > MAX_PICTURES) {

@@ -16,6 +16,8 @@ export interface PrepareImageOptions {
   maxDecodedBytes?: number;
   /** Frames rendered per multi-frame DICOM object; default DEFAULT_DICOM_FRAMES. */
   maxDicomFrames?: number;
+  /** Extra CT windows the case's question asks for (set by prepareCase from its text). */
+  extraCtWindows?: ReadonlyArray<"lung" | "bone">;
   /** DICOMweb servers and limits; without it no `dicomweb` image can be fetched. */
   dicomweb?: Omit<DicomwebOptions, "maxBytes">;
   /** Folder that relative `path`s are resolved against (the case file's folder for the CLI). */
@@ -124,7 +126,7 @@ export async function prepareImage(input: ImageInput, opts: PrepareImageOptions)
  * rendered representative frames (src/core/intake/dicom/render-dicom.ts).
  */
 export async function prepareImages(input: ImageInput, opts: PrepareImageOptions): Promise<LoadedImage[]> {
-  const dicomLimits = { maxPixels: opts.maxPixels, maxFrames: opts.maxDicomFrames ?? DEFAULT_DICOM_FRAMES };
+  const dicomLimits = { maxPixels: opts.maxPixels, maxFrames: opts.maxDicomFrames ?? DEFAULT_DICOM_FRAMES, ...(opts.extraCtWindows ? { extraCtWindows: opts.extraCtWindows } : {}) };
   if (input.dicomweb !== undefined && input.data === undefined && input.path === undefined) {
     const files = await fetchDicomweb(input.id, input.dicomweb, { servers: [], maxInstances: DEFAULT_DICOM_FRAMES, timeoutMs: 20_000, attempts: 3, ...opts.dicomweb, maxBytes: opts.maxBytes });
     const rendered = [];

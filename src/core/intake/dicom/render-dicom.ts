@@ -6,7 +6,7 @@ import imaging from "dcmjs-imaging";
 import { MedmmvError } from "../../contracts/errors.js";
 import type { DicomProvenance, LoadedImage } from "../../contracts/clinical-case.js";
 import { deidentifiedContext } from "./deidentified-context.js";
-import { defaultWindow, objectWindow, representativeFrames, type DicomWindow } from "./windows.js";
+import { CT_WINDOWS, defaultWindow, objectWindow, representativeFrames, type DicomWindow } from "./windows.js";
 
 const { DicomImage, NativePixelDecoder, WindowLevel } = imaging;
 // The libraries' own logging could print header values (names, ids); it stays silent.
@@ -69,6 +69,8 @@ export interface DicomLimits {
   maxPixels: number;
   /** Frames rendered per object (representative frames beyond it). */
   maxFrames: number;
+  /** Extra CT windows the case's question needs (ctWindowsAskedFor), each another rendering. */
+  extraCtWindows?: ReadonlyArray<keyof typeof CT_WINDOWS>;
 }
 
 let codecs: Promise<void> | null = null;
@@ -138,9 +140,12 @@ export async function renderDicom(imageId: string, buf: Buffer, caption: string 
   const own = objectWindow(elements);
   const monochrome = /^MONOCHROME[12]$/.test(text(elements.PhotometricInterpretation) ?? "");
   const chosen = representativeFrames(frames, limits.maxFrames);
+  const first: DicomWindow | null = monochrome ? (own ?? defaultWindow(text(elements.Modality))) : null;
+  const extra = monochrome && text(elements.Modality) === "CT" ? (limits.extraCtWindows ?? []).map((name): DicomWindow => ({ ...CT_WINDOWS[name], source: `CT ${name} (asked for by the case)` })) : [];
+  const windows: Array<DicomWindow | null> = [first, ...extra];
+  const renderings = chosen.flatMap((frame) => windows.map((window, w) => ({ frame, window, suffix: w === 0 ? "" : `-${extraNames(limits)[w - 1]}` })));
   const out: LoadedImage[] = [];
-  for (const frame of chosen) {
-    const window: DicomWindow | null = monochrome ? (own ?? defaultWindow(text(elements.Modality))) : null;
+  for (const { frame, window, suffix } of renderings) {
     let rendered: ReturnType<InstanceType<typeof DicomImage>["render"]>;
     try {
       rendered = image.render({ frame, renderOverlays: false, ...(window ? { windowLevel: new WindowLevel(window.width, window.center) } : {}) });
@@ -164,7 +169,7 @@ export async function renderDicom(imageId: string, buf: Buffer, caption: string 
     };
     const describe = [caption, `DICOM${context ? ` ${context}` : ""}`, frames > 1 ? `frame ${frame + 1} of ${frames}` : "", used ? `window C${used.center}/W${used.width} (${used.source})` : ""];
     out.push({
-      id: chosen.length > 1 ? `${imageId}-frame${frame + 1}` : imageId,
+      id: `${chosen.length > 1 ? `${imageId}-frame${frame + 1}` : imageId}${suffix}`,
       mimeType: "image/png",
       data: png.toString("base64"),
       sha256: createHash("sha256").update(png).digest("hex"),
@@ -175,6 +180,10 @@ export async function renderDicom(imageId: string, buf: Buffer, caption: string 
     });
   }
   return out;
+}
+
+function extraNames(limits: DicomLimits): string[] {
+  return (limits.extraCtWindows ?? []).map((n) => n.replace(/\s+/g, "-"));
 }
 
 /** A library's message, one line, bounded; it names the problem, never a header value. */

@@ -15,6 +15,18 @@ export const CT_WINDOWS = {
   bone: { center: 400, width: 1800 },
 } as const;
 
+/**
+ * The extra CT windows a case asks for, by words of its question and notes: lung for the
+ * lung fields and airways, bone for fractures and the skeleton. Each becomes another
+ * rendering of the same frames; soft tissue (or the object's own window) always comes first.
+ */
+export function ctWindowsAskedFor(text: string): Array<"lung" | "bone"> {
+  const out: Array<"lung" | "bone"> = [];
+  if (/\b(lungs?|pulmonary|pneumo\w*|nodules?|emphysema|bronch\w*|airways?|pleura\w*|interstitial|ground[- ]glass)\b/i.test(text)) out.push("lung");
+  if (/\b(bones?|fractur\w*|osseous|skelet\w*|vertebra\w*|spine|spinal|lytic|sclerotic|cortical|rib|ribs|skull)\b/i.test(text)) out.push("bone");
+  return out;
+}
+
 /** The first WindowCenter/WindowWidth pair of the object, when it has a usable one. */
 export function objectWindow(elements: Record<string, unknown>): DicomWindow | null {
   const center = firstNumber(elements.WindowCenter);

@@ -36,6 +36,23 @@ describe("DICOM rendering: modality LUT, VOI window, photometric interpretation"
     expect(Math.max(...got)).toBe(255);
   });
 
+  it("adds lung and bone renderings of a CT when the question asks about lungs or bones, each windowed as documented", async () => {
+    const { file, hu } = syntheticCt();
+    const c = await prepareCase({ question: "Is there a rib fracture or a lung nodule?", images: [{ id: "ct", data: b64(file) }] }, OPTS);
+    expect(c.images.map((i) => [i.id, i.dicom!.window])).toEqual([
+      ["ct", { center: 40, width: 400, source: "CT soft tissue (default)" }],
+      ["ct-lung", { center: -600, width: 1500, source: "CT lung (asked for by the case)" }],
+      ["ct-bone", { center: 400, width: 1800, source: "CT bone (asked for by the case)" }],
+    ]);
+    for (const img of c.images) {
+      const { center, width } = img.dicom!.window!;
+      const got = await greys(img.data);
+      expect(Math.max(...got.map((g, i) => Math.abs(g - expectedGrey(hu[i]!, center, width))))).toBeLessThanOrEqual(1);
+    }
+    // A question about neither gets the one soft-tissue rendering.
+    expect((await prepareCase({ question: "What is the diagnosis?", images: [{ id: "ct", data: b64(file) }] }, OPTS)).images).toHaveLength(1);
+  });
+
   it("uses the object's own WindowCenter/Width when it has one (a lung window)", async () => {
     const { file, hu } = syntheticCt({ center: -600, width: 1500 });
     const [img] = await prepareImages({ id: "ct", data: b64(file) }, OPTS);
