@@ -1,20 +1,10 @@
 import { createHash } from "node:crypto";
 import sharp from "sharp";
-import { createRequire } from "node:module";
-import type dcmjsTypes from "dcmjs";
-import imaging from "dcmjs-imaging";
 import { MedmmvError } from "../../contracts/errors.js";
 import type { DicomProvenance, LoadedImage } from "../../contracts/clinical-case.js";
 import { deidentifiedContext } from "./deidentified-context.js";
+import { DicomWorkerError, openDicom } from "./dicom-worker.js";
 import { CT_WINDOWS, defaultWindow, objectWindow, representativeFrames, type DicomWindow } from "./windows.js";
-
-const { DicomImage, NativePixelDecoder, WindowLevel } = imaging;
-// The libraries' own logging could print header values (names, ids); it stays silent.
-imaging.log.setLevel("silent");
-// dcmjs-imaging loads dcmjs's CommonJS build: silence that instance, not the ESM one.
-const dcmjs = createRequire(import.meta.url)("dcmjs") as typeof dcmjsTypes;
-dcmjs.log.setLevel("silent");
-for (const logger of Object.values(dcmjs.log.getLoggers())) logger.setLevel("silent");
 
 /** Part 10 files start with a 128-byte preamble, then "DICM". */
 export function isDicomPart10(buf: Buffer): boolean {
@@ -43,11 +33,6 @@ const TRANSFER_SYNTAXES: Record<string, string> = {
 
 const UNCOMPRESSED = new Set(["1.2.840.10008.1.2", "1.2.840.10008.1.2.1", "1.2.840.10008.1.2.1.99", "1.2.840.10008.1.2.2"]);
 
-function pixelBytes(v: unknown): number {
-  const parts = Array.isArray(v) ? v : [v];
-  return parts.reduce<number>((n, p) => n + (p instanceof ArrayBuffer || ArrayBuffer.isView(p) ? p.byteLength : 0), 0);
-}
-
 /**
  * Bytes in the file after the first PixelData (7FE0,0010) element header. dcmjs pads a value
  * that the file cuts short, so the parsed length alone cannot show truncation; the file's own
@@ -73,13 +58,6 @@ export interface DicomLimits {
   extraCtWindows?: ReadonlyArray<keyof typeof CT_WINDOWS>;
 }
 
-let codecs: Promise<void> | null = null;
-/** The WASM codecs load once per process, on first use (about 2 MB, no browser needed). */
-function loadCodecs(): Promise<void> {
-  codecs ??= NativePixelDecoder.initializeAsync({ logNativeDecodersMessages: false });
-  return codecs;
-}
-
 function refuse(code: "INVALID_INPUT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA" | "UNPROCESSABLE", imageId: string, why: string, details?: Record<string, unknown>): MedmmvError {
   return new MedmmvError(code, `image "${imageId}" (DICOM): ${why}`, { details: { imageId, ...details } });
 }
@@ -102,19 +80,27 @@ function int(v: unknown): number | undefined {
  * the limits before any pixel is decoded.
  */
 export async function renderDicom(imageId: string, buf: Buffer, caption: string | undefined, limits: DicomLimits): Promise<LoadedImage[]> {
-  await loadCodecs();
-  let image: InstanceType<typeof DicomImage>;
+  // Parsing and decoding run in a worker thread (render-worker.mjs): a large compressed frame
+  // takes hundreds of milliseconds of WebAssembly, which must not stall the event loop.
+  let dicom: Awaited<ReturnType<typeof openDicom>>;
   try {
-    image = new DicomImage(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer);
+    dicom = await openDicom(buf);
   } catch (e) {
     throw refuse("INVALID_INPUT", imageId, `the file cannot be parsed (${reason(e)}); it is truncated or not DICOM Part 10`);
   }
-  const elements = image.getElements();
-  const tsUid = image.getTransferSyntaxUid();
+  try {
+    return await renderParsed(imageId, buf, caption, limits, dicom);
+  } finally {
+    dicom.close();
+  }
+}
+
+async function renderParsed(imageId: string, buf: Buffer, caption: string | undefined, limits: DicomLimits, dicom: Awaited<ReturnType<typeof openDicom>>): Promise<LoadedImage[]> {
+  const { elements, transferSyntaxUid: tsUid } = dicom.header;
   if (!TRANSFER_SYNTAXES[tsUid]) {
     throw refuse("UNSUPPORTED_MEDIA", imageId, `transfer syntax ${tsUid} is not supported; send it uncompressed or as RLE, JPEG, JPEG-LS or JPEG 2000`, { transferSyntaxUid: tsUid });
   }
-  if (elements.PixelData === undefined) throw refuse("INVALID_INPUT", imageId, "the object has no pixel data (a report or structured document, not an image)");
+  if (!dicom.header.hasPixelData) throw refuse("INVALID_INPUT", imageId, "the object has no pixel data (a report or structured document, not an image)");
   if (text(elements.BurnedInAnnotation)?.toUpperCase() === "YES") {
     throw refuse("UNPROCESSABLE", imageId, "BurnedInAnnotation is YES: the pixels may show the patient's name or ids, which must not reach a model; send a cleaned copy", { burnedInAnnotation: "YES" });
   }
@@ -132,7 +118,7 @@ export async function renderDicom(imageId: string, buf: Buffer, caption: string 
   // Uncompressed pixel data must hold every frame the header claims; a renderer would pad it.
   if (UNCOMPRESSED.has(tsUid)) {
     const need = rows * columns * frames * (int(elements.SamplesPerPixel) ?? 1) * Math.ceil((int(elements.BitsAllocated) ?? 16) / 8);
-    const have = Math.min(pixelBytes(elements.PixelData), bytesAfterPixelDataTag(buf, tsUid));
+    const have = Math.min(dicom.header.pixelBytes, bytesAfterPixelDataTag(buf, tsUid));
     if (have < need) throw refuse("INVALID_INPUT", imageId, `the pixel data holds ${have} bytes where Rows × Columns × frames need ${need}; the file is truncated`, { pixelBytes: have, expected: need });
   }
 
@@ -144,15 +130,17 @@ export async function renderDicom(imageId: string, buf: Buffer, caption: string 
   const extra = monochrome && text(elements.Modality) === "CT" ? (limits.extraCtWindows ?? []).map((name): DicomWindow => ({ ...CT_WINDOWS[name], source: `CT ${name} (asked for by the case)` })) : [];
   const windows: Array<DicomWindow | null> = [first, ...extra];
   const renderings = chosen.flatMap((frame) => windows.map((window, w) => ({ frame, window, suffix: w === 0 ? "" : `-${extraNames(limits)[w - 1]}` })));
+  let pictures: Awaited<ReturnType<typeof dicom.render>>;
+  try {
+    pictures = await dicom.render(renderings.map(({ frame, window }) => ({ frame, window: window ? { center: window.center, width: window.width } : null })));
+  } catch (e) {
+    const frame = e instanceof DicomWorkerError && e.frame !== undefined ? e.frame + 1 : undefined;
+    throw refuse("INVALID_INPUT", imageId, `${frame ? `frame ${frame}` : "a frame"} cannot be decoded (${reason(e)}); the pixel data is truncated or corrupt`, frame ? { frame } : undefined);
+  }
   const out: LoadedImage[] = [];
-  for (const { frame, window, suffix } of renderings) {
-    let rendered: ReturnType<InstanceType<typeof DicomImage>["render"]>;
-    try {
-      rendered = image.render({ frame, renderOverlays: false, ...(window ? { windowLevel: new WindowLevel(window.width, window.center) } : {}) });
-    } catch (e) {
-      throw refuse("INVALID_INPUT", imageId, `frame ${frame + 1} cannot be decoded (${reason(e)}); the pixel data is truncated or corrupt`, { frame: frame + 1 });
-    }
-    const used = window ?? (monochrome && rendered.windowLevel ? { center: rendered.windowLevel.getLevel(), width: rendered.windowLevel.getWindow(), source: "frame value range" } : undefined);
+  for (const [k, { frame, window, suffix }] of renderings.entries()) {
+    const rendered = pictures[k]!;
+    const used = window ?? (monochrome && rendered.window ? { ...rendered.window, source: "frame value range" } : undefined);
     const png = await sharp(Buffer.from(rendered.pixels), { raw: { width: rendered.width, height: rendered.height, channels: 4 } })
       .removeAlpha()
       .png()
