@@ -7,6 +7,9 @@ import dcmjs from "dcmjs";
 import codecs from "dcmjs-codecs";
 
 const { DicomMetaDictionary, DicomDict } = dcmjs.data;
+// dcmjs's writer names every multi-typed VR it resolves ("xs - using US"); the fixtures know.
+dcmjs.log.setLevel("silent");
+for (const logger of Object.values(dcmjs.log.getLoggers())) logger.setLevel("silent");
 export const EXPLICIT_LE = "1.2.840.10008.1.2.1";
 
 export interface Spec {

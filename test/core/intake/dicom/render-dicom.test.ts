@@ -70,6 +70,24 @@ describe("DICOM rendering: modality LUT, VOI window, photometric interpretation"
     expect(got[0]).toBeGreaterThan(got.at(-1)!);
   });
 
+  it("converts PALETTE COLOR through the object's lookup tables to RGB", async () => {
+    // 16-bit LUT entries; pixel values 0–3 index red, green, blue and a dark grey-blue.
+    const lut = (values: number[]) => new Uint16Array(256).map((_, i) => (values[i] ?? 0) * 257).buffer;
+    const file = dicomFile({
+      modality: "US", rows: 16, columns: 16, stored: new Uint8Array(256).map((_, i) => i % 4),
+      extra: {
+        PhotometricInterpretation: "PALETTE COLOR",
+        RedPaletteColorLookupTableDescriptor: [256, 0, 16], GreenPaletteColorLookupTableDescriptor: [256, 0, 16], BluePaletteColorLookupTableDescriptor: [256, 0, 16],
+        RedPaletteColorLookupTableData: lut([255, 0, 0, 10]), GreenPaletteColorLookupTableData: lut([0, 255, 0, 20]), BluePaletteColorLookupTableData: lut([0, 0, 255, 30]),
+      },
+    });
+    const [img] = await prepareImages({ id: "pal", data: b64(file) }, OPTS);
+    expect(img!.dicom!.window).toBeUndefined();
+    const { data, info } = await sharp(Buffer.from(img!.data, "base64")).raw().toBuffer({ resolveWithObject: true });
+    const px = (i: number) => Array.from(data.subarray(i * info.channels, i * info.channels + 3));
+    expect([px(0), px(1), px(2), px(3)]).toEqual([[255, 0, 0], [0, 255, 0], [0, 0, 255], [10, 20, 30]]);
+  });
+
   it("scales a 16-bit MR without a window to its value range", async () => {
     const values = Array.from({ length: 16 * 16 }, (_, i) => 1000 + i * 200); // up to 51,000 of 65,535
     const file = dicomFile({ modality: "MR", rows: 16, columns: 16, stored: new Uint16Array(values) });
