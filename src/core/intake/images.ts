@@ -3,7 +3,7 @@ import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { MedmmvError } from "../contracts/errors.js";
 import type { ImageInput, LoadedImage } from "../contracts/clinical-case.js";
-import { decodeImage } from "./image-decoder.js";
+import { DEFAULT_MAX_DECODED_BYTES, decodeImage } from "./image-decoder.js";
 import { isDicomPart10, renderDicom } from "./dicom/render-dicom.js";
 import { fetchDicomweb, type DicomwebOptions } from "./dicom/dicomweb.js";
 
@@ -126,7 +126,7 @@ export async function prepareImage(input: ImageInput, opts: PrepareImageOptions)
  * rendered representative frames (src/core/intake/dicom/render-dicom.ts).
  */
 export async function prepareImages(input: ImageInput, opts: PrepareImageOptions): Promise<LoadedImage[]> {
-  const dicomLimits = { maxPixels: opts.maxPixels, maxFrames: opts.maxDicomFrames ?? DEFAULT_DICOM_FRAMES, ...(opts.extraCtWindows ? { extraCtWindows: opts.extraCtWindows } : {}) };
+  const dicomLimits = { maxPixels: opts.maxPixels, maxFrames: opts.maxDicomFrames ?? DEFAULT_DICOM_FRAMES, maxDecodedBytes: opts.maxDecodedBytes ?? DEFAULT_MAX_DECODED_BYTES, ...(opts.extraCtWindows ? { extraCtWindows: opts.extraCtWindows } : {}) };
   if (input.dicomweb !== undefined && input.data === undefined && input.path === undefined) {
     const files = await fetchDicomweb(input.id, input.dicomweb, { servers: [], maxInstances: DEFAULT_DICOM_FRAMES, timeoutMs: 20_000, attempts: 3, ...opts.dicomweb, maxBytes: opts.maxBytes });
     const rendered = [];

@@ -54,6 +54,8 @@ export interface DicomLimits {
   maxPixels: number;
   /** Frames rendered per object (representative frames beyond it). */
   maxFrames: number;
+  /** Bytes the rendered RGBA pictures of one object may take together. */
+  maxDecodedBytes: number;
   /** Extra CT windows the case's question needs (ctWindowsAskedFor), each another rendering. */
   extraCtWindows?: ReadonlyArray<keyof typeof CT_WINDOWS>;
 }
@@ -115,13 +117,6 @@ async function renderParsed(imageId: string, buf: Buffer, caption: string | unde
     throw refuse("PAYLOAD_TOO_LARGE", imageId, `a frame is ${columns}×${rows} (${rows * columns} pixels); the limit is ${limits.maxPixels} pixels`, { width: columns, height: rows, maxPixels: limits.maxPixels });
   }
 
-  // Uncompressed pixel data must hold every frame the header claims; a renderer would pad it.
-  if (UNCOMPRESSED.has(tsUid)) {
-    const need = rows * columns * frames * (int(elements.SamplesPerPixel) ?? 1) * Math.ceil((int(elements.BitsAllocated) ?? 16) / 8);
-    const have = Math.min(dicom.header.pixelBytes, bytesAfterPixelDataTag(buf, tsUid));
-    if (have < need) throw refuse("INVALID_INPUT", imageId, `the pixel data holds ${have} bytes where Rows × Columns × frames need ${need}; the file is truncated`, { pixelBytes: have, expected: need });
-  }
-
   const context = deidentifiedContext(elements);
   const own = objectWindow(elements);
   const monochrome = /^MONOCHROME[12]$/.test(text(elements.PhotometricInterpretation) ?? "");
@@ -130,6 +125,17 @@ async function renderParsed(imageId: string, buf: Buffer, caption: string | unde
   const extra = monochrome && text(elements.Modality) === "CT" ? (limits.extraCtWindows ?? []).map((name): DicomWindow => ({ ...CT_WINDOWS[name], source: `CT ${name} (asked for by the case)` })) : [];
   const windows: Array<DicomWindow | null> = [first, ...extra];
   const renderings = chosen.flatMap((frame) => windows.map((window, w) => ({ frame, window, suffix: w === 0 ? "" : `-${extraNames(limits)[w - 1]}` })));
+  const decodedBytes = renderings.length * rows * columns * 4;
+  if (decodedBytes > limits.maxDecodedBytes) {
+    throw refuse("PAYLOAD_TOO_LARGE", imageId, `${renderings.length} renderings of ${columns}×${rows} decode to ${decodedBytes} bytes; the limit is ${limits.maxDecodedBytes} bytes of pixels per image — send fewer frames or a smaller object`, { decodedBytes, maxDecodedBytes: limits.maxDecodedBytes });
+  }
+  // Uncompressed pixel data must hold every frame the header claims; a renderer would pad it.
+  if (UNCOMPRESSED.has(tsUid)) {
+    const need = rows * columns * frames * (int(elements.SamplesPerPixel) ?? 1) * Math.ceil((int(elements.BitsAllocated) ?? 16) / 8);
+    const have = Math.min(dicom.header.pixelBytes, bytesAfterPixelDataTag(buf, tsUid));
+    if (have < need) throw refuse("INVALID_INPUT", imageId, `the pixel data holds ${have} bytes where Rows × Columns × frames need ${need}; the file is truncated`, { pixelBytes: have, expected: need });
+  }
+
   let pictures: Awaited<ReturnType<typeof dicom.render>>;
   try {
     pictures = await dicom.render(renderings.map(({ frame, window }) => ({ frame, window: window ? { center: window.center, width: window.width } : null })));

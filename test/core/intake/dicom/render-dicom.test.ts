@@ -167,6 +167,12 @@ describe("bad DICOM stays bad input", () => {
     expect(big.code).toBe("PAYLOAD_TOO_LARGE");
     expect(big.message).toContain("60000×60000");
 
+    // Four frames of 4000² (64 MB of RGBA each) pass the per-frame pixel limit but not the decoded-bytes one.
+    const cine = dicomFile({ modality: "XA", rows: 2, columns: 2, stored: new Uint16Array(4), extra: { Rows: 4000, Columns: 4000, NumberOfFrames: "4" } });
+    const heavy = await refusal(prepareImages({ id: "heavy", data: b64(cine) }, OPTS));
+    expect(heavy.code).toBe("PAYLOAD_TOO_LARGE");
+    expect(heavy.details).toMatchObject({ decodedBytes: 256_000_000 });
+
     const many = dicomFile({ modality: "XA", rows: 2, columns: 2, stored: new Uint16Array(4), extra: { NumberOfFrames: "1000000" } });
     expect((await refusal(prepareImages({ id: "many", data: b64(many) }, OPTS))).code).toBe("PAYLOAD_TOO_LARGE");
 
