@@ -1809,6 +1809,20 @@ export interface operations {
                         path?: string;
                         /** @description Caption or figure label */
                         caption?: string;
+                        /** @description Fetch the pictures from a DICOMweb server instead of sending bytes */
+                        dicomweb?: {
+                            /**
+                             * Format: uri
+                             * @description DICOMweb base URL (WADO-RS/QIDO-RS root); must be in MEDMMV_DICOMWEB_SERVERS
+                             */
+                            server: string;
+                            /** @description StudyInstanceUID */
+                            study: string;
+                            /** @description SeriesInstanceUID; default: chosen by the documented rule */
+                            series?: string;
+                            /** @description Bearer token for the server; used for this fetch only, never stored or logged */
+                            accessToken?: string;
+                        };
                     }[];
                     patient?: {
                         age?: number;

@@ -78,7 +78,13 @@ export const EnvSchema = z.object({
   MEDMMV_MAX_EVENT_STREAMS_PER_KEY: z.coerce.number().int().min(1).default(20).describe("Open event streams (GET /cases/{id}/events) per API key and process; past it 429."),
   MEDMMV_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(25 * 1024 * 1024).describe("Largest request body."),
   MEDMMV_MAX_IMAGE_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024).describe("Largest image, per image."),
-  MEDMMV_MAX_IMAGE_PIXELS: z.coerce.number().int().min(1).default(40_000_000).describe("Most pixels per image, read from the header before decoding."),
+  MEDMMV_MAX_IMAGE_PIXELS: z.coerce.number().int().min(1).default(40_000_000).describe("Most pixels per image (all frames together), checked by the decoder against every frame header before it allocates."),
+  MEDMMV_MAX_IMAGE_DECODED_BYTES: z.coerce.number().int().min(1024).default(100_000_000).describe("Most bytes the decoded pixels of one image may take (width × height × frames × channels × bytes per sample); past it the image is refused with 413."),
+  MEDMMV_DICOM_MAX_FRAMES: z.coerce.number().int().min(1).max(16).default(4).describe("Frames rendered per multi-frame DICOM object (evenly spaced, first and last included)."),
+  MEDMMV_DICOMWEB_SERVERS: z.string().optional().describe("DICOMweb base URLs (comma-separated) that `dicomweb` image references and FHIR ImagingStudy endpoints may be fetched from; none by default, and others are never contacted."),
+  MEDMMV_DICOMWEB_MAX_INSTANCES: z.coerce.number().int().min(1).max(16).default(4).describe("Instances fetched from one DICOMweb series (evenly spaced by InstanceNumber)."),
+  MEDMMV_DICOMWEB_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000).describe("Per-attempt timeout of a DICOMweb request (3 attempts on 429, 5xx or network errors)."),
+  MEDMMV_IMAGE_MODEL_LONG_SIDE: z.coerce.number().int().min(0).max(16_384).default(1536).describe("Long side (pixels) images are resized to, keeping aspect, before they are sent to a model; the original stays in the store and the audit view. 0 sends originals."),
   MEDMMV_VIEW_LINK_SECRET: z.string().min(MIN_SECRET_CHARS, `must be at least ${MIN_SECRET_CHARS} characters (e.g. openssl rand -base64 32)`).optional().describe(`Secret that signs audit-view links, at least ${MIN_SECRET_CHARS} characters; set it so links survive restarts (unset: a random one, shared by the workers of one \`serve --workers N\`).`),
   MEDMMV_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info").describe("Log level of the JSON logs (which never contain case content)."),
   PORT: z.coerce.number().int().min(0).max(65535).default(8787).describe("HTTP listen port."),
@@ -148,6 +154,7 @@ export interface Config {
     maxBodyBytes: number;
     maxImageBytes: number;
     maxImagePixels: number;
+    maxImageDecodedBytes: number;
     viewLinkSecret: string | null;
     authFailuresPerMin: number;
     /** Fastify's trustProxy: false, true, a hop count, or proxy addresses. */
@@ -158,6 +165,7 @@ export interface Config {
   redis: { url: string | null };
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   cds: { publicUrl: string | null; fhirServers: string[]; jwks: string | null; issuers: string[]; corsOrigins: string[] };
+  images: { modelLongSide: number; dicomMaxFrames: number; dicomweb: { servers: string[]; maxInstances: number; timeoutMs: number; attempts: number } };
   fhir: { notesBudget: number; maxResources: number; maxDepth: number };
 }
 
@@ -246,6 +254,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxBodyBytes: e.MEDMMV_MAX_BODY_BYTES,
       maxImageBytes: e.MEDMMV_MAX_IMAGE_BYTES,
       maxImagePixels: e.MEDMMV_MAX_IMAGE_PIXELS,
+      maxImageDecodedBytes: e.MEDMMV_MAX_IMAGE_DECODED_BYTES,
       viewLinkSecret: e.MEDMMV_VIEW_LINK_SECRET ?? null,
       authFailuresPerMin: e.MEDMMV_AUTH_FAILURES_PER_MIN,
       trustProxy: trustProxy(e.MEDMMV_TRUST_PROXY),
@@ -262,6 +271,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       corsOrigins: csvList(e.MEDMMV_CORS_ORIGINS),
     },
     fhir: { notesBudget: e.MEDMMV_FHIR_NOTES_BUDGET, maxResources: e.MEDMMV_FHIR_MAX_RESOURCES, maxDepth: e.MEDMMV_FHIR_MAX_DEPTH },
+    images: {
+      modelLongSide: e.MEDMMV_IMAGE_MODEL_LONG_SIDE,
+      dicomMaxFrames: e.MEDMMV_DICOM_MAX_FRAMES,
+      dicomweb: { servers: csvList(e.MEDMMV_DICOMWEB_SERVERS).map((u) => u.replace(/\/+$/, "")), maxInstances: e.MEDMMV_DICOMWEB_MAX_INSTANCES, timeoutMs: e.MEDMMV_DICOMWEB_TIMEOUT_MS, attempts: 3 },
+    },
   };
 }
 

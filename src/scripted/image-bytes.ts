@@ -54,10 +54,11 @@ export function encodePng(width: number, height: number, colourType: 0 | 2, scan
  * A PNG whose header says `width`×`height` (8-bit grey) and whose IDAT is whatever
  * `rawBytes` of zero scanline data deflate to. With a huge canvas and a few hundred bytes
  * of IDAT this is a decompression bomb: tiny on the wire, gigabytes once inflated. With
- * the default it is also the cheap stand-in image of the HTTP and eval tests, which read
- * only the header (and any size, each its own sha256).
+ * the default it is also the cheap stand-in image of the HTTP and eval tests (any size, each
+ * its own sha256): up to a megabyte of scanlines it carries every row, so it decodes; past
+ * that only 4 KB, because such a canvas is refused by its header before anyone decodes it.
  */
-export function pngWithCanvas(width: number, height: number, rawBytes = 4096): Buffer {
+export function pngWithCanvas(width: number, height: number, rawBytes = (width + 1) * height <= 1 << 20 ? (width + 1) * height : 4096): Buffer {
   return encodePng(width, height, 0, Buffer.alloc(rawBytes, 0), 9);
 }
 
@@ -66,21 +67,37 @@ export function smallPng(width = 8, height = 8): Buffer {
   return pngWithCanvas(width, height, (width + 1) * height);
 }
 
-/** A GIF header claiming the given logical screen size (the rest is a minimal trailer). */
+/**
+ * A GIF whose logical screen and one frame claim the given size, with a token of LZW data:
+ * a decoder reads both headers (and refuses a big claim) before it inflates anything.
+ */
 export function gifWithCanvas(width: number, height: number): Buffer {
   const head = Buffer.alloc(13);
   head.write("GIF89a", 0, "latin1");
   head.writeUInt16LE(width, 6);
   head.writeUInt16LE(height, 8);
-  return Buffer.concat([head, Buffer.from([0x3b])]);
+  head[10] = 0x80; // a global colour table of two entries follows
+  const frame = Buffer.alloc(10);
+  frame[0] = 0x2c; // image descriptor at (0,0), the size of the screen
+  frame.writeUInt16LE(width, 5);
+  frame.writeUInt16LE(height, 7);
+  // LZW minimum code size 2, one two-byte sub-block, block terminator, trailer.
+  return Buffer.concat([head, Buffer.from([0, 0, 0, 255, 255, 255]), frame, Buffer.from([2, 2, 0x4c, 0x01, 0, 0x3b])]);
 }
 
-/** A baseline JPEG SOF0 header claiming the given frame size. */
+/** A real 8×8 baseline JPEG (synthetic, mid grey), made once with libjpeg. */
+const TINY_JPEG = Buffer.from(
+  "/9j/2wBDABALDA4MChAODQ4SERATGCgaGBYWGDEjJR0oOjM9PDkzODdASFxOQERXRTc4UG1RV19iZ2hnPk1xeXBkeFxlZ2P/2wBDARESEhgVGC8aGi9jQjhCY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2P/wAARCAAIAAgDASIAAhEBAxEB/8QAFAABAAAAAAAAAAAAAAAAAAAAAP/EABQQAQAAAAAAAAAAAAAAAAAAAAD/xAAUAQEAAAAAAAAAAAAAAAAAAAAA/8QAFBEBAAAAAAAAAAAAAAAAAAAAAP/aAAwDAQACEQMRAD8AAA//2Q==",
+  "base64",
+);
+
+/** That JPEG with its SOF0 frame header rewritten to claim the given size. */
 export function jpegWithCanvas(width: number, height: number): Buffer {
-  const sof = Buffer.from([0xff, 0xc0, 0x00, 0x11, 0x08, 0, 0, 0, 0, 0x03, 0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01]);
-  sof.writeUInt16BE(height, 5);
-  sof.writeUInt16BE(width, 7);
-  return Buffer.concat([Buffer.from([0xff, 0xd8]), sof, Buffer.from([0xff, 0xd9])]);
+  const out = Buffer.from(TINY_JPEG);
+  const sof = out.indexOf(Buffer.from([0xff, 0xc0]));
+  out.writeUInt16BE(height, sof + 5);
+  out.writeUInt16BE(width, sof + 7);
+  return out;
 }
 
 /** A lossless WebP (VP8L) header claiming the given canvas (each side at most 16384). */

@@ -394,7 +394,8 @@ const bombs: fc.Arbitrary<FuzzRequest> = fc.oneof(
       const bytes = kind === "png" ? pngWithCanvas(w, h) : kind === "gif" ? gifWithCanvas(gw, gh) : kind === "jpeg" ? jpegWithCanvas(gw, gh) : webpWithCanvas(Math.min(w, 16_384), Math.min(h, 16_384));
       return json({ ...baseCase(), images: [{ id: "bomb", data: b64(bytes) }] }, { expect: [413] });
     }),
-  fc.constantFrom(pngWithCanvas(0, 10), pngWithCanvas(10, 0), gifWithCanvas(0, 0), pngWithCanvas(10, 10).subarray(0, 20), jpegWithCanvas(10, 0)).map((bytes) =>
+  // (A 0×0 GIF is not here: libnsgif reads it as a 1×1 picture, which is a valid image.)
+  fc.constantFrom(pngWithCanvas(0, 10), pngWithCanvas(10, 0), gifWithCanvas(10, 10).subarray(0, 12), pngWithCanvas(10, 10).subarray(0, 20), jpegWithCanvas(10, 0)).map((bytes) =>
     json({ ...baseCase(), images: [{ id: "broken", data: b64(bytes) }] }, { expect: [400] }),
   ),
 );

@@ -1,6 +1,19 @@
 import { z } from "zod";
 import { CasePathwayRef } from "./case-pathway-ref.js";
 
+const DicomUid = z.string().min(1).max(64).regex(/^[0-9]+(\.[0-9]+)*$/, "a DICOM UID is digits and dots");
+
+/** docs/imaging.md#dicomweb: a study (or one series of it) on an allow-listed DICOMweb server. */
+export const DicomwebRef = z
+  .object({
+    server: z.string().url().max(2000).describe("DICOMweb base URL (WADO-RS/QIDO-RS root); must be in MEDMMV_DICOMWEB_SERVERS"),
+    study: DicomUid.describe("StudyInstanceUID"),
+    series: DicomUid.optional().describe("SeriesInstanceUID; default: chosen by the documented rule"),
+    accessToken: z.string().min(1).max(8192).optional().describe("Bearer token for the server; used for this fetch only, never stored or logged"),
+  })
+  .strict();
+export type DicomwebRef = z.infer<typeof DicomwebRef>;
+
 /** docs/architecture.md#data-contracts: the input contract. Only `question` is required. */
 export const ImageInput = z
   .object({
@@ -9,10 +22,11 @@ export const ImageInput = z
     data: z.string().optional().describe("Base64-encoded image bytes"),
     path: z.string().max(4096).optional().describe("File path (CLI case files only)"),
     caption: z.string().max(2000).optional().describe("Caption or figure label"),
+    dicomweb: DicomwebRef.optional().describe("Fetch the pictures from a DICOMweb server instead of sending bytes"),
   })
   .strict()
-  .refine((i) => i.data !== undefined || i.path !== undefined, {
-    message: "each image needs `data` (base64) or `path`",
+  .refine((i) => i.data !== undefined || i.path !== undefined || i.dicomweb !== undefined, {
+    message: "each image needs `data` (base64), `path` or `dicomweb`",
   });
 export type ImageInput = z.infer<typeof ImageInput>;
 
@@ -64,6 +78,23 @@ export const ClinicalCase = z
   .strict();
 export type ClinicalCase = z.infer<typeof ClinicalCase>;
 
+/**
+ * Where a rendering of a DICOM object came from: shown in the audit view beside the picture,
+ * never put in a prompt (UIDs identify a study as surely as a name).
+ */
+export interface DicomProvenance {
+  sopInstanceUid: string;
+  seriesInstanceUid?: string;
+  studyInstanceUid?: string;
+  modality?: string;
+  transferSyntaxUid: string;
+  /** 1-based frame number rendered, of `frames`. */
+  frame: number;
+  frames: number;
+  /** The VOI window applied (after the modality LUT), and which rule chose it; absent for colour. */
+  window?: { center: number; width: number; source: string };
+}
+
 /** An image after loading: bytes checked, MIME from magic bytes. */
 export interface LoadedImage {
   id: string;
@@ -73,6 +104,8 @@ export interface LoadedImage {
   sha256: string;
   width?: number;
   height?: number;
+  /** Present when this picture is a rendered frame of a DICOM object. */
+  dicom?: DicomProvenance;
 }
 
 /** A case ready for the pipeline: images resolved to bytes. */

@@ -35,6 +35,8 @@ export const FhirOrigin = z.object({
   notes: FhirNotesSummary.optional(),
   /** Pseudonymous resource names the notes use → the names the EHR knows (for the export back). */
   pseudonyms: z.record(z.string(), z.string()).optional(),
+  /** FHIRPath of the attachment each image came from, by image id: image refusals name it. */
+  imagePaths: z.record(z.string(), z.string()).optional(),
 });
 export type FhirOrigin = z.infer<typeof FhirOrigin>;
 

@@ -1,5 +1,13 @@
 import type { LoadedImage, PreparedCase } from "../contracts/clinical-case.js";
 import { MedmmvError } from "../contracts/errors.js";
+import { modelRendition } from "./image-decoder.js";
+
+export interface ImageVaultOptions {
+  /** Long side (px) of what the agents send the model; 0 sends the originals. */
+  modelLongSide: number;
+  /** The pixel limit every image was admitted under (bounds the resampling decode). */
+  maxPixels: number;
+}
 
 /** An image as the workflow state carries it: everything but the bytes. */
 export type ImageRef = Omit<LoadedImage, "data">;
@@ -12,18 +20,33 @@ export type CaseInState = Omit<PreparedCase, "images"> & { images: ImageRef[] };
  * carry a copy of each image (k rollouts + m refinements per case), which costs CPU to
  * serialise and storage to keep. A resumed case puts its images back (from the store)
  * before the workflow continues.
+ *
+ * What it holds is the model's copy: resized (keeping aspect) to the configured long side,
+ * keyed by the original's hash, so the store, the provenance and the audit view keep the
+ * original while no agent sends more pixels than the model reads.
  */
 export class ImageVault {
   private readonly images = new Map<string, { image: LoadedImage; holders: Set<string> }>();
 
+  constructor(private readonly options: ImageVaultOptions = { modelLongSide: 0, maxPixels: Number.MAX_SAFE_INTEGER }) {}
+
   /** Keep this case's images until `release(caseId)`; returns the case as the state holds it. */
-  hold(c: PreparedCase): CaseInState {
+  async hold(c: PreparedCase): Promise<CaseInState> {
+    const refs: ImageRef[] = [];
     for (const img of c.images) {
-      const entry = this.images.get(img.sha256) ?? { image: img, holders: new Set<string>() };
+      if (!this.images.has(img.sha256)) {
+        const image = await modelRendition(img, this.options.modelLongSide, this.options.maxPixels);
+        // Another case may have held the same picture while this one was resampled.
+        if (!this.images.has(img.sha256)) this.images.set(img.sha256, { image, holders: new Set<string>() });
+      }
+      const entry = this.images.get(img.sha256)!;
       entry.holders.add(c.id);
-      this.images.set(img.sha256, entry);
+      // The state names the picture the agents will see (its size), under the original's hash.
+      const { data: _bytes, ...ref } = img;
+      const seen = entry.image;
+      refs.push({ ...ref, mimeType: seen.mimeType, ...(seen.width !== undefined && seen.height !== undefined ? { width: seen.width, height: seen.height } : {}) });
     }
-    return { ...c, images: c.images.map(({ data: _bytes, ...ref }) => ref) };
+    return { ...c, images: refs };
   }
 
   release(caseId: string): void {
@@ -40,7 +63,7 @@ export class ImageVault {
       images: c.images.map((ref) => {
         const entry = this.images.get(ref.sha256);
         if (!entry) throw new MedmmvError("INTERNAL", `image ${ref.id} of case ${c.id} is not loaded (resume without its images?)`);
-        return { ...ref, data: entry.image.data };
+        return { ...ref, mimeType: entry.image.mimeType, data: entry.image.data };
       }),
     };
   }

@@ -3,19 +3,30 @@ import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { MedmmvError } from "../contracts/errors.js";
 import type { ImageInput, LoadedImage } from "../contracts/clinical-case.js";
+import { DEFAULT_MAX_DECODED_BYTES, decodeImage } from "./image-decoder.js";
+import { isDicomPart10, renderDicom } from "./dicom/render-dicom.js";
+import { fetchDicomweb, type DicomwebOptions } from "./dicom/dicomweb.js";
 
 export type ImageMime = LoadedImage["mimeType"];
 
 export interface PrepareImageOptions {
   maxBytes: number;
   maxPixels: number;
+  /** Most bytes the decoded pixels of one image may take (all frames); default DEFAULT_MAX_DECODED_BYTES. */
+  maxDecodedBytes?: number;
+  /** Frames rendered per multi-frame DICOM object; default DEFAULT_DICOM_FRAMES. */
+  maxDicomFrames?: number;
+  /** Extra CT windows the case's question asks for (set by prepareCase from its text). */
+  extraCtWindows?: ReadonlyArray<"lung" | "bone">;
+  /** DICOMweb servers and limits; without it no `dicomweb` image can be fetched. */
+  dicomweb?: Omit<DicomwebOptions, "maxBytes">;
   /** Folder that relative `path`s are resolved against (the case file's folder for the CLI). */
   baseDir?: string;
   /** `path` is only for trusted local callers (CLI, eval); the HTTP API never sets this. */
   allowPath: boolean;
 }
 
-const ACCEPTED = "JPEG, PNG, GIF or WebP";
+const ACCEPTED = "JPEG, PNG, GIF, WebP or DICOM Part 10";
 
 /** The real format, from magic bytes only: names and declared types are client claims. */
 export function sniffImageMime(buf: Buffer): ImageMime | null {
@@ -32,88 +43,6 @@ export function sniffImageMime(buf: Buffer): ImageMime | null {
 }
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-
-/**
- * Width and height from the container header alone. Nothing is decoded, so a file that
- * claims a huge canvas (a decompression bomb) can be refused before anyone inflates it.
- * Returns null when the header is truncated or malformed.
- */
-export function readImageDimensions(buf: Buffer, mime: ImageMime): { width: number; height: number } | null {
-  switch (mime) {
-    case "image/png":
-      return pngDimensions(buf);
-    case "image/gif":
-      return buf.length >= 10 ? positive(buf.readUInt16LE(6), buf.readUInt16LE(8)) : null;
-    case "image/webp":
-      return webpDimensions(buf);
-    case "image/jpeg":
-      return jpegDimensions(buf);
-  }
-}
-
-function positive(width: number, height: number): { width: number; height: number } | null {
-  return width > 0 && height > 0 ? { width, height } : null;
-}
-
-function pngDimensions(buf: Buffer): { width: number; height: number } | null {
-  // The PNG spec requires IHDR to be the first chunk, with a fixed length of 13.
-  if (buf.length < 24 || buf.readUInt32BE(8) !== 13 || buf.toString("latin1", 12, 16) !== "IHDR") return null;
-  return positive(buf.readUInt32BE(16), buf.readUInt32BE(20));
-}
-
-function webpDimensions(buf: Buffer): { width: number; height: number } | null {
-  if (buf.length < 16) return null;
-  const chunk = buf.toString("latin1", 12, 16);
-  const data = 20; // after RIFF header (12) + chunk fourcc (4) + chunk size (4)
-  if (chunk === "VP8 ") {
-    // Lossy: 3-byte frame tag, start code 9D 01 2A, then 14-bit width and height.
-    if (buf.length < data + 10) return null;
-    if (buf[data + 3] !== 0x9d || buf[data + 4] !== 0x01 || buf[data + 5] !== 0x2a) return null;
-    return positive(buf.readUInt16LE(data + 6) & 0x3fff, buf.readUInt16LE(data + 8) & 0x3fff);
-  }
-  if (chunk === "VP8L") {
-    // Lossless: signature 0x2F, then (width-1) and (height-1) packed as two 14-bit fields.
-    if (buf.length < data + 5 || buf[data] !== 0x2f) return null;
-    const bits = buf.readUInt32LE(data + 1);
-    return positive((bits & 0x3fff) + 1, ((bits >>> 14) & 0x3fff) + 1);
-  }
-  if (chunk === "VP8X") {
-    // Extended: flags (1) + reserved (3), then canvas (width-1) and (height-1) as 24-bit LE.
-    if (buf.length < data + 10) return null;
-    return positive(buf.readUIntLE(data + 4, 3) + 1, buf.readUIntLE(data + 7, 3) + 1);
-  }
-  return null;
-}
-
-/** Start-of-frame markers that carry the frame size (C4 DHT, C8 JPG and CC DAC are not frames). */
-const JPEG_SOF = new Set([0xc0, 0xc1, 0xc2, 0xc3, 0xc5, 0xc6, 0xc7, 0xc9, 0xca, 0xcb, 0xcd, 0xce, 0xcf]);
-
-function jpegDimensions(buf: Buffer): { width: number; height: number } | null {
-  let pos = 2; // after SOI
-  while (pos < buf.length) {
-    if (buf[pos] !== 0xff) return null; // segments must be back to back; anything else is corrupt
-    // Any number of 0xFF fill bytes may precede a marker.
-    while (pos < buf.length && buf[pos] === 0xff) pos++;
-    if (pos >= buf.length) return null;
-    const marker = buf[pos]!;
-    pos++;
-    // Standalone markers carry no length field.
-    if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd8)) continue;
-    // End of image or start of scan before any frame header: no size to read.
-    if (marker === 0xd9 || marker === 0xda) return null;
-    if (pos + 2 > buf.length) return null;
-    const length = buf.readUInt16BE(pos);
-    if (length < 2 || pos + length > buf.length) return null;
-    if (JPEG_SOF.has(marker)) {
-      if (length < 7) return null;
-      // Segment: length(2) precision(1) height(2) width(2). A height of 0 defers to a DNL
-      // marker after the scan; we refuse that rather than decode to find out.
-      return positive(buf.readUInt16BE(pos + 5), buf.readUInt16BE(pos + 3));
-    }
-    pos += length;
-  }
-  return null;
-}
 
 const DATA_URL_PREFIX = /^data:[^,;]*(?:;[^,;]*)*;base64,/i;
 const STRICT_BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -183,10 +112,36 @@ function errnoCode(e: unknown): string {
 }
 
 /**
- * Load one image from base64 or (trusted callers only) a file path, check its real format
- * and size, and refuse oversized canvases from the header before anything decodes it.
+ * Load one image from base64 or (trusted callers only) a file path, check its real format,
+ * then let the decoder probe every frame header against the pixel limits and decode it in
+ * full (libvips, on libuv's threads), so a bomb or a corrupt file is refused at intake.
  */
 export async function prepareImage(input: ImageInput, opts: PrepareImageOptions): Promise<LoadedImage> {
+  const buf = await imageBytes(input, opts);
+  return decodedImage(input, buf, opts);
+}
+
+/**
+ * One input as the pictures it stands for: an image is itself; a DICOM object is its
+ * rendered representative frames (src/core/intake/dicom/render-dicom.ts).
+ */
+export async function prepareImages(input: ImageInput, opts: PrepareImageOptions): Promise<LoadedImage[]> {
+  const dicomLimits = { maxPixels: opts.maxPixels, maxFrames: opts.maxDicomFrames ?? DEFAULT_DICOM_FRAMES, maxDecodedBytes: opts.maxDecodedBytes ?? DEFAULT_MAX_DECODED_BYTES, ...(opts.extraCtWindows ? { extraCtWindows: opts.extraCtWindows } : {}) };
+  if (input.dicomweb !== undefined && input.data === undefined && input.path === undefined) {
+    const files = await fetchDicomweb(input.id, input.dicomweb, { servers: [], maxInstances: DEFAULT_DICOM_FRAMES, timeoutMs: 20_000, attempts: 3, ...opts.dicomweb, maxBytes: opts.maxBytes });
+    const rendered = [];
+    for (const [k, file] of files.entries()) rendered.push(...(await renderDicom(files.length > 1 ? `${input.id}-${k + 1}` : input.id, file, input.caption, dicomLimits)));
+    return rendered;
+  }
+  const buf = await imageBytes(input, opts);
+  if (isDicomPart10(buf)) return renderDicom(input.id, buf, input.caption, dicomLimits);
+  return [await decodedImage(input, buf, opts)];
+}
+
+/** Frames of one multi-frame DICOM object sent by default. */
+export const DEFAULT_DICOM_FRAMES = 4;
+
+async function imageBytes(input: ImageInput, opts: PrepareImageOptions): Promise<Buffer> {
   let buf: Buffer;
   if (input.data !== undefined) {
     buf = decodeBase64(input.id, input.data, opts.maxBytes);
@@ -206,30 +161,19 @@ export async function prepareImage(input: ImageInput, opts: PrepareImageOptions)
     throw new MedmmvError("INVALID_INPUT", `image "${input.id}" is empty (0 bytes)`);
   }
   if (buf.length > opts.maxBytes) throw tooManyBytes(input.id, buf.length, opts.maxBytes);
+  return buf;
+}
 
+async function decodedImage(input: ImageInput, buf: Buffer, opts: PrepareImageOptions): Promise<LoadedImage> {
   const mimeType = sniffImageMime(buf);
   if (mimeType === null) {
     throw new MedmmvError(
       "UNSUPPORTED_MEDIA",
       `image "${input.id}" is not a supported format; accepted formats are ${ACCEPTED} (detected from the bytes, not the name or declared type)`,
-      { details: { imageId: input.id, accepted: ["image/jpeg", "image/png", "image/gif", "image/webp"] } },
+      { details: { imageId: input.id, accepted: ["image/jpeg", "image/png", "image/gif", "image/webp", "application/dicom"] } },
     );
   }
-  const dims = readImageDimensions(buf, mimeType);
-  if (dims === null) {
-    throw new MedmmvError(
-      "INVALID_INPUT",
-      `image "${input.id}": the ${mimeType} header is truncated or corrupt, so its size cannot be checked; re-export the image`,
-    );
-  }
-  const pixels = dims.width * dims.height;
-  if (pixels > opts.maxPixels) {
-    throw new MedmmvError(
-      "PAYLOAD_TOO_LARGE",
-      `image "${input.id}" is ${dims.width}×${dims.height} (${pixels} pixels); the limit is ${opts.maxPixels} pixels — downscale it`,
-      { details: { imageId: input.id, width: dims.width, height: dims.height, maxPixels: opts.maxPixels } },
-    );
-  }
+  const dims = await decodeImage(input.id, buf, mimeType, opts);
 
   const loaded: LoadedImage = {
     id: input.id,

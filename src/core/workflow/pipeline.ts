@@ -71,7 +71,7 @@ export interface PipelineDeps {
 export class Pipeline {
   readonly workflow: Workflow;
   readonly hooks = new RunHooks();
-  readonly images = new ImageVault();
+  readonly images: ImageVault;
   readonly rounds = new AdaptiveRounds();
   readonly spending = new CaseSpending();
   readonly limiter: FairLimiter;
@@ -84,6 +84,7 @@ export class Pipeline {
     readonly config: Config,
     deps: PipelineDeps = {},
   ) {
+    this.images = new ImageVault({ modelLongSide: config.images.modelLongSide, maxPixels: config.http.maxImagePixels });
     this.limiter = deps.limiter ?? new FairLimiter(config.llm.maxConcurrency);
     this.#cacheScope = deps.cacheScope ?? null;
     this.llm = new LlmClient(config.llm, this.limiter, deps.cache ?? null, { chatModels: deps.chatModels, callbacks: deps.callbacks });
@@ -104,7 +105,7 @@ export class Pipeline {
     this.rounds.open(threadId, { resumed: run.resume === true });
     this.spending.open(threadId);
     try {
-      const held = this.images.hold(c);
+      const held = await this.images.hold(c);
       const input = run.resume ? null : { caseInput: held, options, startedAt: new Date().toISOString() };
       // A resumed thread whose checkpoint is gone (or never written) starts over.
       let useInput = input;

@@ -191,6 +191,9 @@ export class CaseService {
     const prepared = await prepareCase(withClientId, {
       maxBytes: this.#config.http.maxImageBytes,
       maxPixels: this.#config.http.maxImagePixels,
+      maxDecodedBytes: this.#config.http.maxImageDecodedBytes,
+      maxDicomFrames: this.#config.images.dicomMaxFrames,
+      dicomweb: this.#config.images.dicomweb,
       allowPath: false,
     });
     const stored = toStoredInput(prepared);

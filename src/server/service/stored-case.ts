@@ -9,7 +9,7 @@ import type { CaseRecord, CaseRecords, StoredCaseInput } from "../store/case-sto
 export function toStoredInput(c: PreparedCase): StoredCaseInput {
   return {
     ...c,
-    images: c.images.map((i) => ({ id: i.id, sha256: i.sha256, mimeType: i.mimeType, ...(i.caption !== undefined ? { caption: i.caption } : {}) })),
+    images: c.images.map((i) => ({ id: i.id, sha256: i.sha256, mimeType: i.mimeType, ...(i.caption !== undefined ? { caption: i.caption } : {}), ...(i.dicom ? { dicom: i.dicom } : {}) })),
   };
 }
 
@@ -37,6 +37,7 @@ export async function rebuildPreparedCase(record: CaseRecord, store: Pick<CaseRe
       ...(ref.caption !== undefined ? { caption: ref.caption } : {}),
       ...(img.width !== undefined ? { width: img.width } : {}),
       ...(img.height !== undefined ? { height: img.height } : {}),
+      ...(ref.dicom ? { dicom: ref.dicom } : {}),
     });
   }
   return { ...record.input, images };

@@ -5,7 +5,7 @@ import { MedmmvError } from "../../core/contracts/errors.js";
 import { EvidenceGraph } from "../../core/evidence/evidence-graph.js";
 import { clientBundle } from "./build-client.js";
 import { VIEW_CSS } from "./view-css.js";
-import type { ViewCase, ViewGraph, ViewImage, ViewLive, ViewPayload, ViewTurn } from "./view-payload.js";
+import type { ViewCase, ViewDicomProvenance, ViewGraph, ViewImage, ViewLive, ViewPayload, ViewTurn } from "./view-payload.js";
 
 export interface CaseViewImageInput {
   id: string;
@@ -13,6 +13,7 @@ export interface CaseViewImageInput {
   /** base64 bytes; an image without them is listed but not drawn. */
   data?: string;
   caption?: string;
+  dicom?: ViewDicomProvenance;
 }
 
 export interface CaseViewCaseInput {
@@ -96,6 +97,7 @@ function sourceTextOf(c: CaseViewCaseInput): string {
 function viewImage(i: CaseViewImageInput): ViewImage {
   const out: ViewImage = { id: String(i.id), mimeType: String(i.mimeType) };
   if (i.caption !== undefined) out.caption = String(i.caption);
+  if (i.dicom) out.dicom = i.dicom;
   // Only bytes we know how to show become a data: URI; anything else is listed, not drawn.
   if (typeof i.data === "string" && DRAWABLE_IMAGE_TYPES.has(i.mimeType)) {
     const b64 = i.data.replace(/\s+/g, "");

@@ -63,6 +63,7 @@ export function caseViewInputFromStored(input: StoredCaseInput, images: Array<Lo
       const img: CaseViewImageInput = { id: ref.id, mimeType: loaded?.mimeType ?? ref.mimeType };
       if (loaded && loaded.sha256 === ref.sha256) img.data = loaded.data;
       if (ref.caption !== undefined) img.caption = ref.caption;
+      if (ref.dicom) img.dicom = ref.dicom;
       return img;
     }),
   };

@@ -1,3 +1,4 @@
+import type { DicomProvenance } from "../../core/contracts/clinical-case.js";
 import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
 import type { EvidenceEdgeAttributes, EvidenceNodeAttributes } from "../../core/contracts/evidence.js";
 import type { ConversationTurn } from "../store/case-store.js";
@@ -12,7 +13,12 @@ export interface ViewImage {
   caption?: string;
   /** data: URI, present only for an accepted image type with well-formed base64. */
   dataUri?: string;
+  /** For a rendered DICOM frame: where it came from and how it was windowed. */
+  dicom?: ViewDicomProvenance;
 }
+
+/** What the audit view shows beside a DICOM rendering: the stored provenance. */
+export type ViewDicomProvenance = DicomProvenance;
 
 export interface ViewCase {
   question: string;

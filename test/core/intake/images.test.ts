@@ -4,24 +4,17 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { crc32, deflateSync } from "node:zlib";
+import { deflateSync } from "node:zlib";
 import fc from "fast-check";
+import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { prepareImage, readImageDimensions, sniffImageMime } from "../../../src/core/intake/images.js";
+import { prepareImage, sniffImageMime } from "../../../src/core/intake/images.js";
+import { gifWithFrame, jpegWithSecondFrameHeader, pngChunk, pngClaiming, pngThatInflates, realGif, realJpeg, realPng, realWebp } from "./image-bombs.js";
 import { prepareCase } from "../../../src/core/intake/case-intake.js";
 import { MedmmvError } from "../../../src/core/contracts/errors.js";
 
 const IMAGES = fileURLToPath(new URL("../../../../shared/benchmarks/samples/images/", import.meta.url));
 const LIMITS = { maxBytes: 1024 * 1024, maxPixels: 40_000_000 };
-
-function chunk(type: string, data: Buffer): Buffer {
-  const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
-  const len = Buffer.alloc(4);
-  len.writeUInt32BE(data.length);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(body));
-  return Buffer.concat([len, body, crc]);
-}
 
 /** A real, decodable PNG (8-bit greyscale) — or, with `idat: false`, just its header. */
 function png(width: number, height: number, idat = true): Buffer {
@@ -30,54 +23,13 @@ function png(width: number, height: number, idat = true): Buffer {
   ihdr.writeUInt32BE(height, 4);
   ihdr[8] = 8; // bit depth
   ihdr[9] = 0; // greyscale
-  const parts = [Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", ihdr)];
+  const parts = [Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk("IHDR", ihdr)];
   if (idat) {
     const raw = Buffer.alloc((width + 1) * height); // filter byte 0 + zero pixels per row
-    parts.push(chunk("IDAT", deflateSync(raw)));
+    parts.push(pngChunk("IDAT", deflateSync(raw)));
   }
-  parts.push(chunk("IEND", Buffer.alloc(0)));
+  parts.push(pngChunk("IEND", Buffer.alloc(0)));
   return Buffer.concat(parts);
-}
-
-function gif(width: number, height: number, version = "GIF89a"): Buffer {
-  const b = Buffer.alloc(13 + 1);
-  b.write(version, 0, "latin1");
-  b.writeUInt16LE(width, 6);
-  b.writeUInt16LE(height, 8);
-  b[13] = 0x3b; // trailer
-  return b;
-}
-
-function riff(fourcc: string, payload: Buffer): Buffer {
-  const head = Buffer.alloc(20);
-  head.write("RIFF", 0, "latin1");
-  head.writeUInt32LE(12 + payload.length, 4);
-  head.write("WEBP", 8, "latin1");
-  head.write(fourcc, 12, "latin1");
-  head.writeUInt32LE(payload.length, 16);
-  return Buffer.concat([head, payload]);
-}
-
-function webpLossy(width: number, height: number): Buffer {
-  const p = Buffer.alloc(10);
-  p.set([0x9d, 0x01, 0x2a], 3);
-  p.writeUInt16LE(width, 6);
-  p.writeUInt16LE(height, 8);
-  return riff("VP8 ", p);
-}
-
-function webpLossless(width: number, height: number): Buffer {
-  const p = Buffer.alloc(5);
-  p[0] = 0x2f;
-  p.writeUInt32LE(((width - 1) & 0x3fff) | (((height - 1) & 0x3fff) << 14), 1);
-  return riff("VP8L", p);
-}
-
-function webpExtended(width: number, height: number): Buffer {
-  const p = Buffer.alloc(10);
-  p.writeUIntLE(width - 1, 4, 3);
-  p.writeUIntLE(height - 1, 7, 3);
-  return riff("VP8X", p);
 }
 
 async function rejection(p: Promise<unknown>): Promise<MedmmvError> {
@@ -97,24 +49,15 @@ const SAMPLE_JPEGS = [
   ["synpic676.jpg", 800, 907],
 ] as const;
 
-describe("sniffImageMime and readImageDimensions", () => {
-  it.each(SAMPLE_JPEGS)("reads the real JPEG %s as %i×%i", (name, width, height) => {
-    const buf = readFileSync(path.join(IMAGES, name));
-    expect(sniffImageMime(buf)).toBe("image/jpeg");
-    expect(readImageDimensions(buf, "image/jpeg")).toEqual({ width, height });
-  });
+const NO_PATH = { ...LIMITS, allowPath: false } as const;
+const b64 = (b: Buffer) => b.toString("base64");
 
-  it("recognises PNG, both GIF versions and the three WebP variants", () => {
-    expect(sniffImageMime(png(3, 2))).toBe("image/png");
-    expect(readImageDimensions(png(3, 2), "image/png")).toEqual({ width: 3, height: 2 });
-    for (const v of ["GIF87a", "GIF89a"]) {
-      expect(sniffImageMime(gif(7, 5, v))).toBe("image/gif");
-      expect(readImageDimensions(gif(7, 5, v), "image/gif")).toEqual({ width: 7, height: 5 });
-    }
-    expect(readImageDimensions(webpLossy(640, 480), "image/webp")).toEqual({ width: 640, height: 480 });
-    expect(readImageDimensions(webpLossless(300, 16384), "image/webp")).toEqual({ width: 300, height: 16384 });
-    expect(readImageDimensions(webpExtended(70000, 3), "image/webp")).toEqual({ width: 70000, height: 3 });
-    for (const w of [webpLossy(1, 1), webpLossless(1, 1), webpExtended(1, 1)]) expect(sniffImageMime(w)).toBe("image/webp");
+describe("sniffImageMime", () => {
+  it("recognises the real JPEGs, PNG, GIF and WebP from their bytes", async () => {
+    for (const [name] of SAMPLE_JPEGS) expect(sniffImageMime(readFileSync(path.join(IMAGES, name)))).toBe("image/jpeg");
+    expect(sniffImageMime(await realPng(3, 2))).toBe("image/png");
+    expect(sniffImageMime(await realGif(3, 2))).toBe("image/gif");
+    expect(sniffImageMime(await realWebp(3, 2))).toBe("image/webp");
   });
 
   it("rejects other formats and near misses", () => {
@@ -125,38 +68,88 @@ describe("sniffImageMime and readImageDimensions", () => {
     expect(sniffImageMime(png(1, 1).subarray(0, 7))).toBeNull();
     expect(sniffImageMime(Buffer.alloc(0))).toBeNull();
   });
+});
 
-  it("returns null for truncated or malformed headers", () => {
-    const jpeg = readFileSync(path.join(IMAGES, "synpic676.jpg"));
-    const sof = jpeg.indexOf(Buffer.from([0xff, 0xc0]));
-    expect(sof).toBeGreaterThan(0);
-    expect(readImageDimensions(jpeg.subarray(0, sof + 6), "image/jpeg")).toBeNull();
-    // A segment length that runs past the end of the buffer.
-    expect(readImageDimensions(Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0xff, 0xff, 0, 0]), "image/jpeg")).toBeNull();
-    // Start of scan before any frame header.
-    expect(readImageDimensions(Buffer.from([0xff, 0xd8, 0xff, 0xda, 0, 2]), "image/jpeg")).toBeNull();
-    expect(readImageDimensions(png(4, 4).subarray(0, 20), "image/png")).toBeNull();
-    expect(readImageDimensions(png(0, 4, false), "image/png")).toBeNull();
-    expect(readImageDimensions(gif(5, 5).subarray(0, 8), "image/gif")).toBeNull();
-    expect(readImageDimensions(webpLossy(4, 4).subarray(0, 25), "image/webp")).toBeNull();
+describe("the decoder reads every size header (decompression bombs)", () => {
+  it.each(SAMPLE_JPEGS)("reads the real JPEG %s as %i×%i", async (name, width, height) => {
+    const img = await prepareImage({ id: "s", data: b64(readFileSync(path.join(IMAGES, name))) }, NO_PATH);
+    expect([img.width, img.height]).toEqual([width, height]);
   });
 
-  it("never throws or reads out of bounds on arbitrary bytes after a valid signature", () => {
-    const heads: [Buffer, "image/jpeg" | "image/png" | "image/gif" | "image/webp"][] = [
-      [Buffer.from([0xff, 0xd8, 0xff]), "image/jpeg"],
-      [png(1, 1).subarray(0, 8), "image/png"],
-      [Buffer.from("GIF89a"), "image/gif"],
-      [Buffer.from("RIFF\0\0\0\0WEBPVP8X"), "image/webp"],
-    ];
-    fc.assert(
-      fc.property(fc.integer({ min: 0, max: 3 }), fc.uint8Array({ maxLength: 64 }), (k, tail) => {
-        const [head, mime] = heads[k]!;
-        const dims = readImageDimensions(Buffer.concat([head, Buffer.from(tail)]), mime);
-        return dims === null || (dims.width > 0 && dims.height > 0);
-      }),
-      { numRuns: 500 },
+  it("reads PNG, GIF and WebP sizes with the decoder", async () => {
+    for (const [bytes, mime] of [[await realPng(3, 2), "image/png"], [await realGif(7, 5), "image/gif"], [await realWebp(64, 48), "image/webp"]] as const) {
+      const img = await prepareImage({ id: "x", data: b64(bytes) }, NO_PATH);
+      expect(img.mimeType).toBe(mime);
+    }
+    expect((await prepareImage({ id: "g", data: b64(await realGif(7, 5)) }, NO_PATH)).width).toBe(7);
+    expect((await prepareImage({ id: "w", data: b64(await realWebp(64, 48)) }, NO_PATH)).height).toBe(48);
+  });
+
+  it("refuses a 10×10 GIF screen carrying a 60000² frame with 413", async () => {
+    const bomb = gifWithFrame(10, 60_000);
+    expect(bomb.length).toBeLessThan(100);
+    const e = await rejection(prepareImage({ id: "gif-bomb", data: b64(bomb) }, NO_PATH));
+    expect(e.code).toBe("PAYLOAD_TOO_LARGE");
+    expect(e.message).toContain("gif-bomb");
+    expect(e.message).toContain(String(LIMITS.maxPixels));
+  });
+
+  it("refuses a JPEG with a second 60000² frame header, naming the decoder's reason", async () => {
+    const bomb = await jpegWithSecondFrameHeader(60_000);
+    const e = await rejection(prepareImage({ id: "jpeg-bomb", data: b64(bomb) }, NO_PATH));
+    // libjpeg refuses the file's structure before it sizes anything: a 4xx, never decoded.
+    expect(e.code).toBe("INVALID_INPUT");
+    expect(e.message).toMatch(/jpeg-bomb.*two SOF markers/);
+  });
+
+  it("refuses a 140 KB PNG that inflates to 144 MB with 413, by decoded bytes", async () => {
+    const bomb = pngThatInflates(6000, 6000);
+    expect(bomb.length).toBeLessThan(LIMITS.maxBytes);
+    const e = await rejection(prepareImage({ id: "png-bomb", data: b64(bomb) }, NO_PATH));
+    expect(e.code).toBe("PAYLOAD_TOO_LARGE");
+    expect(e.details).toMatchObject({ decodedBytes: 144_000_000, maxDecodedBytes: 100_000_000 });
+    // The same picture is admitted when an operator raises the limit on purpose.
+    const ok = await prepareImage({ id: "png-big", data: b64(bomb) }, { ...NO_PATH, maxDecodedBytes: 150_000_000 });
+    expect([ok.width, ok.height]).toEqual([6000, 6000]);
+  });
+
+  it("refuses a PNG cut inside its pixel data (the decoder reads it all)", async () => {
+    const whole = await sharp({ create: { width: 300, height: 300, channels: 3, background: "#000", noise: { type: "gaussian", mean: 128, sigma: 40 } } }).png().toBuffer();
+    const e = await rejection(prepareImage({ id: "cut-png", data: b64(whole.subarray(0, Math.floor(whole.length / 2))) }, NO_PATH));
+    expect(e.code).toBe("INVALID_INPUT");
+    expect(e.message).toContain("cut-png");
+  });
+
+  it("never crashes, hangs or grows without bound on fuzzed headers (fast-check)", async () => {
+    const seeds = [await realJpeg(16, 12), await realPng(16, 12), await realGif(16, 12), await realWebp(16, 12)];
+    const limits = { maxBytes: 64 * 1024, maxPixels: 1_000_000, maxDecodedBytes: 4_000_000, allowPath: false };
+    const rssBefore = process.memoryUsage().rss;
+    const started = Date.now();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: seeds.length - 1 }),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 8 }),
+        fc.option(fc.nat(), { nil: undefined }),
+        async (k, edits, keep) => {
+          const seed = seeds[k]!;
+          // Sometimes cut short as well: a truncated tail is the commonest corruption.
+          const bytes = Buffer.from(keep === undefined ? seed : seed.subarray(0, 1 + (keep % seed.length)));
+          // Header bytes only: the first 64 (where every size field of these formats lives).
+          for (const [at, value] of edits) bytes[at % Math.min(64, bytes.length)] = value;
+          const outcome = await prepareImage({ id: "fuzz", data: b64(bytes) }, limits).then(
+            (img) => img.width! * img.height! <= limits.maxPixels && img.width! > 0,
+            (e: unknown) => e instanceof MedmmvError && ["INVALID_INPUT", "PAYLOAD_TOO_LARGE", "UNSUPPORTED_MEDIA"].includes(e.code),
+          );
+          return outcome;
+        },
+      ),
+      { numRuns: 300, seed: 22 },
     );
-  });
+    // Every input is bounded by the limits, so the whole run stays small and quick even on a
+    // loaded machine (the figures are generous ceilings, not timings).
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(process.memoryUsage().rss - rssBefore).toBeLessThan(256 * 1024 * 1024);
+  }, 90_000);
 });
 
 describe("prepareImage", () => {
@@ -178,7 +171,7 @@ describe("prepareImage", () => {
   });
 
   it("accepts a data: URL prefix and MIME-wrapped lines", async () => {
-    const b64 = gif(2, 2).toString("base64");
+    const b64 = (await realGif(2, 2)).toString("base64");
     const a = await prepareImage({ id: "g", data: `data:image/gif;base64,${b64}` }, { ...LIMITS, allowPath: false });
     expect(a.mimeType).toBe("image/gif");
     const wrapped = png(2, 2).toString("base64").replace(/(.{8})/g, "$1\r\n");
@@ -209,12 +202,11 @@ describe("prepareImage", () => {
     expect(e.message).toMatch(/JPEG.*PNG.*GIF.*WebP/);
   });
 
-  it("refuses a bomb-like PNG header by pixel count, without any image data to decode", async () => {
-    const bomb = png(100_000, 100_000, false); // 10^10 pixels claimed, no IDAT at all
+  it("refuses a PNG header claiming 10^10 pixels, before anything is inflated", async () => {
+    const bomb = pngClaiming(100_000, 100_000); // 10^10 pixels claimed, 1 KB of data
     expect(bomb.length).toBeLessThan(100);
     const e = await rejection(prepareImage({ id: "bomb", data: bomb.toString("base64") }, { ...LIMITS, allowPath: false }));
     expect(e.code).toBe("PAYLOAD_TOO_LARGE");
-    expect(e.message).toContain("100000×100000");
     expect(e.message).toContain(String(LIMITS.maxPixels));
   });
 
@@ -247,7 +239,7 @@ describe("prepareImage", () => {
     expect(notFile.code).toBe("INVALID_INPUT");
   });
 
-  it("refuses a JPEG whose header is cut before the frame size", async () => {
+  it("refuses a JPEG cut short, naming what the decoder found", async () => {
     const jpeg = readFileSync(path.join(IMAGES, "synpic676.jpg")).subarray(0, 20);
     const e = await rejection(prepareImage({ id: "cut", data: jpeg.toString("base64") }, { ...LIMITS, allowPath: false }));
     expect(e.code).toBe("INVALID_INPUT");

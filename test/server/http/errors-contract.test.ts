@@ -63,7 +63,7 @@ describe("bad input (400) says what to fix", () => {
     expect(paths).toEqual(expect.arrayContaining(["body.question", "body.images[0]"]));
     expect(paths.some((p) => p.startsWith("body.options"))).toBe(true);
     expect(body.message).toContain("body.question");
-    expect(body.message).toContain("each image needs `data` (base64) or `path`");
+    expect(body.message).toContain("each image needs `data` (base64), `path` or `dicomweb`");
     expect(body.issues!.some((i) => /extra/.test(i.message))).toBe(true);
   });
 
@@ -144,7 +144,7 @@ describe("limits (413) and media types (415)", () => {
       await t.api("/diagnose", { method: "POST", json: chestPain({ images: [{ id: "scan", mimeType: "image/png", data: b64(pdf) }] }) }),
       415,
       "UNSUPPORTED_MEDIA",
-      /image "scan" is not a supported format; accepted formats are JPEG, PNG, GIF or WebP/,
+      /image "scan" is not a supported format; accepted formats are JPEG, PNG, GIF, WebP or DICOM Part 10/,
     );
     expect(body.details).toMatchObject({ imageId: "scan" });
     const form = new FormData();

@@ -1,5 +1,7 @@
 import { MedmmvError, isMedmmvError } from "../../contracts/errors.js";
-import { decodeBase64, readImageDimensions, sniffImageMime } from "../images.js";
+import { decodeBase64, sniffImageMime } from "../images.js";
+import { imagingStudyImages } from "../dicom/imaging-study.js";
+import { isDicomPart10 } from "../dicom/render-dicom.js";
 import { MAX_PATIENT_AGE, type ClinicalCase, type ImageInput } from "../../contracts/clinical-case.js";
 import { BundleIndex, nestingTooDeep, type IndexedEntry } from "./bundle-index.js";
 import type { FhirOrigin, IgnoredResource } from "../../contracts/fhir-origin.js";
@@ -282,12 +284,13 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     }
   };
 
+  const imagePaths: Record<string, string> = {};
   const addImage = (id: string, bytes: Buffer, at: string, caption: string) => {
-    const mime = sniffImageMime(bytes);
-    if (!mime) throw fhirError("UNSUPPORTED_MEDIA", [{ path: at, message: "is not an image: accepted formats are JPEG, PNG, GIF and WebP (read from the bytes, not contentType)", fhirCode: "not-supported" }]);
-    if (!readImageDimensions(bytes, mime)) throw fhirError("INVALID_INPUT", [{ path: at, message: `the ${mime} header is truncated or corrupt; re-export the image`, fhirCode: "value" }]);
+    const mime = sniffImageMime(bytes) ?? (isDicomPart10(bytes) ? "application/dicom" : null);
+    if (!mime) throw fhirError("UNSUPPORTED_MEDIA", [{ path: at, message: "is not an image: accepted formats are JPEG, PNG, GIF, WebP and DICOM Part 10 (read from the bytes, not contentType)", fhirCode: "not-supported" }]);
     if (images.length >= MAX_IMAGES) throw fhirError("PAYLOAD_TOO_LARGE", [{ path: at, message: `more than ${MAX_IMAGES} images in the bundle; send the ${MAX_IMAGES} most relevant`, fhirCode: "too-costly" }]);
     images.push({ id, data: bytes.toString("base64"), caption: caption.slice(0, 2000) });
+    imagePaths[id] = at; // image intake (the decoder) names this element when it refuses the picture
   };
 
   const contextFor = (e: IndexedEntry): RenderContext => {
@@ -298,14 +301,14 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
       ignore: (reason) => void ignored.push({ resource: e.name, reason }),
       attachment: (att, path, caption) => {
         const declared = att.contentType?.split(";")[0]?.trim().toLowerCase();
-        const got = attachmentBytes(e, att, path, declared?.startsWith("image/") ? opts.maxImageBytes : MAX_TEXT_ATTACHMENT_BYTES);
+        const got = attachmentBytes(e, att, path, declared?.startsWith("image/") || declared === "application/dicom" ? opts.maxImageBytes : MAX_TEXT_ATTACHMENT_BYTES);
         const where = fhirPath("", path).replace(/^\./, "");
         if ("link" in got) {
           ctx.ignore(`${where} has no inline data (links are not fetched)`);
           return undefined;
         }
         const type = declared ?? got.contentType?.split(";")[0]?.trim().toLowerCase();
-        if (type?.startsWith("image/")) {
+        if (type?.startsWith("image/") || type === "application/dicom") {
           addImage(`${e.name}/${path.filter((p) => p !== "attachment").join("-")}`, got.bytes, got.at, caption);
           return undefined;
         }
@@ -335,6 +338,13 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     if (read[i]!.type !== "Binary") render(read[i]!, i);
   }
   for (let i = 0; i < read.length; i++) if (read[i]!.type === "Binary" && !consumed.has(read[i]!.entry.name)) render(read[i]!, i);
+
+  // ImagingStudy with a DICOMweb Endpoint: its pictures are fetched at intake (src/core/intake/dicom).
+  for (const { image, at } of imagingStudyImages(index.entries, (ref) => index.resolve(ref))) {
+    if (images.length >= MAX_IMAGES) throw fhirError("PAYLOAD_TOO_LARGE", [{ path: at, message: `more than ${MAX_IMAGES} images in the bundle; send the ${MAX_IMAGES} most relevant`, fhirCode: "too-costly" }]);
+    images.push(image);
+    imagePaths[image.id] = at;
+  }
 
   const facts = lines.filter((l) => l.group !== "patient").length + images.length;
   if (!facts) throw noFacts(envelope.type, entries.length, outcomes, read, unread);
@@ -371,6 +381,7 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
         referenceDate,
         resources: index.entries.length,
         ignoredResources: listed,
+        ...(images.length ? { imagePaths } : {}),
         notes: { budget, chars: notes.length, summarised: summary.summarised, leftOut: summary.leftOut, duplicates: summary.duplicates },
         ...(Object.keys(scrub.pseudonyms).length ? { pseudonyms: scrub.pseudonyms } : {}),
       } satisfies FhirOrigin,

@@ -26,7 +26,7 @@ const transform: Transform = (doc) => {
                   "The ClinicalCase as JSON. An entry of `images` may omit `data` (or give a `path`, as CLI case files do): its bytes come from the file part whose field name equals the image id. File parts not listed in `images` are added with their field name as id.",
               },
             },
-            additionalProperties: { type: "string", format: "binary", description: "An image file (JPEG, PNG, GIF or WebP); the field name is the image id" },
+            additionalProperties: { type: "string", format: "binary", description: "An image file (JPEG, PNG, GIF, WebP or a DICOM Part 10 .dcm); the field name is the image id" },
           },
         },
         "application/fhir+json": {

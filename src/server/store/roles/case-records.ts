@@ -33,7 +33,7 @@ export interface CaseRecord {
   updatedAt: string; // ISO
 }
 
-export type StoredImageRef = { id: string; sha256: string; mimeType: LoadedImage["mimeType"]; caption?: string };
+export type StoredImageRef = { id: string; sha256: string; mimeType: LoadedImage["mimeType"]; caption?: string; dicom?: LoadedImage["dicom"] };
 export type StoredCaseInput = Omit<ClinicalCase, "images"> & { id: string; images: StoredImageRef[] };
 
 export interface NewCase {

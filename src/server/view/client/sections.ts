@@ -1,4 +1,4 @@
-import type { ViewPayload } from "../view-payload.js";
+import type { ViewDicomProvenance, ViewPayload } from "../view-payload.js";
 import { lineDiff } from "./diff.js";
 import { append, dataImage, fmt, h, kv, section, setWidthPercent, table } from "./dom.js";
 import { renderScriptedBanner } from "./scripted-banner.js";
@@ -269,11 +269,23 @@ export function renderCase(payload: ViewPayload): HTMLElement {
     const box = h("div", { class: "case-images grid2" });
     for (const im of c.images) {
       const img = dataImage(im.dataUri, im.caption ?? im.id);
-      append(box, h("figure", null, img ?? h("p", { class: "muted small" }, "not embedded"), h("figcaption", { class: "small" }, h("span", { class: "chip" }, im.id), im.caption ? ` ${im.caption}` : "")));
+      append(box, h("figure", null, img ?? h("p", { class: "muted small" }, "not embedded"), h("figcaption", { class: "small" }, h("span", { class: "chip" }, im.id), im.caption ? ` ${im.caption}` : ""), ...(im.dicom ? [dicomProvenance(im.dicom)] : [])));
     }
     append(s, h("h3", null, "Images"), box);
   }
   return s;
+}
+
+/** The DICOM origin of a rendering, beside it: UIDs, frame and the window it was drawn with. */
+function dicomProvenance(d: ViewDicomProvenance): HTMLElement {
+  const rows: Array<[string, string]> = [
+    ["SOP Instance UID", d.sopInstanceUid],
+    ["Series", d.seriesInstanceUid ?? "—"],
+    ["Study", d.studyInstanceUid ?? "—"],
+    ["Frame", `${d.frame} of ${d.frames}`],
+    ["Window", d.window ? `C${d.window.center} / W${d.window.width} (${d.window.source})` : "colour, no window"],
+  ];
+  return h("dl", { class: "small dicom-provenance", attrs: { "data-testid": "dicom-provenance" } }, ...rows.flatMap(([k, v]) => [h("dt", null, k), h("dd", null, v)]));
 }
 
 /** The conversation on the case, turn by turn, each with its pathway label and conflict flag. */

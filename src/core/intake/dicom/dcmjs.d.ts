@@ -1,0 +1,14 @@
+// dcmjs ships no types: the parts used here (its logging, and the Part 10 writer the tests use).
+declare module "dcmjs" {
+  interface Logger {
+    setLevel(level: "silent" | "error" | "warn" | "info" | "debug" | "trace"): void;
+  }
+  const dcmjs: {
+    log: Logger & { getLoggers(): Record<string, Logger> };
+    data: {
+      DicomMetaDictionary: { denaturalizeDataset(ds: Record<string, unknown>): Record<string, unknown> };
+      DicomDict: new (meta: Record<string, unknown>) => { dict: Record<string, unknown>; write(): ArrayBuffer };
+    };
+  };
+  export default dcmjs;
+}
