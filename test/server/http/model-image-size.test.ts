@@ -25,7 +25,7 @@ beforeAll(async () => {
       },
     },
   };
-  t = await startInjectServer({ scenario, env: { MEDMMV_IMAGE_MODEL_LONG_SIDE: "1024", MEDMMV_VIEW_LINK_SECRET: "a-test-secret-of-enough-length" } });
+  t = await startInjectServer({ scenario, env: { MEDMMV_IMAGE_MODEL_LONG_SIDE: "1024", MEDMMV_VIEW_LINK_SECRET: "a-test-secret-of-enough-length-0123456789" } });
   // Synthetic: a 4000×3000 photograph-sized JPEG (a smooth field with a bright square).
   photo = await sharp({ create: { width: 4000, height: 3000, channels: 3, background: { r: 60, g: 70, b: 80 } } })
     .composite([{ input: { create: { width: 800, height: 600, channels: 3, background: { r: 230, g: 230, b: 230 } } }, left: 1600, top: 1200 }])
