@@ -76,7 +76,7 @@ export class BullmqEngine implements CaseEngine {
     this.#pub = openRedis(opts.redisUrl, "medmmv-pub");
     this.#sub = openRedis(opts.redisUrl, "medmmv-sub");
     this.#workerConn = openRedis(opts.redisUrl, "medmmv-worker");
-    for (const c of [this.#queueConn, this.#pub, this.#sub, this.#workerConn]) c.on("error", (err: Error) => this.#log.warn({ code: (err as NodeJS.ErrnoException).code ?? "REDIS" }, "redis connection error (reconnecting)"));
+    for (const c of [this.#queueConn, this.#pub, this.#sub, this.#workerConn]) c.on("error", (err: Error) => this.#log.warn({ code: (err as NodeJS.ErrnoException).code ?? "REDIS", reason: err.message }, "redis connection error (reconnecting)"));
     this.#queue = new Queue(CASE_QUEUE, {
       connection: this.#queueConn,
       prefix,

@@ -279,7 +279,7 @@ export class CaseService {
       return "done";
     }
     const resume = starts > 1 || record.status === "running";
-    if (resume) this.#log.info({ caseId: id, starts }, "resuming a case from its checkpoint");
+    this.#log.info({ caseId: id, starts, resume }, resume ? "resuming a case from its checkpoint" : "case run started");
     const options = pipelineOptions(this.#config, record.options as Partial<PipelineOptions>);
     const run = this.#start(id, prepared, options, resume);
     const onLost = (): void => {
