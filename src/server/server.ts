@@ -14,6 +14,7 @@ import { connectionDrain } from "./http/connection-drain.js";
 import { explainListenError } from "./http/listen-errors.js";
 import { createLogger } from "./http/logger.js";
 import { CaseService } from "./service/case-service.js";
+import { openProviderLimiter } from "./engine/provider-budget.js";
 import { storeResponseCache } from "./service/store-cache.js";
 import type { CaseStore } from "./store/case-store.js";
 import { openStore, type OpenStoreOptions } from "./store/open-store.js";
@@ -63,7 +64,9 @@ export async function buildServerApp(
   opts: Pick<StartServerOptions, "storeOptions" | "heartbeatMs"> = {},
 ): Promise<{ app: FastifyInstance; service: CaseService }> {
   const search = await openSearchProvider(config, { pgSchema: opts.storeOptions?.pgSchema });
-  const pipeline = new Pipeline(config, { checkpointer: store.checkpointer(), cache: storeResponseCache(store), search });
+  // Model calls inside the provider budget every replica shares (src/server/engine/provider-budget.ts).
+  const provider = openProviderLimiter(config, logger);
+  const pipeline = new Pipeline(config, { checkpointer: store.checkpointer(), cache: storeResponseCache(store), search, limiter: provider.limiter });
   const service = new CaseService({ config, store, pipeline, logger });
   const app: FastifyInstance = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -80,6 +83,7 @@ export async function buildServerApp(
     await app.register(medmmvApp, { config, service, store, heartbeatMs: opts.heartbeatMs });
   } catch (err) {
     await search.close?.().catch(() => undefined);
+    await provider.close();
     throw err;
   }
   app.addHook("preClose", async () => {
@@ -88,6 +92,7 @@ export async function buildServerApp(
   app.addHook("onClose", async () => {
     // The local corpus holds its own store connection (a second SQLite handle or a pg pool).
     await search.close?.().catch(() => undefined);
+    await provider.close();
     await store.close();
   });
   return { app, service };
