@@ -15,6 +15,8 @@ import { explainListenError } from "./http/listen-errors.js";
 import { createLogger } from "./http/logger.js";
 import { CaseService } from "./service/case-service.js";
 import { openProviderLimiter } from "./engine/provider-budget.js";
+import { ServiceMetrics } from "./engine/service-metrics.js";
+import { registerMetrics } from "./http/routes/metrics.js";
 import { storeResponseCache } from "./service/store-cache.js";
 import type { CaseStore } from "./store/case-store.js";
 import { openStore, type OpenStoreOptions } from "./store/open-store.js";
@@ -66,8 +68,11 @@ export async function buildServerApp(
   const search = await openSearchProvider(config, { pgSchema: opts.storeOptions?.pgSchema });
   // Model calls inside the provider budget every replica shares (src/server/engine/provider-budget.ts).
   const provider = openProviderLimiter(config, logger);
-  const pipeline = new Pipeline(config, { checkpointer: store.checkpointer(), cache: storeResponseCache(store), search, limiter: provider.limiter });
-  const service = new CaseService({ config, store, pipeline, logger });
+  let engine: CaseService["engine"] | null = null;
+  const metrics = new ServiceMetrics({ store, engine: () => engine });
+  const pipeline = new Pipeline(config, { checkpointer: store.checkpointer(), cache: storeResponseCache(store), search, limiter: provider.limiter, callbacks: [metrics.modelCallbacks()] });
+  const service = new CaseService({ config, store, pipeline, logger, metrics });
+  engine = service.engine;
   const app: FastifyInstance = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.http.maxBodyBytes,
@@ -79,6 +84,7 @@ export async function buildServerApp(
     return503OnClosing: true,
     forceCloseConnections: "idle",
   });
+  registerMetrics(app, metrics, config.metrics.token);
   try {
     await app.register(medmmvApp, { config, service, store, heartbeatMs: opts.heartbeatMs });
   } catch (err) {

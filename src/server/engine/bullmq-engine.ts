@@ -64,6 +64,8 @@ export class BullmqEngine implements CaseEngine {
   readonly #eventListeners: Array<(e: CaseEvent) => void> = [];
   readonly #deletedListeners: Array<(id: string) => void> = [];
   #closing = false;
+  /** Stalled jobs this replica's worker found (since it started). */
+  #stalled = 0;
 
   constructor(opts: BullmqEngineOptions, deps: { store: Pick<RunOwnership, "listUnfinishedIds">; logger: Logger; onGiveUp: (caseId: string, reason: string) => Promise<void> }) {
     this.#opts = opts;
@@ -104,6 +106,10 @@ export class BullmqEngine implements CaseEngine {
       stalledInterval: this.#opts.lockMs,
       // A stall is a run start that never finished: with the first start, maxRunStarts in all.
       maxStalledCount: this.#opts.maxRunStarts - 1,
+    });
+    worker.on("stalled", (jobId: string) => {
+      this.#stalled++;
+      this.#log.warn({ caseId: jobId }, "a case's job stalled (its replica stopped renewing the lock): it goes back to the queue");
     });
     worker.on("error", (err) => this.#log.warn({ code: describeError(err).code }, "case worker error"));
     worker.on("lockRenewalFailed", (ids: string[]) => {
@@ -237,9 +243,9 @@ export class BullmqEngine implements CaseEngine {
     else if (msg.kind === "deleted") for (const l of this.#deletedListeners) l(msg.caseId);
   }
 
-  async counts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }> {
+  async counts(): Promise<{ waiting: number; active: number; delayed: number; failed: number; stalled: number }> {
     const c = await this.#queue.getJobCounts("waiting", "active", "delayed", "failed");
-    return { waiting: c.waiting ?? 0, active: c.active ?? 0, delayed: c.delayed ?? 0, failed: c.failed ?? 0 };
+    return { waiting: c.waiting ?? 0, active: c.active ?? 0, delayed: c.delayed ?? 0, failed: c.failed ?? 0, stalled: this.#stalled };
   }
 
   async close(): Promise<void> {

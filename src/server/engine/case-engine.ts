@@ -34,8 +34,8 @@ export interface CaseEngine extends EngineBus {
   publishEvent(event: CaseEvent): void;
   /** Tell every replica (this one included) that a case is deleted; drops its queued job. */
   publishDeleted(caseId: string): Promise<void>;
-  /** Queue depth as the engine sees it, for /metrics. */
-  counts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }>;
+  /** Queue depth as the engine sees it, for /metrics (`stalled`: stalled jobs this replica found since it started). */
+  counts(): Promise<{ waiting: number; active: number; delayed: number; failed: number; stalled: number }>;
   /** Stop taking work; resolves once every running case has returned from its runner. */
   close(): Promise<void>;
 }

@@ -70,8 +70,8 @@ export class LocalEngine implements CaseEngine {
     for (const l of this.#deletedListeners) l(caseId);
   }
 
-  async counts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }> {
-    return { waiting: 0, active: this.#running.size, delayed: 0, failed: 0 };
+  async counts(): Promise<{ waiting: number; active: number; delayed: number; failed: number; stalled: number }> {
+    return { waiting: 0, active: this.#running.size, delayed: 0, failed: 0, stalled: 0 };
   }
 
   async close(): Promise<void> {

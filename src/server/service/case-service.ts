@@ -20,6 +20,7 @@ import type { AgentDeps } from "../../core/agents/agent-context.js";
 import { ProgressTracker } from "./progress.js";
 import type { CaseEngine, RunOutcome } from "../engine/case-engine.js";
 import { openEngine } from "../engine/open-engine.js";
+import type { ServiceMetrics } from "../engine/service-metrics.js";
 
 /** Per-request pipeline settings a client may choose (bounded by the route schema). */
 export interface CaseOverrides {
@@ -47,6 +48,8 @@ export interface CaseServiceDeps {
   store: CaseStore;
   pipeline: Pipeline;
   logger: Logger;
+  /** Where the case figures go for GET /metrics (none: not counted). */
+  metrics?: ServiceMetrics;
 }
 
 interface CaseRun {
@@ -83,6 +86,7 @@ export class CaseService {
   readonly #pipeline: Pipeline;
   readonly #log: Logger;
   readonly #engine: CaseEngine;
+  readonly #metrics: ServiceMetrics | null;
   readonly #runs = new Map<string, CaseRun>();
   /** Per-case write queue: events and progress land in the order they were emitted. */
   readonly #tails = new Map<string, Promise<void>>();
@@ -95,6 +99,7 @@ export class CaseService {
     this.#store = deps.store;
     this.#pipeline = deps.pipeline;
     this.#log = deps.logger;
+    this.#metrics = deps.metrics ?? null;
     this.#engine = openEngine(deps.config.engine, {
       store: deps.store,
       logger: deps.logger,
@@ -168,6 +173,7 @@ export class CaseService {
       throw err;
     }
     this.#log.info({ caseId: record.id, imageCount: prepared.images.length, k: options.k }, "case accepted");
+    this.#metrics?.casesAccepted.inc();
     await this.#append(record.id, "status", { status: "queued" });
     // Committed first: a case the engine never heard of (Redis down right now) is queued by its reconciler.
     await this.#engine.enqueue(record.id).catch((err: unknown) => this.#log.warn({ caseId: record.id, code: describeError(err).code }, "could not queue the case now; the reconciler queues it"));
@@ -278,6 +284,7 @@ export class CaseService {
       await this.#append(id, "final", { status: "failed", error });
       return "done";
     }
+    if (starts === 1) this.#metrics?.queueWait.observe(Math.max(0, Date.now() - Date.parse(record.createdAt)) / 1000);
     const resume = starts > 1 || record.status === "running";
     this.#log.info({ caseId: id, starts, resume }, resume ? "resuming a case from its checkpoint" : "case run started");
     const options = pipelineOptions(this.#config, record.options as Partial<PipelineOptions>);
@@ -316,6 +323,7 @@ export class CaseService {
       message: `this case was stopped: ${why} (each time the process running it stopped mid-case, e.g. out of memory). It is not run again; check its input (very large pathways or images) and submit it anew.`,
     };
     this.#log.error({ caseId: id, code: error.code, limit: this.#config.engine.maxRunStarts }, "case quarantined: its run kept stopping its process");
+    this.#metrics?.casesQuarantined.inc();
     await this.#tails.get(id);
     await this.#store.setStatus(id, "failed", error);
     await this.#append(id, "final", { status: "failed", error });
@@ -377,6 +385,7 @@ export class CaseService {
       const progress = this.#runs.get(id)?.tracker.observe("final", final);
       if (progress) await this.#store.setProgress(id, progress);
       this.#log.info({ caseId: id, status: result.status, llmCalls: result.usage.llmCalls, ms: Date.now() - started }, "case finished");
+      this.#metrics?.recordFinished(result, Date.now() - started);
     } catch (err) {
       if (run.deleted) return;
       if (run.lost) return; // the replica that holds the case now finishes it

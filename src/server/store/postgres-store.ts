@@ -17,7 +17,7 @@ import type {
 } from "./case-store.js";
 import { PG_CONSTRAINTS, pgDdl, pgTables, type PgTables } from "./postgres-schema.js";
 import { checkSchemaName } from "../../core/database/database-names.js";
-import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, recordFromRow, turnData, turnFromRow, summaryFromRow, type ImageRow } from "./store-rows.js";
+import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, recordFromRow, turnData, turnFromRow, statusCounts, summaryFromRow, type ImageRow } from "./store-rows.js";
 import { nowIso } from "../../core/database/monotonic-clock.js";
 import { storeFailed } from "../../core/database/database-errors.js";
 
@@ -236,6 +236,11 @@ export class PostgresStore implements CaseStore {
   async countCasesNotOwnedBy(owner: string): Promise<number> {
     const rows = await this.#query("countCasesNotOwnedBy", `SELECT COUNT(*) AS n FROM ${this.#t.cases} WHERE owner <> $1`, [owner]);
     return Number(rows[0]?.n ?? 0);
+  }
+
+  async countCasesByStatus(): Promise<Record<CaseStatus, number>> {
+    const rows = await this.#query("countCasesByStatus", `SELECT status, COUNT(*) AS n FROM ${this.#t.cases} GROUP BY status`);
+    return statusCounts(rows.map((r) => ({ status: r.status as CaseStatus, n: Number(r.n) })));
   }
 
   async listUnfinished(): Promise<CaseRecord[]> {

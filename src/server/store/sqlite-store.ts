@@ -20,7 +20,7 @@ import type {
   NewTurn,
 } from "./case-store.js";
 import { SQLITE_ADDED_CASE_COLUMNS, SQLITE_CHECKPOINT_TABLES, SQLITE_DDL, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
-import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, recordFromRow, turnData, turnFromRow, summaryFromRow, type ImageRow } from "./store-rows.js";
+import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, recordFromRow, turnData, turnFromRow, statusCounts, summaryFromRow, type ImageRow } from "./store-rows.js";
 import { nowIso } from "../../core/database/monotonic-clock.js";
 import { storeFailed } from "../../core/database/database-errors.js";
 
@@ -243,6 +243,11 @@ export class SqliteStore implements CaseStore {
   async countCasesNotOwnedBy(owner: string): Promise<number> {
     const row = this.#run("countCasesNotOwnedBy", () => this.#stmt("SELECT COUNT(*) AS n FROM medmmv_cases WHERE owner <> ?").get(owner)) as { n: number };
     return Number(row.n);
+  }
+
+  async countCasesByStatus(): Promise<Record<CaseStatus, number>> {
+    const rows = this.#run("countCasesByStatus", () => this.#stmt("SELECT status, COUNT(*) AS n FROM medmmv_cases GROUP BY status").all()) as Array<{ status: CaseStatus; n: number }>;
+    return statusCounts(rows);
   }
 
   async listUnfinished(): Promise<CaseRecord[]> {

@@ -71,6 +71,8 @@ export interface CaseRecords {
   listCases(q: ListCasesQuery): Promise<{ items: CaseSummary[]; nextCursor: string | null }>;
   /** How many cases, in any status, belong to another owner than `owner` (the demo's check for a store of its own). */
   countCasesNotOwnedBy(owner: string): Promise<number>;
+  /** How many cases are in each status, every owner together (for /metrics: counts only, no ids). */
+  countCasesByStatus(): Promise<Record<CaseStatus, number>>;
   /**
    * Cases not in a terminal status, oldest first, whole records: the tests and fault
    * trials read what is left unfinished through it.
