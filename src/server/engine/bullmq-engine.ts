@@ -76,7 +76,7 @@ export class BullmqEngine implements CaseEngine {
     this.#channel = `${prefix}:bus`;
     this.#queueConn = openRedis(opts.redisUrl, "medmmv-queue");
     this.#pub = openRedis(opts.redisUrl, "medmmv-pub");
-    this.#sub = openRedis(opts.redisUrl, "medmmv-sub");
+    this.#sub = openRedis(opts.redisUrl, null); // no CLIENT SETNAME: a reconnect must send subscriber commands only
     this.#workerConn = openRedis(opts.redisUrl, "medmmv-worker");
     for (const c of [this.#queueConn, this.#pub, this.#sub, this.#workerConn]) c.on("error", (err: Error) => this.#log.warn({ code: (err as NodeJS.ErrnoException).code ?? "REDIS", reason: err.message }, "redis connection error (reconnecting)"));
     this.#queue = new Queue(CASE_QUEUE, {
@@ -111,7 +111,7 @@ export class BullmqEngine implements CaseEngine {
       this.#stalled++;
       this.#log.warn({ caseId: jobId }, "a case's job stalled (its replica stopped renewing the lock): it goes back to the queue");
     });
-    worker.on("error", (err) => this.#log.warn({ code: describeError(err).code }, "case worker error"));
+    worker.on("error", (err) => this.#log.warn({ code: describeError(err).code, reason: err.message }, "case worker error"));
     worker.on("lockRenewalFailed", (ids: string[]) => {
       for (const id of ids) {
         const c = this.#running.get(id);

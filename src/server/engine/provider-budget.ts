@@ -8,11 +8,6 @@ import { MedmmvError, describeError } from "../../core/contracts/errors.js";
 import { FairLimiter, type SharedBudget } from "../../core/llm/limiter.js";
 import { openRedis } from "./redis-connection.js";
 
-/**
- * A slot of the cross-replica budget is held at most this long without a refresh (a replica
- * killed mid-call frees its slots after it); redis-semaphore refreshes it while the call lasts.
- */
-const SLOT_TIMEOUT_MS = 30_000;
 /** How often a waiting call asks again for a slot (redis-semaphore polls). */
 const RETRY_MS = 20;
 
@@ -29,22 +24,28 @@ export class RedisProviderBudget implements SharedBudget {
   readonly #limit: number;
   readonly #rpm: RateLimiterAbstract | null;
   readonly #log: Logger;
+  /**
+   * A slot is held at most this long without a refresh (redis-semaphore refreshes it every
+   * third of it while the call lasts): a replica killed mid-call frees its slots after it.
+   */
+  readonly #slotMs: number;
 
-  constructor(opts: { redisUrl: string; prefix: string; endpoint: string; maxInFlight: number; requestsPerMin: number | null }, logger: Logger) {
+  constructor(opts: { redisUrl: string; prefix: string; endpoint: string; maxInFlight: number; requestsPerMin: number | null; slotMs: number }, logger: Logger) {
     this.#redis = openRedis(opts.redisUrl, "medmmv-budget");
     this.#redis.on("error", (err: Error) => logger.warn({ reason: err.message }, "redis connection error (provider budget; reconnecting)"));
     this.#key = `${opts.prefix}:budget:${createHash("sha256").update(opts.endpoint).digest("hex").slice(0, 16)}`;
     this.#limit = opts.maxInFlight;
     this.#rpm = opts.requestsPerMin ? new RateLimiterRedis({ storeClient: this.#redis, keyPrefix: `${this.#key}:rpm`, points: opts.requestsPerMin, duration: 60 }) : null;
     this.#log = logger;
+    this.#slotMs = opts.slotMs;
   }
 
   async acquire(signal?: AbortSignal): Promise<() => void> {
     await this.#waitOutPause(signal);
     if (this.#rpm) await consumeOrWait(this.#rpm, "calls", signal);
     const slot = new Semaphore(this.#redis, `${this.#key}:in-flight`, this.#limit, {
-      lockTimeout: SLOT_TIMEOUT_MS,
-      refreshInterval: SLOT_TIMEOUT_MS / 3,
+      lockTimeout: this.#slotMs,
+      refreshInterval: Math.floor(this.#slotMs / 3),
       retryInterval: RETRY_MS,
       acquireTimeout: 24 * 3600_000, // bounded by the caller's signal and timeouts, not here
       onLockLost: () => this.#log.warn("a provider-budget slot lapsed while its call ran (Redis restarted?)"),
@@ -138,7 +139,7 @@ function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
 export function openProviderLimiter(config: Config, logger: Logger): { limiter: FairLimiter; close(): Promise<void> } {
   const endpoint = config.llm.azure?.endpoint ?? config.llm.azure?.instanceName ?? config.llm.baseUrl ?? "https://api.openai.com/v1";
   const budget = config.engine.redisUrl
-    ? new RedisProviderBudget({ redisUrl: config.engine.redisUrl, prefix: config.engine.prefix, endpoint, maxInFlight: config.llm.maxConcurrency, requestsPerMin: config.llm.requestsPerMin }, logger)
+    ? new RedisProviderBudget({ redisUrl: config.engine.redisUrl, prefix: config.engine.prefix, endpoint, maxInFlight: config.llm.maxConcurrency, requestsPerMin: config.llm.requestsPerMin, slotMs: config.engine.lockMs }, logger)
     : config.llm.requestsPerMin
       ? new LocalProviderBudget(config.llm.requestsPerMin)
       : null;
