@@ -138,10 +138,7 @@ describe("three replicas on Postgres + Redis, faults mid-run", () => {
     await trial("Redis SIGKILLed and restarted empty", 60, () => redis.restart());
   }, 180_000);
 
-  // Known failure, not yet fixed: after a Postgres fast shutdown and restart mid-run every replica's
-  // runs stop for good (no model call after the restart, nothing logged), so the cases stay
-  // "running". Skipped until that is fixed; the trial and its diagnostics are kept ready.
-  it.skip("Postgres restarted mid-run: every case finishes exactly once", async () => {
+  it("Postgres restarted mid-run: every case finishes exactly once", async () => {
     await trial("Postgres fast shutdown and restart", 60, () => pgService.restart());
   }, 180_000);
 });

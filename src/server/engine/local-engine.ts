@@ -43,13 +43,18 @@ export class LocalEngine implements CaseEngine {
     this.#run(caseId);
   }
 
-  #run(caseId: string): void {
+  #run(caseId: string, attempt = 1): void {
     const runner = this.#runner;
     if (!runner || this.#closing || this.#running.has(caseId)) return;
     const controller = new AbortController();
     const done = runner(caseId, controller.signal)
       .then(() => undefined)
-      .catch((err: unknown) => this.#log.error({ caseId, code: describeError(err).code }, "case run failed outside the pipeline"))
+      .catch((err: unknown) => {
+        // The store was unreachable (the runner counts the start first, so the quarantine bounds this).
+        const delayMs = Math.min(30_000, 1_000 * 2 ** (attempt - 1));
+        this.#log.warn({ caseId, code: describeError(err).code, retryInMs: delayMs }, "case run failed outside the pipeline; trying again");
+        setTimeout(() => this.#run(caseId, attempt + 1), delayMs).unref();
+      })
       .finally(() => this.#running.delete(caseId));
     this.#running.set(caseId, { controller, done });
   }

@@ -59,6 +59,19 @@ interface CaseRun {
   deleted: boolean;
   /** The engine took the case back (its job lock was lost): another run goes on from the checkpoint; stop quietly. */
   lost: boolean;
+  /** The store went away under the run (a database restart): the engine runs the case again later. */
+  outage: boolean;
+}
+
+/** Connection-level failures of the store (server restarting, connection cut), along the cause chain. */
+const OUTAGE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "57P01", "57P02", "57P03", "08000", "08003", "08006"]);
+function isStoreOutage(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && OUTAGE_CODES.has(code)) return true;
+    if (e instanceof Error && /Connection terminated|terminating connection|Client has encountered a connection error|the database system is (starting up|shutting down)/i.test(e.message)) return true;
+  }
+  return false;
 }
 
 export function isTerminal(status: CaseStatus): boolean {
@@ -300,6 +313,7 @@ export class CaseService {
     } finally {
       signal.removeEventListener("abort", onLost);
     }
+    if (run.outage && !this.#closing) throw new MedmmvError("STORE_FAILED", "the store went away mid-case", { retryable: true });
     if (this.#closing && !run.deleted && !run.lost && !(await this.#isTerminal(id))) {
       await this.#store.uncountRunStart(id).catch(() => undefined);
       return "handed-back";
@@ -353,6 +367,7 @@ export class CaseService {
       done: Promise.resolve(),
       deleted: false,
       lost: false,
+      outage: false,
     };
     this.#runs.set(id, run);
     run.done = this.#execute(id, prepared, options, resume, run).finally(() => {
@@ -390,6 +405,12 @@ export class CaseService {
       if (run.deleted) return;
       if (run.lost) return; // the replica that holds the case now finishes it
       const error = describeError(err);
+      if (isStoreOutage(err)) {
+        // Not the case's fault: it stays unfinished with its checkpoints and runs again.
+        run.outage = true;
+        this.#log.warn({ caseId: id, code: error.code }, "the store went away mid-case; the case runs again from its checkpoint");
+        return;
+      }
       if (this.#closing) {
         this.#log.info({ caseId: id }, "case interrupted by shutdown; it resumes from its checkpoint (a peer, or the next start)");
         return;

@@ -83,6 +83,9 @@ export class PostgresStore implements CaseStore {
     // An idle client that loses its server emits here; without a listener that kills the
     // process. The next query on a fresh client reports the real problem.
     pool.on("error", () => undefined);
+    // A checked-out client whose server goes away (a Postgres restart) emits "error" too; with
+    // no listener that would kill the process mid-case. Its pending query rejects on its own.
+    pool.on("connect", (client) => client.on("error", () => undefined));
     this.#pool = pool;
     this.#saver = new PostgresSaver(pool, undefined, { schema: this.schema });
   }
