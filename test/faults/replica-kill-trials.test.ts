@@ -92,6 +92,10 @@ async function storedFinals(ids: string[]): Promise<Record<string, CaseEvent[]>>
 /** One trial: 30 cases in flight, `fault` once the scripted server has seen `afterCalls` more calls; then every case must finish exactly once. */
 async function trial(kind: string, afterCalls: number, fault: () => Promise<void>): Promise<void> {
   trialNo++;
+  // Every replica alive before the trial: one that died by itself is a finding, shown with its last words.
+  for (const r of replicas) {
+    if (r.child.exitCode !== null || r.child.signalCode !== null) throw new Error(`a replica died by itself (exit ${r.child.exitCode}, signal ${r.child.signalCode}):\n${r.output().split("\n").slice(-30).join("\n")}`);
+  }
   openai.reset();
   const ids = await submitSpread(CASES, `trial ${trialNo}`);
   await until(() => (openai.stats().total >= afterCalls ? true : undefined), 60_000, `${afterCalls} model calls`);

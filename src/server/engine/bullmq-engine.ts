@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { once } from "node:events";
 import { Queue, WaitingError, Worker, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
@@ -97,6 +98,9 @@ export class BullmqEngine implements CaseEngine {
 
   async start(runner: CaseRunner): Promise<void> {
     if (this.#worker || this.#closing) return;
+    // Subscribing before the connection is ready races ioredis's ready check (an INFO on a
+    // connection already in subscriber mode fails, and the subscription with it).
+    if (this.#sub.status !== "ready") await once(this.#sub, "ready");
     await this.#sub.subscribe(this.#channel);
     const worker = new Worker(CASE_QUEUE, (job, token) => this.#process(runner, job, token), {
       connection: this.#workerConn,
