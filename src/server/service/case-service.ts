@@ -101,6 +101,8 @@ export class CaseService {
   readonly #engine: CaseEngine;
   readonly #metrics: ServiceMetrics | null;
   readonly #runs = new Map<string, CaseRun>();
+  /** Each case's run as the engine asked for it, from its first step (before the store is read). */
+  readonly #active = new Map<string, Promise<RunOutcome>>();
   /** Per-case write queue: events and progress land in the order they were emitted. */
   readonly #tails = new Map<string, Promise<void>>();
   readonly #deleting = new Set<string>();
@@ -211,12 +213,32 @@ export class CaseService {
     return { record: prior, replayed: true };
   }
 
-  /** Resolves when the case's run ends (finished, failed, or interrupted by shutdown). */
+  /**
+   * Resolves when the case's run ends (finished, failed, or interrupted by shutdown): here, or
+   * with the BullMQ engine on whichever replica runs it (its final event comes through Redis).
+   */
   async wait(id: string): Promise<CaseRecord | null> {
+    await this.#active.get(id)?.catch(() => undefined);
     const run = this.#runs.get(id);
     if (run) await run.done;
     await this.#tails.get(id);
+    if (this.#engine.kind === "bullmq" && !this.#closing) await this.#finalSeen(id);
     return this.#store.getCase(id);
+  }
+
+  /** Until the case's final event (or its stream's end); subscribed before the store is read, so none is missed. */
+  async #finalSeen(id: string): Promise<void> {
+    let unsubscribe = (): void => undefined;
+    const seen = new Promise<void>((resolve) => {
+      unsubscribe = this.hub.subscribe(id, { onEvent: (e) => e.type === "final" && resolve(), onEnd: () => resolve() });
+    });
+    try {
+      const now = await this.#store.getCase(id);
+      if (!now || isTerminal(now.status)) return;
+      await seen;
+    } finally {
+      unsubscribe();
+    }
   }
 
   /** The case if it belongs to `owner`; otherwise NOT_FOUND, so ids of others' cases are not confirmed. */
@@ -275,7 +297,17 @@ export class CaseService {
    * crash quarantine), then run it fresh or from its checkpoint. "handed-back" when a
    * graceful stop cut it off (that start is taken back: it did not crash).
    */
-  async #runCase(id: string, signal: AbortSignal): Promise<RunOutcome> {
+  #runCase(id: string, signal: AbortSignal): Promise<RunOutcome> {
+    // Registered before the first await, so wait() right after submit sees the run coming.
+    const p = this.#runCaseSteps(id, signal);
+    this.#active.set(id, p);
+    void p.catch(() => undefined).finally(() => {
+      if (this.#active.get(id) === p) this.#active.delete(id);
+    });
+    return p;
+  }
+
+  async #runCaseSteps(id: string, signal: AbortSignal): Promise<RunOutcome> {
     if (this.#closing) return "handed-back";
     if (this.#runs.has(id) || this.#deleting.has(id)) return "done";
     const record = await this.#store.getCase(id);
@@ -412,7 +444,7 @@ export class CaseService {
         return;
       }
       if (this.#closing) {
-        this.#log.info({ caseId: id }, "case interrupted by shutdown; it resumes from its checkpoint (a peer, or the next start)");
+        this.#log.info({ caseId: id }, "case interrupted by shutdown; it resumes at the next start (or on a peer) from its checkpoint");
         return;
       }
       this.#log.error({ caseId: id, code: error.code }, "case failed");
