@@ -1,4 +1,4 @@
-import { loadConfig } from "../core/config.js";
+import { assertWorkersSupported, loadConfig } from "../core/config.js";
 import { isMedmmvError } from "../core/contracts/errors.js";
 
 /**
@@ -15,6 +15,7 @@ export async function serveCommand(opts: { workers?: number; demo?: boolean } = 
     }
     const config = loadConfig();
     const workers = opts.workers ?? config.http.workers;
+    assertWorkersSupported(config, workers);
     if (workers > 1) {
       const { serveWorkers } = await import("../server/server-workers.js");
       return await serveWorkers(config, workers);

@@ -39,7 +39,7 @@ export const EnvSchema = z.object({
   MEDMMV_MAX_REPAIRS: z.coerce.number().int().min(0).max(10).default(3).describe("AutoRepair budget per path."),
   MEDMMV_ADAPTIVE: z.enum(["true", "false", "1", "0"]).default("false").describe("Adaptive rollouts by default (a request or a CLI flag may still choose): rollouts in rounds, stopping after the first 3 when they agree."),
   MEDMMV_CU_WEIGHTS: csvNumbers(3).default([1, 1, 1]).describe("Combined Uncertainty weights w_e,w_c,w_r (three comma-separated non-negative numbers)."),
-  MEDMMV_MAX_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16).describe("Model calls in flight per process, shared fairly between cases."),
+  MEDMMV_MAX_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16).describe("Model calls in flight, shared fairly between cases: across every replica with REDIS_URL, per process without."),
   MEDMMV_ROLLOUT_TEMPERATURE: z.coerce.number().min(0).max(2).default(0.7).describe("Sampling temperature of the k rollouts; judges run at 0."),
   MEDMMV_LLM_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000).describe("Per-attempt timeout of a model call (closes the connection)."),
   MEDMMV_LLM_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(5).describe("Attempts per model call (the only retry layer)."),
@@ -58,8 +58,14 @@ export const EnvSchema = z.object({
     .describe("OpenAI's image `detail` sent with every image: one value for all roles, or per role (vision=high,executor=low,judge=low; unnamed roles auto). auto leaves it to the provider."),
   MEDMMV_CACHE: z.enum(["off", "deterministic", "all"]).default("deterministic").describe("Response cache: off, deterministic (temperature-0 calls) or all (also the sampled rollouts)."),
   DATABASE_URL: z.string().optional().describe("PostgreSQL URL (postgres://…); unset: embedded SQLite under MEDMMV_DATA_DIR."),
-  MEDMMV_LEASE_MS: z.coerce.number().int().min(500).max(3_600_000).default(30_000).describe("How long a process's claim on a running case lasts without renewal (renewed every third of it)."),
-  MEDMMV_RUNNER_ID: z.string().min(1).max(200).optional().describe("This process's name to the others on the store (unique per process); default host/pid/random."),
+  REDIS_URL: z.string().url().optional().describe("Redis URL (redis://…) of the case engine (BullMQ) shared by several replicas: job queue, cancel and events across replicas, one provider budget, one rate-limit budget per key. Unset: one process runs its own cases."),
+  MEDMMV_REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/).default("medmmv").describe("Prefix of every Redis key and channel the service uses, so several deployments (or test runs) can share one Redis."),
+  MEDMMV_ENGINE_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32).describe("Cases one replica runs at once with REDIS_URL (the BullMQ worker's concurrency); more wait in the queue."),
+  MEDMMV_MAX_RUN_STARTS: z.coerce.number().int().min(1).max(100).default(3).describe("How often a case's run may start (a process that died mid-case, a stalled job) before the case fails with RUN_CRASHED instead of taking down the next process too."),
+  MEDMMV_ENGINE_LOCK_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000).describe("BullMQ job lock with REDIS_URL: a replica that stops renewing it (killed, frozen) has its cases picked up by another after about this long."),
+  MEDMMV_RECONCILE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000).describe("How often, with REDIS_URL, unfinished cases in the store that the queue does not know (a Redis that lost its data) are queued again."),
+  MEDMMV_PROVIDER_RPM: z.coerce.number().int().min(1).optional().describe("Model requests per minute per endpoint, across every replica with REDIS_URL (per process without); unset: no per-minute cap."),
+  MEDMMV_METRICS_TOKEN: z.string().min(16).optional().describe("Bearer token of GET /metrics (Prometheus); unset: /metrics is not served. Not an API key: it sees no cases."),
   MEDMMV_PATHWAYS_DIR: z
     .string()
     .min(1)
@@ -70,7 +76,6 @@ export const EnvSchema = z.object({
   MEDMMV_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60).describe("Requests per minute per API key, one budget over the API, audit-view and CDS Hooks routes (per process; across replicas with REDIS_URL)."),
   MEDMMV_AUTH_FAILURES_PER_MIN: z.coerce.number().int().min(1).default(10).describe("Failed authentications per minute per client address (wrong key, bad view link, bad JWT), on every route; past it 429."),
   MEDMMV_TRUST_PROXY: z.string().default("false").describe("Trust X-Forwarded-For from a reverse proxy: false (default), true (any hop: only when nothing else can reach the port), a hop count, or comma-separated proxy addresses/CIDRs. Decides the client address that failed-login budgets count by."),
-  REDIS_URL: z.string().url().optional().describe("Redis URL (redis://…). With it the per-key rate limits are one budget across every replica."),
   MEDMMV_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).default(60_000).describe("Longest time to receive a whole request (headers and body); a slower client is cut off."),
   MEDMMV_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1000).default(10_000).describe("Longest time to receive a request's headers."),
   MEDMMV_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(1000).default(600_000).describe("A connection with no bytes either way for this long is closed (must exceed the longest synchronous POST /diagnose)."),
@@ -88,7 +93,7 @@ export const EnvSchema = z.object({
   MEDMMV_VIEW_LINK_SECRET: z.string().min(MIN_SECRET_CHARS, `must be at least ${MIN_SECRET_CHARS} characters (e.g. openssl rand -base64 32)`).optional().describe(`Secret that signs audit-view links, at least ${MIN_SECRET_CHARS} characters; set it so links survive restarts (unset: a random one, shared by the workers of one \`serve --workers N\`).`),
   MEDMMV_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info").describe("Log level of the JSON logs (which never contain case content)."),
   PORT: z.coerce.number().int().min(0).max(65535).default(8787).describe("HTTP listen port."),
-  MEDMMV_WORKERS: z.coerce.number().int().min(1).max(256).default(1).describe("Server processes for `medmmv serve` (one per core to use); they share the port and the store."),
+  MEDMMV_WORKERS: z.coerce.number().int().min(1).max(256).default(1).describe("Server processes for `medmmv serve` (one per core to use); they share the port and the store, and more than one needs REDIS_URL."),
   HOST: z.string().default("127.0.0.1").describe("HTTP listen address; anything but loopback requires MEDMMV_API_KEYS."),
   MEDMMV_PUBLIC_URL: z.string().url().optional().describe("This service's public base URL, as EHRs call it: the only source of the CDS Hooks JWT audience (required with MEDMMV_CDS_JWKS) and the base of card links (unset: links use the request's own host, for API-key callers only)."),
   MEDMMV_FHIR_SERVERS: z.string().optional().describe("FHIR servers (base URLs, comma-separated) that CDS Hooks calls may have us fetch missing prefetch from."),
@@ -120,6 +125,8 @@ export interface Config {
     maxRetryAfterMs: number;
     backoffBaseMs: number;
     maxConcurrency: number;
+    /** Model requests per minute per endpoint (across replicas with REDIS_URL); null: no cap. */
+    requestsPerMin: number | null;
     rolloutTemperature: number;
     prices: Prices;
     cache: "off" | "deterministic" | "all";
@@ -144,7 +151,10 @@ export interface Config {
     /** The per-case budget of a request that names none (null: unlimited). */
     caseBudget: { maxTokens: number | null; maxCostUsd: number | null };
   };
-  store: { databaseUrl: string | null; dataDir: string; leaseMs: number; runnerId: string | null };
+  store: { databaseUrl: string | null; dataDir: string };
+  /** How cases are run: by this process alone (redisUrl null), or by BullMQ workers on Redis across replicas. */
+  engine: { redisUrl: string | null; prefix: string; concurrency: number; maxRunStarts: number; lockMs: number; reconcileMs: number };
+  metrics: { token: string | null };
   http: {
     host: string;
     port: number;
@@ -230,6 +240,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxRetryAfterMs: e.MEDMMV_LLM_MAX_RETRY_AFTER_MS,
       backoffBaseMs: e.MEDMMV_LLM_BACKOFF_BASE_MS,
       maxConcurrency: e.MEDMMV_MAX_CONCURRENCY,
+      requestsPerMin: e.MEDMMV_PROVIDER_RPM ?? null,
       rolloutTemperature: e.MEDMMV_ROLLOUT_TEMPERATURE,
       prices,
       cache: e.MEDMMV_CACHE,
@@ -244,7 +255,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxPairs: e.MEDMMV_MAX_SEARCH_PAIRS,
     },
     pipeline: { k: e.MEDMMV_K, maxRepairs: e.MEDMMV_MAX_REPAIRS, adaptive: e.MEDMMV_ADAPTIVE === "true" || e.MEDMMV_ADAPTIVE === "1", weights: [w[0]!, w[1]!, w[2]!], caseBudget: { maxTokens: e.MEDMMV_CASE_MAX_TOKENS ?? null, maxCostUsd: e.MEDMMV_CASE_MAX_COST_USD ?? null } },
-    store: { databaseUrl: e.DATABASE_URL ?? null, dataDir: e.MEDMMV_DATA_DIR, leaseMs: e.MEDMMV_LEASE_MS, runnerId: e.MEDMMV_RUNNER_ID ?? null },
+    store: { databaseUrl: e.DATABASE_URL ?? null, dataDir: e.MEDMMV_DATA_DIR },
+    engine: {
+      redisUrl: e.REDIS_URL ?? null,
+      prefix: e.MEDMMV_REDIS_PREFIX,
+      concurrency: e.MEDMMV_ENGINE_CONCURRENCY,
+      maxRunStarts: e.MEDMMV_MAX_RUN_STARTS,
+      lockMs: e.MEDMMV_ENGINE_LOCK_MS,
+      reconcileMs: e.MEDMMV_RECONCILE_MS,
+    },
+    metrics: { token: e.MEDMMV_METRICS_TOKEN ?? null },
     http: {
       host: e.HOST,
       port: e.PORT,
@@ -318,6 +338,16 @@ function parseImageDetail(v: string): Record<"executor" | "vision" | "judge", Im
 
 function csvList(v: string | undefined): string[] {
   return (v ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+}
+
+/**
+ * Several server processes coordinate through the case engine on Redis alone; without it
+ * each would run (and resume at restart) cases the others run too.
+ */
+export function assertWorkersSupported(config: Config, workers: number): void {
+  if (workers > 1 && !config.engine.redisUrl) {
+    throw new MedmmvError("CONFIG_INVALID", `${workers} workers need REDIS_URL (the case engine they share); without it run one process (MEDMMV_WORKERS=1, no --workers)`);
+  }
 }
 
 /** The endpoint is usable only when base URL (or key for OpenAI itself) and a model are set. */

@@ -8,9 +8,9 @@ import { startServer } from "./server.js";
  * `medmmv serve --workers N`: N server processes sharing one port (node:cluster hands out
  * the connections) and one store. One Node process runs its JavaScript on one core, and a
  * case costs tens of milliseconds of it (BENCHMARKS.md), so a host with more cores serves
- * more cases with more processes. They coordinate through the store alone: each case is
- * run by the process that claimed it (a lease), and the cases of a worker that dies are
- * adopted by the others or by its replacement (CaseService).
+ * more cases with more processes. They need REDIS_URL: the case engine (BullMQ) gives each
+ * case to one worker at a time, and the cases of a worker that dies go back to the queue for
+ * the others or its replacement once their job locks lapse (src/server/engine/).
  *
  * The primary only supervises: it restarts a worker that exits unexpectedly (at most
  * MAX_RESTARTS within RESTART_WINDOW_MS, then it stops everything rather than crash-loop),
@@ -69,7 +69,7 @@ export async function serveWorkers(config: Config, workers: number): Promise<num
         return;
       }
       restarts.push(now);
-      log.warn({ workerPid: worker.process.pid, code, signal }, "worker exited unexpectedly: starting another; its cases are adopted");
+      log.warn({ workerPid: worker.process.pid, code, signal }, "worker exited unexpectedly: starting another; its cases go back to the queue");
       fork();
     });
     process.once("SIGINT", () => stop(0));

@@ -16,6 +16,9 @@ import { explainListenError } from "./http/listen-errors.js";
 import { createLogger } from "./http/logger.js";
 import { providerFailureLog } from "./provider-failure-log.js";
 import { CaseService } from "./service/case-service.js";
+import { openProviderLimiter } from "./engine/provider-budget.js";
+import { ServiceMetrics } from "./engine/service-metrics.js";
+import { registerMetrics } from "./http/routes/metrics.js";
 import { storeResponseCache } from "./service/store-cache.js";
 import type { CaseStore } from "./store/case-store.js";
 import { openStore, type OpenStoreOptions } from "./store/open-store.js";
@@ -75,15 +78,24 @@ export async function buildServerApp(
   opts: Pick<StartServerOptions, "storeOptions" | "heartbeatMs"> = {},
 ): Promise<{ app: FastifyInstance; service: CaseService }> {
   const search = await openSearchProvider(config, { pgSchema: opts.storeOptions?.pgSchema });
-  const pipeline = new Pipeline(config, { checkpointer: store.checkpointer(), cache: storeResponseCache(store), search,
-    callbacks: [providerFailureLog(config, logger)],
+  // Model calls inside the provider budget every replica shares (src/server/engine/provider-budget.ts).
+  const provider = openProviderLimiter(config, logger);
+  let engine: CaseService["engine"] | null = null;
+  const metrics = new ServiceMetrics({ store, engine: () => engine });
+  const pipeline = new Pipeline(config, {
+    checkpointer: store.checkpointer(),
+    cache: storeResponseCache(store),
+    search,
+    limiter: provider.limiter,
+    callbacks: [metrics.modelCallbacks(), providerFailureLog(config, logger)],
     // One response cache per tenant: the owner of the case is part of every cache key.
     cacheScope: async (caseId) => {
       const owner = (await store.getCase(caseId))?.owner;
       return owner ? `owner:${owner}` : null;
     },
   });
-  const service = new CaseService({ config, store, pipeline, logger });
+  const service = new CaseService({ config, store, pipeline, logger, metrics });
+  engine = service.engine;
   const app: FastifyInstance = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.http.maxBodyBytes,
@@ -106,10 +118,12 @@ export async function buildServerApp(
     return503OnClosing: true,
     forceCloseConnections: "idle",
   });
+  registerMetrics(app, metrics, config.metrics.token);
   try {
     await app.register(medmmvApp, { config, service, store, heartbeatMs: opts.heartbeatMs });
   } catch (err) {
     await search.close?.().catch(() => undefined);
+    await provider.close();
     throw err;
   }
   app.addHook("preClose", async () => {
@@ -118,6 +132,7 @@ export async function buildServerApp(
   app.addHook("onClose", async () => {
     // The local corpus holds its own store connection (a second SQLite handle or a pg pool).
     await search.close?.().catch(() => undefined);
+    await provider.close();
     await store.close();
   });
   return { app, service };

@@ -12,14 +12,16 @@ import { startScriptedOpenAI, type ScriptedOpenAI } from "../../src/scripted/scr
 import { childServerEnv, keyedFetch, submitAsync, waitTerminal } from "../support/server-process.js";
 import { chestPain } from "../server/http/http-harness.js";
 import { until } from "../support/until.js";
+import { TEST_REDIS_URL, redisPrefix } from "../support/redis-prefix.js";
 
 /**
- * Several server processes on one store (here one SQLite file): each case is run by one
- * process at a time (a lease in the store), a dead process's cases are adopted by a live
- * one, and an event stream opened on one process follows a case another process runs.
+ * Several server processes on one store (here one SQLite file) and one Redis (the BullMQ
+ * case engine): each case is run by one process at a time (BullMQ's job lock), a dead
+ * process's cases go to a live one once their locks lapse and resume from their checkpoints,
+ * and an event stream opened on one process follows a case another process runs.
  */
-const KEY = "several-processes-key-0123456789abcdef";
-const LEASE_MS = 1_500;
+const KEY = "several-processes-key-0123456789ab";
+const LOCK_MS = 1_500;
 const LATENCY_MS = 150;
 const api = keyedFetch(KEY);
 const rows: ReliabilityRow[] = [];
@@ -75,8 +77,24 @@ function cases(): ClinicalCase[] {
   ];
 }
 
+/** One Redis key prefix per store directory: the processes of one test share it, tests never do. */
+const prefixes = new Map<string, string>();
+
 function env(openai: ScriptedOpenAI, dataDir: string, extra: Record<string, string> = {}): Record<string, string> {
-  return childServerEnv({ openaiBaseUrl: openai.baseUrl, dataDir, apiKey: KEY }, { MEDMMV_LEASE_MS: String(LEASE_MS), MEDMMV_RATE_LIMIT_PER_MIN: "100000", MEDMMV_CACHE: "deterministic", ...extra });
+  if (!prefixes.has(dataDir)) prefixes.set(dataDir, redisPrefix("several"));
+  return childServerEnv(
+    { openaiBaseUrl: openai.baseUrl, dataDir, apiKey: KEY },
+    {
+      REDIS_URL: TEST_REDIS_URL,
+      MEDMMV_REDIS_PREFIX: prefixes.get(dataDir)!,
+      MEDMMV_ENGINE_LOCK_MS: String(LOCK_MS),
+      MEDMMV_RECONCILE_MS: "2000",
+      MEDMMV_MAX_RUN_STARTS: "5",
+      MEDMMV_RATE_LIMIT_PER_MIN: "100000",
+      MEDMMV_CACHE: "deterministic",
+      ...extra,
+    },
+  );
 }
 
 /** Each case's stored events (read from the file after the servers are gone). */
@@ -113,20 +131,24 @@ async function readStream(base: string, id: string, ms: number): Promise<Array<{
 }
 
 describe("several server processes on one store", () => {
-  it("a process that dies mid-case: a peer adopts its cases once the leases expire, and finishes each exactly once", async () => {
+  it("a process that dies mid-case: a peer takes its cases once their job locks lapse, and finishes each exactly once", async () => {
     const openai = await startScriptedOpenAI({ scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A"], repairsNeeded: { A: 1 } }), latencyMs: LATENCY_MS });
     const dir = await tempDir();
     const servers: BundledServer[] = [];
     try {
-      // A names itself as a process on another host: the peer cannot tell it is dead and must wait for its leases.
-      const a = await startBundledServer(bundle, env(openai, dir, { MEDMMV_RUNNER_ID: "other-host/1/a" }));
-      servers.push(a);
-      const b = await startBundledServer(bundle, env(openai, dir));
-      servers.push(b);
-      const ids = await submitAsync(api, a.address, cases());
-      // An event stream opened on B for a case A runs: B has no live events for it, it polls the store.
+      servers.push(...(await Promise.all([0, 1].map(() => startBundledServer(bundle, env(openai, dir))))));
+      const ids = await submitAsync(api, servers[0]!.address, cases());
+      await untilRunning(servers[0]!.address, ids);
+      // The process running the first case dies; the other takes what it ran.
+      const runBy = await until(() => {
+        const by = new Map<string, BundledServer>();
+        for (const s of servers) for (const l of logLines(s.output())) if (l.msg === "case run started") by.set(l.caseId as string, s);
+        return ids.every((id) => by.has(id)) ? by : undefined;
+      }, 20_000, "the cases to start");
+      const a = runBy.get(ids[0]!)!;
+      const b = servers.find((s) => s !== a)!;
+      // An event stream opened on B for a case A runs: its events reach B through Redis.
       const stream = readStream(b.address, ids[0]!, 40_000);
-      await untilRunning(a.address, ids);
       const killedAt = Date.now();
       await a.kill("SIGKILL");
 
@@ -136,7 +158,7 @@ describe("several server processes on one store", () => {
       const seen = await stream;
       expect(seen.at(-1)?.type).toBe("final");
       for (let i = 1; i < seen.length; i++) expect(seen[i]!.id).toBeGreaterThan(seen[i - 1]!.id);
-      expect(b.output()).toContain("adopting a case another process left unfinished");
+      expect(b.output()).toContain("resuming a case from its checkpoint");
       await b.kill("SIGTERM");
 
       const events = await storedEvents(dir, ids);
@@ -148,9 +170,9 @@ describe("several server processes on one store", () => {
       expect(ids.some((id) => resumedRuns(events[id]!) === 1)).toBe(true);
       rows.push({
         suite: "several-processes",
-        scenario: `2 server processes on one SQLite file; the one running ${ids.length} cases is SIGKILLed; lease ${LEASE_MS} ms`,
+        scenario: `2 server processes on one SQLite file and Redis (BullMQ); the one running ${ids.length} cases is SIGKILLed; job lock ${LOCK_MS} ms`,
         trials: 1,
-        outcome: `the peer adopted the unfinished cases after their leases expired and finished each exactly once (one final event, at most one resumed run each), ${Math.round(adoptedAfterMs / 100) / 10} s after the kill; its event stream for one of them ran to the final event`,
+        outcome: `the peer took the unfinished cases once their locks lapsed and finished each exactly once (one final event, at most one resumed run each), ${Math.round(adoptedAfterMs / 100) / 10} s after the kill; its event stream for one of them (through Redis) ran to the final event`,
         itemsLost: 0,
       });
     } finally {
@@ -182,7 +204,7 @@ describe("several server processes on one store", () => {
       }
       rows.push({
         suite: "several-processes",
-        scenario: `a server SIGKILLed with ${ids.length} cases in flight; 3 processes then start together on the same SQLite file`,
+        scenario: `a server SIGKILLed with ${ids.length} cases in flight; 3 processes then start together on the same SQLite file and Redis`,
         trials: 1,
         outcome: "each case resumed by exactly one process (one resumed run, one final event each)",
         itemsLost: 0,
@@ -216,15 +238,15 @@ describe("several server processes on one store", () => {
 
       // Kill one worker while cases run: the primary starts a replacement, and the cases finish.
       const second = await submitAsync(api, address, cases());
-      // The worker that accepted the first of these cases, once every one of them is logged as accepted
-      // (each takes ≥ 4 × L, so it is still running).
-      const acceptedBy = await until(() => {
-        const by = new Map(logLines(run.output()).filter((l) => l.msg === "case accepted").map((l) => [l.caseId as string, l.pid as number]));
+      // The worker whose queue worker runs the first of these cases, once every one of them has
+      // started (each takes ≥ 4 × L, so it is still running).
+      const runBy = await until(() => {
+        const by = new Map(logLines(run.output()).filter((l) => l.msg === "case run started").map((l) => [l.caseId as string, l.pid as number]));
         return second.every((id) => by.has(id)) ? by : undefined;
-      }, 20_000, "the cases to be accepted");
-      const victim = acceptedBy.get(second[0]!)!;
+      }, 20_000, "the cases to start");
+      const victim = runBy.get(second[0]!)!;
       expect(workerPids.has(victim)).toBe(true);
-      const victimCases = second.filter((id) => acceptedBy.get(id) === victim);
+      const victimCases = second.filter((id) => runBy.get(id) === victim);
       await untilRunning(address, victimCases);
       process.kill(victim, "SIGKILL");
       const views = await waitTerminal(api, address, second, 40_000);
@@ -241,7 +263,7 @@ describe("several server processes on one store", () => {
       for (const id of victimCases) expect(resumedRuns(events[id]!), `resumed runs of ${id}`).toBe(1);
       rows.push({
         suite: "several-processes",
-        scenario: "medmmv serve --workers 2 on one SQLite file; one worker SIGKILLed with 3 cases in flight",
+        scenario: "medmmv serve --workers 2 on one SQLite file and Redis; one worker SIGKILLed with 3 cases in flight",
         trials: 1,
         outcome: "both workers accepted cases on one port; the primary replaced the killed worker; every case finished exactly once; SIGTERM stopped all with exit 0",
         itemsLost: 0,
@@ -251,4 +273,12 @@ describe("several server processes on one store", () => {
       await openai.close();
     }
   }, 180_000);
+
+  it("medmmv serve --workers 2 without REDIS_URL refuses to start and names it", async () => {
+    const dir = await tempDir();
+    const run = spawnBundle(cliBundle, ["serve", "--workers", "2"], { HOST: "127.0.0.1", PORT: "0", ...childServerEnv({ openaiBaseUrl: "http://127.0.0.1:9/v1", dataDir: dir, apiKey: KEY }) });
+    const exit = await run.exited;
+    expect(exit.code).toBe(2);
+    expect(run.output()).toMatch(/2 workers need REDIS_URL/);
+  }, 60_000);
 });

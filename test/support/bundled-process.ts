@@ -21,7 +21,7 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 const BUNDLE_DIR = path.join(ROOT, "test-artifacts", ".bundles");
 
 /** Packages that must load from node_modules: native addons, and packages that read their own files. */
-const EXTERNAL = ["better-sqlite3", "pg", "pg-native", "esbuild", "playwright-core", "@fastify/swagger-ui", "tsx"];
+const EXTERNAL = ["better-sqlite3", "pg", "pg-native", "esbuild", "playwright-core", "@fastify/swagger-ui", "tsx", "bullmq", "ioredis", "msgpackr", "msgpackr-extract"];
 
 export type EntryKind = "server" | "cli";
 

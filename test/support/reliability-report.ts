@@ -33,11 +33,13 @@ const SUITE_TITLES: Record<string, string> = {
   llm: "Model provider faults (retry layer, structured output)",
   pipeline: "Pipeline faults (an agent failing for good, a branch throwing, search down)",
   kill: "Process kills (SIGKILL at random points, restart / --resume)",
-  "several-processes": "Several processes on one store (leases, adoption, serve --workers)",
+  "several-processes": "Several processes on one store and Redis (BullMQ locks, a killed process's cases taken by a peer, serve --workers)",
+  "replica-kill-trials": "Three replicas on Postgres + Redis (SIGKILL, Redis restart, Postgres restart; provider cap counted at the scripted server)",
+  "crash-quarantine": "Crash quarantine (a case that kills its process, RUN_CRASHED)",
   cancel: "Cancellation",
   abuse: "Abuse (fuzzing, prompt injection, patient data, image URLs)",
 };
-const SUITE_ORDER = ["llm", "pipeline", "kill", "several-processes", "cancel", "abuse"];
+const SUITE_ORDER = ["llm", "pipeline", "kill", "several-processes", "replica-kill-trials", "crash-quarantine", "cancel", "abuse"];
 
 function isRow(v: unknown): v is Row {
   const r = v as Row;

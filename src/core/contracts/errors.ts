@@ -24,6 +24,7 @@ export type ErrorCode =
   | "ABORTED"
   | "PIPELINE_FAILED" // nothing left to answer with
   | "STORE_FAILED"
+  | "RUN_CRASHED" // the case's run started too often without finishing (it kept taking its process down): quarantined
   | "INTERNAL";
 
 export class MedmmvError extends Error {

@@ -1,9 +1,24 @@
 import { setMaxListeners } from "node:events";
 
 /**
+ * A budget of model calls that other processes share too (replicas on one provider): the
+ * calls in flight and the requests per minute across all of them, and a pause every one of
+ * them honours after the provider answered 429 with Retry-After. The server implements it on
+ * Redis; core only asks for a slot and reports push-back.
+ */
+export interface SharedBudget {
+  /** Wait for a slot (in flight and per minute); resolves to its release. Rejects when `signal` aborts. */
+  acquire(signal?: AbortSignal): Promise<() => void>;
+  /** The provider asked to wait `ms`: no process sharing the budget starts a call before then. */
+  pause(ms: number): void;
+}
+
+/**
  * Process-wide limit on model calls in flight, shared fairly between cases: waiting calls
  * are queued per case and served round-robin, so one case with many parallel branches
- * cannot starve the others (a plain FIFO semaphore would serve it first-come).
+ * cannot starve the others (a plain FIFO semaphore would serve it first-come). With a
+ * shared budget, a call that got its turn here also waits for a slot of that budget, so the
+ * fair order inside this process holds within the budget of all of them.
  */
 export class FairLimiter {
   private inFlight = 0;
@@ -13,7 +28,10 @@ export class FairLimiter {
   private peak = 0;
   private readonly rateLimitListeners = new Set<() => void>();
 
-  constructor(private readonly limit: number) {}
+  constructor(
+    private readonly limit: number,
+    private readonly shared: SharedBudget | null = null,
+  ) {}
 
   /**
    * Provider push-back (429) seen by any client sharing this limiter. Callers that start
@@ -24,7 +42,9 @@ export class FairLimiter {
     return () => this.rateLimitListeners.delete(listener);
   }
 
-  noteRateLimited(): void {
+  /** A 429 seen; with the provider's Retry-After, every process sharing the budget waits it out. */
+  noteRateLimited(retryAfterMs?: number | null): void {
+    if (this.shared && retryAfterMs !== undefined && retryAfterMs !== null && retryAfterMs > 0) this.shared.pause(retryAfterMs);
     for (const l of this.rateLimitListeners) l();
   }
 
@@ -43,7 +63,12 @@ export class FairLimiter {
   async run<T>(key: string, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
     await this.acquire(key, signal);
     try {
-      return await fn();
+      const releaseShared = this.shared ? await this.shared.acquire(signal) : null;
+      try {
+        return await fn();
+      } finally {
+        releaseShared?.();
+      }
     } finally {
       this.release();
     }

@@ -214,7 +214,7 @@ export class LlmClient {
             }
           },
           ({ error }) => {
-            if (error.status === 429) this.limiter.noteRateLimited();
+            if (error.status === 429) this.limiter.noteRateLimited(error.retryAfterMs);
           },
           (run) => this.limiter.run(ctx.caseKey, ctx.signal, run),
         );

@@ -1,5 +1,3 @@
-import { randomBytes } from "node:crypto";
-import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { assertLlmConfigured, type Config } from "../../core/config.js";
 import { prepareCase } from "../../core/intake/case-intake.js";
@@ -12,7 +10,6 @@ import type { PipelineOptions } from "../../core/workflow/state.js";
 import {
   TERMINAL_STATUSES,
   type CaseEvent,
-  type CaseLease,
   type CaseRecord,
   type CaseStatus,
   type CaseStore,
@@ -22,6 +19,9 @@ import { rebuildPreparedCase, requestHash, toStoredInput } from "./stored-case.j
 import { EventHub, type CaseListener } from "./event-hub.js";
 import type { AgentDeps } from "../../core/agents/agent-context.js";
 import { ProgressTracker } from "./progress.js";
+import type { CaseEngine, RunOutcome } from "../engine/case-engine.js";
+import { openEngine } from "../engine/open-engine.js";
+import type { ServiceMetrics } from "../engine/service-metrics.js";
 
 /** Per-request pipeline settings a client may choose (bounded by the route schema). */
 export interface CaseOverrides {
@@ -52,8 +52,8 @@ export interface CaseServiceDeps {
   store: CaseStore;
   pipeline: Pipeline;
   logger: Logger;
-  /** Defaults to makeRunnerId(). */
-  runnerId?: string;
+  /** Where the case figures go for GET /metrics (none: not counted). */
+  metrics?: ServiceMetrics;
 }
 
 interface CaseRun {
@@ -61,36 +61,21 @@ interface CaseRun {
   tracker: ProgressTracker;
   done: Promise<void>;
   deleted: boolean;
-  /** Another process holds the case now (our lease lapsed, or it was deleted there): stop quietly. */
+  /** The engine took the case back (its job lock was lost): another run goes on from the checkpoint; stop quietly. */
   lost: boolean;
+  /** The store went away under the run (a database restart): the engine runs the case again later. */
+  outage: boolean;
 }
 
-/**
- * This process's runner id. Host and pid let a process restarted on the same host see that
- * the previous holder of a case is dead and adopt it at once; the random part keeps a new
- * process that got an old pid (pid 1 in a restarted container) apart from its predecessor.
- */
-export function makeRunnerId(): string {
-  return `${hostname()}/${process.pid}/${randomBytes(4).toString("hex")}`;
-}
-
-/** The runner ids of the services alive in this process (tests run several in one). */
-const liveRunners = new Set<string>();
-
-/** True when `runner` ran on this host in a process that no longer exists. */
-export function isDeadOnThisHost(runner: string, self: string): boolean {
-  const [host, pidText] = runner.split("/");
-  if (runner === self || liveRunners.has(runner) || host !== hostname()) return false;
-  const pid = Number(pidText);
-  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
-  if (pid === process.pid) return true; // our pid, another runner id: a predecessor of ours
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (err) {
-    // EPERM: it exists (another user's process); only ESRCH says it is gone.
-    return (err as NodeJS.ErrnoException).code === "ESRCH";
+/** Connection-level failures of the store (server restarting, connection cut), along the cause chain. */
+const OUTAGE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "57P01", "57P02", "57P03", "08000", "08003", "08006"]);
+function isStoreOutage(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && OUTAGE_CODES.has(code)) return true;
+    if (e instanceof Error && /Connection terminated|terminating connection|Client has encountered a connection error|the database system is (starting up|shutting down)/i.test(e.message)) return true;
   }
+  return false;
 }
 
 export function isTerminal(status: CaseStatus): boolean {
@@ -101,11 +86,15 @@ export function isTerminal(status: CaseStatus): boolean {
 const DELETE_UNWIND_MS = 10_000;
 
 /**
- * Accepting, running, resuming and cancelling cases. Every accepted case is in the
- * store before any model call; its events are appended to the store in emission order
- * and then fanned out live; the pipeline checkpoints into the same store, so a case cut
- * off by a crash or a shutdown resumes at the next start. Runs are detached from HTTP
- * requests: a client that hangs up does not cancel its case, only DELETE does.
+ * Accepting, running, resuming and cancelling cases. Every accepted case is committed to
+ * the store before it is handed to the case engine (src/server/engine/), which decides where
+ * it runs: in this process (no REDIS_URL) or on whichever replica's BullMQ worker takes it.
+ * Its events are appended to the store in emission order and then fanned out, across
+ * replicas through the engine; the pipeline checkpoints into the same store, so a case cut
+ * off by a crash or a shutdown resumes from its checkpoint, here or on another replica.
+ * Every start of a run is counted in the store first: past MEDMMV_MAX_RUN_STARTS the case is
+ * failed with RUN_CRASHED instead of being run again (the crash quarantine). Runs are
+ * detached from HTTP requests: a client that hangs up does not cancel its case, only DELETE does.
  */
 export class CaseService {
   readonly hub = new EventHub();
@@ -113,63 +102,44 @@ export class CaseService {
   readonly #store: CaseStore;
   readonly #pipeline: Pipeline;
   readonly #log: Logger;
+  readonly #engine: CaseEngine;
+  readonly #metrics: ServiceMetrics | null;
   readonly #runs = new Map<string, CaseRun>();
+  /** Each case's run as the engine asked for it, from its first step (before the store is read). */
+  readonly #active = new Map<string, Promise<RunOutcome>>();
   /** Per-case write queue: events and progress land in the order they were emitted. */
   readonly #tails = new Map<string, Promise<void>>();
   readonly #deleting = new Set<string>();
   #closing = false;
-  /** Who this process is to the other processes on the store, and how long its claims last. */
-  readonly runnerId: string;
-  readonly #leaseMs: number;
-  #timers: NodeJS.Timeout[] = [];
-  #adopting: Promise<number> | null = null;
+  #started: Promise<void> | null = null;
 
   constructor(deps: CaseServiceDeps) {
     this.#config = deps.config;
     this.#store = deps.store;
     this.#pipeline = deps.pipeline;
     this.#log = deps.logger;
-    this.runnerId = deps.runnerId ?? deps.config.store.runnerId ?? makeRunnerId();
-    this.#leaseMs = deps.config.store.leaseMs;
-    liveRunners.add(this.runnerId);
+    this.#metrics = deps.metrics ?? null;
+    this.#engine = openEngine(deps.config.engine, {
+      store: deps.store,
+      logger: deps.logger,
+      onGiveUp: (id, reason) => this.#quarantine(id, reason),
+    });
+    this.#engine.onEvent((event) => this.hub.publish(event));
+    this.#engine.onDeleted((id) => this.#onDeleted(id));
   }
 
-  #lease(now = Date.now()): CaseLease {
-    return { runner: this.runnerId, expiresAtMs: now + this.#leaseMs };
+  /** Which engine runs the cases: "local" (this process) or "bullmq" (replicas on Redis). */
+  get engine(): CaseEngine {
+    return this.#engine;
   }
 
-  /**
-   * Take part in the store's shared work: adopt the unfinished cases nobody runs (a
-   * previous process's, or a dead peer's once its leases expire), renew this process's
-   * leases every third of their length, and look for orphaned cases once per lease.
-   */
-  start(): void {
-    if (this.#timers.length > 0 || this.#closing) return;
-    void this.adoptUnfinished();
-    const renew = setInterval(() => void this.#renewLeases(), Math.max(100, Math.floor(this.#leaseMs / 3)));
-    const adopt = setInterval(() => void this.adoptUnfinished(), this.#leaseMs);
-    for (const t of [renew, adopt]) t.unref();
-    this.#timers = [renew, adopt];
-  }
-
-  async #renewLeases(): Promise<void> {
-    const ids = [...this.#runs.keys()];
-    if (ids.length === 0 || this.#closing) return;
-    let lost: string[];
-    try {
-      lost = await this.#store.renewLeases(this.runnerId, ids, Date.now() + this.#leaseMs);
-    } catch (err) {
-      // The store is unreachable: keep running; if it stays so past the lease, a peer may adopt.
-      this.#log.warn({ code: describeError(err).code, cases: ids.length }, "could not renew case leases");
-      return;
-    }
-    for (const id of lost) {
-      const run = this.#runs.get(id);
-      if (!run || run.deleted) continue;
-      run.lost = true;
-      run.controller.abort(new MedmmvError("ABORTED", "another process holds this case now"));
-      this.#log.warn({ caseId: id }, "case lease lost: another process runs it now (or it was deleted); stopping here");
-    }
+  /** Start running cases: this process's unfinished ones at once (local), or the queue's (BullMQ). */
+  start(): Promise<void> {
+    if (this.#closing) return Promise.resolve();
+    this.#started ??= this.#engine.start((id, signal) => this.#runCase(id, signal)).catch((err: unknown) => {
+      this.#log.error({ code: describeError(err).code }, "the case engine did not start; cases wait until it does");
+    });
+    return this.#started;
   }
 
   /** The model, prompts and search the pipeline uses, for work on finished cases (conversation turns). */
@@ -216,7 +186,6 @@ export class CaseService {
         options: options as unknown as Record<string, unknown>,
         idempotencyKey: key,
         requestHash: hash,
-        lease: this.#lease(),
       });
     } catch (err) {
       // Two requests with one key raced; the loser answers as a retry would.
@@ -227,8 +196,10 @@ export class CaseService {
       throw err;
     }
     this.#log.info({ caseId: record.id, imageCount: prepared.images.length, k: options.k }, "case accepted");
-    void this.#append(record.id, "status", { status: "queued" });
-    this.#start(record, prepared, options, false);
+    this.#metrics?.casesAccepted.inc();
+    await this.#append(record.id, "status", { status: "queued" });
+    // Committed first: a case the engine never heard of (Redis down right now) is queued by its reconciler.
+    await this.#engine.enqueue(record.id).catch((err: unknown) => this.#log.warn({ caseId: record.id, code: describeError(err).code }, "could not queue the case now; the reconciler queues it"));
     return { record, replayed: false };
   }
 
@@ -250,12 +221,32 @@ export class CaseService {
     return { record: prior, replayed: true };
   }
 
-  /** Resolves when the case's run ends (finished, failed, or interrupted by shutdown). */
+  /**
+   * Resolves when the case's run ends (finished, failed, or interrupted by shutdown): here, or
+   * with the BullMQ engine on whichever replica runs it (its final event comes through Redis).
+   */
   async wait(id: string): Promise<CaseRecord | null> {
+    await this.#active.get(id)?.catch(() => undefined);
     const run = this.#runs.get(id);
     if (run) await run.done;
     await this.#tails.get(id);
+    if (this.#engine.kind === "bullmq" && !this.#closing) await this.#finalSeen(id);
     return this.#store.getCase(id);
+  }
+
+  /** Until the case's final event (or its stream's end); subscribed before the store is read, so none is missed. */
+  async #finalSeen(id: string): Promise<void> {
+    let unsubscribe = (): void => undefined;
+    const seen = new Promise<void>((resolve) => {
+      unsubscribe = this.hub.subscribe(id, { onEvent: (e) => e.type === "final" && resolve(), onEnd: () => resolve() });
+    });
+    try {
+      const now = await this.#store.getCase(id);
+      if (!now || isTerminal(now.status)) return;
+      await seen;
+    } finally {
+      unsubscribe();
+    }
   }
 
   /** The case if it belongs to `owner`; otherwise NOT_FOUND, so ids of others' cases are not confirmed. */
@@ -286,12 +277,10 @@ export class CaseService {
     await this.get(owner, id);
     this.#deleting.add(id);
     try {
+      // Every replica hears it: the one running the case stops its calls there.
+      await this.#engine.publishDeleted(id).catch((err: unknown) => this.#log.warn({ caseId: id, code: describeError(err).code }, "could not tell the other replicas about a deletion"));
       const run = this.#runs.get(id);
-      if (run) {
-        run.deleted = true;
-        run.controller.abort(new MedmmvError("ABORTED", "case deleted"));
-        await Promise.race([run.done, sleep(DELETE_UNWIND_MS)]);
-      }
+      if (run) await Promise.race([run.done, sleep(DELETE_UNWIND_MS)]);
       await this.#tails.get(id);
       await this.#store.deleteCase(id);
       this.#log.info({ caseId: id, wasRunning: run !== undefined }, "case deleted");
@@ -301,59 +290,98 @@ export class CaseService {
     this.hub.end(id, "deleted");
   }
 
-  /**
-   * Resume every unfinished case that no live process holds: free ones (left by a
-   * graceful stop), ones whose lease expired (their process died elsewhere), and ones
-   * whose holder is known dead (a process on this host that is gone). Each is claimed
-   * atomically first, so of several processes starting together each case goes to one.
-   * Returns how many this call resumed; concurrent calls share one pass.
-   */
-  adoptUnfinished(): Promise<number> {
-    this.#adopting ??= this.#adoptPass().finally(() => {
-      this.#adopting = null;
-    });
-    return this.#adopting;
-  }
-
-  async #adoptPass(): Promise<number> {
-    let resumed = 0;
-    try {
-      const leases = await this.#store.listUnfinishedLeases();
-      for (const l of leases) {
-        if (this.#closing) break;
-        if (this.#runs.has(l.id) || this.#deleting.has(l.id)) continue;
-        const now = Date.now();
-        const held = l.runner !== null && l.runner !== this.runnerId && l.expiresAtMs !== null && l.expiresAtMs >= now;
-        const takeOverFrom = held && isDeadOnThisHost(l.runner!, this.runnerId) ? l.runner! : undefined;
-        if (held && !takeOverFrom) continue;
-        if (!(await this.#store.claimCase(l.id, this.#lease(now), now, takeOverFrom))) continue;
-        const record = await this.#store.getCase(l.id);
-        if (!record || isTerminal(record.status) || this.#runs.has(l.id)) continue;
-        if (l.runner !== null && l.runner !== this.runnerId) this.#log.info({ caseId: l.id, from: l.runner }, "adopting a case another process left unfinished");
-        if (await this.#resume(record)) resumed++;
-      }
-    } catch (err) {
-      this.#log.error({ code: describeError(err).code }, "looking for unfinished cases failed");
+  /** A deletion, here or on another replica: stop this process's run of the case, end its streams here. */
+  #onDeleted(id: string): void {
+    const run = this.#runs.get(id);
+    if (run) {
+      run.deleted = true;
+      run.controller.abort(new MedmmvError("ABORTED", "case deleted"));
     }
-    if (resumed) this.#log.info({ resumed }, "resumed unfinished cases");
-    return resumed;
+    if (!this.#deleting.has(id)) this.hub.end(id, "deleted");
   }
 
-  /** Start a claimed case from its checkpoints; a case whose images are gone fails clearly. */
-  async #resume(record: CaseRecord): Promise<boolean> {
+  /**
+   * One run of a case, as the engine asks for it: count the start in the store first (the
+   * crash quarantine), then run it fresh or from its checkpoint. "handed-back" when a
+   * graceful stop cut it off (that start is taken back: it did not crash).
+   */
+  #runCase(id: string, signal: AbortSignal): Promise<RunOutcome> {
+    // Registered before the first await, so wait() right after submit sees the run coming.
+    const p = this.#runCaseSteps(id, signal);
+    this.#active.set(id, p);
+    void p.catch(() => undefined).finally(() => {
+      if (this.#active.get(id) === p) this.#active.delete(id);
+    });
+    return p;
+  }
+
+  async #runCaseSteps(id: string, signal: AbortSignal): Promise<RunOutcome> {
+    if (this.#closing) return "handed-back";
+    if (this.#runs.has(id) || this.#deleting.has(id)) return "done";
+    const record = await this.#store.getCase(id);
+    if (!record || isTerminal(record.status)) return "done";
+    const starts = await this.#store.countRunStart(id);
+    if (starts === null) return "done";
+    const limit = this.#config.engine.maxRunStarts;
+    if (starts > limit) {
+      await this.#quarantine(id, `its run started ${limit} times and never finished`);
+      return "done";
+    }
     let prepared: PreparedCase;
     try {
       prepared = await rebuildPreparedCase(record, this.#store);
     } catch (err) {
       const error = describeError(err);
-      this.#log.error({ caseId: record.id, code: error.code }, "cannot resume case");
-      await this.#store.setStatus(record.id, "failed", error);
-      await this.#append(record.id, "final", { status: "failed", error });
-      return false;
+      this.#log.error({ caseId: id, code: error.code }, "cannot run case");
+      await this.#store.setStatus(id, "failed", error);
+      await this.#append(id, "final", { status: "failed", error });
+      return "done";
     }
+    if (starts === 1) this.#metrics?.queueWait.observe(Math.max(0, Date.now() - Date.parse(record.createdAt)) / 1000);
+    const resume = starts > 1 || record.status === "running";
+    this.#log.info({ caseId: id, starts, resume }, resume ? "resuming a case from its checkpoint" : "case run started");
     const options = pipelineOptions(this.#config, record.options as Partial<PipelineOptions>);
-    this.#start(record, prepared, options, true);
-    return true;
+    const run = this.#start(id, prepared, options, resume);
+    const onLost = (): void => {
+      run.lost = true;
+      run.controller.abort(new MedmmvError("ABORTED", "the engine took this case back"));
+    };
+    if (signal.aborted) onLost();
+    else signal.addEventListener("abort", onLost, { once: true });
+    try {
+      await run.done;
+    } finally {
+      signal.removeEventListener("abort", onLost);
+    }
+    if (run.outage && !this.#closing) throw new MedmmvError("STORE_FAILED", "the store went away mid-case", { retryable: true });
+    if (this.#closing && !run.deleted && !run.lost && !(await this.#isTerminal(id))) {
+      await this.#store.uncountRunStart(id).catch(() => undefined);
+      return "handed-back";
+    }
+    return "done";
+  }
+
+  async #isTerminal(id: string): Promise<boolean> {
+    const now = await this.#store.getCase(id).catch(() => null);
+    return now === null || isTerminal(now.status);
+  }
+
+  /**
+   * The crash quarantine: a case whose run keeps ending with its process (or replica) gone is
+   * failed with RUN_CRASHED, and its owner reads why; nothing runs it again.
+   */
+  async #quarantine(id: string, why: string): Promise<void> {
+    if (await this.#isTerminal(id)) return;
+    const error = {
+      code: "RUN_CRASHED",
+      message: `this case was stopped: ${why} (each time the process running it stopped mid-case, e.g. out of memory). It is not run again; check its input (very large pathways or images) and submit it anew.`,
+    };
+    this.#log.error({ caseId: id, code: error.code, limit: this.#config.engine.maxRunStarts }, "case quarantined: its run kept stopping its process");
+    this.#metrics?.casesQuarantined.inc();
+    await this.#tails.get(id);
+    await this.#store.setStatus(id, "failed", error);
+    await this.#append(id, "final", { status: "failed", error });
+    await this.#pruneCheckpoints(id);
   }
 
   /**
@@ -362,32 +390,30 @@ export class CaseService {
    */
   async close(): Promise<void> {
     this.#closing = true;
-    for (const t of this.#timers) clearInterval(t);
-    this.#timers = [];
-    await this.#adopting?.catch(() => undefined);
-    const ids = [...this.#runs.keys()];
+    await this.#started?.catch(() => undefined);
     const runs = [...this.#runs.values()];
     for (const run of runs) run.controller.abort(new MedmmvError("ABORTED", "server shutting down"));
     await Promise.allSettled(runs.map((r) => r.done));
     await Promise.allSettled([...this.#tails.values()]);
-    // Free the interrupted cases, so that a peer (or this server's next start) resumes them at once.
-    await this.#store.releaseLeases(this.runnerId, ids).catch((err: unknown) => this.#log.warn({ code: describeError(err).code }, "could not release case leases"));
-    liveRunners.delete(this.runnerId);
+    // The engine hands the interrupted cases back (BullMQ: to the queue at once, for a peer).
+    await this.#engine.close();
     this.hub.endAll("shutdown");
   }
 
-  #start(record: CaseRecord, prepared: PreparedCase, options: PipelineOptions, resume: boolean): void {
+  #start(id: string, prepared: PreparedCase, options: PipelineOptions, resume: boolean): CaseRun {
     const run: CaseRun = {
       controller: new AbortController(),
       tracker: new ProgressTracker(options, prepared.images.length, this.#pipeline.search.enabled),
       done: Promise.resolve(),
       deleted: false,
       lost: false,
+      outage: false,
     };
-    this.#runs.set(record.id, run);
-    run.done = this.#execute(record.id, prepared, options, resume, run).finally(() => {
-      if (this.#runs.get(record.id) === run) this.#runs.delete(record.id);
+    this.#runs.set(id, run);
+    run.done = this.#execute(id, prepared, options, resume, run).finally(() => {
+      if (this.#runs.get(id) === run) this.#runs.delete(id);
     });
+    return run;
   }
 
   async #execute(id: string, prepared: PreparedCase, options: PipelineOptions, resume: boolean, run: CaseRun): Promise<void> {
@@ -409,17 +435,24 @@ export class CaseService {
       // finished case without its final event.
       const final = finalEvent(result);
       const event = await this.#store.saveResult(id, result, fullEvidenceGraph, { type: "final", data: final });
-      if (event) this.hub.publish(event);
+      if (event) this.#engine.publishEvent(event);
       await this.#pruneCheckpoints(id);
       const progress = this.#runs.get(id)?.tracker.observe("final", final);
       if (progress) await this.#store.setProgress(id, progress);
       this.#log.info({ caseId: id, status: result.status, llmCalls: result.usage.llmCalls, ms: Date.now() - started }, "case finished");
+      this.#metrics?.recordFinished(result, Date.now() - started);
     } catch (err) {
       if (run.deleted) return;
-      if (run.lost) return; // the process that holds the case now finishes it
+      if (run.lost) return; // the replica that holds the case now finishes it
       const error = describeError(err);
+      if (isStoreOutage(err)) {
+        // Not the case's fault: it stays unfinished with its checkpoints and runs again.
+        run.outage = true;
+        this.#log.warn({ caseId: id, code: error.code }, "the store went away mid-case; the case runs again from its checkpoint");
+        return;
+      }
       if (this.#closing) {
-        this.#log.info({ caseId: id }, "case interrupted by shutdown; it resumes at the next start");
+        this.#log.info({ caseId: id }, "case interrupted by shutdown; it resumes at the next start (or on a peer) from its checkpoint");
         return;
       }
       this.#log.error({ caseId: id, code: error.code }, "case failed");
@@ -450,7 +483,7 @@ export class CaseService {
         const run = this.#runs.get(id);
         if (this.#deleting.has(id) || run?.deleted) return;
         const event = await this.#store.appendEvent(id, type, data);
-        this.hub.publish(event);
+        this.#engine.publishEvent(event);
         const progress = run?.tracker.observe(type, data);
         if (progress) await this.#store.setProgress(id, progress);
       })

@@ -17,7 +17,7 @@ import type { ResponseCacheStore } from "./roles/response-cache-store.js";
 export { TERMINAL_STATUSES } from "./roles/case-records.js";
 export type { CaseStatus, CaseRecord, StoredImageRef, StoredCaseInput, NewCase, ListCasesQuery, CaseSummary, CaseRecords } from "./roles/case-records.js";
 export type { CaseProgress, CaseEvent, CaseEvents } from "./roles/case-events.js";
-export type { CaseLease, UnfinishedLease, RunOwnership } from "./roles/run-ownership.js";
+export type { RunOwnership } from "./roles/run-ownership.js";
 export type { WorkflowCheckpoints } from "./roles/workflow-checkpoints.js";
 export type { ConversationTurn, NewTurn, ConversationTurns } from "./roles/conversation-turns.js";
 export type { TokenLedger } from "./roles/token-ledger.js";

@@ -54,16 +54,14 @@ CREATE TABLE IF NOT EXISTS ${t.cases} (
   idempotency_key TEXT,
   request_hash TEXT,
   last_seq INTEGER NOT NULL DEFAULT 0,
-  runner TEXT,
-  lease_expires_ms BIGINT,
+  run_starts INTEGER NOT NULL DEFAULT 0,
   created_at TIMESTAMPTZ NOT NULL,
   updated_at TIMESTAMPTZ NOT NULL,
   CONSTRAINT ${PG_CONSTRAINTS.casesPkey} PRIMARY KEY (id),
   CONSTRAINT ${PG_CONSTRAINTS.ownerIdempotency} UNIQUE (owner, idempotency_key)
 );
 -- Added after the first version: a table created before them gets them here.
-ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS runner TEXT;
-ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS lease_expires_ms BIGINT;
+ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS run_starts INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS medmmv_cases_owner_created ON ${t.cases} (owner, created_at, id);
 CREATE INDEX IF NOT EXISTS medmmv_cases_owner_status_created ON ${t.cases} (owner, status, created_at, id);
 CREATE INDEX IF NOT EXISTS medmmv_cases_unfinished ON ${t.cases} (created_at, id)

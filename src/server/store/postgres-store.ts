@@ -5,7 +5,6 @@ import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
 import type {
   CachedResponse,
   CaseEvent,
-  CaseLease,
   CaseProgress,
   CaseRecord,
   CaseStatus,
@@ -15,11 +14,10 @@ import type {
   ListCasesQuery,
   NewCase,
   NewTurn,
-  UnfinishedLease,
 } from "./case-store.js";
 import { PG_CONSTRAINTS, pgDdl, pgTables, type PgTables } from "./postgres-schema.js";
 import { checkSchemaName } from "../../core/database/database-names.js";
-import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, recordFromRow, turnData, turnFromRow, summaryFromRow, type ImageRow } from "./store-rows.js";
+import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, recordFromRow, turnData, turnFromRow, statusCounts, summaryFromRow, type ImageRow } from "./store-rows.js";
 import { nowIso } from "../../core/database/monotonic-clock.js";
 import { storeFailed } from "../../core/database/database-errors.js";
 
@@ -85,6 +83,9 @@ export class PostgresStore implements CaseStore {
     // An idle client that loses its server emits here; without a listener that kills the
     // process. The next query on a fresh client reports the real problem.
     pool.on("error", () => undefined);
+    // A checked-out client whose server goes away (a Postgres restart) emits "error" too; with
+    // no listener that would kill the process mid-case. Its pending query rejects on its own.
+    pool.on("connect", (client) => client.on("error", () => undefined));
     this.#pool = pool;
     this.#saver = new PostgresSaver(pool, undefined, { schema: this.schema });
   }
@@ -166,9 +167,9 @@ export class PostgresStore implements CaseStore {
     try {
       return await this.#tx(async (client) => {
         const inserted = await client.query(
-          `INSERT INTO ${this.#t.cases} (id, owner, status, input, options, idempotency_key, request_hash, runner, lease_expires_ms, created_at, updated_at)
-           VALUES ($1, $2, 'queued', $3::jsonb, $4::jsonb, $5, $6, $8, $9, $7, $7) RETURNING ${CASE_COLUMNS}`,
-          [c.id, c.owner, jsonParam(c.input), jsonParam(c.options), c.idempotencyKey ?? null, c.requestHash ?? null, now, c.lease?.runner ?? null, c.lease?.expiresAtMs ?? null],
+          `INSERT INTO ${this.#t.cases} (id, owner, status, input, options, idempotency_key, request_hash, created_at, updated_at)
+           VALUES ($1, $2, 'queued', $3::jsonb, $4::jsonb, $5, $6, $7, $7) RETURNING ${CASE_COLUMNS}`,
+          [c.id, c.owner, jsonParam(c.input), jsonParam(c.options), c.idempotencyKey ?? null, c.requestHash ?? null, now],
         );
         const shas = imageHashes(c).map((s) => s.toLowerCase());
         if (shas.length > 0) {
@@ -240,6 +241,11 @@ export class PostgresStore implements CaseStore {
     return Number(rows[0]?.n ?? 0);
   }
 
+  async countCasesByStatus(): Promise<Record<CaseStatus, number>> {
+    const rows = await this.#query("countCasesByStatus", `SELECT status, COUNT(*) AS n FROM ${this.#t.cases} GROUP BY status`);
+    return statusCounts(rows.map((r) => ({ status: r.status as CaseStatus, n: Number(r.n) })));
+  }
+
   async listUnfinished(): Promise<CaseRecord[]> {
     const rows = await this.#query(
       "listUnfinished",
@@ -248,36 +254,22 @@ export class PostgresStore implements CaseStore {
     return rows.map(caseFromPg);
   }
 
-  async listUnfinishedLeases(): Promise<UnfinishedLease[]> {
+  async listUnfinishedIds(): Promise<string[]> {
+    const rows = await this.#query("listUnfinishedIds", `SELECT id FROM ${this.#t.cases} WHERE status IN ('queued','running') ORDER BY created_at ASC, id ASC`);
+    return rows.map((r) => r.id as string);
+  }
+
+  async countRunStart(id: string): Promise<number | null> {
     const rows = await this.#query(
-      "listUnfinishedLeases",
-      `SELECT id, runner, lease_expires_ms FROM ${this.#t.cases} WHERE status IN ('queued','running') ORDER BY created_at ASC, id ASC`,
+      "countRunStart",
+      `UPDATE ${this.#t.cases} SET run_starts = run_starts + 1 WHERE id = $1 AND status IN ('queued','running') RETURNING run_starts`,
+      [id],
     );
-    return rows.map((r) => ({ id: r.id as string, runner: (r.runner as string | null) ?? null, expiresAtMs: r.lease_expires_ms === null ? null : Number(r.lease_expires_ms) }));
+    return rows.length === 1 ? Number(rows[0]!.run_starts) : null;
   }
 
-  async claimCase(id: string, lease: CaseLease, nowMs: number, takeOverFrom?: string): Promise<boolean> {
-    const rows = await this.#query(
-      "claimCase",
-      `UPDATE ${this.#t.cases} SET runner = $2, lease_expires_ms = $3
-       WHERE id = $1 AND status IN ('queued','running')
-         AND (runner IS NULL OR runner = $2 OR lease_expires_ms IS NULL OR lease_expires_ms < $4 OR runner = $5)
-       RETURNING id`,
-      [id, lease.runner, lease.expiresAtMs, nowMs, takeOverFrom ?? null],
-    );
-    return rows.length === 1;
-  }
-
-  async renewLeases(runner: string, ids: string[], expiresAtMs: number): Promise<string[]> {
-    if (ids.length === 0) return [];
-    const rows = await this.#query("renewLeases", `UPDATE ${this.#t.cases} SET lease_expires_ms = $3 WHERE id = ANY($1::text[]) AND runner = $2 RETURNING id`, [ids, runner, expiresAtMs]);
-    const held = new Set(rows.map((r) => r.id as string));
-    return ids.filter((id) => !held.has(id));
-  }
-
-  async releaseLeases(runner: string, ids: string[]): Promise<void> {
-    if (ids.length === 0) return;
-    await this.#query("releaseLeases", `UPDATE ${this.#t.cases} SET runner = NULL, lease_expires_ms = NULL WHERE id = ANY($1::text[]) AND runner = $2`, [ids, runner]);
+  async uncountRunStart(id: string): Promise<void> {
+    await this.#query("uncountRunStart", `UPDATE ${this.#t.cases} SET run_starts = run_starts - 1 WHERE id = $1 AND run_starts > 0`, [id]);
   }
 
   async setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<void> {

@@ -4,7 +4,7 @@
  * (`checkpoints`, `writes`) in the same file; our tables carry a `medmmv_` prefix so the
  * two never collide.
  */
-export const SQLITE_SCHEMA_VERSION = 3;
+export const SQLITE_SCHEMA_VERSION = 4;
 
 export const SQLITE_DDL = `
 CREATE TABLE IF NOT EXISTS medmmv_cases (
@@ -20,8 +20,7 @@ CREATE TABLE IF NOT EXISTS medmmv_cases (
   idempotency_key TEXT,
   request_hash TEXT,
   last_seq INTEGER NOT NULL DEFAULT 0,
-  runner TEXT,
-  lease_expires_ms INTEGER,
+  run_starts INTEGER NOT NULL DEFAULT 0,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL,
   UNIQUE (owner, idempotency_key)
@@ -83,8 +82,8 @@ CREATE INDEX IF NOT EXISTS medmmv_used_token_ids_expiry ON medmmv_used_token_ids
 
 /** Columns added after version 1, for files created before them: [name, type]. */
 export const SQLITE_ADDED_CASE_COLUMNS: ReadonlyArray<readonly [string, string]> = [
-  ["runner", "TEXT"],
-  ["lease_expires_ms", "INTEGER"],
+  // How often the case's run was started (the crash quarantine); files from before it get 0.
+  ["run_starts", "INTEGER NOT NULL DEFAULT 0"],
 ];
 
 /** Table names the installed SqliteSaver (@langchain/langgraph-checkpoint-sqlite 1.x) creates. */

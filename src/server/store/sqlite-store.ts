@@ -9,7 +9,6 @@ import { isMedmmvError } from "../../core/contracts/errors.js";
 import type {
   CachedResponse,
   CaseEvent,
-  CaseLease,
   CaseProgress,
   CaseRecord,
   CaseStatus,
@@ -19,10 +18,9 @@ import type {
   ListCasesQuery,
   NewCase,
   NewTurn,
-  UnfinishedLease,
 } from "./case-store.js";
 import { SQLITE_ADDED_CASE_COLUMNS, SQLITE_CHECKPOINT_TABLES, SQLITE_DDL, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
-import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, recordFromRow, turnData, turnFromRow, summaryFromRow, type ImageRow } from "./store-rows.js";
+import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, recordFromRow, turnData, turnFromRow, statusCounts, summaryFromRow, type ImageRow } from "./store-rows.js";
 import { nowIso } from "../../core/database/monotonic-clock.js";
 import { storeFailed } from "../../core/database/database-errors.js";
 
@@ -186,9 +184,9 @@ export class SqliteStore implements CaseStore {
     const now = nowIso();
     const insert = () => {
       this.#stmt(
-        `INSERT INTO medmmv_cases (id, owner, status, input, options, idempotency_key, request_hash, runner, lease_expires_ms, created_at, updated_at)
-         VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(c.id, c.owner, toJson(c.input), toJson(c.options), c.idempotencyKey ?? null, c.requestHash ?? null, c.lease?.runner ?? null, c.lease?.expiresAtMs ?? null, now, now);
+        `INSERT INTO medmmv_cases (id, owner, status, input, options, idempotency_key, request_hash, created_at, updated_at)
+         VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
+      ).run(c.id, c.owner, toJson(c.input), toJson(c.options), c.idempotencyKey ?? null, c.requestHash ?? null, now, now);
       const link = this.#stmt("INSERT INTO medmmv_case_images (case_id, sha256) VALUES (?, ?)");
       for (const sha of imageHashes(c)) link.run(c.id, sha.toLowerCase());
       return this.#stmt(`SELECT ${CASE_COLUMNS} FROM medmmv_cases WHERE id = ?`).get(c.id) as RawCaseRow;
@@ -247,6 +245,11 @@ export class SqliteStore implements CaseStore {
     return Number(row.n);
   }
 
+  async countCasesByStatus(): Promise<Record<CaseStatus, number>> {
+    const rows = this.#run("countCasesByStatus", () => this.#stmt("SELECT status, COUNT(*) AS n FROM medmmv_cases GROUP BY status").all()) as Array<{ status: CaseStatus; n: number }>;
+    return statusCounts(rows);
+  }
+
   async listUnfinished(): Promise<CaseRecord[]> {
     const rows = this.#run("listUnfinished", () =>
       this.#stmt(
@@ -256,37 +259,26 @@ export class SqliteStore implements CaseStore {
     return rows.map(caseFromRaw);
   }
 
-  async listUnfinishedLeases(): Promise<UnfinishedLease[]> {
-    const rows = this.#run("listUnfinishedLeases", () =>
-      this.#stmt("SELECT id, runner, lease_expires_ms FROM medmmv_cases WHERE status IN ('queued','running') ORDER BY created_at ASC, id ASC").all(),
-    ) as Array<{ id: string; runner: string | null; lease_expires_ms: number | null }>;
-    return rows.map((r) => ({ id: r.id, runner: r.runner, expiresAtMs: r.lease_expires_ms }));
+  async listUnfinishedIds(): Promise<string[]> {
+    const rows = this.#run("listUnfinishedIds", () =>
+      this.#stmt("SELECT id FROM medmmv_cases WHERE status IN ('queued','running') ORDER BY created_at ASC, id ASC").all(),
+    ) as Array<{ id: string }>;
+    return rows.map((r) => r.id);
   }
 
-  async claimCase(id: string, lease: CaseLease, nowMs: number, takeOverFrom?: string): Promise<boolean> {
-    return this.#write(
+  async countRunStart(id: string): Promise<number | null> {
+    const row = this.#write(
       () =>
-        this.#stmt(
-          `UPDATE medmmv_cases SET runner = ?, lease_expires_ms = ?
-           WHERE id = ? AND status IN ('queued','running')
-             AND (runner IS NULL OR runner = ? OR lease_expires_ms IS NULL OR lease_expires_ms < ? OR runner = ?)`,
-        ).run(lease.runner, lease.expiresAtMs, id, lease.runner, nowMs, takeOverFrom ?? null).changes === 1,
-      "claimCase",
+        this.#stmt("UPDATE medmmv_cases SET run_starts = run_starts + 1 WHERE id = ? AND status IN ('queued','running') RETURNING run_starts").get(id) as
+          | { run_starts: number }
+          | undefined,
+      "countRunStart",
     );
+    return row ? Number(row.run_starts) : null;
   }
 
-  async renewLeases(runner: string, ids: string[], expiresAtMs: number): Promise<string[]> {
-    return this.#write(() => {
-      const renew = this.#stmt("UPDATE medmmv_cases SET lease_expires_ms = ? WHERE id = ? AND runner = ?");
-      return ids.filter((id) => renew.run(expiresAtMs, id, runner).changes === 0);
-    }, "renewLeases");
-  }
-
-  async releaseLeases(runner: string, ids: string[]): Promise<void> {
-    this.#write(() => {
-      const release = this.#stmt("UPDATE medmmv_cases SET runner = NULL, lease_expires_ms = NULL WHERE id = ? AND runner = ?");
-      for (const id of ids) release.run(id, runner);
-    }, "releaseLeases");
+  async uncountRunStart(id: string): Promise<void> {
+    this.#write(() => this.#stmt("UPDATE medmmv_cases SET run_starts = run_starts - 1 WHERE id = ? AND run_starts > 0").run(id), "uncountRunStart");
   }
 
   async setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<void> {

@@ -206,3 +206,10 @@ export function missingImage(cause?: unknown): MedmmvError {
 }
 
 /** Wrap a driver error without echoing SQL parameters (they can hold case content). */
+
+/** Every status with its count, zero for the ones no case is in. */
+export function statusCounts(rows: ReadonlyArray<{ status: CaseStatus; n: number }>): Record<CaseStatus, number> {
+  const out: Record<CaseStatus, number> = { queued: 0, running: 0, completed: 0, abstained: 0, failed: 0 };
+  for (const r of rows) if (r.status in out) out[r.status] = Number(r.n);
+  return out;
+}

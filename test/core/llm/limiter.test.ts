@@ -132,3 +132,57 @@ describe("FairLimiter", () => {
     expect(limiter.waiting).toBe(0);
   });
 });
+
+describe("FairLimiter inside a shared budget", () => {
+  /** A budget of `slots` calls shared with other processes (here: held by the test). */
+  function budget(slots: number) {
+    let free = slots;
+    const waiting: Array<() => void> = [];
+    const pauses: number[] = [];
+    return {
+      pauses,
+      get free() {
+        return free;
+      },
+      acquire(): Promise<() => void> {
+        const grant = (resolve: (r: () => void) => void) => {
+          free--;
+          resolve(() => {
+            free++;
+            waiting.shift()?.();
+          });
+        };
+        return new Promise((resolve) => (free > 0 ? grant(resolve) : waiting.push(() => grant(resolve))));
+      },
+      pause(ms: number) {
+        pauses.push(ms);
+      },
+    };
+  }
+
+  it("a call that got its turn here still waits for a slot of the shared budget", async () => {
+    const shared = budget(1);
+    const limiter = new FairLimiter(4, shared);
+    let running = 0;
+    let peak = 0;
+    const call = () =>
+      limiter.run("case", undefined, async () => {
+        running++;
+        peak = Math.max(peak, running);
+        await new Promise((r) => setTimeout(r, 5));
+        running--;
+      });
+    await Promise.all([call(), call(), call()]);
+    expect(peak).toBe(1);
+    expect(shared.free).toBe(1);
+  });
+
+  it("a 429 with Retry-After is passed on to the shared budget; one without it is not", () => {
+    const shared = budget(1);
+    const limiter = new FairLimiter(4, shared);
+    limiter.noteRateLimited(1_500);
+    limiter.noteRateLimited(null);
+    limiter.noteRateLimited();
+    expect(shared.pauses).toEqual([1_500]);
+  });
+});

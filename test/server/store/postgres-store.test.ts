@@ -72,17 +72,17 @@ describe("PostgresStore specifics", () => {
     }
   });
 
-  it("upgrades a table from the first schema version: the lease columns are added, the cases kept", async () => {
+  it("upgrades a table from an older schema version: the run-start count is added, the cases kept", async () => {
     const schema = newSchema();
     const first = await openStore({ databaseUrl: URL, dataDir: "./unused" }, { pgSchema: schema });
     await first.createCase(makeNewCase("old-case"));
     await first.close();
-    await pgSchemas.admin.query(`ALTER TABLE "${schema}".medmmv_cases DROP COLUMN runner, DROP COLUMN lease_expires_ms`);
+    await pgSchemas.admin.query(`ALTER TABLE "${schema}".medmmv_cases DROP COLUMN run_starts`);
     const upgraded = await openStore({ databaseUrl: URL, dataDir: "./unused" }, { pgSchema: schema });
     try {
       expect((await upgraded.getCase("old-case"))?.status).toBe("queued");
-      expect(await upgraded.listUnfinishedLeases()).toEqual([{ id: "old-case", runner: null, expiresAtMs: null }]);
-      expect(await upgraded.claimCase("old-case", { runner: "A", expiresAtMs: 2_000 }, 1_000)).toBe(true);
+      expect(await upgraded.listUnfinishedIds()).toEqual(["old-case"]);
+      expect(await upgraded.countRunStart("old-case")).toBe(1);
     } finally {
       await upgraded.close();
       await dropSchema(schema);

@@ -49,24 +49,24 @@ describeStoreConformance("sqlite", async () => {
 });
 
 describe("SqliteStore specifics", () => {
-  it("upgrades a file from the first schema version: the lease columns are added, the cases kept", async () => {
+  it("upgrades a file from an older schema version: the run-start count is added, the cases kept", async () => {
     const dataDir = join(tempDir(), "v1");
     const first = await openStore({ databaseUrl: null, dataDir });
     await first.createCase(makeNewCase("old-case"));
     await first.close();
     // Back to version 1: the table without the columns added since.
     const db = new Database(join(dataDir, SQLITE_FILE_NAME));
-    db.exec("ALTER TABLE medmmv_cases DROP COLUMN runner; ALTER TABLE medmmv_cases DROP COLUMN lease_expires_ms");
+    db.exec("ALTER TABLE medmmv_cases DROP COLUMN run_starts");
     db.pragma("user_version = 1");
     db.close();
 
     const upgraded = await openStore({ databaseUrl: null, dataDir });
     try {
       expect((await upgraded.getCase("old-case"))?.status).toBe("queued");
-      expect(await upgraded.listUnfinishedLeases()).toEqual([{ id: "old-case", runner: null, expiresAtMs: null }]);
-      expect(await upgraded.claimCase("old-case", { runner: "A", expiresAtMs: 2_000 }, 1_000)).toBe(true);
+      expect(await upgraded.listUnfinishedIds()).toEqual(["old-case"]);
+      expect(await upgraded.countRunStart("old-case")).toBe(1);
       const peek = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
-      expect(peek.pragma("user_version", { simple: true })).toBe(3);
+      expect(peek.pragma("user_version", { simple: true })).toBe(4);
       peek.close();
     } finally {
       await upgraded.close();
@@ -88,7 +88,7 @@ describe("SqliteStore specifics", () => {
       const t = await upgraded.addTurn("v2-case", { turn: 1, question: "q", answer: "a", step: null, category: null, contextConflict: false, evidence: [], details: {} });
       expect((await upgraded.listTurns("v2-case")).map((x) => x.turn)).toEqual([t.turn]);
       const peek = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
-      expect(peek.pragma("user_version", { simple: true })).toBe(3);
+      expect(peek.pragma("user_version", { simple: true })).toBe(4);
       peek.close();
     } finally {
       await upgraded.close();

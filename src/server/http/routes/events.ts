@@ -20,14 +20,14 @@ function frame(ev: CaseEvent): string {
   return `id: ${ev.seq}\nevent: ${ev.type}\ndata: ${JSON.stringify({ seq: ev.seq, type: ev.type, at: ev.at, data: ev.data })}\n\n`;
 }
 
-/** How often a stream polls the store for a case that runs in another process. */
-const REMOTE_POLL_MS = 500;
-
 /**
  * Server-Sent Events for one case: first the stored history after Last-Event-ID, then
- * live events, then the stream closes after the `final` event. A case that runs in
- * another process on the same store (or waits to be adopted by one) has no live events
- * here: its stream polls the store instead. The reply is hijacked
+ * live events, then the stream closes after the `final` event. Live events come through the
+ * case service's hub, which the case engine feeds from every replica (Redis pub/sub with
+ * REDIS_URL), so a case another replica runs streams here as it happens, with no store
+ * polling. A live event that skips sequence numbers (a message lost while Redis reconnected)
+ * makes the stream read the missing ones from the store first; at each heartbeat a stream
+ * whose case runs elsewhere checks that the case did not end unheard. The reply is hijacked
  * (docs/architecture.md#known-pitfalls); live events that arrive while history is being sent are buffered and
  * de-duplicated by sequence number, so nothing is skipped or sent twice. `path`: the audit page
  * serves the same stream under its own authentication (a signed link) at another path.
@@ -88,14 +88,12 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string }> =
       let replaying = true;
       const buffered: CaseEvent[] = [];
       let heartbeat: NodeJS.Timeout | undefined;
-      let poller: NodeJS.Timeout | undefined;
       let unsubscribe = (): void => undefined;
 
       const finish = (): void => {
         if (!open) return;
         open = false;
         if (heartbeat) clearInterval(heartbeat);
-        if (poller) clearInterval(poller);
         unsubscribe();
         raw.end();
       };
@@ -110,59 +108,58 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string }> =
         release();
         open = false;
         if (heartbeat) clearInterval(heartbeat);
-        if (poller) clearInterval(poller);
         unsubscribe();
       });
-      /** Stored events after the last one sent; ends the stream when the case is finished or gone. */
-      let polling = false;
-      const pollStore = async (): Promise<void> => {
-        if (!open || polling) return;
-        polling = true;
-        try {
-          for (const ev of await service.events(id, last)) send(ev);
+      /** One store read at a time, in order with the live events it is filling in for. */
+      let chain: Promise<void> = Promise.resolve();
+      const fromStore = (thenEndIfFinished: boolean): void => {
+        chain = chain.then(async () => {
           if (!open) return;
-          const now = await service.get(request.owner, id).catch(() => null);
-          if (!now) {
-            raw.write(`event: deleted\ndata: ${JSON.stringify({ caseId: id })}\n\n`);
-            finish();
-          } else if (isTerminal(now.status)) {
+          try {
             for (const ev of await service.events(id, last)) send(ev);
-            finish();
+            if (!open || !thenEndIfFinished) return;
+            const now = await service.get(request.owner, id).catch(() => null);
+            if (!now) {
+              raw.write(`event: deleted\ndata: ${JSON.stringify({ caseId: id })}\n\n`);
+              finish();
+            } else if (isTerminal(now.status)) {
+              for (const ev of await service.events(id, last)) send(ev);
+              finish();
+            }
+          } catch (err) {
+            request.log.warn({ caseId: id, err }, "event stream: reading the store failed");
           }
-        } catch (err) {
-          request.log.warn({ caseId: id, err }, "event stream: polling the store failed");
-        } finally {
-          polling = false;
-        }
+        });
+      };
+      const live = (ev: CaseEvent): void => {
+        if (replaying) buffered.push(ev);
+        else if (ev.seq > last + 1) {
+          fromStore(false); // a gap: the missing events first, then this one (send skips what it already sent)
+          chain = chain.then(() => send(ev));
+        } else send(ev);
       };
       unsubscribe = service.subscribe(id, {
-        onEvent: (ev) => (replaying ? buffered.push(ev) : send(ev)),
+        onEvent: live,
         onEnd: (reason: StreamEnd) => {
           if (open && reason === "deleted") raw.write(`event: deleted\ndata: ${JSON.stringify({ caseId: id })}\n\n`);
           finish();
         },
       });
-      const startPolling = (): void => {
-        if (poller || !open) return;
-        poller = setInterval(() => void pollStore(), REMOTE_POLL_MS);
-        poller.unref();
-      };
       heartbeat = setInterval(() => {
         if (open) raw.write(": heartbeat\n\n");
-        // A case that stopped running here without finishing (another process took it over) goes on there.
-        if (open && !replaying && !service.isRunning(id)) startPolling();
+        // A case run elsewhere whose final event this replica missed still ends its stream.
+        if (open && !replaying && !service.isRunning(id)) fromStore(true);
       }, heartbeatMs);
       heartbeat.unref();
 
       try {
         for (const ev of await service.events(id, last)) send(ev);
         replaying = false;
-        for (const ev of buffered.splice(0)) send(ev);
+        for (const ev of buffered.splice(0)) live(ev);
         // A finished case whose history has no final event (or a case purged meanwhile): nothing more will come.
         if (open && !service.isRunning(id)) {
           const now = await service.get(request.owner, id).catch(() => null);
           if (!now || isTerminal(now.status)) finish();
-          else startPolling(); // running in another process, or waiting for one to adopt it
         }
       } catch (err) {
         request.log.warn({ caseId: id, err }, "event stream failed");

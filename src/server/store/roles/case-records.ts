@@ -7,7 +7,6 @@
 import type { ClinicalCase, LoadedImage } from "../../../core/contracts/clinical-case.js";
 import type { DiagnosisResult } from "../../../core/contracts/diagnosis-result.js";
 import type { CaseEvent, CaseProgress } from "./case-events.js";
-import type { CaseLease } from "./run-ownership.js";
 
 export type CaseStatus = "queued" | "running" | "completed" | "abstained" | "failed";
 export const TERMINAL_STATUSES: readonly CaseStatus[] = ["completed", "abstained", "failed"];
@@ -43,8 +42,6 @@ export interface NewCase {
   options: Record<string, unknown>;
   idempotencyKey?: string | null;
   requestHash?: string | null;
-  /** The creating process's claim, written with the row, so no other process adopts the case before it starts. */
-  lease?: CaseLease;
 }
 
 export interface ListCasesQuery {
@@ -74,9 +71,11 @@ export interface CaseRecords {
   listCases(q: ListCasesQuery): Promise<{ items: CaseSummary[]; nextCursor: string | null }>;
   /** How many cases, in any status, belong to another owner than `owner` (the demo's check for a store of its own). */
   countCasesNotOwnedBy(owner: string): Promise<number>;
+  /** How many cases are in each status, every owner together (for /metrics: counts only, no ids). */
+  countCasesByStatus(): Promise<Record<CaseStatus, number>>;
   /**
-   * Cases not in a terminal status (for resume at boot), oldest first. Whole records, not
-   * leases: the tests and fault trials read what is left unfinished through it.
+   * Cases not in a terminal status, oldest first, whole records: the tests and fault
+   * trials read what is left unfinished through it.
    */
   listUnfinished(): Promise<CaseRecord[]>;
   setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<void>;

@@ -1,39 +1,18 @@
 /**
- * Run ownership: which process may run an unfinished case. Several processes can share one
- * store, so the case service claims a case before running it, renews its leases while the
- * pipeline runs, releases them on a graceful stop, and polls the unfinished cases' leases to
- * adopt the cases of a process that died. Only the case service (and the resume at boot) uses it.
+ * Run ownership: how often each unfinished case's run was started. Which process runs a
+ * case is the job engine's business (BullMQ's locks with REDIS_URL, the one process without);
+ * the store only counts starts, so that a case whose run kills its process (hostile input,
+ * a bug) is quarantined after a few starts instead of killing every process that picks it
+ * up (the crash quarantine, docs/operations.md). Only the case service uses it.
  */
-/**
- * Which process may run an unfinished case, and until when. Several processes can share
- * one store (SQLite file or Postgres): each claims a case before running it and renews
- * the claim while it runs, so a case is run by one process at a time, and the cases of a
- * process that died are adopted by another once its leases expire.
- */
-export interface CaseLease {
-  /** The process's runner id (host, pid and a random part). */
-  runner: string;
-  /** Epoch ms. */
-  expiresAtMs: number;
-}
-
-export interface UnfinishedLease {
-  id: string;
-  runner: string | null;
-  expiresAtMs: number | null;
-}
-
 export interface RunOwnership {
-  /** Who holds each unfinished case, oldest case first (no case content: cheap to poll). */
-  listUnfinishedLeases(): Promise<UnfinishedLease[]>;
+  /** The unfinished cases' ids (queued or running), oldest first (no case content: cheap to list). */
+  listUnfinishedIds(): Promise<string[]>;
   /**
-   * Claim an unfinished case, atomically. Succeeds when nobody holds it, its lease expired
-   * before `nowMs`, `lease.runner` already holds it, or `takeOverFrom` holds it (a runner
-   * the caller knows to be dead). False otherwise, and for a finished or missing case.
+   * Count one more start of the case's run, atomically and before it runs; returns the
+   * count including this start, or null for a finished or missing case.
    */
-  claimCase(id: string, lease: CaseLease, nowMs: number, takeOverFrom?: string): Promise<boolean>;
-  /** Extend `runner`'s leases on `ids` to `expiresAtMs`; returns the ids it no longer holds (taken over or deleted). */
-  renewLeases(runner: string, ids: string[], expiresAtMs: number): Promise<string[]>;
-  /** Give up `runner`'s leases on `ids` (a graceful stop), so another process may adopt them at once. */
-  releaseLeases(runner: string, ids: string[]): Promise<void>;
+  countRunStart(id: string): Promise<number | null>;
+  /** Take back one counted start (a graceful stop interrupted the run: it did not crash); never below 0. */
+  uncountRunStart(id: string): Promise<void>;
 }

@@ -247,6 +247,16 @@ export function describeCaseRecordsConformance(name: string, makeStore: () => Pr
         expect(await store.countCasesNotOwnedBy("demo")).toBe(1);
       });
 
+      it("counts the cases in each status, every owner together", async () => {
+        expect(await store.countCasesByStatus()).toEqual({ queued: 0, running: 0, completed: 0, abstained: 0, failed: 0 });
+        await store.createCase(makeNewCase("s1", { owner: "alice" }));
+        await store.createCase(makeNewCase("s2", { owner: "bob" }));
+        await store.createCase(makeNewCase("s3", { owner: "bob" }));
+        await store.setStatus("s2", "running");
+        await store.saveResult("s3", makeResult("s3"), null);
+        expect(await store.countCasesByStatus()).toEqual({ queued: 1, running: 1, completed: 1, abstained: 0, failed: 0 });
+      });
+
       it("lists unfinished cases across owners, oldest first", async () => {
         await store.createCase(makeNewCase("u1", { owner: "alice" }));
         await store.createCase(makeNewCase("u2", { owner: "bob" }));

@@ -1,0 +1,147 @@
+import { createHash } from "node:crypto";
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
+import { Semaphore } from "redis-semaphore";
+import type { Config } from "../../core/config.js";
+import { MedmmvError, describeError } from "../../core/contracts/errors.js";
+import { FairLimiter, type SharedBudget } from "../../core/llm/limiter.js";
+import { openRedis } from "./redis-connection.js";
+
+/** How often a waiting call asks again for a slot (redis-semaphore polls). */
+const RETRY_MS = 20;
+
+/**
+ * One provider budget for every replica on one Redis: the model calls in flight
+ * (MEDMMV_MAX_CONCURRENCY, a redis-semaphore counting semaphore), the requests per minute
+ * (MEDMMV_PROVIDER_RPM, rate-limiter-flexible), and the provider's Retry-After after a 429
+ * (a key every replica reads before it calls). Keyed by the endpoint, so two deployments on
+ * different providers sharing a Redis do not share a budget.
+ */
+export class RedisProviderBudget implements SharedBudget {
+  readonly #redis: Redis;
+  readonly #key: string;
+  readonly #limit: number;
+  readonly #rpm: RateLimiterAbstract | null;
+  readonly #log: Logger;
+  /**
+   * A slot is held at most this long without a refresh (redis-semaphore refreshes it every
+   * third of it while the call lasts): a replica killed mid-call frees its slots after it.
+   */
+  readonly #slotMs: number;
+
+  constructor(opts: { redisUrl: string; prefix: string; endpoint: string; maxInFlight: number; requestsPerMin: number | null; slotMs: number }, logger: Logger) {
+    this.#redis = openRedis(opts.redisUrl, "medmmv-budget");
+    this.#redis.on("error", (err: Error) => logger.warn({ reason: err.message }, "redis connection error (provider budget; reconnecting)"));
+    this.#key = `${opts.prefix}:budget:${createHash("sha256").update(opts.endpoint).digest("hex").slice(0, 16)}`;
+    this.#limit = opts.maxInFlight;
+    this.#rpm = opts.requestsPerMin ? new RateLimiterRedis({ storeClient: this.#redis, keyPrefix: `${this.#key}:rpm`, points: opts.requestsPerMin, duration: 60 }) : null;
+    this.#log = logger;
+    this.#slotMs = opts.slotMs;
+  }
+
+  async acquire(signal?: AbortSignal): Promise<() => void> {
+    await this.#waitOutPause(signal);
+    if (this.#rpm) await consumeOrWait(this.#rpm, "calls", signal);
+    const slot = new Semaphore(this.#redis, `${this.#key}:in-flight`, this.#limit, {
+      lockTimeout: this.#slotMs,
+      refreshInterval: Math.floor(this.#slotMs / 3),
+      retryInterval: RETRY_MS,
+      acquireTimeout: 24 * 3600_000, // bounded by the caller's signal and timeouts, not here
+      onLockLost: () => this.#log.warn("a provider-budget slot lapsed while its call ran (Redis restarted?)"),
+    });
+    await slot.acquire(signal);
+    try {
+      // Again with the slot held: a 429 may have landed while this call waited for it.
+      await this.#waitOutPause(signal);
+    } catch (err) {
+      await slot.release().catch(() => undefined);
+      throw err;
+    }
+    return () => void slot.release().catch((err: unknown) => this.#log.warn({ code: describeError(err).code }, "could not release a provider-budget slot (it lapses by itself)"));
+  }
+
+  pause(ms: number): void {
+    // Only ever lengthened: a pause already set keeps the later end (PEXPIRE GT, Redis ≥ 7).
+    const key = `${this.#key}:pause`;
+    const set = async (): Promise<void> => {
+      if ((await this.#redis.set(key, "1", "PX", Math.ceil(ms), "NX")) === null) await this.#redis.pexpire(key, Math.ceil(ms), "GT");
+    };
+    set().catch((err: unknown) => this.#log.warn({ code: describeError(err).code }, "could not share the provider's Retry-After"));
+  }
+
+  async #waitOutPause(signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      const left = await this.#redis.pttl(`${this.#key}:pause`);
+      if (left <= 0) return;
+      await abortableSleep(left, signal);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#redis.disconnect();
+  }
+}
+
+/** The per-minute cap of one process (no Redis): the same rule, kept in memory. */
+export class LocalProviderBudget implements SharedBudget {
+  readonly #rpm: RateLimiterMemory;
+  #pausedUntil = 0;
+
+  constructor(requestsPerMin: number) {
+    this.#rpm = new RateLimiterMemory({ points: requestsPerMin, duration: 60 });
+  }
+
+  async acquire(signal?: AbortSignal): Promise<() => void> {
+    while (Date.now() < this.#pausedUntil) await abortableSleep(this.#pausedUntil - Date.now(), signal);
+    await consumeOrWait(this.#rpm, "calls", signal);
+    return () => undefined;
+  }
+
+  pause(ms: number): void {
+    this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + ms);
+  }
+
+  async close(): Promise<void> {}
+}
+
+async function consumeOrWait(limiter: RateLimiterAbstract, key: string, signal?: AbortSignal): Promise<void> {
+  for (;;) {
+    try {
+      await limiter.consume(key);
+      return;
+    } catch (res) {
+      if (!(res instanceof RateLimiterRes)) throw res;
+      await abortableSleep(Math.max(10, res.msBeforeNext), signal);
+    }
+  }
+}
+
+function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason ?? new MedmmvError("ABORTED", "aborted"));
+    const onAbort = (): void => {
+      clearTimeout(t);
+      reject(signal!.reason ?? new MedmmvError("ABORTED", "aborted"));
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * The model-call limiter of a server process: per-process fair scheduling (FairLimiter), inside
+ * the budget every replica shares on Redis (REDIS_URL), or the per-minute cap of this process alone.
+ */
+export function openProviderLimiter(config: Config, logger: Logger): { limiter: FairLimiter; close(): Promise<void> } {
+  const endpoint = config.llm.azure?.endpoint ?? config.llm.azure?.instanceName ?? config.llm.baseUrl ?? "https://api.openai.com/v1";
+  const budget = config.engine.redisUrl
+    ? new RedisProviderBudget({ redisUrl: config.engine.redisUrl, prefix: config.engine.prefix, endpoint, maxInFlight: config.llm.maxConcurrency, requestsPerMin: config.llm.requestsPerMin, slotMs: config.engine.lockMs }, logger)
+    : config.llm.requestsPerMin
+      ? new LocalProviderBudget(config.llm.requestsPerMin)
+      : null;
+  return { limiter: new FairLimiter(config.llm.maxConcurrency, budget), close: async () => budget?.close() };
+}

@@ -1,0 +1,153 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { prepareCase } from "../../../src/core/intake/case-intake.js";
+import { pipelineOptions } from "../../../src/core/workflow/pipeline.js";
+import { toStoredInput } from "../../../src/server/service/stored-case.js";
+import { SqliteStore } from "../../../src/server/store/sqlite-store.js";
+import { scriptedConfig } from "../../../src/scripted/scripted-config.js";
+import { afterAll, describe, expect, it } from "vitest";
+import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
+import { startScriptedOpenAI, type ScriptedOpenAI } from "../../../src/scripted/scripted-openai-server.js";
+import { chestPain, startTestServer, until, type TestServer } from "../http/http-harness.js";
+import { TEST_REDIS_URL, redisPrefix } from "../../support/redis-prefix.js";
+
+/**
+ * The BullMQ engine with three replicas in one test process (one store file, one Redis):
+ * each case runs once on one of them, an SSE client on one replica follows a case another
+ * runs, DELETE on one replica stops the calls of the replica running the case, and a Redis
+ * that lost its data loses no case (the reconciler queues it again).
+ */
+const dirs: string[] = [];
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+async function replicas(openai: ScriptedOpenAI, n: number, extra: Record<string, string> = {}): Promise<{ servers: TestServer[]; prefix: string }> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), "medmmv-bullmq-"));
+  dirs.push(dataDir);
+  const prefix = redisPrefix("engine");
+  const env = { REDIS_URL: TEST_REDIS_URL, MEDMMV_REDIS_PREFIX: prefix, MEDMMV_ENGINE_LOCK_MS: "2000", MEDMMV_RECONCILE_MS: "2000", MEDMMV_RATE_LIMIT_PER_MIN: "100000", ...extra };
+  const servers: TestServer[] = [];
+  for (let i = 0; i < n; i++) servers.push(await startTestServer({ dataDir, openai, env }));
+  return { servers, prefix };
+}
+
+const terminal = (s: string) => ["completed", "abstained", "failed"].includes(s);
+
+async function submit(s: TestServer, question: string): Promise<string> {
+  const res = await s.api("/diagnose", { method: "POST", json: chestPain({ question }), headers: { prefer: "respond-async" } });
+  expect(res.status).toBe(202);
+  return ((await res.json()) as { caseId: string }).caseId;
+}
+
+async function waitDone(s: TestServer, ids: string[]): Promise<void> {
+  await until(async () => {
+    const all = await Promise.all(ids.map((id) => s.server.store.getCase(id)));
+    return all.every((c) => c && terminal(c.status)) ? true : undefined;
+  }, 60_000, "the cases to finish");
+}
+
+describe("BullMQ engine, three replicas", () => {
+  it("each accepted case runs exactly once, on some replica; an SSE client on another replica sees its events within 250 ms of being stored", async () => {
+    const openai = await startScriptedOpenAI({ scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }), latencyMs: 40 });
+    const { servers } = await replicas(openai, 3, { MEDMMV_ENGINE_CONCURRENCY: "2" });
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 6; i++) ids.push(await submit(servers[0]!, `Which diagnosis fits case ${i}?`));
+      // Follow, from replica 2, a case that another replica runs.
+      const watcher = servers[2]!;
+      const watched = await until(async () => ids.find((id) => !watcher.server.service.isRunning(id) && servers.some((s) => s.server.service.isRunning(id))), 30_000, "a case running on replica 0 or 1");
+      const res = await watcher.api(`/cases/${watched}/events`);
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      const lags: number[] = [];
+      let text = "";
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline && !/event: final/.test(text)) {
+        const chunk = await reader.read();
+        if (chunk.done) break;
+        const now = Date.now();
+        text += decoder.decode(chunk.value, { stream: true });
+        for (const m of decoder.decode(chunk.value).matchAll(/^data: (.+)$/gm)) {
+          const at = Date.parse((JSON.parse(m[1]!) as { at: string }).at);
+          lags.push(now - at);
+        }
+      }
+      await reader.cancel().catch(() => undefined);
+      expect(text).toMatch(/event: final/);
+      await waitDone(servers[0]!, ids);
+      const store = servers[0]!.server.store;
+      for (const id of ids) {
+        const events = await store.listEvents(id);
+        expect(events.filter((e) => e.type === "final"), `final events of ${id}`).toHaveLength(1);
+        expect(events.filter((e) => e.type === "status" && e.data.status === "running"), `runs of ${id}`).toHaveLength(1);
+      }
+      expect(openai.stats().byAgent.rollout).toBe(3 * ids.length);
+      // Live events (history replayed at connect is older by nature): the tail of the stream.
+      // The three replicas share this test's one event loop (and the machine its two cores), so the
+      // typical lag is held to 250 ms and the worst to what no polling at the 15 s heartbeat could give.
+      const liveLags = lags.slice(-5).sort((a, b) => a - b);
+      expect(liveLags[2]!, `median of ${liveLags.join(", ")} ms`).toBeLessThan(250);
+      expect(liveLags.at(-1)!).toBeLessThan(2_000);
+      // Work spread over replicas (two cases at a time each, six cases).
+      const ran = servers.map((s) => s.logs.lines().filter((l) => l.msg === "case finished").length);
+      expect(ran.reduce((a, b) => a + b, 0)).toBe(ids.length);
+      expect(ran.filter((n) => n > 0).length).toBeGreaterThan(1);
+    } finally {
+      for (const s of servers) await s.close();
+      await openai.close();
+    }
+  }, 120_000);
+
+  it("DELETE on one replica stops the calls of the replica running the case", async () => {
+    const openai = await startScriptedOpenAI({ scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }), latencyMs: 300 });
+    const { servers } = await replicas(openai, 2);
+    try {
+      const id = await submit(servers[0]!, "Which diagnosis fits the deleted case?");
+      await until(async () => (openai.stats().log.length > 0 ? true : undefined), 30_000, "the first model call");
+      const runner = servers.find((s) => s.server.service.isRunning(id));
+      expect(runner).toBeDefined();
+      const other = servers.find((s) => s !== runner)!;
+      const del = await other.api(`/cases/${id}`, { method: "DELETE" });
+      expect(del.status).toBe(204);
+      await until(async () => (!runner!.server.service.isRunning(id) ? true : undefined), 10_000, "the run to stop on its replica");
+      const calls = openai.stats().log.length;
+      await new Promise((r) => setTimeout(r, 1_000)); // a window in which a run still going would call again
+      expect(openai.stats().log.length).toBe(calls);
+      expect(await runner!.server.store.getCase(id)).toBeNull();
+    } finally {
+      for (const s of servers) await s.close();
+      await openai.close();
+    }
+  }, 60_000);
+
+  it("a Redis that lost the queue loses no case: the reconciler queues the unfinished cases again", async () => {
+    const openai = await startScriptedOpenAI({ scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }), latencyMs: 40 });
+    const dataDir = await mkdtemp(path.join(tmpdir(), "medmmv-bullmq-lost-"));
+    dirs.push(dataDir);
+    // Cases committed to the store whose jobs Redis no longer has (it restarted without persistence).
+    const cfg = scriptedConfig(openai.baseUrl, { MEDMMV_K: "3", MEDMMV_MAX_REPAIRS: "1" });
+    const store = new SqliteStore({ dataDir });
+    await store.init();
+    const ids: string[] = [];
+    for (const [i, c] of [chestPain(), chestPain({ question: "Which diagnosis fits best?" })].entries()) {
+      const prepared = await prepareCase(c, { maxBytes: 1e6, maxPixels: 1e7, allowPath: false });
+      const id = `forgotten-${i}`;
+      await store.createCase({ id, owner: "someone", input: { ...toStoredInput(prepared), id }, options: pipelineOptions(cfg) as unknown as Record<string, unknown> });
+      ids.push(id);
+    }
+    await store.close();
+    const env = { REDIS_URL: TEST_REDIS_URL, MEDMMV_REDIS_PREFIX: redisPrefix("lost"), MEDMMV_ENGINE_LOCK_MS: "1000", MEDMMV_RECONCILE_MS: "1000" };
+    const s = await startTestServer({ dataDir, openai, env });
+    try {
+      await waitDone(s, ids);
+      for (const id of ids) expect((await s.server.store.getCase(id))?.status).toBe("completed");
+      expect(s.logs.lines().some((l) => l.msg === "queued again unfinished cases the queue did not know")).toBe(true);
+      expect(openai.stats().byAgent.rollout).toBe(3 * ids.length);
+    } finally {
+      await s.close();
+      await openai.close();
+    }
+  }, 60_000);
+});
