@@ -22,7 +22,7 @@ function filled(v: string): string {
     if (kind === "-") return rest;
     if (name === "MEDMMV_API_KEYS") return "k".repeat(40);
     if (name === "OPENAI_BASE_URL") return "http://model:8000/v1";
-    return "sample-value-0123456789abcdef";
+    return "sample-value-0123456789abcdef-0123456789";
   });
 }
 

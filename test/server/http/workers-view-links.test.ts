@@ -1,3 +1,4 @@
+import { TEST_REDIS_URL, redisPrefix } from "../../support/redis-prefix.js";
 import { request as httpRequest } from "node:http";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -36,7 +37,7 @@ function getOnNewConnection(url: string): Promise<number> {
 describe("serve --workers shares one view-link secret", () => {
   it(`a link made on one worker opens on every worker (${OPENS} fresh connections, no secret configured)`, async () => {
     const [cli, openai, dir] = await Promise.all([bundleEntry("cli"), startScriptedOpenAI({ scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }) }), mkdtemp(path.join(tmpdir(), "medmmv-workers-links-"))]);
-    const env = childServerEnv({ openaiBaseUrl: openai.baseUrl, dataDir: dir, apiKey: KEY }, { HOST: "127.0.0.1", PORT: "0", MEDMMV_VIEW_LINK_SECRET: "" });
+    const env = childServerEnv({ openaiBaseUrl: openai.baseUrl, dataDir: dir, apiKey: KEY }, { HOST: "127.0.0.1", PORT: "0", MEDMMV_VIEW_LINK_SECRET: "", REDIS_URL: TEST_REDIS_URL, MEDMMV_REDIS_PREFIX: redisPrefix("workers-links") });
     const run = spawnBundle(cli, ["serve", "--workers", "2"], env);
     const logLines = () =>
       run
