@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { MedmmvError } from "../core/contracts/errors.js";
+import type { Config } from "../core/config.js";
 import type { ResponseCache } from "../core/llm/model-client.js";
+import { Pipeline, type PipelineDeps } from "../core/workflow/pipeline.js";
 import { MANIFEST_FILE, readManifest } from "./manifest.js";
 
 /**
@@ -42,4 +44,17 @@ export async function cacheScopeFor(dir: string, o: { resume?: boolean; replayCa
     if (m?.cacheScope) return m.cacheScope;
   }
   return newCacheScope();
+}
+
+/**
+ * One pipeline per run, each seeing the response cache through its run's namespace, all on one
+ * limiter (the provider's limits hold across the runs); made on first use.
+ */
+export function runPipelines(config: Config, cache: ResponseCache | null, scope: string, deps: Omit<PipelineDeps, "cache" | "limiter">): (run: number) => Pipeline {
+  const pipelines = new Map<number, Pipeline>();
+  return (run) => {
+    let p = pipelines.get(run);
+    if (!p) pipelines.set(run, (p = new Pipeline(config, { ...deps, cache: runScopedCache(cache, scope, run), limiter: pipelines.get(0)?.limiter })));
+    return p;
+  };
 }

@@ -5,7 +5,7 @@ import type { Usage } from "../core/contracts/diagnosis-result.js";
 import { prepareCase } from "../core/intake/case-intake.js";
 import type { Config } from "../core/config.js";
 import { describeError, MedmmvError } from "../core/contracts/errors.js";
-import { Pipeline, pipelineOptions, type PipelineOverrides } from "../core/workflow/pipeline.js";
+import { pipelineOptions, type PipelineOverrides } from "../core/workflow/pipeline.js";
 import type { PipelineOptions } from "../core/workflow/state.js";
 import { LlmClient, type ResponseCache } from "../core/llm/model-client.js";
 import { addUsage, UsageMeter } from "../core/llm/usage.js";
@@ -26,7 +26,7 @@ import { buildSummary, summaryMarkdown } from "./report.js";
 import { SUMMARY_JSON, SUMMARY_MD, type EvalSummary } from "./summary.js";
 import { compactResults, readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
 import { claimRunFolder, manifestSource } from "./run-folder.js";
-import { cacheScopeFor, runScopedCache } from "./run-cache.js";
+import { cacheScopeFor, runPipelines } from "./run-cache.js";
 import { SUMMARY_HTML, summaryHtml } from "./summary-html.js";
 import { selectItems } from "./sampling.js";
 import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
@@ -191,12 +191,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const search = await openSearchProvider(config);
   // --hypothesis-warning off: the prompts as Dr-LLaVA's reference words them (no "a claim to check").
   const prompts = o.hypothesisWarning === false ? { prompts: referencePromptLibrary() } : {};
-  const pipelines = new Map<number, Pipeline>();
-  const pipelineFor = (run: number): Pipeline => {
-    let p = pipelines.get(run);
-    if (!p) pipelines.set(run, (p = new Pipeline(config, { cache: runScopedCache(deps.cache ?? null, cacheScope, run), search, limiter: pipelines.get(0)?.limiter, ...prompts })));
-    return p;
-  };
+  const pipelineFor = runPipelines(config, deps.cache ?? null, cacheScope, { search, ...prompts });
   const pipeline = pipelineFor(0);
   const agentDepsFor = (run: number): AgentDeps => ({ llm: pipelineFor(run).llm, prompts: pipeline.prompts, search });
   const agentDeps = agentDepsFor(0);

@@ -8,8 +8,8 @@ import type { PreparedCase } from "../../core/contracts/clinical-case.js";
 import type { Config } from "../../core/config.js";
 import { answerTurn, turnEvidence, type PriorTurn, type TurnEvidence } from "../../core/conversation/answer-turn.js";
 import { describeError, MedmmvError } from "../../core/contracts/errors.js";
-import { Pipeline, pipelineOptions, type PipelineOverrides } from "../../core/workflow/pipeline.js";
-import { cacheScopeFor, runScopedCache } from "../run-cache.js";
+import { pipelineOptions, type PipelineOverrides } from "../../core/workflow/pipeline.js";
+import { cacheScopeFor, runPipelines } from "../run-cache.js";
 import type { ResponseCache } from "../../core/llm/model-client.js";
 import { CallChain, UsageMeter } from "../../core/llm/usage.js";
 import { openSearchProvider } from "../../core/search/create-search-provider.js";
@@ -141,12 +141,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
   const cacheScope = await cacheScopeFor(dir, { resume: o.resume });
   const search = await openSearchProvider(config);
   const promptLibrary = o.hypothesisWarning === false ? { prompts: referencePromptLibrary() } : {};
-  const pipelines = new Map<number, Pipeline>();
-  const pipelineFor = (run: number): Pipeline => {
-    let p = pipelines.get(run);
-    if (!p) pipelines.set(run, (p = new Pipeline(config, { cache: runScopedCache(deps.cache ?? null, cacheScope, run), search, limiter: pipelines.get(0)?.limiter, ...promptLibrary })));
-    return p;
-  };
+  const pipelineFor = runPipelines(config, deps.cache ?? null, cacheScope, { search, ...promptLibrary });
   const pipeline = pipelineFor(0);
   const agentsFor = (run: number): AgentDeps => ({ llm: pipelineFor(run).llm, prompts: pipeline.prompts, search });
   const prompts = method === "medmmv" ? ["system", "rollout", "hd-supervisor", "auto-repair", "coherence-judge", "turn-answer", "pathway-judge"] : ["system", "turn-answer", "pathway-judge"];

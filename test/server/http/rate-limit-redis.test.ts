@@ -1,41 +1,27 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { closedPort } from "../../support/closed-port.js";
+import { startThrowawayRedis, type ThrowawayService } from "../../support/throwaway-services.js";
 import { recordReliability, type ReliabilityRow } from "../../support/reliability-recorder.js";
-import { KEY_B, startTestServer, until, type TestServer } from "./http-harness.js";
+import { KEY_B, startTestServer, type TestServer } from "./http-harness.js";
 
 /**
  * Two replicas with REDIS_URL: one key has one budget across both (@fastify/rate-limit's
  * Redis store), for authenticated requests and failed attempts alike. A redis-server of our
- * own, without persistence, on a free loopback port.
+ * own, without persistence, on a free loopback port (throwaway-services.ts).
  */
 const HAVE_REDIS = spawnSync("redis-server", ["--version"]).status === 0;
 const rows: ReliabilityRow[] = [];
 afterAll(({}, suite) => recordReliability("security-redis", rows, suite));
 
-let redis: ChildProcess | null = null;
+let redis: ThrowawayService | null = null;
 let redisUrl = "";
 beforeAll(async () => {
   if (!HAVE_REDIS) return;
-  const port = await closedPort(); // free now: bound once and released
-  redis = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
-  redisUrl = `redis://127.0.0.1:${port}`;
-  const { Redis } = await import("ioredis");
-  await until(async () => {
-    const c = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    c.on("error", () => undefined); // refused until it is up: that is what we poll for
-    try {
-      await c.connect();
-      return (await c.ping()) === "PONG" ? true : undefined;
-    } catch {
-      return undefined;
-    } finally {
-      c.disconnect();
-    }
-  }, 15_000, "redis-server to answer");
+  redis = await startThrowawayRedis();
+  redisUrl = redis.url;
 });
-afterAll(() => {
-  redis?.kill("SIGKILL");
+afterAll(async () => {
+  await redis?.stop();
 });
 
 describe.skipIf(!HAVE_REDIS)("rate limits across replicas (REDIS_URL)", () => {
