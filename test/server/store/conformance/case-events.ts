@@ -2,21 +2,14 @@
  * Conformance for the case-events role: the per-case event history with its store-assigned
  * sequence numbers, which SSE replay relies on.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CaseStore } from "../../../../src/server/store/case-store.js";
-import { type StoreHarness, makeNewCase, ISO } from "./fixtures.js";
+import { freshStoreEach, type StoreHarness, makeNewCase, ISO } from "./fixtures.js";
 
 export function describeCaseEventsConformance(name: string, makeStore: () => Promise<StoreHarness>): void {
   describe(`CaseStore conformance (case events): ${name}`, () => {
-    let h: StoreHarness;
-    let store: CaseStore;
-    beforeEach(async () => {
-      h = await makeStore();
-      store = h.store;
-    });
-    afterEach(async () => {
-      await h.dispose();
-    });
+    let store!: CaseStore;
+    freshStoreEach(makeStore, (fresh) => (store = fresh.store));
 
     describe("events", () => {
       it("numbers events 1, 2, 3… per case and lists those after a given seq", async () => {

@@ -2,22 +2,16 @@
  * Conformance for the case-records role: creating, reading, listing, updating and deleting cases,
  * and the content-addressed images they reference.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CaseStore } from "../../../../src/server/store/case-store.js";
 import { MedmmvError } from "../../../../src/core/contracts/errors.js";
-import { type StoreHarness, makeImage, makeNewCase, makeResult, ISO, expectCode } from "./fixtures.js";
+import { freshStoreEach, type StoreHarness, makeImage, makeNewCase, makeResult, ISO, expectCode } from "./fixtures.js";
 
 export function describeCaseRecordsConformance(name: string, makeStore: () => Promise<StoreHarness>): void {
   describe(`CaseStore conformance (case records): ${name}`, () => {
-    let h: StoreHarness;
-    let store: CaseStore;
-    beforeEach(async () => {
-      h = await makeStore();
-      store = h.store;
-    });
-    afterEach(async () => {
-      await h.dispose();
-    });
+    let h!: StoreHarness;
+    let store!: CaseStore;
+    freshStoreEach(makeStore, (fresh) => ((h = fresh), (store = fresh.store)));
 
     describe("cases", () => {
       it("creates a queued case with ISO timestamps and reads it back exactly", async () => {

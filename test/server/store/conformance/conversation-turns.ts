@@ -2,21 +2,15 @@
  * Conformance for the conversation-turns role: numbered follow-up turns of a case, in order,
  * without duplicates.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CaseStore, NewTurn } from "../../../../src/server/store/case-store.js";
-import { type StoreHarness, makeNewCase, expectCode } from "./fixtures.js";
+import { freshStoreEach, type StoreHarness, makeNewCase, expectCode } from "./fixtures.js";
 
 export function describeConversationTurnsConformance(name: string, makeStore: () => Promise<StoreHarness>): void {
   describe(`CaseStore conformance (conversation turns): ${name}`, () => {
-    let h: StoreHarness;
-    let store: CaseStore;
-    beforeEach(async () => {
-      h = await makeStore();
-      store = h.store;
-    });
-    afterEach(async () => {
-      await h.dispose();
-    });
+    let h!: StoreHarness;
+    let store!: CaseStore;
+    freshStoreEach(makeStore, (fresh) => ((h = fresh), (store = fresh.store)));
 
     describe("conversation turns", () => {
       const turn = (n: number, over: Partial<NewTurn> = {}): NewTurn => ({

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { expect } from "vitest";
+import { afterEach, beforeEach, expect } from "vitest";
 import type { LoadedImage } from "../../../../src/core/contracts/clinical-case.js";
 import { DISCLAIMER, type DiagnosisResult } from "../../../../src/core/contracts/diagnosis-result.js";
 import type { CaseStore, NewCase, StoredCaseInput } from "../../../../src/server/store/case-store.js";
@@ -22,6 +22,21 @@ export interface StoreHarness {
    * clock never repeats, so equal timestamps (two processes, one millisecond) need this.
    */
   setCreatedAt(id: string, createdAt: string): Promise<void>;
+}
+
+/**
+ * A fresh store for every test of the describe block this is called in, disposed after it:
+ * `use` receives the harness before each test (each role's file keeps it in its own variables).
+ */
+export function freshStoreEach(makeStore: () => Promise<StoreHarness>, use: (h: StoreHarness) => void): void {
+  let h: StoreHarness | undefined;
+  beforeEach(async () => {
+    h = await makeStore();
+    use(h);
+  });
+  afterEach(async () => {
+    await h?.dispose();
+  });
 }
 
 // ---- fixtures -------------------------------------------------------------------------

@@ -1,21 +1,14 @@
 /**
  * Conformance for the response-cache-store role: model responses stored and read back by key.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CaseStore } from "../../../../src/server/store/case-store.js";
-import { type StoreHarness, ISO } from "./fixtures.js";
+import { freshStoreEach, type StoreHarness, ISO } from "./fixtures.js";
 
 export function describeResponseCacheStoreConformance(name: string, makeStore: () => Promise<StoreHarness>): void {
   describe(`CaseStore conformance (response cache store): ${name}`, () => {
-    let h: StoreHarness;
-    let store: CaseStore;
-    beforeEach(async () => {
-      h = await makeStore();
-      store = h.store;
-    });
-    afterEach(async () => {
-      await h.dispose();
-    });
+    let store!: CaseStore;
+    freshStoreEach(makeStore, (fresh) => (store = fresh.store));
 
     describe("response cache", () => {
       it("gets what was put, and keeps the first value when a key is put twice", async () => {

@@ -2,21 +2,14 @@
  * Conformance for the run-ownership role: the unfinished cases' ids and the count of run
  * starts the crash quarantine reads, with several callers racing on one store.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CaseStore } from "../../../../src/server/store/case-store.js";
-import { type StoreHarness, makeNewCase, makeResult } from "./fixtures.js";
+import { freshStoreEach, type StoreHarness, makeNewCase, makeResult } from "./fixtures.js";
 
 export function describeRunOwnershipConformance(name: string, makeStore: () => Promise<StoreHarness>): void {
   describe(`CaseStore conformance (run ownership): ${name}`, () => {
-    let h: StoreHarness;
-    let store: CaseStore;
-    beforeEach(async () => {
-      h = await makeStore();
-      store = h.store;
-    });
-    afterEach(async () => {
-      await h.dispose();
-    });
+    let store!: CaseStore;
+    freshStoreEach(makeStore, (fresh) => (store = fresh.store));
 
     it("lists the unfinished cases' ids oldest first, and only those", async () => {
       await store.createCase(makeNewCase("ro-1"));

@@ -2,21 +2,15 @@
  * Conformance for what the CaseStore composition itself adds to the roles: init, close and ping,
  * and data surviving a close and reopen or shared with a second store object on the same location.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CaseStore } from "../../../../src/server/store/case-store.js";
-import { type StoreHarness, makeImage, makeNewCase, makeResult, expectCode } from "./fixtures.js";
+import { freshStoreEach, type StoreHarness, makeImage, makeNewCase, makeResult, expectCode } from "./fixtures.js";
 
 export function describeStoreLifecycleConformance(name: string, makeStore: () => Promise<StoreHarness>): void {
   describe(`CaseStore conformance (store lifecycle): ${name}`, () => {
-    let h: StoreHarness;
-    let store: CaseStore;
-    beforeEach(async () => {
-      h = await makeStore();
-      store = h.store;
-    });
-    afterEach(async () => {
-      await h.dispose();
-    });
+    let h!: StoreHarness;
+    let store!: CaseStore;
+    freshStoreEach(makeStore, (fresh) => ((h = fresh), (store = fresh.store)));
 
     describe("lifecycle", () => {
       it("keeps everything across close and reopen", async () => {

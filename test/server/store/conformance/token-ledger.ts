@@ -2,21 +2,15 @@
  * Conformance for the token-ledger role: a single-use token id is accepted once across every store
  * object until it expires.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CaseStore } from "../../../../src/server/store/case-store.js";
-import { type StoreHarness } from "./fixtures.js";
+import { freshStoreEach, type StoreHarness } from "./fixtures.js";
 
 export function describeTokenLedgerConformance(name: string, makeStore: () => Promise<StoreHarness>): void {
   describe(`CaseStore conformance (token ledger): ${name}`, () => {
-    let h: StoreHarness;
-    let store: CaseStore;
-    beforeEach(async () => {
-      h = await makeStore();
-      store = h.store;
-    });
-    afterEach(async () => {
-      await h.dispose();
-    });
+    let h!: StoreHarness;
+    let store!: CaseStore;
+    freshStoreEach(makeStore, (fresh) => ((h = fresh), (store = fresh.store)));
 
     describe("used token ids", () => {
       const now = 1_800_000_000_000;

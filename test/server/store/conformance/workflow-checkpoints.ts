@@ -2,22 +2,16 @@
  * Conformance for the workflow-checkpoints role: the LangGraph checkpointer in the same backend,
  * and pruning a case's checkpoints.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import type { CaseStore } from "../../../../src/server/store/case-store.js";
-import { type StoreHarness, makeNewCase, makeResult } from "./fixtures.js";
+import { freshStoreEach, type StoreHarness, makeNewCase, makeResult } from "./fixtures.js";
 
 export function describeWorkflowCheckpointsConformance(name: string, makeStore: () => Promise<StoreHarness>): void {
   describe(`CaseStore conformance (workflow checkpoints): ${name}`, () => {
-    let h: StoreHarness;
-    let store: CaseStore;
-    beforeEach(async () => {
-      h = await makeStore();
-      store = h.store;
-    });
-    afterEach(async () => {
-      await h.dispose();
-    });
+    let h!: StoreHarness;
+    let store!: CaseStore;
+    freshStoreEach(makeStore, (fresh) => ((h = fresh), (store = fresh.store)));
 
     describe("checkpointer", () => {
       const Counter = Annotation.Root({
