@@ -5,7 +5,7 @@ import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { describeError } from "../../core/contracts/errors.js";
 import type { CaseEvent, RunOwnership } from "../store/case-store.js";
-import type { CaseEngine, CaseRunner } from "./case-engine.js";
+import { BusListeners, type CaseEngine, type CaseRunner } from "./case-engine.js";
 import { openRedis } from "./redis-connection.js";
 
 export interface BullmqEngineOptions {
@@ -42,7 +42,7 @@ type BusMessage = { kind: "event"; from: string; event: CaseEvent } | { kind: "d
  * Events and deletions cross replicas on one pub/sub channel, so an SSE client on any
  * replica follows a case another one runs, and DELETE reaches the replica running it.
  */
-export class BullmqEngine implements CaseEngine {
+export class BullmqEngine extends BusListeners implements CaseEngine {
   readonly kind = "bullmq" as const;
   readonly #opts: BullmqEngineOptions;
   readonly #store: Pick<RunOwnership, "listUnfinishedIds">;
@@ -62,13 +62,12 @@ export class BullmqEngine implements CaseEngine {
   #unknownBefore = new Set<string>();
   /** The signal of each case this replica runs, so a lost lock can stop it. */
   readonly #running = new Map<string, AbortController>();
-  readonly #eventListeners: Array<(e: CaseEvent) => void> = [];
-  readonly #deletedListeners: Array<(id: string) => void> = [];
   #closing = false;
   /** Stalled jobs this replica's worker found (since it started). */
   #stalled = 0;
 
   constructor(opts: BullmqEngineOptions, deps: { store: Pick<RunOwnership, "listUnfinishedIds">; logger: Logger; onGiveUp: (caseId: string, reason: string) => Promise<void> }) {
+    super();
     this.#opts = opts;
     this.#store = deps.store;
     this.#log = deps.logger;
@@ -211,21 +210,13 @@ export class BullmqEngine implements CaseEngine {
     }
   }
 
-  onEvent(listener: (e: CaseEvent) => void): void {
-    this.#eventListeners.push(listener);
-  }
-
-  onDeleted(listener: (id: string) => void): void {
-    this.#deletedListeners.push(listener);
-  }
-
   publishEvent(event: CaseEvent): void {
-    for (const l of this.#eventListeners) l(event);
+    this.deliverEvent(event);
     this.#send({ kind: "event", from: this.#id, event });
   }
 
   async publishDeleted(caseId: string): Promise<void> {
-    for (const l of this.#deletedListeners) l(caseId);
+    this.deliverDeleted(caseId);
     this.#running.get(caseId)?.abort(new Error("case deleted"));
     await this.#queue.remove(caseId).catch(() => undefined); // a running job is locked: its replica stops it
     this.#send({ kind: "deleted", from: this.#id, caseId });
@@ -243,8 +234,8 @@ export class BullmqEngine implements CaseEngine {
       return;
     }
     if (msg.from === this.#id) return;
-    if (msg.kind === "event") for (const l of this.#eventListeners) l(msg.event);
-    else if (msg.kind === "deleted") for (const l of this.#deletedListeners) l(msg.caseId);
+    if (msg.kind === "event") this.deliverEvent(msg.event);
+    else if (msg.kind === "deleted") this.deliverDeleted(msg.caseId);
   }
 
   async counts(): Promise<{ waiting: number; active: number; delayed: number; failed: number; stalled: number }> {

@@ -18,6 +18,28 @@ export interface EngineBus {
   onDeleted(listener: (caseId: string) => void): void;
 }
 
+/** The listeners of the bus, as every engine keeps them in its own process; `deliver*` calls them. */
+export class BusListeners implements EngineBus {
+  readonly #events: Array<(event: CaseEvent) => void> = [];
+  readonly #deleted: Array<(caseId: string) => void> = [];
+
+  onEvent(listener: (event: CaseEvent) => void): void {
+    this.#events.push(listener);
+  }
+
+  onDeleted(listener: (caseId: string) => void): void {
+    this.#deleted.push(listener);
+  }
+
+  deliverEvent(event: CaseEvent): void {
+    for (const l of this.#events) l(event);
+  }
+
+  deliverDeleted(caseId: string): void {
+    for (const l of this.#deleted) l(caseId);
+  }
+}
+
 /**
  * The thing that decides where and when each accepted case runs. The case service commits
  * a case to the store, then enqueues it; the engine calls the runner (here or on another

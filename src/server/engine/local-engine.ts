@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { describeError } from "../../core/contracts/errors.js";
 import type { CaseEvent, RunOwnership } from "../store/case-store.js";
-import type { CaseEngine, CaseRunner } from "./case-engine.js";
+import { BusListeners, type CaseEngine, type CaseRunner } from "./case-engine.js";
 
 /**
  * The engine of one process on its own store (no REDIS_URL): a case runs in this process as
@@ -10,17 +10,16 @@ import type { CaseEngine, CaseRunner } from "./case-engine.js";
  * store, so there is nothing to claim or renew; the crash quarantine (the store's count of
  * run starts, read by the case service) stops a case that kills the process every time.
  */
-export class LocalEngine implements CaseEngine {
+export class LocalEngine extends BusListeners implements CaseEngine {
   readonly kind = "local" as const;
   readonly #store: Pick<RunOwnership, "listUnfinishedIds">;
   readonly #log: Logger;
   #runner: CaseRunner | null = null;
   readonly #running = new Map<string, { controller: AbortController; done: Promise<void> }>();
-  readonly #eventListeners: Array<(e: CaseEvent) => void> = [];
-  readonly #deletedListeners: Array<(id: string) => void> = [];
   #closing = false;
 
   constructor(deps: { store: Pick<RunOwnership, "listUnfinishedIds">; logger: Logger }) {
+    super();
     this.#store = deps.store;
     this.#log = deps.logger;
   }
@@ -59,20 +58,12 @@ export class LocalEngine implements CaseEngine {
     this.#running.set(caseId, { controller, done });
   }
 
-  onEvent(listener: (e: CaseEvent) => void): void {
-    this.#eventListeners.push(listener);
-  }
-
-  onDeleted(listener: (id: string) => void): void {
-    this.#deletedListeners.push(listener);
-  }
-
   publishEvent(event: CaseEvent): void {
-    for (const l of this.#eventListeners) l(event);
+    this.deliverEvent(event);
   }
 
   async publishDeleted(caseId: string): Promise<void> {
-    for (const l of this.#deletedListeners) l(caseId);
+    this.deliverDeleted(caseId);
   }
 
   async counts(): Promise<{ waiting: number; active: number; delayed: number; failed: number; stalled: number }> {
