@@ -17,7 +17,7 @@ import { turnRoutes } from "./routes/turns.js";
 import type { RouteDeps } from "./routes/route-deps.js";
 import { viewLinkRoutes, viewLinkSecret, viewPageRoutes } from "./routes/view.js";
 
-export type AppOptions = Omit<RouteDeps, "heartbeatMs" | "gate" | "credentials"> & { heartbeatMs?: number };
+export type AppOptions = Omit<RouteDeps, "heartbeatMs" | "gate" | "credentials" | "openStreams"> & { heartbeatMs?: number };
 
 /**
  * The HTTP API as a Fastify plugin (server.ts creates the instance and starts it).
@@ -36,7 +36,7 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
   const gate = await RequestGate.register(app, opts.config);
   const keys = new ApiKeys(opts.config.http.apiKeys);
   const credentials = new Credentials(keys, opts.config.cds.jwks ? opts.config.cds.issuers : []);
-  const deps: RouteDeps = { ...opts, heartbeatMs: opts.heartbeatMs ?? 15_000, gate, credentials };
+  const deps: RouteDeps = { ...opts, heartbeatMs: opts.heartbeatMs ?? 15_000, gate, credentials, openStreams: new Map() };
 
   await registerHelmet(app);
   await registerSwagger(app);

@@ -111,6 +111,12 @@ describe("one key cannot hold unbounded event streams", () => {
       const statuses: number[] = [];
       for (let i = 0; i < MAX + 3; i++) statuses.push(await open());
       expect(statuses).toEqual([200, 200, 200, 429, 429, 429]);
+      // The live audit page serves the same stream at another path: it counts against the same cap.
+      const page = new AbortController();
+      const viaPage = await t.api(`/cases/${caseId}/view/events`, { signal: page.signal });
+      if (viaPage.status === 200) streams.push(page);
+      else await viaPage.arrayBuffer();
+      expect(viaPage.status).toBe(429);
       streams.shift()!.abort();
       const reopened = await until(async () => ((await open()) === 200 ? true : undefined), 10_000, "a stream place to be freed");
       expect(reopened).toBe(true);

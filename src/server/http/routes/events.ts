@@ -32,10 +32,10 @@ function frame(ev: CaseEvent): string {
  * de-duplicated by sequence number, so nothing is skipped or sent twice. `path`: the audit page
  * serves the same stream under its own authentication (a signed link) at another path.
  */
-export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string }> = async (app, { service, heartbeatMs, config, path = "/cases/:id/events" }) => {
+export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string }> = async (app, { service, heartbeatMs, config, openStreams, path = "/cases/:id/events" }) => {
   // Open streams per key in this process: each holds a socket and a subscription for as long as
-  // the client likes, so one key could otherwise hold thousands (429 past the cap).
-  const openStreams = new Map<string, number>();
+  // the client likes, so one key could otherwise hold thousands (429 past the cap). The count is
+  // the app's, shared with the audit page's stream (RouteDeps.openStreams).
   const maxStreams = config.http.maxEventStreamsPerKey;
   app.get(
     path,

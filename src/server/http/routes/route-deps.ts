@@ -15,4 +15,9 @@ export interface RouteDeps {
   gate: RequestGate;
   /** Which key a view link was made with, and whether it is still configured. */
   credentials: Credentials;
+  /**
+   * Open event streams per owner in this process, shared by every route that serves the stream
+   * (the API's and the live audit page's), so one cap holds per key whichever path is used.
+   */
+  openStreams: Map<string, number>;
 }
