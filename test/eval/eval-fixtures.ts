@@ -8,7 +8,7 @@ import type { Scenario, ScriptedRequest } from "../../src/scripted/scripted-open
 import { clinicalScenario, type ClinicalScenarioOptions } from "../../src/scripted/clinical-scenario.js";
 import { pngWithCanvas } from "../../src/scripted/image-bytes.js";
 
-export const SAMPLES = fileURLToPath(new URL("../../../shared/benchmarks/samples/", import.meta.url));
+export const SAMPLES = fileURLToPath(new URL("../../test/fixtures/benchmark-samples/", import.meta.url));
 export const SAMPLE_IMAGES = path.join(SAMPLES, "images");
 
 /** Stand-in image files under `dir` for the given names (the MM and PathVQA samples ship without images). */

@@ -13,7 +13,7 @@ import { gifWithFrame, jpegWithSecondFrameHeader, pngChunk, pngClaiming, pngThat
 import { prepareCase } from "../../../src/core/intake/case-intake.js";
 import { MedmmvError } from "../../../src/core/contracts/errors.js";
 
-const IMAGES = fileURLToPath(new URL("../../../../shared/benchmarks/samples/images/", import.meta.url));
+const IMAGES = fileURLToPath(new URL("../../../test/fixtures/benchmark-samples/images/", import.meta.url));
 const LIMITS = { maxBytes: 1024 * 1024, maxPixels: 40_000_000 };
 
 /** A real, decodable PNG (8-bit greyscale) — or, with `idat: false`, just its header. */

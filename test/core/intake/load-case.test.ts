@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCaseFile } from "../../../src/core/intake/load-case.js";
 import { MedmmvError } from "../../../src/core/contracts/errors.js";
 
-const IMAGES = fileURLToPath(new URL("../../../../shared/benchmarks/samples/images/", import.meta.url));
+const IMAGES = fileURLToPath(new URL("../../../test/fixtures/benchmark-samples/images/", import.meta.url));
 const LIMITS = { maxBytes: 5 * 1024 * 1024, maxPixels: 40_000_000 };
 
 async function rejection(p: Promise<unknown>): Promise<MedmmvError> {

@@ -7,7 +7,7 @@ import { jsonlAdapter } from "../../../src/eval/datasets/jsonl.js";
 import { type EvalItem, type ItemError, isItemError } from "../../../src/eval/datasets/types.js";
 import { collect } from "./dataset-kit.js";
 
-const IMAGES = fileURLToPath(new URL("../../../../shared/benchmarks/samples/images/", import.meta.url));
+const IMAGES = fileURLToPath(new URL("../../../test/fixtures/benchmark-samples/images/", import.meta.url));
 
 
 let tmp: string;

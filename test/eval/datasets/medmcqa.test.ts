@@ -7,7 +7,7 @@ import { detectCopBase, medmcqaAdapter } from "../../../src/eval/datasets/medmcq
 import { type EvalItem, type ItemError, isItemError } from "../../../src/eval/datasets/types.js";
 import { collect, readJsonl, useTempDir } from "./dataset-kit.js";
 
-const SAMPLE = fileURLToPath(new URL("../../../../shared/benchmarks/samples/medmcqa.jsonl", import.meta.url));
+const SAMPLE = fileURLToPath(new URL("../../../test/fixtures/benchmark-samples/medmcqa.jsonl", import.meta.url));
 
 type Raw = Record<string, unknown> & { id: string; cop: number; exp: string | null };
 async function raw(): Promise<Raw[]> {

@@ -6,7 +6,7 @@ import { medqaAdapter } from "../../../src/eval/datasets/medqa.js";
 import { type EvalItem, type ItemError, isItemError } from "../../../src/eval/datasets/types.js";
 import { collect, onlyItems, readJsonl, useTempDir } from "./dataset-kit.js";
 
-const SAMPLES = fileURLToPath(new URL("../../../../shared/benchmarks/samples/", import.meta.url));
+const SAMPLES = fileURLToPath(new URL("../../../test/fixtures/benchmark-samples/", import.meta.url));
 const FIVE = path.join(SAMPLES, "medqa.jsonl");
 const FOUR = path.join(SAMPLES, "medqa_4options.jsonl");
 

@@ -6,7 +6,7 @@ import { medxpertqaAdapter, stripAnswerChoices } from "../../../src/eval/dataset
 import { type EvalItem, type ItemError, isItemError } from "../../../src/eval/datasets/types.js";
 import { collect, readJsonl, useTempDir } from "./dataset-kit.js";
 
-const SAMPLES = fileURLToPath(new URL("../../../../shared/benchmarks/samples/", import.meta.url));
+const SAMPLES = fileURLToPath(new URL("../../../test/fixtures/benchmark-samples/", import.meta.url));
 const TEXT = path.join(SAMPLES, "medxpertqa_text.jsonl");
 const MM = path.join(SAMPLES, "medxpertqa_mm.jsonl");
 

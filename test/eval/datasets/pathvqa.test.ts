@@ -6,7 +6,7 @@ import { pathvqaAdapter } from "../../../src/eval/datasets/pathvqa.js";
 import { type EvalItem, type ItemError, isItemError } from "../../../src/eval/datasets/types.js";
 import { collect, readJsonl, useTempDir } from "./dataset-kit.js";
 
-const SAMPLES = fileURLToPath(new URL("../../../../shared/benchmarks/samples/", import.meta.url));
+const SAMPLES = fileURLToPath(new URL("../../../test/fixtures/benchmark-samples/", import.meta.url));
 const SAMPLE = path.join(SAMPLES, "pathvqa_test_lxmert.jsonl");
 
 type Raw = { img_id: string; labelf: { pvqa: Record<string, number>[] }; sentf: { pvqa: string[] } };

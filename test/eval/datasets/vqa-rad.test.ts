@@ -6,7 +6,7 @@ import { type EvalItem, type ItemError, isItemError } from "../../../src/eval/da
 import { vqaRadAdapter } from "../../../src/eval/datasets/vqa-rad.js";
 import { collect, readJsonl, useTempDir } from "./dataset-kit.js";
 
-const SAMPLES = fileURLToPath(new URL("../../../../shared/benchmarks/samples/", import.meta.url));
+const SAMPLES = fileURLToPath(new URL("../../../test/fixtures/benchmark-samples/", import.meta.url));
 const SAMPLE = path.join(SAMPLES, "vqa_rad.jsonl");
 const IMAGES = path.join(SAMPLES, "images");
 
