@@ -7,24 +7,12 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { chownSync, existsSync, readdirSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { Redis } from "ioredis";
+import { closedPort } from "./closed-port.js";
 import { until } from "./until.js";
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** The newest PostgreSQL server binaries on this machine, or null. */
 export function postgresBin(): string | null {
@@ -63,7 +51,7 @@ export async function startThrowawayPostgres(): Promise<ThrowawayService> {
   const data = path.join(dir, "data");
   const init = spawnSync(path.join(bin, "initdb"), ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync"], { encoding: "utf8", ...as });
   if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
-  const port = await freePort();
+  const port = await closedPort();
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   let child: ChildProcess;
   const start = async (): Promise<void> => {
@@ -98,7 +86,7 @@ export async function startThrowawayPostgres(): Promise<ThrowawayService> {
 }
 
 export async function startThrowawayRedis(): Promise<ThrowawayService> {
-  const port = await freePort();
+  const port = await closedPort();
   const url = `redis://127.0.0.1:${port}`;
   let child: ChildProcess;
   const start = async (): Promise<void> => {
