@@ -80,6 +80,11 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     return owner;
   };
   app.addHook("onRequest", gate.hook(authenticate as Authenticate));
+  /** The case for this owner; a missing one (or another key's) is the same refusal as a bad credential. */
+  const caseForView = (owner: string, id: string) =>
+    service.get(owner, id).catch((err: unknown) => {
+      throw isMedmmvError(err) && err.code === "NOT_FOUND" ? refused() : err;
+    });
 
   // A browser opened this page: whatever goes wrong, it gets a page that says so, not JSON.
   // The stream and the payload are read by the page's script, which reads JSON errors.
@@ -108,9 +113,7 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       },
     },
     async (request, reply) => {
-      const record = await service.get(request.owner, request.params.id).catch((err: unknown) => {
-        throw isMedmmvError(err) && err.code === "NOT_FOUND" ? refused() : err;
-      });
+      const record = await caseForView(request.owner, request.params.id);
       const nonce = newViewNonce();
       if (!isTerminal(record.status)) {
         const token = pageToken(request.query.token, record.id, request.owner);
@@ -139,9 +142,7 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       },
     },
     async (request, reply) => {
-      const record = await service.get(request.owner, request.params.id).catch((err: unknown) => {
-        throw isMedmmvError(err) && err.code === "NOT_FOUND" ? refused() : err;
-      });
+      const record = await caseForView(request.owner, request.params.id);
       if (!isTerminal(record.status) || !record.result)
         throw new MedmmvError("CONFLICT", `case ${record.id} is ${record.status}; its audit view exists once it has finished with a result`, { details: { status: record.status } });
       void reply.header("cache-control", "no-store");
