@@ -59,7 +59,7 @@ module.exports = {
     {
       name: "server-http-on-top",
       severity: "error",
-      from: { path: "^src/server/(service|cds-hooks|view|conversation)/" },
+      from: { path: "^src/server/(service|engine|cds-hooks|view|conversation)/" },
       to: { path: "^src/server/(http/|server\\.ts|server-workers\\.ts)" },
     },
     {
