@@ -333,8 +333,7 @@ export class CaseService {
     } catch (err) {
       const error = describeError(err);
       this.#log.error({ caseId: id, code: error.code }, "cannot run case");
-      await this.#store.setStatus(id, "failed", error);
-      await this.#append(id, "final", { status: "failed", error });
+      if (await this.#store.setStatus(id, "failed", error)) await this.#append(id, "final", { status: "failed", error });
       return "done";
     }
     if (starts === 1) this.#metrics?.queueWait.observe(Math.max(0, Date.now() - Date.parse(record.createdAt)) / 1000);
@@ -379,8 +378,7 @@ export class CaseService {
     this.#log.error({ caseId: id, code: error.code, limit: this.#config.engine.maxRunStarts }, "case quarantined: its run kept stopping its process");
     this.#metrics?.casesQuarantined.inc();
     await this.#tails.get(id);
-    await this.#store.setStatus(id, "failed", error);
-    await this.#append(id, "final", { status: "failed", error });
+    if (await this.#store.setStatus(id, "failed", error)) await this.#append(id, "final", { status: "failed", error });
     await this.#pruneCheckpoints(id);
   }
 
@@ -420,7 +418,8 @@ export class CaseService {
     const started = Date.now();
     try {
       if (resume) for (const ev of await this.#store.listEvents(id)) run.tracker.observe(ev.type, ev.data);
-      await this.#store.setStatus(id, "running");
+      // Finished meanwhile elsewhere (a peer that ran a duplicate of this job): nothing to do.
+      if (!(await this.#store.setStatus(id, "running"))) return;
       void this.#append(id, "status", resume ? { status: "running", resumed: true } : { status: "running" });
       const { result, fullEvidenceGraph } = await this.#pipeline.run(prepared, options, {
         signal: run.controller.signal,
@@ -435,7 +434,11 @@ export class CaseService {
       // finished case without its final event.
       const final = finalEvent(result);
       const event = await this.#store.saveResult(id, result, fullEvidenceGraph, { type: "final", data: final });
-      if (event) this.#engine.publishEvent(event);
+      if (!event) {
+        this.#log.warn({ caseId: id }, "the case was finished by another run meanwhile; its first result stands");
+        return;
+      }
+      this.#engine.publishEvent(event);
       await this.#pruneCheckpoints(id);
       const progress = this.#runs.get(id)?.tracker.observe("final", final);
       if (progress) await this.#store.setProgress(id, progress);
@@ -458,8 +461,7 @@ export class CaseService {
       this.#log.error({ caseId: id, code: error.code }, "case failed");
       try {
         await this.#tails.get(id);
-        await this.#store.setStatus(id, "failed", error);
-        await this.#append(id, "final", { status: "failed", error });
+        if (await this.#store.setStatus(id, "failed", error)) await this.#append(id, "final", { status: "failed", error });
         await this.#pruneCheckpoints(id);
       } catch (storeErr) {
         this.#log.error({ caseId: id, code: describeError(storeErr).code }, "could not record the failure");

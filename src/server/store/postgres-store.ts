@@ -17,7 +17,7 @@ import type {
 } from "./case-store.js";
 import { PG_CONSTRAINTS, pgDdl, pgTables, type PgTables } from "./postgres-schema.js";
 import { checkSchemaName } from "../../core/database/database-names.js";
-import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, recordFromRow, turnData, turnFromRow, statusCounts, summaryFromRow, type ImageRow } from "./store-rows.js";
+import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, TERMINAL_SQL, recordFromRow, turnData, turnFromRow, statusCounts, summaryFromRow, type ImageRow } from "./store-rows.js";
 import { nowIso } from "../../core/database/monotonic-clock.js";
 import { storeFailed } from "../../core/database/database-errors.js";
 
@@ -272,8 +272,8 @@ export class PostgresStore implements CaseStore {
     await this.#query("uncountRunStart", `UPDATE ${this.#t.cases} SET run_starts = run_starts - 1 WHERE id = $1 AND run_starts > 0`, [id]);
   }
 
-  async setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<void> {
-    await this.#updateOne("setStatus", id, "status = $2, error = $3::jsonb", [status, jsonParam(error ?? null)]);
+  async setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<boolean> {
+    return this.#updateUnfinished("setStatus", id, "status = $2, error = $3::jsonb", [status, jsonParam(error ?? null)]);
   }
 
   async setProgress(id: string, progress: CaseProgress): Promise<void> {
@@ -287,7 +287,7 @@ export class PostgresStore implements CaseStore {
     finalEvent?: { type: string; data: Record<string, unknown> },
   ): Promise<CaseEvent | null> {
     if (!finalEvent) {
-      await this.#updateOne("saveResult", id, "status = $2, result = $3::jsonb, full_graph = $4::jsonb, error = $5::jsonb", [
+      await this.#updateUnfinished("saveResult", id, "status = $2, result = $3::jsonb, full_graph = $4::jsonb, error = $5::jsonb", [
         result.status,
         jsonParam(result),
         jsonParam(fullEvidenceGraph),
@@ -300,7 +300,7 @@ export class PostgresStore implements CaseStore {
       "saveResult",
       `WITH saved AS (
          UPDATE ${this.#t.cases} SET status = $2, result = $3::jsonb, full_graph = $4::jsonb, error = $5::jsonb, updated_at = $8, last_seq = last_seq + 1
-         WHERE id = $1 RETURNING last_seq
+         WHERE id = $1 AND status NOT IN (${TERMINAL_SQL}) RETURNING last_seq
        )
        INSERT INTO ${this.#t.events} (case_id, seq, type, data, at)
        SELECT $1, last_seq, $6, $7::jsonb, $8 FROM saved
@@ -308,7 +308,10 @@ export class PostgresStore implements CaseStore {
       [id, result.status, jsonParam(result), jsonParam(fullEvidenceGraph), jsonParam(result.error ?? null), finalEvent.type, jsonParam(finalEvent.data), nowIso()],
     );
     const r = rows[0];
-    if (!r) throw notFound(id);
+    if (!r) {
+      if (await this.getCase(id)) return null; // finished already: the first result stands
+      throw notFound(id);
+    }
     return eventFromRow({ case_id: r.case_id as string, seq: r.seq as number, type: r.type as string, data: r.data, at: iso(r.at) });
   }
 
@@ -435,6 +438,15 @@ export class PostgresStore implements CaseStore {
       `INSERT INTO ${this.#t.cache} (key, value, created_at) VALUES ($1, $2::jsonb, $3) ON CONFLICT (key) DO NOTHING`,
       [key, jsonParam(value), nowIso()],
     );
+  }
+
+  /** `#updateOne` for a case that is not finished: false (nothing written) when it is terminal already. */
+  async #updateUnfinished(op: string, id: string, set: string, args: unknown[]): Promise<boolean> {
+    const params = [id, ...args, nowIso()];
+    const rows = await this.#query(op, `UPDATE ${this.#t.cases} SET ${set}, updated_at = $${params.length} WHERE id = $1 AND status NOT IN (${TERMINAL_SQL}) RETURNING id`, params);
+    if (rows.length > 0) return true;
+    if (await this.getCase(id)) return false;
+    throw notFound(id);
   }
 
   async #updateOne(op: string, id: string, set: string, args: unknown[]): Promise<void> {

@@ -20,7 +20,7 @@ import type {
   NewTurn,
 } from "./case-store.js";
 import { SQLITE_ADDED_CASE_COLUMNS, SQLITE_CHECKPOINT_TABLES, SQLITE_DDL, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
-import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, recordFromRow, turnData, turnFromRow, statusCounts, summaryFromRow, type ImageRow } from "./store-rows.js";
+import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, TERMINAL_SQL, recordFromRow, turnData, turnFromRow, statusCounts, summaryFromRow, type ImageRow } from "./store-rows.js";
 import { nowIso } from "../../core/database/monotonic-clock.js";
 import { storeFailed } from "../../core/database/database-errors.js";
 
@@ -281,8 +281,8 @@ export class SqliteStore implements CaseStore {
     this.#write(() => this.#stmt("UPDATE medmmv_cases SET run_starts = run_starts - 1 WHERE id = ? AND run_starts > 0").run(id), "uncountRunStart");
   }
 
-  async setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<void> {
-    this.#updateOne("setStatus", id, "status = ?, error = ?", [status, toJson(error ?? null)]);
+  async setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<boolean> {
+    return this.#updateUnfinished("setStatus", id, "status = ?, error = ?", [status, toJson(error ?? null)]);
   }
 
   async setProgress(id: string, progress: CaseProgress): Promise<void> {
@@ -298,14 +298,17 @@ export class SqliteStore implements CaseStore {
     const at = nowIso();
     const seq = this.#write(() => {
       const saved = this.#stmt(
-        `UPDATE medmmv_cases SET status = ?, result = ?, full_graph = ?, error = ?, updated_at = ?${finalEvent ? ", last_seq = last_seq + 1" : ""} WHERE id = ? RETURNING last_seq`,
+        `UPDATE medmmv_cases SET status = ?, result = ?, full_graph = ?, error = ?, updated_at = ?${finalEvent ? ", last_seq = last_seq + 1" : ""} WHERE id = ? AND status NOT IN (${TERMINAL_SQL}) RETURNING last_seq`,
       ).get(result.status, toJson(result), toJson(fullEvidenceGraph), toJson(result.error ?? null), at, id) as { last_seq: number } | undefined;
       if (!saved) return undefined;
       if (finalEvent)
         this.#stmt("INSERT INTO medmmv_case_events (case_id, seq, type, data, at) VALUES (?, ?, ?, ?, ?)").run(id, saved.last_seq, finalEvent.type, toJson(finalEvent.data), at);
       return saved.last_seq;
     }, "saveResult");
-    if (seq === undefined) throw notFound(id);
+    if (seq === undefined) {
+      if (await this.getCase(id)) return null; // finished already: the first result stands
+      throw notFound(id);
+    }
     return finalEvent ? { caseId: id, seq, type: finalEvent.type, data: JSON.parse(JSON.stringify(finalEvent.data)) as Record<string, unknown>, at } : null;
   }
 
@@ -413,6 +416,16 @@ export class SqliteStore implements CaseStore {
         "INSERT INTO medmmv_response_cache (key, value, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
       ).run(key, toJson(value), nowIso()),
     );
+  }
+
+  /** `#updateOne` for a case that is not finished: false (nothing written) when it is terminal already. */
+  #updateUnfinished(op: string, id: string, set: string, args: unknown[]): boolean {
+    const changes = this.#run(op, () =>
+      this.#stmt(`UPDATE medmmv_cases SET ${set}, updated_at = ? WHERE id = ? AND status NOT IN (${TERMINAL_SQL})`).run(...args, nowIso(), id),
+    ).changes;
+    if (changes > 0) return true;
+    if (this.#run(op, () => this.#stmt("SELECT 1 FROM medmmv_cases WHERE id = ?").get(id))) return false;
+    throw notFound(id);
   }
 
   #updateOne(op: string, id: string, set: string, args: unknown[]): void {

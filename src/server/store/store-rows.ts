@@ -2,6 +2,14 @@ import { createHash } from "node:crypto";
 import { MedmmvError } from "../../core/contracts/errors.js";
 import type { LoadedImage } from "../../core/contracts/clinical-case.js";
 import type { CaseEvent, CaseProgress, CaseRecord, CaseStatus, CaseSummary, ConversationTurn, NewCase, NewTurn } from "./case-store.js";
+import { TERMINAL_STATUSES } from "./roles/case-records.js";
+
+/**
+ * The terminal statuses as an SQL list, for the writes that must never touch a finished
+ * case: once a case has its result, a late replica (one that lost its lock, or ran a
+ * duplicate job) cannot overwrite it, regress its status or add a second final event.
+ */
+export const TERMINAL_SQL = TERMINAL_STATUSES.map((s) => `'${s}'`).join(", ");
 
 /**
  * Backend-neutral pieces shared by the SQLite and Postgres stores: the clock, cursors,

@@ -78,12 +78,18 @@ export interface CaseRecords {
    * trials read what is left unfinished through it.
    */
   listUnfinished(): Promise<CaseRecord[]>;
-  setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<void>;
+  /**
+   * Set the status (and error) of an unfinished case. A terminal case is final: nothing is
+   * written and the answer is false, so a late writer (a replica that lost the case, a
+   * duplicate run) can neither regress it nor fail it after it completed.
+   */
+  setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<boolean>;
   /**
    * Store the final result and full graph and set the status from result.status, atomically.
    * With `finalEvent`, that event is appended in the same transaction: a process killed
    * between the two would otherwise leave a finished case without its final event (it is
-   * terminal, so it is never resumed to write it).
+   * terminal, so it is never resumed to write it). A case that is terminal already keeps
+   * its first result: nothing is written and the answer is null.
    */
   saveResult(id: string, result: DiagnosisResult, fullEvidenceGraph: Record<string, unknown> | null, finalEvent?: { type: string; data: Record<string, unknown> }): Promise<CaseEvent | null>;
   /** Remove the case, its events, its checkpoints (thread id = case id), and images no other case uses. */

@@ -92,9 +92,23 @@ export function describeCaseRecordsConformance(name: string, makeStore: () => Pr
           error: { code: "PIPELINE_FAILED", message: "no paths" },
           progress: { step: "rollouts", done: 2, total: 5 },
         });
-        // Moving on (e.g. a retry) clears the stale error.
-        await store.setStatus("st", "queued");
-        expect(await store.getCase("st")).toMatchObject({ status: "queued", error: null });
+      });
+
+      it("leaves a finished case as it is: no status, result or final event after the first", async () => {
+        await store.createCase(makeNewCase("fixed"));
+        expect(await store.setStatus("fixed", "running")).toBe(true);
+        const first = makeResult("fixed", "completed");
+        expect(await store.saveResult("fixed", first, null, { type: "final", data: { status: "completed" } })).toMatchObject({ type: "final" });
+        // A late writer: a replica that lost the case, or a duplicate run finishing second.
+        expect(await store.setStatus("fixed", "running")).toBe(false);
+        expect(await store.setStatus("fixed", "failed", { code: "ABORTED", message: "late" })).toBe(false);
+        expect(await store.saveResult("fixed", makeResult("fixed", "failed"), null, { type: "final", data: { status: "failed" } })).toBeNull();
+        expect(await store.saveResult("fixed", makeResult("fixed", "abstained"), null)).toBeNull();
+        const now = await store.getCase("fixed");
+        expect(now).toMatchObject({ status: "completed", error: null });
+        expect(now?.result).toEqual(first);
+        expect((await store.listEvents("fixed")).filter((e) => e.type === "final")).toHaveLength(1);
+        await expectCode(store.saveResult("ghost", first, null), "NOT_FOUND");
       });
 
       it("saves the result and full graph atomically, taking the status from the result", async () => {
@@ -117,8 +131,12 @@ export function describeCaseRecordsConformance(name: string, makeStore: () => Pr
         expect(saved?.fullEvidenceGraph).toEqual(full);
         expect(saved!.updatedAt > c.updatedAt).toBe(true);
 
-        await store.saveResult("res", makeResult("res", "failed"), null);
-        expect(await store.getCase("res")).toMatchObject({
+      });
+
+      it("takes the error of a failed result", async () => {
+        await store.createCase(makeNewCase("res-failed"));
+        await store.saveResult("res-failed", makeResult("res-failed", "failed"), null);
+        expect(await store.getCase("res-failed")).toMatchObject({
           status: "failed",
           fullEvidenceGraph: null,
           error: { code: "PIPELINE_FAILED", message: "nothing left" },
