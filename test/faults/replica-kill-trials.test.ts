@@ -10,13 +10,16 @@ import { childServerEnv, keyedFetch, waitTerminal } from "../support/server-proc
 import { chestPain } from "../server/http/http-harness.js";
 import { until } from "../support/until.js";
 import { startThrowawayPostgres, startThrowawayRedis, type ThrowawayService } from "../support/throwaway-services.js";
+import { recordPaidCalls, repaidCalls, type PaidCalls } from "../support/paid-calls.js";
+import pg from "pg";
 
 /**
  * Three replicas on Postgres + Redis (the BullMQ engine), real processes, the scripted model
  * at a realistic latency: SIGKILL to a random replica mid-run (MEDMMV_FAULT_TRIALS times,
  * default 10), one Redis restart without persistence and one Postgres restart, each with 30
  * cases in flight. Every accepted case must finish exactly once (one stored result, one final
- * event), none lost, and the provider cap must hold at the scripted server, counted there.
+ * event), none lost, no call paid twice beyond the checkpoint its case resumed from, and
+ * the provider cap must hold at the scripted server — all counted there.
  * Postgres and Redis are the test's own (their own ports), so restarting them disturbs no
  * other suite.
  */
@@ -25,13 +28,15 @@ const SEED = Number(process.env.MEDMMV_FAULT_SEED ?? 20_251_202) || 20_251_202;
 const KEY = "replica-kill-trials-key-0123456789";
 const CASES = 30;
 const CAP = 8;
-const LATENCY_MS = 100;
+// A quarter second a call: slow enough that a kill always finds calls in flight, fast enough for 12 trials in minutes.
+const LATENCY_MS = 250;
 const api = keyedFetch(KEY);
 const rows: ReliabilityRow[] = [];
 let bundle: Bundle;
 let pgService: ThrowawayService;
 let redis: ThrowawayService;
 let openai: ScriptedOpenAI;
+let paid: PaidCalls;
 const replicas: BundledServer[] = [];
 let trialNo = 0;
 
@@ -55,7 +60,8 @@ function env(): Record<string, string> {
 
 beforeAll(async () => {
   [bundle, pgService, redis] = await Promise.all([bundleEntry("server"), startThrowawayPostgres(), startThrowawayRedis()]);
-  openai = await startScriptedOpenAI({ scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A"], repairsNeeded: { A: 1 } }), latencyMs: LATENCY_MS });
+  paid = recordPaidCalls(clinicalScenario({ rolloutAnswers: ["B", "B", "A"], repairsNeeded: { A: 1 } }), (req) => /fits (trial \d+ case \d+)\?/.exec(req.text)?.[1] ?? null);
+  openai = await startScriptedOpenAI({ scenario: paid.scenario, latencyMs: LATENCY_MS });
   for (let i = 0; i < 3; i++) replicas.push(await startBundledServer(bundle, env()));
 }, 120_000);
 
@@ -89,18 +95,47 @@ async function storedFinals(ids: string[]): Promise<Record<string, CaseEvent[]>>
   }
 }
 
+/**
+ * Per case (by its tag), the time of the last root checkpoint written at or before `at`:
+ * where a run interrupted then resumes from. Read after the fault, so that the checkpoints
+ * a killed replica wrote just before dying are all there; the later ones (of the runs that
+ * resumed) are left out by time.
+ */
+async function checkpointsAt(ids: readonly string[], at: number): Promise<Map<string, number>> {
+  const client = new pg.Client({ connectionString: pgService.url });
+  await client.connect();
+  try {
+    const rows = (await client.query<{ thread_id: string; ts: string }>("SELECT thread_id, checkpoint->>'ts' AS ts FROM checkpoints WHERE checkpoint_ns = '' AND thread_id = ANY($1)", [ids])).rows;
+    const out = new Map<string, number>();
+    for (const r of rows) {
+      const ts = Date.parse(r.ts);
+      const tag = `trial ${trialNo} case ${ids.indexOf(r.thread_id)}`;
+      if (ts <= at && ts > (out.get(tag) ?? Number.NEGATIVE_INFINITY)) out.set(tag, ts);
+    }
+    return out;
+  } finally {
+    await client.end();
+  }
+}
+
 /** One trial: 30 cases in flight, `fault` once the scripted server has seen `afterCalls` more calls; then every case must finish exactly once. */
-async function trial(kind: string, afterCalls: number, fault: () => Promise<void>): Promise<void> {
+async function trial(kind: string, afterCalls: number, fault: () => Promise<void>, faultAt: "before" | "after" = "after"): Promise<void> {
   trialNo++;
   // Every replica alive before the trial: one that died by itself is a finding, shown with its last words.
   for (const r of replicas) {
     if (r.child.exitCode !== null || r.child.signalCode !== null) throw new Error(`a replica died by itself (exit ${r.child.exitCode}, signal ${r.child.signalCode}):\n${r.output().split("\n").slice(-30).join("\n")}`);
   }
   openai.reset();
+  paid.reset();
   const ids = await submitSpread(CASES, `trial ${trialNo}`);
   await until(() => (openai.stats().total >= afterCalls ? true : undefined), 60_000, `${afterCalls} model calls`);
   const cutAt = openai.stats().total;
+  // The fault's moment: a kill is over when the process has exited; a restart of Postgres or
+  // Redis begins when it is asked for (runs go on writing checkpoints until it bites).
+  let at = Date.now();
   await fault();
+  if (faultAt === "after") at = Date.now();
+  const resumedFrom = await checkpointsAt(ids, at);
   const views = await waitTerminal(api, replicas[0]!.address, ids, 60_000).catch(async (err: unknown) => {
     // What the replicas complained about, to tell a lost case from a slow one.
     const warnings = replicas.flatMap((r) => r.output().split("\n").filter((l) => /"level":(40|50|60)/.test(l)).slice(-15));
@@ -116,11 +151,16 @@ async function trial(kind: string, afterCalls: number, fault: () => Promise<void
   expect(views.map((v) => v.status), "every case completed").toEqual(ids.map(() => "completed"));
   for (const id of ids) expect(finals[id], `final events of ${id}`).toHaveLength(1);
   expect(stats.peakInFlight, "calls in flight at the provider").toBeLessThanOrEqual(CAP);
+  const repaid = repaidCalls(paid.calls, resumedFrom);
+  expect(repaid.beyondCheckpoint, "calls paid twice for work a checkpoint already held").toEqual([]);
+  // Every case made the same calls once each (the scenario is the same for all): a resumed
+  // case neither skipped a step nor made one its checkpoint did not need.
+  expect(new Set(ids.map((_, i) => repaid.distinctByCase.get(`trial ${trialNo} case ${i}`))).size, "distinct calls per case").toBe(1);
   rows.push({
     suite: "replica-kill-trials",
     scenario: `3 replicas on Postgres + Redis (BullMQ), ${CASES} cases in flight, provider cap ${CAP}: ${kind} after ${cutAt} calls`,
     trials: 1,
-    outcome: `all ${CASES} cases completed, one final event each; peak ${stats.peakInFlight} calls in flight at the scripted server (cap ${CAP})`,
+    outcome: `all ${CASES} cases completed, one final event each; ${paid.calls.length} calls paid, ${repaid.repaid} of them twice (each from a step no checkpoint held yet); peak ${stats.peakInFlight} calls in flight at the scripted server (cap ${CAP})`,
     itemsLost: 0,
   });
 }
@@ -139,10 +179,10 @@ describe("three replicas on Postgres + Redis, faults mid-run", () => {
   }
 
   it("Redis restarted without persistence mid-run: the reconciler queues the cases again; each finishes exactly once", async () => {
-    await trial("Redis SIGKILLed and restarted empty", 60, () => redis.restart());
+    await trial("Redis SIGKILLed and restarted empty", 60, () => redis.restart(), "before");
   }, 180_000);
 
   it("Postgres restarted mid-run: every case finishes exactly once", async () => {
-    await trial("Postgres fast shutdown and restart", 60, () => pgService.restart());
+    await trial("Postgres fast shutdown and restart", 60, () => pgService.restart(), "before");
   }, 180_000);
 });
