@@ -35,7 +35,7 @@ export function formatSummary(r: DiagnosisResult): string {
   );
   out.push(`Stability: rollouts ${r.stability.rolloutAnswers.map((a) => a ?? "×").join(" ")}  RGM ${num(r.stability.rgm)}  entropy ${num(r.stability.entropy)}`);
   const u = r.usage;
-  out.push(`Usage: ${u.llmCalls} model calls, ${u.searchCalls} searches, ${u.promptTokens}+${u.completionTokens} tokens (${u.cachedPromptTokens ?? 0} prompt tokens from the provider's cache), $${u.costUsd.toFixed(4)}, ${(u.wallMs / 1000).toFixed(1)} s (critical path ${u.criticalPathCalls ?? "?"} calls)`);
+  out.push(`Usage: ${u.llmCalls} model calls, ${u.searchCalls} searches, ${u.promptTokens}+${u.completionTokens} tokens (${u.cachedPromptTokens ?? 0} prompt tokens from the provider's cache), ${((u.imageBytes ?? 0) / 1024).toFixed(1)} KiB of images sent${u.imageTokens ? ` (${u.imageTokens} image tokens)` : ""}, $${u.costUsd.toFixed(4)}, ${(u.wallMs / 1000).toFixed(1)} s (critical path ${u.criticalPathCalls ?? "?"} calls)`);
   const costly = Object.entries(u.byAgent).filter(([, a]) => (a.costUsd ?? 0) > 0);
   if (costly.length) out.push(`Cost by agent: ${costly.map(([agent, a]) => `${agent} $${(a.costUsd ?? 0).toFixed(4)}`).join(", ")}`);
   if (r.budgetExhausted) {

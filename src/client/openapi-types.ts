@@ -2106,12 +2106,14 @@ export interface operations {
                                     promptChars?: number;
                                     cachedPromptTokens?: number;
                                     imageBytes?: number;
+                                    imageTokens?: number;
                                 };
                             };
                             cacheHits?: number;
                             criticalPathCalls?: number;
                             cachedPromptTokens?: number;
                             imageBytes?: number;
+                            imageTokens?: number;
                         };
                         provenance: {
                             models: {
@@ -2915,12 +2917,14 @@ export interface operations {
                                         promptChars?: number;
                                         cachedPromptTokens?: number;
                                         imageBytes?: number;
+                                        imageTokens?: number;
                                     };
                                 };
                                 cacheHits?: number;
                                 criticalPathCalls?: number;
                                 cachedPromptTokens?: number;
                                 imageBytes?: number;
+                                imageTokens?: number;
                             };
                             provenance: {
                                 models: {

@@ -129,6 +129,17 @@ export interface ScriptedOpenAIOptions {
    * as OpenAI does (prompt-cache.ts). Off by default: then the usage block has no details.
    */
   promptCache?: PromptCacheOptions | boolean;
+  /**
+   * State image tokens as providers that do report them (usage.prompt_tokens_details.image_tokens,
+   * counted in prompt_tokens): 85 an image at detail "low", 765 otherwise (OpenAI's rate for a
+   * low-resolution image and for a 512 × 512 one at high detail). Off by default.
+   */
+  statesImageTokens?: boolean;
+}
+
+/** The image tokens the scripted server states for one image (see statesImageTokens). */
+export function scriptedImageTokens(detail: string | null): number {
+  return detail === "low" ? 85 : 765;
 }
 
 export interface ScriptedOpenAI {
@@ -139,6 +150,8 @@ export interface ScriptedOpenAI {
   setLatency(ms: number): void;
   /** Turn the simulated prompt cache on (empty) or off. */
   setPromptCache(opts: PromptCacheOptions | boolean): void;
+  /** State image tokens in the usage block, or stop (see ScriptedOpenAIOptions.statesImageTokens). */
+  setStatesImageTokens(on: boolean): void;
   addFault(fault: Fault): void;
   clearFaults(): void;
   stats(): ScriptedOpenAIStats;
@@ -172,12 +185,15 @@ function errorTypeFor(status: number): { type: string; code: string | null } {
 interface ParsedMessages {
   text: string;
   images: string[];
+  /** The `detail` of each image part (null: not given). */
+  imageDetails: Array<string | null>;
   agent: string;
 }
 
 function parseMessages(messages: unknown[]): ParsedMessages {
   const texts: string[] = [];
   const images: string[] = [];
+  const imageDetails: Array<string | null> = [];
   // System messages are searched first: that is where prompts put the marker, and a
   // user message quoting another prompt must not re-route the call.
   const systemTexts: string[] = [];
@@ -194,7 +210,10 @@ function parseMessages(messages: unknown[]): ParsedMessages {
         if (part.type === "image_url") {
           const iu = part.image_url;
           const url = typeof iu === "string" ? iu : isRecord(iu) && typeof iu.url === "string" ? iu.url : null;
-          if (url !== null) images.push(url);
+          if (url !== null) {
+            images.push(url);
+            imageDetails.push(isRecord(iu) && typeof iu.detail === "string" ? iu.detail : null);
+          }
         }
       }
     }
@@ -203,7 +222,7 @@ function parseMessages(messages: unknown[]): ParsedMessages {
   }
   const text = texts.join("\n");
   const found = MARKER.exec(systemTexts.join("\n")) ?? MARKER.exec(text);
-  return { text, images, agent: found?.[1] ?? "unknown" };
+  return { text, images, imageDetails, agent: found?.[1] ?? "unknown" };
 }
 
 function chosenTool(body: Record<string, unknown>): { mode: "content" | "tool"; toolName: string | null } {
@@ -265,6 +284,7 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
   let log: ScriptedCallLog[] = [];
   const cacheFrom = (o: PromptCacheOptions | boolean | undefined) => (o ? new SimulatedPromptCache(o === true ? {} : o) : null);
   let promptCache = cacheFrom(opts.promptCache);
+  let statesImageTokens = opts.statesImageTokens === true;
 
   const reject = (res: http.ServerResponse, status: number, message: string, code: string | null = null): void => {
     writeJson(res, status, openAIError(message, errorTypeFor(status).type, code));
@@ -424,7 +444,8 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
     } else {
       message.content = text;
     }
-    const promptTokens = estimateTokens(parsed.text.length);
+    const imageTokens = statesImageTokens ? parsed.imageDetails.reduce((n, d) => n + scriptedImageTokens(d), 0) : null;
+    const promptTokens = estimateTokens(parsed.text.length) + (imageTokens ?? 0);
     const completionTokens = estimateTokens(text.length);
     const cachedTokens = promptCache?.lookup(body.messages, promptTokens) ?? null;
     entry.promptTokens = promptTokens;
@@ -443,7 +464,9 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
           prompt_tokens: promptTokens,
           completion_tokens: completionTokens,
           total_tokens: promptTokens + completionTokens,
-          ...(cachedTokens !== null ? { prompt_tokens_details: { cached_tokens: cachedTokens, audio_tokens: 0 } } : {}),
+          ...(cachedTokens !== null || imageTokens !== null
+            ? { prompt_tokens_details: { ...(cachedTokens !== null ? { cached_tokens: cachedTokens, audio_tokens: 0 } : {}), ...(imageTokens !== null ? { image_tokens: imageTokens } : {}) } }
+            : {}),
         },
       }),
     );
@@ -487,6 +510,9 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
     },
     setPromptCache: (o) => {
       promptCache = cacheFrom(o);
+    },
+    setStatesImageTokens: (on) => {
+      statesImageTokens = on;
     },
     addFault: (f) => faults.add(f),
     clearFaults: () => faults.clear(),

@@ -101,6 +101,8 @@ export const AgentUsage = z.object({
   cachedPromptTokens: z.number().int().optional(),
   /** Bytes of image data sent (decoded, summed over calls: an image sent to five calls counts five times). */
   imageBytes: z.number().int().optional(),
+  /** Prompt tokens the images took, as the provider states them (usage.prompt_tokens_details.image_tokens); 0 where it does not. */
+  imageTokens: z.number().int().optional(),
 });
 export const Usage = z.object({
   llmCalls: z.number().int(),
@@ -117,6 +119,8 @@ export const Usage = z.object({
   cachedPromptTokens: z.number().int().optional(),
   /** Bytes of image data sent to the model, over all calls. */
   imageBytes: z.number().int().optional(),
+  /** Prompt tokens the images took over all calls, as the provider states them; 0 where it does not (OpenAI's chat API counts them in prompt_tokens without saying). */
+  imageTokens: z.number().int().optional(),
 });
 export type Usage = z.infer<typeof Usage>;
 

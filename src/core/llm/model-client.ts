@@ -239,6 +239,8 @@ export class LlmClient {
         cachedPromptTokens: usage?.input_token_details?.cache_read ?? out.tap.cachedPromptTokens,
         promptChars: promptChars(messages),
         imageBytes: imageBytes(messages),
+        // Not in LangChain's usage metadata: read from the raw reply where the provider states it.
+        imageTokens: out.tap.imageTokens,
       });
       ctx.chain.advance();
       // Our own reading of the raw reply first: the library's `parsed` is already its zod output.

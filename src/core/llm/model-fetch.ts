@@ -22,6 +22,8 @@ export interface ReplyTap {
   completionTokens?: number;
   /** usage.prompt_tokens_details.cached_tokens (OpenAI, Azure, vLLM), or DeepSeek-style prompt_cache_hit_tokens. */
   cachedPromptTokens?: number;
+  /** usage.prompt_tokens_details.image_tokens, where the provider states it (part of promptTokens). */
+  imageTokens?: number;
   /** The first choice's message as sent, for reading the JSON the SDK refused. */
   message?: WireMessage;
 }
@@ -50,7 +52,7 @@ function providerFault(from: Response, status: number, message: string): Respons
 interface WireReply {
   error?: { message?: unknown; code?: unknown } | string;
   choices?: Array<{ message?: WireMessage }>;
-  usage?: { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } | null; prompt_cache_hit_tokens?: unknown };
+  usage?: { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown; image_tokens?: unknown } | null; prompt_cache_hit_tokens?: unknown };
 }
 
 /**
@@ -95,6 +97,8 @@ async function guardReply(res: Response): Promise<Response> {
     if (typeof u?.completion_tokens === "number") tap.completionTokens = u.completion_tokens;
     const cached = u?.prompt_tokens_details?.cached_tokens ?? u?.prompt_cache_hit_tokens;
     if (typeof cached === "number") tap.cachedPromptTokens = cached;
+    const imageTokens = u?.prompt_tokens_details?.image_tokens;
+    if (typeof imageTokens === "number" && Number.isFinite(imageTokens) && imageTokens >= 0) tap.imageTokens = Math.round(imageTokens);
     tap.message = reply?.choices?.[0]?.message;
   }
   const headers = new Headers(res.headers);

@@ -17,6 +17,8 @@ export interface CallRecord {
   /** Prompt tokens the provider served from its prompt cache (part of promptTokens). */
   cachedPromptTokens?: number;
   imageBytes?: number;
+  /** Prompt tokens the provider says the images took (part of promptTokens), where it says so. */
+  imageTokens?: number;
   kind: "llm" | "search";
 }
 
@@ -34,7 +36,7 @@ export function callCostUsd(price: Prices[string] | undefined, promptTokens: num
 type AgentTotals = Usage["byAgent"][string] & { promptChars?: number };
 
 function emptyAgent(): AgentTotals {
-  return { calls: 0, promptTokens: 0, completionTokens: 0, cachedPromptTokens: 0, costUsd: 0, latencyMs: 0, failures: 0, cacheHits: 0, promptChars: 0, imageBytes: 0 };
+  return { calls: 0, promptTokens: 0, completionTokens: 0, cachedPromptTokens: 0, costUsd: 0, latencyMs: 0, failures: 0, cacheHits: 0, promptChars: 0, imageBytes: 0, imageTokens: 0 };
 }
 
 export class UsageMeter {
@@ -45,6 +47,7 @@ export class UsageMeter {
   private cachedPromptTokens = 0;
   private completionTokens = 0;
   private imageBytes = 0;
+  private imageTokens = 0;
   private costUsd = 0;
   private cacheHits = 0;
   private longestChain = 0;
@@ -82,6 +85,9 @@ export class UsageMeter {
     a.promptTokens! += pt;
     a.completionTokens! += ct;
     a.cachedPromptTokens! += cached;
+    const imageTokens = Math.min(r.imageTokens ?? 0, pt);
+    a.imageTokens! += imageTokens;
+    this.imageTokens += imageTokens;
     this.promptTokens += pt;
     this.completionTokens += ct;
     this.cachedPromptTokens += cached;
@@ -110,6 +116,7 @@ export class UsageMeter {
       a.promptChars! += (t as AgentTotals).promptChars ?? 0;
       a.cachedPromptTokens! += t.cachedPromptTokens ?? 0;
       a.imageBytes! += t.imageBytes ?? 0;
+      a.imageTokens! += t.imageTokens ?? 0;
     }
     this.llmCalls += u.llmCalls;
     this.searchCalls += u.searchCalls;
@@ -117,6 +124,7 @@ export class UsageMeter {
     this.completionTokens += u.completionTokens;
     this.cachedPromptTokens += u.cachedPromptTokens ?? 0;
     this.imageBytes += u.imageBytes ?? 0;
+    this.imageTokens += u.imageTokens ?? 0;
     this.costUsd += u.costUsd;
     this.cacheHits += u.cacheHits ?? 0;
     this.observeChain(u.criticalPathCalls ?? 0);
@@ -135,6 +143,7 @@ export class UsageMeter {
       criticalPathCalls: this.longestChain,
       cachedPromptTokens: this.cachedPromptTokens,
       imageBytes: this.imageBytes,
+      imageTokens: this.imageTokens,
     };
   }
 }

@@ -3,7 +3,7 @@ import { prepareCase } from "../../../src/core/intake/case-intake.js";
 import { Pipeline, pipelineOptions } from "../../../src/core/workflow/pipeline.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import { smallPng } from "../../../src/scripted/image-bytes.js";
-import type { ScriptedRequest, Scenario } from "../../../src/scripted/scripted-openai-server.js";
+import { scriptedImageTokens, type ScriptedRequest, type Scenario } from "../../../src/scripted/scripted-openai-server.js";
 import { chestPainCase } from "../../support/sample-cases.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 
@@ -51,5 +51,32 @@ describe("image detail per role", () => {
     expect(onWire).toBeGreaterThan(0);
     expect(result.usage.imageBytes).toBe(onWire);
     expect(result.usage.byAgent["rollout"]?.imageBytes).toBe(sent.get("rollout"));
+  });
+
+  it("counts the image tokens a provider states (prompt_tokens_details.image_tokens), per agent and per case; none where it states none", async () => {
+    const seen = new Map<string, Set<string>>();
+    servers.model.setScenario(noting(clinicalScenario({}), seen));
+    const base = chestPainCase("case-image-tokens");
+    const c = await prepareCase(
+      { id: base.id, question: base.question, notes: base.notes, options: base.options, images: [{ id: "ecg1", data: smallPng(16, 16).toString("base64") }] },
+      { maxBytes: 5_000_000, maxPixels: 10_000_000, allowPath: false },
+    );
+    const cfg = servers.config({ MEDMMV_IMAGE_DETAIL: "vision=high,executor=low" });
+    servers.model.setStatesImageTokens(true);
+    try {
+      const { result } = await new Pipeline(cfg).run(c, pipelineOptions(cfg, { k: 2 }));
+      // One image a call: 2 rollouts at low, one image-doctor call at high, image-hd at auto (stated as high).
+      expect(result.usage.byAgent["rollout"]?.imageTokens).toBe(2 * scriptedImageTokens("low"));
+      expect(result.usage.byAgent["image-doctor"]?.imageTokens).toBe(scriptedImageTokens("high"));
+      const byAgent = Object.values(result.usage.byAgent).reduce((n, u) => n + (u.imageTokens ?? 0), 0);
+      expect(result.usage.imageTokens).toBe(byAgent);
+      expect(result.usage.imageTokens).toBeGreaterThanOrEqual(2 * 85 + 765);
+      expect(result.usage.byAgent["text-doctor"]?.imageTokens).toBe(0);
+    } finally {
+      servers.model.setStatesImageTokens(false);
+    }
+    const { result: silent } = await new Pipeline(cfg).run({ ...c, id: "case-image-tokens-2" }, pipelineOptions(cfg, { k: 1 }));
+    expect(silent.usage.imageTokens).toBe(0);
+    expect(silent.usage.imageBytes).toBeGreaterThan(0);
   });
 });

@@ -179,6 +179,8 @@ export function renderUsage(r: Result): HTMLElement {
       ["search calls", u.searchCalls],
       ["tokens (prompt / completion)", `${u.promptTokens} / ${u.completionTokens}`],
       ["prompt tokens from the provider's cache", u.cachedPromptTokens ?? 0],
+      ["image data sent (KiB, every call's copy)", fmt((u.imageBytes ?? 0) / 1024, 1)],
+      ["image tokens (as the provider states them)", u.imageTokens ? u.imageTokens : "not stated"],
       ["cost (USD)", fmt(u.costUsd, 4)],
       ...(r.budgetExhausted ? [["budget exhausted", `remaining repairs skipped on ${r.budgetExhausted.pathsWithRepairsSkipped.join(", ")}`] as [string, string]] : []),
       ["wall time", `${fmt(u.wallMs / 1000, 2)} s`],
