@@ -14,9 +14,15 @@ import type { ChildReply, ChildRequest } from "./servers.js";
  * characters, and how many of the text characters continue a prefix that an earlier call
  * (since the last reset: one case) already sent — what a provider's prompt cache can serve.
  */
-let promptByAgent: Record<string, { calls: number; textChars: number; imageChars: number; reusedPrefixChars: number }> = {};
+let promptByAgent: Record<string, { calls: number; textChars: number; imageChars: number; reusedPrefixChars: number; newLineChars: number }> = {};
 /** The text of every call since the last reset, messages joined by a separator. */
 let sentTexts: string[] = [];
+/**
+ * Every line of text an earlier call (since the last reset) carried. A prefix already sent
+ * holds only such lines, so the characters of lines no earlier call carried are what no
+ * layout of the same text can serve from a prompt cache: the floor under any reordering.
+ */
+let sentLines = new Set<string>();
 
 function commonPrefix(a: string, b: string): number {
   const n = Math.min(a.length, b.length);
@@ -32,7 +38,7 @@ function counted(o: BenchScenarioOptions): Scenario {
   const agents: Scenario["agents"] = {};
   for (const [name, script] of Object.entries(s.agents)) {
     agents[name] = (req: ScriptedRequest) => {
-      const a = (promptByAgent[name] ??= { calls: 0, textChars: 0, imageChars: 0, reusedPrefixChars: 0 });
+      const a = (promptByAgent[name] ??= { calls: 0, textChars: 0, imageChars: 0, reusedPrefixChars: 0, newLineChars: 0 });
       a.calls++;
       // Each text as sent (req.text joins them with newlines, which were not sent).
       const texts: string[] = [];
@@ -47,6 +53,9 @@ function counted(o: BenchScenarioOptions): Scenario {
         const reused = sentTexts.reduce((best, earlier) => Math.max(best, commonPrefix(sent, earlier)), 0);
         a.reusedPrefixChars += reused - (sent.slice(0, reused).split("\u0000").length - 1);
         sentTexts.push(sent);
+        const lines = texts.flatMap((t) => t.split("\n"));
+        for (const line of lines) if (!sentLines.has(line)) a.newLineChars += line.length;
+        for (const line of lines) sentLines.add(line);
       }
       for (const url of req.images) a.imageChars += url.length;
       return typeof script === "function" ? (script as (r: ScriptedRequest) => unknown)(req) : script;
@@ -78,6 +87,7 @@ process.on("message", (raw) => {
       search.reset();
       promptByAgent = {};
       sentTexts = [];
+      sentLines = new Set();
       break;
     case "stats": {
       const s = model.stats();

@@ -13,7 +13,7 @@ export interface ChildStats {
   model: { total: number; byAgent: Record<string, number>; peakInFlight: number; temperatures: Array<number | null>; log: Array<{ agent: string; start: number; end: number | null }> };
   search: { total: number; peakInFlight: number; log: Array<{ agent: string; start: number; end: number | null }> };
   /** Per agent, since the last reset: calls and the characters of their prompts (text; image data URLs). */
-  promptByAgent: Record<string, { calls: number; textChars: number; imageChars: number; reusedPrefixChars: number }>;
+  promptByAgent: Record<string, { calls: number; textChars: number; imageChars: number; reusedPrefixChars: number; newLineChars: number }>;
   cpuMicros: number;
 }
 

@@ -21,6 +21,8 @@ const totalText = (r: Row) => Object.values(r.prompts).reduce((n, a) => n + a.te
 const totalImage = (r: Row) => Object.values(r.prompts).reduce((n, a) => n + a.imageChars, 0);
 const reused = (r: Row, a: string) => r.prompts[a]?.reusedPrefixChars ?? 0;
 const totalReused = (r: Row) => Object.values(r.prompts).reduce((n, a) => n + a.reusedPrefixChars, 0);
+const fresh = (r: Row, a: string) => r.prompts[a]?.newLineChars ?? 0;
+const totalFresh = (r: Row) => Object.values(r.prompts).reduce((n, a) => n + a.newLineChars, 0);
 
 /**
  * Calls and prompt bytes per case, by agent, and how they grow with k, the number of
@@ -56,12 +58,12 @@ export async function callsGrowth(ctx: BenchContext): Promise<SectionReport> {
   const lenRows: Row[] = [await run("short notes", 5, { length: "short", images: 1 }), { ...base, label: "long notes" }];
 
   const agentTable = table(
-    ["agent", "calls", "prompt text KiB", "image KiB", "text KiB per call", "text in a prefix already sent"],
+    ["agent", "calls", "prompt text KiB", "image KiB", "text KiB per call", "text in a prefix already sent", "at most, any layout"],
     [
       ...AGENTS.filter((a) => calls(base.usage, a) > 0).map((a) =>
-        a === "web-search" ? [a, calls(base.usage, a), "–", "–", "–", "–"] : [a, calls(base.usage, a), kib(text(base, a)), kib(image(base, a)), kib(text(base, a) / calls(base.usage, a)), pct(reused(base, a) / text(base, a))],
+        a === "web-search" ? [a, calls(base.usage, a), "–", "–", "–", "–", "–"] : [a, calls(base.usage, a), kib(text(base, a)), kib(image(base, a)), kib(text(base, a) / calls(base.usage, a)), pct(reused(base, a) / text(base, a)), pct(1 - fresh(base, a) / text(base, a))],
       ),
-      ["**total**", `**${base.usage.llmCalls + base.usage.searchCalls}** (${base.usage.llmCalls} model + ${base.usage.searchCalls} search)`, `**${kib(totalText(base))}**`, `**${kib(totalImage(base))}**`, "", `**${pct(totalReused(base) / totalText(base))}**`],
+      ["**total**", `**${base.usage.llmCalls + base.usage.searchCalls}** (${base.usage.llmCalls} model + ${base.usage.searchCalls} search)`, `**${kib(totalText(base))}**`, `**${kib(totalImage(base))}**`, "", `**${pct(totalReused(base) / totalText(base))}**`, `**${pct(1 - totalFresh(base) / totalText(base))}**`],
     ],
   );
   const growthTable = (rows: Row[], cols: string[]) =>
@@ -71,7 +73,7 @@ export async function callsGrowth(ctx: BenchContext): Promise<SectionReport> {
     );
 
   const body = [
-    `Scripted rollouts with distinct reasoning (answers ${DISTINCT_ANSWERS.join(", ")} cycled), so deduplication merges nothing and every rollout path is refined; paths answering B need one repair. L = 0 (the counts do not depend on it). One case per row. Calls are the result's \`usage.byAgent[agent].calls\` (checked against the server's count). Prompt sizes are measured at the scripted server: "text" is the characters of all text parts of all messages of each call, "image" the characters of the image data URLs (each bench image is a 128×128 PNG, ≈ 66 KB as base64). "Text in a prefix already sent" is the share of an agent's prompt text that continues, character for character from the start of the system message, a prompt an earlier call of the same case sent: the part a provider's prompt cache (OpenAI's automatic caching, vLLM's prefix caching) can serve instead of processing again. Every call is laid out system · case block · evidence graph (search planner, fact-checks, repairs) · the agent's task · its reply schema · images · its variable part (a path, search results, a rollout's index), so the calls of a case share system and case, the evidence calls also the graph, and an agent's calls also its task and schema. What no layout can share is each agent's task and schema the first time it is called, the first copy of the graph, and each call's variable part. The result's own \`usage.byAgent[agent].promptChars\` (what the pipeline counted) is checked against the server's text + image characters for every agent of every row; the run stops if they differ.`,
+    `Scripted rollouts with distinct reasoning (answers ${DISTINCT_ANSWERS.join(", ")} cycled), so deduplication merges nothing and every rollout path is refined; paths answering B need one repair. L = 0 (the counts do not depend on it). One case per row. Calls are the result's \`usage.byAgent[agent].calls\` (checked against the server's count). Prompt sizes are measured at the scripted server: "text" is the characters of all text parts of all messages of each call, "image" the characters of the image data URLs (each bench image is a 128×128 PNG, ≈ 66 KB as base64). "Text in a prefix already sent" is the share of an agent's prompt text that continues, character for character from the start of the system message, a prompt an earlier call of the same case sent: the part a provider's prompt cache (OpenAI's automatic caching, vLLM's prefix caching) can serve instead of processing again. Every call is laid out system · case block · evidence graph (search planner, fact-checks, repairs) · the agent's task · its reply schema · images · its variable part (a path, search results, a rollout's index), so the calls of a case share system and case, the evidence calls also the graph, and an agent's calls also its task and schema. What no layout can share is each agent's task and schema the first time it is called, the first copy of the graph, and each call's variable part. "At most, any layout" bounds what any order of the same text could reach: a prefix already sent holds only lines some earlier call carried, so the characters of the lines no earlier call of the case carried (each agent's task and schema the first time, the first copy of the graph and of the search knowledge, each search result, each path) can never be served from a prompt cache, whatever the order; the column is one minus their share. Raising it would mean telling agents more or other text than they need (every agent's task in every prompt, say), which would cost more tokens than the cache saves. The result's own \`usage.byAgent[agent].promptChars\` (what the pipeline counted) is checked against the server's text + image characters for every agent of every row; the run stops if they differ.`,
     "",
     "**Per case at k = 5, long case, one image, by agent:**",
     "",
@@ -92,6 +94,7 @@ export async function callsGrowth(ctx: BenchContext): Promise<SectionReport> {
     "Rollout, refinement and coherence calls grow linearly with k (one refine branch per distinct path); the evidence calls do not depend on k. Images multiply prompt bytes, not calls: every rollout, image-doctor, image-hd and auto-repair call carries all the images. A longer case gives more facts and so more search pairs, up to the cap of 8.",
   ].join("\n");
   const share = totalReused(base) / totalText(base);
-  const verdicts = [{ target: "prompt text in a prefix an earlier call of the case already sent ≥ 85 % (long case, one image, k = 5)", measured: pct(share), met: share >= 0.85 }];
+  const ceiling = 1 - totalFresh(base) / totalText(base);
+  const verdicts = [{ target: "prompt text in a prefix an earlier call of the case already sent ≥ 85 % (long case, one image, k = 5)", measured: `${pct(share)} (any layout of the same text: at most ${pct(ceiling)})`, met: share >= 0.85 }];
   return { id: "calls-growth", title: "Calls and prompt bytes per case", command: `npm run bench -- --only calls-growth${ctx.argsNote}`, body, verdicts, seconds: (Date.now() - started) / 1000 };
 }
