@@ -29,6 +29,7 @@ import { adaptiveRollouts } from "./sections/adaptive.js";
 import { responseCache } from "./sections/response-cache.js";
 import { evalBatch } from "./sections/eval-batch.js";
 import { fhirIntake } from "./sections/fhir-intake.js";
+import { replicas } from "./sections/replicas.js";
 
 const SECTIONS: Record<string, (ctx: BenchContext) => Promise<SectionReport>> = {
   "cpu-share": cpuShare,
@@ -40,6 +41,7 @@ const SECTIONS: Record<string, (ctx: BenchContext) => Promise<SectionReport>> = 
   "response-cache": responseCache,
   "eval-batch": evalBatch,
   "fhir-intake": fhirIntake,
+  replicas,
 };
 
 const { values } = parseArgs({

@@ -75,3 +75,13 @@ export function benchCase(id: string, shape: CaseShape = { length: "long", image
     images: Array.from({ length: shape.images }, (_, i) => benchImage(i)),
   };
 }
+
+/**
+ * The bench case as a REST client sends it to `POST /diagnose`: JSON, images as base64 `data`,
+ * no id (the server chooses one). Request `i` gets a question of its own, so no two requests of
+ * a run are the same case.
+ */
+export function requestBody(i: number, shape?: CaseShape): string {
+  const c = benchCase(`unused-${i}`, shape);
+  return JSON.stringify({ question: `${c.question} (request ${i})`, notes: c.notes, options: c.options, patient: c.patient, images: c.images.map((img) => ({ id: img.id, mimeType: img.mimeType, data: img.data, caption: img.caption })) });
+}

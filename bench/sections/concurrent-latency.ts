@@ -4,7 +4,7 @@ import path from "node:path";
 import { startServer } from "../../src/server/server.js";
 import type { DiagnosisResult } from "../../src/core/contracts/diagnosis-result.js";
 import type { BenchContext } from "../harness/context.js";
-import { benchCase } from "../harness/cases.js";
+import { requestBody } from "../harness/cases.js";
 import { distinctScenario } from "../harness/bench-scenario.js";
 import { cpuMsSince, median, percentile, sum } from "../harness/stats.js";
 import { fmt, pct, span, table, type SectionReport } from "../harness/report.js";
@@ -14,12 +14,6 @@ const L_MS = 1000;
 const API_KEY = "bench-key-0123456789abcdefghijklmnopq";
 /** The provider cap a service runs with unless told otherwise (MEDMMV_MAX_CONCURRENCY). */
 const DEFAULT_CAP = 16;
-
-/** The bench case as a client sends it: JSON, images as base64 `data`, no id. */
-function requestBody(i: number): string {
-  const c = benchCase(`unused-${i}`);
-  return JSON.stringify({ question: `${c.question} (request ${i})`, notes: c.notes, options: c.options, patient: c.patient, images: c.images.map((img) => ({ id: img.id, mimeType: img.mimeType, data: img.data, caption: img.caption })) });
-}
 
 interface LatencyRun {
   label: string;

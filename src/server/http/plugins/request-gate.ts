@@ -47,7 +47,9 @@ export class RequestGate {
       max: config.http.rateLimitPerMin,
       timeWindow: 60_000,
       keyGenerator: (request: FastifyRequest) => `owner:${request.owner}`,
-      ...(redis ? { redis, nameSpace: "medmmv-rate:" } : {}),
+      // Under MEDMMV_REDIS_PREFIX like every other key, so deployments (and test or bench runs)
+      // sharing one Redis keep separate budgets and can remove their keys by prefix.
+      ...(redis ? { redis, nameSpace: `${config.engine.prefix}:rate:` } : {}),
     });
     const perKey = app.createRateLimit();
     const failures = app.createRateLimit({ max: config.http.authFailuresPerMin, timeWindow: 60_000, keyGenerator: (request: FastifyRequest) => `authfail:${request.ip}` });
