@@ -18,6 +18,21 @@ export interface BenchContext {
   log(line: string): void;
 }
 
+/**
+ * The environment that points a medmmv child process (a `serve` replica, an `eval` run) at
+ * the scripted servers, as an operator's environment points it at a provider.
+ */
+export function scriptedChildEnv(servers: Pick<BenchServers, "modelBaseUrl" | "searchBaseUrl">): Record<string, string> {
+  return {
+    OPENAI_BASE_URL: servers.modelBaseUrl,
+    OPENAI_API_KEY: "bench",
+    MEDMMV_MODEL: "scripted-executor",
+    MEDMMV_JUDGE_MODEL: "scripted-judge",
+    TAVILY_API_KEY: "bench",
+    TAVILY_BASE_URL: servers.searchBaseUrl,
+  };
+}
+
 export function makeConfig(servers: BenchServers, env: Record<string, string> = {}): Config {
   return scriptedConfig(servers.modelBaseUrl, {
     TAVILY_API_KEY: "bench",

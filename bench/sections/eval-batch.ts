@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { BenchContext } from "../harness/context.js";
+import { scriptedChildEnv, type BenchContext } from "../harness/context.js";
 import { benchCase } from "../harness/cases.js";
 import { distinctScenario } from "../harness/bench-scenario.js";
 import { mean } from "../harness/stats.js";
@@ -57,12 +57,7 @@ async function runEvalCli(ctx: BenchContext, o: { method: "cot" | "medmmv"; item
     const args = [...process.execArgv, path.join(ROOT, "src", "cli", "main.ts"), "eval", "--dataset", "jsonl", "--input", input, "--method", o.method, "--concurrency", String(o.concurrency), "--out", out, "--json"];
     const env = {
       PATH: process.env.PATH ?? "",
-      OPENAI_BASE_URL: ctx.servers.modelBaseUrl,
-      OPENAI_API_KEY: "bench",
-      MEDMMV_MODEL: "scripted-executor",
-      MEDMMV_JUDGE_MODEL: "scripted-judge",
-      TAVILY_API_KEY: "bench",
-      TAVILY_BASE_URL: ctx.servers.searchBaseUrl,
+      ...scriptedChildEnv(ctx.servers),
       MEDMMV_MAX_CONCURRENCY: "1024",
       MEDMMV_CACHE: "off",
       MEDMMV_DATA_DIR: path.join(dir, "data"),

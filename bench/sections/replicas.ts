@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { BenchContext } from "../harness/context.js";
+import { scriptedChildEnv, type BenchContext } from "../harness/context.js";
 import { requestBody, type CaseShape } from "../harness/cases.js";
 import { distinctScenario } from "../harness/bench-scenario.js";
 import { startReplicaSet, type ReplicaSet } from "../harness/replica-set.js";
@@ -66,12 +66,7 @@ export async function replicas(ctx: BenchContext): Promise<SectionReport> {
   const runs: ReplicaRun[] = [];
 
   const envFor = (spec: RunSpec, stores: { databaseUrl: string; redisUrl: string; redisPrefix: string }): Record<string, string> => ({
-    OPENAI_BASE_URL: ctx.servers.modelBaseUrl,
-    OPENAI_API_KEY: "bench",
-    MEDMMV_MODEL: "scripted-executor",
-    MEDMMV_JUDGE_MODEL: "scripted-judge",
-    TAVILY_API_KEY: "bench",
-    TAVILY_BASE_URL: ctx.servers.searchBaseUrl,
+    ...scriptedChildEnv(ctx.servers),
     DATABASE_URL: stores.databaseUrl,
     REDIS_URL: stores.redisUrl,
     MEDMMV_REDIS_PREFIX: stores.redisPrefix,
