@@ -11,6 +11,7 @@ import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../../../src/scripted/scripted-openai-server.js";
 import { chestPain, startTestServer, until, type TestServer } from "../http/http-harness.js";
 import { TEST_REDIS_URL, redisPrefix } from "../../support/redis-prefix.js";
+import { recordPaidCalls } from "../../support/paid-calls.js";
 
 /**
  * The BullMQ engine with three replicas in one test process (one store file, one Redis):
@@ -101,7 +102,9 @@ describe("BullMQ engine, three replicas", () => {
   }, 120_000);
 
   it("DELETE on one replica stops the calls of the replica running the case", async () => {
-    const openai = await startScriptedOpenAI({ scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }), latencyMs: 300 });
+    // Each call noted with the case it belongs to, as it reaches the provider.
+    const paid = recordPaidCalls(clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }), (req) => /fits the (deleted|later) case/.exec(req.text)?.[1] ?? null);
+    const openai = await startScriptedOpenAI({ scenario: paid.scenario, latencyMs: 300 });
     const { servers } = await replicas(openai, 2);
     try {
       const id = await submit(servers[0]!, "Which diagnosis fits the deleted case?");
@@ -112,9 +115,12 @@ describe("BullMQ engine, three replicas", () => {
       const del = await other.api(`/cases/${id}`, { method: "DELETE" });
       expect(del.status).toBe(204);
       await until(async () => (!runner!.server.service.isRunning(id) ? true : undefined), 10_000, "the run to stop on its replica");
-      const calls = openai.stats().log.length;
-      await new Promise((r) => setTimeout(r, 1_000)); // a window in which a run still going would call again
-      expect(openai.stats().log.length).toBe(calls);
+      const stoppedAt = Date.now();
+      // A whole later case of model calls is the window in which a run still going would have called again.
+      const later = await submit(other, "Which diagnosis fits the later case?");
+      await waitDone(other, [later]);
+      expect(paid.calls.filter((c) => c.caseTag === "later").length).toBeGreaterThan(0);
+      expect(paid.calls.filter((c) => c.caseTag === "deleted" && c.at > stoppedAt), "calls of the deleted case after its run stopped").toEqual([]);
       expect(await runner!.server.store.getCase(id)).toBeNull();
     } finally {
       for (const s of servers) await s.close();
