@@ -5,6 +5,7 @@
  */
 import { startScriptedOpenAI } from "../../src/scripted/scripted-openai-server.js";
 import { startScriptedTavily } from "../../src/scripted/scripted-tavily-server.js";
+import { commonPrefix } from "../../src/scripted/prompt-cache.js";
 import { benchScenario, type BenchScenarioOptions } from "./bench-scenario.js";
 import type { Scenario, ScriptedRequest } from "../../src/scripted/scripted-openai-server.js";
 import type { ChildReply, ChildRequest } from "./servers.js";
@@ -19,17 +20,11 @@ let promptByAgent: Record<string, { calls: number; textChars: number; imageChars
 let sentTexts: string[] = [];
 /**
  * Every line of text an earlier call (since the last reset) carried. A prefix already sent
- * holds only such lines, so the characters of lines no earlier call carried are what no
- * layout of the same text can serve from a prompt cache: the floor under any reordering.
+ * holds only such lines (but for the start of a new line that happens to begin like an old
+ * one), so the characters of lines no earlier call carried are what no layout of the same
+ * text can serve from a prompt cache: about the floor under any reordering.
  */
 let sentLines = new Set<string>();
-
-function commonPrefix(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
-  return i;
-}
 
 /** The bench scenario, with each agent's script wrapped to count what its prompts carried. */
 function counted(o: BenchScenarioOptions): Scenario {

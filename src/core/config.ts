@@ -188,6 +188,11 @@ export function pathwaysDirFromEnv(env: Record<string, string | undefined> = pro
   return parsed.success ? (parsed.data ?? null) : null;
 }
 
+/** The models (null: none configured) that have no price: their calls would cost 0 against a dollar budget. */
+export function unpricedModels(models: ReadonlyArray<string | null>, prices: Prices): string[] {
+  return [...new Set(models)].filter((m): m is string => m !== null && !prices[m]);
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   // Empty strings from shells/compose files mean "unset".
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
@@ -221,7 +226,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const executor = e.MEDMMV_MODEL ?? (e.AZURE_OPENAI_API_KEY ? e.AZURE_OPENAI_API_DEPLOYMENT_NAME : undefined) ?? null;
   if (e.MEDMMV_CASE_MAX_COST_USD !== undefined) {
     // Unpriced calls cost 0: the default cost budget of every case would never be reached.
-    const unpriced = [...new Set([executor, e.MEDMMV_VISION_MODEL ?? executor, e.MEDMMV_JUDGE_MODEL ?? executor])].filter((m): m is string => m !== null && !prices[m]);
+    const unpriced = unpricedModels([executor, e.MEDMMV_VISION_MODEL ?? executor, e.MEDMMV_JUDGE_MODEL ?? executor], prices);
     if (unpriced.length) throw new MedmmvError("CONFIG_INVALID", `MEDMMV_CASE_MAX_COST_USD needs prices for ${unpriced.join(", ")} (MEDMMV_PRICES or MEDMMV_PRICES_FILE), or use MEDMMV_CASE_MAX_TOKENS`);
   }
   const w = e.MEDMMV_CU_WEIGHTS;

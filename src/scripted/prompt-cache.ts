@@ -40,7 +40,8 @@ export function promptSegments(messages: unknown[]): Segment[] {
   return out;
 }
 
-function commonPrefix(a: string, b: string): number {
+/** Characters two texts share from their start. */
+export function commonPrefix(a: string, b: string): number {
   const n = Math.min(a.length, b.length);
   let i = 0;
   while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;

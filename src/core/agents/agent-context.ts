@@ -53,8 +53,8 @@ export interface PromptRequest {
   withImages?: boolean;
   /**
    * The rendered evidence graph, for the calls that plan searches, check and repair paths
-   * against it. It goes right after the case block (and its images), before the agent's own
-   * instructions, so that every such call of a case shares one long prefix.
+   * against it. It goes right after the case block, before the agent's own instructions (the
+   * images come after those), so that every such call of a case shares one long prefix.
    */
   evidence?: string;
 }

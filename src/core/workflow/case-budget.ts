@@ -1,4 +1,4 @@
-import type { Config } from "../config.js";
+import { unpricedModels, type Config } from "../config.js";
 import { MedmmvError } from "../contracts/errors.js";
 import type { Usage } from "../contracts/diagnosis-result.js";
 
@@ -7,8 +7,6 @@ export interface CaseBudget {
   maxTokens: number | null;
   maxCostUsd: number | null;
 }
-
-export const NO_BUDGET: CaseBudget = { maxTokens: null, maxCostUsd: null };
 
 /** What a case has spent so far: tokens (prompt + completion) and dollars. */
 export interface Spend {
@@ -42,8 +40,7 @@ export function budgetReached(budget: CaseBudget | undefined, spent: Spend): boo
  */
 export function assertBudgetPriced(config: Config, budget: CaseBudget): void {
   if (budget.maxCostUsd === null) return;
-  const models = [...new Set(Object.values(config.llm.models).filter((m): m is string => m !== null))];
-  const unpriced = models.filter((m) => !config.llm.prices[m]);
+  const unpriced = unpricedModels(Object.values(config.llm.models), config.llm.prices);
   if (unpriced.length)
     throw new MedmmvError("INVALID_INPUT", `a cost budget (maxCostUsd) needs prices for ${unpriced.join(", ")}: set MEDMMV_PRICES or MEDMMV_PRICES_FILE, or give maxTokens instead`);
 }
@@ -51,7 +48,9 @@ export function assertBudgetPriced(config: Config, budget: CaseBudget): void {
 /**
  * What the refine branches of each running case have spent, as their calls happen: the
  * branches run in parallel, and each must see the others' spending before it repairs again.
- * In memory like the run hooks (not data; a resumed case recounts from its checkpoint).
+ * In memory like the run hooks (not data). A resumed case counts again from the spending its
+ * checkpoint carries (rollouts and evidence); refine branches that finished before the
+ * interruption are not counted again, so a resumed case can overshoot its budget by them.
  */
 export class CaseSpending {
   private readonly byCase = new Map<string, Spend>();

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { commonPrefix } from "../../../src/scripted/prompt-cache.js";
 import { describe, expect, it } from "vitest";
 import type { ChatMessage, ContentPart } from "../../../src/core/llm/messages.js";
 import { capturePrompts, type CapturedCall } from "./prompt-capture.js";
@@ -106,21 +107,16 @@ describe("prompt layout for prefix caching", async () => {
   it("an agent's calls of one case share everything up to their variable part", () => {
     const byAgent = new Map<string, CapturedCall[]>();
     for (const c of after) byAgent.set(c.label.split("#")[0]!, [...(byAgent.get(c.label.split("#")[0]!) ?? []), c]);
-    const shared = (x: string, y: string) => {
-      let i = 0;
-      while (i < x.length && x[i] === y[i]) i++;
-      return i;
-    };
     for (const agent of ["rollout", "hd-supervisor"]) {
       const [first, second] = byAgent.get(agent)!;
       const x = userText(first!);
-      const n = shared(x, userText(second!));
+      const n = commonPrefix(x, userText(second!));
       // Past the schema: the two calls differ only in the rollout's index / the attempt and path.
       expect(n).toBeGreaterThan(x.indexOf("Reply with a JSON object"));
     }
     // The fact-check and the repair of a path share the case and the evidence graph.
     const hd = userText(byAgent.get("hd-supervisor")![0]!);
     const repair = userText(byAgent.get("auto-repair")![0]!);
-    expect(shared(hd, repair)).toBeGreaterThan(hd.indexOf("EVIDENCE>>>"));
+    expect(commonPrefix(hd, repair)).toBeGreaterThan(hd.indexOf("EVIDENCE>>>"));
   });
 });
