@@ -81,6 +81,7 @@ export const EnvSchema = z.object({
   MEDMMV_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(1000).default(600_000).describe("A connection with no bytes either way for this long is closed (must exceed the longest synchronous POST /diagnose)."),
   MEDMMV_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000).describe("How long an idle keep-alive connection waits for its next request."),
   MEDMMV_MAX_EVENT_STREAMS_PER_KEY: z.coerce.number().int().min(1).default(20).describe("Open event streams (GET /cases/{id}/events) per API key and process; past it 429."),
+  MEDMMV_MAX_VIEW_LINK_STREAMS_PER_KEY: z.coerce.number().int().min(1).default(5).describe("Open event streams through view links (the live audit page's, GET /cases/{id}/view/events?token=…) per API key and process, all of that key's links together; past it 429. A pool apart from MEDMMV_MAX_EVENT_STREAMS_PER_KEY, so link holders cannot use up the key's own streams."),
   MEDMMV_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(25 * 1024 * 1024).describe("Largest request body."),
   MEDMMV_MAX_IMAGE_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024).describe("Largest image, per image."),
   MEDMMV_MAX_IMAGE_PIXELS: z.coerce.number().int().min(1).default(40_000_000).describe("Most pixels per image (all frames together), checked by the decoder against every frame header before it allocates."),
@@ -171,6 +172,7 @@ export interface Config {
     trustProxy: boolean | number | string[];
     timeouts: { requestMs: number; headersMs: number; connectionMs: number; keepAliveMs: number };
     maxEventStreamsPerKey: number;
+    maxViewLinkStreamsPerKey: number;
   };
   redis: { url: string | null };
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
@@ -285,6 +287,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       trustProxy: trustProxy(e.MEDMMV_TRUST_PROXY),
       timeouts: { requestMs: e.MEDMMV_REQUEST_TIMEOUT_MS, headersMs: Math.min(e.MEDMMV_HEADERS_TIMEOUT_MS, e.MEDMMV_REQUEST_TIMEOUT_MS), connectionMs: e.MEDMMV_CONNECTION_TIMEOUT_MS, keepAliveMs: e.MEDMMV_KEEP_ALIVE_TIMEOUT_MS },
       maxEventStreamsPerKey: e.MEDMMV_MAX_EVENT_STREAMS_PER_KEY,
+      maxViewLinkStreamsPerKey: e.MEDMMV_MAX_VIEW_LINK_STREAMS_PER_KEY,
     },
     redis: { url: e.REDIS_URL ?? null },
     logLevel: e.MEDMMV_LOG_LEVEL,
