@@ -57,6 +57,25 @@ describe("GET /metrics goes through the request gate", () => {
   });
 });
 
+describe("every authenticated route is behind the gate", () => {
+  it("from an address past its failure budget, every route but the public ones answers 429 to a request without a credential", async () => {
+    const ip = "203.0.113.77";
+    for (let i = 0; i < FAILURES_PER_MIN; i++) await inject("GET", "/metrics", ip, `Bearer spent-budget-${i}-0123456789abcdef`);
+    const PUBLIC = new Set(["GET /healthz", "GET /readyz", "GET /cds-services"]);
+    const doc = t.server.app.swagger() as { paths: Record<string, Record<string, unknown>> };
+    const routes = [["GET", "/metrics"], ...Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => [m.toUpperCase(), p.replace(/\{[^}]+\}/g, "x-1")]))] as Array<[string, string]>;
+    const checked = routes.filter(([m, p]) => !PUBLIC.has(`${m} ${p}`));
+    expect(checked.length).toBeGreaterThan(10);
+    const notGated: string[] = [];
+    for (const [m, p] of checked) {
+      const res = await inject(m, p, ip);
+      if (res.statusCode !== 429) notGated.push(`${m} ${p}: ${res.statusCode}`);
+    }
+    expect(notGated).toEqual([]);
+    record(`every documented route and /metrics without a credential, from an address past its failure budget`, checked.length, `${checked.length} of ${checked.length} routes: 429 (public: /healthz, /readyz, CDS discovery)`);
+  });
+});
+
 describe("metric label values come from closed lists", () => {
   it(`${METHODS.length} methods × 6 paths without a credential add a bounded number of series, none with a method or path the client chose`, async () => {
     const scrape = async () => {
