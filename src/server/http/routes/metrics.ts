@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { MedmmvError } from "../../../core/contracts/errors.js";
 import type { ServiceMetrics } from "../../engine/service-metrics.js";
@@ -7,8 +7,6 @@ import type { RequestGate } from "../plugins/request-gate.js";
 
 const digest = (s: string): Buffer => createHash("sha256").update(s).digest();
 
-/** The owner a metrics scrape is counted under in the request gate (no API key has it: owners are digests). */
-export const METRICS_OWNER = "metrics";
 
 /**
  * Every request's route template, method, status and latency, recorded on the way out with
@@ -24,13 +22,18 @@ export function recordHttpMetrics(app: FastifyInstance, metrics: ServiceMetrics)
   });
 }
 
-/** The metrics token as the request gate's authentication (constant-time, like API keys). */
+/**
+ * The metrics token as the request gate's authentication (constant-time, like API keys). A scrape
+ * is counted under an owner of this process's own (no API key has it: key owners are digests),
+ * because Prometheus scrapes every replica and the gate's budgets are shared across replicas.
+ */
 function metricsTokenAuth(token: string): Authenticate {
   const expected = digest(token);
+  const owner = `metrics:${randomBytes(8).toString("hex")}`;
   return async (request) => {
     const given = BEARER.exec(request.headers.authorization ?? "")?.[1] ?? "";
     if (!timingSafeEqual(digest(given), expected)) throw new MedmmvError("UNAUTHORIZED", "GET /metrics needs MEDMMV_METRICS_TOKEN as a bearer token (`Authorization: Bearer <token>`)");
-    return METRICS_OWNER;
+    return owner;
   };
 }
 
