@@ -37,6 +37,9 @@ function seriesOf(text: string, metric: string): string[] {
     .map((l) => /\{(.*)\}/.exec(l)![1]!);
 }
 
+/** Every sample line of the HTTP metrics (the counter, and the latency histogram's buckets, sums and counts). */
+const httpSamples = (text: string): number => text.split("\n").filter((l) => l.startsWith("medmmv_http_")).length;
+
 describe("GET /metrics goes through the request gate", () => {
   it("wrong metrics tokens are counted against the address's failure budget: 429 once it is spent, and a wrong API key right after is 429 too", async () => {
     const ip = "203.0.113.21";
@@ -83,7 +86,8 @@ describe("metric label values come from closed lists", () => {
       expect(res.statusCode).toBe(200);
       return res.body;
     };
-    const before = seriesOf(await scrape(), "medmmv_http_requests_total");
+    const first = await scrape();
+    const before = seriesOf(first, "medmmv_http_requests_total");
     const methods = METHODS;
     const paths = ["/cases", "/cases/x-1", "/diagnose", "/healthz", "/no-such/route", "/cases/x-1/view"];
     let tries = 0;
@@ -93,7 +97,8 @@ describe("metric label values come from closed lists", () => {
         await inject(method, p, `192.0.2.${(tries % 250) + 1}`);
         tries++;
       }
-    const after = seriesOf(await scrape(), "medmmv_http_requests_total");
+    const last = await scrape();
+    const after = seriesOf(last, "medmmv_http_requests_total");
     const added = after.length - before.length;
     // Eight method labels over the few templates these paths match, and one label for the rest,
     // however many methods or paths a client tries (before the closed lists: +45, one per method).
@@ -107,7 +112,7 @@ describe("metric label values come from closed lists", () => {
     record(
       `unauthenticated requests: ${methods.length} HTTP methods × ${paths.length} paths`,
       tries,
-      `request series ${before.length} → ${after.length} (+${added}); method labels: ${[...methodValues].sort().join(", ")}; unmatched paths one label`,
+      `request series ${before.length} → ${after.length} (+${added}), HTTP sample lines ${httpSamples(first)} → ${httpSamples(last)}; method labels: ${[...methodValues].sort().join(", ")}; unmatched paths one label`,
     );
   });
 });
