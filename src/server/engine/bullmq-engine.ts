@@ -52,6 +52,10 @@ type BusMessage = { kind: "event"; from: string; event: CaseEvent } | { kind: "d
  *
  * Events and deletions cross replicas on one pub/sub channel, so an SSE client on any
  * replica follows a case another one runs, and DELETE reaches the replica running it.
+ *
+ * One queue per deployment: the default prefix is derived from the store, and each job names
+ * the deployment that queued it, so a job of another deployment met on a shared prefix goes
+ * back to the queue untouched rather than being completed here as an unknown case.
  */
 export class BullmqEngine extends BusListeners implements CaseEngine {
   readonly kind = "bullmq" as const;
