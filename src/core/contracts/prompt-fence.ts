@@ -20,7 +20,7 @@ export const RIGHT_ANGLES = ">\uFF1E\uFE65\u203A\u232A\u3009\u27E9\u02C3\u1433\u
  * format characters (zero-width space and joiners, word joiner, BOM, bidi controls, soft
  * hyphen), variation selectors, the combining grapheme joiner and the Hangul fillers.
  */
-const INVISIBLE = /[\p{Cf}\uFE00-\uFE0F\u034F\u115F\u1160\u3164\uFFA0]|\uDB40[\uDD00-\uDDEF]/gu;
+const INVISIBLE = /[\p{Cf}\uFE00-\uFE0F\u{E0100}-\u{E01EF}\u034F\u115F\u1160\u3164\uFFA0]/gu;
 
 /** A run of three or more angle look-alikes, each with any combining marks drawn on it. */
 const LEFT_RUN = new RegExp(`(?:[${LEFT_ANGLES}]\\p{M}*){3,}`, "gu");

@@ -22,7 +22,7 @@ afterAll(({}, suite) => recordReliability("security-fences", rows, suite));
 
 const LEFT = ["<", "＜", "﹤", "‹", "〈", "〈", "⟨", "˂", "ᐸ", "❮"];
 const RIGHT = [">", "＞", "﹥", "›", "〉", "〉", "⟩", "˃", "ᐳ", "❯"];
-const INVISIBLES = ["", "", "\u200B", "\u200C", "\u200D", "\u2060", "\uFEFF", "\u00AD", "\u202E", "\u2066", "\uFE0F", "\u034F", "\u180E"];
+const INVISIBLES = ["", "", "\u200B", "\u200C", "\u200D", "\u2060", "\uFEFF", "\u00AD", "\u202E", "\u2066", "\uFE0F", "\u{E0101}", "\u034F", "\u180E", "\u3164", "\u{E0041}"];
 const TOKENS = ["", "CASE", "EVIDENCE", "MODEL_OUTPUT", "QUESTION", "UNTRUSTED_SEARCH_CONTENT"];
 
 const fullWidth = (s: string): string => s.replace(/[A-Z_]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0));
