@@ -3,6 +3,7 @@ import { z } from "zod";
 import { MedmmvError } from "./contracts/errors.js";
 import { describeZodIssues } from "./contracts/zod-issues.js";
 import { FHIR_DEFAULTS } from "./intake/fhir/bundle-to-case.js";
+import { defaultRedisPrefix, deploymentId } from "./deployment-identity.js";
 
 /**
  * The one place that reads the environment (docs/architecture.md#house-style). Everything else receives a
@@ -59,7 +60,13 @@ export const EnvSchema = z.object({
   MEDMMV_CACHE: z.enum(["off", "deterministic", "all"]).default("deterministic").describe("Response cache: off, deterministic (temperature-0 calls) or all (also the sampled rollouts)."),
   DATABASE_URL: z.string().optional().describe("PostgreSQL URL (postgres://…); unset: embedded SQLite under MEDMMV_DATA_DIR."),
   REDIS_URL: z.string().url().optional().describe("Redis URL (redis://…) of the case engine (BullMQ) shared by several replicas: job queue, cancel and events across replicas, one provider budget, one rate-limit budget per key. Unset: one process runs its own cases."),
-  MEDMMV_REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/).default("medmmv").describe("Prefix of every Redis key and channel the service uses, so several deployments (or test runs) can share one Redis."),
+  MEDMMV_REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,64}$/)
+    .optional()
+    .describe(
+      "Prefix of every Redis key and channel the service uses, so several deployments (or test runs) can share one Redis. Unset: `medmmv-` and a hash of the store's location (DATABASE_URL's host, port and database, or MEDMMV_DATA_DIR), so each deployment has its own queue; set it when replicas reach one database under different addresses.",
+    ),
   MEDMMV_ENGINE_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32).describe("Cases one replica runs at once with REDIS_URL (the BullMQ worker's concurrency); more wait in the queue."),
   MEDMMV_MAX_RUN_STARTS: z.coerce.number().int().min(1).max(100).default(3).describe("How often a case's run may start (a process that died mid-case, a stalled job) before the case fails with RUN_CRASHED instead of taking down the next process too."),
   MEDMMV_ENGINE_LOCK_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000).describe("BullMQ job lock with REDIS_URL: a replica that stops renewing it (killed, frozen) has its cases picked up by another after about this long."),
@@ -81,6 +88,7 @@ export const EnvSchema = z.object({
   MEDMMV_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(1000).default(600_000).describe("A connection with no bytes either way for this long is closed (must exceed the longest synchronous POST /diagnose)."),
   MEDMMV_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000).describe("How long an idle keep-alive connection waits for its next request."),
   MEDMMV_MAX_EVENT_STREAMS_PER_KEY: z.coerce.number().int().min(1).default(20).describe("Open event streams (GET /cases/{id}/events) per API key and process; past it 429."),
+  MEDMMV_MAX_VIEW_LINK_STREAMS_PER_KEY: z.coerce.number().int().min(1).default(5).describe("Open event streams through view links (the live audit page's, GET /cases/{id}/view/events?token=…) per API key and process, all of that key's links together; past it 429. A pool apart from MEDMMV_MAX_EVENT_STREAMS_PER_KEY, so link holders cannot use up the key's own streams."),
   MEDMMV_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(25 * 1024 * 1024).describe("Largest request body."),
   MEDMMV_MAX_IMAGE_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024).describe("Largest image, per image."),
   MEDMMV_MAX_IMAGE_PIXELS: z.coerce.number().int().min(1).default(40_000_000).describe("Most pixels per image (all frames together), checked by the decoder against every frame header before it allocates."),
@@ -152,8 +160,12 @@ export interface Config {
     caseBudget: { maxTokens: number | null; maxCostUsd: number | null };
   };
   store: { databaseUrl: string | null; dataDir: string };
-  /** How cases are run: by this process alone (redisUrl null), or by BullMQ workers on Redis across replicas. */
-  engine: { redisUrl: string | null; prefix: string; concurrency: number; maxRunStarts: number; lockMs: number; reconcileMs: number };
+  /**
+   * How cases are run: by this process alone (redisUrl null), or by BullMQ workers on Redis across
+   * replicas. `deployment`: which store this process serves (src/core/deployment-identity.ts), the
+   * tag of the jobs it queues.
+   */
+  engine: { redisUrl: string | null; prefix: string; deployment: string; concurrency: number; maxRunStarts: number; lockMs: number; reconcileMs: number };
   metrics: { token: string | null };
   http: {
     host: string;
@@ -171,6 +183,7 @@ export interface Config {
     trustProxy: boolean | number | string[];
     timeouts: { requestMs: number; headersMs: number; connectionMs: number; keepAliveMs: number };
     maxEventStreamsPerKey: number;
+    maxViewLinkStreamsPerKey: number;
   };
   redis: { url: string | null };
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
@@ -260,10 +273,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxPairs: e.MEDMMV_MAX_SEARCH_PAIRS,
     },
     pipeline: { k: e.MEDMMV_K, maxRepairs: e.MEDMMV_MAX_REPAIRS, adaptive: e.MEDMMV_ADAPTIVE === "true" || e.MEDMMV_ADAPTIVE === "1", weights: [w[0]!, w[1]!, w[2]!], caseBudget: { maxTokens: e.MEDMMV_CASE_MAX_TOKENS ?? null, maxCostUsd: e.MEDMMV_CASE_MAX_COST_USD ?? null } },
-    store: { databaseUrl: e.DATABASE_URL ?? null, dataDir: e.MEDMMV_DATA_DIR },
+    store: storeOf(e),
     engine: {
       redisUrl: e.REDIS_URL ?? null,
-      prefix: e.MEDMMV_REDIS_PREFIX,
+      prefix: e.MEDMMV_REDIS_PREFIX ?? defaultRedisPrefix(storeOf(e)),
+      deployment: deploymentId(storeOf(e)),
       concurrency: e.MEDMMV_ENGINE_CONCURRENCY,
       maxRunStarts: e.MEDMMV_MAX_RUN_STARTS,
       lockMs: e.MEDMMV_ENGINE_LOCK_MS,
@@ -285,6 +299,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       trustProxy: trustProxy(e.MEDMMV_TRUST_PROXY),
       timeouts: { requestMs: e.MEDMMV_REQUEST_TIMEOUT_MS, headersMs: Math.min(e.MEDMMV_HEADERS_TIMEOUT_MS, e.MEDMMV_REQUEST_TIMEOUT_MS), connectionMs: e.MEDMMV_CONNECTION_TIMEOUT_MS, keepAliveMs: e.MEDMMV_KEEP_ALIVE_TIMEOUT_MS },
       maxEventStreamsPerKey: e.MEDMMV_MAX_EVENT_STREAMS_PER_KEY,
+      maxViewLinkStreamsPerKey: e.MEDMMV_MAX_VIEW_LINK_STREAMS_PER_KEY,
     },
     redis: { url: e.REDIS_URL ?? null },
     logLevel: e.MEDMMV_LOG_LEVEL,
@@ -339,6 +354,10 @@ function parseImageDetail(v: string): Record<"executor" | "vision" | "judge", Im
     out[role] = detail;
   }
   return out;
+}
+
+function storeOf(e: { DATABASE_URL?: string; MEDMMV_DATA_DIR: string }): Config["store"] {
+  return { databaseUrl: e.DATABASE_URL ?? null, dataDir: e.MEDMMV_DATA_DIR };
 }
 
 function csvList(v: string | undefined): string[] {

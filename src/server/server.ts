@@ -18,7 +18,7 @@ import { providerFailureLog } from "./provider-failure-log.js";
 import { CaseService } from "./service/case-service.js";
 import { openProviderLimiter } from "./engine/provider-budget.js";
 import { ServiceMetrics } from "./engine/service-metrics.js";
-import { registerMetrics } from "./http/routes/metrics.js";
+import { recordHttpMetrics } from "./http/routes/metrics.js";
 import { storeResponseCache } from "./service/store-cache.js";
 import type { CaseStore } from "./store/case-store.js";
 import { openStore, type OpenStoreOptions } from "./store/open-store.js";
@@ -118,9 +118,9 @@ export async function buildServerApp(
     return503OnClosing: true,
     forceCloseConnections: "idle",
   });
-  registerMetrics(app, metrics, config.metrics.token);
+  recordHttpMetrics(app, metrics);
   try {
-    await app.register(medmmvApp, { config, service, store, heartbeatMs: opts.heartbeatMs });
+    await app.register(medmmvApp, { config, service, store, heartbeatMs: opts.heartbeatMs, metrics });
   } catch (err) {
     await search.close?.().catch(() => undefined);
     await provider.close();

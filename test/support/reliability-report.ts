@@ -142,6 +142,8 @@ out.push("");
 
 /** Rows of suite "security" are the attacks of the hostile-input review: a table of their own, after the faults. */
 const SECURITY_SUITE = "security";
+/** Where the security rows come from (each file records its own; a file that did not pass records none). */
+const SECURITY_TESTS = "npx vitest run test/server/http test/server/engine/foreign-jobs.test.ts test/core/agents/prompt-fences.test.ts";
 const suites = [...new Set(rows.map((r) => r.suite))].filter((x) => x !== SECURITY_SUITE).sort((a, b) => {
   const ia = SUITE_ORDER.indexOf(a);
   const ib = SUITE_ORDER.indexOf(b);
@@ -163,9 +165,11 @@ const attacks = rows.filter((r) => r.suite === SECURITY_SUITE);
 out.push("## Security");
 out.push("");
 if (!attacks.length) {
-  out.push("_No security run recorded: run `npx vitest run test/server/http`._");
+  out.push(`_No security run recorded: run \`${SECURITY_TESTS}\`._`);
 } else {
-  out.push("Attacks on a running server (two tenants, real sockets on loopback), each reproduced by a test that failed before its fix; a row is written only when the whole file passed.");
+  out.push(
+    "Attacks on the service — a running server with two tenants (real sockets on loopback, or Fastify's inject), two deployments on one Redis, the prompt fences — each reproduced by a test that failed before its fix; a row is written only when the whole file passed.",
+  );
   out.push("");
   out.push("| attack | tries | outcome |");
   out.push("|---|---:|---|");
@@ -211,6 +215,7 @@ out.push("");
 out.push("```sh");
 out.push("npm run test:faults            # LLM/pipeline faults and the kill trials (MEDMMV_FAULT_TRIALS, default 10 per kind)");
 out.push("npx vitest run test/abuse      # fuzzing, prompt injection, patient data, image URLs");
+out.push(`${SECURITY_TESTS}   # the security table`);
 out.push("npm run load                   # load (200 concurrent) and soak (10,000 requests)");
 out.push("npm run reliability            # this file");
 out.push("```");

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { PreparedCase } from "../contracts/clinical-case.js";
+import { neutraliseDelimiters } from "../contracts/prompt-fence.js";
 import type { LlmClient, CallContext, Role } from "../llm/model-client.js";
 import type { PromptLibrary } from "../llm/prompt-template.js";
 import { imagePart, type ChatMessage, type ContentPart } from "../llm/messages.js";
@@ -35,10 +36,8 @@ export function renderCaseBlock(c: PreparedCase): string {
   return lines.join("\n");
 }
 
-/** Case and model text must not be able to close our delimiters and speak as "us". */
-export function neutralise(text: string): string {
-  return text.replace(/<<<|>>>/g, (m) => (m === "<<<" ? "‹‹‹" : "›››"));
-}
+/** Case and model text must not be able to close our delimiters and speak as "us": the one neutraliser every fence uses. */
+export const neutralise = neutraliseDelimiters;
 
 export function answerInstruction(c: PreparedCase): string {
   if (c.options && Object.keys(c.options).length)

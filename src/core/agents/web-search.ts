@@ -117,9 +117,7 @@ export async function runWebSearch(
           const hit = scanForInjection(`${r.title}\n${r.content}`);
           if (hit) apply.push(() => outcome.suspicious.push({ url: r.url, note: `search result ${hit}; treated as data` }));
         }
-        const results = found.results
-          .map((r, i) => `[result ${i}] ${neutralise(r.title)} (${neutralise(r.url)})\n${neutralise(r.content)}`)
-          .join("\n\n");
+        const results = renderSearchResults(found.results);
         const analysis = await callAgent(deps, branchCtx, c, {
           agent: "web-search-analysis",
           role: "judge",
@@ -155,4 +153,9 @@ export async function runWebSearch(
   );
   for (const f of applies.flat()) f();
   return outcome;
+}
+
+/** Search results as they go inside the prompt's UNTRUSTED_SEARCH_CONTENT fence: numbered, every field neutralised. */
+export function renderSearchResults(results: ReadonlyArray<{ title: string; url: string; content: string }>): string {
+  return results.map((r, i) => `[result ${i}] ${neutralise(r.title)} (${neutralise(r.url)})\n${neutralise(r.content)}`).join("\n\n");
 }

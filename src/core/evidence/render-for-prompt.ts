@@ -1,4 +1,5 @@
 import { MedmmvError } from "../contracts/errors.js";
+import { neutraliseDelimiters } from "../contracts/prompt-fence.js";
 import type { EvidenceEdge, EvidenceGraph, EvidenceNode } from "./evidence-graph.js";
 import { normalizeLabel } from "./ids.js";
 import type { NodeKind } from "../contracts/evidence.js";
@@ -17,18 +18,8 @@ export interface RenderEvidenceOptions {
 const KIND_RANK: Record<NodeKind, number> = { finding: 0, knowledge: 1, hypothesis: 2 };
 const FIELD_CAP = { label: 300, detail: 400, quote: 300, title: 150, url: 300, flag: 200 } as const;
 
-/**
- * Makes a piece of untrusted text unable to open or close the fence: breaks runs of three or
- * more angle brackets (ASCII and full-width), renames the fence token, and drops invisible
- * format characters that could hide a run from this check but not from the model.
- */
-export function neutralizeDelimiters(text: string): string {
-  return text
-    .replace(/\p{Cf}/gu, "")
-    .replace(/[<\uFF1C\uFE64]{3,}/gu, (m) => Array.from(m, () => "<").join(" "))
-    .replace(/[>\uFF1E\uFE65]{3,}/gu, (m) => Array.from(m, () => ">").join(" "))
-    .replace(/UNTRUSTED[\s_-]*SEARCH[\s_-]*CONTENT/giu, "untrusted search content");
-}
+/** Untrusted text made unable to open or close the fence (the one neutraliser every fence uses). */
+export const neutralizeDelimiters = neutraliseDelimiters;
 
 /** One line per item: any newline in model or web text would let it forge a line of its own. */
 function clean(text: string, cap: number): string {

@@ -4,7 +4,7 @@ import { Queue, WaitingError, Worker, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { describeError } from "../../core/contracts/errors.js";
-import type { CaseEvent, RunOwnership } from "../store/case-store.js";
+import type { CaseEvent, CaseRecords, RunOwnership } from "../store/case-store.js";
 import { BusListeners, type CaseEngine, type CaseRunner } from "./case-engine.js";
 import { openRedis } from "./redis-connection.js";
 
@@ -19,7 +19,18 @@ export interface BullmqEngineOptions {
   reconcileMs: number;
   /** Key prefix (tests give each run its own). */
   prefix?: string;
+  /** Which store this deployment writes to (src/core/deployment-identity.ts): the tag of the jobs it queues. */
+  deployment?: string;
 }
+
+/** What a case's job carries: its case id, and the deployment that queued it (absent on jobs queued before the tag existed). */
+interface CaseJobData {
+  caseId: string;
+  deployment?: string;
+}
+
+/** How long a worker that handed back another deployment's job waits before taking the next, so a shared queue is not spun through. */
+const FOREIGN_JOB_PAUSE_MS = 1_000;
 
 export const CASE_QUEUE = "medmmv-cases";
 
@@ -41,11 +52,15 @@ type BusMessage = { kind: "event"; from: string; event: CaseEvent } | { kind: "d
  *
  * Events and deletions cross replicas on one pub/sub channel, so an SSE client on any
  * replica follows a case another one runs, and DELETE reaches the replica running it.
+ *
+ * One queue per deployment: the default prefix is derived from the store, and each job names
+ * the deployment that queued it, so a job of another deployment met on a shared prefix goes
+ * back to the queue untouched rather than being completed here as an unknown case.
  */
 export class BullmqEngine extends BusListeners implements CaseEngine {
   readonly kind = "bullmq" as const;
   readonly #opts: BullmqEngineOptions;
-  readonly #store: Pick<RunOwnership, "listUnfinishedIds">;
+  readonly #store: Pick<RunOwnership, "listUnfinishedIds"> & Pick<CaseRecords, "getCase">;
   readonly #log: Logger;
   readonly #onGiveUp: (caseId: string, reason: string) => Promise<void>;
   readonly #id = randomUUID();
@@ -66,7 +81,10 @@ export class BullmqEngine extends BusListeners implements CaseEngine {
   /** Stalled jobs this replica's worker found (since it started). */
   #stalled = 0;
 
-  constructor(opts: BullmqEngineOptions, deps: { store: Pick<RunOwnership, "listUnfinishedIds">; logger: Logger; onGiveUp: (caseId: string, reason: string) => Promise<void> }) {
+  /** Jobs of other deployments this replica handed back, named once each in the log. */
+  readonly #foreignSeen = new Set<string>();
+
+  constructor(opts: BullmqEngineOptions, deps: { store: Pick<RunOwnership, "listUnfinishedIds"> & Pick<CaseRecords, "getCase">; logger: Logger; onGiveUp: (caseId: string, reason: string) => Promise<void> }) {
     super();
     this.#opts = opts;
     this.#store = deps.store;
@@ -134,8 +152,22 @@ export class BullmqEngine extends BusListeners implements CaseEngine {
     this.#timer.unref();
   }
 
-  async #process(runner: CaseRunner, job: Job, token: string | undefined): Promise<void> {
+  async #process(runner: CaseRunner, job: Job<CaseJobData>, token: string | undefined): Promise<void> {
     const caseId = job.id!;
+    if (await this.#isForeign(job)) {
+      // Another deployment's case (two deployments sharing one Redis under one prefix): back to
+      // the queue untouched for a worker of its own deployment, never run or completed here.
+      await job.moveToWait(token);
+      if (this.#foreignSeen.size < 1_000 && !this.#foreignSeen.has(caseId)) {
+        this.#foreignSeen.add(caseId);
+        this.#log.warn(
+          { caseId, prefix: this.#opts.prefix ?? "medmmv" },
+          "the case queue holds a job of another deployment (its case is not in this store): handed back untouched; give each deployment its own MEDMMV_REDIS_PREFIX (or leave it unset: the default is derived from the store)",
+        );
+      }
+      await new Promise((r) => setTimeout(r, FOREIGN_JOB_PAUSE_MS));
+      throw new WaitingError();
+    }
     const controller = new AbortController();
     this.#running.set(caseId, controller);
     let outcome;
@@ -157,6 +189,17 @@ export class BullmqEngine extends BusListeners implements CaseEngine {
     }
   }
 
+  /**
+   * A job is another deployment's when its case is not in this store and another deployment
+   * tagged it. A job of ours whose case is gone (deleted meanwhile) is not foreign: the runner
+   * finds nothing to do and the job completes.
+   */
+  async #isForeign(job: Job<CaseJobData>): Promise<boolean> {
+    const tag = job.data?.deployment;
+    if (tag === undefined || tag === this.#opts.deployment) return false;
+    return (await this.#store.getCase(job.id!)) === null;
+  }
+
   async #giveUp(caseId: string, reason: string): Promise<void> {
     try {
       await this.#onGiveUp(caseId, reason);
@@ -166,7 +209,8 @@ export class BullmqEngine extends BusListeners implements CaseEngine {
   }
 
   async enqueue(caseId: string): Promise<void> {
-    await this.#queue.add("case", { caseId }, { jobId: caseId });
+    const data: CaseJobData = { caseId, ...(this.#opts.deployment ? { deployment: this.#opts.deployment } : {}) };
+    await this.#queue.add("case", data, { jobId: caseId });
   }
 
   /** One pass; concurrent calls share it. */

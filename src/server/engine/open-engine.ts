@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { Config } from "../../core/config.js";
-import type { RunOwnership } from "../store/case-store.js";
+import type { CaseRecords, RunOwnership } from "../store/case-store.js";
 import type { CaseEngine } from "./case-engine.js";
 import { BullmqEngine } from "./bullmq-engine.js";
 import { LocalEngine } from "./local-engine.js";
@@ -8,11 +8,11 @@ import { LocalEngine } from "./local-engine.js";
 /** BullMQ on Redis when REDIS_URL is set (replicas), else this process alone on its store. */
 export function openEngine(
   config: Config["engine"],
-  deps: { store: Pick<RunOwnership, "listUnfinishedIds">; logger: Logger; onGiveUp: (caseId: string, reason: string) => Promise<void> },
+  deps: { store: Pick<RunOwnership, "listUnfinishedIds"> & Pick<CaseRecords, "getCase">; logger: Logger; onGiveUp: (caseId: string, reason: string) => Promise<void> },
 ): CaseEngine {
   if (!config.redisUrl) return new LocalEngine(deps);
   return new BullmqEngine(
-    { redisUrl: config.redisUrl, concurrency: config.concurrency, maxRunStarts: config.maxRunStarts, lockMs: config.lockMs, reconcileMs: config.reconcileMs, prefix: config.prefix },
+    { redisUrl: config.redisUrl, concurrency: config.concurrency, maxRunStarts: config.maxRunStarts, lockMs: config.lockMs, reconcileMs: config.reconcileMs, prefix: config.prefix, deployment: config.deployment },
     deps,
   );
 }

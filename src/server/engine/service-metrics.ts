@@ -53,6 +53,13 @@ export class ServiceMetrics {
     });
   }
 
+  /** One HTTP request, under label values from closed lists (httpLabels). */
+  recordRequest(method: string, route: string | undefined, status: number, seconds: number): void {
+    const l = httpLabels(method, route, status);
+    this.httpRequests.inc(l);
+    this.httpDuration.observe({ method: l.method, route: l.route }, seconds);
+  }
+
   /** A finished case's figures (its usage summary, not its content). */
   recordFinished(result: DiagnosisResult, runMs: number): void {
     this.casesFinished.inc({ status: result.status });
@@ -66,6 +73,25 @@ export class ServiceMetrics {
   modelCallbacks(): BaseCallbackHandler {
     return new ModelCallMetrics(this);
   }
+}
+
+/** The methods the API serves; any other (WebDAV, SEARCH, a made-up one) is "other". */
+const HTTP_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]);
+/** Statuses the API answers with on purpose; any other is counted by its class ("5xx"). */
+const HTTP_STATUSES: ReadonlySet<number> = new Set([200, 201, 202, 204, 206, 304, 400, 401, 403, 404, 405, 406, 409, 410, 413, 414, 415, 422, 429, 500, 502, 503, 504]);
+/** The route label of a request no route matched: one value, whatever path was asked for. */
+export const UNMATCHED_ROUTE = "unmatched";
+
+/**
+ * The labels of one HTTP request, every value from a closed list, so a client without a key
+ * cannot add series by choosing methods or paths: the method if the API serves it, else
+ * "other"; the route template the router matched (never the URL), else "unmatched"; the
+ * status for the routes we serve, its class ("4xx") for unmatched requests and unusual codes.
+ */
+export function httpLabels(method: string, route: string | undefined, status: number): { method: string; route: string; status: string } {
+  const matched = route !== undefined && route !== "";
+  const statusLabel = matched && HTTP_STATUSES.has(status) ? String(status) : `${Math.trunc(status / 100)}xx`;
+  return { method: HTTP_METHODS.has(method) ? method : "other", route: matched ? route : UNMATCHED_ROUTE, status: statusLabel };
 }
 
 interface OpenCall {

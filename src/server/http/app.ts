@@ -6,6 +6,7 @@ import { registerHelmet } from "./plugins/helmet.js";
 import { registerMultipart } from "./plugins/multipart.js";
 import { RequestGate } from "./plugins/request-gate.js";
 import { registerSwagger } from "./plugins/swagger.js";
+import type { ServiceMetrics } from "../engine/service-metrics.js";
 import { caseRoutes } from "./routes/cases.js";
 import { caseFhirRoutes, cdsHooksRoutes } from "./routes/cds-hooks.js";
 import { diagnoseRoutes } from "./routes/diagnose.js";
@@ -13,11 +14,16 @@ import { eventRoutes } from "./routes/events.js";
 import { evidenceGraphRoutes } from "./routes/evidence-graph.js";
 import { registerFhirJson } from "./fhir-requests.js";
 import { healthRoutes } from "./routes/health.js";
+import { metricsRoute } from "./routes/metrics.js";
 import { turnRoutes } from "./routes/turns.js";
 import type { RouteDeps } from "./routes/route-deps.js";
 import { viewLinkRoutes, viewLinkSecret, viewPageRoutes } from "./routes/view.js";
 
-export type AppOptions = Omit<RouteDeps, "heartbeatMs" | "gate" | "credentials" | "openStreams"> & { heartbeatMs?: number };
+export type AppOptions = Omit<RouteDeps, "heartbeatMs" | "gate" | "credentials" | "openStreams"> & {
+  heartbeatMs?: number;
+  /** Served at GET /metrics (behind MEDMMV_METRICS_TOKEN and the request gate) when given. */
+  metrics?: ServiceMetrics;
+};
 
 /**
  * The HTTP API as a Fastify plugin (server.ts creates the instance and starts it).
@@ -41,6 +47,8 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
   await registerHelmet(app);
   await registerSwagger(app);
   await app.register(healthRoutes, deps);
+  // Prometheus's scrape: its own token, through the same gate (failed attempts counted first).
+  if (opts.metrics) metricsRoute(app, opts.metrics, opts.config.metrics.token, gate);
 
   const viewDeps = { ...deps, secret: viewLinkSecret(opts.config.http.viewLinkSecret) };
   // The audit page authenticates by API key or by signed link, so it sits outside the key-only context.

@@ -27,7 +27,9 @@ afterAll(async () => {
 describe.skipIf(!HAVE_REDIS)("rate limits across replicas (REDIS_URL)", () => {
   it("one key's budget and one address's failed attempts hold across two replicas", async () => {
     const env = { REDIS_URL: redisUrl, MEDMMV_RATE_LIMIT_PER_MIN: "4", MEDMMV_AUTH_FAILURES_PER_MIN: "3" };
-    const replicas: TestServer[] = [await startTestServer({ env }), await startTestServer({ env })];
+    // Replicas of one deployment: one store (so one default Redis prefix, derived from it).
+    const first = await startTestServer({ env });
+    const replicas: TestServer[] = [first, await startTestServer({ env, dataDir: first.dataDir })];
     try {
       const [one, two] = replicas as [TestServer, TestServer];
       const statuses = [(await one.api("/cases")).status, (await two.api("/cases")).status, (await one.api("/cases")).status, (await two.api("/cases")).status, (await one.api("/cases")).status, (await two.api("/cases")).status];
@@ -38,7 +40,7 @@ describe.skipIf(!HAVE_REDIS)("rate limits across replicas (REDIS_URL)", () => {
       expect(failures).toEqual([401, 401, 401, 429]);
       rows.push({ suite: "security", scenario: "one key across two replicas with REDIS_URL at 4 requests/min; 3 failed attempts/min per address", trials: 11, outcome: `key: ${statuses.join(", ")}; failures: ${failures.join(", ")}; another key unaffected`, itemsLost: 0 });
     } finally {
-      for (const r of replicas) await r.close();
+      for (const r of replicas.reverse()) await r.close();
     }
   });
 });

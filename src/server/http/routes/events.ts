@@ -1,6 +1,8 @@
 import type { OutgoingHttpHeaders } from "node:http";
+import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import type { Config } from "../../../core/config.js";
 import { MedmmvError } from "../../../core/contracts/errors.js";
 import { isTerminal } from "../../service/case-service.js";
 import type { StreamEnd } from "../../service/event-hub.js";
@@ -14,6 +16,16 @@ const EventsQuery = z.object({
 
 const EventsHeaders = z.looseObject({
   "last-event-id": z.string().max(20).regex(/^\d*$/, "Last-Event-ID must be an event id (a non-negative integer)").optional(),
+});
+
+/** Which count of RouteDeps.openStreams a request's stream goes to, its cap, and what a refusal says. */
+export type StreamPoolOf = (request: FastifyRequest, config: Config) => { key: string; max: number; refusal: string };
+
+/** The key's own streams, whichever path serves them. */
+export const keyStreamPool: StreamPoolOf = (request, config) => ({
+  key: request.owner,
+  max: config.http.maxEventStreamsPerKey,
+  refusal: `too many open event streams: at most ${config.http.maxEventStreamsPerKey} per API key (MEDMMV_MAX_EVENT_STREAMS_PER_KEY)`,
 });
 
 function frame(ev: CaseEvent): string {
@@ -32,11 +44,11 @@ function frame(ev: CaseEvent): string {
  * de-duplicated by sequence number, so nothing is skipped or sent twice. `path`: the audit page
  * serves the same stream under its own authentication (a signed link) at another path.
  */
-export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string }> = async (app, { service, heartbeatMs, config, openStreams, path = "/cases/:id/events" }) => {
+export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string; pool?: StreamPoolOf }> = async (app, { service, heartbeatMs, config, openStreams, path = "/cases/:id/events", pool = keyStreamPool }) => {
   // Open streams per key in this process: each holds a socket and a subscription for as long as
   // the client likes, so one key could otherwise hold thousands (429 past the cap). The count is
-  // the app's, shared with the audit page's stream (RouteDeps.openStreams).
-  const maxStreams = config.http.maxEventStreamsPerKey;
+  // the app's, shared with the audit page's stream (RouteDeps.openStreams); `pool` says which of
+  // the key's counts a request's stream goes to.
   app.get(
     path,
     {
@@ -57,10 +69,9 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string }> =
     async (request, reply) => {
       const { id } = request.params;
       await service.get(request.owner, id); // 404 before anything is streamed
-      const owner = request.owner;
+      const { key: owner, max: maxStreams, refusal } = pool(request, config);
       const held = openStreams.get(owner) ?? 0;
-      if (held >= maxStreams)
-        throw new MedmmvError("RATE_LIMITED", `too many open event streams: at most ${maxStreams} per API key (MEDMMV_MAX_EVENT_STREAMS_PER_KEY); close one, or poll GET /cases/{id}`, { details: { limit: maxStreams } });
+      if (held >= maxStreams) throw new MedmmvError("RATE_LIMITED", `${refusal}; close one, or poll GET /cases/{id}`, { details: { limit: maxStreams } });
       openStreams.set(owner, held + 1);
       let counted = true;
       const release = (): void => {

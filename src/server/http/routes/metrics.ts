@@ -1,30 +1,52 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance } from "fastify";
+import { MedmmvError } from "../../../core/contracts/errors.js";
 import type { ServiceMetrics } from "../../engine/service-metrics.js";
+import { BEARER, type Authenticate } from "../auth.js";
+import type { RequestGate } from "../plugins/request-gate.js";
 
 const digest = (s: string): Buffer => createHash("sha256").update(s).digest();
+
+
+/**
+ * Every request's route template, method, status and latency, recorded on the way out with
+ * label values from closed lists (ServiceMetrics.recordRequest), so ids in paths and
+ * client-chosen methods stay out of the labels. Added to the root context, so it sees every
+ * request, refused ones included.
+ */
+export function recordHttpMetrics(app: FastifyInstance, metrics: ServiceMetrics): void {
+  app.addHook("onResponse", async (request, reply) => {
+    const route = request.routeOptions.url;
+    if (route === "/metrics") return;
+    metrics.recordRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+  });
+}
+
+/**
+ * The metrics token as the request gate's authentication (constant-time, like API keys). A scrape
+ * is counted under an owner of this process's own (no API key has it: key owners are digests),
+ * because Prometheus scrapes every replica and the gate's budgets are shared across replicas.
+ */
+function metricsTokenAuth(token: string): Authenticate {
+  const expected = digest(token);
+  const owner = `metrics:${randomBytes(8).toString("hex")}`;
+  return async (request) => {
+    const given = BEARER.exec(request.headers.authorization ?? "")?.[1] ?? "";
+    if (!timingSafeEqual(digest(given), expected)) throw new MedmmvError("UNAUTHORIZED", "GET /metrics needs MEDMMV_METRICS_TOKEN as a bearer token (`Authorization: Bearer <token>`)");
+    return owner;
+  };
+}
 
 /**
  * GET /metrics for Prometheus, behind a token of its own (MEDMMV_METRICS_TOKEN, sent as
  * `Authorization: Bearer …`): not an API key, so a scraper sees no case and a tenant sees no
- * metrics. Without the token set the route does not exist. Every request's route template,
- * method, status and latency are recorded on the way out (the template, never the URL, so
- * ids in paths stay out of the labels). Added to the root context, outside the API's auth.
+ * metrics. Without the token set the route does not exist. Like every authenticated route it
+ * goes through the request gate: a wrong token is counted against the address's budget of
+ * failed attempts (429 past it), and scrapes have a budget of their own.
  */
-export function registerMetrics(app: FastifyInstance, metrics: ServiceMetrics, token: string | null): void {
-  app.addHook("onResponse", async (request, reply) => {
-    const route = request.routeOptions.url ?? "unmatched";
-    if (route === "/metrics") return;
-    metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });
-    metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
-  });
+export function metricsRoute(app: FastifyInstance, metrics: ServiceMetrics, token: string | null, gate: RequestGate): void {
   if (!token) return;
-  const expected = digest(token);
-  app.get("/metrics", { schema: { hide: true } }, async (request, reply) => {
-    const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? "")?.[1] ?? "";
-    if (!timingSafeEqual(digest(given), expected)) {
-      return reply.code(401).header("www-authenticate", 'Bearer realm="metrics"').send({ code: "UNAUTHORIZED", message: "GET /metrics needs MEDMMV_METRICS_TOKEN as a bearer token" });
-    }
+  app.get("/metrics", { schema: { hide: true }, onRequest: gate.hook(metricsTokenAuth(token)) }, async (_request, reply) => {
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 }

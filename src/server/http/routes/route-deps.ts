@@ -16,8 +16,9 @@ export interface RouteDeps {
   /** Which key a view link was made with, and whether it is still configured. */
   credentials: Credentials;
   /**
-   * Open event streams per owner in this process, shared by every route that serves the stream
-   * (the API's and the live audit page's), so one cap holds per key whichever path is used.
+   * Open event streams in this process, shared by every route that serves the stream (the API's
+   * and the live audit page's): a count per key, whichever path is used, and one per key for the
+   * streams opened through its view links (their own, smaller cap).
    */
   openStreams: Map<string, number>;
 }

@@ -8,7 +8,7 @@ import { buildViewPayload, renderCaseViewHtml, renderLiveViewHtml, renderViewMes
 import type { ViewLive } from "../../view/view-payload.js";
 import type { CaseRecord } from "../../store/case-store.js";
 import { sendError, toHttpError } from "../errors.js";
-import { eventRoutes } from "./events.js";
+import { eventRoutes, keyStreamPool, type StreamPoolOf } from "./events.js";
 import { caseViewInputFromStored } from "../../view/report-command.js";
 import { signViewLink, verifyViewLink } from "../../view/signed-link.js";
 import { ApiKeys, BEARER, OPEN_OWNER, type Authenticate } from "../auth.js";
@@ -66,11 +66,14 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   const { service, store, config, secret, gate, credentials } = deps;
   const keys = new ApiKeys(config.http.apiKeys);
   const refused = () => new MedmmvError("UNAUTHORIZED", VIEW_REFUSED);
+  /** Requests the gate let in by a signed link rather than the key (the route's query schema drops the token later). */
+  const byLink = new WeakSet<FastifyRequest>();
   const authenticate = async (request: FastifyRequest<{ Params: { id?: string }; Querystring: { token?: string } }>): Promise<string> => {
     const token = request.query?.token;
     if (token !== undefined) {
       const claims = verifyViewLink(token, secret);
       if (!claims || claims.caseId !== request.params?.id || !credentials.stillValid(claims.keyId, claims.owner)) throw refused();
+      byLink.add(request);
       return claims.owner;
     }
     if (!keys.enabled) return OPEN_OWNER;
@@ -153,7 +156,14 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   );
 
   // The case's events for the live page, under this page's authentication (EventSource sends no Authorization header).
-  await app.register(eventRoutes, { ...deps, path: `${VIEW_PATH}/events` });
+  // Streams opened with a link count against the key's links' own cap, so whoever holds a link
+  // (an EHR user, for up to a day) cannot use up the streams of the key itself.
+  const viewStreamPool: StreamPoolOf = (request) => {
+    if (!byLink.has(request)) return keyStreamPool(request, config);
+    const max = config.http.maxViewLinkStreamsPerKey;
+    return { key: `view-link:${request.owner}`, max, refusal: `too many open event streams through this key's view links: at most ${max} (MEDMMV_MAX_VIEW_LINK_STREAMS_PER_KEY)` };
+  };
+  await app.register(eventRoutes, { ...deps, path: `${VIEW_PATH}/events`, pool: viewStreamPool });
 
   async function viewInput(record: CaseRecord) {
     const images = await Promise.all(record.input.images.map((i) => store.getImage(i.sha256)));
