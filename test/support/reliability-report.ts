@@ -182,7 +182,7 @@ out.push("");
 if (!load) {
   out.push("_No load run recorded: run `npm run load`._");
 } else {
-  out.push(load.description + "../../scripts");
+  out.push(load.description + ".");
   out.push("");
   out.push("| MEDMMV_MAX_CONCURRENCY | requests | errors | p50 ms | p90 ms | p99 ms | max ms | throughput (cases/s) | model calls / case | peak calls in flight | server peak RSS (MiB) |");
   out.push("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -197,7 +197,7 @@ out.push("");
 if (!soak) {
   out.push("_No soak run recorded: run `npm run load`._");
 } else {
-  out.push(soak.description + "../../scripts");
+  out.push(soak.description + ".");
   out.push("");
   out.push("| requests | errors | cases created | cases unfinished | p50 ms | p99 ms | wall s | heap after warm-up (MiB) | heap after soak + GC (MiB) | delta (MiB) | tolerance (MiB) | back to baseline | server peak RSS (MiB) |");
   out.push("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");

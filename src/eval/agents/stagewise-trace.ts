@@ -72,8 +72,8 @@ export async function runStagewiseContinuation(
     input.format === "text"
       ? `Write them as plain text in \`continuation\` under their exact headers (${remaining}), ending with a line \`[Answer] …\`; do not repeat the given stages.`
       : input.writeKnowledge
-        ? "Put them in `knowledgeRecall`, `reasoning` and `answer`../../core/agents"
-        : "Put them in `reasoning` and `answer`../../core/agents";
+        ? "Put them in `knowledgeRecall`, `reasoning` and `answer`."
+        : "Put them in `reasoning` and `answer`.";
   const slots = { given: neutralise(input.given), remaining, outputInstruction, answerInstruction: stagewiseAnswerInstruction(c) };
   const base = { agent: "stagewise-continue", role: "executor" as const, temperature: input.temperature, withImages: true, slots };
   if (input.format === "text") return callAgent(deps, ctx, c, { ...base, schema: TextContinuationOutput });

@@ -16,7 +16,9 @@ const before: CapturedCall[] = JSON.parse(readFileSync(new URL("./fixtures/promp
 /**
  * The only wording that changed, and why: the search planner's evidence graph moved from the
  * end of its prompt to the shared place after the case block (with the same fence heading the
- * fact-checkers' graph has), so "below" became "above".
+ * fact-checkers' graph has), so "below" became "above". The stage-wise continuation's closing
+ * sentence had lost its full stop to a path rewrite when the sources moved into wings ("." read
+ * as a module path): it ends in a full stop again.
  */
 const REWORDED: Record<string, Record<string, string>> = {
   "web-search-query": {
@@ -24,6 +26,10 @@ const REWORDED: Record<string, Record<string, string>> = {
       "Task: choose up to 4 pairs of facts from the evidence graph above whose medical relationship would help answer the case's question, and write one concise literature search query for each pair.",
     "- Refer to facts ONLY by their ids in brackets (e.g. f:1a2b3c4d5e6f). Use only ids listed below.": "- Refer to facts ONLY by their ids in brackets (e.g. f:1a2b3c4d5e6f). Use only ids listed in the evidence graph above.",
     "Evidence:": "Evidence graph (ids in brackets):",
+  },
+  "stagewise-continue": {
+    "Write only the remaining stage(s): [Knowledge Recall] and [Reasoning]. Each stage needs at least three words; the reasoning integrates the stages before it into a justified conclusion. Put them in `knowledgeRecall`, `reasoning` and `answer`../../core/agents":
+      "Write only the remaining stage(s): [Knowledge Recall] and [Reasoning]. Each stage needs at least three words; the reasoning integrates the stages before it into a justified conclusion. Put them in `knowledgeRecall`, `reasoning` and `answer`.",
   },
 };
 
