@@ -19,7 +19,7 @@ const MAX_SIDE = 4096;
 const composed = new Map<string, string>();
 const MAX_CACHED = 16;
 
-function imageCount(messages: ChatMessage[]): number {
+export function imageCount(messages: ChatMessage[]): number {
   let n = 0;
   for (const m of messages) if (typeof m.content !== "string") for (const p of m.content) if (p.type === "image_url") n++;
   return n;

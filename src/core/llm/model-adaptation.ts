@@ -86,7 +86,42 @@ export type Lesson =
   | { kind: "structuredOutput"; failed: StructuredMethod; why: string }
   | { kind: "imageLimit"; limit: number };
 
+const contacted = new Set<string>();
+const contacting = new Map<string, Promise<void>>();
+
+/**
+ * The first call of a kind to a model (any call; the first with several images) goes alone:
+ * calls made meanwhile wait for its answer, so that a rule its server reveals (a temperature
+ * refused, a mode ignored, an image limit) is learned once instead of being broken by every
+ * call of the case's opening burst. Once per endpoint, model and kind for the process.
+ * Returns the release of the pioneer (call it when the answer has been learned from), or
+ * null when the call may simply go.
+ */
+export async function firstContact(endpoint: string, model: string, kind: "any" | "images"): Promise<(() => void) | null> {
+  const key = `${keyOf(endpoint, model)}|${kind}`;
+  for (;;) {
+    if (contacted.has(key)) return null;
+    const pending = contacting.get(key);
+    if (!pending) {
+      let release!: () => void;
+      contacting.set(
+        key,
+        new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+      );
+      return () => {
+        contacted.add(key);
+        contacting.delete(key);
+        release();
+      };
+    }
+    await pending;
+  }
+}
+
 /** Forget everything learned (tests that start a fresh server on a reused port). */
 export function forgetAdaptations(): void {
   learned.clear();
+  contacted.clear();
 }

@@ -14,10 +14,10 @@ import { withReplyTap, type ReplyTap } from "./model-fetch.js";
 import { StructuredOutputFormats } from "./structured-output.js";
 import { explainProviderFailure, modelFailure } from "./provider-errors.js";
 import { rejectionOf, type Rejection } from "./provider-rejection.js";
-import { adaptationOf, learn, type Adaptation } from "./model-adaptation.js";
+import { adaptationOf, firstContact, learn, type Adaptation } from "./model-adaptation.js";
 import type { ModelProfile, StructuredMethod } from "./model-profile.js";
 import { roleProfile } from "./role-profiles.js";
-import { fitImages } from "./compose-images.js";
+import { fitImages, imageCount } from "./compose-images.js";
 import { readReplyJson, readWireJson } from "./reply-json.js";
 import { imageBytes, promptChars, toLangChainMessages, withImageDetail, type ChatMessage } from "./messages.js";
 import type { CallChain, UsageMeter } from "./usage.js";
@@ -243,12 +243,28 @@ export class LlmClient {
     let lengthReasked = false;
     let lessons = 0;
     const facts = () => ({ role: call.role, model, url: this.roles.endpoint(call.role), azure: this.cfg.azure !== null && !this.roles.isCustom(call.role), agent: call.agent });
+    const releases: Array<() => void> = [];
+    try {
     for (let ask = 0; ask <= MAX_REASKS; ) {
-      const profile = this.profileOf(call.role);
+      // What the previous try had to teach has been learned: the calls waiting on it may go.
+      while (releases.length) releases.pop()!();
+      // The first call to a model (and the first with several images) goes alone; the others wait for what it reveals.
+      const endpointUrl = this.roles.isCustom(call.role) ? null : this.roles.endpoint(call.role);
+      if (endpointUrl !== null) {
+        const pioneer = await firstContact(endpointUrl, model, "any");
+        if (pioneer) releases.push(pioneer);
+      }
+      let profile = this.profileOf(call.role);
+      let sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
+      if (endpointUrl !== null && imageCount(sent) > 1) {
+        const pioneer = await firstContact(endpointUrl, model, "images");
+        if (pioneer) releases.push(pioneer);
+        profile = this.profileOf(call.role);
+        sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
+      }
       const method = profile?.structuredOutput[0] ?? this.cfg.structuredOutput;
       const runnable = this.structuredRunnable(call, method, maxOutputTokens);
       const started = Date.now();
-      const sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
       const lcMessages = toLangChainMessages(sent);
       let out: Attempt;
       try {
@@ -376,6 +392,9 @@ export class LlmClient {
         },
       ];
       ask++;
+    }
+    } finally {
+      for (const release of releases) release();
     }
     throw new MedmmvError("LLM_BAD_OUTPUT", `${call.agent}: the model's structured output was still invalid after ${MAX_REASKS} re-asks (${lastProblem})`, { retryable: false });
   }
