@@ -10,6 +10,9 @@ import { callCostUsd } from "../../../src/core/llm/usage.js";
 import { catalogEntry } from "../../../src/core/llm/model-catalog.js";
 import type { ProviderOptions, ProviderProfile } from "../../../src/scripted/scripted-openai-server.js";
 import { chestPainCase } from "../../support/sample-cases.js";
+import { closedPort } from "../../support/closed-port.js";
+import { checkModel } from "../../../src/core/llm/model-probe.js";
+import { scriptedConfig } from "../../../src/scripted/scripted-config.js";
 
 /**
  * A whole case under each provider the scripted server plays (src/scripted/provider-profiles.ts),
@@ -73,6 +76,24 @@ describe("OpenAI reasoning models (gpt-5-mini)", () => {
     const firstRefusal = stats.log.find((l) => l.status === 400)!;
     expect(stats.log.filter((l) => l.start > firstRefusal.end! && l.temperature !== null)).toEqual([]);
     expect(result.usage.costUsd).toBe(0); // unknown to the catalog: no invented price
+  });
+
+  it("a reply cut at its output limit is re-asked once with a larger max_completion_tokens (the name gpt-5-mini takes)", async () => {
+    const budgets: unknown[] = [];
+    servers.model.setProvider("openai-reasoning");
+    const scenario = clinicalScenario({ rolloutAnswers: ["B"] });
+    const textDoctor = scenario.agents["text-doctor"] as (r: import("../../../src/scripted/scripted-openai-server.js").ScriptedRequest) => unknown;
+    scenario.agents["text-doctor"] = (req) => {
+      budgets.push({ max_tokens: req.body.max_tokens, max_completion_tokens: req.body.max_completion_tokens });
+      return textDoctor(req);
+    };
+    servers.model.setScenario(scenario);
+    servers.model.addFault({ kind: "truncated-json", agent: "text-doctor", times: 1 });
+    const cfg = servers.config({ MEDMMV_MODEL: "gpt-5-mini", MEDMMV_JUDGE_MODEL: "gpt-5-mini" });
+    const { result } = await new Pipeline(cfg).run(chestPainCase("case-length"), pipelineOptions(cfg, { k: 1 }));
+    expect(result.status).toBe("completed");
+    expect(budgets).toEqual([{ max_tokens: undefined, max_completion_tokens: undefined }, { max_tokens: undefined, max_completion_tokens: 4096 }]);
+    expect(servers.model.stats().rules.brokenAfterReveal).toEqual([]);
   });
 });
 
@@ -149,5 +170,49 @@ describe("Azure OpenAI's content filter", () => {
     expect(filtered.map((f) => f.branch).sort()).toEqual(["rollout-0", "rollout-1", "rollout-2"]);
     expect(filtered[0]!.message).toContain("refused the reply (self_harm: medium)");
     expect(stats.byAgent.rollout).toBe(3);
+  });
+});
+
+describe("medmmv models check", () => {
+  const probeScenario = { agents: { "models-check": { ok: true } } };
+  const check = async (profile: ProviderProfile, env: Record<string, string> = {}, options?: ProviderOptions) => {
+    servers.model.setProvider(profile, options);
+    servers.model.setScenario(probeScenario);
+    const cfg = servers.config({ MEDMMV_MODEL: "probe-model", ...env });
+    return checkModel(cfg.llm, cfg.llm.models.executor!);
+  };
+
+  it.each([
+    ["openai", { temperature: true, structuredOutput: { jsonSchema: true, functionCalling: true, jsonMode: true }, imagesPerRequest: null, reasoning: false, tokenParameter: "max_tokens" }],
+    ["openai-reasoning", { temperature: false, structuredOutput: { jsonSchema: true, functionCalling: true, jsonMode: true }, imagesPerRequest: null, reasoning: true, tokenParameter: "max_completion_tokens" }],
+    ["anthropic-compat", { temperature: true, structuredOutput: { jsonSchema: false, functionCalling: true, jsonMode: false }, imagesPerRequest: null, reasoning: false, tokenParameter: "max_tokens" }],
+    ["vllm", { temperature: true, structuredOutput: { jsonSchema: true, functionCalling: true, jsonMode: true }, imagesPerRequest: 1, reasoning: false, tokenParameter: "max_tokens" }],
+    ["ollama", { temperature: true, structuredOutput: { jsonSchema: true, functionCalling: true, jsonMode: true }, imagesPerRequest: 1, reasoning: false, tokenParameter: "max_tokens" }],
+  ] as const)("under %s it reports what the provider allows, in at most 10 requests", async (profile, expected) => {
+    const c = await check(profile);
+    expect(c).toMatchObject({ ...expected, problem: null });
+    expect(c.requests).toBeLessThanOrEqual(10);
+    expect(servers.model.stats().total).toBe(c.requests);
+    expect(c.settings.MEDMMV_STRUCTURED_OUTPUT).toBe(profile === "anthropic-compat" ? "functionCalling" : "jsonSchema");
+  });
+
+  it("under azure (its deployment route and api-key) everything a plain prompt needs works", async () => {
+    const c = await check("azure", { AZURE_OPENAI_API_KEY: "az-key", AZURE_OPENAI_ENDPOINT: servers.model.baseUrl.replace(/\/v1$/, "") });
+    expect(c).toMatchObject({ temperature: true, structuredOutput: { jsonSchema: true, functionCalling: true, jsonMode: true }, problem: null });
+    expect(servers.model.stats().log.every((l) => l.url.startsWith("/openai/deployments/probe-model/chat/completions"))).toBe(true);
+  });
+
+  it("tells a wrong URL, a refused key and a wrong path apart from a missing capability, after one request", async () => {
+    const port = await closedPort();
+    const unreachable = await checkModel(scriptedConfig(`http://127.0.0.1:${port}/v1`, { MEDMMV_MODEL: "m" }).llm, "m");
+    expect(unreachable.problem?.kind).toBe("unreachable");
+    expect(unreachable.problem?.message).toContain("OPENAI_BASE_URL");
+    servers.model.setScenario(probeScenario);
+    const wrongPath = await checkModel(scriptedConfig(servers.model.baseUrl.replace(/\/v1$/, ""), { MEDMMV_MODEL: "m" }).llm, "m");
+    expect(wrongPath).toMatchObject({ problem: { kind: "not-found" }, requests: 1, structuredOutput: null });
+    servers.model.addFault({ kind: "status", status: 401 });
+    const badKey = await checkModel(servers.config().llm, "m");
+    expect(badKey).toMatchObject({ problem: { kind: "unauthorized" }, requests: 1, temperature: null });
+    expect(badKey.problem?.message).toContain("OPENAI_API_KEY");
   });
 });
