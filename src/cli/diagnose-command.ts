@@ -8,6 +8,7 @@ import { openSearchProvider } from "../core/search/create-search-provider.js";
 import type { SearchProvider } from "../core/search/search-provider.js";
 import { EXIT } from "./cli-args.js";
 import { formatSummary } from "./format-summary.js";
+import { printProviderReasons } from "./provider-reasons.js";
 
 export interface DiagnoseOptions {
   k?: number;
@@ -39,7 +40,8 @@ export async function diagnoseCommand(file: string, opts: DiagnoseOptions): Prom
   let search: SearchProvider | undefined;
   try {
     search = await openSearchProvider(config);
-    const pipeline = new Pipeline(config, { search });
+    // The CLI's user is the operator: the provider's own reason for a refused call goes to stderr.
+    const pipeline = new Pipeline(config, { search, callbacks: [printProviderReasons()] });
     const { result } = await pipeline.run(c, pipelineOptions(config, { k: opts.k, maxRepairs: opts.maxRepairs, adaptive: opts.adaptive }), { signal: ctrl.signal });
     await writeResult(result, opts);
     if (result.status !== "failed") return EXIT.ok;
