@@ -249,7 +249,8 @@ export class LlmClient {
       // What the previous try had to teach has been learned: the calls waiting on it may go.
       while (releases.length) releases.pop()!();
       // The first call to a model (and the first with several images) goes alone; the others wait for what it reveals.
-      const endpointUrl = this.roles.isCustom(call.role) ? null : this.roles.endpoint(call.role);
+      // A model whose profile the operator stated has nothing left to discover: its calls go at once.
+      const endpointUrl = this.roles.isCustom(call.role) || this.cfg.profiles?.[model] ? null : this.roles.endpoint(call.role);
       if (endpointUrl !== null) {
         const pioneer = await firstContact(endpointUrl, model, "any");
         if (pioneer) releases.push(pioneer);
