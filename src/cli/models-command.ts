@@ -1,7 +1,6 @@
-import { loadConfig, assertLlmConfigured } from "../core/config.js";
-import { isMedmmvError } from "../core/contracts/errors.js";
 import { checkModel, type ModelCheck } from "../core/llm/model-probe.js";
 import { EXIT } from "./cli-args.js";
+import { modelConfigOrExplain } from "./model-config.js";
 
 const yes = (v: boolean | null) => (v === null ? "?" : v ? "yes" : "no");
 
@@ -23,14 +22,8 @@ function formatCheck(c: ModelCheck): string {
 
 /** `medmmv models check`: what each configured model takes, and the settings to use. */
 export async function modelsCheckCommand(opts: { json?: boolean }): Promise<number> {
-  let config;
-  try {
-    config = loadConfig();
-    assertLlmConfigured(config);
-  } catch (err) {
-    process.stderr.write(`medmmv: ${isMedmmvError(err) ? err.message : String(err)}\n`);
-    return EXIT.usage;
-  }
+  const config = modelConfigOrExplain();
+  if (!config) return EXIT.usage;
   const models = [...new Set(Object.values(config.llm.models).filter((m): m is string => m !== null))];
   const checks: ModelCheck[] = [];
   for (const model of models) checks.push(await checkModel(config.llm, model));

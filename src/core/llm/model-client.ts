@@ -245,155 +245,155 @@ export class LlmClient {
     const facts = () => ({ role: call.role, model, url: this.roles.endpoint(call.role), azure: this.cfg.azure !== null && !this.roles.isCustom(call.role), agent: call.agent });
     const releases: Array<() => void> = [];
     try {
-    for (let ask = 0; ask <= MAX_REASKS; ) {
-      // What the previous try had to teach has been learned: the calls waiting on it may go.
-      while (releases.length) releases.pop()!();
-      // The first call to a model (and the first with several images) goes alone; the others wait for what it reveals.
-      // A model whose profile the operator stated has nothing left to discover: its calls go at once.
-      const endpointUrl = this.roles.isCustom(call.role) || this.cfg.profiles?.[model] ? null : this.roles.endpoint(call.role);
-      if (endpointUrl !== null) {
-        const pioneer = await firstContact(endpointUrl, model, "any");
-        if (pioneer) releases.push(pioneer);
-      }
-      let profile = this.profileOf(call.role);
-      let sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
-      if (endpointUrl !== null && imageCount(sent) > 1) {
-        const pioneer = await firstContact(endpointUrl, model, "images");
-        if (pioneer) releases.push(pioneer);
-        profile = this.profileOf(call.role);
-        sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
-      }
-      const method = profile?.structuredOutput[0] ?? this.cfg.structuredOutput;
-      const runnable = this.structuredRunnable(call, method, maxOutputTokens);
-      const started = Date.now();
-      const lcMessages = toLangChainMessages(sent);
-      let out: Attempt;
-      try {
-        out = await withRetry(
-          `${call.agent} (${model})`,
-          { maxAttempts: this.cfg.maxAttempts, baseDelayMs: this.cfg.backoffBaseMs, maxRetryAfterMs: this.cfg.maxRetryAfterMs, timeoutMs: this.cfg.timeoutMs },
-          ctx.signal,
-          async ({ signal, attempt }): Promise<Attempt> => {
-            const tap: ReplyTap = { replied: false };
-            try {
-              const result = await withReplyTap(tap, () =>
-                runnable.invoke(lcMessages, {
-                  signal,
-                  runName: `medmmv.${call.agent}`,
-                  metadata: { caseId: ctx.caseKey, agent: call.agent, role: call.role, model, attempt, ask },
-                  tags: ["medmmv", `medmmv.${call.agent}`],
-                  callbacks: this.options.callbacks,
-                }),
-              );
-              return { raw: result.raw as AIMessage | undefined, parsed: result.parsed, tap, problem: null };
-            } catch (err) {
-              if (signal.aborted) throw err;
-              // A refusal whose reason the server stated (a parameter, a mode, the image limit, its
-              // content filter, the context window) is acted on, never retried as it stands.
-              const rejection = rejectionOf(err, tap.rejected);
-              if (rejection) return { raw: undefined, parsed: undefined, tap, problem: null, rejection, error: err };
-              if (!isBadOutput(err, tap)) throw err;
-              return { raw: undefined, parsed: undefined, tap, problem: describeBadOutput(err) };
-            }
-          },
-          ({ error }) => {
-            if (error.status === 429) this.limiter.noteRateLimited(error.retryAfterMs);
-          },
-          (run) => this.limiter.run(ctx.caseKey, ctx.signal, run),
-        );
-      } catch (err) {
-        const d = (err as MedmmvError).details;
-        if (d && (d.status === 429 || d.retryAfterMs !== undefined)) this.limiter.noteRateLimited();
-        ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(sent), imageBytes: imageBytes(sent) });
-        ctx.chain.advance();
-        if (!(err instanceof MedmmvError)) throw err;
-        throw explainProviderFailure(err, facts());
-      }
-      if (out.rejection) {
-        ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(sent), imageBytes: imageBytes(sent) });
-        ctx.chain.advance();
-        const r = out.rejection;
-        const endpoint = this.roles.endpoint(call.role);
-        // What the server told us is learned for the model (once, for the whole process) and the call goes again.
-        const lesson =
-          !profile || endpoint === null || lessons >= MAX_LESSONS
-            ? null
-            : r.kind === "parameter" && (r.parameter === "temperature" || r.parameter === "top_p")
-              ? ({ kind: "noTemperature" } as const)
-              : r.kind === "parameter" && (r.parameter === "max_tokens" || r.parameter === "max_completion_tokens")
-                ? ({ kind: "tokenParameter", name: r.parameter === "max_tokens" ? "max_completion_tokens" : "max_tokens" } as const)
-                : r.kind === "structuredOutput"
-                  ? ({ kind: "structuredOutput", failed: method, why: `the server refused ${r.parameter}` } as const)
-                  : r.kind === "imageLimit"
-                    ? ({ kind: "imageLimit", limit: r.limit } as const)
-                    : null;
-        if (lesson && profile && endpoint !== null) {
-          lessons++;
-          // Another call may have learned the same lesson meanwhile: then the next attempt already obeys it.
-          if (learn(endpoint, profile, lesson) || this.profileChanged(call.role, profile)) continue;
+      for (let ask = 0; ask <= MAX_REASKS; ) {
+        // What the previous try had to teach has been learned: the calls waiting on it may go.
+        while (releases.length) releases.pop()!();
+        // The first call to a model (and the first with several images) goes alone; the others wait for what it reveals.
+        // A model whose profile the operator stated has nothing left to discover: its calls go at once.
+        const endpointUrl = this.roles.isCustom(call.role) || this.cfg.profiles?.[model] ? null : this.roles.endpoint(call.role);
+        if (endpointUrl !== null) {
+          const pioneer = await firstContact(endpointUrl, model, "any");
+          if (pioneer) releases.push(pioneer);
         }
-        throw modelFailure(r, out.error, facts(), { promptChars: promptChars(sent), contextWindow: profile?.contextWindow ?? null });
-      }
-      const usage = out.raw?.usage_metadata;
-      ctx.meter.record({
-        kind: "llm",
-        agent: call.agent,
-        model,
-        latencyMs: Date.now() - started,
-        promptTokens: usage?.input_tokens ?? out.tap.promptTokens,
-        completionTokens: usage?.output_tokens ?? out.tap.completionTokens,
-        // LangChain maps OpenAI's, Azure's and vLLM's usage.prompt_tokens_details.cached_tokens
-        // (and other providers' cache reads) to input_token_details.cache_read.
-        cachedPromptTokens: usage?.input_token_details?.cache_read ?? out.tap.cachedPromptTokens,
-        promptChars: promptChars(sent),
-        imageBytes: imageBytes(sent),
-        // Not in LangChain's usage metadata: read from the raw reply where the provider states it.
-        imageTokens: out.tap.imageTokens,
-        reasoningTokens: usage?.output_token_details?.reasoning ?? out.tap.reasoningTokens,
-      });
-      ctx.chain.advance();
-      const finish = out.tap.finishReason ?? (out.raw?.response_metadata?.finish_reason as string | undefined);
-      // Azure filters a reply it has begun: 200, finish_reason content_filter, nothing usable. Not retried.
-      if (finish === "content_filter") throw modelFailure({ kind: "contentFilter", categories: [], message: "" }, undefined, facts(), { contentFilterResults: out.tap.contentFilterResults });
-      const refusal = out.tap.message?.refusal ?? out.raw?.additional_kwargs?.refusal;
-      if (typeof refusal === "string" && refusal.trim()) throw modelFailure({ kind: "refused", message: refusal }, undefined, facts());
-      // Our own reading of the raw reply first: the library's `parsed` is already its zod output.
-      const fromRaw = out.raw ? readReplyJson(out.raw) : readWireJson(out.tap.message);
-      const candidate = fromRaw ?? (out.parsed === null ? undefined : out.parsed);
-      const checked = candidate === undefined ? null : call.schema.safeParse(candidate);
-      if (checked?.success) {
-        if (useCache) await this.cache!.put(key, { parsed: checked.data as Record<string, unknown> }).catch(() => undefined);
-        return checked.data;
-      }
-      if (finish === "length") {
-        // The budget ran out mid-reply: once more with a larger one, up to the model's limit.
-        const limit = profile?.outputLimit ?? null;
-        const used = out.tap.completionTokens ?? usage?.output_tokens ?? 0;
-        const larger = Math.max(2 * (maxOutputTokens ?? used), 4096);
-        const next = limit === null ? larger : Math.min(larger, limit);
-        if (lengthReasked || !profile || next <= (maxOutputTokens ?? used)) throw modelFailure({ kind: "truncated", message: "" }, undefined, facts(), { maxOutputTokens: maxOutputTokens ?? used, outputLimit: limit });
-        lengthReasked = true;
-        maxOutputTokens = next;
+        let profile = this.profileOf(call.role);
+        let sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
+        if (endpointUrl !== null && imageCount(sent) > 1) {
+          const pioneer = await firstContact(endpointUrl, model, "images");
+          if (pioneer) releases.push(pioneer);
+          profile = this.profileOf(call.role);
+          sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
+        }
+        const method = profile?.structuredOutput[0] ?? this.cfg.structuredOutput;
+        const runnable = this.structuredRunnable(call, method, maxOutputTokens);
+        const started = Date.now();
+        const lcMessages = toLangChainMessages(sent);
+        let out: Attempt;
+        try {
+          out = await withRetry(
+            `${call.agent} (${model})`,
+            { maxAttempts: this.cfg.maxAttempts, baseDelayMs: this.cfg.backoffBaseMs, maxRetryAfterMs: this.cfg.maxRetryAfterMs, timeoutMs: this.cfg.timeoutMs },
+            ctx.signal,
+            async ({ signal, attempt }): Promise<Attempt> => {
+              const tap: ReplyTap = { replied: false };
+              try {
+                const result = await withReplyTap(tap, () =>
+                  runnable.invoke(lcMessages, {
+                    signal,
+                    runName: `medmmv.${call.agent}`,
+                    metadata: { caseId: ctx.caseKey, agent: call.agent, role: call.role, model, attempt, ask },
+                    tags: ["medmmv", `medmmv.${call.agent}`],
+                    callbacks: this.options.callbacks,
+                  }),
+                );
+                return { raw: result.raw as AIMessage | undefined, parsed: result.parsed, tap, problem: null };
+              } catch (err) {
+                if (signal.aborted) throw err;
+                // A refusal whose reason the server stated (a parameter, a mode, the image limit, its
+                // content filter, the context window) is acted on, never retried as it stands.
+                const rejection = rejectionOf(err, tap.rejected);
+                if (rejection) return { raw: undefined, parsed: undefined, tap, problem: null, rejection, error: err };
+                if (!isBadOutput(err, tap)) throw err;
+                return { raw: undefined, parsed: undefined, tap, problem: describeBadOutput(err) };
+              }
+            },
+            ({ error }) => {
+              if (error.status === 429) this.limiter.noteRateLimited(error.retryAfterMs);
+            },
+            (run) => this.limiter.run(ctx.caseKey, ctx.signal, run),
+          );
+        } catch (err) {
+          const d = (err as MedmmvError).details;
+          if (d && (d.status === 429 || d.retryAfterMs !== undefined)) this.limiter.noteRateLimited();
+          ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(sent), imageBytes: imageBytes(sent) });
+          ctx.chain.advance();
+          if (!(err instanceof MedmmvError)) throw err;
+          throw explainProviderFailure(err, facts());
+        }
+        if (out.rejection) {
+          ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(sent), imageBytes: imageBytes(sent) });
+          ctx.chain.advance();
+          const r = out.rejection;
+          const endpoint = this.roles.endpoint(call.role);
+          // What the server told us is learned for the model (once, for the whole process) and the call goes again.
+          const lesson =
+            !profile || endpoint === null || lessons >= MAX_LESSONS
+              ? null
+              : r.kind === "parameter" && (r.parameter === "temperature" || r.parameter === "top_p")
+                ? ({ kind: "noTemperature" } as const)
+                : r.kind === "parameter" && (r.parameter === "max_tokens" || r.parameter === "max_completion_tokens")
+                  ? ({ kind: "tokenParameter", name: r.parameter === "max_tokens" ? "max_completion_tokens" : "max_tokens" } as const)
+                  : r.kind === "structuredOutput"
+                    ? ({ kind: "structuredOutput", failed: method, why: `the server refused ${r.parameter}` } as const)
+                    : r.kind === "imageLimit"
+                      ? ({ kind: "imageLimit", limit: r.limit } as const)
+                      : null;
+          if (lesson && profile && endpoint !== null) {
+            lessons++;
+            // Another call may have learned the same lesson meanwhile: then the next attempt already obeys it.
+            if (learn(endpoint, profile, lesson) || this.profileChanged(call.role, profile)) continue;
+          }
+          throw modelFailure(r, out.error, facts(), { promptChars: promptChars(sent), contextWindow: profile?.contextWindow ?? null });
+        }
+        const usage = out.raw?.usage_metadata;
+        ctx.meter.record({
+          kind: "llm",
+          agent: call.agent,
+          model,
+          latencyMs: Date.now() - started,
+          promptTokens: usage?.input_tokens ?? out.tap.promptTokens,
+          completionTokens: usage?.output_tokens ?? out.tap.completionTokens,
+          // LangChain maps OpenAI's, Azure's and vLLM's usage.prompt_tokens_details.cached_tokens
+          // (and other providers' cache reads) to input_token_details.cache_read.
+          cachedPromptTokens: usage?.input_token_details?.cache_read ?? out.tap.cachedPromptTokens,
+          promptChars: promptChars(sent),
+          imageBytes: imageBytes(sent),
+          // Not in LangChain's usage metadata: read from the raw reply where the provider states it.
+          imageTokens: out.tap.imageTokens,
+          reasoningTokens: usage?.output_token_details?.reasoning ?? out.tap.reasoningTokens,
+        });
+        ctx.chain.advance();
+        const finish = out.tap.finishReason ?? (out.raw?.response_metadata?.finish_reason as string | undefined);
+        // Azure filters a reply it has begun: 200, finish_reason content_filter, nothing usable. Not retried.
+        if (finish === "content_filter") throw modelFailure({ kind: "contentFilter", categories: [], message: "" }, undefined, facts(), { contentFilterResults: out.tap.contentFilterResults });
+        const refusal = out.tap.message?.refusal ?? out.raw?.additional_kwargs?.refusal;
+        if (typeof refusal === "string" && refusal.trim()) throw modelFailure({ kind: "refused", message: refusal }, undefined, facts());
+        // Our own reading of the raw reply first: the library's `parsed` is already its zod output.
+        const fromRaw = out.raw ? readReplyJson(out.raw) : readWireJson(out.tap.message);
+        const candidate = fromRaw ?? (out.parsed === null ? undefined : out.parsed);
+        const checked = candidate === undefined ? null : call.schema.safeParse(candidate);
+        if (checked?.success) {
+          if (useCache) await this.cache!.put(key, { parsed: checked.data as Record<string, unknown> }).catch(() => undefined);
+          return checked.data;
+        }
+        if (finish === "length") {
+          // The budget ran out mid-reply: once more with a larger one, up to the model's limit.
+          const limit = profile?.outputLimit ?? null;
+          const used = out.tap.completionTokens ?? usage?.output_tokens ?? 0;
+          const larger = Math.max(2 * (maxOutputTokens ?? used), 4096);
+          const next = limit === null ? larger : Math.min(larger, limit);
+          if (lengthReasked || !profile || next <= (maxOutputTokens ?? used)) throw modelFailure({ kind: "truncated", message: "" }, undefined, facts(), { maxOutputTokens: maxOutputTokens ?? used, outputLimit: limit });
+          lengthReasked = true;
+          maxOutputTokens = next;
+          ask++;
+          continue;
+        }
+        const endpoint = this.roles.endpoint(call.role);
+        if (candidate === undefined && profile && endpoint !== null && lessons < MAX_LESSONS && isProse(out.raw, out.tap)) {
+          // Prose although a structured mode was asked for: the server ignores it. The next mode, for good.
+          lessons++;
+          if (learn(endpoint, profile, { kind: "structuredOutput", failed: method, why: "the server ignored it and answered in prose" }) || this.profileChanged(call.role, profile)) continue;
+        }
+        lastProblem = checked ? formatZodIssues(checked.error) : (out.problem ?? "the reply was not valid JSON");
+        // Re-ask with the validation error; the bad reply is quoted back only as data.
+        messages = [
+          ...call.messages,
+          {
+            role: "user",
+            content: `Your previous reply could not be used: ${lastProblem}. Reply again with ONLY a JSON object that matches the required schema "${call.schemaName}" exactly.`,
+          },
+        ];
         ask++;
-        continue;
       }
-      const endpoint = this.roles.endpoint(call.role);
-      if (candidate === undefined && profile && endpoint !== null && lessons < MAX_LESSONS && isProse(out.raw, out.tap)) {
-        // Prose although a structured mode was asked for: the server ignores it. The next mode, for good.
-        lessons++;
-        if (learn(endpoint, profile, { kind: "structuredOutput", failed: method, why: "the server ignored it and answered in prose" }) || this.profileChanged(call.role, profile)) continue;
-      }
-      lastProblem = checked ? formatZodIssues(checked.error) : (out.problem ?? "the reply was not valid JSON");
-      // Re-ask with the validation error; the bad reply is quoted back only as data.
-      messages = [
-        ...call.messages,
-        {
-          role: "user",
-          content: `Your previous reply could not be used: ${lastProblem}. Reply again with ONLY a JSON object that matches the required schema "${call.schemaName}" exactly.`,
-        },
-      ];
-      ask++;
-    }
     } finally {
       for (const release of releases) release();
     }
