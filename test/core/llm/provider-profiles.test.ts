@@ -68,6 +68,24 @@ describe("OpenAI reasoning models (gpt-5-mini)", () => {
     expect(result.usage.costUsd).toBeGreaterThan(0);
   });
 
+  it("MEDMMV_REASONING_EFFORT per role reaches the wire as reasoning_effort", async () => {
+    const efforts = new Map<string, unknown>();
+    servers.model.setProvider("openai-reasoning");
+    const scenario = clinicalScenario({ rolloutAnswers: ["B"] });
+    for (const agent of ["rollout", "hd-supervisor"]) {
+      const own = scenario.agents[agent] as (r: import("../../../src/scripted/scripted-openai-server.js").ScriptedRequest) => unknown;
+      scenario.agents[agent] = (req) => {
+        efforts.set(agent, req.body.reasoning_effort);
+        return own(req);
+      };
+    }
+    servers.model.setScenario(scenario);
+    const cfg = servers.config({ MEDMMV_MODEL: "gpt-5-mini", MEDMMV_JUDGE_MODEL: "o4-mini", MEDMMV_REASONING_EFFORT: "executor=high,judge=low" });
+    const { result } = await new Pipeline(cfg).run(chestPainCase("case-effort"), pipelineOptions(cfg, { k: 1 }));
+    expect(result.status).toBe("completed");
+    expect(Object.fromEntries(efforts)).toEqual({ rollout: "high", "hd-supervisor": "low" });
+  });
+
   it("a reasoning model the catalog does not know (a proxy's alias) learns from OpenAI's 400 and never sends a temperature again", async () => {
     const { result, stats } = await runCase("openai-reasoning", { MEDMMV_MODEL: "team-reasoner", MEDMMV_JUDGE_MODEL: "team-reasoner" });
     expect(result.status).toBe("completed");
