@@ -173,6 +173,7 @@ describe("Azure OpenAI's content filter", () => {
   it("an overdose case: CONTENT_FILTERED with self_harm in the result and the CLI summary, one call per agent, nothing retried", async () => {
     const { result, stats } = await runCase("azure", azure(), { notes: overdose });
     expect(result.status).toBe("failed");
+    expect(result.error).toMatchObject({ code: "CONTENT_FILTERED", message: expect.stringContaining("self_harm: medium") });
     const filtered = (result.provenance.failures ?? []).filter((f) => f.code === "CONTENT_FILTERED");
     expect(filtered.length).toBeGreaterThan(0);
     for (const f of filtered) expect(f.message).toContain("self_harm: medium");
