@@ -108,6 +108,20 @@ describe("typed failures the model or its server explained", () => {
   const completion = (message: Record<string, unknown>, finish = "stop") =>
     rawReply(JSON.stringify({ id: "x", object: "chat.completion", created: 0, model: "m", choices: [{ index: 0, message: { role: "assistant", ...message }, finish_reason: finish }], usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } }), { headers: { "content-type": "application/json" } });
 
+  it("a 400 naming response_format moves the model to function calling once, for every later call", async () => {
+    const refuseSchema = (req: { body: Record<string, unknown> }) =>
+      (req.body.response_format as { type?: string } | undefined)?.type === "json_schema"
+        ? rawReply(JSON.stringify({ error: { message: "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.", type: "invalid_request_error", param: "response_format", code: null } }), { status: 400, headers: { "content-type": "application/json" } })
+        : { answer: "B" };
+    await expect(ask(refuseSchema)).resolves.toEqual({ answer: "B" });
+    await expect(ask(refuseSchema)).resolves.toEqual({ answer: "B" });
+    expect(server.stats().log.map((l) => [l.status, l.mode])).toEqual([
+      [400, "content"],
+      [200, "tool"],
+      [200, "tool"],
+    ]);
+  });
+
   it("message.refusal is MODEL_REFUSED, once, without the model's words", async () => {
     const err = await rejection(ask(completion({ content: null, refusal: "I can't help with that patient." })));
     expect(err).toMatchObject({ code: "MODEL_REFUSED", retryable: false });
