@@ -1,13 +1,14 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { assertLlmConfigured, loadConfig } from "../core/config.js";
 import { isMedmmvError } from "../core/contracts/errors.js";
 import { loadCaseFile } from "../core/intake/load-case.js";
 import { Pipeline, pipelineOptions } from "../core/workflow/pipeline.js";
 import { openSearchProvider } from "../core/search/create-search-provider.js";
 import type { SearchProvider } from "../core/search/search-provider.js";
 import { EXIT } from "./cli-args.js";
+import { modelConfigOrExplain } from "./model-config.js";
 import { formatSummary } from "./format-summary.js";
+import { printProviderReasons } from "./provider-reasons.js";
 
 export interface DiagnoseOptions {
   k?: number;
@@ -18,14 +19,8 @@ export interface DiagnoseOptions {
 }
 
 export async function diagnoseCommand(file: string, opts: DiagnoseOptions): Promise<number> {
-  let config;
-  try {
-    config = loadConfig();
-    assertLlmConfigured(config);
-  } catch (err) {
-    process.stderr.write(`medmmv: ${isMedmmvError(err) ? err.message : String(err)}\n`);
-    return 2;
-  }
+  const config = modelConfigOrExplain();
+  if (!config) return EXIT.usage;
   let c;
   try {
     c = await loadCaseFile(file, { maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
@@ -39,7 +34,8 @@ export async function diagnoseCommand(file: string, opts: DiagnoseOptions): Prom
   let search: SearchProvider | undefined;
   try {
     search = await openSearchProvider(config);
-    const pipeline = new Pipeline(config, { search });
+    // The CLI's user is the operator: the provider's own reason for a refused call goes to stderr.
+    const pipeline = new Pipeline(config, { search, callbacks: [printProviderReasons()] });
     const { result } = await pipeline.run(c, pipelineOptions(config, { k: opts.k, maxRepairs: opts.maxRepairs, adaptive: opts.adaptive }), { signal: ctrl.signal });
     await writeResult(result, opts);
     if (result.status !== "failed") return EXIT.ok;

@@ -3,6 +3,9 @@ import type { DiagnosisResult } from "../core/contracts/diagnosis-result.js";
 const pct = (x: number | null | undefined) => (x === null || x === undefined ? "—" : `${(x * 100).toFixed(0)}%`);
 const num = (x: number | null | undefined, d = 2) => (x === null || x === undefined ? "—" : x.toFixed(d));
 
+/** Failures whose message says what the provider or the model decided (a filter, a refusal, a limit). */
+const EXPLAINED_FAILURES = new Set(["CONTENT_FILTERED", "MODEL_REFUSED", "MODEL_PARAMETER_UNSUPPORTED", "CONTEXT_TOO_LONG", "OUTPUT_TRUNCATED"]);
+
 /** The human-readable summary printed by `medmmv diagnose` and `medmmv demo`. */
 export function formatSummary(r: DiagnosisResult): string {
   const out: string[] = [];
@@ -44,6 +47,8 @@ export function formatSummary(r: DiagnosisResult): string {
     out.push(`Budget exhausted (${limit}): remaining repairs skipped on ${b.pathsWithRepairsSkipped.join(", ")}; selection ran on the paths as they were`);
   }
   if (r.provenance.failures?.length) out.push(`Branch failures: ${r.provenance.failures.map((f) => `${f.branch} [${f.code}]`).join("; ")}`);
+  // What the provider or the model said stopped an agent: the reader must see which and why.
+  for (const f of r.provenance.failures ?? []) if (EXPLAINED_FAILURES.has(f.code)) out.push(`  ${f.branch}: [${f.code}] ${f.message}`);
   out.push("", r.disclaimer);
   return out.join("\n");
 }

@@ -83,6 +83,17 @@ program
     process.exitCode = await chatCommand(file, opts);
   });
 
+program
+  .command("models")
+  .description("check the configured models")
+  .command("check")
+  .description("probe each configured model with a few tiny requests (at most 10): temperature, structured-output modes, images per request, reasoning; print what works and the settings to use")
+  .option("--json", "print { model, temperature, structuredOutput, imagesPerRequest, reasoning, … } as JSON")
+  .action(async (opts: { json?: boolean }) => {
+    const { modelsCheckCommand } = await import("./models-command.js");
+    process.exitCode = await modelsCheckCommand(opts);
+  });
+
 registerEvalCommands(program);
 registerCorpusCommands(program);
 

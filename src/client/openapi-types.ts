@@ -2107,6 +2107,7 @@ export interface operations {
                                     cachedPromptTokens?: number;
                                     imageBytes?: number;
                                     imageTokens?: number;
+                                    reasoningTokens?: number;
                                 };
                             };
                             cacheHits?: number;
@@ -2114,6 +2115,7 @@ export interface operations {
                             cachedPromptTokens?: number;
                             imageBytes?: number;
                             imageTokens?: number;
+                            reasoningTokens?: number;
                         };
                         provenance: {
                             models: {
@@ -2918,6 +2920,7 @@ export interface operations {
                                         cachedPromptTokens?: number;
                                         imageBytes?: number;
                                         imageTokens?: number;
+                                        reasoningTokens?: number;
                                     };
                                 };
                                 cacheHits?: number;
@@ -2925,6 +2928,7 @@ export interface operations {
                                 cachedPromptTokens?: number;
                                 imageBytes?: number;
                                 imageTokens?: number;
+                                reasoningTokens?: number;
                             };
                             provenance: {
                                 models: {

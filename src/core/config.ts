@@ -4,6 +4,7 @@ import { MedmmvError } from "./contracts/errors.js";
 import { describeZodIssues } from "./contracts/zod-issues.js";
 import { FHIR_DEFAULTS } from "./intake/fhir/bundle-to-case.js";
 import { defaultRedisPrefix, deploymentId } from "./deployment-identity.js";
+import { catalogPrices, ModelProfileOverrides, REASONING_EFFORTS, type ReasoningEffort } from "./llm/model-profile.js";
 
 /**
  * The one place that reads the environment (docs/architecture.md#house-style). Everything else receives a
@@ -27,6 +28,13 @@ export const EnvSchema = z.object({
   MEDMMV_VISION_MODEL: z.string().optional().describe("Vision model (ImageDoctor); default MEDMMV_MODEL."),
   MEDMMV_JUDGE_MODEL: z.string().optional().describe("Judge model (hallucination detector, coherence judge, raters); default MEDMMV_MODEL."),
   MEDMMV_STRUCTURED_OUTPUT: z.enum(["jsonSchema", "functionCalling", "jsonMode"]).default("jsonSchema").describe("How structured output is requested: response_format json_schema, a forced tool call, or json_object with the schema in the prompt. Pick what your server supports."),
+  MEDMMV_MODEL_PROFILES: z.string().optional().describe("JSON object of model profiles, by model name, overriding what models.dev's catalog says (or filling in for a self-hosted model it does not know): { \"name\": { \"temperature\": false, \"tokenParameter\": \"max_completion_tokens\", \"reasoning\": true, \"structuredOutput\": [\"functionCalling\", \"jsonMode\"], \"imagesPerRequest\": 1, \"contextWindow\": 32768, \"outputLimit\": 8192 } } (every field optional; docs/models.md)."),
+  MEDMMV_MODEL_PROFILES_FILE: z.string().optional().describe("A JSON file of model profiles in the MEDMMV_MODEL_PROFILES format; MEDMMV_MODEL_PROFILES entries override its models."),
+  MEDMMV_REASONING_EFFORT: z
+    .string()
+    .regex(/^(minimal|low|medium|high)$|^((executor|vision|judge)=(minimal|low|medium|high))(,(executor|vision|judge)=(minimal|low|medium|high))*$/, "minimal, low, medium or high, or per role: executor=high,judge=low")
+    .optional()
+    .describe("reasoning_effort sent to reasoning models (GPT-5, o3, o4-mini…): one value for all roles, or per role (executor=high,judge=low; unnamed roles send none, the model's default). Never sent to other models."),
   AZURE_OPENAI_API_KEY: z.string().optional().describe("Azure OpenAI (the names LangChain's AzureChatOpenAI reads): used instead of OPENAI_* when the key is set."),
   AZURE_OPENAI_API_INSTANCE_NAME: z.string().optional().describe("Azure OpenAI resource name (https://NAME.openai.azure.com); this or AZURE_OPENAI_ENDPOINT is required with the key."),
   AZURE_OPENAI_ENDPOINT: z.string().url().optional().describe("Azure OpenAI endpoint URL, instead of the instance name."),
@@ -140,6 +148,10 @@ export interface Config {
     cache: "off" | "deterministic" | "all";
     /** OpenAI's image `detail` per role ("auto": not sent). */
     imageDetail: Record<"executor" | "vision" | "judge", ImageDetail>;
+    /** Per-model overrides of the catalog's profile (model-profile.ts). */
+    profiles?: ModelProfileOverrides;
+    /** reasoning_effort per role, sent to reasoning models only; null: the model's default. */
+    reasoningEffort?: Record<"executor" | "vision" | "judge", ReasoningEffort | null>;
   };
   search: {
     /** Known at boot; "none" with `auto` may still become "local" once the store shows an indexed corpus. */
@@ -223,7 +235,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (e.MEDMMV_CDS_JWKS && !e.MEDMMV_PUBLIC_URL) {
     throw new MedmmvError("CONFIG_INVALID", "invalid configuration: MEDMMV_CDS_JWKS is set but MEDMMV_PUBLIC_URL is not; set it to this service's base URL as the EHR calls it (the CDS Hooks JWT audience is <MEDMMV_PUBLIC_URL>/cds-services/medmmv-diagnosis)");
   }
+  const executor = e.MEDMMV_MODEL ?? (e.AZURE_OPENAI_API_KEY ? e.AZURE_OPENAI_API_DEPLOYMENT_NAME : undefined) ?? null;
+  const configuredModels = [executor, e.MEDMMV_VISION_MODEL ?? executor, e.MEDMMV_JUDGE_MODEL ?? executor];
+  // models.dev's prices for the models it knows; MEDMMV_PRICES(_FILE) override them. An unknown model has none.
   const prices: Prices = {
+    ...catalogPrices(configuredModels),
     ...(e.MEDMMV_PRICES_FILE ? parsePrices(readPricesFile(e.MEDMMV_PRICES_FILE), `MEDMMV_PRICES_FILE (${e.MEDMMV_PRICES_FILE})`) : {}),
     ...(e.MEDMMV_PRICES ? parsePrices(e.MEDMMV_PRICES, "MEDMMV_PRICES") : {}),
   };
@@ -236,10 +252,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   // The count, never the keys: this message is printed.
   if (short)
     throw new MedmmvError("CONFIG_INVALID", `invalid configuration: ${short} of the ${apiKeys.length} keys in MEDMMV_API_KEYS ${short === 1 ? "is" : "are"} shorter than ${MIN_SECRET_CHARS} characters; use long random keys (e.g. openssl rand -base64 32)`);
-  const executor = e.MEDMMV_MODEL ?? (e.AZURE_OPENAI_API_KEY ? e.AZURE_OPENAI_API_DEPLOYMENT_NAME : undefined) ?? null;
   if (e.MEDMMV_CASE_MAX_COST_USD !== undefined) {
     // Unpriced calls cost 0: the default cost budget of every case would never be reached.
-    const unpriced = unpricedModels([executor, e.MEDMMV_VISION_MODEL ?? executor, e.MEDMMV_JUDGE_MODEL ?? executor], prices);
+    const unpriced = unpricedModels(configuredModels, prices);
     if (unpriced.length) throw new MedmmvError("CONFIG_INVALID", `MEDMMV_CASE_MAX_COST_USD needs prices for ${unpriced.join(", ")} (MEDMMV_PRICES or MEDMMV_PRICES_FILE), or use MEDMMV_CASE_MAX_TOKENS`);
   }
   const w = e.MEDMMV_CU_WEIGHTS;
@@ -263,6 +278,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       prices,
       cache: e.MEDMMV_CACHE,
       imageDetail: parseImageDetail(e.MEDMMV_IMAGE_DETAIL),
+      profiles: {
+        ...(e.MEDMMV_MODEL_PROFILES_FILE ? parseProfiles(readConfigFile(e.MEDMMV_MODEL_PROFILES_FILE, "MEDMMV_MODEL_PROFILES_FILE"), `MEDMMV_MODEL_PROFILES_FILE (${e.MEDMMV_MODEL_PROFILES_FILE})`) : {}),
+        ...(e.MEDMMV_MODEL_PROFILES ? parseProfiles(e.MEDMMV_MODEL_PROFILES, "MEDMMV_MODEL_PROFILES") : {}),
+      },
+      reasoningEffort: parseReasoningEffort(e.MEDMMV_REASONING_EFFORT),
     },
     search: {
       provider: e.MEDMMV_SEARCH ?? (e.TAVILY_API_KEY ? "tavily" : "none"),
@@ -339,11 +359,38 @@ function parsePrices(json: string, source: string): Prices {
 }
 
 function readPricesFile(file: string): string {
+  return readConfigFile(file, "MEDMMV_PRICES_FILE");
+}
+
+function readConfigFile(file: string, variable: string): string {
   try {
     return readFileSync(file, "utf8");
   } catch (err) {
-    throw new MedmmvError("CONFIG_INVALID", `MEDMMV_PRICES_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+    throw new MedmmvError("CONFIG_INVALID", `${variable}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`);
   }
+}
+
+function parseProfiles(json: string, source: string): ModelProfileOverrides {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw new MedmmvError("CONFIG_INVALID", `${source} is not JSON; expected {"model-name":{"temperature":false,"imagesPerRequest":1,...}} (docs/models.md)`);
+  }
+  const parsed = ModelProfileOverrides.safeParse(value);
+  if (!parsed.success) throw new MedmmvError("CONFIG_INVALID", `${source}: ${describeZodIssues(parsed.error).message} (docs/models.md lists the fields)`);
+  return parsed.data;
+}
+
+function parseReasoningEffort(v: string | undefined): Record<"executor" | "vision" | "judge", ReasoningEffort | null> {
+  const out: Record<"executor" | "vision" | "judge", ReasoningEffort | null> = { executor: null, vision: null, judge: null };
+  if (!v) return out;
+  if (!v.includes("=")) return { executor: v as ReasoningEffort, vision: v as ReasoningEffort, judge: v as ReasoningEffort };
+  for (const pair of v.split(",")) {
+    const [role, effort] = pair.split("=") as ["executor" | "vision" | "judge", ReasoningEffort];
+    if (REASONING_EFFORTS.includes(effort)) out[role] = effort;
+  }
+  return out;
 }
 
 function parseImageDetail(v: string): Record<"executor" | "vision" | "judge", ImageDetail> {

@@ -24,8 +24,10 @@ import {
   type TrackedCall,
 } from "./faults.js";
 import { SimulatedPromptCache, type PromptCacheOptions } from "./prompt-cache.js";
+import { PROSE_REPLY, azureFilterResult, judgeRequest, type ProviderOptions, type ProviderProfile } from "./provider-profiles.js";
 
 export type { Fault, FaultKind } from "./faults.js";
+export { PROVIDER_PROFILES, type ProviderOptions, type ProviderProfile } from "./provider-profiles.js";
 
 /** Exact bytes to send instead of a chat completion (for tests of garbage output). */
 export interface RawReply {
@@ -101,6 +103,8 @@ export interface ScriptedCallLog {
   authorization: string | null;
   /** Azure's key header. */
   apiKey: string | null;
+  /** The provider profile's rules this request broke (provider-profiles.ts). */
+  rulesBroken: string[];
 }
 
 export interface ScriptedOpenAIStats {
@@ -114,6 +118,8 @@ export interface ScriptedOpenAIStats {
   rejected: number;
   faultsInjected: Record<FaultKind, number>;
   log: ScriptedCallLog[];
+  /** The provider profile's rules: which a reply has revealed, and requests that broke one after it was revealed. */
+  rules: { profile: ProviderProfile; revealed: string[]; brokenAfterReveal: Array<{ globalIndex: number; agent: string; rule: string }> };
 }
 
 export interface ScriptedOpenAIOptions {
@@ -135,6 +141,9 @@ export interface ScriptedOpenAIOptions {
    * low-resolution image and for a 512 × 512 one at high detail). Off by default.
    */
   statesImageTokens?: boolean;
+  /** Play a provider's documented rules (provider-profiles.ts); default "openai" (none). */
+  provider?: ProviderProfile;
+  providerOptions?: ProviderOptions;
 }
 
 /** The image tokens the scripted server states for one image (see statesImageTokens). */
@@ -152,6 +161,8 @@ export interface ScriptedOpenAI {
   setPromptCache(opts: PromptCacheOptions | boolean): void;
   /** State image tokens in the usage block, or stop (see ScriptedOpenAIOptions.statesImageTokens). */
   setStatesImageTokens(on: boolean): void;
+  /** Play another provider from now on (what was revealed is forgotten). */
+  setProvider(profile: ProviderProfile, options?: ProviderOptions): void;
   addFault(fault: Fault): void;
   clearFaults(): void;
   stats(): ScriptedOpenAIStats;
@@ -184,6 +195,8 @@ function errorTypeFor(status: number): { type: string; code: string | null } {
 
 interface ParsedMessages {
   text: string;
+  /** Image parts per message, in order. */
+  imagesPerMessage: number[];
   images: string[];
   /** The `detail` of each image part (null: not given). */
   imageDetails: Array<string | null>;
@@ -197,9 +210,11 @@ function parseMessages(messages: unknown[]): ParsedMessages {
   // System messages are searched first: that is where prompts put the marker, and a
   // user message quoting another prompt must not re-route the call.
   const systemTexts: string[] = [];
+  const imagesPerMessage: number[] = [];
   for (const m of messages) {
     if (!isRecord(m)) continue;
     const own: string[] = [];
+    const before = images.length;
     const content = m.content;
     if (typeof content === "string") {
       own.push(content);
@@ -218,11 +233,12 @@ function parseMessages(messages: unknown[]): ParsedMessages {
       }
     }
     texts.push(...own);
+    imagesPerMessage.push(images.length - before);
     if (m.role === "system" || m.role === "developer") systemTexts.push(...own);
   }
   const text = texts.join("\n");
   const found = MARKER.exec(systemTexts.join("\n")) ?? MARKER.exec(text);
-  return { text, images, imageDetails, agent: found?.[1] ?? "unknown" };
+  return { text, images, imageDetails, imagesPerMessage, agent: found?.[1] ?? "unknown" };
 }
 
 function chosenTool(body: Record<string, unknown>): { mode: "content" | "tool"; toolName: string | null } {
@@ -285,6 +301,10 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
   const cacheFrom = (o: PromptCacheOptions | boolean | undefined) => (o ? new SimulatedPromptCache(o === true ? {} : o) : null);
   let promptCache = cacheFrom(opts.promptCache);
   let statesImageTokens = opts.statesImageTokens === true;
+  let provider: ProviderProfile = opts.provider ?? "openai";
+  let providerOptions: ProviderOptions = opts.providerOptions ?? {};
+  let revealed = new Set<string>();
+  let brokenAfterReveal: Array<{ globalIndex: number; agent: string; rule: string }> = [];
 
   const reject = (res: http.ServerResponse, status: number, message: string, code: string | null = null): void => {
     writeJson(res, status, openAIError(message, errorTypeFor(status).type, code));
@@ -348,6 +368,7 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
       url: req.url ?? "",
       authorization: typeof req.headers.authorization === "string" ? req.headers.authorization : null,
       apiKey: typeof req.headers["api-key"] === "string" ? req.headers["api-key"] : null,
+      rulesBroken: [],
     };
     log.push(entry);
     const call: TrackedCall = harness.begin(res, agent, (c) => {
@@ -359,6 +380,18 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
       entry.status = status;
       respond(call, res, status, payload, headers);
     };
+
+    // The provider's rules first: a request it refuses never reaches the script.
+    const verdict = judgeRequest(provider, providerOptions, { body, text: parsed.text, imagesPerMessage: parsed.imagesPerMessage });
+    entry.rulesBroken = verdict.breaks;
+    for (const rule of verdict.breaks) if (revealed.has(rule)) brokenAfterReveal.push({ globalIndex, agent, rule });
+    if (verdict.refusal) {
+      await harness.sleep(latencyMs, call);
+      if (call.signal.aborted) return;
+      send(verdict.refusal.status, JSON.stringify(verdict.refusal.body));
+      revealed.add(verdict.refusal.reveals);
+      return;
+    }
 
     const fault = faults.pick({ agent, callIndex, globalIndex, text: parsed.text });
     if (fault) {
@@ -401,7 +434,12 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
     let finishReason = mode === "tool" ? "tool_calls" : "stop";
     let replyMode = mode;
     const kind = fault?.kind;
-    if (kind === "schema-violation") {
+    if (verdict.prose) {
+      // The provider ignored the requested format: the model answers as it likes, in prose.
+      text = PROSE_REPLY;
+      replyMode = "content";
+      finishReason = "stop";
+    } else if (kind === "schema-violation") {
       text = JSON.stringify({ unexpected: true });
     } else if (kind === "malformed-json") {
       // In tool mode this is a model that answered in prose instead of calling the tool.
@@ -444,9 +482,17 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
     } else {
       message.content = text;
     }
+    // Azure filters a reply it has begun: 200, no content, finish_reason content_filter.
+    const filteredReply = provider === "azure" && providerOptions.completionFilter?.test(text) === true;
+    if (filteredReply) {
+      message.content = null;
+      delete message.tool_calls;
+      finishReason = "content_filter";
+    }
     const imageTokens = statesImageTokens ? parsed.imageDetails.reduce((n, d) => n + scriptedImageTokens(d), 0) : null;
     const promptTokens = estimateTokens(parsed.text.length) + (imageTokens ?? 0);
-    const completionTokens = estimateTokens(text.length);
+    const reasoningTokens = provider === "openai-reasoning" ? (providerOptions.reasoningTokens ?? 64) : null;
+    const completionTokens = (filteredReply ? 0 : estimateTokens(text.length)) + (reasoningTokens ?? 0);
     const cachedTokens = promptCache?.lookup(body.messages, promptTokens) ?? null;
     entry.promptTokens = promptTokens;
     entry.completionTokens = completionTokens;
@@ -459,7 +505,7 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
         created: Math.floor(Date.now() / 1000),
         model,
         system_fingerprint: "scripted",
-        choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
+        choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason, ...(filteredReply ? { content_filter_results: azureFilterResult("self_harm") } : {}) }],
         usage: {
           prompt_tokens: promptTokens,
           completion_tokens: completionTokens,
@@ -467,9 +513,11 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
           ...(cachedTokens !== null || imageTokens !== null
             ? { prompt_tokens_details: { ...(cachedTokens !== null ? { cached_tokens: cachedTokens, audio_tokens: 0 } : {}), ...(imageTokens !== null ? { image_tokens: imageTokens } : {}) } }
             : {}),
+          ...(reasoningTokens !== null ? { completion_tokens_details: { reasoning_tokens: reasoningTokens } } : {}),
         },
       }),
     );
+    if (verdict.prose) revealed.add(verdict.prose.reveals);
   };
 
   const harness = new HttpHarness(async (req, res) => {
@@ -514,6 +562,12 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
     setStatesImageTokens: (on) => {
       statesImageTokens = on;
     },
+    setProvider: (p, o = {}) => {
+      provider = p;
+      providerOptions = o;
+      revealed = new Set();
+      brokenAfterReveal = [];
+    },
     addFault: (f) => faults.add(f),
     clearFaults: () => faults.clear(),
     stats: () => ({
@@ -526,12 +580,15 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
       rejected,
       faultsInjected: { ...harness.faultsInjected },
       log: log.map((e) => ({ ...e })),
+      rules: { profile: provider, revealed: [...revealed], brokenAfterReveal: brokenAfterReveal.map((b) => ({ ...b })) },
     }),
     reset: () => {
       total = 0;
       rejected = 0;
       byAgent = new Map();
       log = [];
+      revealed = new Set();
+      brokenAfterReveal = [];
       promptCache?.reset();
       faults.resetRandom();
       harness.resetCounters();

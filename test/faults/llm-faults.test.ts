@@ -118,7 +118,6 @@ describe("model provider faults", () => {
   });
 
   it.each([
-    ["truncated-json", "jsonSchema"],
     ["malformed-json", "jsonSchema"],
     ["schema-violation", "jsonSchema"],
     ["tool-args-not-json", "functionCalling"],
@@ -136,6 +135,21 @@ describe("model provider faults", () => {
     await expect(call(client({ MEDMMV_STRUCTURED_OUTPUT: method }))).resolves.toEqual({ answer: "ok" });
     expect(server.stats().total).toBe(2);
     rows.push({ suite: "llm", scenario: `${kind} (${method})`, trials: 2, outcome: "always: 3 asks then LLM_BAD_OUTPUT; once: recovered by one re-ask", itemsLost: 0 });
+  });
+
+  it("truncated-json (finish_reason length): one re-ask with a larger output budget, then OUTPUT_TRUNCATED", async () => {
+    server.addFault({ kind: "truncated-json" });
+    const err = await failure(call(client({})));
+    expect(err.code).toBe("OUTPUT_TRUNCATED");
+    expect(err.retryable).toBe(false);
+    const log = server.stats().log;
+    expect(log).toHaveLength(2);
+    server.reset();
+    server.clearFaults();
+    server.addFault({ kind: "truncated-json", times: 1 });
+    await expect(call(client({}))).resolves.toEqual({ answer: "ok" });
+    expect(server.stats().total).toBe(2);
+    rows.push({ suite: "llm", scenario: "truncated-json (jsonSchema)", trials: 2, outcome: "always: re-asked once with a larger budget, then OUTPUT_TRUNCATED; once: recovered by that re-ask", itemsLost: 0 });
   });
 
   it("an abort while waiting out a backoff ends the call at once", async () => {

@@ -103,6 +103,8 @@ export const AgentUsage = z.object({
   imageBytes: z.number().int().optional(),
   /** Prompt tokens the images took, as the provider states them (usage.prompt_tokens_details.image_tokens); 0 where it does not. */
   imageTokens: z.number().int().optional(),
+  /** Completion tokens the model spent reasoning (usage.completion_tokens_details.reasoning_tokens); part of completionTokens, billed as output. */
+  reasoningTokens: z.number().int().optional(),
 });
 export const Usage = z.object({
   llmCalls: z.number().int(),
@@ -121,6 +123,8 @@ export const Usage = z.object({
   imageBytes: z.number().int().optional(),
   /** Prompt tokens the images took over all calls, as the provider states them; 0 where it does not (OpenAI's chat API counts them in prompt_tokens without saying). */
   imageTokens: z.number().int().optional(),
+  /** Completion tokens reasoning models spent thinking, over all calls; part of completionTokens, billed at the output rate. */
+  reasoningTokens: z.number().int().optional(),
 });
 export type Usage = z.infer<typeof Usage>;
 

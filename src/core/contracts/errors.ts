@@ -20,6 +20,11 @@ export type ErrorCode =
   | "LLM_FATAL" // 4xx from the provider other than 429
   | "LLM_TIMEOUT"
   | "LLM_BAD_OUTPUT" // structured output still invalid after the re-asks
+  | "CONTENT_FILTERED" // the provider's content filter refused the prompt or the reply (not retried)
+  | "MODEL_REFUSED" // the model declined to answer (message.refusal)
+  | "MODEL_PARAMETER_UNSUPPORTED" // the model refuses a parameter we cannot do without
+  | "CONTEXT_TOO_LONG" // the prompt does not fit the model's context window
+  | "OUTPUT_TRUNCATED" // the reply hit its output limit, also after a re-ask with a larger budget
   | "SEARCH_FAILED"
   | "ABORTED"
   | "PIPELINE_FAILED" // nothing left to answer with

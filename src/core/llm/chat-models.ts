@@ -3,6 +3,8 @@ import { AzureChatOpenAI, ChatOpenAI } from "@langchain/openai";
 import type { Config } from "../config.js";
 import { MedmmvError } from "../contracts/errors.js";
 import { guardedFetch } from "./model-fetch.js";
+import type { ChatModelSettings } from "./model-profile.js";
+import { roleModelSettings } from "./role-profiles.js";
 
 export type Role = "executor" | "vision" | "judge";
 
@@ -53,22 +55,25 @@ export class RoleModels {
     return `${(this.cfg.baseUrl ?? OPENAI_DEFAULT_BASE_URL).replace(/\/+$/, "")}/chat/completions`;
   }
 
-  get(role: Role, temperature: number): BaseChatModel {
-    const key = `${role}|${temperature}`;
+  /** `maxOutputTokens`: the output budget to send (null: none, the server's default). */
+  get(role: Role, temperature: number, maxOutputTokens: number | null = null): BaseChatModel {
+    const own = this.custom[role];
+    // Our own models are built to the model's profile (model-profile.ts): what it takes, and what its server has shown.
+    const settings = own === undefined ? roleModelSettings(this.cfg, role, this.name(role), this.endpoint(role)!, temperature, maxOutputTokens) : null;
+    const key = settings ? `${role}|${JSON.stringify(settings)}` : `${role}|${temperature}`;
     let m = this.built.get(key);
     if (!m) {
-      const own = this.custom[role];
       // A factory is asked once per role and temperature, like the models built here.
-      m = own === undefined ? this.build(this.name(role), temperature) : typeof own === "function" ? own({ role, temperature }) : own;
+      m = settings ? this.build(this.name(role), settings) : typeof own === "function" ? own({ role, temperature }) : own!;
       this.built.set(key, m);
     }
     return m;
   }
 
-  private build(model: string, temperature: number): BaseChatModel {
+  private build(model: string, settings: ChatModelSettings): BaseChatModel {
     const common = {
       model,
-      temperature,
+      ...settings,
       // Our retry layer is the only one (docs/configuration.md): none in LangChain's caller (the SDK's
       // own is set to 0 by LangChain). Never streaming: with streaming, ChatOpenAI counts
       // tokens with a tiktoken file it downloads (docs/architecture.md#known-pitfalls).

@@ -12,7 +12,12 @@ import { withRetry } from "./retry.js";
 import { RoleModels, type ChatModelSource, type Role } from "./chat-models.js";
 import { withReplyTap, type ReplyTap } from "./model-fetch.js";
 import { StructuredOutputFormats } from "./structured-output.js";
-import { explainProviderFailure } from "./provider-errors.js";
+import { explainProviderFailure, modelFailure } from "./provider-errors.js";
+import { rejectionOf, type Rejection } from "./provider-rejection.js";
+import { adaptationOf, firstContact, learn, type Adaptation } from "./model-adaptation.js";
+import type { ModelProfile, StructuredMethod } from "./model-profile.js";
+import { roleProfile } from "./role-profiles.js";
+import { fitImages, imageCount } from "./compose-images.js";
 import { readReplyJson, readWireJson } from "./reply-json.js";
 import { imageBytes, promptChars, toLangChainMessages, withImageDetail, type ChatMessage } from "./messages.js";
 import type { CallChain, UsageMeter } from "./usage.js";
@@ -59,8 +64,22 @@ interface StructuredRunnable {
   invoke(messages: BaseMessage[], config: RunnableConfig): Promise<{ raw?: BaseMessage; parsed?: unknown }>;
 }
 
-/** What one attempt gave: a reply (valid or not is decided after), or an unusable one. */
-type Attempt = { raw: AIMessage | undefined; parsed: unknown; tap: ReplyTap; problem: null } | { raw: undefined; parsed: undefined; tap: ReplyTap; problem: string };
+/** What one attempt gave: a reply (valid or not is decided after), an unusable one, or a refusal the server explained. */
+type Attempt =
+  | { raw: AIMessage | undefined; parsed: unknown; tap: ReplyTap; problem: null; rejection?: undefined }
+  | { raw: undefined; parsed: undefined; tap: ReplyTap; problem: string; rejection?: undefined }
+  | { raw: undefined; parsed: undefined; tap: ReplyTap; problem: null; rejection: Rejection; error: unknown };
+
+/** At most this many lessons (a parameter, a mode, an image limit) one call may learn before it gives up. */
+const MAX_LESSONS = 6;
+
+/** Whether a reply holds no JSON object at all: a server that ignored the structured-output mode answered in prose. */
+function isProse(raw: AIMessage | undefined, tap: ReplyTap): boolean {
+  if (raw?.tool_calls?.length || raw?.invalid_tool_calls?.length || tap.message?.tool_calls?.length) return false;
+  const content = raw?.content ?? tap.message?.content;
+  const text = typeof content === "string" ? content : Array.isArray(content) ? JSON.stringify(content) : "";
+  return text.trim() !== "" && !text.includes("{");
+}
 
 /** Errors raised after the model replied, on what it replied (the SDK's json_schema parse, a cut-off reply). */
 const BAD_OUTPUT_ERRORS = new Set(["SyntaxError", "ZodError", "LengthFinishReasonError", "ContentFilterFinishReasonError", "OutputParserException"]);
@@ -108,6 +127,34 @@ export class LlmClient {
     this.formats = new StructuredOutputFormats(cfg.structuredOutput);
   }
 
+  /** A role's model profile as it stands (what its server has shown applied); null for a chat model of the embedding program's. */
+  profileOf(role: Role): ModelProfile | null {
+    if (this.roles.isCustom(role)) return null;
+    return roleProfile(this.cfg, role, this.modelFor(role), this.roles.endpoint(role)!);
+  }
+
+  /**
+   * What this process learned about each role's model and how that changed what is sent,
+   * for provenance (by model name: endpoints stay out of results). Empty when nothing did.
+   */
+  modelBehaviour(): Record<string, Record<string, unknown>> {
+    const out: Record<string, Record<string, unknown>> = {};
+    for (const role of ["executor", "vision", "judge"] as const) {
+      const profile = this.profileOf(role);
+      if (!profile) continue;
+      const a: Adaptation | undefined = adaptationOf(this.roles.endpoint(role)!, profile.model);
+      const notes: Record<string, unknown> = { ...out[profile.model] };
+      if (!profile.temperature) notes.temperature = "none sent (the model takes only its default): rollout diversity comes from the model's own sampling";
+      if (profile.reasoning && profile.reasoningEffort) notes[`reasoningEffort.${role}`] = profile.reasoningEffort;
+      if (a?.structuredOutput) notes.structuredOutput = { mode: a.structuredOutput.mode, switchedBecause: a.structuredOutput.reasons };
+      else if (profile.structuredOutput[0] !== this.cfg.structuredOutput) notes.structuredOutput = { mode: profile.structuredOutput[0] };
+      if (profile.imagesPerRequest !== null) notes.imagesPerRequest = profile.imagesPerRequest;
+      if (a?.tokenParameter) notes.tokenParameter = a.tokenParameter;
+      if (Object.keys(notes).length) out[profile.model] = notes;
+    }
+    return out;
+  }
+
   modelFor(role: Role): string {
     return this.roles.name(role);
   }
@@ -126,10 +173,10 @@ export class LlmClient {
    * options directly (rendered once, structured-output.ts); a chat model of the embedding
    * program's goes through its own `withStructuredOutput`, whatever provider it speaks.
    */
-  private structuredRunnable(call: StructuredCall<z.ZodType>): StructuredRunnable {
-    const model = this.roles.get(call.role, call.temperature);
+  private structuredRunnable(call: StructuredCall<z.ZodType>, method: StructuredMethod, maxOutputTokens: number | null): StructuredRunnable {
+    const model = this.roles.get(call.role, call.temperature, maxOutputTokens);
     if (!this.roles.isCustom(call.role)) {
-      const options = this.formats.callOptions(call.schema, call.schemaName);
+      const options = this.formats.callOptions(call.schema, call.schemaName, method);
       return {
         invoke: async (messages, config) => ({ raw: (await model.invoke(messages, { ...config, ...options })) as AIMessage, parsed: undefined }),
       };
@@ -158,6 +205,12 @@ export class LlmClient {
     return runnable;
   }
 
+  /** Whether the role's profile moved on since `before` (another call learned something meanwhile). */
+  private profileChanged(role: Role, before: ModelProfile): boolean {
+    const now = this.profileOf(role);
+    return now !== null && (now.temperature !== before.temperature || now.tokenParameter !== before.tokenParameter || now.structuredOutput[0] !== before.structuredOutput[0] || now.imagesPerRequest !== before.imagesPerRequest);
+  }
+
   private cacheable(temperature: number): boolean {
     return this.cache !== null && (this.cfg.cache === "all" || (this.cfg.cache === "deterministic" && temperature === 0));
   }
@@ -183,83 +236,166 @@ export class LlmClient {
         return parsed.data;
       }
     }
-    const runnable = this.structuredRunnable(call);
     let messages = call.messages;
     let lastProblem = "";
-    for (let ask = 0; ask <= MAX_REASKS; ask++) {
-      const started = Date.now();
-      const lcMessages = toLangChainMessages(messages);
-      let out: Attempt;
-      try {
-        out = await withRetry(
-          `${call.agent} (${model})`,
-          { maxAttempts: this.cfg.maxAttempts, baseDelayMs: this.cfg.backoffBaseMs, maxRetryAfterMs: this.cfg.maxRetryAfterMs, timeoutMs: this.cfg.timeoutMs },
-          ctx.signal,
-          async ({ signal, attempt }): Promise<Attempt> => {
-            const tap: ReplyTap = { replied: false };
-            try {
-              const result = await withReplyTap(tap, () =>
-                runnable.invoke(lcMessages, {
-                  signal,
-                  runName: `medmmv.${call.agent}`,
-                  metadata: { caseId: ctx.caseKey, agent: call.agent, role: call.role, model, attempt, ask },
-                  tags: ["medmmv", `medmmv.${call.agent}`],
-                  callbacks: this.options.callbacks,
-                }),
-              );
-              return { raw: result.raw as AIMessage | undefined, parsed: result.parsed, tap, problem: null };
-            } catch (err) {
-              if (signal.aborted || !isBadOutput(err, tap)) throw err;
-              return { raw: undefined, parsed: undefined, tap, problem: describeBadOutput(err) };
-            }
-          },
-          ({ error }) => {
-            if (error.status === 429) this.limiter.noteRateLimited(error.retryAfterMs);
-          },
-          (run) => this.limiter.run(ctx.caseKey, ctx.signal, run),
-        );
-      } catch (err) {
-        const d = (err as MedmmvError).details;
-        if (d && (d.status === 429 || d.retryAfterMs !== undefined)) this.limiter.noteRateLimited();
-        ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(messages), imageBytes: imageBytes(messages) });
+    /** The output budget after a reply was cut at its limit (null: none sent, the server's default). */
+    let maxOutputTokens: number | null = null;
+    let lengthReasked = false;
+    let lessons = 0;
+    const facts = () => ({ role: call.role, model, url: this.roles.endpoint(call.role), azure: this.cfg.azure !== null && !this.roles.isCustom(call.role), agent: call.agent });
+    const releases: Array<() => void> = [];
+    try {
+      for (let ask = 0; ask <= MAX_REASKS; ) {
+        // What the previous try had to teach has been learned: the calls waiting on it may go.
+        while (releases.length) releases.pop()!();
+        // The first call to a model (and the first with several images) goes alone; the others wait for what it reveals.
+        // A model whose profile the operator stated has nothing left to discover: its calls go at once.
+        const endpointUrl = this.roles.isCustom(call.role) || this.cfg.profiles?.[model] ? null : this.roles.endpoint(call.role);
+        if (endpointUrl !== null) {
+          const pioneer = await firstContact(endpointUrl, model, "any");
+          if (pioneer) releases.push(pioneer);
+        }
+        let profile = this.profileOf(call.role);
+        let sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
+        if (endpointUrl !== null && imageCount(sent) > 1) {
+          const pioneer = await firstContact(endpointUrl, model, "images");
+          if (pioneer) releases.push(pioneer);
+          profile = this.profileOf(call.role);
+          sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
+        }
+        const method = profile?.structuredOutput[0] ?? this.cfg.structuredOutput;
+        const runnable = this.structuredRunnable(call, method, maxOutputTokens);
+        const started = Date.now();
+        const lcMessages = toLangChainMessages(sent);
+        let out: Attempt;
+        try {
+          out = await withRetry(
+            `${call.agent} (${model})`,
+            { maxAttempts: this.cfg.maxAttempts, baseDelayMs: this.cfg.backoffBaseMs, maxRetryAfterMs: this.cfg.maxRetryAfterMs, timeoutMs: this.cfg.timeoutMs },
+            ctx.signal,
+            async ({ signal, attempt }): Promise<Attempt> => {
+              const tap: ReplyTap = { replied: false };
+              try {
+                const result = await withReplyTap(tap, () =>
+                  runnable.invoke(lcMessages, {
+                    signal,
+                    runName: `medmmv.${call.agent}`,
+                    metadata: { caseId: ctx.caseKey, agent: call.agent, role: call.role, model, attempt, ask },
+                    tags: ["medmmv", `medmmv.${call.agent}`],
+                    callbacks: this.options.callbacks,
+                  }),
+                );
+                return { raw: result.raw as AIMessage | undefined, parsed: result.parsed, tap, problem: null };
+              } catch (err) {
+                if (signal.aborted) throw err;
+                // A refusal whose reason the server stated (a parameter, a mode, the image limit, its
+                // content filter, the context window) is acted on, never retried as it stands.
+                const rejection = rejectionOf(err, tap.rejected);
+                if (rejection) return { raw: undefined, parsed: undefined, tap, problem: null, rejection, error: err };
+                if (!isBadOutput(err, tap)) throw err;
+                return { raw: undefined, parsed: undefined, tap, problem: describeBadOutput(err) };
+              }
+            },
+            ({ error }) => {
+              if (error.status === 429) this.limiter.noteRateLimited(error.retryAfterMs);
+            },
+            (run) => this.limiter.run(ctx.caseKey, ctx.signal, run),
+          );
+        } catch (err) {
+          const d = (err as MedmmvError).details;
+          if (d && (d.status === 429 || d.retryAfterMs !== undefined)) this.limiter.noteRateLimited();
+          ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(sent), imageBytes: imageBytes(sent) });
+          ctx.chain.advance();
+          if (!(err instanceof MedmmvError)) throw err;
+          throw explainProviderFailure(err, facts());
+        }
+        if (out.rejection) {
+          ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(sent), imageBytes: imageBytes(sent) });
+          ctx.chain.advance();
+          const r = out.rejection;
+          const endpoint = this.roles.endpoint(call.role);
+          // What the server told us is learned for the model (once, for the whole process) and the call goes again.
+          const lesson =
+            !profile || endpoint === null || lessons >= MAX_LESSONS
+              ? null
+              : r.kind === "parameter" && (r.parameter === "temperature" || r.parameter === "top_p")
+                ? ({ kind: "noTemperature" } as const)
+                : r.kind === "parameter" && (r.parameter === "max_tokens" || r.parameter === "max_completion_tokens")
+                  ? ({ kind: "tokenParameter", name: r.parameter === "max_tokens" ? "max_completion_tokens" : "max_tokens" } as const)
+                  : r.kind === "structuredOutput"
+                    ? ({ kind: "structuredOutput", failed: method, why: `the server refused ${r.parameter}` } as const)
+                    : r.kind === "imageLimit"
+                      ? ({ kind: "imageLimit", limit: r.limit } as const)
+                      : null;
+          if (lesson && profile && endpoint !== null) {
+            lessons++;
+            // Another call may have learned the same lesson meanwhile: then the next attempt already obeys it.
+            if (learn(endpoint, profile, lesson) || this.profileChanged(call.role, profile)) continue;
+          }
+          throw modelFailure(r, out.error, facts(), { promptChars: promptChars(sent), contextWindow: profile?.contextWindow ?? null });
+        }
+        const usage = out.raw?.usage_metadata;
+        ctx.meter.record({
+          kind: "llm",
+          agent: call.agent,
+          model,
+          latencyMs: Date.now() - started,
+          promptTokens: usage?.input_tokens ?? out.tap.promptTokens,
+          completionTokens: usage?.output_tokens ?? out.tap.completionTokens,
+          // LangChain maps OpenAI's, Azure's and vLLM's usage.prompt_tokens_details.cached_tokens
+          // (and other providers' cache reads) to input_token_details.cache_read.
+          cachedPromptTokens: usage?.input_token_details?.cache_read ?? out.tap.cachedPromptTokens,
+          promptChars: promptChars(sent),
+          imageBytes: imageBytes(sent),
+          // Not in LangChain's usage metadata: read from the raw reply where the provider states it.
+          imageTokens: out.tap.imageTokens,
+          reasoningTokens: usage?.output_token_details?.reasoning ?? out.tap.reasoningTokens,
+        });
         ctx.chain.advance();
-        if (!(err instanceof MedmmvError)) throw err;
-        throw explainProviderFailure(err, { role: call.role, model, url: this.roles.endpoint(call.role), azure: this.cfg.azure !== null && !this.roles.isCustom(call.role) });
+        const finish = out.tap.finishReason ?? (out.raw?.response_metadata?.finish_reason as string | undefined);
+        // Azure filters a reply it has begun: 200, finish_reason content_filter, nothing usable. Not retried.
+        if (finish === "content_filter") throw modelFailure({ kind: "contentFilter", categories: [], message: "" }, undefined, facts(), { contentFilterResults: out.tap.contentFilterResults });
+        const refusal = out.tap.message?.refusal ?? out.raw?.additional_kwargs?.refusal;
+        if (typeof refusal === "string" && refusal.trim()) throw modelFailure({ kind: "refused", message: refusal }, undefined, facts());
+        // Our own reading of the raw reply first: the library's `parsed` is already its zod output.
+        const fromRaw = out.raw ? readReplyJson(out.raw) : readWireJson(out.tap.message);
+        const candidate = fromRaw ?? (out.parsed === null ? undefined : out.parsed);
+        const checked = candidate === undefined ? null : call.schema.safeParse(candidate);
+        if (checked?.success) {
+          if (useCache) await this.cache!.put(key, { parsed: checked.data as Record<string, unknown> }).catch(() => undefined);
+          return checked.data;
+        }
+        if (finish === "length") {
+          // The budget ran out mid-reply: once more with a larger one, up to the model's limit.
+          const limit = profile?.outputLimit ?? null;
+          const used = out.tap.completionTokens ?? usage?.output_tokens ?? 0;
+          const larger = Math.max(2 * (maxOutputTokens ?? used), 4096);
+          const next = limit === null ? larger : Math.min(larger, limit);
+          if (lengthReasked || !profile || next <= (maxOutputTokens ?? used)) throw modelFailure({ kind: "truncated", message: "" }, undefined, facts(), { maxOutputTokens: maxOutputTokens ?? used, outputLimit: limit });
+          lengthReasked = true;
+          maxOutputTokens = next;
+          ask++;
+          continue;
+        }
+        const endpoint = this.roles.endpoint(call.role);
+        if (candidate === undefined && profile && endpoint !== null && lessons < MAX_LESSONS && isProse(out.raw, out.tap)) {
+          // Prose although a structured mode was asked for: the server ignores it. The next mode, for good.
+          lessons++;
+          if (learn(endpoint, profile, { kind: "structuredOutput", failed: method, why: "the server ignored it and answered in prose" }) || this.profileChanged(call.role, profile)) continue;
+        }
+        lastProblem = checked ? formatZodIssues(checked.error) : (out.problem ?? "the reply was not valid JSON");
+        // Re-ask with the validation error; the bad reply is quoted back only as data.
+        messages = [
+          ...call.messages,
+          {
+            role: "user",
+            content: `Your previous reply could not be used: ${lastProblem}. Reply again with ONLY a JSON object that matches the required schema "${call.schemaName}" exactly.`,
+          },
+        ];
+        ask++;
       }
-      const usage = out.raw?.usage_metadata;
-      ctx.meter.record({
-        kind: "llm",
-        agent: call.agent,
-        model,
-        latencyMs: Date.now() - started,
-        promptTokens: usage?.input_tokens ?? out.tap.promptTokens,
-        completionTokens: usage?.output_tokens ?? out.tap.completionTokens,
-        // LangChain maps OpenAI's, Azure's and vLLM's usage.prompt_tokens_details.cached_tokens
-        // (and other providers' cache reads) to input_token_details.cache_read.
-        cachedPromptTokens: usage?.input_token_details?.cache_read ?? out.tap.cachedPromptTokens,
-        promptChars: promptChars(messages),
-        imageBytes: imageBytes(messages),
-        // Not in LangChain's usage metadata: read from the raw reply where the provider states it.
-        imageTokens: out.tap.imageTokens,
-      });
-      ctx.chain.advance();
-      // Our own reading of the raw reply first: the library's `parsed` is already its zod output.
-      const fromRaw = out.raw ? readReplyJson(out.raw) : readWireJson(out.tap.message);
-      const candidate = fromRaw ?? (out.parsed === null ? undefined : out.parsed);
-      const checked = candidate === undefined ? null : call.schema.safeParse(candidate);
-      if (checked?.success) {
-        if (useCache) await this.cache!.put(key, { parsed: checked.data as Record<string, unknown> }).catch(() => undefined);
-        return checked.data;
-      }
-      lastProblem = checked ? formatZodIssues(checked.error) : (out.problem ?? "the reply was not valid JSON");
-      // Re-ask with the validation error; the bad reply is quoted back only as data.
-      messages = [
-        ...call.messages,
-        {
-          role: "user",
-          content: `Your previous reply could not be used: ${lastProblem}. Reply again with ONLY a JSON object that matches the required schema "${call.schemaName}" exactly.`,
-        },
-      ];
+    } finally {
+      for (const release of releases) release();
     }
     throw new MedmmvError("LLM_BAD_OUTPUT", `${call.agent}: the model's structured output was still invalid after ${MAX_REASKS} re-asks (${lastProblem})`, { retryable: false });
   }

@@ -3,13 +3,19 @@ import { readCappedBody } from "../net/read-capped-body.js";
 
 /**
  * The fetch under the OpenAI SDK (ChatOpenAI's `configuration.fetch`). The SDK builds the
- * request; this only looks at the reply before the SDK does, for what the SDK takes at face
+ * request; this looks at the reply before the SDK does, for what the SDK takes at face
  * value: a 2xx body that is an error object, not JSON, or unboundedly large. Model replies
  * are untrusted input.
+ *
+ * The reply is parsed once, here: the SDK is handed a Response whose `json()` returns the
+ * object already parsed, so what we read from the wire (usage details LangChain drops,
+ * finish_reason, a refusal, an error body) costs no second JSON.parse.
  */
 
 /** A reply larger than this is refused. */
 export const MAX_REPLY_BYTES = 32 * 1024 * 1024;
+/** An error body larger than this is not read for its reason (a provider's error is a few hundred bytes). */
+const MAX_ERROR_BYTES = 256 * 1024;
 
 /**
  * What one attempt's HTTP exchange showed, for the client that made it. The SDK can throw
@@ -24,12 +30,21 @@ export interface ReplyTap {
   cachedPromptTokens?: number;
   /** usage.prompt_tokens_details.image_tokens, where the provider states it (part of promptTokens). */
   imageTokens?: number;
+  /** usage.completion_tokens_details.reasoning_tokens (part of completionTokens, billed as output). */
+  reasoningTokens?: number;
+  /** The first choice's finish_reason ("stop", "length", "content_filter", "tool_calls"). */
+  finishReason?: string;
   /** The first choice's message as sent, for reading the JSON the SDK refused. */
   message?: WireMessage;
+  /** Azure's per-category verdicts on the completion (choices[0].content_filter_results). */
+  contentFilterResults?: unknown;
+  /** A non-2xx reply: its status and its parsed body (null when it was not JSON). */
+  rejected?: { status: number; body: unknown };
 }
 
 export interface WireMessage {
   content?: unknown;
+  refusal?: unknown;
   tool_calls?: Array<{ function?: { arguments?: unknown } }>;
 }
 
@@ -40,19 +55,50 @@ export function withReplyTap<T>(tap: ReplyTap, run: () => Promise<T>): Promise<T
   return taps.run(tap, run);
 }
 
-/** A reply the SDK will read as an HTTP error with this status (and so our retry layer too). */
-function providerFault(from: Response, status: number, message: string): Response {
+/**
+ * A Response whose body was already read and parsed: the SDK's `json()` gets the object
+ * (no second parse), `text()` the original text (the SDK reads error bodies as text).
+ */
+class ParsedResponse extends Response {
+  constructor(
+    private readonly parsed: unknown,
+    private readonly raw: string,
+    init: ResponseInit,
+  ) {
+    super(null, init);
+  }
+  override json(): Promise<unknown> {
+    return Promise.resolve(this.parsed);
+  }
+  override text(): Promise<string> {
+    return Promise.resolve(this.raw);
+  }
+}
+
+function headersOf(from: Response): Headers {
   const headers = new Headers(from.headers);
   headers.delete("content-length");
   headers.delete("content-encoding");
   headers.set("content-type", "application/json");
-  return new Response(JSON.stringify({ error: { message, type: "provider_fault", code: null } }), { status, headers });
+  return headers;
+}
+
+/** A reply the SDK will read as an HTTP error with this status (and so our retry layer too). */
+function providerFault(from: Response, status: number, message: string): Response {
+  const body = { error: { message, type: "provider_fault", code: null } };
+  return new ParsedResponse(body, JSON.stringify(body), { status, headers: headersOf(from) });
 }
 
 interface WireReply {
   error?: { message?: unknown; code?: unknown } | string;
-  choices?: Array<{ message?: WireMessage }>;
-  usage?: { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown; image_tokens?: unknown } | null; prompt_cache_hit_tokens?: unknown };
+  choices?: Array<{ message?: WireMessage; finish_reason?: unknown; content_filter_results?: unknown }>;
+  usage?: {
+    prompt_tokens?: unknown;
+    completion_tokens?: unknown;
+    prompt_tokens_details?: { cached_tokens?: unknown; image_tokens?: unknown } | null;
+    completion_tokens_details?: { reasoning_tokens?: unknown } | null;
+    prompt_cache_hit_tokens?: unknown;
+  };
 }
 
 /**
@@ -69,8 +115,32 @@ export function guardedFetch(opts: { withoutAuthorization?: boolean } = {}): typ
   };
 }
 
+function count(v: unknown): number | undefined {
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.round(v) : undefined;
+}
+
+/** A refused request: its body is read (bounded) for the reason the provider states, then handed on as the SDK expects. */
+async function readRejection(res: Response): Promise<Response> {
+  const tap = taps.getStore();
+  if (!tap || !res.body) return res;
+  const bytes = await readCappedBody(res, MAX_ERROR_BYTES);
+  const text = bytes === null ? "" : bytes.toString("utf8");
+  let body: unknown = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = null;
+  }
+  tap.rejected = { status: res.status, body };
+  const headers = new Headers(res.headers);
+  headers.delete("content-length");
+  headers.delete("content-encoding");
+  return new ParsedResponse(body, text, { status: res.status, statusText: res.statusText, headers });
+}
+
 async function guardReply(res: Response): Promise<Response> {
-  if (!res.ok || !res.body) return res;
+  if (!res.ok) return readRejection(res);
+  if (!res.body) return res;
   const bytes = await readCappedBody(res, MAX_REPLY_BYTES);
   if (bytes === null) return providerFault(res, 502, `the model's reply is larger than ${MAX_REPLY_BYTES} bytes`);
   const text = bytes.toString("utf8");
@@ -93,16 +163,15 @@ async function guardReply(res: Response): Promise<Response> {
   if (tap) {
     tap.replied = true;
     const u = reply?.usage;
-    if (typeof u?.prompt_tokens === "number") tap.promptTokens = u.prompt_tokens;
-    if (typeof u?.completion_tokens === "number") tap.completionTokens = u.completion_tokens;
-    const cached = u?.prompt_tokens_details?.cached_tokens ?? u?.prompt_cache_hit_tokens;
-    if (typeof cached === "number") tap.cachedPromptTokens = cached;
-    const imageTokens = u?.prompt_tokens_details?.image_tokens;
-    if (typeof imageTokens === "number" && Number.isFinite(imageTokens) && imageTokens >= 0) tap.imageTokens = Math.round(imageTokens);
-    tap.message = reply?.choices?.[0]?.message;
+    tap.promptTokens = count(u?.prompt_tokens) ?? tap.promptTokens;
+    tap.completionTokens = count(u?.completion_tokens) ?? tap.completionTokens;
+    tap.cachedPromptTokens = count(u?.prompt_tokens_details?.cached_tokens ?? u?.prompt_cache_hit_tokens) ?? tap.cachedPromptTokens;
+    tap.imageTokens = count(u?.prompt_tokens_details?.image_tokens) ?? tap.imageTokens;
+    tap.reasoningTokens = count(u?.completion_tokens_details?.reasoning_tokens) ?? tap.reasoningTokens;
+    const choice = reply?.choices?.[0];
+    tap.message = choice?.message;
+    if (typeof choice?.finish_reason === "string") tap.finishReason = choice.finish_reason;
+    if (choice?.content_filter_results !== undefined) tap.contentFilterResults = choice.content_filter_results;
   }
-  const headers = new Headers(res.headers);
-  headers.delete("content-length");
-  headers.delete("content-encoding");
-  return new Response(text, { status: res.status, statusText: res.statusText, headers });
+  return new ParsedResponse(reply, text, { status: res.status, statusText: res.statusText, headers: headersOf(res) });
 }

@@ -1,5 +1,6 @@
 import { causes, MedmmvError } from "../contracts/errors.js";
 import { MODEL_VARIABLE, type Role } from "./chat-models.js";
+import { filteredCategories, type FilterCategory, type Rejection } from "./provider-rejection.js";
 
 /**
  * First-run failures of the model endpoint, reworded to name the fix (issue 16): an
@@ -83,4 +84,78 @@ export function explainProviderFailure(err: MedmmvError, facts: EndpointFacts): 
     );
   }
   return err;
+}
+
+/** A failure the model or its server explained, beside the refusals of provider-rejection.ts. */
+export type ModelFailure = Rejection | { kind: "refused"; message: string } | { kind: "truncated"; message: string };
+
+export interface FailureFacts extends EndpointFacts {
+  agent: string;
+}
+
+function categoriesText(categories: FilterCategory[]): string {
+  return categories.length ? categories.map((c) => `${c.category}${c.severity ? `: ${c.severity}` : ""}`).join(", ") : "no category stated";
+}
+
+/**
+ * The typed error of a failure the provider explained. Its message is safe for the case's
+ * owner (it names the agent, the parameter, the filter's categories, the sizes), never the
+ * provider's own words, which can quote the case: those stay on the cause, for the server
+ * log and the CLI (whose user is the operator). None of these is retried: the same request
+ * would meet the same answer.
+ */
+export function modelFailure(
+  f: ModelFailure,
+  cause: unknown,
+  facts: FailureFacts,
+  extra: { promptChars?: number; contextWindow?: number | null; contentFilterResults?: unknown; maxOutputTokens?: number; outputLimit?: number | null } = {},
+): MedmmvError {
+  const who = `${facts.agent} (${facts.model})`;
+  const opts = (details: Record<string, unknown>) => ({ cause, retryable: false, details: { agent: facts.agent, model: facts.model, ...details } });
+  switch (f.kind) {
+    case "contentFilter": {
+      const categories = f.categories.length ? f.categories : filteredCategories(extra.contentFilterResults);
+      const provider = facts.azure ? "Azure OpenAI" : "the provider";
+      const where = cause === undefined ? "reply" : "prompt";
+      return new MedmmvError(
+        "CONTENT_FILTERED",
+        `${who}: ${provider}'s content filter refused the ${where} (${categoriesText(categories)}); not retried. Clinical notes often trip these filters: ask the provider for a filter configuration for clinical use, or run this case on another deployment`,
+        opts({ provider, filteredAt: where, categories }),
+      );
+    }
+    case "refused":
+      return new MedmmvError("MODEL_REFUSED", `${who}: the model declined to answer (its reply is a refusal); not retried`, opts({}));
+    case "truncated":
+      return new MedmmvError(
+        "OUTPUT_TRUNCATED",
+        `${who}: the reply was cut at its output limit (${extra.maxOutputTokens ?? "?"} tokens) also after a re-ask with a larger budget${extra.outputLimit ? ` (the model's limit is ${extra.outputLimit})` : ""}; set a larger outputLimit for the model in MEDMMV_MODEL_PROFILES, or use a model with a larger output limit`,
+        opts({ maxOutputTokens: extra.maxOutputTokens ?? null, outputLimit: extra.outputLimit ?? null }),
+      );
+    case "contextLength": {
+      const window = f.window ?? extra.contextWindow ?? null;
+      return new MedmmvError(
+        "CONTEXT_TOO_LONG",
+        `${who}: the prompt (${f.requested !== null ? `${f.requested} tokens` : `${extra.promptChars ?? "?"} characters`}) does not fit the model's context window${window !== null ? ` of ${window} tokens` : ""}; lower MEDMMV_FHIR_NOTES_BUDGET (the notes every call carries) or MEDMMV_IMAGE_MODEL_LONG_SIDE, send fewer images, or use a model with a larger window`,
+        opts({ window, requested: f.requested }),
+      );
+    }
+    case "parameter":
+      return new MedmmvError(
+        "MODEL_PARAMETER_UNSUPPORTED",
+        `${who}: the model does not take the parameter "${f.parameter}", and it cannot be left out; describe the model in MEDMMV_MODEL_PROFILES (docs/models.md), or check \`medmmv models check\``,
+        opts({ parameter: f.parameter }),
+      );
+    case "structuredOutput":
+      return new MedmmvError(
+        "MODEL_PARAMETER_UNSUPPORTED",
+        `${who}: the server refuses "${f.parameter}" and no other structured-output mode is left to try; set the modes that work in MEDMMV_STRUCTURED_OUTPUT or the model's profile (\`medmmv models check\` probes them)`,
+        opts({ parameter: f.parameter }),
+      );
+    case "imageLimit":
+      return new MedmmvError(
+        "MODEL_PARAMETER_UNSUPPORTED",
+        `${who}: the server takes at most ${f.limit} image(s) per request even after the images were composed to fit; raise its limit (vLLM: --limit-mm-per-prompt)`,
+        opts({ parameter: "images", imagesPerRequest: f.limit }),
+      );
+  }
 }

@@ -24,18 +24,20 @@ export type StructuredCallOptions = Pick<ChatOpenAICallOptions, "response_format
 export class StructuredOutputFormats {
   private readonly rendered = new WeakMap<z.ZodType, Map<string, StructuredCallOptions>>();
 
+  /** `method`: the configured mode; a call may name another (the model's profile fell back from it). */
   constructor(private readonly method: StructuredMethod) {}
 
-  callOptions(schema: z.ZodType, name: string): StructuredCallOptions {
+  callOptions(schema: z.ZodType, name: string, method: StructuredMethod = this.method): StructuredCallOptions {
     let byName = this.rendered.get(schema);
     if (!byName) {
       byName = new Map();
       this.rendered.set(schema, byName);
     }
-    let options = byName.get(name);
+    const key = `${method}|${name}`;
+    let options = byName.get(key);
     if (!options) {
-      options = renderCallOptions(this.method, schema, name);
-      byName.set(name, options);
+      options = renderCallOptions(method, schema, name);
+      byName.set(key, options);
     }
     return options;
   }

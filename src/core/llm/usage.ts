@@ -19,6 +19,8 @@ export interface CallRecord {
   imageBytes?: number;
   /** Prompt tokens the provider says the images took (part of promptTokens), where it says so. */
   imageTokens?: number;
+  /** Completion tokens the model spent reasoning (part of completionTokens, billed at the output rate). */
+  reasoningTokens?: number;
   kind: "llm" | "search";
 }
 
@@ -36,7 +38,7 @@ export function callCostUsd(price: Prices[string] | undefined, promptTokens: num
 type AgentTotals = Usage["byAgent"][string] & { promptChars?: number };
 
 function emptyAgent(): AgentTotals {
-  return { calls: 0, promptTokens: 0, completionTokens: 0, cachedPromptTokens: 0, costUsd: 0, latencyMs: 0, failures: 0, cacheHits: 0, promptChars: 0, imageBytes: 0, imageTokens: 0 };
+  return { calls: 0, promptTokens: 0, completionTokens: 0, cachedPromptTokens: 0, costUsd: 0, latencyMs: 0, failures: 0, cacheHits: 0, promptChars: 0, imageBytes: 0, imageTokens: 0, reasoningTokens: 0 };
 }
 
 export class UsageMeter {
@@ -48,6 +50,7 @@ export class UsageMeter {
   private completionTokens = 0;
   private imageBytes = 0;
   private imageTokens = 0;
+  private reasoningTokens = 0;
   private costUsd = 0;
   private cacheHits = 0;
   private longestChain = 0;
@@ -88,6 +91,9 @@ export class UsageMeter {
     const imageTokens = Math.min(r.imageTokens ?? 0, pt);
     a.imageTokens! += imageTokens;
     this.imageTokens += imageTokens;
+    const reasoning = Math.min(r.reasoningTokens ?? 0, ct);
+    a.reasoningTokens! += reasoning;
+    this.reasoningTokens += reasoning;
     this.promptTokens += pt;
     this.completionTokens += ct;
     this.cachedPromptTokens += cached;
@@ -117,6 +123,7 @@ export class UsageMeter {
       a.cachedPromptTokens! += t.cachedPromptTokens ?? 0;
       a.imageBytes! += t.imageBytes ?? 0;
       a.imageTokens! += t.imageTokens ?? 0;
+      a.reasoningTokens! += t.reasoningTokens ?? 0;
     }
     this.llmCalls += u.llmCalls;
     this.searchCalls += u.searchCalls;
@@ -125,6 +132,7 @@ export class UsageMeter {
     this.cachedPromptTokens += u.cachedPromptTokens ?? 0;
     this.imageBytes += u.imageBytes ?? 0;
     this.imageTokens += u.imageTokens ?? 0;
+    this.reasoningTokens += u.reasoningTokens ?? 0;
     this.costUsd += u.costUsd;
     this.cacheHits += u.cacheHits ?? 0;
     this.observeChain(u.criticalPathCalls ?? 0);
@@ -144,6 +152,7 @@ export class UsageMeter {
       cachedPromptTokens: this.cachedPromptTokens,
       imageBytes: this.imageBytes,
       imageTokens: this.imageTokens,
+      reasoningTokens: this.reasoningTokens,
     };
   }
 }

@@ -8,6 +8,16 @@ export interface CaseOutcome {
   error?: { code: string; message: string };
 }
 
+/** Failures that name one cause the operator acts on (a provider's filter, a model's limit), not an outage. */
+const ONE_CAUSE = new Set(["CONTENT_FILTERED", "MODEL_REFUSED", "MODEL_PARAMETER_UNSUPPORTED", "CONTEXT_TOO_LONG", "OUTPUT_TRUNCATED"]);
+
+/** The code every rollout failed with, when it is one of those: the case failed for that reason. */
+function sharedCause(rollouts: readonly RolloutRecord[]): string | undefined {
+  const codes = new Set(rollouts.map((r) => r.error?.code));
+  const [only] = codes;
+  return codes.size === 1 && only !== undefined && ONE_CAUSE.has(only) ? only : undefined;
+}
+
 /**
  * When the pipeline refuses to answer. It fails when no path survived refinement; it abstains
  * when the selected path commits to no option of a multiple-choice question, or when every
@@ -28,7 +38,7 @@ export function decideOutcome(input: {
       status: "failed",
       abstentionReason: null,
       error: noRollouts
-        ? { code: "PIPELINE_FAILED", message: `all ${rollouts.length} rollouts failed (first error: ${rollouts.find((r) => r.error)?.error?.message ?? "unknown"})` }
+        ? { code: sharedCause(rollouts) ?? "PIPELINE_FAILED", message: `all ${rollouts.length} rollouts failed (first error: ${rollouts.find((r) => r.error)?.error?.message ?? "unknown"})` }
         : { code: "PIPELINE_FAILED", message: `no candidate path could be refined and scored (${refined.length} tried)` },
     };
   }

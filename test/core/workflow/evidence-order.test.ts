@@ -47,7 +47,9 @@ async function fullGraph(heldDoctor: "text-doctor" | "image-doctor", heldAnalysi
   servers.model.reset();
   servers.search.reset();
   const image = await prepareImage({ id: "img1", data: smallPng().toString("base64") }, { maxBytes: 1e6, maxPixels: 1e6, allowPath: false });
-  const cfg = servers.config();
+  // The scripted model's profile is stated, so its first calls are not held back one at a time
+  // (docs/models.md): the race below needs both doctors' first calls in flight together.
+  const cfg = servers.config({ MEDMMV_MODEL_PROFILES: JSON.stringify({ "scripted-executor": {}, "scripted-judge": {} }) });
   const emit = (type: string, data: Record<string, unknown>) => {
     if (type === "evidence" && (data.agent === "text-doctor" || data.agent === "image-doctor")) doctors.push(data.agent);
   };

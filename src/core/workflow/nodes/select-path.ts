@@ -142,6 +142,7 @@ export function selectPathNode(deps: WorkflowDeps) {
           select: opts.select,
           ablations: opts.ablations,
           rolloutsSampled: rollouts.length,
+          ...modelBehaviourNote(deps.agents.llm.modelBehaviour()),
           ...(opts.budget && (opts.budget.maxTokens !== null || opts.budget.maxCostUsd !== null) ? { budget: opts.budget } : {}),
           ...(c.pathway ? { pathway: typeof c.pathway === "string" ? c.pathway : c.pathway.id } : {}),
         },
@@ -162,6 +163,11 @@ export function selectPathNode(deps: WorkflowDeps) {
     };
     return { result: DiagnosisResult.parse(result) };
   };
+}
+
+/** What the models' profiles and servers changed about what was sent (no temperature, another structured-output mode, composed images). */
+function modelBehaviourNote(behaviour: Record<string, Record<string, unknown>>): { modelBehaviour?: Record<string, Record<string, unknown>> } {
+  return Object.keys(behaviour).length ? { modelBehaviour: behaviour } : {};
 }
 
 /** Where the case's budget cut repairs short: the budget and the paths whose remaining repairs were skipped. */

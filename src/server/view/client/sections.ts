@@ -181,6 +181,7 @@ export function renderUsage(r: Result): HTMLElement {
       ["prompt tokens from the provider's cache", u.cachedPromptTokens ?? 0],
       ["image data sent (KiB, every call's copy)", fmt((u.imageBytes ?? 0) / 1024, 1)],
       ["image tokens (as the provider states them)", u.imageTokens ? u.imageTokens : "not stated"],
+      ...(u.reasoningTokens ? [["reasoning tokens (part of completion, billed as output)", u.reasoningTokens] as [string, number]] : []),
       ["cost (USD)", fmt(u.costUsd, 4)],
       ...(r.budgetExhausted ? [["budget exhausted", `remaining repairs skipped on ${r.budgetExhausted.pathsWithRepairsSkipped.join(", ")}`] as [string, string]] : []),
       ["wall time", `${fmt(u.wallMs / 1000, 2)} s`],
@@ -228,6 +229,10 @@ export function renderProvenance(r: Result): HTMLElement {
     h("pre", null, JSON.stringify(p.config, null, 2)),
   );
   const failures = p.failures ?? [];
+  // Which agent the provider's content filter stopped, or which the model refused: a reviewer must see it apart from outages.
+  const stopped = failures.filter((f) => f.code === "CONTENT_FILTERED" || f.code === "MODEL_REFUSED");
+  if (stopped.length)
+    append(s, h("h3", null, "Filtered or refused"), table(["agent", "code", "what the provider stated"], stopped.map((f) => h("tr", null, h("td", null, f.branch), h("td", null, f.code), h("td", null, f.message)))));
   append(s, h("h3", null, "Branch failures"));
   if (failures.length === 0) append(s, h("p", { class: "muted small" }, "none"));
   else append(s, table(["branch", "code", "message"], failures.map((f) => h("tr", null, h("td", null, f.branch), h("td", null, f.code), h("td", null, f.message)))));

