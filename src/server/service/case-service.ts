@@ -164,6 +164,7 @@ export class CaseService {
       maxDecodedBytes: this.#config.http.maxImageDecodedBytes,
       maxDicomFrames: this.#config.images.dicomMaxFrames,
       dicomweb: this.#config.images.dicomweb,
+      tenant: req.owner,
       allowPath: false,
     });
     const stored = toStoredInput(prepared);

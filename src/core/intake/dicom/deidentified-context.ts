@@ -14,6 +14,9 @@ const IDENTIFYING = [
   "ResponsiblePerson", "IssuerOfPatientID", "MedicalRecordLocator", "PatientInsurancePlanCodeSequence",
 ];
 
+/** Every attribute deidentifiedContext reads (the decoder sends back these, and no others). */
+export const CONTEXT_ATTRIBUTES: readonly string[] = ["Modality", "BodyPartExamined", "StudyDescription", "PatientAge", "PatientSex", ...IDENTIFYING];
+
 const CODE_STRING = /^[A-Z0-9 _]{1,16}$/;
 
 function text(v: unknown): string | undefined {

@@ -13,6 +13,8 @@ export interface DicomwebOptions {
   timeoutMs: number;
   /** Attempts per request on a network error, 429 or 5xx. */
   attempts: number;
+  /** The case's pictures still free: a series needing more instances is refused before any is fetched. */
+  pictures?: { readonly left: number; readonly max: number };
 }
 
 export function isAllowedDicomwebServer(server: string, allowList: readonly string[]): boolean {
@@ -147,6 +149,10 @@ export async function fetchDicomweb(imageId: string, ref: DicomwebRef, o: Dicomw
     .sort((a, b) => a.number - b.number || a.uid.localeCompare(b.uid));
   if (instances.length === 0) throw refuse("NOT_FOUND", imageId, "the series has no instances");
   const chosen = representativeFrames(instances.length, o.maxInstances).map((k) => instances[k]!);
+  // Each instance is at least one picture: refuse before fetching what the case could not send.
+  if (o.pictures && chosen.length > o.pictures.left) {
+    throw new MedmmvError("PAYLOAD_TOO_LARGE", `image "${imageId}" (DICOMweb): its ${chosen.length} instances would take the case past ${o.pictures.max} pictures; nothing was fetched`, { details: { imageId, pictures: chosen.length, left: o.pictures.left, max: o.pictures.max } });
+  }
   const files: Buffer[] = [];
   for (const inst of chosen) {
     const { body, contentType } = await get(`${study}/series/${series}/instances/${inst.uid}`, 'multipart/related; type="application/dicom"; transfer-syntax=*', ref, o, imageId);

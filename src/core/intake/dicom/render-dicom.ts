@@ -2,8 +2,9 @@ import { createHash } from "node:crypto";
 import sharp from "sharp";
 import { MedmmvError } from "../../contracts/errors.js";
 import type { DicomProvenance, LoadedImage } from "../../contracts/clinical-case.js";
-import { deidentifiedContext } from "./deidentified-context.js";
-import { DicomWorkerError, openDicom } from "./dicom-worker.js";
+import { CONTEXT_ATTRIBUTES, deidentifiedContext } from "./deidentified-context.js";
+import { DecodeWorkerFailure } from "./decode-pool.js";
+import { DicomWorkerError, withParsedDicom, type ParsedDicom, type RenderedFrame } from "./dicom-worker.js";
 import { CT_WINDOWS, defaultWindow, objectWindow, representativeFrames, type DicomWindow } from "./windows.js";
 
 /** Part 10 files start with a 128-byte preamble, then "DICM". */
@@ -58,6 +59,10 @@ export interface DicomLimits {
   maxDecodedBytes: number;
   /** Extra CT windows the case's question needs (ctWindowsAskedFor), each another rendering. */
   extraCtWindows?: ReadonlyArray<keyof typeof CT_WINDOWS>;
+  /** Whose object this is: the decode pool serves tenants in turn. */
+  tenant?: string;
+  /** The case's pictures still free; renderings are reserved from it before decoding. */
+  pictures?: PictureBudget;
 }
 
 function refuse(code: "INVALID_INPUT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA" | "UNPROCESSABLE", imageId: string, why: string, details?: Record<string, unknown>): MedmmvError {
@@ -75,29 +80,72 @@ function int(v: unknown): number | undefined {
   return typeof n === "number" && Number.isInteger(n) ? n : undefined;
 }
 
+/** The header attributes the main thread reads (the worker sends back these and no others). */
+const HEADER_ATTRIBUTES = [
+  "Rows", "Columns", "NumberOfFrames", "SamplesPerPixel", "BitsAllocated", "PhotometricInterpretation", "Modality",
+  "BurnedInAnnotation", "WindowCenter", "WindowWidth", "SOPInstanceUID", "SeriesInstanceUID", "StudyInstanceUID",
+  ...CONTEXT_ATTRIBUTES,
+];
+
+/** Pictures a case may still take; each object reserves its renderings before it decodes them. */
+export interface PictureBudget {
+  left: number;
+  readonly max: number;
+}
+
+/** Reserve `n` pictures of the case's budget, or refuse (413) before anything is decoded. */
+export function reservePictures(budget: PictureBudget | undefined, n: number, imageId: string): void {
+  if (!budget) return;
+  if (n > budget.left) {
+    throw new MedmmvError("PAYLOAD_TOO_LARGE", `image "${imageId}": its ${n} picture(s) would take the case past ${budget.max} pictures (DICOM frames and instances count one each); send fewer images or frames`, { details: { imageId, pictures: n, left: budget.left, max: budget.max } });
+  }
+  budget.left -= n;
+}
+
 /**
  * A DICOM Part 10 object as pictures for the model: representative frames, each windowed by
  * the rule in docs/imaging.md and encoded as PNG, with its provenance (UIDs, frame, window)
  * beside it and only de-identified context in its caption. The header is checked against
- * the limits before any pixel is decoded.
+ * the limits (and the case's picture budget) before any pixel is decoded.
  */
 export async function renderDicom(imageId: string, buf: Buffer, caption: string | undefined, limits: DicomLimits): Promise<LoadedImage[]> {
-  // Parsing and decoding run in a worker thread (render-worker.mjs): a large compressed frame
-  // takes hundreds of milliseconds of WebAssembly, which must not stall the event loop.
-  let dicom: Awaited<ReturnType<typeof openDicom>>;
+  // Parsing and decoding run in the decode pool's threads (decode-pool.ts): a large compressed
+  // frame takes hundreds of milliseconds of WebAssembly, which must not stall the event loop.
+  let plan: RenderPlan;
   try {
-    dicom = await openDicom(buf);
+    plan = await withParsedDicom(limits.tenant ?? "", buf, HEADER_ATTRIBUTES, (dicom) => renderParsed(imageId, buf, limits, dicom));
   } catch (e) {
-    throw refuse("INVALID_INPUT", imageId, `the file cannot be parsed (${reason(e)}); it is truncated or not DICOM Part 10`);
+    throw decodeRefusal(imageId, e);
   }
-  try {
-    return await renderParsed(imageId, buf, caption, limits, dicom);
-  } finally {
-    dicom.close();
-  }
+  return encodePictures(imageId, caption, plan);
 }
 
-async function renderParsed(imageId: string, buf: Buffer, caption: string | undefined, limits: DicomLimits, dicom: Awaited<ReturnType<typeof openDicom>>): Promise<LoadedImage[]> {
+/** A failure of the worker or the pool as a 4xx that says what went wrong. */
+function decodeRefusal(imageId: string, e: unknown): unknown {
+  if (e instanceof MedmmvError) return e;
+  if (e instanceof DecodeWorkerFailure) {
+    if (e.kind === "timeout") return refuse("UNPROCESSABLE", imageId, `${e.message}; the object is refused (its codestream is unusually costly to decode)`, { limit: "decode-time" });
+    if (e.kind === "memory") return refuse("PAYLOAD_TOO_LARGE", imageId, e.message, { limit: "decoder-memory" });
+    return refuse("INVALID_INPUT", imageId, `${e.message} on this object; it is malformed`);
+  }
+  if (e instanceof DicomWorkerError && e.stage === "render") {
+    const frame = e.frame !== undefined ? e.frame + 1 : undefined;
+    return refuse("INVALID_INPUT", imageId, `${frame ? `frame ${frame}` : "a frame"} cannot be decoded (${reason(e)}); the pixel data is truncated or corrupt`, frame ? { frame } : undefined);
+  }
+  return refuse("INVALID_INPUT", imageId, `the file cannot be parsed (${reason(e)}); it is truncated or not DICOM Part 10`);
+}
+
+interface RenderPlan {
+  elements: Record<string, unknown>;
+  tsUid: string;
+  frames: number;
+  monochrome: boolean;
+  chosen: number[];
+  renderings: Array<{ frame: number; window: DicomWindow | null; suffix: string }>;
+  pictures: RenderedFrame[];
+}
+
+async function renderParsed(imageId: string, buf: Buffer, limits: DicomLimits, dicom: ParsedDicom): Promise<RenderPlan> {
   const { elements, transferSyntaxUid: tsUid } = dicom.header;
   if (!TRANSFER_SYNTAXES[tsUid]) {
     throw refuse("UNSUPPORTED_MEDIA", imageId, `transfer syntax ${tsUid} is not supported; send it uncompressed or as RLE, JPEG, JPEG-LS or JPEG 2000`, { transferSyntaxUid: tsUid });
@@ -117,7 +165,6 @@ async function renderParsed(imageId: string, buf: Buffer, caption: string | unde
     throw refuse("PAYLOAD_TOO_LARGE", imageId, `a frame is ${columns}×${rows} (${rows * columns} pixels); the limit is ${limits.maxPixels} pixels`, { width: columns, height: rows, maxPixels: limits.maxPixels });
   }
 
-  const context = deidentifiedContext(elements);
   const own = objectWindow(elements);
   const monochrome = /^MONOCHROME[12]$/.test(text(elements.PhotometricInterpretation) ?? "");
   const chosen = representativeFrames(frames, limits.maxFrames);
@@ -135,14 +182,15 @@ async function renderParsed(imageId: string, buf: Buffer, caption: string | unde
     const have = Math.min(dicom.header.pixelBytes, bytesAfterPixelDataTag(buf, tsUid));
     if (have < need) throw refuse("INVALID_INPUT", imageId, `the pixel data holds ${have} bytes where Rows × Columns × frames need ${need}; the file is truncated`, { pixelBytes: have, expected: need });
   }
+  reservePictures(limits.pictures, renderings.length, imageId);
+  const pictures = await dicom.render(renderings.map(({ frame, window }) => ({ frame, window: window ? { center: window.center, width: window.width } : null })));
+  return { elements, tsUid, frames, monochrome, chosen, renderings, pictures };
+}
 
-  let pictures: Awaited<ReturnType<typeof dicom.render>>;
-  try {
-    pictures = await dicom.render(renderings.map(({ frame, window }) => ({ frame, window: window ? { center: window.center, width: window.width } : null })));
-  } catch (e) {
-    const frame = e instanceof DicomWorkerError && e.frame !== undefined ? e.frame + 1 : undefined;
-    throw refuse("INVALID_INPUT", imageId, `${frame ? `frame ${frame}` : "a frame"} cannot be decoded (${reason(e)}); the pixel data is truncated or corrupt`, frame ? { frame } : undefined);
-  }
+/** The rendered frames as PNG pictures of the case, with provenance and a de-identified caption. */
+async function encodePictures(imageId: string, caption: string | undefined, plan: RenderPlan): Promise<LoadedImage[]> {
+  const { elements, tsUid, frames, monochrome, chosen, renderings, pictures } = plan;
+  const context = deidentifiedContext(elements);
   const out: LoadedImage[] = [];
   for (const [k, { frame, window, suffix }] of renderings.entries()) {
     const rendered = pictures[k]!;
