@@ -1,9 +1,13 @@
 import { createHash } from "node:crypto";
+import { promisify } from "node:util";
+import { inflateRaw } from "node:zlib";
 import sharp from "sharp";
 import { MedmmvError } from "../../contracts/errors.js";
 import type { DicomProvenance, LoadedImage } from "../../contracts/clinical-case.js";
 import { CONTEXT_ATTRIBUTES, deidentifiedContext } from "./deidentified-context.js";
 import { DecodeWorkerFailure } from "./decode-pool.js";
+import { declaredCodestreamSize } from "./codestream-size.js";
+import { DatasetShapeError, DEFAULT_WALK_LIMITS, DEFLATED_LE, EXPLICIT_LE, IMPLICIT_LE, readFileMeta, walkPart10, withTransferSyntax, type DatasetShape } from "./dataset-walk.js";
 import { DicomWorkerError, withParsedDicom, type ParsedDicom, type RenderedFrame } from "./dicom-worker.js";
 import { CT_WINDOWS, defaultWindow, objectWindow, representativeFrames, type DicomWindow } from "./windows.js";
 
@@ -47,6 +51,8 @@ function bytesAfterPixelDataTag(buf: Buffer, tsUid: string): number {
   const headerBytes = tsUid === "1.2.840.10008.1.2" ? 8 : 12; // implicit VR: tag + length; explicit OB/OW: tag + VR + reserved + length
   return Math.max(0, buf.length - at - headerBytes);
 }
+
+const inflateRawAsync = promisify(inflateRaw);
 
 /** Most frames of one object anyone could mean to send (a long cine loop is a few thousand). */
 export const MAX_DICOM_FRAMES_DECLARED = 10_000;
@@ -109,16 +115,91 @@ export function reservePictures(budget: PictureBudget | undefined, n: number, im
  * the limits (and the case's picture budget) before any pixel is decoded.
  */
 export async function renderDicom(imageId: string, buf: Buffer, caption: string | undefined, limits: DicomLimits): Promise<LoadedImage[]> {
+  const checked = await checkedStructure(imageId, buf, limits);
   // Parsing and decoding run in the decode pool's threads (decode-pool.ts): a large compressed
   // frame takes hundreds of milliseconds of WebAssembly, which must not stall the event loop.
   let plan: RenderPlan;
   try {
-    plan = await withParsedDicom(limits.tenant ?? "", buf, HEADER_ATTRIBUTES, (dicom) => renderParsed(imageId, buf, limits, dicom));
+    plan = await withParsedDicom(limits.tenant ?? "", checked.file, HEADER_ATTRIBUTES, (dicom) => renderParsed(imageId, checked, limits, dicom));
   } catch (e) {
     throw decodeRefusal(imageId, e);
   }
   return encodePictures(imageId, caption, plan);
 }
+
+/** The file as the parser will read it, its structure walked within limits, and what the walk found. */
+interface CheckedFile {
+  /** Inflated when deflated; relabelled implicit VR when its dataset is. */
+  file: Buffer;
+  shape: DatasetShape;
+  /** The transfer syntax the sender wrote (provenance), which the file may no longer carry. */
+  transferSyntaxUid: string;
+  warnings: string[];
+}
+
+/**
+ * Before any library parses the object: a deflated dataset is inflated in bounded steps (refused
+ * past the decoded-bytes limit), then its structure is walked (element count, nesting depth,
+ * lengths against the file). An implicit-VR dataset labelled explicit is read as implicit, as
+ * pydicom and DCMTK do, with a warning in provenance.
+ */
+async function checkedStructure(imageId: string, buf: Buffer, limits: DicomLimits): Promise<CheckedFile> {
+  try {
+    const meta = readFileMeta(buf);
+    let file = buf;
+    if (meta.transferSyntaxUid === DEFLATED_LE) file = withTransferSyntax(buf, EXPLICIT_LE, await inflateBounded(imageId, buf.subarray(meta.end), limits.maxDecodedBytes));
+    let shape = walkPart10(file);
+    const warnings: string[] = [];
+    if (shape.implicitVrMislabelled) {
+      const writtenAs = TRANSFER_SYNTAXES[meta.transferSyntaxUid] ?? meta.transferSyntaxUid;
+      if (!UNCOMPRESSED.has(meta.transferSyntaxUid)) {
+        throw refuse("UNSUPPORTED_MEDIA", imageId, `the dataset is written in implicit VR although its transfer syntax (${writtenAs}) says explicit VR — a writer's error this service reads only for uncompressed pixel data; re-encode the object (e.g. dcmconv +te)`, { transferSyntaxUid: meta.transferSyntaxUid, problem: "implicit-vr-under-explicit" });
+      }
+      file = withTransferSyntax(file, IMPLICIT_LE, file.subarray(shape.datasetStart));
+      shape = walkPart10(file);
+      warnings.push(`the dataset is written in implicit VR although its transfer syntax (${writtenAs}) says explicit VR; read as implicit VR`);
+    }
+    return { file, shape, transferSyntaxUid: meta.transferSyntaxUid, warnings };
+  } catch (e) {
+    if (!(e instanceof DatasetShapeError)) throw e;
+    if (e.kind === "depth" || e.kind === "elements") throw refuse("PAYLOAD_TOO_LARGE", imageId, `${e.message}; refused before parsing`, { limit: e.kind === "depth" ? "sequence-depth" : "elements", max: e.kind === "depth" ? DEFAULT_WALK_LIMITS.maxDepth : DEFAULT_WALK_LIMITS.maxElements });
+    if (e.kind === "truncated") throw refuse("INVALID_INPUT", imageId, `the file is truncated: ${e.message}`, { problem: "truncated" });
+    throw refuse("INVALID_INPUT", imageId, `the file is not well-formed DICOM: ${e.message}`, { problem: "malformed" });
+  }
+}
+
+/** A deflated dataset inflated by zlib in its own steps, stopped once it passes `max` bytes. */
+async function inflateBounded(imageId: string, deflated: Buffer, max: number): Promise<Buffer> {
+  try {
+    return await inflateRawAsync(deflated, { maxOutputLength: max });
+  } catch (e) {
+    if ((e as { code?: string }).code === "ERR_BUFFER_TOO_LARGE" || e instanceof RangeError) {
+      throw refuse("PAYLOAD_TOO_LARGE", imageId, `the deflated dataset inflates past ${max} bytes (MEDMMV_MAX_IMAGE_DECODED_BYTES); refused while inflating`, { limit: "inflated-bytes", max });
+    }
+    throw refuse("INVALID_INPUT", imageId, `the deflated dataset cannot be inflated (${reason(e)}); it is truncated or corrupt`, { problem: "truncated" });
+  }
+}
+
+/**
+ * Every frame's codestream must declare the size the DICOM header gives: a codec allocates by
+ * its own header, so a 64×64 object whose SIZ claims 60000² would otherwise reach it.
+ */
+function checkCodestreams(imageId: string, checked: CheckedFile, tsUid: string, rows: number, columns: number, frames: number): void {
+  if (!CODESTREAM_SYNTAXES.has(tsUid)) return;
+  const { file, shape } = checked;
+  const declared = shape.fragments.map((f) => declaredCodestreamSize(file.subarray(f.offset, f.offset + f.length))).filter((d) => d !== null);
+  if (declared.length < frames) {
+    throw refuse("INVALID_INPUT", imageId, `the pixel data holds ${declared.length} codestream(s) for ${frames} frame(s); the object is truncated or not encoded as ${TRANSFER_SYNTAXES[tsUid]}`, { problem: "truncated" });
+  }
+  for (const [k, d] of declared.entries()) {
+    if (d.width !== columns || d.height !== rows) {
+      throw refuse("INVALID_INPUT", imageId, `frame ${k + 1}'s ${d.codec} codestream declares ${d.width}×${d.height} where the header says ${columns}×${rows}; refused before decoding`, { problem: "codestream-size", frame: k + 1, declared: { width: d.width, height: d.height } });
+    }
+  }
+}
+
+/** Transfer syntaxes whose frames are codestreams with their own size (RLE and native are sized by the header). */
+const CODESTREAM_SYNTAXES = new Set(Object.keys(TRANSFER_SYNTAXES).filter((uid) => uid.startsWith("1.2.840.10008.1.2.4.")));
 
 /** A failure of the worker or the pool as a 4xx that says what went wrong. */
 function decodeRefusal(imageId: string, e: unknown): unknown {
@@ -143,10 +224,12 @@ interface RenderPlan {
   chosen: number[];
   renderings: Array<{ frame: number; window: DicomWindow | null; suffix: string }>;
   pictures: RenderedFrame[];
+  warnings: string[];
 }
 
-async function renderParsed(imageId: string, buf: Buffer, limits: DicomLimits, dicom: ParsedDicom): Promise<RenderPlan> {
-  const { elements, transferSyntaxUid: tsUid } = dicom.header;
+async function renderParsed(imageId: string, checked: CheckedFile, limits: DicomLimits, dicom: ParsedDicom): Promise<RenderPlan> {
+  const { elements } = dicom.header;
+  const tsUid = checked.transferSyntaxUid;
   if (!TRANSFER_SYNTAXES[tsUid]) {
     throw refuse("UNSUPPORTED_MEDIA", imageId, `transfer syntax ${tsUid} is not supported; send it uncompressed or as RLE, JPEG, JPEG-LS or JPEG 2000`, { transferSyntaxUid: tsUid });
   }
@@ -179,17 +262,18 @@ async function renderParsed(imageId: string, buf: Buffer, limits: DicomLimits, d
   // Uncompressed pixel data must hold every frame the header claims; a renderer would pad it.
   if (UNCOMPRESSED.has(tsUid)) {
     const need = rows * columns * frames * (int(elements.SamplesPerPixel) ?? 1) * Math.ceil((int(elements.BitsAllocated) ?? 16) / 8);
-    const have = Math.min(dicom.header.pixelBytes, bytesAfterPixelDataTag(buf, tsUid));
+    const have = Math.min(dicom.header.pixelBytes, bytesAfterPixelDataTag(checked.file, dicom.header.transferSyntaxUid));
     if (have < need) throw refuse("INVALID_INPUT", imageId, `the pixel data holds ${have} bytes where Rows × Columns × frames need ${need}; the file is truncated`, { pixelBytes: have, expected: need });
   }
+  checkCodestreams(imageId, checked, tsUid, rows, columns, frames);
   reservePictures(limits.pictures, renderings.length, imageId);
   const pictures = await dicom.render(renderings.map(({ frame, window }) => ({ frame, window: window ? { center: window.center, width: window.width } : null })));
-  return { elements, tsUid, frames, monochrome, chosen, renderings, pictures };
+  return { elements, tsUid, frames, monochrome, chosen, renderings, pictures, warnings: checked.warnings };
 }
 
 /** The rendered frames as PNG pictures of the case, with provenance and a de-identified caption. */
 async function encodePictures(imageId: string, caption: string | undefined, plan: RenderPlan): Promise<LoadedImage[]> {
-  const { elements, tsUid, frames, monochrome, chosen, renderings, pictures } = plan;
+  const { elements, tsUid, frames, monochrome, chosen, renderings, pictures, warnings } = plan;
   const context = deidentifiedContext(elements);
   const out: LoadedImage[] = [];
   for (const [k, { frame, window, suffix }] of renderings.entries()) {
@@ -208,6 +292,7 @@ async function encodePictures(imageId: string, caption: string | undefined, plan
       frame: frame + 1,
       frames,
       ...(used ? { window: used } : {}),
+      ...(warnings.length ? { warnings } : {}),
     };
     const describe = [caption, `DICOM${context ? ` ${context}` : ""}`, frames > 1 ? `frame ${frame + 1} of ${frames}` : "", used ? `window C${used.center}/W${used.width} (${used.source})` : ""];
     out.push({
