@@ -139,9 +139,11 @@ export async function prepareImages(input: ImageInput, opts: PrepareImageOptions
     ...(opts.pictures ? { pictures: opts.pictures } : {}),
   };
   if (input.dicomweb !== undefined && input.data === undefined && input.path === undefined) {
-    const files = await fetchDicomweb(input.id, input.dicomweb, { servers: [], maxInstances: DEFAULT_DICOM_FRAMES, timeoutMs: 20_000, attempts: 3, ...opts.dicomweb, maxBytes: opts.maxBytes, ...(opts.pictures ? { pictures: opts.pictures } : {}) });
+    const instances = fetchDicomweb(input.id, input.dicomweb, { servers: [], maxInstances: DEFAULT_DICOM_FRAMES, timeoutMs: 20_000, attempts: 3, ...opts.dicomweb, maxBytes: opts.maxBytes, ...(opts.pictures ? { pictures: opts.pictures } : {}) });
     const rendered = [];
-    for (const [k, file] of files.entries()) rendered.push(...(await renderDicom(files.length > 1 ? `${input.id}-${k + 1}` : input.id, file, input.caption, dicomLimits)));
+    // One instance fetched, then rendered (reserving its pictures), then the next: a series
+    // past the case's budget stops at the first instance that would not fit.
+    for await (const { file, index, count } of instances) rendered.push(...(await renderDicom(count > 1 ? `${input.id}-${index + 1}` : input.id, file, input.caption, dicomLimits)));
     return rendered;
   }
   const buf = await imageBytes(input, opts);
