@@ -229,3 +229,99 @@ export function walkPart10(buf: Buffer, limits: WalkLimits = DEFAULT_WALK_LIMITS
   walker.dataset(meta.end, buf.length, 0, implicit, false);
   return { transferSyntaxUid: ts, datasetStart: meta.end, implicitVrMislabelled: mislabelled, fragments: walker.fragments, elements: walker.elements, depth: walker.depth };
 }
+
+/**
+ * An implicit-VR little endian dataset (already walked within limits) rewritten in explicit VR
+ * little endian, each element's VR from `vrOf` (the data dictionary; UN when unknown). For an
+ * object whose transfer syntax says explicit VR but whose writer wrote implicit: the parser
+ * then reads it by its own syntax, encapsulated pixel data included.
+ */
+export function implicitToExplicit(buf: Buffer, start: number, vrOf: (group: number, element: number) => string): Buffer {
+  const header = (group: number, element: number, vr: string, len: number): Buffer => {
+    const long = LONG_VRS.has(vr);
+    const h = Buffer.alloc(long ? 12 : 8);
+    h.writeUInt16LE(group, 0);
+    h.writeUInt16LE(element, 2);
+    h.write(vr, 4, "latin1");
+    if (long) h.writeUInt32LE(len, 8);
+    else h.writeUInt16LE(len, 6);
+    return h;
+  };
+  const tag = (group: number, element: number, len: number): Buffer => {
+    const h = Buffer.alloc(8);
+    h.writeUInt16LE(group, 0);
+    h.writeUInt16LE(element, 2);
+    h.writeUInt32LE(len, 4);
+    return h;
+  };
+  /** Elements from `pos` to `end` (or an item delimiter): their explicit bytes and where they stopped. */
+  const dataset = (pos: number, end: number, delimited: boolean): { out: Buffer[]; next: number } => {
+    const out: Buffer[] = [];
+    while (delimited || pos < end) {
+      if (!delimited && pos + 8 > end) break;
+      const group = buf.readUInt16LE(pos);
+      const element = buf.readUInt16LE(pos + 2);
+      const len = buf.readUInt32LE(pos + 4);
+      pos += 8;
+      if (group === 0xfffe && element === 0xe00d) return { out, next: pos };
+      let vr = vrOf(group, element);
+      if (len === UNDEFINED) {
+        if (group === 0x7fe0 && element === 0x0010) {
+          // Encapsulated: fragments copied as they are, up to and including the sequence delimiter.
+          let p = pos;
+          for (;;) {
+            const e = buf.readUInt16LE(p + 2);
+            const l = buf.readUInt32LE(p + 4);
+            p += 8 + (e === 0xe0dd ? 0 : l);
+            if (e === 0xe0dd) break;
+          }
+          out.push(header(group, element, "OB", UNDEFINED), buf.subarray(pos, p));
+          pos = p;
+        } else {
+          const s = sequence(pos, UNDEFINED);
+          out.push(header(group, element, "SQ", UNDEFINED), ...s.out);
+          pos = s.next;
+        }
+        continue;
+      }
+      if (vr === "SQ") {
+        const s = sequence(pos, len);
+        const body = Buffer.concat(s.out);
+        out.push(header(group, element, "SQ", body.length), body);
+      } else {
+        if (!LONG_VRS.has(vr) && len > 0xffff) vr = "UN";
+        out.push(header(group, element, vr, len), buf.subarray(pos, pos + len));
+      }
+      pos += len;
+    }
+    return { out, next: pos };
+  };
+  const sequence = (pos: number, len: number): { out: Buffer[]; next: number } => {
+    const out: Buffer[] = [];
+    const end = len === UNDEFINED ? Infinity : pos + len;
+    while (pos < end) {
+      const element = buf.readUInt16LE(pos + 2);
+      const itemLen = buf.readUInt32LE(pos + 4);
+      pos += 8;
+      if (element === 0xe0dd) {
+        out.push(tag(0xfffe, 0xe0dd, 0));
+        return { out, next: pos };
+      }
+      const d = itemLen === UNDEFINED ? dataset(pos, Infinity, true) : dataset(pos, pos + itemLen, false);
+      const body = Buffer.concat(d.out);
+      out.push(tag(0xfffe, 0xe000, body.length), body);
+      pos = itemLen === UNDEFINED ? d.next : pos + itemLen;
+    }
+    return { out, next: pos };
+  };
+  return Buffer.concat(dataset(start, buf.length, false).out);
+}
+
+/** A VR from a data dictionary entry's VR (dcmjs writes "ox" for OB or OW, "xs" for US or SS), UN when unknown. */
+export function explicitVr(dictionaryVr: string | undefined, group: number, element: number): string {
+  if (element === 0x0000) return "UL"; // group length
+  if (group % 2 === 1 && element >= 0x0010 && element <= 0x00ff) return "LO"; // private creator
+  if (dictionaryVr === "ox") return "OW";
+  if (dictionaryVr === "xs") return "US";
+  return dictionaryVr && VRS.has(dictionaryVr) ? dictionaryVr : "UN";
+}

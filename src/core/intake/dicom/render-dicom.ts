@@ -7,7 +7,7 @@ import type { DicomProvenance, LoadedImage } from "../../contracts/clinical-case
 import { CONTEXT_ATTRIBUTES, deidentifiedContext } from "./deidentified-context.js";
 import { DecodeWorkerFailure } from "./decode-pool.js";
 import { declaredCodestreamSize } from "./codestream-size.js";
-import { DatasetShapeError, DEFAULT_WALK_LIMITS, DEFLATED_LE, EXPLICIT_LE, IMPLICIT_LE, readFileMeta, walkPart10, withTransferSyntax, type DatasetShape } from "./dataset-walk.js";
+import { DatasetShapeError, DEFAULT_WALK_LIMITS, DEFLATED_LE, EXPLICIT_LE, explicitVr, IMPLICIT_LE, implicitToExplicit, readFileMeta, walkPart10, withTransferSyntax, type DatasetShape } from "./dataset-walk.js";
 import { DicomWorkerError, withParsedDicom, type ParsedDicom, type RenderedFrame } from "./dicom-worker.js";
 import { CT_WINDOWS, defaultWindow, objectWindow, representativeFrames, type DicomWindow } from "./windows.js";
 
@@ -152,10 +152,9 @@ async function checkedStructure(imageId: string, buf: Buffer, limits: DicomLimit
     const warnings: string[] = [];
     if (shape.implicitVrMislabelled) {
       const writtenAs = TRANSFER_SYNTAXES[meta.transferSyntaxUid] ?? meta.transferSyntaxUid;
-      if (!UNCOMPRESSED.has(meta.transferSyntaxUid)) {
-        throw refuse("UNSUPPORTED_MEDIA", imageId, `the dataset is written in implicit VR although its transfer syntax (${writtenAs}) says explicit VR — a writer's error this service reads only for uncompressed pixel data; re-encode the object (e.g. dcmconv +te)`, { transferSyntaxUid: meta.transferSyntaxUid, problem: "implicit-vr-under-explicit" });
-      }
-      file = withTransferSyntax(file, IMPLICIT_LE, file.subarray(shape.datasetStart));
+      if (UNCOMPRESSED.has(meta.transferSyntaxUid)) file = withTransferSyntax(file, IMPLICIT_LE, file.subarray(shape.datasetStart));
+      // A compressed object keeps its syntax (its frames are encoded by it): its dataset is rewritten in explicit VR.
+      else file = withTransferSyntax(file, meta.transferSyntaxUid, implicitToExplicit(file, shape.datasetStart, await dictionaryVrs()));
       shape = walkPart10(file);
       warnings.push(`the dataset is written in implicit VR although its transfer syntax (${writtenAs}) says explicit VR; read as implicit VR`);
     }
@@ -166,6 +165,14 @@ async function checkedStructure(imageId: string, buf: Buffer, limits: DicomLimit
     if (e.kind === "truncated") throw refuse("INVALID_INPUT", imageId, `the file is truncated: ${e.message}`, { problem: "truncated" });
     throw refuse("INVALID_INPUT", imageId, `the file is not well-formed DICOM: ${e.message}`, { problem: "malformed" });
   }
+}
+
+/** The data dictionary's VR of a tag (dcmjs's dictionary, loaded only for the rare object that needs it). */
+async function dictionaryVrs(): Promise<(group: number, element: number) => string> {
+  const { default: dcmjs } = await import("dcmjs");
+  const dictionary = dcmjs.data.DicomMetaDictionary.dictionary;
+  const hex = (n: number) => n.toString(16).toUpperCase().padStart(4, "0");
+  return (group, element) => explicitVr(dictionary[`(${hex(group)},${hex(element)})`]?.vr, group, element);
 }
 
 /** A deflated dataset inflated by zlib in its own steps, stopped once it passes `max` bytes. */

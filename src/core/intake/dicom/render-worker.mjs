@@ -70,6 +70,10 @@ parentPort.on("message", async (job) => {
       const image = new DicomImage(job.bytes);
       current = image;
       const all = image.getElements();
+      // RLE stores each sample as its own segment, so a colour frame decodes plane by plane
+      // whatever PlanarConfiguration says (PS3.5 G.2; pydicom and DCMTK read it so); the
+      // renderer follows PlanarConfiguration, so it is set to what the decoded frame is.
+      if (image.getTransferSyntaxUid() === "1.2.840.10008.1.2.5" && Number(all.SamplesPerPixel) === 3) image.setElement("PlanarConfiguration", "1");
       const elements = {};
       for (const name of job.attributes) {
         const v = plain(all[name]);
