@@ -4,7 +4,9 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useScriptedServers } from "../support/scripted-servers-fixture.js";
 import { medmmvCli } from "../support/medmmv-cli.js";
-import { dicomFile, syntheticCt } from "../core/intake/dicom/dicom-fixtures.js";
+import { dicomFile, JPEG_BASELINE, LOSSLESS, syntheticCt, transcode } from "../core/intake/dicom/dicom-fixtures.js";
+import { readFileMeta } from "../../src/core/intake/dicom/dataset-walk.js";
+import { implicitUnderExplicit } from "../core/intake/dicom/second-opinion.js";
 
 // The DICOM decoder runs in worker threads; a CLI command must still end when its work does.
 const servers = useScriptedServers();
@@ -14,6 +16,13 @@ beforeAll(async () => {
   await writeFile(path.join(tmp, "ct.dcm"), syntheticCt().file);
   const mr = new Uint16Array(48 * 48).map((_, i) => (i * 37) % 4096);
   await writeFile(path.join(tmp, "mr.dcm"), dicomFile({ modality: "MR", rows: 48, columns: 48, stored: mr }));
+  const rgb = dicomFile({ modality: "OT", rows: 16, columns: 16, frames: 2, stored: new Uint8Array(16 * 16 * 3 * 2).map((_, i) => (i * 11) % 256), rgb: true });
+  await writeFile(path.join(tmp, "rgb-rle.dcm"), await transcode(rgb, LOSSLESS["RLE Lossless"]));
+  const grey8 = dicomFile({ modality: "OT", rows: 32, columns: 32, stored: new Uint8Array(32 * 32).map((_, i) => i % 256) });
+  const jpeg = await transcode(grey8, JPEG_BASELINE);
+  await writeFile(path.join(tmp, "jpeg.dcm"), jpeg);
+  // A secondary capture written in implicit VR under JPEG Baseline (an old writer's error).
+  await writeFile(path.join(tmp, "sc-implicit.dcm"), implicitUnderExplicit(jpeg, readFileMeta(jpeg).end));
 });
 afterAll(() => rm(tmp, { recursive: true, force: true }));
 
@@ -22,7 +31,7 @@ const env = () => ({ OPENAI_BASE_URL: servers.model.baseUrl, OPENAI_API_KEY: "k"
 const HANG = { timeoutMs: 90_000 };
 
 describe("the CLI exits after a case with a DICOM image", () => {
-  it.each(["ct.dcm", "mr.dcm"])("medmmv diagnose on %s exits 0 by itself", async (file) => {
+  it.each(["ct.dcm", "mr.dcm", "rgb-rle.dcm", "jpeg.dcm", "sc-implicit.dcm"])("medmmv diagnose on %s exits 0 by itself", async (file) => {
     const caseFile = path.join(tmp, `${file}.json`);
     await writeFile(caseFile, JSON.stringify({ question: "What is the most likely diagnosis?", notes: "An adult with chest pain.", options: { A: "Pneumonia", B: "Myocardial infarction" }, images: [{ id: "scan", path: file }] }));
     const r = await medmmvCli(["diagnose", caseFile], env(), "", undefined, HANG);
