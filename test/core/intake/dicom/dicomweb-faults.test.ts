@@ -38,6 +38,15 @@ function multipart(file: Buffer): { body: Buffer; type: string } {
   return { body: Buffer.concat([Buffer.from(`--${b}\r\nContent-Type: application/dicom\r\n\r\n`), file, Buffer.from(`\r\n--${b}--\r\n`)]), type: `multipart/related; type="application/dicom"; boundary=${b}` };
 }
 
+/** A WADO-RS answer of `file`, whole. */
+const serve =
+  (file: Buffer): Handler =>
+  (_req, res) => {
+    const { body, type } = multipart(file);
+    res.writeHead(200, { "content-type": type });
+    res.end(body);
+  };
+
 /** QIDO answers for study 2.25.1, series 2.25.10 of `n` instances; WADO-RS by `wado`. */
 function pacs(n: number, wado: Handler, seriesUid = "2.25.10"): Handler {
   return (req, res) => {
@@ -120,12 +129,7 @@ describe("what a PACS answers, and what a caller names, is checked before it bec
   });
 
   it("servers are compared after normalisation: another spelling of the root is the root; a dot-segment escape is not", async () => {
-    const file = syntheticCt().file;
-    handler = pacs(1, (_req, res) => {
-      const { body, type } = multipart(file);
-      res.writeHead(200, { "content-type": type });
-      res.end(body);
-    });
+    handler = pacs(1, serve(syntheticCt().file));
     const [img] = await prepareImages(ref({ server: `${root.replace("http", "HTTP")}//` }), opts());
     expect(img!.width).toBe(32);
     const e = await rejection(prepareImages(ref({ server: `${root}/../capture` }), opts()));
@@ -133,12 +137,7 @@ describe("what a PACS answers, and what a caller names, is checked before it bec
   });
 
   it("a caller that must bring its own token gets 403 without one, and nothing is requested; with one, or a server configured for it, the study is read", async () => {
-    const file = syntheticCt().file;
-    handler = pacs(1, (_req, res) => {
-      const { body, type } = multipart(file);
-      res.writeHead(200, { "content-type": type });
-      res.end(body);
-    });
+    handler = pacs(1, serve(syntheticCt().file));
     const e = await rejection(prepareImages(ref(), opts({ tokenlessServers: [] })));
     expect(e.code).toBe("FORBIDDEN");
     expect(e.message).toMatch(/must send its own accessToken/);
@@ -158,12 +157,7 @@ describe("a series is refused before it is fetched or decoded beyond the case's 
   });
 
   it("16 instances of 16 frames: the first fills the budget and no further instance is fetched", async () => {
-    const frames = dicomFile({ modality: "MR", rows: 8, columns: 8, frames: 16, stored: new Uint16Array(8 * 8 * 16).map((_, i) => i) });
-    handler = pacs(16, (_req, res) => {
-      const { body, type } = multipart(frames);
-      res.writeHead(200, { "content-type": type });
-      res.end(body);
-    });
+    handler = pacs(16, serve(dicomFile({ modality: "MR", rows: 8, columns: 8, frames: 16, stored: new Uint16Array(8 * 8 * 16).map((_, i) => i) })));
     const e = await rejection(prepareImages(ref(), opts({ maxInstances: 16 }, { maxDicomFrames: 16, pictures: { left: 16, max: 16 } })));
     expect(e.code).toBe("PAYLOAD_TOO_LARGE");
     expect(e.message).toMatch(/pictures are spent after 1 of the series' 16 instances/);
