@@ -112,7 +112,10 @@ async function get(url: string, accept: string, ref: DicomwebRef, o: DicomwebOpt
       return { body, contentType: res.headers.get("content-type") ?? "" };
     });
   } catch (e) {
-    if (!(e instanceof MedmmvError) || e.code !== "UNPROCESSABLE" || !problem || (e.details as { attempts?: unknown } | undefined)?.attempts === undefined) throw e;
+    if (!(e instanceof MedmmvError) || e.code !== "UNPROCESSABLE") throw e;
+    const details = (e.details ?? {}) as { attempts?: unknown; retryAfterMs?: unknown };
+    if (typeof details.retryAfterMs === "number") throw refuse("UNPROCESSABLE", imageId, `the server asked to be retried after ${Math.round(details.retryAfterMs / 1000)} s, longer than MEDMMV_DICOMWEB_TIMEOUT_MS; try again later`, true);
+    if (!problem || details.attempts === undefined) throw e;
     throw refuse("UNPROCESSABLE", imageId, `${problem}, after ${o.attempts} attempts`, true);
   }
 }

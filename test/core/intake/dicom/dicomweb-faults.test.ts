@@ -120,6 +120,19 @@ describe("DICOMweb bodies are read inside the retry and its timeouts", () => {
   });
 });
 
+describe("Retry-After", () => {
+  it("a Retry-After longer than the timeout ends at once in 422 saying so, not after sleeping", async () => {
+    handler = pacs(1, (_req, res) => {
+      res.writeHead(503, { "retry-after": "3600" });
+      res.end();
+    });
+    const e = await rejection(prepareImages(ref(), opts()));
+    expect(e.code).toBe("UNPROCESSABLE");
+    expect(e.message).toMatch(/the server asked to be retried after 3600 s, longer than MEDMMV_DICOMWEB_TIMEOUT_MS/);
+    expect(wadoCalls()).toBe(1);
+  });
+});
+
 describe("what a PACS answers, and what a caller names, is checked before it becomes a request", () => {
   it("a SeriesInstanceUID from QIDO that is not a UID never becomes a path", async () => {
     handler = pacs(1, (_req, res) => res.end(), "../../../../capture");
