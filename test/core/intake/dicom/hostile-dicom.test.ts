@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { prepareImages } from "../../../../src/core/intake/images.js";
 import { configureDecodePool, decodePoolSize, DEFAULT_DECODE_POOL, withDecodeWorker } from "../../../../src/core/intake/dicom/decode-pool.js";
 import { rejection } from "../../../support/rejection.js";
-import { LOSSLESS, transcode } from "./dicom-fixtures.js";
+import { dicomFile, LOSSLESS, transcode } from "./dicom-fixtures.js";
 import { ct64, deflateBomb, manyElements, nestedSequences, sizBomb } from "./hostile-dicom.js";
 
 const OPTS = { maxBytes: 10 * 1024 * 1024, maxPixels: 40_000_000, allowPath: false } as const;
@@ -61,8 +61,10 @@ describe("hostile DICOM is refused before it reaches a codec, and cannot poison 
 
   it("an object that holds its thread past the time limit is refused (422) and the next object gets a fresh thread", async () => {
     const j2k = await transcode(ct64(), LOSSLESS["JPEG 2000 Lossless"]);
+    // Four 512² JPEG 2000 frames: parsing and decoding them takes far longer than the 1 ms allowed.
+    const slow = await transcode(dicomFile({ modality: "MR", rows: 512, columns: 512, frames: 4, stored: new Uint16Array(512 * 512 * 4).map((_, i) => (i * 2654435761) % 4096) }), LOSSLESS["JPEG 2000 Lossless"]);
     configureDecodePool({ objectTimeoutMs: 1 });
-    const e = await rejection(prepareImages({ id: "slow", data: b64(j2k) }, OPTS));
+    const e = await rejection(prepareImages({ id: "slow", data: b64(slow) }, OPTS));
     expect(e.code).toBe("UNPROCESSABLE");
     expect(e.message).toMatch(/decoding took longer than 1 ms/);
     configureDecodePool(DEFAULT_DECODE_POOL);
