@@ -104,7 +104,10 @@ export const EnvSchema = z.object({
   MEDMMV_DICOM_MAX_FRAMES: z.coerce.number().int().min(1).max(16).default(4).describe("Frames rendered per multi-frame DICOM object (evenly spaced, first and last included)."),
   MEDMMV_DICOMWEB_SERVERS: z.string().optional().describe("DICOMweb base URLs (comma-separated) that `dicomweb` image references and FHIR ImagingStudy endpoints may be fetched from; none by default, and others are never contacted."),
   MEDMMV_DICOMWEB_MAX_INSTANCES: z.coerce.number().int().min(1).max(16).default(4).describe("Instances fetched from one DICOMweb series (evenly spaced by InstanceNumber)."),
-  MEDMMV_DICOMWEB_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000).describe("Per-attempt timeout of a DICOMweb request (3 attempts on 429, 5xx or network errors)."),
+  MEDMMV_DICOMWEB_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000).describe("Per-attempt timeout of a DICOMweb request, body included (3 attempts on 429, 5xx, network errors and bodies cut short)."),
+  MEDMMV_DICOMWEB_TENANT_SERVERS: z.string().optional().describe('JSON object: for an API key (its sha256, hex) the DICOMweb servers it may have fetched without an accessToken of its own, with this service\'s standing, e.g. {"<sha256>":["https://pacs.example.org/dicom-web"]}. Otherwise an API-key caller must send dicomweb.accessToken (403).'),
+  MEDMMV_DICOM_DECODE_WORKERS: z.coerce.number().int().min(1).max(16).default(2).describe("Threads decoding DICOM at once (each with its own heap limit; tenants are served in turn)."),
+  MEDMMV_DICOM_DECODE_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000).describe("Most time one DICOM object may hold a decoding thread (parse and every rendering); past it the object is refused with 422 and the thread replaced."),
   MEDMMV_IMAGE_MODEL_LONG_SIDE: z.coerce.number().int().min(0).max(16_384).default(1536).describe("Long side (pixels) images are resized to, keeping aspect, before they are sent to a model; the original stays in the store and the audit view. 0 sends originals."),
   MEDMMV_VIEW_LINK_SECRET: z.string().min(MIN_SECRET_CHARS, `must be at least ${MIN_SECRET_CHARS} characters (e.g. openssl rand -base64 32)`).optional().describe(`Secret that signs audit-view links, at least ${MIN_SECRET_CHARS} characters; set it so links survive restarts (unset: a random one, shared by the workers of one \`serve --workers N\`).`),
   MEDMMV_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info").describe("Log level of the JSON logs (which never contain case content)."),
@@ -200,7 +203,14 @@ export interface Config {
   redis: { url: string | null };
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   cds: { publicUrl: string | null; fhirServers: string[]; jwks: string | null; issuers: string[]; corsOrigins: string[] };
-  images: { modelLongSide: number; dicomMaxFrames: number; dicomweb: { servers: string[]; maxInstances: number; timeoutMs: number; attempts: number } };
+  images: {
+    modelLongSide: number;
+    dicomMaxFrames: number;
+    dicomweb: { servers: string[]; maxInstances: number; timeoutMs: number; attempts: number };
+    /** API key sha256 → DICOMweb servers it may use without a token of its own. */
+    dicomwebTenantServers: Record<string, string[]>;
+    decodePool: { size: number; objectTimeoutMs: number };
+  };
   fhir: { notesBudget: number; maxResources: number; maxDepth: number };
 }
 
@@ -335,6 +345,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       modelLongSide: e.MEDMMV_IMAGE_MODEL_LONG_SIDE,
       dicomMaxFrames: e.MEDMMV_DICOM_MAX_FRAMES,
       dicomweb: { servers: csvList(e.MEDMMV_DICOMWEB_SERVERS).map((u) => u.replace(/\/+$/, "")), maxInstances: e.MEDMMV_DICOMWEB_MAX_INSTANCES, timeoutMs: e.MEDMMV_DICOMWEB_TIMEOUT_MS, attempts: 3 },
+      dicomwebTenantServers: e.MEDMMV_DICOMWEB_TENANT_SERVERS ? parseTenantServers(e.MEDMMV_DICOMWEB_TENANT_SERVERS) : {},
+      decodePool: { size: e.MEDMMV_DICOM_DECODE_WORKERS, objectTimeoutMs: e.MEDMMV_DICOM_DECODE_TIMEOUT_MS },
     },
   };
 }
@@ -348,6 +360,14 @@ function trustProxy(v: string): boolean | number | string[] {
   if (!list.length || list.some((a) => !/^[0-9A-Fa-f.:]+(\/\d{1,3})?$/.test(a)))
     throw new MedmmvError("CONFIG_INVALID", "invalid configuration: MEDMMV_TRUST_PROXY must be false, true, a hop count or comma-separated proxy addresses/CIDRs (e.g. 10.0.0.0/8)");
   return list;
+}
+
+function parseTenantServers(json: string): Record<string, string[]> {
+  try {
+    return z.record(z.string().regex(/^[0-9a-f]{64}$/), z.array(z.string().url())).parse(JSON.parse(json));
+  } catch {
+    throw new MedmmvError("CONFIG_INVALID", 'invalid configuration: MEDMMV_DICOMWEB_TENANT_SERVERS must be JSON like {"<sha256 of the API key, hex>":["https://pacs.example.org/dicom-web"]}');
+  }
 }
 
 function parsePrices(json: string, source: string): Prices {

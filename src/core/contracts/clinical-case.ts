@@ -93,6 +93,8 @@ export interface DicomProvenance {
   frames: number;
   /** The VOI window applied (after the modality LUT), and which rule chose it; absent for colour. */
   window?: { center: number; width: number; source: string };
+  /** What the reader forgave in the object (e.g. implicit VR under an explicit-VR transfer syntax). */
+  warnings?: string[];
 }
 
 /** An image after loading: bytes checked, MIME from magic bytes. */

@@ -30,7 +30,9 @@ export async function prepareCase(c: ClinicalCase, opts: PrepareImageOptions): P
   }
   const imagePaths = fhirOrigin(rest)?.imagePaths ?? {};
   // A CT is rendered at soft tissue, plus lung and bone windows when the question needs them.
-  opts = { ...opts, extraCtWindows: ctWindowsAskedFor(`${rest.question}\n${rest.notes ?? ""}`) };
+  // Every picture is reserved from this budget before it is decoded, so a case of many DICOM
+  // objects, frames or instances is refused before it decodes more than it may send.
+  opts = { ...opts, extraCtWindows: ctWindowsAskedFor(`${rest.question}\n${rest.notes ?? ""}`), pictures: { left: MAX_PICTURES, max: MAX_PICTURES } };
   const loaded = (await Promise.all(images.map((img) => prepareImages(img, opts).catch((e: unknown) => Promise.reject(atFhirElement(e, imagePaths[img.id])))))).flat();
   // A DICOM object becomes several pictures (its frames): the case's limits hold for those.
   if (loaded.length > MAX_PICTURES) {

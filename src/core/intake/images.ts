@@ -4,7 +4,7 @@ import path from "node:path";
 import { MedmmvError } from "../contracts/errors.js";
 import type { ImageInput, LoadedImage } from "../contracts/clinical-case.js";
 import { DEFAULT_MAX_DECODED_BYTES, decodeImage } from "./image-decoder.js";
-import { isDicomPart10, renderDicom } from "./dicom/render-dicom.js";
+import { isDicomPart10, renderDicom, reservePictures, type PictureBudget } from "./dicom/render-dicom.js";
 import { fetchDicomweb, type DicomwebOptions } from "./dicom/dicomweb.js";
 
 export type ImageMime = LoadedImage["mimeType"];
@@ -20,6 +20,10 @@ export interface PrepareImageOptions {
   extraCtWindows?: ReadonlyArray<"lung" | "bone">;
   /** DICOMweb servers and limits; without it no `dicomweb` image can be fetched. */
   dicomweb?: Omit<DicomwebOptions, "maxBytes">;
+  /** Whose case this is (the API key's owner): DICOM decoding serves tenants in turn. */
+  tenant?: string;
+  /** The case's pictures still free (set by prepareCase): every picture is reserved before it is decoded. */
+  pictures?: PictureBudget;
   /** Folder that relative `path`s are resolved against (the case file's folder for the CLI). */
   baseDir?: string;
   /** `path` is only for trusted local callers (CLI, eval); the HTTP API never sets this. */
@@ -126,15 +130,25 @@ export async function prepareImage(input: ImageInput, opts: PrepareImageOptions)
  * rendered representative frames (src/core/intake/dicom/render-dicom.ts).
  */
 export async function prepareImages(input: ImageInput, opts: PrepareImageOptions): Promise<LoadedImage[]> {
-  const dicomLimits = { maxPixels: opts.maxPixels, maxFrames: opts.maxDicomFrames ?? DEFAULT_DICOM_FRAMES, maxDecodedBytes: opts.maxDecodedBytes ?? DEFAULT_MAX_DECODED_BYTES, ...(opts.extraCtWindows ? { extraCtWindows: opts.extraCtWindows } : {}) };
+  const dicomLimits = {
+    maxPixels: opts.maxPixels,
+    maxFrames: opts.maxDicomFrames ?? DEFAULT_DICOM_FRAMES,
+    maxDecodedBytes: opts.maxDecodedBytes ?? DEFAULT_MAX_DECODED_BYTES,
+    ...(opts.extraCtWindows ? { extraCtWindows: opts.extraCtWindows } : {}),
+    ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
+    ...(opts.pictures ? { pictures: opts.pictures } : {}),
+  };
   if (input.dicomweb !== undefined && input.data === undefined && input.path === undefined) {
-    const files = await fetchDicomweb(input.id, input.dicomweb, { servers: [], maxInstances: DEFAULT_DICOM_FRAMES, timeoutMs: 20_000, attempts: 3, ...opts.dicomweb, maxBytes: opts.maxBytes });
+    const instances = fetchDicomweb(input.id, input.dicomweb, { servers: [], maxInstances: DEFAULT_DICOM_FRAMES, timeoutMs: 20_000, attempts: 3, ...opts.dicomweb, maxBytes: opts.maxBytes, ...(opts.pictures ? { pictures: opts.pictures } : {}) });
     const rendered = [];
-    for (const [k, file] of files.entries()) rendered.push(...(await renderDicom(files.length > 1 ? `${input.id}-${k + 1}` : input.id, file, input.caption, dicomLimits)));
+    // One instance fetched, then rendered (reserving its pictures), then the next: a series
+    // past the case's budget stops at the first instance that would not fit.
+    for await (const { file, index, count } of instances) rendered.push(...(await renderDicom(count > 1 ? `${input.id}-${index + 1}` : input.id, file, input.caption, dicomLimits)));
     return rendered;
   }
   const buf = await imageBytes(input, opts);
   if (isDicomPart10(buf)) return renderDicom(input.id, buf, input.caption, dicomLimits);
+  reservePictures(opts.pictures, 1, input.id);
   return [await decodedImage(input, buf, opts)];
 }
 

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { assertLlmConfigured, type Config } from "../../core/config.js";
+import { configureDecodePool } from "../../core/intake/dicom/decode-pool.js";
 import { prepareCase } from "../../core/intake/case-intake.js";
 import type { ClinicalCase, PreparedCase } from "../../core/contracts/clinical-case.js";
 import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
@@ -37,6 +38,11 @@ export interface SubmitRequest {
   /** sha256 of the caller's API key: the case belongs to it. */
   owner: string;
   input: ClinicalCase;
+  /**
+   * Whose standing a DICOMweb fetch may use without a token in the reference: "ehr" for a
+   * call the EHR signed (CDS Hooks JWT); otherwise the caller's own token is required.
+   */
+  pacsStanding?: "ehr" | "caller";
   overrides?: CaseOverrides;
   idempotencyKey?: string | null;
 }
@@ -115,6 +121,7 @@ export class CaseService {
 
   constructor(deps: CaseServiceDeps) {
     this.#config = deps.config;
+    configureDecodePool(deps.config.images.decodePool);
     this.#store = deps.store;
     this.#pipeline = deps.pipeline;
     this.#log = deps.logger;
@@ -163,7 +170,9 @@ export class CaseService {
       maxPixels: this.#config.http.maxImagePixels,
       maxDecodedBytes: this.#config.http.maxImageDecodedBytes,
       maxDicomFrames: this.#config.images.dicomMaxFrames,
-      dicomweb: this.#config.images.dicomweb,
+      // An API-key caller uses its own token for the PACS; an EHR that signed its call is trusted with it.
+      dicomweb: { ...this.#config.images.dicomweb, ...(req.pacsStanding === "ehr" ? {} : { tokenlessServers: this.#config.images.dicomwebTenantServers[req.owner] ?? [] }) },
+      tenant: req.owner,
       allowPath: false,
     });
     const stored = toStoredInput(prepared);

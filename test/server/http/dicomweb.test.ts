@@ -8,7 +8,8 @@ import type { ScriptFn } from "../../../src/scripted/scripted-openai-server.js";
 import { openReady, useChromium } from "../../support/browser.js";
 import { startOrthanc, type OrthancServer } from "../../support/orthanc.js";
 import { dicomFile, expectedGrey, LOSSLESS, PHI_CANARIES, syntheticCt, transcode } from "../../core/intake/dicom/dicom-fixtures.js";
-import { chestPain, startTestServer, VIEW_ENV, type TestServer } from "./http-harness.js";
+import { createHash } from "node:crypto";
+import { chestPain, KEY_A, KEY_B, startTestServer, VIEW_ENV, type TestServer } from "./http-harness.js";
 
 /** Every prompt text and image URL each vision-model call carried. */
 const calls: Array<{ text: string; images: string[] }> = [];
@@ -47,7 +48,14 @@ beforeAll(async () => {
   };
   t = await startTestServer({
     scenario: { ...base, agents: { ...base.agents, "image-doctor": record("image-doctor") } },
-    env: { ...VIEW_ENV, MEDMMV_DICOMWEB_SERVERS: orthanc.dicomweb, MEDMMV_DICOMWEB_TIMEOUT_MS: "10000", MEDMMV_DICOMWEB_MAX_INSTANCES: "4" },
+    env: {
+      ...VIEW_ENV,
+      MEDMMV_DICOMWEB_SERVERS: orthanc.dicomweb,
+      MEDMMV_DICOMWEB_TIMEOUT_MS: "10000",
+      MEDMMV_DICOMWEB_MAX_INSTANCES: "4",
+      // Key A's tenant may use this service's standing with the test PACS; key B must bring a token.
+      MEDMMV_DICOMWEB_TENANT_SERVERS: JSON.stringify({ [createHash("sha256").update(KEY_A).digest("hex")]: [orthanc.dicomweb] }),
+    },
   });
 }, 120_000);
 afterAll(async () => {
@@ -129,6 +137,14 @@ describe("DICOMweb: Orthanc → case → rendered frames → the vision model", 
       const got = await greys(url);
       expect(Math.max(...got.map((g, i) => Math.abs(g - expectedGrey(ct.hu[i]!, 40, 400))))).toBeLessThanOrEqual(1);
     }
+  }, 60_000);
+
+  it("an API key without a PACS token of its own, and no server configured for it, gets 403; with a token the study is read", async () => {
+    const without = await t.api("/diagnose", { method: "POST", key: KEY_B, json: chestPain({ images: [{ id: "ct", dicomweb: { server: orthanc.dicomweb, study: "2.25.1" } }] }) });
+    expect(without.status).toBe(403);
+    expect(((await without.json()) as { message: string }).message).toMatch(/must send its own accessToken for the PACS/);
+    const withToken = await t.api("/diagnose", { method: "POST", key: KEY_B, json: chestPain({ images: [{ id: "ct", dicomweb: { server: orthanc.dicomweb, study: "2.25.1", accessToken: "caller-own-token" } }] }) });
+    expect(withToken.status).toBe(201);
   }, 60_000);
 
   it("never contacts a server that is not allow-listed", async () => {

@@ -1,4 +1,4 @@
-// dcmjs ships no types: the parts used here (its logging, and the Part 10 writer the tests use).
+// dcmjs ships no types: the parts used here (its logging, its data dictionary, and the Part 10 writer the tests use).
 declare module "dcmjs" {
   interface Logger {
     setLevel(level: "silent" | "error" | "warn" | "info" | "debug" | "trace"): void;
@@ -6,7 +6,11 @@ declare module "dcmjs" {
   const dcmjs: {
     log: Logger & { getLoggers(): Record<string, Logger> };
     data: {
-      DicomMetaDictionary: { denaturalizeDataset(ds: Record<string, unknown>): Record<string, unknown> };
+      DicomMetaDictionary: {
+        denaturalizeDataset(ds: Record<string, unknown>): Record<string, unknown>;
+        /** Keyed "(GGGG,EEEE)"; `vr` is "ox" for OB or OW, "xs" for US or SS. */
+        dictionary: Record<string, { vr?: string } | undefined>;
+      };
       DicomDict: new (meta: Record<string, unknown>) => { dict: Record<string, unknown>; write(): ArrayBuffer };
     };
   };

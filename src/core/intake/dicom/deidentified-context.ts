@@ -14,39 +14,86 @@ const IDENTIFYING = [
   "ResponsiblePerson", "IssuerOfPatientID", "MedicalRecordLocator", "PatientInsurancePlanCodeSequence",
 ];
 
+/** Every attribute deidentifiedContext reads (the decoder sends back these, and no others). */
+export const CONTEXT_ATTRIBUTES: readonly string[] = ["Modality", "BodyPartExamined", "StudyDescription", "PatientAge", "PatientSex", ...IDENTIFYING];
+
 const CODE_STRING = /^[A-Z0-9 _]{1,16}$/;
 
-function text(v: unknown): string | undefined {
-  const first = Array.isArray(v) ? v[0] : v;
-  if (typeof first === "string") return first;
-  if (first && typeof first === "object" && "Alphabetic" in first) return String((first as { Alphabetic: unknown }).Alphabetic ?? "");
-  return undefined;
+/**
+ * BodyPartExamined's defined terms (PS3.16 Annex L, the common ones): the attribute is free to
+ * write, and writers have put names in it, so only a defined term is read.
+ */
+const BODY_PARTS = new Set([
+  "ABDOMEN", "ABDOMENPELVIS", "ADRENAL", "ANKLE", "AORTA", "ARM", "AXILLA", "BACK", "BLADDER", "BRAIN", "BREAST", "BRONCHUS",
+  "BUTTOCK", "CALCANEUS", "CALF", "CAROTID", "CEREBELLUM", "CSPINE", "CERVIX", "CHEEK", "CHEST", "CHESTABDOMEN", "CHESTABDPELVIS",
+  "CIRCLEOFWILLIS", "CLAVICLE", "COCCYX", "COLON", "CORNEA", "CORONARYARTERY", "DUODENUM", "EAR", "ELBOW", "WHOLEBODY", "ESOPHAGUS",
+  "EXTREMITY", "EYE", "EYELID", "FACE", "FEMUR", "FINGER", "FOOT", "GALLBLADDER", "HAND", "HEAD", "HEADNECK", "HEART", "HIP",
+  "HUMERUS", "IAC", "ILEUM", "ILIUM", "JAW", "JEJUNUM", "KIDNEY", "KNEE", "LARYNX", "LEG", "LIVER", "LSPINE", "LSSPINE", "LUNG",
+  "MAXILLA", "MEDIASTINUM", "MOUTH", "NECK", "NECKCHEST", "NECKCHESTABDOMEN", "NECKCHESTABDPELV", "NOSE", "ORBIT", "OVARY",
+  "PANCREAS", "PAROTID", "PATELLA", "PELVIS", "PENIS", "PHARYNX", "PROSTATE", "RECTUM", "RIB", "SSPINE", "SCALP", "SCAPULA",
+  "SCLERA", "SCROTUM", "SHOULDER", "SKULL", "SPINE", "SPLEEN", "STERNUM", "STOMACH", "SUBMANDIBULAR", "TMJ", "TESTIS", "THIGH",
+  "TSPINE", "TLSPINE", "THUMB", "THYMUS", "THYROID", "TOE", "TONGUE", "TRACHEA", "ARM", "UTERUS", "VAGINA", "WRIST", "ZYGOMA",
+  "SINUS", "PELVISLOWEXTREMT", "LOWEREXTREMITY", "UPPEREXTREMITY", "RETROPERITONEUM", "ENDOMETRIUM", "PLACENTA", "UMBILICUS",
+]);
+
+/** A value's text: a string, or every component group (alphabetic, ideographic, phonetic) of a person name. */
+function texts(v: unknown): string[] {
+  const values = Array.isArray(v) ? v : [v];
+  const out: string[] = [];
+  for (const x of values) {
+    if (typeof x === "string") out.push(...x.split("="));
+    else if (x && typeof x === "object") for (const k of ["Alphabetic", "Ideographic", "Phonetic"]) if (typeof (x as Record<string, unknown>)[k] === "string") out.push((x as Record<string, string>)[k]!);
+  }
+  return out;
 }
 
-/** Every word (≥ 2 letters) of every identifying value, lower-cased. */
-function identifyingWords(elements: Record<string, unknown>): Set<string> {
+function text(v: unknown): string | undefined {
+  return texts(v)[0];
+}
+
+/** Letters of scripts written without spaces between words (a name is found inside a run of them). */
+const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\p{Script=Thai}]/u;
+
+/**
+ * Every name part (≥ 2 characters) of every identifying value, lower-cased: the parts between
+ * separators (`^`, spaces, hyphens, apostrophes) and each hyphenated or apostrophised name
+ * whole and joined (`smith-quayle`, `smithquayle`), as the FHIR scrubber splits names.
+ */
+function identifyingWords(elements: Record<string, unknown>): { words: Set<string>; unspaced: string[] } {
   const words = new Set<string>();
+  const unspaced: string[] = [];
   for (const name of IDENTIFYING) {
-    const values = Array.isArray(elements[name]) ? (elements[name] as unknown[]) : [elements[name]];
-    for (const v of values) {
-      const s = text([v]);
-      if (!s) continue;
-      for (const w of s.split(/[^\p{L}\p{N}]+/u)) if (w.length >= 2) words.add(w.toLowerCase());
+    for (const s of texts(elements[name])) {
+      for (const chunk of s.toLowerCase().split(/[\s^,=]+/u)) {
+        const joined = chunk.replace(/[^\p{L}\p{N}]+/gu, "");
+        if (joined.length >= 2) words.add(joined);
+        for (const part of chunk.split(/[^\p{L}\p{N}]+/u)) {
+          if (part.length >= 2) words.add(part);
+          if (part.length >= 2 && UNSPACED.test(part)) unspaced.push(part);
+        }
+      }
     }
   }
-  return words;
+  return { words, unspaced };
 }
 
-/** Free text with identifying words, digit runs (ids, dates) and name-like `^` forms removed. */
+/**
+ * Free text with identifying words, every token holding a digit (ids, dates such as 03/02/51,
+ * split identifiers such as `MRN 77 81`, phone numbers) and name-like `^` forms removed.
+ */
 export function stripIdentifiers(s: string, elements: Record<string, unknown>): string {
-  const words = identifyingWords(elements);
-  return s
-    .replace(/\S*\^\S*/g, " ") // DICOM person-name syntax, wherever it appears
+  const { words, unspaced } = identifyingWords(elements);
+  let t = s.replace(/\S*\^\S*/g, " "); // DICOM person-name syntax, wherever it appears
+  // A name in a script without spaces is found inside its run of letters, not as a token.
+  for (const name of unspaced.sort((a, b) => b.length - a.length)) t = t.split(name).join(" ");
+  return t
     .split(/(\s+)/)
     .map((tok) => {
-      const bare = tok.replace(/[^\p{L}\p{N}]+/gu, "").toLowerCase();
-      if (bare && words.has(bare)) return "";
-      if (/\d{3,}/.test(tok)) return ""; // ids, dates, phone numbers
+      if (/\p{N}/u.test(tok)) return "";
+      const lower = tok.toLowerCase();
+      const joined = lower.replace(/[^\p{L}\p{N}]+/gu, "");
+      if (joined && words.has(joined)) return "";
+      if (lower.split(/[^\p{L}\p{N}]+/u).some((part) => part.length >= 2 && words.has(part))) return "";
       return tok;
     })
     .join("")
@@ -60,8 +107,8 @@ export function deidentifiedContext(elements: Record<string, unknown>): string {
   const parts: string[] = [];
   const modality = text(elements.Modality);
   if (modality && CODE_STRING.test(modality)) parts.push(modality);
-  const bodyPart = text(elements.BodyPartExamined);
-  if (bodyPart && CODE_STRING.test(bodyPart)) parts.push(`body part ${bodyPart.toLowerCase()}`);
+  const bodyPart = text(elements.BodyPartExamined)?.trim().toUpperCase();
+  if (bodyPart && BODY_PARTS.has(bodyPart)) parts.push(`body part ${bodyPart.toLowerCase()}`);
   const study = text(elements.StudyDescription);
   const cleaned = study ? stripIdentifiers(study, elements) : "";
   if (cleaned) parts.push(`study: ${cleaned}`);

@@ -1,7 +1,8 @@
-import { Worker } from "node:worker_threads";
+import { withDecodeWorker } from "./decode-pool.js";
 
 /** What the worker says about a parsed object (render-worker.mjs). */
 export interface ParsedHeader {
+  /** Only the attributes asked for, as plain strings and numbers (person names as their groups). */
   elements: Record<string, unknown>;
   hasPixelData: boolean;
   pixelBytes: number;
@@ -17,69 +18,48 @@ export interface RenderedFrame {
   window: { center: number; width: number } | null;
 }
 
-type Reply = { id: number; ok: boolean; error?: string; frame?: number } & Partial<ParsedHeader> & { frames?: RenderedFrame[] };
+export interface RenderItem {
+  frame: number;
+  window: { center: number; width: number } | null;
+}
 
 /** A failure inside the worker: its message, and the frame it was rendering, if any. */
 export class DicomWorkerError extends Error {
   constructor(
     message: string,
     readonly frame: number | undefined,
+    readonly stage: "parse" | "render",
   ) {
     super(message);
   }
 }
 
-let worker: Worker | null = null;
+export interface ParsedDicom {
+  header: ParsedHeader;
+  render(items: RenderItem[]): Promise<RenderedFrame[]>;
+}
+
 let nextId = 1;
-const pending = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
-
-/** One worker per process, started on first use and not keeping the process alive. */
-function theWorker(): Worker {
-  if (worker) return worker;
-  const w = new Worker(new URL("./render-worker.mjs", import.meta.url));
-  w.unref();
-  w.on("message", (r: Reply) => {
-    const p = pending.get(r.id);
-    if (!p) return;
-    pending.delete(r.id);
-    p.resolve(r);
-  });
-  const fail = (e: Error) => {
-    worker = null; // the next object gets a fresh worker
-    for (const p of pending.values()) p.reject(e);
-    pending.clear();
-  };
-  w.on("error", fail);
-  w.on("exit", (code) => fail(new Error(`the DICOM worker exited (${code})`)));
-  worker = w;
-  return w;
-}
-
-function ask(message: Record<string, unknown>, transfer: ArrayBuffer[] = []): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    pending.set(message.id as number, { resolve, reject });
-    theWorker().postMessage(message, transfer);
-  });
-}
 
 /**
- * A DICOM object parsed in the worker thread: its header comes back at once, its frames on
- * request, and nothing of it stays in the worker after `close()`.
+ * A DICOM object parsed by a thread of the decode pool, lent to `work` for this object only:
+ * its header (just `attributes`) at once, its frames on request. The thread forgets the object
+ * when the next one arrives; the pool's time limit covers all of `work`'s questions.
  */
-export async function openDicom(bytes: Buffer): Promise<{ header: ParsedHeader; render(items: Array<{ frame: number; window: { center: number; width: number } | null }>): Promise<RenderedFrame[]>; close(): void }> {
-  const id = nextId++;
-  const copy = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
-  const r = await ask({ id, op: "header", bytes: copy }, [copy]);
-  if (!r.ok) throw new DicomWorkerError(r.error ?? "unreadable", undefined);
-  return {
-    header: { elements: r.elements!, hasPixelData: r.hasPixelData!, pixelBytes: r.pixelBytes!, transferSyntaxUid: r.transferSyntaxUid! },
-    async render(items) {
-      const out = await ask({ id, op: "render", items });
-      if (!out.ok) throw new DicomWorkerError(out.error ?? "undecodable", out.frame);
-      return out.frames!;
-    },
-    close() {
-      worker?.postMessage({ id, op: "drop" });
-    },
-  };
+export function withParsedDicom<T>(tenant: string, bytes: Buffer, attributes: readonly string[], work: (dicom: ParsedDicom) => Promise<T>): Promise<T> {
+  return withDecodeWorker(tenant, async (lease) => {
+    const id = nextId++;
+    const copy = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+    const r = await lease.ask({ id, op: "header", bytes: copy, attributes }, [copy]);
+    if (!r.ok) throw new DicomWorkerError(r.error ?? "unreadable", undefined, "parse");
+    const header = r as unknown as ParsedHeader;
+    return work({
+      header: { elements: header.elements, hasPixelData: header.hasPixelData, pixelBytes: header.pixelBytes, transferSyntaxUid: header.transferSyntaxUid },
+      async render(items) {
+        const out = await lease.ask({ id, op: "render", items });
+        if (!out.ok) throw new DicomWorkerError(out.error ?? "undecodable", typeof out.frame === "number" ? out.frame : undefined, "render");
+        return out.frames as RenderedFrame[];
+      },
+    });
+  });
 }

@@ -1,5 +1,6 @@
 import { MedmmvError } from "../../contracts/errors.js";
 import type { DicomwebRef } from "../../contracts/clinical-case.js";
+import { withRetry } from "../../llm/retry.js";
 import { readCappedBody } from "../../net/read-capped-body.js";
 import { representativeFrames } from "./windows.js";
 
@@ -13,56 +14,110 @@ export interface DicomwebOptions {
   timeoutMs: number;
   /** Attempts per request on a network error, 429 or 5xx. */
   attempts: number;
-}
-
-export function isAllowedDicomwebServer(server: string, allowList: readonly string[]): boolean {
-  return allowList.includes(server.replace(/\/+$/, ""));
-}
-
-function refuse(code: "INVALID_INPUT" | "PAYLOAD_TOO_LARGE" | "UNPROCESSABLE" | "NOT_FOUND", imageId: string, why: string): MedmmvError {
-  return new MedmmvError(code, `image "${imageId}" (DICOMweb): ${why}`, { details: { imageId } });
+  /** The case's abort (the request's): ends the retries and any request in flight. */
+  signal?: AbortSignal;
+  /**
+   * When set, the caller may not use this service's own standing: a reference without its
+   * own accessToken is refused (403) unless its server is one of these (configured for the
+   * caller's tenant). Unset for trusted callers (CLI, eval, an EHR that signed its call).
+   */
+  tokenlessServers?: readonly string[];
+  /** The case's pictures still free: a series needing more instances is refused before any is fetched. */
+  pictures?: { readonly left: number; readonly max: number };
 }
 
 /**
- * GET with the caller's token, a timeout per attempt, a size cap, no redirects (an allowed
- * server cannot send us elsewhere) and a short backoff between attempts on 429/5xx/network
- * errors. Server answers are summarised by status only; their text is never echoed.
+ * A DICOMweb root as one canonical string (scheme and host lower-cased, default port and
+ * trailing slashes dropped, dot segments resolved), or null when it is not a plain http(s)
+ * URL (credentials, a query or a fragment have no place in a root).
  */
-async function get(url: string, accept: string, ref: DicomwebRef, o: DicomwebOptions, imageId: string): Promise<{ body: Buffer; contentType: string }> {
-  let lastWhy = "";
-  for (let attempt = 1; attempt <= o.attempts; attempt++) {
-    let res: Response;
-    try {
-      res = await fetch(url, {
-        headers: { accept, ...(ref.accessToken ? { authorization: `Bearer ${ref.accessToken}` } : {}) },
-        redirect: "error",
-        signal: AbortSignal.timeout(o.timeoutMs),
-      });
-    } catch (e) {
-      lastWhy = (e as Error).name === "TimeoutError" ? `no answer within ${o.timeoutMs} ms` : "the server could not be reached";
-      await backoff(attempt, o.attempts);
-      continue;
-    }
-    if (res.status === 429 || res.status >= 500) {
-      await res.body?.cancel().catch(() => undefined);
-      lastWhy = `the server answered ${res.status}`;
-      await backoff(attempt, o.attempts);
-      continue;
-    }
-    if (!res.ok) {
-      await res.body?.cancel().catch(() => undefined);
-      if (res.status === 404) throw refuse("NOT_FOUND", imageId, "the server has no such study, series or instance");
-      throw refuse("UNPROCESSABLE", imageId, `the server answered ${res.status}${res.status === 401 || res.status === 403 ? " (check the access token)" : ""}`);
-    }
-    const body = await readCappedBody(res, o.maxBytes);
-    if (body === null) throw refuse("PAYLOAD_TOO_LARGE", imageId, `an answer is larger than ${o.maxBytes} bytes`);
-    return { body, contentType: res.headers.get("content-type") ?? "" };
+export function normaliseDicomwebUrl(url: string): string | null {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return null;
   }
-  throw new MedmmvError("UNPROCESSABLE", `image "${imageId}" (DICOMweb): ${lastWhy} after ${o.attempts} attempts`, { details: { imageId }, retryable: true });
+  if ((u.protocol !== "https:" && u.protocol !== "http:") || u.username || u.password || u.search || u.hash) return null;
+  return `${u.protocol}//${u.host}${u.pathname.replace(/\/+$/, "")}`;
 }
 
-async function backoff(attempt: number, attempts: number): Promise<void> {
-  if (attempt < attempts) await new Promise((r) => setTimeout(r, 200 * 2 ** (attempt - 1)));
+/** The allow-listed root `server` names (compared after normalisation), or null. */
+export function allowedDicomwebServer(server: string, allowList: readonly string[]): string | null {
+  const wanted = normaliseDicomwebUrl(server);
+  if (wanted === null) return null;
+  return allowList.find((s) => normaliseDicomwebUrl(s) === wanted) ?? null;
+}
+
+export function isAllowedDicomwebServer(server: string, allowList: readonly string[]): boolean {
+  return allowedDicomwebServer(server, allowList) !== null;
+}
+
+/** A UID as PS3.5 9.1 writes it: digits and dots, no leading zero in a component, at most 64 characters. */
+const UID = /^(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))*$/;
+export function isDicomUid(v: unknown): v is string {
+  return typeof v === "string" && v.length <= 64 && UID.test(v);
+}
+
+function refuse(code: "INVALID_INPUT" | "PAYLOAD_TOO_LARGE" | "UNPROCESSABLE" | "NOT_FOUND" | "FORBIDDEN", imageId: string, why: string, retryable = false): MedmmvError {
+  return new MedmmvError(code, `image "${imageId}" (DICOMweb): ${why}`, { details: { imageId }, retryable });
+}
+
+/** An answer the server may give better on another attempt: its status (and Retry-After) for withRetry. */
+class RetryableAnswer extends Error {
+  constructor(
+    readonly status: number,
+    readonly headers: Headers,
+  ) {
+    super(`HTTP ${status}`);
+  }
+}
+
+/**
+ * GET with the caller's token, no redirects (an allowed server cannot send us elsewhere) and a
+ * size cap, through the service's one retry layer (withRetry: full jitter, Retry-After, the
+ * case's abort). Each attempt's timeout covers the whole answer, body included, so a body
+ * that drips, stops short of its Content-Length or is reset is retried like a failed request.
+ * Server answers are summarised by status only; their text is never echoed.
+ */
+async function get(url: string, accept: string, ref: DicomwebRef, o: DicomwebOptions, imageId: string): Promise<{ body: Buffer; contentType: string }> {
+  let problem = "";
+  try {
+    return await withRetry(`image "${imageId}" (DICOMweb)`, { maxAttempts: o.attempts, baseDelayMs: 200, maxRetryAfterMs: o.timeoutMs, timeoutMs: o.timeoutMs, failureCode: "UNPROCESSABLE" }, o.signal, async ({ signal }) => {
+      let res: Response;
+      try {
+        res = await fetch(url, { headers: { accept, ...(ref.accessToken ? { authorization: `Bearer ${ref.accessToken}` } : {}) }, redirect: "error", signal });
+      } catch (e) {
+        problem = signal.aborted ? `no answer within ${o.timeoutMs} ms` : "the server could not be reached";
+        throw e;
+      }
+      if (res.status === 429 || res.status >= 500) {
+        await res.body?.cancel().catch(() => undefined);
+        problem = `the server answered ${res.status}`;
+        throw new RetryableAnswer(res.status, res.headers);
+      }
+      if (!res.ok) {
+        await res.body?.cancel().catch(() => undefined);
+        if (res.status === 404) throw refuse("NOT_FOUND", imageId, "the server has no such study, series or instance");
+        throw refuse("UNPROCESSABLE", imageId, `the server answered ${res.status}${res.status === 401 || res.status === 403 ? " (check the access token)" : ""}`);
+      }
+      let body: Buffer | null;
+      try {
+        body = await readCappedBody(res, o.maxBytes);
+      } catch (e) {
+        problem = signal.aborted ? `the answer's body did not arrive whole within ${o.timeoutMs} ms` : "the answer's body was cut off (the connection closed or reset before its end)";
+        throw e;
+      }
+      if (body === null) throw refuse("PAYLOAD_TOO_LARGE", imageId, `an answer is larger than ${o.maxBytes} bytes`);
+      return { body, contentType: res.headers.get("content-type") ?? "" };
+    });
+  } catch (e) {
+    if (!(e instanceof MedmmvError) || e.code !== "UNPROCESSABLE") throw e;
+    const details = (e.details ?? {}) as { attempts?: unknown; retryAfterMs?: unknown };
+    if (typeof details.retryAfterMs === "number") throw refuse("UNPROCESSABLE", imageId, `the server asked to be retried after ${Math.round(details.retryAfterMs / 1000)} s, longer than MEDMMV_DICOMWEB_TIMEOUT_MS; try again later`, true);
+    if (!problem || details.attempts === undefined) throw e;
+    throw refuse("UNPROCESSABLE", imageId, `${problem}, after ${o.attempts} attempts`, true);
+  }
 }
 
 type QidoItem = Record<string, { vr?: string; Value?: unknown[] } | undefined>;
@@ -101,8 +156,17 @@ export function chooseSeries(series: QidoItem[]): string | undefined {
     const y = key(b);
     return y.when.localeCompare(x.when) || y.count - x.count || x.number - y.number;
   });
-  const uid = sorted[0] ? tagValue(sorted[0], "0020000E") : undefined;
-  return typeof uid === "string" ? uid : undefined;
+  // A UID from the server becomes part of a path: only a well-formed one is taken.
+  const uid = sorted.map((s) => tagValue(s, "0020000E")).find(isDicomUid);
+  return uid;
+}
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return "(not a URL)";
+  }
 }
 
 /** The Part 10 files of a multipart/related answer (WADO-RS), split on its boundary. */
@@ -130,29 +194,42 @@ export function splitMultipartRelated(body: Buffer, contentType: string): Buffer
 }
 
 /**
- * A DICOMweb reference as Part 10 objects: QIDO-RS picks the series (when not named) and its
- * instances, WADO-RS fetches each. A server off the allow-list is refused before any request.
+ * A DICOMweb reference as Part 10 objects, one at a time: QIDO-RS picks the series (when not
+ * named) and its instances, WADO-RS fetches each only when the caller asks for the next, so a
+ * caller that stops (the case's picture budget is spent) fetches nothing more. A server off
+ * the allow-list is refused before any request.
  */
-export async function fetchDicomweb(imageId: string, ref: DicomwebRef, o: DicomwebOptions): Promise<Buffer[]> {
-  if (!isAllowedDicomwebServer(ref.server, o.servers)) {
-    throw new MedmmvError("INVALID_INPUT", `image "${imageId}" (DICOMweb): server ${new URL(ref.server).origin} is not in MEDMMV_DICOMWEB_SERVERS; it was not contacted`, { details: { imageId } });
+export async function* fetchDicomweb(imageId: string, ref: DicomwebRef, o: DicomwebOptions): AsyncGenerator<{ file: Buffer; index: number; count: number }> {
+  const allowed = allowedDicomwebServer(ref.server, o.servers);
+  if (allowed === null) {
+    throw new MedmmvError("INVALID_INPUT", `image "${imageId}" (DICOMweb): server ${originOf(ref.server)} is not in MEDMMV_DICOMWEB_SERVERS; it was not contacted`, { details: { imageId } });
   }
-  const base = ref.server.replace(/\/+$/, "");
+  if (o.tokenlessServers && !ref.accessToken && !o.tokenlessServers.some((s) => normaliseDicomwebUrl(s) === normaliseDicomwebUrl(allowed))) {
+    throw refuse("FORBIDDEN", imageId, "a caller authenticated by API key must send its own accessToken for the PACS (this service does not lend its own standing); send dicomweb.accessToken, or have the operator list the server for your key in MEDMMV_DICOMWEB_TENANT_SERVERS");
+  }
+  if (!isDicomUid(ref.study) || (ref.series !== undefined && !isDicomUid(ref.series))) throw refuse("INVALID_INPUT", imageId, "the study or series is not a DICOM UID");
+  // Requests go to the configured root, never to the caller's spelling of it.
+  const base = normaliseDicomwebUrl(allowed)!;
   const study = `${base}/studies/${ref.study}`;
   const series = ref.series ?? chooseSeries(await qido(`${study}/series`, ref, o, imageId));
-  if (!series) throw refuse("NOT_FOUND", imageId, "the study has no series");
+  if (!series) throw refuse("NOT_FOUND", imageId, "the study has no series (with a well-formed SeriesInstanceUID)");
   const instances = (await qido(`${study}/series/${series}/instances`, ref, o, imageId))
     .map((i) => ({ uid: tagValue(i, "00080018"), number: Number(tagValue(i, "00200013") ?? 0) }))
-    .filter((i): i is { uid: string; number: number } => typeof i.uid === "string" && /^[0-9.]{1,64}$/.test(i.uid))
+    .filter((i): i is { uid: string; number: number } => isDicomUid(i.uid))
     .sort((a, b) => a.number - b.number || a.uid.localeCompare(b.uid));
-  if (instances.length === 0) throw refuse("NOT_FOUND", imageId, "the series has no instances");
+  if (instances.length === 0) throw refuse("NOT_FOUND", imageId, "the series has no instances (with a well-formed SOPInstanceUID)");
   const chosen = representativeFrames(instances.length, o.maxInstances).map((k) => instances[k]!);
-  const files: Buffer[] = [];
-  for (const inst of chosen) {
+  // Each instance is at least one picture: refuse before fetching what the case could not send.
+  if (o.pictures && chosen.length > o.pictures.left) {
+    throw new MedmmvError("PAYLOAD_TOO_LARGE", `image "${imageId}" (DICOMweb): its ${chosen.length} instances would take the case past ${o.pictures.max} pictures; nothing was fetched`, { details: { imageId, pictures: chosen.length, left: o.pictures.left, max: o.pictures.max } });
+  }
+  for (const [index, inst] of chosen.entries()) {
+    if (o.pictures && o.pictures.left < 1) {
+      throw new MedmmvError("PAYLOAD_TOO_LARGE", `image "${imageId}" (DICOMweb): the case's ${o.pictures.max} pictures are spent after ${index} of the series' ${chosen.length} instances; the rest were not fetched`, { details: { imageId, fetched: index, instances: chosen.length, max: o.pictures.max } });
+    }
     const { body, contentType } = await get(`${study}/series/${series}/instances/${inst.uid}`, 'multipart/related; type="application/dicom"; transfer-syntax=*', ref, o, imageId);
     const parts = splitMultipartRelated(body, contentType);
     if (parts.length !== 1) throw refuse("UNPROCESSABLE", imageId, `the WADO-RS answer for an instance holds ${parts.length} parts, not one DICOM object`);
-    files.push(parts[0]!);
+    yield { file: parts[0]!, index, count: chosen.length };
   }
-  return files;
 }

@@ -1,4 +1,5 @@
 import type { ImageInput } from "../../contracts/clinical-case.js";
+import { isAllowedDicomwebServer } from "./dicomweb.js";
 
 /** The parts of a bundle entry this reads (src/core/intake/fhir/bundle-index.ts's IndexedEntry). */
 interface Entry {
@@ -53,4 +54,18 @@ export function imagingStudyImages(entries: readonly Entry[], resolve: (referenc
     });
   }
   return out;
+}
+
+/**
+ * The case with the EHR's token (a CDS hook's fhirAuthorization) on every DICOMweb reference
+ * that has none and whose server is allow-listed: the EHR's authority reaches the PACS its
+ * own ImagingStudy names, and never a server off the list (whose references keep no token,
+ * and are refused before any request).
+ */
+export function withEhrPacsToken<C extends { images?: ImageInput[] }>(c: C, accessToken: string | undefined, allowList: readonly string[]): C {
+  if (!accessToken || !c.images?.some((i) => i.dicomweb && !i.dicomweb.accessToken)) return c;
+  return {
+    ...c,
+    images: c.images.map((i) => (i.dicomweb && !i.dicomweb.accessToken && isAllowedDicomwebServer(i.dicomweb.server, allowList) ? { ...i, dicomweb: { ...i.dicomweb, accessToken } } : i)),
+  };
 }

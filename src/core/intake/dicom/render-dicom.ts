@@ -1,9 +1,14 @@
 import { createHash } from "node:crypto";
+import { promisify } from "node:util";
+import { inflateRaw } from "node:zlib";
 import sharp from "sharp";
 import { MedmmvError } from "../../contracts/errors.js";
 import type { DicomProvenance, LoadedImage } from "../../contracts/clinical-case.js";
-import { deidentifiedContext } from "./deidentified-context.js";
-import { DicomWorkerError, openDicom } from "./dicom-worker.js";
+import { CONTEXT_ATTRIBUTES, deidentifiedContext } from "./deidentified-context.js";
+import { DecodeWorkerFailure } from "./decode-pool.js";
+import { declaredCodestreamSize } from "./codestream-size.js";
+import { DatasetShapeError, DEFAULT_WALK_LIMITS, DEFLATED_LE, EXPLICIT_LE, explicitVr, IMPLICIT_LE, implicitToExplicit, readFileMeta, walkPart10, withTransferSyntax, type DatasetShape } from "./dataset-walk.js";
+import { DicomWorkerError, withParsedDicom, type ParsedDicom, type RenderedFrame } from "./dicom-worker.js";
 import { CT_WINDOWS, defaultWindow, objectWindow, representativeFrames, type DicomWindow } from "./windows.js";
 
 /** Part 10 files start with a 128-byte preamble, then "DICM". */
@@ -47,6 +52,8 @@ function bytesAfterPixelDataTag(buf: Buffer, tsUid: string): number {
   return Math.max(0, buf.length - at - headerBytes);
 }
 
+const inflateRawAsync = promisify(inflateRaw);
+
 /** Most frames of one object anyone could mean to send (a long cine loop is a few thousand). */
 export const MAX_DICOM_FRAMES_DECLARED = 10_000;
 
@@ -58,6 +65,10 @@ export interface DicomLimits {
   maxDecodedBytes: number;
   /** Extra CT windows the case's question needs (ctWindowsAskedFor), each another rendering. */
   extraCtWindows?: ReadonlyArray<keyof typeof CT_WINDOWS>;
+  /** Whose object this is: the decode pool serves tenants in turn. */
+  tenant?: string;
+  /** The case's pictures still free; renderings are reserved from it before decoding. */
+  pictures?: PictureBudget;
 }
 
 function refuse(code: "INVALID_INPUT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA" | "UNPROCESSABLE", imageId: string, why: string, details?: Record<string, unknown>): MedmmvError {
@@ -75,30 +86,157 @@ function int(v: unknown): number | undefined {
   return typeof n === "number" && Number.isInteger(n) ? n : undefined;
 }
 
+/** The header attributes the main thread reads (the worker sends back these and no others). */
+const HEADER_ATTRIBUTES = [
+  "Rows", "Columns", "NumberOfFrames", "SamplesPerPixel", "BitsAllocated", "PhotometricInterpretation", "Modality",
+  "BurnedInAnnotation", "WindowCenter", "WindowWidth", "SOPInstanceUID", "SeriesInstanceUID", "StudyInstanceUID",
+  ...CONTEXT_ATTRIBUTES,
+];
+
+/** Pictures a case may still take; each object reserves its renderings before it decodes them. */
+export interface PictureBudget {
+  left: number;
+  readonly max: number;
+}
+
+/** Reserve `n` pictures of the case's budget, or refuse (413) before anything is decoded. */
+export function reservePictures(budget: PictureBudget | undefined, n: number, imageId: string): void {
+  if (!budget) return;
+  if (n > budget.left) {
+    throw new MedmmvError("PAYLOAD_TOO_LARGE", `image "${imageId}": its ${n} picture(s) would take the case past ${budget.max} pictures (DICOM frames and instances count one each); send fewer images or frames`, { details: { imageId, pictures: n, left: budget.left, max: budget.max } });
+  }
+  budget.left -= n;
+}
+
 /**
  * A DICOM Part 10 object as pictures for the model: representative frames, each windowed by
  * the rule in docs/imaging.md and encoded as PNG, with its provenance (UIDs, frame, window)
  * beside it and only de-identified context in its caption. The header is checked against
- * the limits before any pixel is decoded.
+ * the limits (and the case's picture budget) before any pixel is decoded.
  */
 export async function renderDicom(imageId: string, buf: Buffer, caption: string | undefined, limits: DicomLimits): Promise<LoadedImage[]> {
-  // Parsing and decoding run in a worker thread (render-worker.mjs): a large compressed frame
-  // takes hundreds of milliseconds of WebAssembly, which must not stall the event loop.
-  let dicom: Awaited<ReturnType<typeof openDicom>>;
+  const checked = await checkedStructure(imageId, buf, limits);
+  // Parsing and decoding run in the decode pool's threads (decode-pool.ts): a large compressed
+  // frame takes hundreds of milliseconds of WebAssembly, which must not stall the event loop.
+  let plan: RenderPlan;
   try {
-    dicom = await openDicom(buf);
+    plan = await withParsedDicom(limits.tenant ?? "", checked.file, HEADER_ATTRIBUTES, (dicom) => renderParsed(imageId, checked, limits, dicom));
   } catch (e) {
-    throw refuse("INVALID_INPUT", imageId, `the file cannot be parsed (${reason(e)}); it is truncated or not DICOM Part 10`);
+    throw decodeRefusal(imageId, e);
   }
+  return encodePictures(imageId, caption, plan);
+}
+
+/** The file as the parser will read it, its structure walked within limits, and what the walk found. */
+interface CheckedFile {
+  /** Inflated when deflated; relabelled implicit VR when its dataset is. */
+  file: Buffer;
+  shape: DatasetShape;
+  /** The transfer syntax the sender wrote (provenance), which the file may no longer carry. */
+  transferSyntaxUid: string;
+  warnings: string[];
+}
+
+/**
+ * Before any library parses the object: a deflated dataset is inflated in bounded steps (refused
+ * past the decoded-bytes limit), then its structure is walked (element count, nesting depth,
+ * lengths against the file). An implicit-VR dataset labelled explicit is read as implicit, as
+ * pydicom and DCMTK do, with a warning in provenance.
+ */
+async function checkedStructure(imageId: string, buf: Buffer, limits: DicomLimits): Promise<CheckedFile> {
   try {
-    return await renderParsed(imageId, buf, caption, limits, dicom);
-  } finally {
-    dicom.close();
+    const meta = readFileMeta(buf);
+    let file = buf;
+    if (meta.transferSyntaxUid === DEFLATED_LE) file = withTransferSyntax(buf, EXPLICIT_LE, await inflateBounded(imageId, buf.subarray(meta.end), limits.maxDecodedBytes));
+    let shape = walkPart10(file);
+    const warnings: string[] = [];
+    if (shape.implicitVrMislabelled) {
+      const writtenAs = TRANSFER_SYNTAXES[meta.transferSyntaxUid] ?? meta.transferSyntaxUid;
+      if (UNCOMPRESSED.has(meta.transferSyntaxUid)) file = withTransferSyntax(file, IMPLICIT_LE, file.subarray(shape.datasetStart));
+      // A compressed object keeps its syntax (its frames are encoded by it): its dataset is rewritten in explicit VR.
+      else file = withTransferSyntax(file, meta.transferSyntaxUid, implicitToExplicit(file, shape.datasetStart, await dictionaryVrs()));
+      shape = walkPart10(file);
+      warnings.push(`the dataset is written in implicit VR although its transfer syntax (${writtenAs}) says explicit VR; read as implicit VR`);
+    }
+    return { file, shape, transferSyntaxUid: meta.transferSyntaxUid, warnings };
+  } catch (e) {
+    if (!(e instanceof DatasetShapeError)) throw e;
+    if (e.kind === "depth" || e.kind === "elements") throw refuse("PAYLOAD_TOO_LARGE", imageId, `${e.message}; refused before parsing`, { limit: e.kind === "depth" ? "sequence-depth" : "elements", max: e.kind === "depth" ? DEFAULT_WALK_LIMITS.maxDepth : DEFAULT_WALK_LIMITS.maxElements });
+    if (e.kind === "truncated") throw refuse("INVALID_INPUT", imageId, `the file is truncated: ${e.message}`, { problem: "truncated" });
+    throw refuse("INVALID_INPUT", imageId, `the file is not well-formed DICOM: ${e.message}`, { problem: "malformed" });
   }
 }
 
-async function renderParsed(imageId: string, buf: Buffer, caption: string | undefined, limits: DicomLimits, dicom: Awaited<ReturnType<typeof openDicom>>): Promise<LoadedImage[]> {
-  const { elements, transferSyntaxUid: tsUid } = dicom.header;
+/** The data dictionary's VR of a tag (dcmjs's dictionary, loaded only for the rare object that needs it). */
+async function dictionaryVrs(): Promise<(group: number, element: number) => string> {
+  const { default: dcmjs } = await import("dcmjs");
+  const dictionary = dcmjs.data.DicomMetaDictionary.dictionary;
+  const hex = (n: number) => n.toString(16).toUpperCase().padStart(4, "0");
+  return (group, element) => explicitVr(dictionary[`(${hex(group)},${hex(element)})`]?.vr, group, element);
+}
+
+/** A deflated dataset inflated by zlib in its own steps, stopped once it passes `max` bytes. */
+async function inflateBounded(imageId: string, deflated: Buffer, max: number): Promise<Buffer> {
+  try {
+    return await inflateRawAsync(deflated, { maxOutputLength: max });
+  } catch (e) {
+    if ((e as { code?: string }).code === "ERR_BUFFER_TOO_LARGE" || e instanceof RangeError) {
+      throw refuse("PAYLOAD_TOO_LARGE", imageId, `the deflated dataset inflates past ${max} bytes (MEDMMV_MAX_IMAGE_DECODED_BYTES); refused while inflating`, { limit: "inflated-bytes", max });
+    }
+    throw refuse("INVALID_INPUT", imageId, `the deflated dataset cannot be inflated (${reason(e)}); it is truncated or corrupt`, { problem: "truncated" });
+  }
+}
+
+/**
+ * Every frame's codestream must declare the size the DICOM header gives: a codec allocates by
+ * its own header, so a 64×64 object whose SIZ claims 60000² would otherwise reach it.
+ */
+function checkCodestreams(imageId: string, checked: CheckedFile, tsUid: string, rows: number, columns: number, frames: number): void {
+  if (!CODESTREAM_SYNTAXES.has(tsUid)) return;
+  const { file, shape } = checked;
+  const declared = shape.fragments.map((f) => declaredCodestreamSize(file.subarray(f.offset, f.offset + f.length))).filter((d) => d !== null);
+  if (declared.length < frames) {
+    throw refuse("INVALID_INPUT", imageId, `the pixel data holds ${declared.length} codestream(s) for ${frames} frame(s); the object is truncated or not encoded as ${TRANSFER_SYNTAXES[tsUid]}`, { problem: "truncated" });
+  }
+  for (const [k, d] of declared.entries()) {
+    if (d.width !== columns || d.height !== rows) {
+      throw refuse("INVALID_INPUT", imageId, `frame ${k + 1}'s ${d.codec} codestream declares ${d.width}×${d.height} where the header says ${columns}×${rows}; refused before decoding`, { problem: "codestream-size", frame: k + 1, declared: { width: d.width, height: d.height } });
+    }
+  }
+}
+
+/** Transfer syntaxes whose frames are codestreams with their own size (RLE and native are sized by the header). */
+const CODESTREAM_SYNTAXES = new Set(Object.keys(TRANSFER_SYNTAXES).filter((uid) => uid.startsWith("1.2.840.10008.1.2.4.")));
+
+/** A failure of the worker or the pool as a 4xx that says what went wrong. */
+function decodeRefusal(imageId: string, e: unknown): unknown {
+  if (e instanceof MedmmvError) return e;
+  if (e instanceof DecodeWorkerFailure) {
+    if (e.kind === "timeout") return refuse("UNPROCESSABLE", imageId, `${e.message}; the object is refused (its codestream is unusually costly to decode)`, { limit: "decode-time" });
+    if (e.kind === "memory") return refuse("PAYLOAD_TOO_LARGE", imageId, e.message, { limit: "decoder-memory" });
+    return refuse("INVALID_INPUT", imageId, `${e.message} on this object; it is malformed`);
+  }
+  if (e instanceof DicomWorkerError && e.stage === "render") {
+    const frame = e.frame !== undefined ? e.frame + 1 : undefined;
+    return refuse("INVALID_INPUT", imageId, `${frame ? `frame ${frame}` : "a frame"} cannot be decoded (${reason(e)}); the pixel data is truncated or corrupt`, frame ? { frame } : undefined);
+  }
+  return refuse("INVALID_INPUT", imageId, `the file cannot be parsed (${reason(e)}); it is truncated or not DICOM Part 10`);
+}
+
+interface RenderPlan {
+  elements: Record<string, unknown>;
+  tsUid: string;
+  frames: number;
+  monochrome: boolean;
+  chosen: number[];
+  renderings: Array<{ frame: number; window: DicomWindow | null; suffix: string }>;
+  pictures: RenderedFrame[];
+  warnings: string[];
+}
+
+async function renderParsed(imageId: string, checked: CheckedFile, limits: DicomLimits, dicom: ParsedDicom): Promise<RenderPlan> {
+  const { elements } = dicom.header;
+  const tsUid = checked.transferSyntaxUid;
   if (!TRANSFER_SYNTAXES[tsUid]) {
     throw refuse("UNSUPPORTED_MEDIA", imageId, `transfer syntax ${tsUid} is not supported; send it uncompressed or as RLE, JPEG, JPEG-LS or JPEG 2000`, { transferSyntaxUid: tsUid });
   }
@@ -117,7 +255,6 @@ async function renderParsed(imageId: string, buf: Buffer, caption: string | unde
     throw refuse("PAYLOAD_TOO_LARGE", imageId, `a frame is ${columns}×${rows} (${rows * columns} pixels); the limit is ${limits.maxPixels} pixels`, { width: columns, height: rows, maxPixels: limits.maxPixels });
   }
 
-  const context = deidentifiedContext(elements);
   const own = objectWindow(elements);
   const monochrome = /^MONOCHROME[12]$/.test(text(elements.PhotometricInterpretation) ?? "");
   const chosen = representativeFrames(frames, limits.maxFrames);
@@ -132,17 +269,19 @@ async function renderParsed(imageId: string, buf: Buffer, caption: string | unde
   // Uncompressed pixel data must hold every frame the header claims; a renderer would pad it.
   if (UNCOMPRESSED.has(tsUid)) {
     const need = rows * columns * frames * (int(elements.SamplesPerPixel) ?? 1) * Math.ceil((int(elements.BitsAllocated) ?? 16) / 8);
-    const have = Math.min(dicom.header.pixelBytes, bytesAfterPixelDataTag(buf, tsUid));
+    const have = Math.min(dicom.header.pixelBytes, bytesAfterPixelDataTag(checked.file, dicom.header.transferSyntaxUid));
     if (have < need) throw refuse("INVALID_INPUT", imageId, `the pixel data holds ${have} bytes where Rows × Columns × frames need ${need}; the file is truncated`, { pixelBytes: have, expected: need });
   }
+  checkCodestreams(imageId, checked, tsUid, rows, columns, frames);
+  reservePictures(limits.pictures, renderings.length, imageId);
+  const pictures = await dicom.render(renderings.map(({ frame, window }) => ({ frame, window: window ? { center: window.center, width: window.width } : null })));
+  return { elements, tsUid, frames, monochrome, chosen, renderings, pictures, warnings: checked.warnings };
+}
 
-  let pictures: Awaited<ReturnType<typeof dicom.render>>;
-  try {
-    pictures = await dicom.render(renderings.map(({ frame, window }) => ({ frame, window: window ? { center: window.center, width: window.width } : null })));
-  } catch (e) {
-    const frame = e instanceof DicomWorkerError && e.frame !== undefined ? e.frame + 1 : undefined;
-    throw refuse("INVALID_INPUT", imageId, `${frame ? `frame ${frame}` : "a frame"} cannot be decoded (${reason(e)}); the pixel data is truncated or corrupt`, frame ? { frame } : undefined);
-  }
+/** The rendered frames as PNG pictures of the case, with provenance and a de-identified caption. */
+async function encodePictures(imageId: string, caption: string | undefined, plan: RenderPlan): Promise<LoadedImage[]> {
+  const { elements, tsUid, frames, monochrome, chosen, renderings, pictures, warnings } = plan;
+  const context = deidentifiedContext(elements);
   const out: LoadedImage[] = [];
   for (const [k, { frame, window, suffix }] of renderings.entries()) {
     const rendered = pictures[k]!;
@@ -160,6 +299,7 @@ async function renderParsed(imageId: string, buf: Buffer, caption: string | unde
       frame: frame + 1,
       frames,
       ...(used ? { window: used } : {}),
+      ...(warnings.length ? { warnings } : {}),
     };
     const describe = [caption, `DICOM${context ? ` ${context}` : ""}`, frames > 1 ? `frame ${frame + 1} of ${frames}` : "", used ? `window C${used.center}/W${used.width} (${used.source})` : ""];
     out.push({

@@ -1,12 +1,27 @@
 // The synchronous part of DICOM rendering (dcmjs parsing, WebAssembly decoding, LUTs), in a
-// worker thread so that a large JPEG 2000 frame never stalls the server's event loop. Plain
-// JavaScript on purpose: a worker is started by Node itself, whatever loads the TypeScript.
-// Protocol (one job at a time per message id):
-//   { id, op: "header", bytes }  → { id, ok, elements (without PixelData), pixelBytes, transferSyntaxUid }
+// worker thread of the decode pool (decode-pool.ts) so that a large JPEG 2000 frame never
+// stalls the server's event loop. Plain JavaScript on purpose: a worker is started by Node
+// itself, whatever loads the TypeScript. One object at a time (the pool lends a thread to one
+// object); a new "header" forgets the previous object.
+// Protocol:
+//   { id, op: "header", bytes, attributes: [names] } → { id, ok, elements (only `attributes`, as plain strings/numbers), hasPixelData, pixelBytes, transferSyntaxUid }
 //   { id, op: "render", items: [{ frame, window: { center, width } | null }] } → { id, ok, frames: [{ width, height, pixels, window }] }
-//   { id, op: "drop" } forgets the parsed object of job `id`.
+// Every reply carries `wasmBytes`, the codecs' WebAssembly memory, so the pool can replace a
+// thread whose memory has grown past its bound.
 import { createRequire } from "node:module";
 import { parentPort } from "node:worker_threads";
+
+// The codecs' memory is not reachable through dcmjs-imaging's API: note every memory a
+// WebAssembly instance of this thread exports as it is created.
+const memories = [];
+const instantiate = WebAssembly.instantiate;
+WebAssembly.instantiate = async (...args) => {
+  const result = await instantiate.apply(WebAssembly, args);
+  const instance = result.instance ?? result;
+  for (const value of Object.values(instance.exports ?? {})) if (value instanceof WebAssembly.Memory) memories.push(value);
+  return result;
+};
+const wasmBytes = () => memories.reduce((n, m) => n + m.buffer.byteLength, 0);
 
 const require = createRequire(import.meta.url);
 const imaging = require("dcmjs-imaging");
@@ -18,7 +33,7 @@ for (const logger of Object.values(dcmjs.log.getLoggers())) logger.setLevel("sil
 
 const { DicomImage, NativePixelDecoder, WindowLevel } = imaging;
 const ready = NativePixelDecoder.initializeAsync({ logNativeDecodersMessages: false });
-const parsed = new Map();
+let current = null;
 
 function pixelBytes(v) {
   const parts = Array.isArray(v) ? v : [v];
@@ -29,35 +44,59 @@ function message(e) {
   return String(e instanceof Error ? e.message : e).split("\n")[0].slice(0, 200);
 }
 
+/** A header value as the main thread reads it: strings and numbers only, bounded. */
+function plain(v, depth = 0) {
+  if (typeof v === "string") return v.slice(0, 1024);
+  if (typeof v === "number") return Number.isFinite(v) ? v : undefined;
+  if (Array.isArray(v) && depth === 0) return v.slice(0, 16).map((x) => plain(x, 1)).filter((x) => x !== undefined);
+  if (v && typeof v === "object" && depth <= 1) {
+    // A person name's component groups (Alphabetic, Ideographic, Phonetic).
+    const out = {};
+    for (const k of ["Alphabetic", "Ideographic", "Phonetic"]) if (typeof v[k] === "string") out[k] = v[k].slice(0, 1024);
+    return Object.keys(out).length ? out : undefined;
+  }
+  return undefined;
+}
+
+function reply(body, transfer) {
+  parentPort.postMessage({ ...body, wasmBytes: wasmBytes() }, transfer);
+}
+
 parentPort.on("message", async (job) => {
   await ready;
   try {
     if (job.op === "header") {
+      current = null;
       const image = new DicomImage(job.bytes);
-      parsed.set(job.id, image);
-      const { PixelData, ...rest } = image.getElements();
-      // Header values as plain JSON (dcmjs decorates some values in ways a message cannot clone).
-      const elements = JSON.parse(JSON.stringify(rest, (_k, v) => (v instanceof ArrayBuffer || ArrayBuffer.isView(v) ? undefined : v)));
-      parentPort.postMessage({ id: job.id, ok: true, elements, hasPixelData: PixelData !== undefined, pixelBytes: pixelBytes(PixelData), transferSyntaxUid: image.getTransferSyntaxUid() });
+      current = image;
+      const all = image.getElements();
+      // RLE stores each sample as its own segment, so a colour frame decodes plane by plane
+      // whatever PlanarConfiguration says (PS3.5 G.2; pydicom and DCMTK read it so); the
+      // renderer follows PlanarConfiguration, so it is set to what the decoded frame is.
+      if (image.getTransferSyntaxUid() === "1.2.840.10008.1.2.5" && Number(all.SamplesPerPixel) === 3) image.setElement("PlanarConfiguration", "1");
+      const elements = {};
+      for (const name of job.attributes) {
+        const v = plain(all[name]);
+        if (v !== undefined) elements[name] = v;
+      }
+      reply({ id: job.id, ok: true, elements, hasPixelData: all.PixelData !== undefined, pixelBytes: pixelBytes(all.PixelData), transferSyntaxUid: image.getTransferSyntaxUid() });
     } else if (job.op === "render") {
-      const image = parsed.get(job.id);
       const frames = [];
       for (const item of job.items) {
         let r;
         try {
-          r = image.render({ frame: item.frame, renderOverlays: false, ...(item.window ? { windowLevel: new WindowLevel(item.window.width, item.window.center) } : {}) });
+          r = current.render({ frame: item.frame, renderOverlays: false, ...(item.window ? { windowLevel: new WindowLevel(item.window.width, item.window.center) } : {}) });
         } catch (e) {
-          parentPort.postMessage({ id: job.id, ok: false, frame: item.frame, error: message(e) });
+          reply({ id: job.id, ok: false, frame: item.frame, error: message(e) });
           return;
         }
         frames.push({ width: r.width, height: r.height, pixels: r.pixels, window: r.windowLevel ? { center: r.windowLevel.getLevel(), width: r.windowLevel.getWindow() } : null });
       }
-      parentPort.postMessage({ id: job.id, ok: true, frames }, frames.map((f) => f.pixels));
-    } else if (job.op === "drop") {
-      parsed.delete(job.id);
+      current = null;
+      reply({ id: job.id, ok: true, frames }, frames.map((f) => f.pixels));
     }
   } catch (e) {
-    parsed.delete(job.id);
-    parentPort.postMessage({ id: job.id, ok: false, error: message(e) });
+    current = null;
+    reply({ id: job.id, ok: false, error: message(e) });
   }
 });

@@ -1,3 +1,4 @@
+import { withEhrPacsToken } from "../../../core/intake/dicom/imaging-study.js";
 import cors from "@fastify/cors";
 import { createHash } from "node:crypto";
 import type { FastifyRequest } from "fastify";
@@ -178,7 +179,9 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       }
       const { key, prior } = await recordKey(request.owner, recordHash(input));
       // Not resubmitted: the stored case may differ from this one in its reference date alone.
-      const { record, replayed } = prior ? { record: prior, replayed: true } : await service.submit({ owner: request.owner, input, overrides: {}, idempotencyKey: key });
+      // The EHR's token goes to the PACS of its own ImagingStudy (allow-listed only); it is not part of the record's key.
+      const withPacs = withEhrPacsToken(input, call.fhirAuthorization?.access_token, config.images.dicomweb.servers);
+      const { record, replayed } = prior ? { record: prior, replayed: true } : await service.submit({ owner: request.owner, input: withPacs, overrides: {}, idempotencyKey: key, pacsStanding: viaJwt.has(request) ? "ehr" : "caller" });
       const token = signViewLink({ caseId: record.id, owner: request.owner, keyId: credentials.keyId(request.owner) }, secret, MAX_LINK_TTL_SEC);
       const viewUrl = `${publicBase(request)}/cases/${encodeURIComponent(record.id)}/view?token=${encodeURIComponent(token)}`;
       if (isTerminal(record.status) && record.result) return { cards: [resultCard(record.result, viewUrl, notRead)] };

@@ -291,6 +291,8 @@ function dicomProvenance(d: ViewDicomProvenance): HTMLElement {
     ["Study", d.studyInstanceUid ?? "—"],
     ["Frame", `${d.frame} of ${d.frames}`],
     ["Window", d.window ? `C${d.window.center} / W${d.window.width} (${d.window.source})` : "colour, no window"],
+    // What the reader forgave in the object (e.g. implicit VR under an explicit-VR syntax).
+    ...(d.warnings ?? []).map((w): [string, string] => ["Read with a warning", w]),
   ];
   return h("dl", { class: "small dicom-provenance", attrs: { "data-testid": "dicom-provenance" } }, ...rows.flatMap(([k, v]) => [h("dt", null, k), h("dd", null, v)]));
 }

@@ -1,0 +1,111 @@
+/**
+ * A second opinion on a rendering: pydicom (Debian's python3-pydicom, under /usr/bin/python3)
+ * reads the same object, applies the modality LUT and, when given, the same VOI window, and
+ * its pixels are correlated with ours. Objects are made from the synthetic fixtures with
+ * Debian's DICOM tools (dcmtk's dcmconv, dcmcjpeg, dcmcrle).
+ */
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import sharp from "sharp";
+
+const run = promisify(execFile);
+export const PYTHON = "/usr/bin/python3";
+
+/** Why the second opinion cannot be had on this machine, or null. */
+export function secondOpinionMissing(): string | null {
+  if (!existsSync(PYTHON)) return "/usr/bin/python3 is missing (apt-get install python3-pydicom)";
+  for (const tool of ["dcmconv", "dcmcjpeg", "dcmcrle"]) if (!["/usr/bin", "/usr/local/bin"].some((d) => existsSync(path.join(d, tool)))) return `${tool} is missing (apt-get install dcmtk)`;
+  return null;
+}
+
+/** `input` (written to `dir`) converted by a Debian DICOM tool with `args`; the result's bytes. */
+export async function debianTool(dir: string, tool: "dcmconv" | "dcmcjpeg" | "dcmcrle", args: string[], input: Buffer, name: string): Promise<Buffer> {
+  const src = path.join(dir, `${name}-in.dcm`);
+  const out = path.join(dir, `${name}.dcm`);
+  await writeFile(src, input);
+  await run(tool, [...args, src, out]);
+  return readFile(out);
+}
+
+const SCRIPT = `
+import json, sys, warnings
+import pydicom
+from pydicom.pixel_data_handlers.util import apply_modality_lut, apply_voi_lut
+warnings.simplefilter("ignore")
+ds = pydicom.dcmread(sys.argv[1])
+a = ds.pixel_array.astype("float64")
+frames = int(getattr(ds, "NumberOfFrames", 1) or 1)
+if ds.SamplesPerPixel == 1:
+    a = apply_modality_lut(a, ds)
+    if len(sys.argv) > 2:
+        ds.WindowCenter, ds.WindowWidth = float(sys.argv[2]), float(sys.argv[3])
+        a = apply_voi_lut(a, ds)
+a = a.reshape((frames, -1))
+print(json.dumps([f.tolist() for f in a]))
+`;
+
+/** pydicom's pixels of every frame, after the modality LUT and (for greyscale, when given) the VOI window. */
+export async function pydicomFrames(dir: string, file: Buffer, name: string, window?: { center: number; width: number }): Promise<number[][]> {
+  const at = path.join(dir, `${name}-pydicom.dcm`);
+  await writeFile(at, file);
+  const { stdout } = await run(PYTHON, ["-c", SCRIPT, at, ...(window ? [String(window.center), String(window.width)] : [])], { maxBuffer: 64 * 1024 * 1024 });
+  return JSON.parse(stdout) as number[][];
+}
+
+/** Our rendering's pixels: grey (one channel) or RGB, as sent to the model. */
+export async function ourPixels(pngBase64: string, channels: 1 | 3): Promise<number[]> {
+  const { data, info } = await sharp(Buffer.from(pngBase64, "base64")).raw().toBuffer({ resolveWithObject: true });
+  return Array.from({ length: info.width * info.height * channels }, (_, i) => (channels === 1 ? data[i * info.channels]! : data[Math.floor(i / 3) * info.channels + (i % 3)]!));
+}
+
+/** Pearson's correlation of two equally long series. */
+export function correlation(a: readonly number[], b: readonly number[]): number {
+  if (a.length !== b.length || a.length === 0) throw new Error(`series of ${a.length} and ${b.length} values`);
+  const mean = (x: readonly number[]) => x.reduce((s, v) => s + v, 0) / x.length;
+  const ma = mean(a);
+  const mb = mean(b);
+  let num = 0;
+  let da = 0;
+  let db = 0;
+  for (let i = 0; i < a.length; i++) {
+    num += (a[i]! - ma) * (b[i]! - mb);
+    da += (a[i]! - ma) ** 2;
+    db += (b[i]! - mb) ** 2;
+  }
+  return num / Math.sqrt(da * db);
+}
+
+/**
+ * An explicit-VR little endian object with its dataset rewritten in implicit VR but its
+ * transfer syntax left as it was: the writer's error pydicom and DCMTK read with a warning.
+ * For flat datasets (no sequences), which is what the fixtures are.
+ */
+export function implicitUnderExplicit(file: Buffer, datasetStart: number): Buffer {
+  const LONG = new Set(["OB", "OD", "OF", "OL", "OV", "OW", "SQ", "SV", "UC", "UN", "UR", "UT", "UV"]);
+  const out: Buffer[] = [file.subarray(0, datasetStart)];
+  let p = datasetStart;
+  while (p < file.length) {
+    const vr = file.toString("latin1", p + 4, p + 6);
+    if (vr === "SQ") throw new Error("this fixture writer takes flat datasets only");
+    const long = LONG.has(vr);
+    const len = long ? file.readUInt32LE(p + 8) : file.readUInt16LE(p + 6);
+    const h = Buffer.alloc(8);
+    file.copy(h, 0, p, p + 4);
+    h.writeUInt32LE(len, 4);
+    out.push(h);
+    p += long ? 12 : 8;
+    if (len === 0xffffffff) {
+      // Encapsulated pixel data: its items, to the sequence delimiter, as they are.
+      const end = file.indexOf(Buffer.from([0xfe, 0xff, 0xdd, 0xe0]), p) + 8;
+      out.push(file.subarray(p, end));
+      p = end;
+    } else {
+      out.push(file.subarray(p, p + len));
+      p += len;
+    }
+  }
+  return Buffer.concat(out);
+}
