@@ -33,15 +33,20 @@ let worker: Worker | null = null;
 let nextId = 1;
 const pending = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
 
-/** One worker per process, started on first use and not keeping the process alive. */
+/**
+ * One worker per process, started on first use. It keeps the process alive only while a
+ * request waits on it: a "message" listener refs the worker's port (so a one-time unref
+ * is undone and `medmmv diagnose` never exits), and an unref'd worker lets the process exit
+ * mid-request with its reply unreceived.
+ */
 function theWorker(): Worker {
   if (worker) return worker;
   const w = new Worker(new URL("./render-worker.mjs", import.meta.url));
-  w.unref();
   w.on("message", (r: Reply) => {
     const p = pending.get(r.id);
     if (!p) return;
     pending.delete(r.id);
+    if (pending.size === 0) w.unref();
     p.resolve(r);
   });
   const fail = (e: Error) => {
@@ -58,7 +63,9 @@ function theWorker(): Worker {
 function ask(message: Record<string, unknown>, transfer: ArrayBuffer[] = []): Promise<Reply> {
   return new Promise((resolve, reject) => {
     pending.set(message.id as number, { resolve, reject });
-    theWorker().postMessage(message, transfer);
+    const w = theWorker();
+    w.ref();
+    w.postMessage(message, transfer);
   });
 }
 

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import sharp from "sharp";
 import { MedmmvError } from "../../contracts/errors.js";
+import { loadSharp } from "../image-decoder.js";
 import type { DicomProvenance, LoadedImage } from "../../contracts/clinical-case.js";
 import { deidentifiedContext } from "./deidentified-context.js";
 import { DicomWorkerError, openDicom } from "./dicom-worker.js";
@@ -147,7 +147,7 @@ async function renderParsed(imageId: string, buf: Buffer, caption: string | unde
   for (const [k, { frame, window, suffix }] of renderings.entries()) {
     const rendered = pictures[k]!;
     const used = window ?? (monochrome && rendered.window ? { ...rendered.window, source: "frame value range" } : undefined);
-    const png = await sharp(Buffer.from(rendered.pixels), { raw: { width: rendered.width, height: rendered.height, channels: 4 } })
+    const png = await (await loadSharp())(Buffer.from(rendered.pixels), { raw: { width: rendered.width, height: rendered.height, channels: 4 } })
       .removeAlpha()
       .png()
       .toBuffer();
