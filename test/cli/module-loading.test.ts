@@ -16,6 +16,8 @@ import { syntheticCt } from "../core/intake/dicom/dicom-fixtures.js";
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const TRACE = pathToFileURL(path.join(ROOT, "test/support/module-trace.mjs")).href;
 const tmp = useTempDir("medmmv-modules-");
+/** Written into each build by bin/cli-bundle.mjs: the sources in each output file. */
+const SOURCES_FILE = "sources.json";
 
 let model: ScriptedOpenAI;
 beforeAll(async () => {
@@ -23,14 +25,28 @@ beforeAll(async () => {
 });
 afterAll(() => model.close());
 
-/** The CLI with the module trace preloaded: its result and the repository-relative modules it loaded. */
+/**
+ * The CLI with the module trace preloaded: its result and the modules it loaded, repository-
+ * relative. A chunk of the CLI's bundle (bin/cli-bundle.mjs) stands for the sources built into
+ * it, so the list reads the same whether the CLI ran from its bundle or through tsx.
+ */
 async function traced(args: string[], env: Record<string, string> = {}) {
   const file = path.join(tmp(), "modules.txt");
   await writeFile(file, "");
   const run = await medmmvCli(args, { ...env, NODE_OPTIONS: `--import=${TRACE}`, MODULE_TRACE_FILE: file });
   const root = pathToFileURL(ROOT).href;
-  const modules = [...new Set((await readFile(file, "utf8")).split("\n").filter(Boolean))].map((u) => (u.startsWith(root) ? u.slice(root.length) : u));
-  return { ...run, modules };
+  const loaded = [...new Set((await readFile(file, "utf8")).split("\n").filter(Boolean))].map((u) => (u.startsWith(root) ? u.slice(root.length) : u));
+  const modules = new Set<string>();
+  for (const m of loaded) {
+    const chunk = /^(node_modules\/\.cache\/medmmv-cli\/[^/]+)\/([^/]+\.js)$/.exec(m);
+    if (!chunk) {
+      modules.add(m);
+      continue;
+    }
+    const sources = JSON.parse(await readFile(path.join(ROOT, chunk[1]!, SOURCES_FILE), "utf8")) as Record<string, string[]>;
+    for (const s of sources[chunk[2]!] ?? []) modules.add(s);
+  }
+  return { ...run, modules: [...modules] };
 }
 
 /** The image codecs: sharp (libvips) and the DICOM parser and decoders (dcmjs, dcmjs-imaging and its WebAssembly codecs). */
