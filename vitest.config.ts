@@ -8,5 +8,11 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Two cores: keep file parallelism modest so timing-sensitive fault tests stay stable.
     maxWorkers: 2,
+    // Files of one worker share its module graph: importing the pipeline, LangChain and the
+    // server took longer than the tests of most files (under isolation each file imported them
+    // afresh). Safe because no test mocks a module or leaves state behind (no vi.mock, no fake
+    // timers, no process.env writes outside a test's own restore; servers, stores and temp dirs
+    // are per file and closed in afterAll). docs/testing.md has the figures.
+    isolate: false,
   },
 });

@@ -12,6 +12,7 @@ import { STUDIES } from "../eval/studies.js";
 import type { StudyFlag } from "../eval/study.js";
 import { EXIT, exitCodeFor, intArg as int, listArg as list } from "./cli-args.js";
 import type { StagewiseCliOptions } from "./stagewise-options.js";
+import { EVAL_SUMMARY } from "./command-summaries.js";
 
 // The runner, the store and the report are imported when a command runs, so `--help` and
 // the other commands start fast.
@@ -304,7 +305,7 @@ async function exportTracesAction(dir: string, o: { to: string; run: number }): 
 export function registerEvalCommands(program: Command): void {
   const cmd = program
     .command("eval")
-    .description("evaluate a method on a benchmark file: DIR/results.jsonl (one line per finished item), DIR/summary.json, DIR/summary.md")
+    .description(EVAL_SUMMARY)
     .addOption(new Option("--dataset <name>", "dataset format (drllava, conversation: multi-turn conversations on a pathway)").choices([...DATASET_NAMES, ...CONVERSATION_DATASETS]))
     .option("--input <file>", "the benchmark file as distributed (JSONL or JSON array)")
     .option("--images <dir>", "folder holding the dataset's images")

@@ -2,11 +2,13 @@ import { Command, CommanderError } from "commander";
 import { VERSION } from "../core/version.js";
 import { isMedmmvError } from "../core/contracts/errors.js";
 import { EXIT, intArg } from "./cli-args.js";
-import { registerEvalCommands } from "./eval-command.js";
 import { registerCorpusCommands } from "./corpus-command.js";
+import { EVAL_SUMMARY } from "./command-summaries.js";
 
-// Each command's module is imported when it runs: the pipeline, the server and the
-// scripted demo servers are not loaded for `--help` or for the other commands.
+// Each command's module is imported when it runs: the pipeline, the server, the eval runner
+// and the scripted demo servers are not loaded for `--help`, `--version`, a usage error or
+// the other commands. A top-level import here costs every command its load time, so new
+// commands follow the same pattern: `await import()` inside the action.
 const program = new Command()
   .name("medmmv")
   .description("Reliable, verifiable clinical reasoning with multimodal LLMs (MedMMV).")
@@ -94,8 +96,18 @@ program
     process.exitCode = await modelsCheckCommand(opts);
   });
 
-registerEvalCommands(program);
+// `eval` declares its options from the datasets, methods and studies it runs, which import
+// most of src/eval; its module is loaded only when the command line names it. Otherwise it
+// is listed by its summary alone (`medmmv --help`).
+if (commandNamed(process.argv.slice(2)) === "eval") (await import("./eval-command.js")).registerEvalCommands(program);
+else program.command("eval").description(EVAL_SUMMARY);
 registerCorpusCommands(program);
+
+/** The command the arguments name: the first operand, or the one after `help` (`medmmv help eval`). */
+function commandNamed(args: string[]): string | undefined {
+  const operands = args.filter((a) => !a.startsWith("-"));
+  return operands[0] === "help" ? operands[1] : operands[0];
+}
 
 try {
   await program.parseAsync(process.argv);

@@ -8,12 +8,14 @@ import type { Admission } from "./run-budget.js";
  * such error is returned once everything has ended, for the caller to raise after closing its files.
  * `admit` (a spending limit) is asked before each start: "wait" holds the start until a task in
  * flight has ended and asks again; "stop" starts nothing more (what runs still finishes).
+ * A task may call `release` once its own work is done and only bookkeeping is left (writing
+ * its record): the next task starts then instead of waiting for the disk.
  */
 export async function runGated<T>(
   tasks: readonly T[],
   gate: AimdGate,
   signal: AbortSignal,
-  run: (task: T) => Promise<void>,
+  run: (task: T, release: () => void) => Promise<void>,
   onFatal: () => void,
   admit: () => Admission = () => "start",
 ): Promise<unknown> {
@@ -35,13 +37,19 @@ export async function runGated<T>(
       gate.release();
       break;
     }
-    const p: Promise<void> = run(t)
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      gate.release();
+    };
+    const p: Promise<void> = run(t, release)
       .catch((err: unknown) => {
         fatal ??= err;
         onFatal();
       })
       .finally(() => {
-        gate.release();
+        release();
         running.delete(p);
       });
     running.add(p);

@@ -65,6 +65,7 @@ export interface ProgressSink {
 export class ProgressReporter {
   private timer: NodeJS.Timeout | null = null;
   private lastLog = -Infinity;
+  private lastDraw = -Infinity;
 
   constructor(
     private readonly sink: ProgressSink,
@@ -84,9 +85,16 @@ export class ProgressReporter {
     this.tick();
   }
 
-  /** Called when an item finishes: a terminal redraws at once; a log waits for its interval. */
+  /**
+   * Called when an item finishes: a terminal redraws at once, at most ten times a second (at a
+   * hundred items a second a redraw per item is terminal output the eye cannot follow); a log
+   * waits for its interval. The timer shows the last count.
+   */
   update(): void {
-    if (this.tty) this.draw();
+    if (!this.tty) return;
+    const now = (this.opts.now ?? Date.now)();
+    if (now - this.lastDraw < 100) return;
+    this.draw();
   }
 
   stop(): void {
@@ -106,6 +114,7 @@ export class ProgressReporter {
   }
 
   private draw(end = ""): void {
+    this.lastDraw = (this.opts.now ?? Date.now)();
     const s = this.state();
     let line = `${progressBar(s.resumed + s.done, s.total)} ${progressText(s)}`;
     const cols = this.sink.columns ?? 120;

@@ -140,11 +140,15 @@ export async function compactResults(file: string): Promise<void> {
 }
 
 /**
- * Appends one record per line and syncs it to disk before the next, so a killed run loses
- * only the items still in flight. Writes are queued: concurrent items never interleave.
+ * Appends one record per line and syncs it to disk before its `append` resolves, so a killed
+ * run loses only the items still in flight. Records that arrive while a write is on its way
+ * go out together in the next one (one write, one sync): at a hundred items a second the
+ * items never queue behind each other's syncs. Lines are whole and never interleave.
  */
 export class ResultsWriter {
-  private queue: Promise<void> = Promise.resolve();
+  /** Lines waiting for the next write, with their callers. */
+  private batch: Array<{ line: string; done: (err?: unknown) => void }> = [];
+  private writing: Promise<void> | null = null;
 
   private constructor(private readonly handle: FileHandle) {}
 
@@ -172,17 +176,30 @@ export class ResultsWriter {
 
   append(record: ResultRecord): Promise<void> {
     const line = JSON.stringify(record) + "\n";
-    const next = this.queue.then(async () => {
-      await this.handle.write(line);
-      await this.handle.datasync();
+    return new Promise((resolve, reject) => {
+      this.batch.push({ line, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      this.writing ??= this.drain();
     });
-    // A failed write must surface to its caller but not wedge the queue for the others.
-    this.queue = next.catch(() => undefined);
-    return next;
+  }
+
+  /** Writes batches until none is waiting; a failed write fails its own batch's callers only. */
+  private async drain(): Promise<void> {
+    while (this.batch.length > 0) {
+      const batch = this.batch;
+      this.batch = [];
+      try {
+        await this.handle.write(batch.map((b) => b.line).join(""));
+        await this.handle.datasync();
+        for (const b of batch) b.done();
+      } catch (err) {
+        for (const b of batch) b.done(err);
+      }
+    }
+    this.writing = null;
   }
 
   async close(): Promise<void> {
-    await this.queue;
+    await this.writing;
     await this.handle.close();
   }
 }

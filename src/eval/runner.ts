@@ -271,18 +271,18 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   // Every model client of this run shares the pipeline's limiter, which hears each 429.
   const unwatch = pipeline.limiter.onRateLimited(() => gate.onRateLimited());
 
-  const runTask = async (x: EvalItem | ItemError, run: number): Promise<void> => {
+  const runTask = async (x: EvalItem | ItemError, run: number, release: () => void): Promise<void> => {
     budget.started();
     let spend: ItemSpend | null = null;
     try {
-      spend = await recordTask(x, run);
+      spend = await recordTask(x, run, release);
     } finally {
       budget.ended(spend);
     }
   };
 
   /** Runs one task and records it; what it cost, or null when it was not recorded. */
-  const recordTask = async (x: EvalItem | ItemError, run: number): Promise<ItemSpend | null> => {
+  const recordTask = async (x: EvalItem | ItemError, run: number, release: () => void): Promise<ItemSpend | null> => {
     const started = Date.now();
     const base = { id: x.id, run, method, strata: isItemError(x) ? {} : x.strata, ...noDiagnostics() };
     let record: ResultRecord;
@@ -293,6 +293,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
       // Cut short by cancellation: not an answer, so not recorded; --resume runs it again.
       if (signal.aborted && record.status === "failed") return null;
     }
+    // The item's model work is done: its slot goes to the next item while the record is synced.
+    release();
     await writer.append(record);
     written++;
     state.done++;
@@ -380,7 +382,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
 
   progress?.start();
   try {
-    fatal = await runGated(tasks, gate, signal, (t) => runTask(t.x, t.run), () => session.abort(), () => budget.admit());
+    fatal = await runGated(tasks, gate, signal, (t, release) => runTask(t.x, t.run, release), () => session.abort(), () => budget.admit());
   } finally {
     unwatch();
     session.end();

@@ -19,6 +19,7 @@ import { answerByItem, evalScenario, keyOfCaseText, readItems } from "../eval/ev
 import { chestPain } from "../server/http/http-harness.js";
 import { pngWithCanvas } from "../../src/scripted/image-bytes.js";
 import { childServerEnv, keyedFetch, submitAsync, waitTerminal } from "../support/server-process.js";
+import { faultTrials } from "../support/fault-trials.js";
 
 /**
  * kill -9 at random moments, many times: the server with several cases in flight, and
@@ -26,9 +27,10 @@ import { childServerEnv, keyedFetch, submitAsync, waitTerminal } from "../suppor
  * item must reach a terminal state exactly once, and work finished before the kill must
  * not be done again — counted at the scripted model server.
  *
- * Trials per kind: MEDMMV_FAULT_TRIALS (default 10); kill points: MEDMMV_FAULT_SEED.
+ * Trials per kind: test/support/fault-trials.ts (3 in `npm test`, 10 in `npm run reliability`,
+ * MEDMMV_FAULT_TRIALS overrides); kill points: MEDMMV_FAULT_SEED.
  */
-const TRIALS = Math.max(1, Number(process.env.MEDMMV_FAULT_TRIALS ?? 10) || 10);
+const TRIALS = faultTrials();
 const SEED = Number(process.env.MEDMMV_FAULT_SEED ?? 20_251_130) || 20_251_130;
 const KEY = "kill-trials-key-0123456789abcdefghij";
 

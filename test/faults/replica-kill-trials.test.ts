@@ -12,18 +12,19 @@ import { until } from "../support/until.js";
 import { startThrowawayPostgres, startThrowawayRedis, type ThrowawayService } from "../support/throwaway-services.js";
 import { recordPaidCalls, repaidCalls, type PaidCalls } from "../support/paid-calls.js";
 import pg from "pg";
+import { faultTrials } from "../support/fault-trials.js";
 
 /**
  * Three replicas on Postgres + Redis (the BullMQ engine), real processes, the scripted model
- * at a realistic latency: SIGKILL to a random replica mid-run (MEDMMV_FAULT_TRIALS times,
- * default 10), one Redis restart without persistence and one Postgres restart, each with 30
+ * at a realistic latency: SIGKILL to a random replica mid-run (3 times in `npm test`, 10 in
+ * `npm run reliability`: test/support/fault-trials.ts), one Redis restart without persistence and one Postgres restart, each with 30
  * cases in flight. Every accepted case must finish exactly once (one stored result, one final
  * event), none lost, no call paid twice beyond the checkpoint its case resumed from, and
  * the provider cap must hold at the scripted server — all counted there.
  * Postgres and Redis are the test's own (their own ports), so restarting them disturbs no
  * other suite.
  */
-const TRIALS = Math.max(1, Number(process.env.MEDMMV_FAULT_TRIALS ?? 10) || 10);
+const TRIALS = faultTrials();
 const SEED = Number(process.env.MEDMMV_FAULT_SEED ?? 20_251_202) || 20_251_202;
 const KEY = "replica-kill-trials-key-0123456789";
 const CASES = 30;

@@ -10,8 +10,14 @@
  * carrying the hash of exactly those rows. Otherwise nothing is written and the exit code
  * is 1, naming the artefacts and the tests that did not pass.
  *
- * Options (for the report's own test): --dir <artefacts> --out <file>.
+ * The kill trials run 3 times per kind in `npm test`; so that the report's figures come from
+ * the full count, `npm run reliability` first runs the fault suite with FULL_FAULT_TRIALS
+ * (test/support/fault-trials.ts; MEDMMV_FAULT_TRIALS overrides), then writes the report.
+ *
+ * Options: --report-only (write from the artefacts as they are); for the report's own test,
+ * --dir <artefacts> --out <file> (implies --report-only).
  */
+import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,9 +26,16 @@ import type { LoadReport } from "../../load/load.js";
 import type { SoakReport } from "../../load/soak.js";
 import { describeMachine, machineInfo } from "../../src/scripted/machine-info.js";
 import { rowsDigest, statusFileOf, type ReliabilityRow, type ReliabilityRunStatus } from "./reliability-recorder.js";
+import { FULL_FAULT_TRIALS } from "./fault-trials.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const { values: args } = parseArgs({ options: { dir: { type: "string" }, out: { type: "string" } } });
+const { values: args } = parseArgs({ options: { dir: { type: "string" }, out: { type: "string" }, "report-only": { type: "boolean" } } });
+if (!args.dir && !args["report-only"]) {
+  const trials = process.env.MEDMMV_FAULT_TRIALS ?? String(FULL_FAULT_TRIALS);
+  process.stderr.write(`reliability: running the fault suite with ${trials} trials per kind (npx vitest run test/faults)\n`);
+  // Its rows are recorded only if it passes; a failure shows in the report's refusal below.
+  spawnSync("npx", ["vitest", "run", "test/faults"], { cwd: ROOT, stdio: "inherit", env: { ...process.env, MEDMMV_FAULT_TRIALS: trials } });
+}
 const DIR = args.dir ? path.resolve(args.dir) : path.join(ROOT, "test-artifacts", "reliability");
 const OUT = args.out ? path.resolve(args.out) : path.join(ROOT, "RELIABILITY.md");
 
@@ -213,11 +226,10 @@ out.push("");
 out.push("## How to reproduce");
 out.push("");
 out.push("```sh");
-out.push("npm run test:faults            # LLM/pipeline faults and the kill trials (MEDMMV_FAULT_TRIALS, default 10 per kind)");
 out.push("npx vitest run test/abuse      # fuzzing, prompt injection, patient data, image URLs");
 out.push(`${SECURITY_TESTS}   # the security table`);
 out.push("npm run load                   # load (200 concurrent) and soak (10,000 requests)");
-out.push("npm run reliability            # this file");
+out.push(`npm run reliability            # the fault suite with ${FULL_FAULT_TRIALS} kill trials per kind (MEDMMV_FAULT_TRIALS), then this file`);
 out.push("```");
 out.push("");
 out.push(`Sources: ${sources.join(", ")}.`);

@@ -1,11 +1,22 @@
-import sharp, { type Metadata, type SharpOptions } from "sharp";
+import type { Metadata, Sharp, SharpOptions } from "sharp";
 import { MedmmvError } from "../contracts/errors.js";
 import type { LoadedImage } from "../contracts/clinical-case.js";
 
 type ImageMime = LoadedImage["mimeType"];
 
-// libvips' operation cache would keep decoded patient pictures in memory after their case.
-sharp.cache(false);
+let sharpLoaded: Promise<(input: Buffer, options?: SharpOptions) => Sharp> | undefined;
+
+/**
+ * sharp (libvips, a native addon) is loaded by the first image that needs it, so a case
+ * without images, `--help` and the commands that never decode do not pay for it.
+ */
+export function loadSharp(): Promise<(input: Buffer, options?: SharpOptions) => Sharp> {
+  return (sharpLoaded ??= import("sharp").then(({ default: sharp }) => {
+    // libvips' operation cache would keep decoded patient pictures in memory after their case.
+    sharp.cache(false);
+    return sharp;
+  }));
+}
 
 /**
  * Decoded pixels one image may take by default (all frames, all channels): a 4000×3000 RGBA
@@ -45,6 +56,7 @@ function decoderOptions(limits: DecodeLimits, allPages: boolean): SharpOptions {
  */
 export async function decodeImage(imageId: string, buf: Buffer, mime: ImageMime, limits: DecodeLimits): Promise<{ width: number; height: number }> {
   const maxDecodedBytes = limits.maxDecodedBytes ?? DEFAULT_MAX_DECODED_BYTES;
+  const sharp = await loadSharp();
   let meta: Metadata;
   try {
     // Headers only (every frame's, for GIF), nothing allocated for pixels: unlimited here so
@@ -126,6 +138,7 @@ function pngClaimsTooMuch(buf: Buffer, mime: ImageMime, maxPixels: number): bool
  */
 export async function modelRendition(img: LoadedImage, longSide: number, maxPixels: number): Promise<LoadedImage> {
   if (longSide <= 0) return img;
+  const sharp = await loadSharp();
   const pipeline = sharp(Buffer.from(img.data, "base64"), decoderOptions({ maxPixels }, false))
     .rotate() // honour EXIF orientation before the EXIF is dropped
     .resize(longSide, longSide, { fit: "inside", withoutEnlargement: true });

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { promisify } from "node:util";
 import { inflateRaw } from "node:zlib";
-import sharp from "sharp";
 import { MedmmvError } from "../../contracts/errors.js";
+import { loadSharp } from "../image-decoder.js";
 import type { DicomProvenance, LoadedImage } from "../../contracts/clinical-case.js";
 import { CONTEXT_ATTRIBUTES, deidentifiedContext } from "./deidentified-context.js";
 import { DecodeWorkerFailure } from "./decode-pool.js";
@@ -286,7 +286,7 @@ async function encodePictures(imageId: string, caption: string | undefined, plan
   for (const [k, { frame, window, suffix }] of renderings.entries()) {
     const rendered = pictures[k]!;
     const used = window ?? (monochrome && rendered.window ? { ...rendered.window, source: "frame value range" } : undefined);
-    const png = await sharp(Buffer.from(rendered.pixels), { raw: { width: rendered.width, height: rendered.height, channels: 4 } })
+    const png = await (await loadSharp())(Buffer.from(rendered.pixels), { raw: { width: rendered.width, height: rendered.height, channels: 4 } })
       .removeAlpha()
       .png()
       .toBuffer();

@@ -1,0 +1,28 @@
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+/** The CLI as a user runs it (`medmmv …` is this file through npm's bin link). */
+export const MEDMMV_BIN = path.join(ROOT, "bin", "medmmv.js");
+
+/**
+ * Run `medmmv ARGS` once and wait for it: its exit code and stderr. bin/medmmv.js builds its
+ * bundle of the sources on the first run after they change; a section calls this once before
+ * it times anything, so what it measures is every later run, as a user meets it.
+ */
+export function runMedmmv(args: string[], env: Record<string, string> = { PATH: process.env.PATH ?? "" }): Promise<{ code: number | null; stderr: string; ms: number }> {
+  return runNode([MEDMMV_BIN, ...args], env);
+}
+
+/** `node ARGV` from spawn to exit, output discarded but the tail of stderr kept. */
+export function runNode(argv: string[], env: Record<string, string> = { PATH: process.env.PATH ?? "" }): Promise<{ code: number | null; stderr: string; ms: number }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(process.execPath, argv, { cwd: ROOT, env, stdio: ["ignore", "ignore", "pipe"] });
+    let err = "";
+    child.stderr.on("data", (d: Buffer) => (err = (err + d.toString()).slice(-4000)));
+    child.on("error", reject);
+    child.on("exit", (code) => resolve({ code, stderr: err, ms: performance.now() - t0 }));
+  });
+}
