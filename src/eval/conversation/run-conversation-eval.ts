@@ -225,6 +225,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
         correct: t.category === spec.expected,
         contextConflict: t.contextConflict,
         ...(spec.expectedFrom ? { expectedFrom: spec.expectedFrom } : {}),
+        ...(spec.goldUnlabelled ? { goldUnlabelled: true as const } : {}),
         ...(hypothesis ? { hypothesis } : {}),
       });
     }

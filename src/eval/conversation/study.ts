@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from "commander";
 import { markdownTable, pct, percentRow, type Row } from "../report-table.js";
 import type { EvalStudy } from "../study.js";
+import type { EvalSummary } from "../summary.js";
 import { CONVERSATION_DATASETS, QUESTION_ORDERS, type QuestionOrder } from "./types.js";
 
 /** `--order si,df,ii,ii-sample`: any of the question orders. */
@@ -8,6 +9,12 @@ export function orderList(orders: string[]): QuestionOrder[] {
   const bad = orders.filter((x) => !(QUESTION_ORDERS as readonly string[]).includes(x));
   if (bad.length || orders.length === 0) throw new InvalidArgumentError(`expected a comma-separated list of ${QUESTION_ORDERS.join(", ")}`);
   return orders as QuestionOrder[];
+}
+
+/** Turns whose gold answer the labeller could not label, said out loud (each record's warnings name the turn). */
+function unlabelledGoldLines(c: NonNullable<EvalSummary["conversation"]>, orders: readonly QuestionOrder[]): string[] {
+  const per = orders.filter((o) => (c[o]?.goldUnlabelled ?? 0) > 0).map((o) => `${o}: ${c[o]!.goldUnlabelled}`);
+  return per.length ? [`Gold answers that name no category of their step (scored against the record's path instead; the records' warnings name each turn): ${per.join(", ")}.`, ""] : [];
 }
 
 /**
@@ -26,6 +33,7 @@ export const conversationStudy: EvalStudy = {
         "",
         markdownTable(["order", "conversations", "questions", "A_Q", "A_C", "A_D", "H_cc (reference)", "H_cc (labelled only)", "failed"], orders.map((o) => { const m = s.conversation![o]!; return [o, String(m.conversations), String(m.questions), pct(m.aQ), pct(m.aC), pct(m.aD), pct(m.hCCReference), pct(m.hCC), String(m.failed)]; }), ["l", "r", "r", "r", "r", "r", "r", "r", "r"]),
         "",
+        ...unlabelledGoldLines(s.conversation, orders),
         "A turn is correct when the labels of the model's answer and of the gold answer agree (the record's path where the gold answer names no category). A_D counts the conversations that asked the diagnosis. H_cc (reference): conversations with an answer off every valid path, an answer naming no category included, as Dr-LLaVA counts it; H_cc (labelled only): conversations whose labelled answers fit no valid path (docs/evaluation.md#conversations-dr-llava).",
         "",
       ];
