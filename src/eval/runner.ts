@@ -32,8 +32,7 @@ import { selectItems } from "./sampling.js";
 import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
 import { runGated } from "./gated-tasks.js";
-import { RunBudget, type ItemSpend } from "./run-budget.js";
-import { assertBudgetPriced } from "../core/workflow/case-budget.js";
+import { assertRunPriced, RunBudget, type ItemSpend } from "./run-budget.js";
 import { expandProbes, probeConfig, probeLabel } from "./probes/expand-items.js";
 import { referencePromptLibrary } from "./probes/reference-prompts.js";
 import { HYPOTHESIS_KINDS, type HypothesisKind } from "./probes/types.js";
@@ -233,7 +232,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   };
 
   // Without prices a cost limit could never be reached: refuse it before the folder is claimed.
-  if (o.maxCostUsd !== undefined) assertBudgetPriced(config, { maxTokens: null, maxCostUsd: o.maxCostUsd });
+  assertRunPriced(config, o.maxCostUsd, raterModels);
   const existing = await claimRunFolder(dir, manifest, o.resume, config);
 
   const all: Array<EvalItem | ItemError> = [];
