@@ -28,7 +28,7 @@ describe("paired comparison of ClinHallu's figures (two stage-wise runs)", () =>
     const dirs: string[] = [];
     summaries = [];
     for (const [name, visualWrongFor] of [["clean", [] as string[]], ["visual-wrong", ["original_index:0", "original_index:1"]]] as const) {
-      servers.model.setScenario(stagewiseScenario(clinhallu(), { stageJudge: (it, stage, c, ref) => (stage === "visual" && visualWrongFor.includes(it.id) ? 1 : c.trim() === ref.trim() ? 0 : 1) }));
+      servers.model.setScenario(stagewiseScenario(clinhallu(), { stageJudge: (it, stage, c, ref) => (stage === "visual" && (visualWrongFor as readonly string[]).includes(it.id) ? 1 : c.trim() === ref.trim() ? 0 : 1) }));
       const out = path.join(tmp(), name);
       const r = await runEval({ dataset: "clinhallu", input: GOLD, images: IMAGES, method: "stagewise", out, concurrency: 2 }, { config: servers.config({ MEDMMV_LLM_BACKOFF_BASE_MS: "5" }), progress: null });
       dirs.push(out);
