@@ -1,3 +1,6 @@
+/** The gold text of a HealthBench item: it has no single answer (the rubric grades the reply); also how its records are told apart. */
+export const HEALTHBENCH_GOLD = "(graded by the HealthBench rubric)";
+
 /** One criterion of a HealthBench rubric, as the published JSONL has it. */
 export interface RubricItem {
   criterion: string;
