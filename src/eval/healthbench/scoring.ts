@@ -1,4 +1,4 @@
-import { bootstrapCounts } from "../stats/index.js";
+import { percentileInterval, resampledStatistics } from "../stats/index.js";
 import type { Interval } from "../stats/index.js";
 import type { CriterionGrade, HealthBenchRecord, RubricItem } from "./types.js";
 
@@ -60,17 +60,10 @@ export function clippedMean(values: readonly number[]): ClippedMean {
     }
     return clip01(s / m);
   };
-  const draws: number[] = [];
-  const [ci] = bootstrapCounts(
-    n,
-    (counts) => {
-      const x = mean(counts);
-      draws.push(x);
-      return [x];
-    },
-    1,
-  );
+  const [resampled] = resampledStatistics(n, (counts) => [mean(counts)], 1);
+  const draws = resampled!.values;
   const avg = draws.reduce((a, b) => a + b, 0) / draws.length;
   const std = Math.sqrt(draws.reduce((a, b) => a + (b - avg) ** 2, 0) / draws.length);
+  const ci = percentileInterval(resampled!, n, "bootstrap");
   return { score: mean(null), n, ci: ci ?? null, bootstrapStd: std };
 }
