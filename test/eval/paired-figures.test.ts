@@ -10,7 +10,7 @@ import { stagewiseScenario } from "../support/stagewise-scenario.js";
 import { medmmvCli } from "../support/medmmv-cli.js";
 import { conversationScenario } from "./conversation/conversation-scenario.js";
 import { useTempDir } from "./datasets/dataset-kit.js";
-import { fakeImages } from "./eval-fixtures.js";
+import { fakeImages, resultRecord } from "./eval-fixtures.js";
 import { GOLD, IMAGES, useClinhalluItems } from "./stagewise/clinhallu-fixture.js";
 
 /** `eval report A B`: every study figure compared on the items both runs share. */
@@ -111,5 +111,35 @@ describe("paired comparison of Dr-LLaVA's figures (two conversation runs)", () =
       const section = r.stdout.split(`### gold − mm-for-aml: Dr-LLaVA conversations, ${order} (3 shared items)`)[1]!.split("###")[0]!;
       for (const name of ["A_Q", "A_C", "A_D", "H_cc reference", "H_cc labelled-only"]) expect(section, `${order} ${name}`).toMatch(new RegExp(`\\| ${name}\\s+\\|[^\\n]*\\[-?\\d+\\.\\d–-?\\d+\\.\\d\\]`));
     }
+  });
+});
+
+describe("paired comparison of the robustness rates (records built by hand)", () => {
+  // Three items shown in two option orders; the dataset's answer is A, shown as A then as B.
+  const rec = (item: string, p: 1 | 2, chosen: "A" | "B") => {
+    const letters = p === 1 ? { A: "A", B: "B" } : { A: "B", B: "A" };
+    const shown = Object.entries(letters).find(([, v]) => v === chosen)![0];
+    return resultRecord(`${item}#p${p}`, 0, "completed", { answer: { option: shown, text: chosen }, correct: chosen === "A", permutation: { index: p, of: 2, baseId: item, letters } });
+  };
+  const steady = ["i1", "i2", "i3"].flatMap((i) => [rec(i, 1, "A"), rec(i, 2, "A")]);
+  // The second run changes its mind on i1 when the options are swapped.
+  const flipping = [rec("i1", 1, "A"), rec("i1", 2, "B"), ...["i2", "i3"].flatMap((i) => [rec(i, 1, "A"), rec(i, 2, "A")])];
+
+  it("consistency is a share of items (McNemar), the flip rate and accuracy are tested by the bootstrap", () => {
+    const [t] = pairedFigures(["steady", "flipping"], [steady, flipping]);
+    expect(t!.table).toBe("Robustness probes");
+    expect(t!.items).toBe(3);
+    expect(t!.figures.map((f) => f.name)).toEqual(["accuracy under the probe", "consistency", "flip rate"]);
+    expect(figure(t!, "consistency")).toMatchObject({ a: 1, mcnemar: { b: 1, c: 0, concordant: 2 }, pFrom: "McNemar" });
+    expect(figure(t!, "consistency").b).toBeCloseTo(2 / 3, 12);
+    expect(figure(t!, "flip rate").difference!.value).toBeCloseTo(-1 / 3, 12);
+    expect(figure(t!, "flip rate")).toMatchObject({ mcnemar: null, pFrom: "bootstrap" });
+    expect(figure(t!, "accuracy under the probe").difference!.value).toBeCloseTo(1 / 6, 12);
+    for (const f of t!.figures) expect(f.difference!.ci, f.name).not.toBeNull();
+  });
+
+  it("a table only one run has is not compared", () => {
+    const plain = ["i1", "i2", "i3"].map((i) => resultRecord(`${i}#p1`, 0));
+    expect(pairedFigures(["probed", "plain"], [steady, plain])).toEqual([]);
   });
 });
