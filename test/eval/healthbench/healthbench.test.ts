@@ -3,11 +3,14 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { getAdapter, isItemError, type EvalItem, type ItemError } from "../../../src/eval/datasets/index.js";
 import { clippedMean, rubricScore, scoreExample } from "../../../src/eval/healthbench/scoring.js";
+import { HEALTHBENCH_GOLD } from "../../../src/eval/healthbench/types.js";
+import { pairedFigures } from "../../../src/eval/paired-figures.js";
 import { readResults } from "../../../src/eval/results-file.js";
 import { runEval } from "../../../src/eval/runner.js";
 import { GRADER_SCRIPT, HEALTHBENCH_DIR, healthbenchScenario, readExamples } from "../../support/healthbench-scenario.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 import { useTempDir } from "../datasets/dataset-kit.js";
+import { resultRecord } from "../eval-fixtures.js";
 
 const servers = useScriptedServers({ scenario: healthbenchScenario() });
 const tmp = useTempDir("medmmv-healthbench-");
@@ -157,5 +160,24 @@ describe("a HealthBench run of the fixtures over the scripted model", () => {
     expect(failed.error?.message).toMatch(/^rubric grading failed: /);
     expect(summary.healthbench).toMatchObject({ graded: 3, ungraded: 1 });
     expect(summary.healthbench!.overall.score).toBeCloseTo((0.5 + 1 + 1) / 3, 12);
+  });
+});
+
+describe("two HealthBench runs in eval report", () => {
+  it("pair the overall and axis scores example by example", () => {
+    const rec = (id: string, score: number, accuracy: number | null) =>
+      resultRecord(id, 0, "completed", { gold: { kind: "open", text: HEALTHBENCH_GOLD }, healthbench: { promptId: id, exampleTags: ["theme:t"], grades: [], score, tagScores: { "axis:accuracy": accuracy } } });
+    const a = [rec("e1", 1, 1), rec("e2", 0.5, 0), rec("e3", 0.25, null)];
+    const b = [rec("e1", 0.5, 1), rec("e2", 0.5, 0), rec("e3", 0, null)];
+    const [t] = pairedFigures(["a", "b"], [a, b]);
+    expect(t!.table).toBe("HealthBench");
+    expect(t!.figures.map((f) => f.name)).toEqual(["overall score", "axis: accuracy"]);
+    const overall = t!.figures[0]!;
+    expect(overall.a).toBeCloseTo(1.75 / 3, 12);
+    expect(overall.b).toBeCloseTo(1 / 3, 12);
+    expect(overall.difference!.value).toBeCloseTo(0.75 / 3, 12);
+    expect(overall).toMatchObject({ mcnemar: null, pFrom: "bootstrap" });
+    expect(overall.difference!.ci!.lo).toBeGreaterThanOrEqual(0);
+    expect(t!.figures[1]!.difference!.value).toBe(0);
   });
 });
