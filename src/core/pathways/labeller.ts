@@ -13,7 +13,8 @@ import { keywordPhrase, stem, tokenize, type Token } from "./tokens.js";
  *   of" … within four words, coordinated keywords not counted: "no AML or MM") or right
  *   after it ("… is not seen", "… absent"); a negated exclusion is affirmed ("AML cannot be
  *   excluded", "cannot rule out MM", "not ruled out"); a hedge ("unclear whether", "impossible
- *   to determine") leaves the keyword unsaid either way;
+ *   to determine") leaves the keyword unsaid either way, and "unclear", "uncertain" and
+ *   "whether" hedge everything after them in their clause;
  * - `negatedKeywords` count for their category only when negated ("no abnormalities" → normal);
  * - a keyword inside a longer matched keyword does not count on its own ("near particles" is
  *   not "particles");
