@@ -239,7 +239,9 @@ async function reportAction(dirs: string[], o: { json?: boolean; out?: string })
       if (section) sections.push(section);
     }
     const paired = summaries.length > 1 ? pairedReport(names, await Promise.all(resolved.map(loadOutcomes)), summaries) : null;
-    const md = [compareSummaries(summaries, names), ...(paired ? ["", pairedMarkdown(paired)] : []), ...sections.map((section) => "\n" + section(names))].join("\n") + "\n";
+    const { loadRecords, pairedFigures, pairedFiguresMarkdown } = await import("../eval/paired-figures.js");
+    const figures = paired ? pairedFigures(names, await Promise.all(resolved.map(loadRecords))) : [];
+    const md = [compareSummaries(summaries, names), ...(paired ? ["", pairedMarkdown(paired)] : []), ...(figures.length ? ["", pairedFiguresMarkdown(figures)] : []), ...sections.map((section) => "\n" + section(names))].join("\n") + "\n";
     const json = JSON.stringify(Object.fromEntries(names.map((n, i) => [n, summaries[i]])), null, 2) + "\n";
     if (o.out) {
       const { mkdir, writeFile } = await import("node:fs/promises");
@@ -247,7 +249,7 @@ async function reportAction(dirs: string[], o: { json?: boolean; out?: string })
       const out = path.resolve(o.out);
       await mkdir(out, { recursive: true });
       await writeFile(path.join(out, "report.md"), md);
-      await writeFile(path.join(out, "report.json"), JSON.stringify({ runs: Object.fromEntries(names.map((n, i) => [n, summaries[i]])), paired }, null, 2) + "\n");
+      await writeFile(path.join(out, "report.json"), JSON.stringify({ runs: Object.fromEntries(names.map((n, i) => [n, summaries[i]])), paired, pairedFigures: figures }, null, 2) + "\n");
       await writeFile(path.join(out, "summary.html"), await comparisonHtml(summaries, names, paired, `# Eval report: ${names.join(" vs ")}\n\n${md}`));
       process.stderr.write(`medmmv eval report: ${path.join(out, "report.md")}, report.json and summary.html\n`);
     }

@@ -1,4 +1,5 @@
 import { open, readFile, rename, truncate, type FileHandle } from "node:fs/promises";
+import type { HealthBenchRecord } from "./healthbench/types.js";
 import type { Usage } from "../core/contracts/diagnosis-result.js";
 import { MedmmvError } from "../core/contracts/errors.js";
 import type { GoldAnswer } from "./datasets/types.js";
@@ -52,6 +53,8 @@ export interface ResultRecord {
   permutation?: PermutationRecord;
   /** ClinHallu stage-wise diagnosis (docs/evaluation.md#stage-wise-hallucination-diagnosis-clinhallu): the trace, its stage verdicts and the replacement runs. */
   stagewise?: StagewiseRecord;
+  /** HealthBench: the rubric grader's verdicts and the reply's scores (src/eval/healthbench/). */
+  healthbench?: HealthBenchRecord;
   /** The final path's steps with their stage tags (kept on a --stage-judge checkpoint, so judging resumes without re-running the method). */
   steps?: Array<{ text: string; stage: Stage }>;
   /** How many times the item was run in this session (transient failures are retried). */

@@ -1,3 +1,6 @@
+import { unpricedModels, type Config } from "../core/config.js";
+import { MedmmvError } from "../core/contracts/errors.js";
+
 /**
  * `medmmv eval --max-cost USD` / `--max-tokens N`: the run's spending limit. New items are
  * started only while what was spent plus what the items in flight are expected to spend
@@ -75,4 +78,18 @@ export class RunBudget {
     const tokens = this.spent.tokens + items * mean(this.spent.tokens);
     return (this.limits.maxCostUsd !== undefined && cost >= this.limits.maxCostUsd) || (this.limits.maxTokens !== undefined && tokens >= this.limits.maxTokens);
   }
+}
+
+/**
+ * `--max-cost` needs a price for every model the run can call — the pipeline's roles and the
+ * models the run adds (`--raters`, a rubric grader): an unpriced call counts $0, so the limit
+ * would silently never be reached. Checked before the run folder is claimed or any call made.
+ */
+export function assertRunPriced(config: Config, maxCostUsd: number | undefined, extraModels: readonly string[]): void {
+  if (maxCostUsd === undefined) return;
+  const roles = Object.values(config.llm.models);
+  const unpriced = unpricedModels([...roles, ...extraModels], config.llm.prices);
+  if (!unpriced.length) return;
+  const named = unpriced.map((m) => (roles.includes(m) ? m : `${m} (a rater or grader)`));
+  throw new MedmmvError("INVALID_INPUT", `--max-cost needs a price for every model the run calls; none for ${named.join(", ")}: set MEDMMV_PRICES or MEDMMV_PRICES_FILE, or use --max-tokens`);
 }

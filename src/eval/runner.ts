@@ -32,8 +32,8 @@ import { selectItems } from "./sampling.js";
 import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
 import { runGated } from "./gated-tasks.js";
-import { RunBudget, type ItemSpend } from "./run-budget.js";
-import { assertBudgetPriced } from "../core/workflow/case-budget.js";
+import { assertRunPriced, RunBudget, type ItemSpend } from "./run-budget.js";
+import { rubricGradedMethod } from "./healthbench/grading-method.js";
 import { expandProbes, probeConfig, probeLabel } from "./probes/expand-items.js";
 import { referencePromptLibrary } from "./probes/reference-prompts.js";
 import { HYPOTHESIS_KINDS, type HypothesisKind } from "./probes/types.js";
@@ -176,6 +176,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   check(o.hypothesis === undefined || (HYPOTHESIS_KINDS as readonly string[]).includes(o.hypothesis), `unknown hypothesis "${o.hypothesis}"; use one of ${HYPOTHESIS_KINDS.join(", ")}`);
   const probeOpts = { hypothesis: o.hypothesis, shuffleOptions: o.shuffleOptions, seed: o.seed ?? 1 };
   const probes = probeConfig(probeOpts);
+  check(o.dataset !== "healthbench" || (method !== "stagewise" && !o.stageJudge), "--dataset healthbench grades replies by their rubric: use --method medmmv, cot or self-consistency, without --stage-judge");
   check(!o.stageJudge || method === "medmmv" || method === "cot", "--stage-judge applies to --method medmmv or cot (stagewise judges its stages anyway)");
   check(o.traces === undefined || (method === "stagewise" && o.dataset === "clinhallu"), "--traces needs --dataset clinhallu --method stagewise");
   const sw: StagewiseOptions = { format: "structured", replace: null, retries: 2, temperature: 0.7, ...o.stagewise };
@@ -199,7 +200,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const raters: Rater[] = buildRaters(config, { prompts: pipeline.prompts, search: pipeline.search }, pipeline.limiter, raterModels);
   // Self-consistency samples one prompt k times: a response cache would hand back the first sample k times.
   const scDeps: AgentDeps = { ...agentDeps, llm: new LlmClient(config.llm, pipeline.limiter, null, pipeline.llm.clientOptions) };
-  const methodFor = (run: number): EvalMethod => {
+  const answerMethodFor = (run: number): EvalMethod => {
     const agentDeps = agentDepsFor(run);
     if (method === "stagewise") return stagewiseMethod(agentDeps, config.llm.prices, sw);
     if (o.stageJudge) return stageJudgeMethod(method === "cot" ? cotMethod(agentDeps, config.llm.prices, { staged: true }) : medmmvMethod(pipelineFor(run), { ...popts, seed: popts.seed + run }, { steps: true }), agentDeps, config.llm.prices, { letterShortcut: sw.letterShortcut });
@@ -208,6 +209,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     // Each run its own seed, so `--select random` draws afresh per run.
     return medmmvMethod(pipelineFor(run), { ...popts, seed: popts.seed + run });
   };
+  // HealthBench: every reply is graded against its item's rubric (src/eval/healthbench/).
+  const methodFor = (run: number): EvalMethod => (o.dataset === "healthbench" ? rubricGradedMethod(answerMethodFor(run), agentDepsFor(run), config.llm.prices) : answerMethodFor(run));
   const promptNames = [...methodFor(0).prompts, ...(raters.length ? ["rater"] : [])];
 
   const manifest: RunManifest = {
@@ -233,7 +236,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   };
 
   // Without prices a cost limit could never be reached: refuse it before the folder is claimed.
-  if (o.maxCostUsd !== undefined) assertBudgetPriced(config, { maxTokens: null, maxCostUsd: o.maxCostUsd });
+  assertRunPriced(config, o.maxCostUsd, raterModels);
   const existing = await claimRunFolder(dir, manifest, o.resume, config);
 
   const all: Array<EvalItem | ItemError> = [];

@@ -38,7 +38,7 @@ function intervalsOf<K extends string>(records: readonly ResultRecord[], keys: r
 }
 
 /** A drawn item's records under ids of their own (`id~d`), so one drawn twice counts twice wherever a study groups by id. */
-function relabel(r: ResultRecord, draw: number): ResultRecord {
+export function relabel(r: ResultRecord, draw: number): ResultRecord {
   return { ...r, id: `${r.id}~${draw}`, ...(r.permutation ? { permutation: { ...r.permutation, baseId: `${r.permutation.baseId}~${draw}` } } : {}) };
 }
 

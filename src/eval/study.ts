@@ -21,6 +21,31 @@ export interface StudyFlag {
 }
 
 /**
+ * One table of figures a study reports (ClinHallu's H_V/H_K/H_R and ΔAcc, Dr-LLaVA's
+ * A_Q/A_C/A_D/H_cc for one order, the robustness rates), declared so that `eval report`
+ * can compare two runs figure by figure on the items they share (src/eval/paired-figures.ts).
+ * The table is the family of Holm's correction.
+ */
+export interface FigureTable {
+  /** The table's name in the report; also what pairs it with the other run's table. */
+  table: string;
+  figures: ReadonlyArray<{
+    name: string;
+    /**
+     * The figure is a share of items (each item's records, alone, give 0 or 1): McNemar's exact
+     * test applies, on each shared item's first shared run.
+     */
+    perItem?: boolean;
+  }>;
+  /**
+   * Every figure of the table, in `figures` order, from a set of records — a run's records
+   * on the shared items, a bootstrap resample of them (an item drawn twice comes under ids of
+   * its own, `id~d`), or one item's records; null where the figure cannot be computed.
+   */
+  values(records: readonly ResultRecord[]): ReadonlyArray<number | null>;
+}
+
+/**
  * What a study (robustness probes, stage-wise diagnosis, conversations…) contributes to the
  * shared eval machinery. Every part is optional; each is called for every run, and a study
  * whose records are absent contributes nothing (docs/evaluation.md).
@@ -44,6 +69,8 @@ export interface EvalStudy {
    * to their summaries (printed with --json); returns its section below the table, if any.
    */
   compareFolders?(dirs: readonly string[], summaries: EvalSummary[]): Promise<((names: readonly string[]) => string) | null>;
+  /** The tables of figures it reports for these records (one run's), for `eval report`'s paired comparison. */
+  figureTables?(records: readonly ResultRecord[]): FigureTable[];
   /** Its `medmmv eval` flags, in help order. */
   flags?: readonly StudyFlag[];
   /** Its runner options from the parsed flags (commander's camel-cased names). */

@@ -1,4 +1,5 @@
 import type { EvalMetrics } from "./metrics-types.js";
+import type { HealthBenchSummary } from "./healthbench/summary.js";
 import type { SelectionReport } from "./sampling.js";
 import type { StagewiseSummary } from "./stagewise/metrics.js";
 import type { ThrottleStats } from "./throttle.js";
@@ -46,6 +47,8 @@ export interface EvalSummary extends EvalMetrics {
   stagewise?: StagewiseSummary;
   /** Conversation evals (docs/architecture.md#clinical-pathways-and-conversations): A_Q, A_C, A_D, H_cc per question order. */
   conversation?: Partial<Record<QuestionOrder, ConversationMetrics>>;
+  /** HealthBench (docs/evaluation.md#healthbench): the clipped mean score, its theme and axis breakdowns, cost per example. */
+  healthbench?: HealthBenchSummary;
   /** 95 % bootstrap intervals (over items) of the studies' figures: H_V/H_K/H_R, A_Q/A_C/A_D/H_cc, the robustness rates. */
   studyIntervals?: StudyIntervals;
 }

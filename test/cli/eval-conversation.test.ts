@@ -39,8 +39,8 @@ describe("medmmv eval --dataset drllava", () => {
     // No answer is labelled, so nothing is right and nothing conflicts among labels; in the reference's
     // H_cc every such conversation is off the pathway.
     expect(summary.conversation).toEqual({
-      si: { aQ: 0, aC: 0, aD: 0, hCC: 0, hCCReference: 1, conversations: 3, diagnosisAsked: 3, questions: 15, failed: 0 },
-      df: { aQ: 0, aC: 0, aD: 0, hCC: 0, hCCReference: 1, conversations: 3, diagnosisAsked: 3, questions: 15, failed: 0 },
+      si: { aQ: 0, aC: 0, aD: 0, hCC: 0, hCCReference: 1, conversations: 3, diagnosisAsked: 3, questions: 15, failed: 0, goldUnlabelled: 0 },
+      df: { aQ: 0, aC: 0, aD: 0, hCC: 0, hCCReference: 1, conversations: 3, diagnosisAsked: 3, questions: 15, failed: 0, goldUnlabelled: 0 },
     });
     const rep = await medmmv(["eval", "report", out], env);
     expect(rep.code).toBe(0);

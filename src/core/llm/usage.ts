@@ -35,6 +35,27 @@ export function callCostUsd(price: Prices[string] | undefined, promptTokens: num
   return ((promptTokens - cached) * price.input + cached * (price.cachedInput ?? price.input) + completionTokens * price.output) / 1_000_000;
 }
 
+/** Models whose impossible cached-token figure was already reported (once per model and process). */
+const reportedCached = new Set<string>();
+
+/**
+ * The provider's cached-prompt-token figure when it can be true: a whole number in [0, prompt
+ * tokens]. Anything else is refused — counted as 0 cached, so the call is priced at the full
+ * input rate (never below what it cost) — and reported once per model as a process warning
+ * (code MEDMMV_USAGE_REFUSED; numbers and the model only, no content).
+ */
+function plausibleCachedTokens(r: CallRecord, promptTokens: number): number {
+  const c = r.cachedPromptTokens;
+  if (c === undefined) return 0;
+  if (Number.isInteger(c) && c >= 0 && c <= promptTokens) return c;
+  const model = r.model ?? "unknown model";
+  if (!reportedCached.has(model)) {
+    reportedCached.add(model);
+    process.emitWarning(`${model} reported ${c} cached prompt tokens for a call of ${promptTokens} prompt tokens (agent ${r.agent}); outside [0, ${promptTokens}], counted as 0`, { code: "MEDMMV_USAGE_REFUSED" });
+  }
+  return 0;
+}
+
 type AgentTotals = Usage["byAgent"][string] & { promptChars?: number };
 
 function emptyAgent(): AgentTotals {
@@ -84,7 +105,7 @@ export class UsageMeter {
     this.llmCalls++;
     const pt = r.promptTokens ?? 0;
     const ct = r.completionTokens ?? 0;
-    const cached = Math.min(r.cachedPromptTokens ?? 0, pt);
+    const cached = plausibleCachedTokens(r, pt);
     a.promptTokens! += pt;
     a.completionTokens! += ct;
     a.cachedPromptTokens! += cached;

@@ -13,7 +13,8 @@ import { keywordPhrase, stem, tokenize, type Token } from "./tokens.js";
  *   of" … within four words, coordinated keywords not counted: "no AML or MM") or right
  *   after it ("… is not seen", "… absent"); a negated exclusion is affirmed ("AML cannot be
  *   excluded", "cannot rule out MM", "not ruled out"); a hedge ("unclear whether", "impossible
- *   to determine") leaves the keyword unsaid either way;
+ *   to determine") leaves the keyword unsaid either way, and "unclear", "uncertain" and
+ *   "whether" hedge everything after them in their clause;
  * - `negatedKeywords` count for their category only when negated ("no abnormalities" → normal);
  * - a keyword inside a longer matched keyword does not count on its own ("near particles" is
  *   not "particles");
@@ -51,6 +52,8 @@ const NEGATION = cues([
   "no", "not", "non", "without", "cannot", "never", "none", "nor", "neither", "absent", "absence", "lack", "lacks", "lacking",
   "devoid", "free", "negative", "unlikely", "less", "hardly", "can't", "isn't", "aren't", "wasn't", "weren't", "doesn't", "don't",
   "didn't", "couldn't", "won't", "shouldn't", "nothing",
+  // "the image prevents evaluation of irregularities": what is prevented is not found.
+  "prevent",
 ]);
 /** The negations that speak of the word before them ("AML is not seen", "blasts absent"); "nor" and "no" speak of what follows. */
 const POST_NEGATION = cues(["not", "cannot", "never", "absent", "unlikely", "negative", "lacking", "less"]);
@@ -62,6 +65,12 @@ const HEDGE = cues([
   // "cannot assess malignancy", "to determine the presence of …": judging, not finding.
   "assess", "determine", "evaluate", "judge", "tell",
 ]);
+/**
+ * Hedges that open a question rather than qualify a word: everything after them in the clause is
+ * neither asserted nor denied ("it is unclear if any irregularities exist that may indicate a
+ * disease"), so they reach back over the whole walk, not only the window.
+ */
+const SCOPE_HEDGE = cues(["unclear", "uncertain", "whether"]);
 /** Words a negation may reach over without counting toward its window ("no AML or MM", "no evidence of any malignancy"). */
 const TRANSPARENT = cues(["and", "or", "either", "between", "of", "any", "for", "to", "in", "is", "are", "be", "been", "was", "were"]);
 /** Words between a keyword and a cue after it ("malignancy is not seen", "AML cannot be excluded"). */
@@ -179,6 +188,12 @@ function polarityAt(tokens: readonly Token[], start: number, end: number, kw: Ke
       if ((t.stem === "and" || t.stem === "with") && i + 1 < start && !covered[i + 1]) break;
     }
   }
+  if (!kw.cueOnly)
+    for (let i = start - 1; i >= 0 && i >= start - PRE_REACH && tokens[i]!.clause === clause; i--)
+      if (SCOPE_HEDGE.has(tokens[i]!.stem)) {
+        counts.hedge++;
+        break;
+      }
   // The head noun of an adjective keyword may stand between it and the cue: "malignant cells are not identified".
   let skipped = 0;
   for (let i = end, seen = 0; i < tokens.length && tokens[i]!.clause === clause && seen < POST_WINDOW; i++, seen++) {

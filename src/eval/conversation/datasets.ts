@@ -23,11 +23,11 @@ const DRLLAVA_PATHS: Record<string, string> = {
 };
 
 /** The expected label of a turn with a gold answer: the answer's label, else the path's category (with a warning saying so). */
-export function expectedFromGold(step: PathwayStep, goldAnswer: string, pathCategory: string, turn: number, warnings: string[]): Pick<TurnSpec, "expected" | "expectedFrom"> {
+export function expectedFromGold(step: PathwayStep, goldAnswer: string, pathCategory: string, turn: number, warnings: string[]): Pick<TurnSpec, "expected" | "expectedFrom" | "goldUnlabelled"> {
   const label = labelAnswer(goldAnswer, step).category;
   if (label === NO_MATCH) {
     warnings.push(`turn ${turn + 1} (${step.id}): the gold answer names no category; scored against the record's path (${pathCategory})`);
-    return { expected: pathCategory, expectedFrom: "path" };
+    return { expected: pathCategory, expectedFrom: "path", goldUnlabelled: true };
   }
   if (label !== pathCategory) warnings.push(`turn ${turn + 1} (${step.id}): the gold answer is labelled ${label}, the record's path says ${pathCategory}; scored against the gold answer`);
   return { expected: label, expectedFrom: "gold-answer" };

@@ -25,6 +25,8 @@ export interface ConversationMetrics {
   diagnosisAsked: number;
   questions: number;
   failed: number;
+  /** Asked turns whose gold answer names no category (the record's path stood in); summary.md reports them. */
+  goldUnlabelled: number;
 }
 
 /**
@@ -56,6 +58,7 @@ export function conversationMetrics(outcomes: readonly ConversationOutcome[]): C
     diagnosisAsked,
     questions,
     failed: n - labelled.length,
+    goldUnlabelled: outcomes.reduce((s, o) => s + o.turns.filter((t) => t.goldUnlabelled).length, 0),
   };
 }
 

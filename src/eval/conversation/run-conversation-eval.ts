@@ -184,7 +184,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
   let fatal: unknown = null;
   let written = 0;
 
-  const record = (id: string, run: number, order: QuestionOrder, outcome: ConversationOutcome, usage: Usage, gold: string, error?: { code: string; message: string }): ConversationRecord => {
+  const record = (id: string, run: number, order: QuestionOrder, outcome: ConversationOutcome, usage: Usage, gold: string, error?: { code: string; message: string }, warnings?: string[]): ConversationRecord => {
     const diagnosisTurn = outcome.turns.filter((t) => t.step === outcome.diagnosisStep).at(-1);
     return {
       id: `${id}@${order}`,
@@ -198,6 +198,8 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
       usage,
       ...noDiagnostics(),
       ...(error ? { error } : {}),
+      // What the reader decided about the record (a gold answer that names no category…), as item runs keep it.
+      ...(warnings?.length ? { warnings } : {}),
       attempts: 1,
       finishedAt: new Date().toISOString(),
       conversation: outcome,
@@ -225,6 +227,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
         correct: t.category === spec.expected,
         contextConflict: t.contextConflict,
         ...(spec.expectedFrom ? { expectedFrom: spec.expectedFrom } : {}),
+        ...(spec.goldUnlabelled ? { goldUnlabelled: true as const } : {}),
         ...(hypothesis ? { hypothesis } : {}),
       });
     }
@@ -302,7 +305,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
         if (pays) shared.paid = false;
         return null;
       }
-      const r = record(x.item.id, run, order, outcome, meter.snapshot(Date.now() - started), x.item.gold.text, error);
+      const r = record(x.item.id, run, order, outcome, meter.snapshot(Date.now() - started), x.item.gold.text, error, x.item.warnings);
       // Kept only on a finished record: a failed one is asked again, and its replacement pays anew.
       if (pays && setup.saved && !outcome.failed) r.caseEvidence = setup.saved;
       return r;

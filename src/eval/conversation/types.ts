@@ -24,6 +24,8 @@ export interface TurnSpec {
   goldAnswer?: string;
   /** Where `expected` came from: the gold answer's label (the reference's rule) or, when that is no-match or there is none, the record's path. */
   expectedFrom?: "gold-answer" | "path";
+  /** The gold answer names no category the labeller knows (the path stood in): reported, never a silent no-match. */
+  goldUnlabelled?: true;
 }
 
 /** A case and the questions to walk it with, in the dataset's standard order. */
@@ -45,6 +47,7 @@ export interface TurnOutcome {
   correct: boolean;
   contextConflict: boolean;
   expectedFrom?: "gold-answer" | "path";
+  goldUnlabelled?: true;
   /** The clinician's statement put before the question (a --hypothesis probe), and what it claimed. */
   hypothesis?: TurnStatement;
 }

@@ -1,5 +1,6 @@
 import { MedmmvError } from "../../core/contracts/errors.js";
 import { clinhalluAdapter } from "./clinhallu.js";
+import { healthbenchAdapter } from "./healthbench.js";
 import { jsonlAdapter } from "./jsonl.js";
 import { medmcqaAdapter } from "./medmcqa.js";
 import { medqaAdapter } from "./medqa.js";
@@ -19,6 +20,7 @@ const FACTORIES: Record<DatasetName, () => DatasetAdapter> = {
   "vqa-rad": vqaRadAdapter,
   jsonl: jsonlAdapter,
   clinhallu: clinhalluAdapter,
+  healthbench: healthbenchAdapter,
 };
 
 export const DATASET_NAMES = Object.keys(FACTORIES) as DatasetName[];

@@ -1,6 +1,7 @@
 import type { ClinicalCase } from "../../core/contracts/clinical-case.js";
 import type { ProbeFields } from "../probes/types.js";
 import type { ItemStagewise } from "../stagewise/types.js";
+import type { HealthBenchItem } from "../healthbench/types.js";
 
 /** The expected answer of a benchmark item; `text` is what open and closed items are graded on. */
 export interface GoldAnswer {
@@ -23,6 +24,8 @@ export interface EvalItem {
   probe?: ProbeFields;
   /** ClinHallu items: the reference trace (and a --traces trace) for stage-wise diagnosis. */
   stagewise?: ItemStagewise;
+  /** HealthBench items: the conversation, rubric and tags the rubric grader needs. */
+  healthbench?: HealthBenchItem;
 }
 
 /** Where each field of a generic JSONL record lives; dotted paths reach into objects. */
@@ -50,7 +53,7 @@ export interface AdapterOptions {
   tracesFile?: string;
 }
 
-export type DatasetName = "medxpertqa" | "medqa" | "medmcqa" | "pathvqa" | "vqa-rad" | "jsonl" | "clinhallu";
+export type DatasetName = "medxpertqa" | "medqa" | "medmcqa" | "pathvqa" | "vqa-rad" | "jsonl" | "clinhallu" | "healthbench";
 /** Multi-turn conversation datasets (docs/architecture.md#clinical-pathways-and-conversations), run by src/eval/conversation rather than the item runner. */
 export type ConversationDatasetName = "drllava" | "conversation";
 

@@ -6,7 +6,7 @@ export const METHOD_NAMES = ["medmmv", "cot", "self-consistency", "stagewise"] a
 export type MethodName = (typeof METHOD_NAMES)[number];
 
 /** What a method produced for one item; the runner adds the gold answer, grading and ratings. */
-export type MethodOutput = Pick<ResultRecord, "status" | "answer" | "usage" | "cu" | "answerSupport" | "stability" | "hallucinations" | "errors" | "error" | "abstentionReason" | "stagewise"> & {
+export type MethodOutput = Pick<ResultRecord, "status" | "answer" | "usage" | "cu" | "answerSupport" | "stability" | "hallucinations" | "errors" | "error" | "abstentionReason" | "stagewise" | "healthbench"> & {
   /** The reasoning and answer as a rater should read them. */
   rationale: string;
   /** Set by methods that grade themselves (stage-wise: ClinHallu's answer judge); otherwise the runner grades. */

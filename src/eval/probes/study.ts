@@ -1,8 +1,25 @@
-import type { EvalStudy } from "../study.js";
+import type { EvalStudy, FigureTable } from "../study.js";
 import { pairAgainstFirst } from "./paired.js";
 import { computeRobustness } from "./robustness.js";
 import { pairedMarkdown, robustnessMarkdown, robustnessRows } from "./robustness-report.js";
 import { HYPOTHESIS_KINDS, MAX_SHUFFLES } from "./types.js";
+
+const ROBUSTNESS_FIGURES = [
+  { key: "accuracy", name: "accuracy under the probe" },
+  { key: "agreesWithHypothesis", name: "agrees with the hypothesis", perItem: true },
+  { key: "agreesWithWrong", name: "agrees with a wrong hypothesis", perItem: true },
+  // Per (item, run) group: the same option in every order or not.
+  { key: "consistency", name: "consistency", perItem: true },
+  { key: "flipRate", name: "flip rate" },
+] as const;
+
+/** The robustness table: the rates the probes ran (a figure a probe did not run is left out). */
+function robustnessFigures(records: Parameters<NonNullable<EvalStudy["figureTables"]>>[0]): FigureTable[] {
+  const r = computeRobustness(records);
+  if (!r) return [];
+  const present = ROBUSTNESS_FIGURES.filter((f) => r[f.key] !== null);
+  return [{ table: "Robustness probes", figures: present.map((f) => ({ name: f.name, ...("perItem" in f ? { perItem: f.perItem } : {}) })), values: (rs) => { const x = computeRobustness(rs); return present.map((f) => x?.[f.key] ?? null); } }];
+}
 
 /** Robustness probes (docs/evaluation.md#robustness-probes): summary.json's `robustness`, its section and rows. */
 export const probesStudy: EvalStudy = {
@@ -17,6 +34,7 @@ export const probesStudy: EvalStudy = {
     pairs.forEach((p, i) => p && Object.assign(summaries[i]!, { pairedWithFirst: p }));
     return pairs.some(Boolean) ? (names) => pairedMarkdown(names, pairs) : null;
   },
+  figureTables: robustnessFigures,
   flags: [
     {
       flags: "--hypothesis <kind>",

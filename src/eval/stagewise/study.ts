@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from "commander";
-import type { EvalStudy } from "../study.js";
+import type { EvalStudy, FigureTable } from "../study.js";
 import { computeStagewise } from "./metrics.js";
 import { stagewiseMarkdown, stagewiseTables } from "./report.js";
 import type { StagewiseOptions } from "./stagewise-method.js";
@@ -33,6 +33,23 @@ export function stagewiseRunOptions(o: StagewiseFlags): { stagewise: Partial<Sta
   return { stagewise, ...(o.traces ? { traces: o.traces } : {}), ...(o.stageJudge ? { stageJudge: true } : {}) };
 }
 
+/** ClinHallu's table: H_V, H_K, H_R (each item's stage hallucinated or not: a share of items) and ΔAcc of each replacement run present. */
+function stagewiseFigures(records: Parameters<NonNullable<EvalStudy["figureTables"]>>[0]): FigureTable[] {
+  const s = computeStagewise(records);
+  if (!s) return [];
+  const reps = REPLACEMENTS.filter((k) => s.rep[k]);
+  return [
+    {
+      table: "ClinHallu",
+      figures: [{ name: "H_V", perItem: true }, { name: "H_K", perItem: true }, { name: "H_R", perItem: true }, ...reps.map((k) => ({ name: `ΔAcc Rep-${k}` }))],
+      values: (rs) => {
+        const x = computeStagewise(rs);
+        return [x?.hV ?? null, x?.hK ?? null, x?.hR ?? null, ...reps.map((k) => x?.rep[k]?.deltaAcc ?? null)];
+      },
+    },
+  ];
+}
+
 /** ClinHallu stage-wise diagnosis (docs/evaluation.md#stage-wise-hallucination-diagnosis-clinhallu). */
 export const stagewiseStudy: EvalStudy = {
   name: "stagewise",
@@ -45,6 +62,7 @@ export const stagewiseStudy: EvalStudy = {
     const staged = summaries.flatMap((s, i) => (s.stagewise ? [{ name: names[i]!, label: s.label, dataset: s.dataset.name, stagewise: s.stagewise }] : []));
     return staged.length ? ["", "## Stage-wise diagnosis (ClinHallu)", "", stagewiseTables(staged)] : [];
   },
+  figureTables: stagewiseFigures,
   flags: [
     { flags: "--traces <file>", description: "clinhallu + stagewise: judge the traces of a ClinHallu model_cot.jsonl instead of generating them" },
     { flags: "--trace-format <f>", description: "stagewise: one structured call, or ClinHallu's free-text [Visual Recognition] … [Answer] protocol", choices: ["structured", "text"] },

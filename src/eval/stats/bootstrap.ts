@@ -38,27 +38,42 @@ export function clusterBootstrap<T>(clusters: readonly (readonly T[])[], stat: (
  * records once, in an order sorted beforehand) needs no per-resample sort or copy.
  */
 export function bootstrapCounts(m: number, stat: (counts: Uint32Array) => ReadonlyArray<number | null | undefined>, k: number, o: BootstrapOptions = {}, method: Interval["method"] = "cluster-bootstrap"): Array<Interval | null> {
+  return resampledStatistics(m, stat, k, o).map((r) => percentileInterval(r, m, method));
+}
+
+/** The finite values of each of k statistics over the resamples, sorted, with the resamples and seed that drew them. */
+export interface Resampled {
+  values: number[];
+  resamples: number;
+  seed: number;
+}
+
+/** The resampling loop of every bootstrap here: `stat` of each resample's cluster counts, kept where finite. */
+export function resampledStatistics(m: number, stat: (counts: Uint32Array) => ReadonlyArray<number | null | undefined>, k: number, o: BootstrapOptions = {}): Resampled[] {
   const resamples = o.resamples ?? DEFAULT_RESAMPLES;
   const seed = o.seed ?? DEFAULT_SEED;
-  if (m === 0) return Array.from({ length: k }, () => null);
-  const rand = seededRandom(seed);
   const values: number[][] = Array.from({ length: k }, () => []);
-  const counts = new Uint32Array(m);
-  for (let b = 0; b < resamples; b++) {
-    counts.fill(0);
-    for (let i = 0; i < m; i++) counts[Math.floor(rand() * m)]!++;
-    const v = stat(counts);
-    for (let j = 0; j < k; j++) {
-      const x = v[j];
-      if (typeof x === "number" && Number.isFinite(x)) values[j]!.push(x);
+  if (m > 0) {
+    const rand = seededRandom(seed);
+    const counts = new Uint32Array(m);
+    for (let b = 0; b < resamples; b++) {
+      counts.fill(0);
+      for (let i = 0; i < m; i++) counts[Math.floor(rand() * m)]!++;
+      const v = stat(counts);
+      for (let j = 0; j < k; j++) {
+        const x = v[j];
+        if (typeof x === "number" && Number.isFinite(x)) values[j]!.push(x);
+      }
     }
   }
+  return values.map((vs) => ({ values: vs.sort((a, b) => a - b), resamples, seed }));
+}
+
+/** The 95 % percentile interval of resampled values; null when there are none. */
+export function percentileInterval(r: Resampled, n: number, method: Interval["method"]): Interval | null {
+  if (r.values.length === 0) return null;
   const alpha = (1 - LEVEL) / 2;
-  return values.map((vs) => {
-    if (vs.length === 0) return null;
-    vs.sort((a, b) => a - b);
-    return { lo: quantile(vs, alpha), hi: quantile(vs, 1 - alpha), level: LEVEL, method, n: m, resamples, seed };
-  });
+  return { lo: quantile(r.values, alpha), hi: quantile(r.values, 1 - alpha), level: LEVEL, method, n, resamples: r.resamples, seed: r.seed };
 }
 
 /**

@@ -11,3 +11,4 @@ export * from "./scored.js";
 export * from "./calibration.js";
 export * from "./selective.js";
 export * from "./paired.js";
+export * from "./paired-bootstrap.js";

@@ -99,7 +99,7 @@ describe("expected labels from the gold answer (the reference's rule)", () => {
     const warnings: string[] = [];
     expect(expectedFromGold(dx, "There is evidence suggestive of acute myeloid leukemia.", "aml", 4, warnings)).toEqual({ expected: "aml", expectedFrom: "gold-answer" });
     expect(warnings).toEqual([]);
-    expect(expectedFromGold(dx, "See the attached report.", "aml", 4, warnings)).toEqual({ expected: "aml", expectedFrom: "path" });
+    expect(expectedFromGold(dx, "See the attached report.", "aml", 4, warnings)).toEqual({ expected: "aml", expectedFrom: "path", goldUnlabelled: true });
     expect(expectedFromGold(dx, "Multiple myeloma.", "aml", 4, warnings)).toEqual({ expected: "mm", expectedFrom: "gold-answer" });
     expect(warnings).toEqual([
       "turn 5 (diagnosis): the gold answer names no category; scored against the record's path (aml)",
