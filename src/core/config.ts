@@ -223,6 +223,13 @@ export function pathwaysDirFromEnv(env: Record<string, string | undefined> = pro
   return parsed.success ? (parsed.data ?? null) : null;
 }
 
+/** `config` with models.dev's prices added for `models` it does not price yet (what the configuration states wins). */
+export function withCatalogPrices(config: Config, models: readonly string[]): Config {
+  const missing = models.filter((m) => !config.llm.prices[m]);
+  if (!missing.length) return config;
+  return { ...config, llm: { ...config.llm, prices: { ...catalogPrices(missing), ...config.llm.prices } } };
+}
+
 /** The models (null: none configured) that have no price: their calls would cost 0 against a dollar budget. */
 export function unpricedModels(models: ReadonlyArray<string | null>, prices: Prices): string[] {
   return [...new Set(models)].filter((m): m is string => m !== null && !prices[m]);

@@ -3,7 +3,7 @@ import path from "node:path";
 import type { AgentDeps } from "../core/agents/agent-context.js";
 import type { Usage } from "../core/contracts/diagnosis-result.js";
 import { prepareCase } from "../core/intake/case-intake.js";
-import type { Config } from "../core/config.js";
+import { withCatalogPrices, type Config } from "../core/config.js";
 import { describeError, MedmmvError } from "../core/contracts/errors.js";
 import { pipelineOptions, type PipelineOverrides } from "../core/workflow/pipeline.js";
 import type { PipelineOptions } from "../core/workflow/state.js";
@@ -165,7 +165,9 @@ function check(ok: boolean, message: string): void {
  * failed ones; at the end DIR/summary.json and DIR/summary.md describe every planned item.
  */
 export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<EvalRunResult> {
-  const { config } = deps;
+  // Raters are models the configuration does not name: the catalog prices those it knows, as it
+  // does the configured ones (MEDMMV_PRICES still wins), so a rater is unpriced only where no one states its price.
+  const config = withCatalogPrices(deps.config, o.raters ?? []);
   const method: MethodName = o.method ?? "medmmv";
   const runs = o.runs ?? 1;
   const concurrency = o.concurrency ?? 4;

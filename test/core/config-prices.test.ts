@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/core/config.js";
+import { loadConfig, withCatalogPrices } from "../../src/core/config.js";
 import { MedmmvError } from "../../src/core/contracts/errors.js";
 import { callCostUsd } from "../../src/core/llm/usage.js";
 import { withImageDetail } from "../../src/core/llm/messages.js";
@@ -15,6 +15,14 @@ describe("prices, budgets and image detail in config", () => {
     writeFileSync(file, JSON.stringify({ a: { input: 1, output: 2 }, b: { input: 3, cachedInput: 0.3, output: 4 } }));
     const cfg = loadConfig({ MEDMMV_PRICES_FILE: file, MEDMMV_PRICES: JSON.stringify({ b: { input: 5, cachedInput: 0.5, output: 6 } }) });
     expect(cfg.llm.prices).toEqual({ a: { input: 1, output: 2 }, b: { input: 5, cachedInput: 0.5, output: 6 } });
+  });
+
+  it("prices a model the configuration does not name (an eval rater) from the catalog, the configured price winning, and invents none", () => {
+    const cfg = loadConfig({ MEDMMV_MODEL: "scripted", MEDMMV_PRICES: JSON.stringify({ "gpt-4o-mini": { input: 9, output: 9 } }) });
+    const priced = withCatalogPrices(cfg, ["gpt-4o", "gpt-4o-mini", "rater-nobody-knows"]).llm.prices;
+    expect(priced["gpt-4o"]).toEqual({ input: 2.5, cachedInput: 1.25, output: 10 });
+    expect(priced["gpt-4o-mini"]).toEqual({ input: 9, output: 9 });
+    expect(priced["rater-nobody-knows"]).toBeUndefined();
   });
 
   it("refuses a price table that is not one, and a prices file that cannot be read", () => {
