@@ -3,11 +3,11 @@ import { decodeBase64, sniffImageMime } from "../images.js";
 import { imagingStudyImages } from "../dicom/imaging-study.js";
 import { isDicomPart10 } from "../dicom/render-dicom.js";
 import { MAX_PATIENT_AGE, type ClinicalCase, type ImageInput } from "../../contracts/clinical-case.js";
-import { BundleIndex, nestingTooDeep, type IndexedEntry } from "./bundle-index.js";
+import { BundleIndex, extensionsOf, nestingTooDeep, type ExtensionsFound, type IndexedEntry } from "./bundle-index.js";
 import type { FhirOrigin, IgnoredResource } from "../../contracts/fhir-origin.js";
 import { fhirError, fhirPath, zodToFhirIssues, type FhirIssue } from "./fhir-error.js";
 import { BundleEnvelope, READ_RESOURCES, type ReadType, type ResourceOf } from "./fhir-schemas.js";
-import { RENDERERS, patientFacts, type NoteLine, type RenderContext } from "./renderers.js";
+import { RENDERERS, patientFacts, type EmptyKind, type NoteLine, type RenderContext } from "./renderers.js";
 import { otherVersion } from "./fhir-version.js";
 import { scrubberFor } from "./deidentify.js";
 import { summariseNotes, type RenderedLine } from "./summarise.js";
@@ -144,16 +144,23 @@ function unreadList(unread: Map<string, IndexedEntry[]>): IgnoredResource[] {
   );
 }
 
-/** Element-level checks of every resource we read; problems are collected, not stopped at. */
+/**
+ * Element-level checks of every resource we read; problems are collected, not stopped at.
+ * What nothing clinical depends on (an id R4 would not allow, an extension, a reference that
+ * does not resolve where R4 does not require it to) degrades that element and is listed in
+ * `degraded`; what R4 forbids refuses the bundle, naming the rule.
+ */
 function* checkResources(
   index: BundleIndex,
   closed: boolean,
   maxResources: number,
-): Generator<void, { read: ReadEntry[]; unread: Map<string, IndexedEntry[]>; outcomes: IndexedEntry[] }> {
+): Generator<void, { read: ReadEntry[]; unread: Map<string, IndexedEntry[]>; outcomes: IndexedEntry[]; degraded: IgnoredResource[] }> {
   const issues: FhirIssue[] = [...index.duplicates()];
   const read: ReadEntry[] = [];
   const unread = new Map<string, IndexedEntry[]>();
   const outcomes: IndexedEntry[] = [];
+  const degraded: IgnoredResource[] = [];
+  const extensions: ExtensionsFound = { count: 0, urls: new Set(), modifiers: [] };
   let step = 0;
   for (const e of index.entries) {
     if (++step % STEP === 0) yield;
@@ -170,6 +177,12 @@ function* checkResources(
     if (read.length >= maxResources) {
       throw fhirError("PAYLOAD_TOO_LARGE", [{ path: e.at, message: `more than ${maxResources} resources of the types read (Claims, Provenance and other types not read are not counted); send one patient's record`, fhirCode: "too-costly" }]);
     }
+    const modifiers = extensionsOf(e.resource, extensions);
+    if (modifiers.length) {
+      degraded.push({ resource: e.name, reason: `not read: it carries a modifierExtension (${[...new Set(modifiers)].slice(0, 3).join(", ")}) that changes its meaning, and R4 forbids reading such a resource as if it were absent` });
+      continue;
+    }
+    if (e.idProblem) degraded.push({ resource: e.name, reason: e.idProblem });
     const type = e.type as ReadType;
     const parsed = READ_RESOURCES[type].safeParse(e.resource);
     if (!parsed.success) issues.push(...zodToFhirIssues(parsed.error, e.at, e.resource));
@@ -182,21 +195,38 @@ function* checkResources(
     throw fhirError("UNPROCESSABLE", patients.slice(1).map((p) => ({ path: p.entry.at, message: `a second Patient (${p.entry.name}, first ${patients[0]!.entry.name}); a case is one patient's record`, fhirCode: "invariant" })));
   }
   if (closed) {
-    const broken: FhirIssue[] = [];
+    const refused: FhirIssue[] = [];
     for (const r of read) {
       if (++step % STEP === 0) yield;
-      broken.push(...index.brokenReferences(r.entry));
-      if (broken.length >= 50) break;
+      const found = index.referenceFindings(r.entry, patients.length > 0);
+      refused.push(...found.refused);
+      for (const d of found.degraded) degraded.push({ resource: r.entry.name, reason: `${d.path.slice(r.entry.at.length + 1)}: ${d.message}` });
+      if (refused.length >= 50) break;
     }
-    if (broken.length) throw fhirError("UNPROCESSABLE", broken);
+    if (refused.length) throw fhirError("UNPROCESSABLE", refused);
   }
-  return { read, unread, outcomes };
+  if (extensions.count) {
+    const urls = [...extensions.urls];
+    degraded.push({ resource: "Bundle", reason: `${extensions.count} extension${extensions.count === 1 ? "" : "s"} not read (${urls.slice(0, 5).join(", ")}${urls.length > 5 ? `, and ${urls.length - 5} more kinds` : ""}): extensions add to an element, the element itself is read` });
+  }
+  return { read, unread, outcomes, degraded };
 }
 
+/** What a record of only empty lines holds, in words for the refusal. */
+const EMPTY_WORDS: Record<EmptyKind, string> = {
+  "no-information": "all its sections and entries say no information is available",
+  "link-only": "its documents and images hold only links to other servers, which are not fetched (send their text or data inline)",
+  "advance-directive": "an advance directive, which is not a clinical finding",
+};
+
 /** The refusal of a bundle that holds nothing a diagnosis could be made from. */
-function noFacts(bundleType: string, entries: number, outcomes: IndexedEntry[], read: ReadEntry[], unread: Map<string, IndexedEntry[]>): MedmmvError {
+function noFacts(bundleType: string, entries: number, outcomes: IndexedEntry[], read: ReadEntry[], unread: Map<string, IndexedEntry[]>, empty: Set<EmptyKind>): MedmmvError {
   let message: string;
-  if (outcomes.length && !read.length && !unread.size) {
+  if (empty.size) {
+    const order: EmptyKind[] = ["no-information", "link-only", "advance-directive"];
+    const said = order.filter((k) => empty.has(k)).map((k) => EMPTY_WORDS[k]);
+    message = `nothing readable: ${said.join("; besides, ")}; a diagnosis needs at least one Condition, Observation, medication, procedure, report or note with content`;
+  } else if (outcomes.length && !read.length && !unread.size) {
     const said = outcomes
       .flatMap((o) => (Array.isArray(o.resource.issue) ? o.resource.issue : []))
       .map((i) => (isObject(i) ? (typeof i.diagnostics === "string" ? i.diagnostics : isObject(i.details) && typeof i.details.text === "string" ? i.details.text : typeof i.code === "string" ? i.code : "") : ""))
@@ -245,7 +275,8 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     }
     index.add(i, res, en.fullUrl);
   }
-  const { read, unread, outcomes } = yield* checkResources(index, opts.closedBundle ?? true, opts.maxResources ?? FHIR_DEFAULTS.maxResources);
+  const { read, unread, outcomes, degraded } = yield* checkResources(index, opts.closedBundle ?? true, opts.maxResources ?? FHIR_DEFAULTS.maxResources);
+  ignored.push(...degraded);
 
   const dates: string[] = [];
   for (const r of read) dates.push(...recordDates(r.entry.resource));
@@ -320,8 +351,14 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
       },
       image: (att, path, caption, id) => {
         const got = attachmentBytes(e, att, path, opts.maxImageBytes);
-        if ("link" in got) throw fhirError("INVALID_INPUT", [{ path: fhirPath(e.at, [...path, "data"]), message: "the image has no data: send it base64-encoded inline, or as a Binary of the bundle", fhirCode: "required" }]);
+        if ("link" in got) {
+          // A picture on another server is not fetched (only a DICOMweb ImagingStudy on an allow-listed PACS is): left out, and said.
+          const where = fhirPath("", [...path, att.url ? "url" : "data"]).replace(/^\./, "");
+          ctx.ignore(att.url ? `${where} points at an image outside the bundle (${att.url.slice(0, 200)}): not fetched, the image is left out` : `${where}: the image has no data: left out`);
+          return false;
+        }
         addImage(id, got.bytes, got.at, caption);
+        return true;
       },
     };
     return ctx;
@@ -346,8 +383,8 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     imagePaths[image.id] = at;
   }
 
-  const facts = lines.filter((l) => l.group !== "patient").length + images.length;
-  if (!facts) throw noFacts(envelope.type, entries.length, outcomes, read, unread);
+  const facts = lines.filter((l) => l.group !== "patient" && !l.empty).length + images.length;
+  if (!facts) throw noFacts(envelope.type, entries.length, outcomes, read, unread, new Set(lines.flatMap((l) => l.empty ?? [])));
   const budget = opts.notesBudget ?? FHIR_DEFAULTS.notesBudget;
   const summary = summariseNotes(lines, budget);
   const notes = summary.notes;

@@ -56,7 +56,12 @@ const observationValue = {
   referenceRange: z.array(z.object({ low: Quantity.optional(), high: Quantity.optional(), text: text(1000).optional() })).max(20).optional(),
 };
 
-const base = { id: z.string().regex(FHIR_ID, "must be a FHIR id (1–64 letters, digits, '-' or '.')").optional() };
+/**
+ * A resource's id: any non-empty string is read. One that is not an R4 id (Epic's 109-character
+ * Medication ids) degrades only its name, listed in the case's ignored resources (bundle-index.ts).
+ */
+const base = { id: z.string().min(1, "an id must not be empty").max(4000).optional() };
+const bundleId = z.string().regex(FHIR_ID, "must be a FHIR id (1–64 letters, digits, '-' or '.')").optional();
 
 export const Patient = r4<R4.Patient>()(
   z.object({
@@ -283,11 +288,12 @@ interface SectionShape {
   title?: string | undefined;
   code?: z.infer<typeof CodeableConcept> | undefined;
   text?: z.infer<typeof Narrative> | undefined;
+  emptyReason?: z.infer<typeof CodeableConcept> | undefined;
   section?: SectionShape[] | undefined;
 }
 /** Composition sections nest (bounded by the bundle's nesting limit); each is read for its title and narrative. */
 const CompositionSection: z.ZodType<SectionShape> = z.lazy(() =>
-  z.object({ title: text(2000).optional(), code: CodeableConcept.optional(), text: Narrative.optional(), section: z.array(CompositionSection).max(200).optional() }),
+  z.object({ title: text(2000).optional(), code: CodeableConcept.optional(), text: Narrative.optional(), emptyReason: CodeableConcept.optional(), section: z.array(CompositionSection).max(200).optional() }),
 );
 
 export const Composition = r4<R4.Composition>()(
@@ -331,7 +337,7 @@ export const BUNDLE_TYPES = ["collection", "searchset", "transaction", "batch", 
 /** Only the envelope; each entry's resource is checked by its own schema afterwards. */
 export const BundleEnvelope = z.object({
   resourceType: z.literal("Bundle", { error: 'resourceType must be "Bundle"' }),
-  id: base.id,
+  id: bundleId,
   type: z.enum(BUNDLE_TYPES, { error: `type must be one of ${BUNDLE_TYPES.join(", ")}` }),
   timestamp: FhirDateTime.optional(),
   entry: z
