@@ -9,7 +9,7 @@ import { fhirError, fhirPath, zodToFhirIssues, type FhirIssue } from "./fhir-err
 import { BundleEnvelope, READ_RESOURCES, type ReadType, type ResourceOf } from "./fhir-schemas.js";
 import { RENDERERS, patientFacts, type EmptyKind, type NoteLine, type RenderContext } from "./renderers.js";
 import { otherVersion } from "./fhir-version.js";
-import { scrubberFor } from "./deidentify.js";
+import { labelledNames, scrubberFor } from "./deidentify.js";
 import { summariseNotes, type RenderedLine } from "./summarise.js";
 import { htmlText } from "./html-text.js";
 import type { z } from "zod";
@@ -38,6 +38,8 @@ const MAX_IMAGES = 16;
 const MAX_TEXT_ATTACHMENT_BYTES = 1_000_000;
 /** Per-resource reasons kept in the case's metadata; past this, one line says how many more. */
 const MAX_IGNORED_LISTED = 100;
+/** Names learned from labelled narrative fields, at most: one patient's record has a handful. */
+const MAX_LEARNED_NAMES = 50;
 /** Entries processed between chances to yield the event loop. */
 const STEP = 100;
 /** Time a slice of reading may hold the event loop (bundleToCaseYielding). */
@@ -47,8 +49,12 @@ export interface BundleToCaseOptions {
   question?: string;
   options?: Record<string, string>;
   maxImageBytes: number;
-  /** Used for ages only when the bundle carries no date at all. */
+  /** The date ages are computed at when neither `referenceDate` nor the bundle's `timestamp` gives one (default: the wall clock). */
   now?: Date;
+  /** The secret patient pseudonyms are keyed with (pseudonymSecret(); unset: a random one for this process). */
+  pseudonymSecret?: Buffer | string;
+  /** The date the record is asked about (a CDS Hooks call's time): ages are computed at it, whatever the bundle says. */
+  referenceDate?: string;
   /**
    * false: no reference is refused, whatever the bundle type. A CDS Hooks prefetch is a set
    * of searches the service assembled, not a record the EHR closed.
@@ -75,30 +81,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return !!v && typeof v === "object" && !Array.isArray(v);
 }
 
-/** Dates a record's clinical facts carry, for "age at the time of the record". */
-function clinicalDates(r: Record<string, unknown>): string[] {
-  const out: string[] = [];
-  for (const k of ["effectiveDateTime", "effectiveInstant", "issued", "authoredOn", "performedDateTime", "recordedDate", "createdDateTime", "date", "onsetDateTime"]) {
-    const v = r[k];
-    if (typeof v === "string") out.push(v);
-  }
-  for (const k of ["effectivePeriod", "performedPeriod"]) {
-    const p = r[k];
-    if (isObject(p) && typeof p.start === "string") out.push(p.start);
-  }
-  return out;
-}
-
 type ReadEntry = { entry: IndexedEntry; type: ReadType; resource: unknown };
-
-/** Clinical dates plus Immunization and Encounter dates, for the record's reference date. */
-function recordDates(r: Record<string, unknown>): string[] {
-  const out = clinicalDates(r);
-  if (typeof r.occurrenceDateTime === "string") out.push(r.occurrenceDateTime);
-  if (typeof r.started === "string") out.push(r.started);
-  if (isObject(r.period) && typeof r.period.start === "string") out.push(r.period.start);
-  return out;
-}
 
 /**
  * The envelope: a Bundle, R4, of a type we read, no deeper than the limit. Checked on the
@@ -278,14 +261,10 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
   const { read, unread, outcomes, degraded } = yield* checkResources(index, opts.closedBundle ?? true, opts.maxResources ?? FHIR_DEFAULTS.maxResources);
   ignored.push(...degraded);
 
-  const dates: string[] = [];
-  for (const r of read) dates.push(...recordDates(r.entry.resource));
-  dates.sort();
-  const referenceDate = envelope.timestamp ?? dates.at(-1) ?? (opts.now ?? new Date()).toISOString();
-  const scrub = scrubberFor(
-    read.filter((r) => r.type === "Patient").map((r) => r.entry.resource),
-    unread.get("RelatedPerson")?.map((e) => e.resource) ?? [],
-  );
+  // Age is the patient's age when the record is asked about: the caller's date (a CDS hook's call), else the
+  // time the sender stamped the record with (a document's assembly), else now — never the last clinical date,
+  // which moves with whatever the sender left out.
+  const referenceDate = opts.referenceDate ?? envelope.timestamp ?? (opts.now ?? new Date()).toISOString();
 
   const images: ImageInput[] = [];
   const consumed = new Set<string>();
@@ -363,11 +342,11 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     };
     return ctx;
   };
+  // Rendered first and scrubbed once all are in: a name one narrative labels as the patient's is scrubbed from every line.
+  const raw: Array<{ line: NoteLine; r: ReadEntry; order: number }> = [];
   const render = (r: ReadEntry, order: number) => {
     const line = (RENDERERS[r.type] as (x: unknown, c: RenderContext) => NoteLine | null)(r.resource, contextFor(r.entry));
-    if (!line) return;
-    const scrubbed = { ...line, text: scrub.text(line.text), ...(line.body ? { body: line.body.map(scrub.text) } : {}) };
-    lines.push({ ...scrubbed, name: scrub.name(r.entry.name), type: r.type, order });
+    if (line) raw.push({ line, r, order });
   };
   // A Binary read through an attachment belongs to that resource; only the rest stand alone (as images).
   for (let i = 0; i < read.length; i++) {
@@ -375,6 +354,23 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     if (read[i]!.type !== "Binary") render(read[i]!, i);
   }
   for (let i = 0; i < read.length; i++) if (read[i]!.type === "Binary" && !consumed.has(read[i]!.entry.name)) render(read[i]!, i);
+
+  const learnedNames = new Set<string>();
+  for (let i = 0; i < raw.length; i++) {
+    if (i % STEP === 0) yield;
+    const { line } = raw[i]!;
+    for (const t of [line.text, ...(line.body ?? [])]) for (const n of labelledNames(t)) if (learnedNames.size < MAX_LEARNED_NAMES) learnedNames.add(n);
+  }
+  const scrub = scrubberFor(
+    read.filter((r) => r.type === "Patient").map((r) => r.entry.resource),
+    unread.get("RelatedPerson")?.map((e) => e.resource) ?? [],
+    { learnedNames: [...learnedNames], ...(opts.pseudonymSecret ? { secret: opts.pseudonymSecret } : {}) },
+  );
+  for (let i = 0; i < raw.length; i++) {
+    if (i % STEP === 0) yield;
+    const { line, r, order } = raw[i]!;
+    lines.push({ ...line, text: scrub.text(line.text), ...(line.body ? { body: line.body.map(scrub.text) } : {}), name: scrub.name(r.entry.name), type: r.type, order });
+  }
 
   // ImagingStudy with a DICOMweb Endpoint: its pictures are fetched at intake (src/core/intake/dicom).
   for (const { image, at } of imagingStudyImages(index.entries, (ref) => index.resolve(ref))) {
