@@ -97,6 +97,10 @@ export const EnvSchema = z.object({
   HOST: z.string().default("127.0.0.1").describe("HTTP listen address; anything but loopback requires MEDMMV_API_KEYS."),
   MEDMMV_PUBLIC_URL: z.string().url().optional().describe("This service's public base URL, as EHRs call it: the only source of the CDS Hooks JWT audience (required with MEDMMV_CDS_JWKS) and the base of card links (unset: links use the request's own host, for API-key callers only)."),
   MEDMMV_FHIR_SERVERS: z.string().optional().describe("FHIR servers (base URLs, comma-separated) that CDS Hooks calls may have us fetch missing prefetch from."),
+  MEDMMV_CDS_EMPTY_RECORD: z
+    .enum(["no-cards", "422"])
+    .default("no-cards")
+    .describe("What a CDS Hooks patient-view call whose prefetch holds nothing to analyse gets: `no-cards` answers {\"cards\": []} (CDS Hooks allows it; an EHR shows a 4xx as a failing service) with the reason in the server log; `422` refuses it, saying why."),
   MEDMMV_PSEUDONYM_SECRET: z
     .string()
     .min(MIN_SECRET_CHARS, `must be at least ${MIN_SECRET_CHARS} characters (e.g. openssl rand -base64 32)`)
@@ -179,7 +183,7 @@ export interface Config {
   };
   redis: { url: string | null };
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
-  cds: { publicUrl: string | null; fhirServers: string[]; jwks: string | null; issuers: string[]; corsOrigins: string[] };
+  cds: { publicUrl: string | null; fhirServers: string[]; jwks: string | null; issuers: string[]; corsOrigins: string[]; emptyRecord: "no-cards" | "422" };
   images: { modelLongSide: number; dicomMaxFrames: number; dicomweb: { servers: string[]; maxInstances: number; timeoutMs: number; attempts: number } };
   fhir: { notesBudget: number; maxResources: number; maxDepth: number; pseudonymSecret?: string };
 }
@@ -299,6 +303,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jwks: e.MEDMMV_CDS_JWKS ?? null,
       issuers: csvList(e.MEDMMV_CDS_ISSUERS),
       corsOrigins: csvList(e.MEDMMV_CORS_ORIGINS),
+      emptyRecord: e.MEDMMV_CDS_EMPTY_RECORD,
     },
     fhir: { notesBudget: e.MEDMMV_FHIR_NOTES_BUDGET, maxResources: e.MEDMMV_FHIR_MAX_RESOURCES, maxDepth: e.MEDMMV_FHIR_MAX_DEPTH, ...(e.MEDMMV_PSEUDONYM_SECRET ? { pseudonymSecret: e.MEDMMV_PSEUDONYM_SECRET } : {}) },
     images: {
