@@ -151,10 +151,10 @@ export function scrubbableNameParts(parts: readonly string[]): string[] {
 const NAME_LABEL = /(?<![\p{L}\p{N}])(?:patient(?:in|e|a)?|paciente|pasient|patient name|patient's name|name of patient|patientenname|nom(?: du patient)?|nombre|nome|name|naam|navn|namn|nimi|imie)\s*:\s*/giu;
 /** Words after a label that are not a name (sex, placeholders, titles, and a few connecting words). */
 const NOT_A_NAME = new Set(
-  "male female man woman boy girl unknown anonymous none not no yes the a an of and mr mrs ms miss mx dr prof sir madam herr frau mevrouw meneer dhr mevr m mme mlle senor senora sr sra homme femme mann vrouw hombre mujer masculino femenino masculin feminin männlich weiblich mannlich weiblich onbekend inconnu unbekannt desconocido id age sex dob born date geboren".split(
-    " ",
-  ),
+  "male female man woman boy girl unknown anonymous none not no yes the a an of and homme femme mann vrouw hombre mujer masculino femenino masculin feminin mannlich weiblich onbekend inconnu unbekannt desconocido id age sex dob born date geboren".split(" "),
 );
+/** Titles before a name: skipped, the name follows. */
+const TITLES = new Set("mr mrs ms miss mx dr prof sir madam herr frau mevrouw meneer dhr mevr mme mlle sr sra senor senora".split(" "));
 /** Lower-case particles that belong inside a name ("van der", "de la", "von"). */
 const PARTICLES = new Set("van der den de la le du des von zu di da dos das del ten ter bin ibn al".split(" "));
 /** The most name tokens read after one label. */
@@ -179,7 +179,7 @@ export function labelledNames(text: string): string[] {
       if (!raw || raw.endsWith(":")) break;
       const word = raw.replace(/[.,;]+$/, "");
       const lower = word.toLowerCase();
-      if (PARTICLES.has(lower) && i + 1 < tokens.length && /^\p{Lu}/u.test(tokens[i + 1]!)) {
+      if (TITLES.has(lower) || (PARTICLES.has(lower) && i + 1 < tokens.length && /^\p{Lu}/u.test(tokens[i + 1]!))) {
         taken++;
         continue;
       }
