@@ -6,11 +6,11 @@ import { MAX_PATIENT_AGE, type ClinicalCase, type ImageInput } from "../../contr
 import { BundleIndex, extensionsOf, nestingTooDeep, type ExtensionsFound, type IndexedEntry } from "./bundle-index.js";
 import type { FhirOrigin, IgnoredResource } from "../../contracts/fhir-origin.js";
 import { fhirError, fhirPath, zodToFhirIssues, type FhirIssue } from "./fhir-error.js";
-import { BundleEnvelope, READ_RESOURCES, type ReadType, type ResourceOf } from "./fhir-schemas.js";
+import { BundleEntry, BundleEnvelopeHead, READ_RESOURCES, type BundleEnvelope, type ReadType, type ResourceOf } from "./fhir-schemas.js";
 import { RENDERERS, patientFacts, type EmptyKind, type NoteLine, type RenderContext } from "./renderers.js";
 import { otherVersion } from "./fhir-version.js";
 import { labelledNames, scrubberFor } from "./deidentify.js";
-import { summariseNotes, type RenderedLine } from "./summarise.js";
+import { summariseNotesSteps, type RenderedLine } from "./summarise.js";
 import { htmlText } from "./html-text.js";
 import type { z } from "zod";
 import type { Attachment } from "./fhir-schemas.js";
@@ -40,8 +40,8 @@ const MAX_TEXT_ATTACHMENT_BYTES = 1_000_000;
 const MAX_IGNORED_LISTED = 100;
 /** Names learned from labelled narrative fields, at most: one patient's record has a handful. */
 const MAX_LEARNED_NAMES = 50;
-/** Entries processed between chances to yield the event loop. */
-const STEP = 100;
+/** Entries processed between chances to yield the event loop (bundleToCaseYielding decides by time whether to). */
+const STEP = 25;
 /** Time a slice of reading may hold the event loop (bundleToCaseYielding). */
 const SLICE_MS = 8;
 
@@ -111,9 +111,20 @@ function* readEnvelope(body: unknown, maxDepth: number): Generator<void, BundleE
   }
   const version = otherVersion(raw, body);
   if (version) throw fhirError("INVALID_INPUT", [version]);
-  const parsed = BundleEnvelope.safeParse(body);
-  if (!parsed.success) throw fhirError("INVALID_INPUT", zodToFhirIssues(parsed.error, "Bundle", body));
-  return parsed.data;
+  const head = BundleEnvelopeHead.safeParse(body);
+  if (!head.success) throw fhirError("INVALID_INPUT", zodToFhirIssues(head.error, "Bundle", body));
+  // Entry by entry, with the event loop free between slices: one parse of every entry would hold it for the whole bundle.
+  const checked: BundleEntry[] = [];
+  const issues: FhirIssue[] = [];
+  for (let i = 0; i < entries.length; i++) {
+    if (i % STEP === 0) yield;
+    const e = BundleEntry.safeParse(entries[i]);
+    if (e.success) checked.push(e.data);
+    else if (issues.push(...zodToFhirIssues(e.error, `Bundle.entry[${i}]`, entries[i])) > 100) break;
+  }
+  if (issues.length) throw fhirError("INVALID_INPUT", issues);
+  const { entry: _unchecked, ...envelope } = head.data;
+  return { ...envelope, ...(Array.isArray(body.entry) ? { entry: checked } : {}) };
 }
 
 function tooDeep(at: string, found: { path: PropertyKey[]; depth: number }, limit: number): MedmmvError {
@@ -239,6 +250,7 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
   const ignored: IgnoredResource[] = [];
   const entries = envelope.entry ?? [];
   for (let i = 0; i < entries.length; i++) {
+    if (i % STEP === 0) yield;
     const en = entries[i]!;
     if (en.search?.mode === "outcome" && en.resource?.resourceType === "OperationOutcome") {
       index.add(i, en.resource as Record<string, unknown>, en.fullUrl); // a server's search warnings: read only if nothing else is there
@@ -382,7 +394,7 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
   const facts = lines.filter((l) => l.group !== "patient" && !l.empty).length + images.length;
   if (!facts) throw noFacts(envelope.type, entries.length, outcomes, read, unread, new Set(lines.flatMap((l) => l.empty ?? [])));
   const budget = opts.notesBudget ?? FHIR_DEFAULTS.notesBudget;
-  const summary = summariseNotes(lines, budget);
+  const summary = yield* summariseNotesSteps(lines, budget);
   const notes = summary.notes;
   for (const img of images) if (img.caption) img.caption = scrub.text(img.caption);
 

@@ -334,23 +334,28 @@ export type ResourceOf<K extends ReadType> = z.infer<(typeof READ_RESOURCES)[K]>
 
 export const BUNDLE_TYPES = ["collection", "searchset", "transaction", "batch", "document", "history"] as const;
 
-/** Only the envelope; each entry's resource is checked by its own schema afterwards. */
-export const BundleEnvelope = z.object({
+/** One entry of a Bundle, as the envelope reads it; its resource is checked by its own schema afterwards. */
+export const BundleEntry = z.object(
+  {
+    fullUrl: text(4000).optional(),
+    // A transaction's DELETE or a batch's GET has no resource: skipped and listed, not refused.
+    resource: z.looseObject({ resourceType: z.string({ error: "every resource needs a resourceType" }).min(1) }, { error: "an entry's resource must be a JSON object" }).optional(),
+    search: z.object({ mode: z.enum(["match", "include", "outcome"]).optional() }).optional(),
+    request: z.object({ method: text(10).optional(), url: text(4000).optional() }).optional(),
+  },
+  { error: "an entry must be a JSON object" },
+);
+export type BundleEntry = z.infer<typeof BundleEntry>;
+
+/**
+ * Only the envelope, without its entries: each entry is checked with BundleEntry one by one
+ * (so a large bundle is read in slices), and each resource by its own schema afterwards.
+ */
+export const BundleEnvelopeHead = z.object({
   resourceType: z.literal("Bundle", { error: 'resourceType must be "Bundle"' }),
   id: bundleId,
   type: z.enum(BUNDLE_TYPES, { error: `type must be one of ${BUNDLE_TYPES.join(", ")}` }),
   timestamp: FhirDateTime.optional(),
-  entry: z
-    .array(
-      z.object({
-        fullUrl: text(4000).optional(),
-        // A transaction's DELETE or a batch's GET has no resource: skipped and listed, not refused.
-        resource: z.looseObject({ resourceType: z.string({ error: "every resource needs a resourceType" }).min(1) }, { error: "an entry's resource must be a JSON object" }).optional(),
-        search: z.object({ mode: z.enum(["match", "include", "outcome"]).optional() }).optional(),
-        request: z.object({ method: text(10).optional(), url: text(4000).optional() }).optional(),
-      }),
-      { error: "entry must be an array" },
-    )
-    .optional(),
+  entry: z.array(z.unknown(), { error: "entry must be an array" }).optional(),
 });
-export type BundleEnvelope = z.infer<typeof BundleEnvelope>;
+export type BundleEnvelope = Omit<z.infer<typeof BundleEnvelopeHead>, "entry"> & { entry?: BundleEntry[] };
