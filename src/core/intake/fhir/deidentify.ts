@@ -7,8 +7,8 @@ import { createHmac, randomBytes } from "node:crypto";
  * of what the bundle itself states about the patient and related persons, and of the names
  * its narratives label as the patient's ("Patiënt: H. Jansen").
  *
- * Matching holds against how people write: text and terms are normalised first (NFKC, format
- * characters such as zero-width spaces and soft hyphens removed, every apostrophe one, letters
+ * Matching holds against how people write: text and terms are normalised first (full-width
+ * forms as ASCII, format characters such as zero-width spaces and soft hyphens removed, every apostrophe one, letters
  * compared without their diacritics), so `O’Vantree`, `OVantree`, `Zoe` for `Zoë` and a name
  * split by a zero-width space are all the stated name; dates, phone numbers and identifiers
  * are matched in the forms they are written in. What neither the bundle nor a labelled field
@@ -49,13 +49,22 @@ function escape(s: string): string {
 /** Apostrophes, quotation marks used as apostrophes, and primes: all one `'`. */
 const APOSTROPHES = /[\u2018\u2019\u201A\u201B\u02BC\u02BB\u02B9\u0060\u00B4\u2032\uFF07]/g;
 
+/** Full-width ASCII (U+FF01–FF5E) and the ideographic space, as the ASCII they stand for. */
+const FULL_WIDTH = /[\uFF01-\uFF5E\u3000]/g;
+
 /**
- * Text as it is matched: NFKC (full-width and compatibility forms), format characters
- * removed (zero-width spaces and joiners, soft hyphens, bidi marks), one apostrophe, then
- * decomposed (NFD) so that a letter's diacritics are separate marks a pattern may skip.
+ * Text as it is matched: full-width letters and digits as ASCII (the part of NFKC a name or
+ * number written to evade a match uses; full NFKC would also turn `10⁹/L` into `109/L`),
+ * format characters removed (zero-width spaces and joiners, soft hyphens, bidi marks), one
+ * apostrophe, then decomposed (NFD) so that a letter's diacritics are separate marks a pattern
+ * may skip.
  */
 export function normaliseForMatching(s: string): string {
-  return s.normalize("NFKC").replace(/\p{Cf}/gu, "").replace(APOSTROPHES, "'").normalize("NFD");
+  return s
+    .replace(FULL_WIDTH, (c) => (c === "\u3000" ? " " : String.fromCharCode(c.charCodeAt(0) - 0xfee0)))
+    .replace(/\p{Cf}/gu, "")
+    .replace(APOSTROPHES, "'")
+    .normalize("NFD");
 }
 
 /** A term folded: normalised and without diacritics (`Zoë` → `Zoe`). */

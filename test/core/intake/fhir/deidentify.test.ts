@@ -16,7 +16,10 @@ describe("free-text de-identification holds against how people write", () => {
     for (const f of FORBIDDEN) expect(folded(line), f).not.toContain(f);
   });
 
-  it("the clinical text around them is kept", () => {
+  it("the clinical text around them is kept, units and accents as written", () => {
+    const b = variantsBundle();
+    b.entry.push({ resource: { resourceType: "Observation", id: "wbc", status: "final", code: { text: "Leucocytes" }, subject: { reference: "Patient/pt-variants" }, valueString: "4.5 ×10⁹/L; BSA 1.8 m²; température élevée, ½ dose" } } as never);
+    expect(bundleToCase(b, opts).notes).toContain("Leucocytes 4.5 ×10⁹/L; BSA 1.8 m²; température élevée, ½ dose");
     expect(notes).toContain("Community-acquired pneumonia");
     expect(notes.match(/Cough for three days\./g)).toHaveLength(WRITTEN_VARIANTS.length);
   });
