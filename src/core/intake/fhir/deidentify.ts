@@ -164,6 +164,16 @@ const NOT_A_NAME = new Set(
 );
 /** Titles before a name: skipped, the name follows. */
 const TITLES = new Set("mr mrs ms miss mx dr prof sir madam herr frau mevrouw meneer dhr mevr mme mlle sr sra senor senora".split(" "));
+/**
+ * Words that make what follows a "Name:" label an organisation, a place or a system, not a
+ * person: the whole span is then dropped (scrubbing "Health" or "Hospital" from every line
+ * would cost the notes more than it protects).
+ */
+const NOT_A_PERSON = new Set(
+  "hospital hospitals clinic clinics kliniek klinik klinikum health healthcare system systems care nursing doctor doctors practice practices centre center medical medicine laboratory laboratories laboratoire labor lab spital ziekenhuis hopital hôpital road street straat strasse department service services unit ward pharmacy apotheek apotheke generated qualifications organisation organization university universitat ltd inc gmbh bv ag sa plc".split(
+    " ",
+  ),
+);
 /** Lower-case particles that belong inside a name ("van der", "de la", "von"). */
 const PARTICLES = new Set("van der den de la le du des von zu di da dos das del ten ter bin ibn al".split(" "));
 /** The most name tokens read after one label. */
@@ -182,6 +192,7 @@ export function labelledNames(text: string): string[] {
     if (!/^patient|^pacient|^pasient/i.test(m[0]) && /\p{L}\s*$/u.test(folded.slice(Math.max(0, m.index - 3), m.index))) continue;
     const rest = folded.slice(m.index + m[0].length, m.index + m[0].length + 200);
     const tokens = rest.split(/\s+/);
+    const span: string[] = [];
     let taken = 0;
     for (let i = 0; i < tokens.length && taken < MAX_LABELLED_TOKENS; i++) {
       const raw = tokens[i]!;
@@ -193,12 +204,13 @@ export function labelledNames(text: string): string[] {
         continue;
       }
       if (!/^\p{Lu}[\p{L}'-]*$/u.test(word) || NOT_A_NAME.has(lower)) break;
-      out.push(...splitNameParts(word));
+      span.push(...splitNameParts(word));
       taken++;
       // A token that ends a sentence ("Méldërs.") ends the name; an initial ("H.") does not.
       if (/[.;]$/.test(raw) && word.length > 1) break;
       if (raw.endsWith(",")) break;
     }
+    if (!span.some((w) => NOT_A_PERSON.has(w.toLowerCase()))) out.push(...span);
   }
   return scrubbableNameParts(out).filter((p) => !NOT_A_NAME.has(p.toLowerCase()));
 }
@@ -271,10 +283,10 @@ function postcodePattern(code: string): string | null {
 }
 
 /** One pass: every pattern of a kind, longest first, bounded by non-alphanumerics. */
-function pass(patterns: string[], replacement: string | ((m: string) => string)): ((s: string) => string) | null {
+function pass(patterns: string[], replacement: string | ((m: string) => string), caseSensitive = false): ((s: string) => string) | null {
   const uniq = [...new Set(patterns)].sort((a, b) => b.length - a.length).slice(0, MAX_TERMS);
   if (!uniq.length) return null;
-  const re = new RegExp(`(?<![\\p{L}\\p{N}])(?:${uniq.join("|")})(?![\\p{L}\\p{N}])`, "giu");
+  const re = new RegExp(`(?<![\\p{L}\\p{N}])(?:${uniq.join("|")})(?![\\p{L}\\p{N}])`, caseSensitive ? "gu" : "giu");
   return (s) => s.replace(re, replacement as string);
 }
 
@@ -307,7 +319,7 @@ export function scrubberFor(patients: Json[], related: Json[], opts: ScrubberOpt
   const births: string[] = [];
   const people: Json[] = [...patients, ...related];
   for (const p of patients) for (const c of Array.isArray(p.contact) ? p.contact : []) if (c && typeof c === "object") people.push(c as Json);
-  const nameParts: string[] = [...(opts.learnedNames ?? [])];
+  const nameParts: string[] = [];
   for (const person of people) {
     nameParts.push(...scrubbableNameParts(humanNameParts(person.name)));
     const addrs = Array.isArray(person.address) ? person.address : person.address ? [person.address] : [];
@@ -326,6 +338,13 @@ export function scrubberFor(patients: Json[], related: Json[], opts: ScrubberOpt
     if (typeof person.birthDate === "string") births.push(...birthDatePatterns(person.birthDate));
   }
   for (const part of nameParts) names.push(`${loose(part)}\\d*`);
+  // A name only a narrative label gives may also be a word ("Test", "See"): matched as a name is
+  // written (capitalised, or in capitals), not in every case as the names the record states are.
+  const learned: string[] = [];
+  for (const part of opts.learnedNames ?? []) {
+    const capital = part.charAt(0).toUpperCase() + part.slice(1);
+    learned.push(loose(capital), loose(part.toUpperCase()));
+  }
 
   // Synthea's MRN is the Patient.id: there the id itself is an identifier and gets a pseudonym.
   const pseudonyms: Record<string, string> = {};
@@ -347,6 +366,7 @@ export function scrubberFor(patients: Json[], related: Json[], opts: ScrubberOpt
     pass(births, "[birth date]"),
     pass(addresses, "[address]"),
     pass(names, "[name]"),
+    pass(learned, "[name]", true),
   ].filter((f): f is (s: string) => string => f !== null);
 
   return {

@@ -38,7 +38,7 @@ describe("names a narrative labels as the patient's", () => {
     expect(labelledNames(text)).toEqual(parts);
   });
 
-  it.each([["Patient: male, 54 years"], ["Test name: Hemoglobin A1c"], ["Patient: unknown"], ["patient: 45-year-old with cough"]])("%s names nobody", (text) => {
+  it.each([["Patient: male, 54 years"], ["Test name: Hemoglobin A1c"], ["Patient: unknown"], ["patient: 45-year-old with cough"], ["Name: Municipal Hospital"], ["Name: NorthCare Health System"]])("%s names nobody", (text) => {
     expect(labelledNames(text)).toEqual([]);
   });
 
@@ -47,6 +47,14 @@ describe("names a narrative labels as the patient's", () => {
     b.entry.push({ resource: { resourceType: "Observation", id: "n-x", status: "final", code: { text: "Note" }, subject: { reference: "Patient/pt-variants" }, valueString: "Patiënt: Kees Jansen. Verder: Jansen belt morgen." } } as never);
     const notes = bundleToCase(b, opts).notes!;
     expect(notes).toContain("Patiënt: [name] [name]. Verder: [name] belt morgen.");
+  });
+});
+
+describe("a learned name that is also a word", () => {
+  it("is scrubbed where it is written as a name (capitalised, capitals), not where it is the word", () => {
+    const b = variantsBundle();
+    b.entry.push({ resource: { resourceType: "Observation", id: "n-y", status: "final", code: { text: "Note" }, subject: { reference: "Patient/pt-variants" }, valueString: "Patient: Arnold Test. The test was negative; TEST repeated by Test." } } as never);
+    expect(bundleToCase(b, opts).notes).toContain("Patient: [name] [name]. The test was negative; [name] repeated by [name].");
   });
 });
 
