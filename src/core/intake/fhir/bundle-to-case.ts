@@ -186,7 +186,7 @@ function* checkResources(
   if (issues.length) throw fhirError("INVALID_INPUT", issues);
   const patients = read.filter((r) => r.type === "Patient");
   if (patients.length > 1) {
-    throw fhirError("UNPROCESSABLE", patients.slice(1).map((p) => ({ path: p.entry.at, message: `a second Patient (${p.entry.name}, first ${patients[0]!.entry.name}); a case is one patient's record`, fhirCode: "invariant" })));
+    throw fhirError("UNPROCESSABLE", patients.slice(1).map((p) => ({ path: p.entry.at, message: `a second Patient (${p.entry.name}, first ${patients[0]!.entry.name}); a case is one patient's record${index.rule === "self-contained" ? " (and a document has one subject: FHIR R4 Composition.subject, documents.html)" : ""}`, fhirCode: "invariant" })));
   }
   if (closed) {
     const refused: FhirIssue[] = [];

@@ -180,6 +180,14 @@ describe("lenient where nothing clinical depends on it, strict where it does", (
     expect(r.issues[0]!.message).toContain("a document Bundle must contain what its Composition's subject and sections reference (FHIR R4 bundle.html#document)");
   });
 
+  it("a second Patient in a document is refused, naming the rule", () => {
+    const b = doc();
+    b.entry.push({ fullUrl: "urn:uuid:0b6f1a3e-1111-4222-8333-944455556666", resource: { resourceType: "Patient", gender: "male" } } as never);
+    const r = refusal(b);
+    expect(r.status).toBe(422);
+    expect(r.issues[0]!.message).toMatch(/^a second Patient .*a document has one subject: FHIR R4 Composition.subject/);
+  });
+
   it("an entry of another patient is refused, naming the rule", () => {
     const b = doc();
     b.entry[at(b, "Condition")]!.resource.subject = { reference: "Patient/someone-else" };
