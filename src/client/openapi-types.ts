@@ -120,7 +120,7 @@ export interface paths {
         put?: never;
         /**
          * CDS Hooks patient-view: a card with medmmv's answer for the patient's record
-         * @description The prefetch becomes a FHIR Bundle and then a case. A record already analysed (same content) answers with its finished case's card; otherwise the case starts and an info card links to it at once. A null prefetch value means the EHR has no such data. Absent prefetch is fetched only from a fhirServer on MEDMMV_FHIR_SERVERS (with fhirAuthorization, required of API-key callers: 403 otherwise); a query that fails makes the card say what was not read, and a Patient neither sent nor fetched is 412.
+         * @description The prefetch becomes a FHIR Bundle and then a case. A record already analysed (same content) answers with its finished case's card; otherwise the case starts and an info card links to it at once. A null prefetch value means the EHR has no such data. Absent prefetch is fetched only from a fhirServer on MEDMMV_FHIR_SERVERS (with fhirAuthorization, required of API-key callers: 403 otherwise); a query that fails, or a key the EHR answered with an OperationOutcome, makes the card say what was not read, and a Patient neither sent nor fetched is 412. A record with nothing to analyse answers no cards (MEDMMV_CDS_EMPTY_RECORD=422: a 422 saying why).
          */
         post: operations["callCdsPatientView"];
         delete?: never;

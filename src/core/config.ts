@@ -116,6 +116,15 @@ export const EnvSchema = z.object({
   HOST: z.string().default("127.0.0.1").describe("HTTP listen address; anything but loopback requires MEDMMV_API_KEYS."),
   MEDMMV_PUBLIC_URL: z.string().url().optional().describe("This service's public base URL, as EHRs call it: the only source of the CDS Hooks JWT audience (required with MEDMMV_CDS_JWKS) and the base of card links (unset: links use the request's own host, for API-key callers only)."),
   MEDMMV_FHIR_SERVERS: z.string().optional().describe("FHIR servers (base URLs, comma-separated) that CDS Hooks calls may have us fetch missing prefetch from."),
+  MEDMMV_CDS_EMPTY_RECORD: z
+    .enum(["no-cards", "422"])
+    .default("no-cards")
+    .describe("What a CDS Hooks patient-view call whose prefetch holds nothing to analyse gets: `no-cards` answers {\"cards\": []} (CDS Hooks allows it; an EHR shows a 4xx as a failing service) with the reason in the server log; `422` refuses it, saying why."),
+  MEDMMV_PSEUDONYM_SECRET: z
+    .string()
+    .min(MIN_SECRET_CHARS, `must be at least ${MIN_SECRET_CHARS} characters (e.g. openssl rand -base64 32)`)
+    .optional()
+    .describe(`Secret the patient pseudonyms of FHIR records are keyed with (HMAC-SHA256), at least ${MIN_SECRET_CHARS} characters; set the same one on every replica (unset: one is generated and kept in MEDMMV_DATA_DIR/pseudonym-secret).`),
   MEDMMV_FHIR_NOTES_BUDGET: z.coerce.number().int().min(2_000).max(400_000).default(FHIR_DEFAULTS.notesBudget).describe("Characters of notes a FHIR record is summarised into (every model call of a case carries them): active problems, allergies and medications first, then the latest of each vital and lab with earlier readings, recent encounters, procedures, immunizations, reports and notes, then history."),
   MEDMMV_FHIR_MAX_RESOURCES: z.coerce.number().int().min(1).max(1_000_000).default(FHIR_DEFAULTS.maxResources).describe("Most resources of the types read in one FHIR Bundle (Claims, Provenance and other types not read are not counted); the body's size is bounded by MEDMMV_MAX_BODY_BYTES."),
   MEDMMV_FHIR_MAX_DEPTH: z.coerce.number().int().min(8).max(1_000).default(FHIR_DEFAULTS.maxDepth).describe("Deepest nesting of objects and arrays in one FHIR resource; deeper bundles are refused with an OperationOutcome."),
@@ -202,7 +211,7 @@ export interface Config {
   };
   redis: { url: string | null };
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
-  cds: { publicUrl: string | null; fhirServers: string[]; jwks: string | null; issuers: string[]; corsOrigins: string[] };
+  cds: { publicUrl: string | null; fhirServers: string[]; jwks: string | null; issuers: string[]; corsOrigins: string[]; emptyRecord: "no-cards" | "422" };
   images: {
     modelLongSide: number;
     dicomMaxFrames: number;
@@ -211,7 +220,7 @@ export interface Config {
     dicomwebTenantServers: Record<string, string[]>;
     decodePool: { size: number; objectTimeoutMs: number };
   };
-  fhir: { notesBudget: number; maxResources: number; maxDepth: number };
+  fhir: { notesBudget: number; maxResources: number; maxDepth: number; pseudonymSecret?: string };
 }
 
 /**
@@ -346,8 +355,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jwks: e.MEDMMV_CDS_JWKS ?? null,
       issuers: csvList(e.MEDMMV_CDS_ISSUERS),
       corsOrigins: csvList(e.MEDMMV_CORS_ORIGINS),
+      emptyRecord: e.MEDMMV_CDS_EMPTY_RECORD,
     },
-    fhir: { notesBudget: e.MEDMMV_FHIR_NOTES_BUDGET, maxResources: e.MEDMMV_FHIR_MAX_RESOURCES, maxDepth: e.MEDMMV_FHIR_MAX_DEPTH },
+    fhir: { notesBudget: e.MEDMMV_FHIR_NOTES_BUDGET, maxResources: e.MEDMMV_FHIR_MAX_RESOURCES, maxDepth: e.MEDMMV_FHIR_MAX_DEPTH, ...(e.MEDMMV_PSEUDONYM_SECRET ? { pseudonymSecret: e.MEDMMV_PSEUDONYM_SECRET } : {}) },
     images: {
       modelLongSide: e.MEDMMV_IMAGE_MODEL_LONG_SIDE,
       dicomMaxFrames: e.MEDMMV_DICOM_MAX_FRAMES,

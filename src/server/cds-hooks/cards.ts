@@ -18,8 +18,17 @@ function clip(text: string, max: number): string {
  */
 function notReadDetail(notRead: readonly NotRead[]): string | undefined {
   if (!notRead.length) return undefined;
-  return `**Not read:** ${notRead.map((n) => `${n.key} (${n.reason})`).join("; ")}. The analysis uses the rest of the record.`;
+  return `**Not read:** ${notRead.map((n) => `${n.key}${KEY_WORDS[n.key] ? ` — ${KEY_WORDS[n.key]}` : ""} (${n.reason})`).join("; ")}. The analysis uses the rest of the record.`;
 }
+
+/** What each prefetch key holds, in a clinician's words, so "Not read" says what is missing from the analysis. */
+const KEY_WORDS: Record<string, string> = {
+  conditions: "active problems",
+  observations: "labs and vital signs",
+  medicationStatements: "current medications",
+  medicationRequests: "prescriptions",
+  allergies: "allergies and intolerances",
+};
 
 /** The card of a finished case: the answer (or why there is none), how well it is supported, the audit view. */
 export function resultCard(r: DiagnosisResult, viewUrl: string, notRead: readonly NotRead[] = []): Card {

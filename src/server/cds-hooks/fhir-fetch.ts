@@ -36,6 +36,29 @@ export function isAllowedFhirServer(fhirServer: string, allowList: readonly stri
   return allowList.includes(base);
 }
 
+/**
+ * A next-page link as the URL it really names, when that is under the FHIR server's base;
+ * null otherwise. Compared after URL normalisation (WHATWG: `..` and `%2e%2e` segments
+ * resolved, scheme and host lower-cased, default ports dropped), never as a string prefix:
+ * `…/fhir/../admin` starts with the base and is not under it. Encoded slashes, backslashes
+ * and dots left in the path, or credentials in the URL, are refused: a server may decode
+ * them after this check. The URL fetched is the normalised one.
+ */
+export function sameFhirServer(link: string, base: string): string | null {
+  let url: URL;
+  let root: URL;
+  try {
+    url = new URL(link);
+    root = new URL(`${base.replace(/\/+$/, "")}/`);
+  } catch {
+    return null;
+  }
+  if (url.username || url.password || url.protocol !== root.protocol || url.host !== root.host) return null;
+  if (/%2f|%5c|%2e/i.test(url.pathname)) return null;
+  const under = url.pathname === root.pathname.slice(0, -1) || url.pathname.startsWith(root.pathname);
+  return under ? url.href : null;
+}
+
 /** Why one query stopped; its message is what the card and the 412 say. */
 class QueryFailed extends Error {}
 
@@ -100,8 +123,9 @@ export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMiss
     const entries: unknown[] = Array.isArray(first.entry) ? [...(first.entry as unknown[])] : [];
     let next = nextLink(first);
     for (let page = 1; next && page < maxPages; page++) {
-      if (!next.startsWith(`${base}/`) && !next.startsWith(`${base}?`)) throw new QueryFailed(`the next page of "${key}" is not on the FHIR server`);
-      const more = await getJson(next);
+      const onServer = sameFhirServer(next, base);
+      if (!onServer) throw new QueryFailed(`the next page of "${key}" is not on the FHIR server`);
+      const more = await getJson(onServer);
       if (more.resourceType !== "Bundle") throw new QueryFailed(`a next page of "${key}" is not a Bundle`);
       if (Array.isArray(more.entry)) entries.push(...(more.entry as unknown[]));
       next = nextLink(more);

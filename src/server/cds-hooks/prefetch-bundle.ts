@@ -1,10 +1,28 @@
 import { MedmmvError } from "../../core/contracts/errors.js";
 import { PREFETCH } from "./discovery.js";
+import type { NotRead } from "./fhir-fetch.js";
 
 type Json = Record<string, unknown>;
 
 function isResource(v: unknown): v is Json & { resourceType: string } {
   return !!v && typeof v === "object" && !Array.isArray(v) && typeof (v as Json).resourceType === "string";
+}
+
+/** An OperationOutcome issue that says a query failed (not a search's warning or information). */
+function failedIssue(i: unknown): boolean {
+  return !!i && typeof i === "object" && ((i as Json).severity === "error" || (i as Json).severity === "fatal");
+}
+
+/**
+ * Why the EHR could not answer a prefetch key, from the OperationOutcome it sent in its place
+ * (CDS Hooks 2.0.1 §prefetch lets it): the issue's code and what it said, clipped.
+ */
+export function outcomeReason(outcome: Json): string {
+  const issues = Array.isArray(outcome.issue) ? (outcome.issue as unknown[]) : [];
+  const first = (issues.find(failedIssue) ?? issues[0]) as Json | undefined;
+  const said = first ? (typeof first.diagnostics === "string" ? first.diagnostics : first.details && typeof (first.details as Json).text === "string" ? ((first.details as Json).text as string) : undefined) : undefined;
+  const code = first && typeof first.code === "string" ? first.code.slice(0, 40) : undefined;
+  return `the EHR answered with an OperationOutcome${code ? ` (${code}${said ? `: "${said.replace(/\s+/g, " ").trim().slice(0, 100)}"` : ""})` : ""}`;
 }
 
 /**
@@ -15,7 +33,7 @@ function isResource(v: unknown): v is Json & { resourceType: string } {
  * for it, so there is nothing to fetch. A key that is absent is one the EHR chose not to
  * satisfy, or failed to.
  */
-export function prefetchToBundle(prefetch: Record<string, unknown> | undefined): { bundle: Json; missing: string[]; origins: string[] } {
+export function prefetchToBundle(prefetch: Record<string, unknown> | undefined): { bundle: Json; missing: string[]; origins: string[]; notRead: NotRead[] } {
   const entries: Json[] = [];
   /** Where each entry came from in the hook request, so errors can name the prefetch element. */
   const origins: string[] = [];
@@ -30,6 +48,8 @@ export function prefetchToBundle(prefetch: Record<string, unknown> | undefined):
     origins.push(origin);
   };
   const missing: string[] = [];
+  /** Keys the EHR answered with an OperationOutcome: it tried and failed, so they are not fetched again but said. */
+  const notRead: NotRead[] = [];
   for (const key of Object.keys(PREFETCH)) {
     const v = prefetch?.[key];
     if (v === null) continue;
@@ -37,14 +57,25 @@ export function prefetchToBundle(prefetch: Record<string, unknown> | undefined):
       missing.push(key);
       continue;
     }
+    if (isResource(v) && v.resourceType === "OperationOutcome") {
+      notRead.push({ key, reason: outcomeReason(v) });
+      continue;
+    }
     if (isResource(v) && v.resourceType === "Bundle") {
+      const entries = (Array.isArray(v.entry) ? v.entry : []).map((e: unknown) => (e && typeof e === "object" ? (e as Json).resource : undefined));
+      const failed = entries.find((r): r is Json => isResource(r) && r.resourceType === "OperationOutcome" && Array.isArray(r.issue) && r.issue.some(failedIssue));
+      // A search that failed answers with its OperationOutcome alone; one with results and a warning is read.
+      if (failed && entries.every((r) => !isResource(r) || r.resourceType === "OperationOutcome")) {
+        notRead.push({ key, reason: outcomeReason(failed) });
+        continue;
+      }
       (Array.isArray(v.entry) ? v.entry : []).forEach((e: unknown, i) => {
         if (e && typeof e === "object" && isResource((e as Json).resource)) add((e as Json).resource as Json & { resourceType: string }, `prefetch.${key}.entry[${i}].resource`);
       });
     } else if (isResource(v)) add(v, `prefetch.${key}`);
     else throw new MedmmvError("INVALID_INPUT", `prefetch.${key} must be a FHIR resource or a Bundle of them (or null when not available)`, { details: { issues: [{ path: `body.prefetch.${key}`, message: "not a FHIR resource" }] } });
   }
-  return { bundle: { resourceType: "Bundle", type: "collection", entry: entries }, missing, origins };
+  return { bundle: { resourceType: "Bundle", type: "collection", entry: entries }, missing, origins, notRead };
 }
 
 /** A refusal of the assembled bundle, its element paths put back in terms of the hook request's prefetch. */
@@ -56,4 +87,14 @@ export function inPrefetchTerms(err: unknown, origins: readonly string[]): unkno
     return origin ? { ...i, path: `body.${origin}${i.path.slice(m![0].length)}` } : i;
   });
   return new MedmmvError(err.code, `the prefetch was refused: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`, { details: { ...err.details, issues } });
+}
+
+/**
+ * The prefetch keys not read, put at the head of the case's ignored resources (its
+ * provenance): the result says what the analysis did not see, as the card does.
+ */
+export function withNotRead(c: { metadata?: Record<string, unknown> | undefined }, notRead: readonly NotRead[]): void {
+  const fhir = c.metadata?.fhir as { ignoredResources?: Array<{ resource: string; reason: string }> } | undefined;
+  if (!fhir || !notRead.length) return;
+  fhir.ignoredResources = [...notRead.map((n) => ({ resource: `prefetch.${n.key}`, reason: `not read: ${n.reason}` })), ...(fhir.ignoredResources ?? [])];
 }

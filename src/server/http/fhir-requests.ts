@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { bundleToCaseYielding } from "../../core/intake/fhir/bundle-to-case.js";
 import { fhirError } from "../../core/intake/fhir/fhir-error.js";
+import { pseudonymSecret } from "../../core/intake/fhir/pseudonym-secret.js";
 import { OptionLetter } from "../../core/contracts/clinical-case.js";
 import type { Config } from "../../core/config.js";
 
@@ -79,6 +80,6 @@ export function fhirBundleToCase(config: Config) {
     const query = (request.query ?? {}) as Record<string, unknown>;
     const question = typeof query.question === "string" ? query.question : undefined;
     // Read in slices: a 25 MiB `$everything` record must not hold the event loop (/healthz, other requests).
-    request.body = await bundleToCaseYielding(request.body, { question, options: parseOptions(query.option), maxImageBytes: config.http.maxImageBytes, ...config.fhir });
+    request.body = await bundleToCaseYielding(request.body, { question, options: parseOptions(query.option), maxImageBytes: config.http.maxImageBytes, ...config.fhir, pseudonymSecret: pseudonymSecret(config.fhir.pseudonymSecret, config.store.dataDir) });
   };
 }

@@ -24,10 +24,10 @@ describe("CDS Hooks cards", () => {
     const notRead = [{ key: "conditions", reason: "the FHIR server answered 401" }];
     const card = resultCard(result, "https://medmmv.example.org/v", notRead);
     expect(card.indicator).toBe("warning");
-    expect(card.detail).toContain("**Not read:** conditions (the FHIR server answered 401)");
+    expect(card.detail).toContain("**Not read:** conditions — active problems (the FHIR server answered 401)");
     const started = startedCard("https://medmmv.example.org/v", false, notRead);
     expect(started).toMatchObject({ indicator: "warning", summary: "medmmv started analysing this record (part of it could not be read)" });
-    expect(started.detail).toContain("conditions (the FHIR server answered 401)");
+    expect(started.detail).toContain("conditions — active problems (the FHIR server answered 401)");
     expect(startedCard("https://medmmv.example.org/v", false).indicator).toBe("info");
   });
 });

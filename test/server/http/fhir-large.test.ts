@@ -1,36 +1,13 @@
 // A real socket: the point is what other requests see while one large bundle is read.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "./http-harness.js";
+import { largeBundleText } from "../../core/intake/fhir/large-record.js";
 
 let t: TestServer;
 beforeAll(async () => {
   t = await startTestServer();
 });
 afterAll(() => t.close());
-
-/** A synthetic record of ~24 MiB: thousands of laboratory Observations with a comment each (no real person). */
-function largeBundleText(targetBytes: number): string {
-  const parts: string[] = [];
-  let bytes = 0;
-  for (let i = 0; bytes < targetBytes; i++) {
-    const comment = `Synthetic specimen comment ${i}: ${"haemolysed sample, repeat advised; ".repeat(28)}`;
-    const obs = {
-      resourceType: "Observation",
-      id: `lab-${i}`,
-      status: "final",
-      category: [{ coding: [{ system: "http://terminology.hl7.org/CodeSystem/observation-category", code: "laboratory" }] }],
-      code: { coding: [{ system: "http://loinc.org", code: `${2000 + (i % 150)}-0`, display: `Synthetic analyte ${i % 150}` }] },
-      subject: { reference: "Patient/synthetic-large" },
-      effectiveDateTime: `20${String(10 + (i % 16)).padStart(2, "0")}-0${1 + (i % 9)}-1${i % 10}`,
-      valueQuantity: { value: 3 + (i % 97) / 13, unit: "mmol/L", system: "http://unitsofmeasure.org", code: "mmol/L" },
-      note: [{ text: comment }],
-    };
-    const s = JSON.stringify({ fullUrl: `https://fhir.example.org/r4/Observation/lab-${i}`, resource: obs, search: { mode: "match" } });
-    parts.push(s);
-    bytes += s.length + 1;
-  }
-  return `{"resourceType":"Bundle","type":"searchset","entry":[${parts.join(",")}]}`;
-}
 
 describe("a 25 MiB FHIR bundle does not stall the server", () => {
   it("/healthz keeps answering while the bundle is read", async () => {

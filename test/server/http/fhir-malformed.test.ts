@@ -70,13 +70,13 @@ const MALFORMED: Malformed[] = [
   { name: "Patient.gender M", body: stemi((b) => (b.entry[0]!.resource.gender = "M")), status: 400, expression: "Bundle.entry[0].resource.gender", code: "value" },
   { name: "Patient.birthDate implies an age over 150", body: stemi((b) => (b.entry[0]!.resource.birthDate = "1850-01-01")), status: 422, expression: "Bundle.entry[0].resource.birthDate", code: "invariant" },
   { name: "Patient.birthDate month 13", body: stemi((b) => (b.entry[0]!.resource.birthDate = "1968-13-01")), status: 400, expression: "Bundle.entry[0].resource.birthDate", code: "value" },
-  { name: "an id with a space", body: stemi((b) => (res(b, "cr-1").id = "cr 1")), status: 400, expression: "Bundle.entry[8].resource.id", code: "value" },
   { name: "Condition without subject", body: stemi((b) => delete res(b, "htn").subject), status: 400, expression: (b) => `Bundle.entry[${at(b, "htn")}].resource.subject`, code: "required" },
   { name: "AllergyIntolerance.criticality severe", body: stemi((b) => (res(b, "pcn").criticality = "severe")), status: 400, expression: (b) => `Bundle.entry[${at(b, "pcn")}].resource.criticality`, code: "value" },
   { name: "DocumentReference with no content", body: stemi((b) => (res(b, "triage-note").content = [])), status: 400, expression: (b) => `Bundle.entry[${at(b, "triage-note")}].resource.content`, code: "required" },
   { name: "the same resource twice", body: stemi((b) => b.entry.push({ resource: { ...res(b, "bp-1") } })), status: 400, expression: (b) => `Bundle.entry[${b.entry.length - 1}].resource.id`, code: "duplicate" },
-  // A document must be self-contained; collections, searchsets and transactions may point outside.
-  { name: "a subject reference to a Patient not in a document bundle", body: stemi((b) => ((b as R).type = "document", res(b, "bp-1").subject = { reference: "Patient/someone-else" })), status: 422, expression: (b) => `Bundle.entry[${at(b, "bp-1")}].resource.subject.reference`, code: "not-found" },
+  // (An odd id, a Media without data, a reference a document need not hold: degraded, not refused; test/core/intake/fhir/real-material.test.ts.)
+  // Every entry of a document is about its subject; collections, searchsets and transactions may point outside.
+  { name: "a subject reference to a Patient not in a document bundle", body: stemi((b) => ((b as R).type = "document", res(b, "bp-1").subject = { reference: "Patient/someone-else" })), status: 422, expression: (b) => `Bundle.entry[${at(b, "bp-1")}].resource.subject.reference`, code: "invariant" },
   {
     name: "a urn:uuid reference to nothing",
     body: () => {
@@ -88,12 +88,10 @@ const MALFORMED: Malformed[] = [
     expression: "Bundle.entry[2].resource.subject.reference",
     code: "not-found",
   },
-  { name: "a medicationReference to a Medication missing from a document", body: stemi((b) => ((b as R).type = "document", res(b, "ms-lisinopril").medicationReference = { reference: "Medication/ramipril" })), status: 422, expression: (b) => `Bundle.entry[${at(b, "ms-lisinopril")}].resource.medicationReference.reference`, code: "not-found" },
   { name: "two Patients", body: stemi((b) => b.entry.push({ resource: { resourceType: "Patient", id: "other", gender: "female" } })), status: 422, expression: (b) => `Bundle.entry[${b.entry.length - 1}].resource`, code: "invariant" },
   { name: "a Binary that is not an image", body: stemi((b) => b.entry.push({ resource: { resourceType: "Binary", id: "bin-1", contentType: "image/png", data: b64("this is not a picture") } })), status: 415, expression: (b) => `Bundle.entry[${b.entry.length - 1}].resource.data`, code: "not-supported" },
   { name: "a Binary holding a PDF", body: stemi((b) => b.entry.push({ resource: { resourceType: "Binary", id: "bin-2", contentType: "application/pdf", data: b64("%PDF-1.7\n...") } })), status: 415, expression: (b) => `Bundle.entry[${b.entry.length - 1}].resource.data`, code: "not-supported" },
   { name: "Media data that is not base64", body: stemi((b) => ((res(b, "ecg-strip").content as R).data = "!!not base64!!")), status: 400, expression: (b) => `Bundle.entry[${at(b, "ecg-strip")}].resource.content.data`, code: "value" },
-  { name: "Media with neither data nor url", body: stemi((b) => delete (res(b, "ecg-strip").content as R).data), status: 400, expression: (b) => `Bundle.entry[${at(b, "ecg-strip")}].resource.content.data`, code: "required" },
   { name: "Media pointing at a Binary not in a document bundle", body: stemi((b) => ((b as R).type = "document", res(b, "ecg-strip").content = { contentType: "image/png", url: "Binary/missing" })), status: 422, expression: (b) => `Bundle.entry[${at(b, "ecg-strip")}].resource.content.url`, code: "not-found" },
   { name: "Media pointing at an Observation", body: stemi((b) => (res(b, "ecg-strip").content = { contentType: "image/png", url: "Observation/bp-1" })), status: 422, expression: (b) => `Bundle.entry[${at(b, "ecg-strip")}].resource.content.url`, code: "invariant" },
   { name: "an image whose header is cut off", body: stemi((b) => ((res(b, "ecg-strip").content as R).data = b64(smallPng().subarray(0, 12)))), status: 400, expression: (b) => `Bundle.entry[${at(b, "ecg-strip")}].resource.content.data`, code: "value" },

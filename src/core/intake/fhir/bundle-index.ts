@@ -1,4 +1,5 @@
 import { fhirPath, type FhirIssue } from "./fhir-error.js";
+import { FHIR_ID } from "./fhir-schemas.js";
 
 /** One entry of the bundle as read: where it is, what it is, and the name its note lines use. */
 export interface IndexedEntry {
@@ -10,6 +11,20 @@ export interface IndexedEntry {
   name: string;
   fullUrl?: string;
   resource: Record<string, unknown>;
+  /** Why the resource's id is not a FHIR id (too long, odd characters); the entry is still read. */
+  idProblem?: string;
+}
+
+/** A reference that degrades the element it is in (read by its display, or left out), with why. */
+export interface DegradedReference {
+  path: string;
+  message: string;
+}
+
+/** What the reference rules make of one resource: references that refuse the bundle, and those that only degrade. */
+export interface ReferenceFindings {
+  refused: FhirIssue[];
+  degraded: DegradedReference[];
 }
 
 /**
@@ -35,8 +50,14 @@ const RULE_TEXT: Record<ReferenceRule, string> = {
 };
 
 const UUID_URN = /^urn:uuid:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
-const RELATIVE = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(\/_history\/[A-Za-z0-9\-.]{1,64})?$/;
-const ABSOLUTE = /^https?:\/\/\S+\/([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(\/_history\/[A-Za-z0-9\-.]{1,64})?$/;
+/**
+ * Ids up to 256 characters are matched, not only R4's 64: EHRs send longer ones (Epic's
+ * Medication ids are 109), and nothing clinical depends on an id's length.
+ */
+const RELATIVE = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,256})(\/_history\/[A-Za-z0-9\-.]{1,64})?$/;
+const ABSOLUTE = /^https?:\/\/\S+\/([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,256})(\/_history\/[A-Za-z0-9\-.]{1,64})?$/;
+/** Ids longer than this, or with characters outside R4's, are not used as names; the entry gets a positional one. */
+const MAX_NAMED_ID = 256;
 /** `Practitioner?identifier=http://hl7.org/fhir/sid/us-npi|9999999999` (FHIR R4 http.html#trules). */
 const CONDITIONAL = /^([A-Z][A-Za-z]+)\?(.+)$/;
 /** Enough broken references to fix a bundle by; more would only grow the OperationOutcome. */
@@ -74,8 +95,12 @@ export class BundleIndex {
 
   add(index: number, resource: Record<string, unknown>, fullUrl: string | undefined): IndexedEntry {
     const type = String(resource.resourceType);
-    const id = typeof resource.id === "string" ? resource.id : (fullUrl && UUID_URN.exec(fullUrl)?.[1]) || `entry-${index}`;
-    const e: IndexedEntry = { index, at: `Bundle.entry[${index}].resource`, type, name: `${type}/${id}`, resource, ...(fullUrl ? { fullUrl } : {}) };
+    const raw = typeof resource.id === "string" ? resource.id : undefined;
+    const problem = raw === undefined ? undefined : idProblem(raw);
+    // An over-long id of R4's characters still names the entry; an odd one would put its characters in the notes.
+    const usable = raw !== undefined && (!problem || (/^[A-Za-z0-9\-.]+$/.test(raw) && raw.length <= MAX_NAMED_ID));
+    const id = usable ? raw : (fullUrl && UUID_URN.exec(fullUrl)?.[1]) || `entry-${index}`;
+    const e: IndexedEntry = { index, at: `Bundle.entry[${index}].resource`, type, name: `${type}/${id}`, resource, ...(fullUrl ? { fullUrl } : {}), ...(problem ? { idProblem: problem } : {}) };
     this.entries.push(e);
     if (!this.#byName.has(e.name)) this.#byName.set(e.name, e);
     if (fullUrl && !this.#byFullUrl.has(fullUrl)) this.#byFullUrl.set(fullUrl, e);
@@ -146,12 +171,21 @@ export class BundleIndex {
   }
 
   /**
-   * Every `reference` inside a resource that should resolve within the bundle and does not,
-   * with the rule it breaks. Walked without recursion and without copying paths (a path is
-   * built only for a reference reported), so the walk is linear in the resource's size.
+   * The reference rules applied to one resource. Walked without recursion and without
+   * copying paths (a path is built only for a reference reported), so the walk is linear in
+   * the resource's size.
+   *
+   * What refuses the bundle: in a transaction or batch (and any bundle of `closed` intake) a
+   * `urn:uuid` that names no entry; in a document (R4 bundle.html#document and
+   * documents.html), a Composition's `subject` or `section.entry` that is not in it, and an
+   * entry whose `subject`/`patient` names a patient the document does not hold. Everything
+   * else that does not resolve, or is malformed, only degrades its element: the renderers
+   * read it by its `display`, and the line here says so.
    */
-  brokenReferences(e: IndexedEntry): FhirIssue[] {
-    const out: FhirIssue[] = [];
+  referenceFindings(e: IndexedEntry, hasPatient: boolean): ReferenceFindings {
+    const out: ReferenceFindings = { refused: [], degraded: [] };
+    const document = this.rule === "self-contained";
+    const isComposition = e.type === "Composition";
     const stack: WalkNode[] = [{ value: e.resource, parent: null, key: "" }];
     while (stack.length) {
       const node = stack.pop()!;
@@ -165,18 +199,61 @@ export class BundleIndex {
         if (k === "contained") continue;
         const c = (v as Record<string, unknown>)[k];
         if (k === "reference" && typeof c === "string") {
-          if (out.length < MAX_BROKEN_REPORTED && this.resolve(c) === null) {
-            out.push({
-              path: fhirPath(e.at, [...pathOf(node), k]),
-              message: `reference "${c.slice(0, 120)}" does not resolve: ${RULE_TEXT[this.rule]}; include that resource, or fix the reference`,
-              fhirCode: "not-found",
-            });
-          }
+          if (out.refused.length + out.degraded.length >= MAX_BROKEN_REPORTED) continue;
+          const finding = this.#judge(c, e, pathOf(node), document, isComposition, hasPatient);
+          if (finding) (finding.refuse ? out.refused : out.degraded).push(finding.issue);
         } else if (c && typeof c === "object") stack.push({ value: c, parent: node, key: k });
       }
     }
     return out;
   }
+
+  #judge(ref: string, e: IndexedEntry, at: PropertyKey[], document: boolean, isComposition: boolean, hasPatient: boolean): { refuse: boolean; issue: FhirIssue } | null {
+    const shown = `"${ref.slice(0, 120)}"`;
+    const path = fhirPath(e.at, [...at, "reference"]);
+    const malformed = malformedReference(ref);
+    // The Composition's subject and section entries are the document's content: R4 requires them in it.
+    const content = isComposition && (at[0] === "subject" || at.includes("entry"));
+    const ofPatient = !isComposition && at.length === 1 && (at[0] === "subject" || at[0] === "patient");
+    if (malformed) {
+      if (document && content) return { refuse: true, issue: { path, message: `reference ${shown} is malformed (${malformed}); a document's Composition must reference its content (FHIR R4 bundle.html#document)`, fhirCode: "invalid" } };
+      return { refuse: false, issue: { path, message: `reference ${shown} is malformed (${malformed}): read by its display`, fhirCode: "invalid" } };
+    }
+    if (this.resolve(ref) !== null) return null;
+    if (document) {
+      if (content) return { refuse: true, issue: { path, message: `reference ${shown} is not in the document: a document Bundle must contain what its Composition's subject and sections reference (FHIR R4 bundle.html#document); include that resource, or fix the reference`, fhirCode: "not-found" } };
+      if (ofPatient && hasPatient) return { refuse: true, issue: { path, message: `reference ${shown} names a patient this document does not hold: every entry of a document is about its subject (FHIR R4 documents.html); a case is one patient's record`, fhirCode: "invariant" } };
+      if (isComposition) return { refuse: false, issue: { path, message: `reference ${shown} is not in the document (R4 asks for the Composition's author, attester and custodian too, but nothing clinical depends on them): read by its display`, fhirCode: "not-found" } };
+      return { refuse: false, issue: { path, message: `reference ${shown} is not in the document (R4 requires what the Composition references, not what its entries do): read by its display`, fhirCode: "not-found" } };
+    }
+    if (/^urn:(uuid|oid):/i.test(ref)) return { refuse: true, issue: { path, message: `reference ${shown} does not resolve: ${RULE_TEXT[this.rule]}; include that resource, or fix the reference`, fhirCode: "not-found" } };
+    return { refuse: false, issue: { path, message: `reference ${shown} does not resolve in the bundle: read by its display`, fhirCode: "not-found" } };
+  }
+}
+
+/** Why an id is not an R4 id, or undefined when it is. */
+export function idProblem(id: string): string | undefined {
+  if (FHIR_ID.test(id)) return undefined;
+  if (/^[A-Za-z0-9\-.]+$/.test(id)) return `id is ${id.length} characters (R4 allows 64): read, and named by it`;
+  return `id "${id.slice(0, 40)}${id.length > 40 ? "…" : ""}" has characters R4 does not allow in an id (letters, digits, '-', '.'): read, named by its place in the bundle`;
+}
+
+/**
+ * What is wrong with the form of a reference, precisely, or null when it is one of R4's forms:
+ * `Type/id` (optionally `/_history/v`), an absolute URL, `urn:uuid:`/`urn:oid:`, `#contained`,
+ * or a conditional `Type?search`.
+ */
+export function malformedReference(ref: string): string | null {
+  if (ref.startsWith("#") || CONDITIONAL.test(ref) || RELATIVE.test(ref) || ABSOLUTE.test(ref)) return null;
+  if (/^urn:uuid:/i.test(ref)) return UUID_URN.test(ref) ? null : "urn:uuid: must be followed by a UUID (8-4-4-4-12 hex digits)";
+  if (/^urn:oid:/i.test(ref)) return /^urn:oid:[0-2](\.(0|[1-9]\d*))+$/i.test(ref) ? null : "urn:oid: must be followed by an OID";
+  const twice = /^([A-Z][A-Za-z]+)\/\1\/([^/]+)$/.exec(ref);
+  if (twice) return `the resource type is written twice; R4 writes ${twice[1]}/${twice[2]!.slice(0, 64)}`;
+  if (/\s/.test(ref)) return "it contains whitespace";
+  const rel = /^([A-Z][A-Za-z]+)\/([^/]+)$/.exec(ref);
+  if (rel) return rel[2]!.length > MAX_NAMED_ID ? `the id is over ${MAX_NAMED_ID} characters` : `the id "${rel[2]!.slice(0, 40)}" has characters R4 does not allow`;
+  if (/^[a-z][a-z0-9+.-]*:/i.test(ref)) return null; // another absolute URI names something outside the bundle
+  return "it is none of R4's forms: Type/id, an absolute URL, urn:uuid:, urn:oid: or #contained";
 }
 
 /**
@@ -199,4 +276,45 @@ export function nestingTooDeep(value: unknown, limit: number): { path: PropertyK
     }
   }
   return null;
+}
+
+/** The extensions inside one resource: how many, their URLs, and the modifier extensions among them. */
+export interface ExtensionsFound {
+  count: number;
+  urls: Set<string>;
+  modifiers: string[];
+}
+
+/**
+ * Extensions and modifier extensions anywhere in a resource (iterative, linear). Extensions are
+ * never read, which R4 allows; a modifier extension changes what its element means
+ * (R4 extensibility.html#modifierExtension), so a resource carrying one is not read at all.
+ */
+export function extensionsOf(resource: Record<string, unknown>, found: ExtensionsFound): string[] {
+  const modifiers: string[] = [];
+  const stack: unknown[] = [resource];
+  while (stack.length) {
+    const v = stack.pop();
+    if (!v || typeof v !== "object") continue;
+    if (Array.isArray(v)) {
+      for (const x of v) if (x && typeof x === "object") stack.push(x);
+      continue;
+    }
+    for (const [k, c] of Object.entries(v as Record<string, unknown>)) {
+      if (k === "contained" || !c || typeof c !== "object") continue;
+      if ((k === "extension" || k === "modifierExtension") && Array.isArray(c)) {
+        for (const x of c) {
+          const url = x && typeof x === "object" && typeof (x as { url?: unknown }).url === "string" ? (x as { url: string }).url.slice(0, 200) : "(no url)";
+          if (k === "modifierExtension") modifiers.push(url);
+          else {
+            found.count++;
+            if (found.urls.size < 50) found.urls.add(url);
+          }
+        }
+      }
+      stack.push(c);
+    }
+  }
+  found.modifiers.push(...modifiers);
+  return modifiers;
 }

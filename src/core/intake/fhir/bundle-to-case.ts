@@ -3,14 +3,14 @@ import { decodeBase64, sniffImageMime } from "../images.js";
 import { imagingStudyImages } from "../dicom/imaging-study.js";
 import { isDicomPart10 } from "../dicom/render-dicom.js";
 import { MAX_PATIENT_AGE, type ClinicalCase, type ImageInput } from "../../contracts/clinical-case.js";
-import { BundleIndex, nestingTooDeep, type IndexedEntry } from "./bundle-index.js";
+import { BundleIndex, extensionsOf, nestingTooDeep, type ExtensionsFound, type IndexedEntry } from "./bundle-index.js";
 import type { FhirOrigin, IgnoredResource } from "../../contracts/fhir-origin.js";
 import { fhirError, fhirPath, zodToFhirIssues, type FhirIssue } from "./fhir-error.js";
-import { BundleEnvelope, READ_RESOURCES, type ReadType, type ResourceOf } from "./fhir-schemas.js";
-import { RENDERERS, patientFacts, type NoteLine, type RenderContext } from "./renderers.js";
+import { BundleEntry, BundleEnvelopeHead, READ_RESOURCES, type BundleEnvelope, type ReadType, type ResourceOf } from "./fhir-schemas.js";
+import { RENDERERS, patientFacts, type EmptyKind, type NoteLine, type RenderContext } from "./renderers.js";
 import { otherVersion } from "./fhir-version.js";
-import { scrubberFor } from "./deidentify.js";
-import { summariseNotes, type RenderedLine } from "./summarise.js";
+import { labelledNames, scrubberFor } from "./deidentify.js";
+import { summariseNotesSteps, type RenderedLine } from "./summarise.js";
 import { htmlText } from "./html-text.js";
 import type { z } from "zod";
 import type { Attachment } from "./fhir-schemas.js";
@@ -38,8 +38,10 @@ const MAX_IMAGES = 16;
 const MAX_TEXT_ATTACHMENT_BYTES = 1_000_000;
 /** Per-resource reasons kept in the case's metadata; past this, one line says how many more. */
 const MAX_IGNORED_LISTED = 100;
-/** Entries processed between chances to yield the event loop. */
-const STEP = 100;
+/** Names learned from labelled narrative fields, at most: one patient's record has a handful. */
+const MAX_LEARNED_NAMES = 50;
+/** Entries processed between chances to yield the event loop (bundleToCaseYielding decides by time whether to). */
+const STEP = 25;
 /** Time a slice of reading may hold the event loop (bundleToCaseYielding). */
 const SLICE_MS = 8;
 
@@ -47,8 +49,12 @@ export interface BundleToCaseOptions {
   question?: string;
   options?: Record<string, string>;
   maxImageBytes: number;
-  /** Used for ages only when the bundle carries no date at all. */
+  /** The date ages are computed at when neither `referenceDate` nor the bundle's `timestamp` gives one (default: the wall clock). */
   now?: Date;
+  /** The secret patient pseudonyms are keyed with (pseudonymSecret(); unset: a random one for this process). */
+  pseudonymSecret?: Buffer | string;
+  /** The date the record is asked about (a CDS Hooks call's time): ages are computed at it, whatever the bundle says. */
+  referenceDate?: string;
   /**
    * false: no reference is refused, whatever the bundle type. A CDS Hooks prefetch is a set
    * of searches the service assembled, not a record the EHR closed.
@@ -75,30 +81,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return !!v && typeof v === "object" && !Array.isArray(v);
 }
 
-/** Dates a record's clinical facts carry, for "age at the time of the record". */
-function clinicalDates(r: Record<string, unknown>): string[] {
-  const out: string[] = [];
-  for (const k of ["effectiveDateTime", "effectiveInstant", "issued", "authoredOn", "performedDateTime", "recordedDate", "createdDateTime", "date", "onsetDateTime"]) {
-    const v = r[k];
-    if (typeof v === "string") out.push(v);
-  }
-  for (const k of ["effectivePeriod", "performedPeriod"]) {
-    const p = r[k];
-    if (isObject(p) && typeof p.start === "string") out.push(p.start);
-  }
-  return out;
-}
-
 type ReadEntry = { entry: IndexedEntry; type: ReadType; resource: unknown };
-
-/** Clinical dates plus Immunization and Encounter dates, for the record's reference date. */
-function recordDates(r: Record<string, unknown>): string[] {
-  const out = clinicalDates(r);
-  if (typeof r.occurrenceDateTime === "string") out.push(r.occurrenceDateTime);
-  if (typeof r.started === "string") out.push(r.started);
-  if (isObject(r.period) && typeof r.period.start === "string") out.push(r.period.start);
-  return out;
-}
 
 /**
  * The envelope: a Bundle, R4, of a type we read, no deeper than the limit. Checked on the
@@ -128,9 +111,20 @@ function* readEnvelope(body: unknown, maxDepth: number): Generator<void, BundleE
   }
   const version = otherVersion(raw, body);
   if (version) throw fhirError("INVALID_INPUT", [version]);
-  const parsed = BundleEnvelope.safeParse(body);
-  if (!parsed.success) throw fhirError("INVALID_INPUT", zodToFhirIssues(parsed.error, "Bundle", body));
-  return parsed.data;
+  const head = BundleEnvelopeHead.safeParse(body);
+  if (!head.success) throw fhirError("INVALID_INPUT", zodToFhirIssues(head.error, "Bundle", body));
+  // Entry by entry, with the event loop free between slices: one parse of every entry would hold it for the whole bundle.
+  const checked: BundleEntry[] = [];
+  const issues: FhirIssue[] = [];
+  for (let i = 0; i < entries.length; i++) {
+    if (i % STEP === 0) yield;
+    const e = BundleEntry.safeParse(entries[i]);
+    if (e.success) checked.push(e.data);
+    else if (issues.push(...zodToFhirIssues(e.error, `Bundle.entry[${i}]`, entries[i])) > 100) break;
+  }
+  if (issues.length) throw fhirError("INVALID_INPUT", issues);
+  const { entry: _unchecked, ...envelope } = head.data;
+  return { ...envelope, ...(Array.isArray(body.entry) ? { entry: checked } : {}) };
 }
 
 function tooDeep(at: string, found: { path: PropertyKey[]; depth: number }, limit: number): MedmmvError {
@@ -144,16 +138,23 @@ function unreadList(unread: Map<string, IndexedEntry[]>): IgnoredResource[] {
   );
 }
 
-/** Element-level checks of every resource we read; problems are collected, not stopped at. */
+/**
+ * Element-level checks of every resource we read; problems are collected, not stopped at.
+ * What nothing clinical depends on (an id R4 would not allow, an extension, a reference that
+ * does not resolve where R4 does not require it to) degrades that element and is listed in
+ * `degraded`; what R4 forbids refuses the bundle, naming the rule.
+ */
 function* checkResources(
   index: BundleIndex,
   closed: boolean,
   maxResources: number,
-): Generator<void, { read: ReadEntry[]; unread: Map<string, IndexedEntry[]>; outcomes: IndexedEntry[] }> {
+): Generator<void, { read: ReadEntry[]; unread: Map<string, IndexedEntry[]>; outcomes: IndexedEntry[]; degraded: IgnoredResource[] }> {
   const issues: FhirIssue[] = [...index.duplicates()];
   const read: ReadEntry[] = [];
   const unread = new Map<string, IndexedEntry[]>();
   const outcomes: IndexedEntry[] = [];
+  const degraded: IgnoredResource[] = [];
+  const extensions: ExtensionsFound = { count: 0, urls: new Set(), modifiers: [] };
   let step = 0;
   for (const e of index.entries) {
     if (++step % STEP === 0) yield;
@@ -170,6 +171,12 @@ function* checkResources(
     if (read.length >= maxResources) {
       throw fhirError("PAYLOAD_TOO_LARGE", [{ path: e.at, message: `more than ${maxResources} resources of the types read (Claims, Provenance and other types not read are not counted); send one patient's record`, fhirCode: "too-costly" }]);
     }
+    const modifiers = extensionsOf(e.resource, extensions);
+    if (modifiers.length) {
+      degraded.push({ resource: e.name, reason: `not read: it carries a modifierExtension (${[...new Set(modifiers)].slice(0, 3).join(", ")}) that changes its meaning, and R4 forbids reading such a resource as if it were absent` });
+      continue;
+    }
+    if (e.idProblem) degraded.push({ resource: e.name, reason: e.idProblem });
     const type = e.type as ReadType;
     const parsed = READ_RESOURCES[type].safeParse(e.resource);
     if (!parsed.success) issues.push(...zodToFhirIssues(parsed.error, e.at, e.resource));
@@ -179,24 +186,41 @@ function* checkResources(
   if (issues.length) throw fhirError("INVALID_INPUT", issues);
   const patients = read.filter((r) => r.type === "Patient");
   if (patients.length > 1) {
-    throw fhirError("UNPROCESSABLE", patients.slice(1).map((p) => ({ path: p.entry.at, message: `a second Patient (${p.entry.name}, first ${patients[0]!.entry.name}); a case is one patient's record`, fhirCode: "invariant" })));
+    throw fhirError("UNPROCESSABLE", patients.slice(1).map((p) => ({ path: p.entry.at, message: `a second Patient (${p.entry.name}, first ${patients[0]!.entry.name}); a case is one patient's record${index.rule === "self-contained" ? " (and a document has one subject: FHIR R4 Composition.subject, documents.html)" : ""}`, fhirCode: "invariant" })));
   }
   if (closed) {
-    const broken: FhirIssue[] = [];
+    const refused: FhirIssue[] = [];
     for (const r of read) {
       if (++step % STEP === 0) yield;
-      broken.push(...index.brokenReferences(r.entry));
-      if (broken.length >= 50) break;
+      const found = index.referenceFindings(r.entry, patients.length > 0);
+      refused.push(...found.refused);
+      for (const d of found.degraded) degraded.push({ resource: r.entry.name, reason: `${d.path.slice(r.entry.at.length + 1)}: ${d.message}` });
+      if (refused.length >= 50) break;
     }
-    if (broken.length) throw fhirError("UNPROCESSABLE", broken);
+    if (refused.length) throw fhirError("UNPROCESSABLE", refused);
   }
-  return { read, unread, outcomes };
+  if (extensions.count) {
+    const urls = [...extensions.urls];
+    degraded.push({ resource: "Bundle", reason: `${extensions.count} extension${extensions.count === 1 ? "" : "s"} not read (${urls.slice(0, 5).join(", ")}${urls.length > 5 ? `, and ${urls.length - 5} more kinds` : ""}): extensions add to an element, the element itself is read` });
+  }
+  return { read, unread, outcomes, degraded };
 }
 
+/** What a record of only empty lines holds, in words for the refusal. */
+const EMPTY_WORDS: Record<EmptyKind, string> = {
+  "no-information": "all its sections and entries say no information is available",
+  "link-only": "its documents and images hold only links to other servers, which are not fetched (send their text or data inline)",
+  "advance-directive": "an advance directive, which is not a clinical finding",
+};
+
 /** The refusal of a bundle that holds nothing a diagnosis could be made from. */
-function noFacts(bundleType: string, entries: number, outcomes: IndexedEntry[], read: ReadEntry[], unread: Map<string, IndexedEntry[]>): MedmmvError {
+function noFacts(bundleType: string, entries: number, outcomes: IndexedEntry[], read: ReadEntry[], unread: Map<string, IndexedEntry[]>, empty: Set<EmptyKind>): MedmmvError {
   let message: string;
-  if (outcomes.length && !read.length && !unread.size) {
+  if (empty.size) {
+    const order: EmptyKind[] = ["no-information", "link-only", "advance-directive"];
+    const said = order.filter((k) => empty.has(k)).map((k) => EMPTY_WORDS[k]);
+    message = `nothing readable: ${said.join("; besides, ")}; a diagnosis needs at least one Condition, Observation, medication, procedure, report or note with content`;
+  } else if (outcomes.length && !read.length && !unread.size) {
     const said = outcomes
       .flatMap((o) => (Array.isArray(o.resource.issue) ? o.resource.issue : []))
       .map((i) => (isObject(i) ? (typeof i.diagnostics === "string" ? i.diagnostics : isObject(i.details) && typeof i.details.text === "string" ? i.details.text : typeof i.code === "string" ? i.code : "") : ""))
@@ -226,6 +250,7 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
   const ignored: IgnoredResource[] = [];
   const entries = envelope.entry ?? [];
   for (let i = 0; i < entries.length; i++) {
+    if (i % STEP === 0) yield;
     const en = entries[i]!;
     if (en.search?.mode === "outcome" && en.resource?.resourceType === "OperationOutcome") {
       index.add(i, en.resource as Record<string, unknown>, en.fullUrl); // a server's search warnings: read only if nothing else is there
@@ -245,16 +270,13 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     }
     index.add(i, res, en.fullUrl);
   }
-  const { read, unread, outcomes } = yield* checkResources(index, opts.closedBundle ?? true, opts.maxResources ?? FHIR_DEFAULTS.maxResources);
+  const { read, unread, outcomes, degraded } = yield* checkResources(index, opts.closedBundle ?? true, opts.maxResources ?? FHIR_DEFAULTS.maxResources);
+  ignored.push(...degraded);
 
-  const dates: string[] = [];
-  for (const r of read) dates.push(...recordDates(r.entry.resource));
-  dates.sort();
-  const referenceDate = envelope.timestamp ?? dates.at(-1) ?? (opts.now ?? new Date()).toISOString();
-  const scrub = scrubberFor(
-    read.filter((r) => r.type === "Patient").map((r) => r.entry.resource),
-    unread.get("RelatedPerson")?.map((e) => e.resource) ?? [],
-  );
+  // Age is the patient's age when the record is asked about: the caller's date (a CDS hook's call), else the
+  // time the sender stamped the record with (a document's assembly), else now — never the last clinical date,
+  // which moves with whatever the sender left out.
+  const referenceDate = opts.referenceDate ?? envelope.timestamp ?? (opts.now ?? new Date()).toISOString();
 
   const images: ImageInput[] = [];
   const consumed = new Set<string>();
@@ -320,17 +342,23 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
       },
       image: (att, path, caption, id) => {
         const got = attachmentBytes(e, att, path, opts.maxImageBytes);
-        if ("link" in got) throw fhirError("INVALID_INPUT", [{ path: fhirPath(e.at, [...path, "data"]), message: "the image has no data: send it base64-encoded inline, or as a Binary of the bundle", fhirCode: "required" }]);
+        if ("link" in got) {
+          // A picture on another server is not fetched (only a DICOMweb ImagingStudy on an allow-listed PACS is): left out, and said.
+          const where = fhirPath("", [...path, att.url ? "url" : "data"]).replace(/^\./, "");
+          ctx.ignore(att.url ? `${where} points at an image outside the bundle (${att.url.slice(0, 200)}): not fetched, the image is left out` : `${where}: the image has no data: left out`);
+          return false;
+        }
         addImage(id, got.bytes, got.at, caption);
+        return true;
       },
     };
     return ctx;
   };
+  // Rendered first and scrubbed once all are in: a name one narrative labels as the patient's is scrubbed from every line.
+  const raw: Array<{ line: NoteLine; r: ReadEntry; order: number }> = [];
   const render = (r: ReadEntry, order: number) => {
     const line = (RENDERERS[r.type] as (x: unknown, c: RenderContext) => NoteLine | null)(r.resource, contextFor(r.entry));
-    if (!line) return;
-    const scrubbed = { ...line, text: scrub.text(line.text), ...(line.body ? { body: line.body.map(scrub.text) } : {}) };
-    lines.push({ ...scrubbed, name: scrub.name(r.entry.name), type: r.type, order });
+    if (line) raw.push({ line, r, order });
   };
   // A Binary read through an attachment belongs to that resource; only the rest stand alone (as images).
   for (let i = 0; i < read.length; i++) {
@@ -339,6 +367,23 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
   }
   for (let i = 0; i < read.length; i++) if (read[i]!.type === "Binary" && !consumed.has(read[i]!.entry.name)) render(read[i]!, i);
 
+  const learnedNames = new Set<string>();
+  for (let i = 0; i < raw.length; i++) {
+    if (i % STEP === 0) yield;
+    const { line } = raw[i]!;
+    for (const t of [line.text, ...(line.body ?? [])]) for (const n of labelledNames(t)) if (learnedNames.size < MAX_LEARNED_NAMES) learnedNames.add(n);
+  }
+  const scrub = scrubberFor(
+    read.filter((r) => r.type === "Patient").map((r) => r.entry.resource),
+    unread.get("RelatedPerson")?.map((e) => e.resource) ?? [],
+    { learnedNames: [...learnedNames], ...(opts.pseudonymSecret ? { secret: opts.pseudonymSecret } : {}) },
+  );
+  for (let i = 0; i < raw.length; i++) {
+    if (i % STEP === 0) yield;
+    const { line, r, order } = raw[i]!;
+    lines.push({ ...line, text: scrub.text(line.text), ...(line.body ? { body: line.body.map(scrub.text) } : {}), name: scrub.name(r.entry.name), type: r.type, order });
+  }
+
   // ImagingStudy with a DICOMweb Endpoint: its pictures are fetched at intake (src/core/intake/dicom).
   for (const { image, at } of imagingStudyImages(index.entries, (ref) => index.resolve(ref))) {
     if (images.length >= MAX_IMAGES) throw fhirError("PAYLOAD_TOO_LARGE", [{ path: at, message: `more than ${MAX_IMAGES} images in the bundle; send the ${MAX_IMAGES} most relevant`, fhirCode: "too-costly" }]);
@@ -346,10 +391,10 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     imagePaths[image.id] = at;
   }
 
-  const facts = lines.filter((l) => l.group !== "patient").length + images.length;
-  if (!facts) throw noFacts(envelope.type, entries.length, outcomes, read, unread);
+  const facts = lines.filter((l) => l.group !== "patient" && !l.empty).length + images.length;
+  if (!facts) throw noFacts(envelope.type, entries.length, outcomes, read, unread, new Set(lines.flatMap((l) => l.empty ?? [])));
   const budget = opts.notesBudget ?? FHIR_DEFAULTS.notesBudget;
-  const summary = summariseNotes(lines, budget);
+  const summary = yield* summariseNotesSteps(lines, budget);
   const notes = summary.notes;
   for (const img of images) if (img.caption) img.caption = scrub.text(img.caption);
 

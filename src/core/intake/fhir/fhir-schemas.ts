@@ -56,7 +56,12 @@ const observationValue = {
   referenceRange: z.array(z.object({ low: Quantity.optional(), high: Quantity.optional(), text: text(1000).optional() })).max(20).optional(),
 };
 
-const base = { id: z.string().regex(FHIR_ID, "must be a FHIR id (1–64 letters, digits, '-' or '.')").optional() };
+/**
+ * A resource's id: any non-empty string is read. One that is not an R4 id (Epic's 109-character
+ * Medication ids) degrades only its name, listed in the case's ignored resources (bundle-index.ts).
+ */
+const base = { id: z.string().min(1, "an id must not be empty").max(4000).optional() };
+const bundleId = z.string().regex(FHIR_ID, "must be a FHIR id (1–64 letters, digits, '-' or '.')").optional();
 
 export const Patient = r4<R4.Patient>()(
   z.object({
@@ -283,11 +288,12 @@ interface SectionShape {
   title?: string | undefined;
   code?: z.infer<typeof CodeableConcept> | undefined;
   text?: z.infer<typeof Narrative> | undefined;
+  emptyReason?: z.infer<typeof CodeableConcept> | undefined;
   section?: SectionShape[] | undefined;
 }
 /** Composition sections nest (bounded by the bundle's nesting limit); each is read for its title and narrative. */
 const CompositionSection: z.ZodType<SectionShape> = z.lazy(() =>
-  z.object({ title: text(2000).optional(), code: CodeableConcept.optional(), text: Narrative.optional(), section: z.array(CompositionSection).max(200).optional() }),
+  z.object({ title: text(2000).optional(), code: CodeableConcept.optional(), text: Narrative.optional(), emptyReason: CodeableConcept.optional(), section: z.array(CompositionSection).max(200).optional() }),
 );
 
 export const Composition = r4<R4.Composition>()(
@@ -328,23 +334,28 @@ export type ResourceOf<K extends ReadType> = z.infer<(typeof READ_RESOURCES)[K]>
 
 export const BUNDLE_TYPES = ["collection", "searchset", "transaction", "batch", "document", "history"] as const;
 
-/** Only the envelope; each entry's resource is checked by its own schema afterwards. */
-export const BundleEnvelope = z.object({
+/** One entry of a Bundle, as the envelope reads it; its resource is checked by its own schema afterwards. */
+export const BundleEntry = z.object(
+  {
+    fullUrl: text(4000).optional(),
+    // A transaction's DELETE or a batch's GET has no resource: skipped and listed, not refused.
+    resource: z.looseObject({ resourceType: z.string({ error: "every resource needs a resourceType" }).min(1) }, { error: "an entry's resource must be a JSON object" }).optional(),
+    search: z.object({ mode: z.enum(["match", "include", "outcome"]).optional() }).optional(),
+    request: z.object({ method: text(10).optional(), url: text(4000).optional() }).optional(),
+  },
+  { error: "an entry must be a JSON object" },
+);
+export type BundleEntry = z.infer<typeof BundleEntry>;
+
+/**
+ * Only the envelope, without its entries: each entry is checked with BundleEntry one by one
+ * (so a large bundle is read in slices), and each resource by its own schema afterwards.
+ */
+export const BundleEnvelopeHead = z.object({
   resourceType: z.literal("Bundle", { error: 'resourceType must be "Bundle"' }),
-  id: base.id,
+  id: bundleId,
   type: z.enum(BUNDLE_TYPES, { error: `type must be one of ${BUNDLE_TYPES.join(", ")}` }),
   timestamp: FhirDateTime.optional(),
-  entry: z
-    .array(
-      z.object({
-        fullUrl: text(4000).optional(),
-        // A transaction's DELETE or a batch's GET has no resource: skipped and listed, not refused.
-        resource: z.looseObject({ resourceType: z.string({ error: "every resource needs a resourceType" }).min(1) }, { error: "an entry's resource must be a JSON object" }).optional(),
-        search: z.object({ mode: z.enum(["match", "include", "outcome"]).optional() }).optional(),
-        request: z.object({ method: text(10).optional(), url: text(4000).optional() }).optional(),
-      }),
-      { error: "entry must be an array" },
-    )
-    .optional(),
+  entry: z.array(z.unknown(), { error: "entry must be an array" }).optional(),
 });
-export type BundleEnvelope = z.infer<typeof BundleEnvelope>;
+export type BundleEnvelope = Omit<z.infer<typeof BundleEnvelopeHead>, "entry"> & { entry?: BundleEntry[] };

@@ -13,6 +13,7 @@ export const GROUPS = {
   problems: "Active problems",
   allergies: "Allergies and intolerances",
   medications: "Current medications",
+  medicationsUnknown: "Medications of unknown status (the record does not say whether they are taken)",
   vitals: "Vital signs (latest, with earlier readings)",
   labs: "Laboratory results (latest, with earlier readings)",
   observations: "Other observations (latest)",
@@ -41,7 +42,16 @@ export interface NoteLine {
   condense?: string;
   /** The fact is already in the notes another way (a lab panel whose results are its Observations). */
   folded?: true;
+  /**
+   * The line says that something exists but holds nothing to reason on, and why ("no
+   * information is available", "a link only"): shown, but a record of only such lines is
+   * refused as holding nothing readable.
+   */
+  empty?: EmptyKind[];
 }
+
+/** Why a line holds nothing readable; the refusal of a record of only such lines names them. */
+export type EmptyKind = "no-information" | "link-only" | "advance-directive";
 
 /** What a renderer may ask of the bundle while rendering one resource. */
 export interface RenderContext {
@@ -51,8 +61,8 @@ export interface RenderContext {
   referenceDate: string;
   /** The text of an attachment, or undefined when it is not text (an image is added to the case instead). */
   attachment(att: z.infer<typeof Attachment>, path: PropertyKey[], caption: string): string | undefined;
-  /** Register an attachment that must be an image (Media, a Binary on its own). */
-  image(att: z.infer<typeof Attachment>, path: PropertyKey[], caption: string, id: string): void;
+  /** Register an attachment that must be an image (Media, a Binary on its own); false when it is only a link (left out, and said). */
+  image(att: z.infer<typeof Attachment>, path: PropertyKey[], caption: string, id: string): boolean;
   /** Record that this resource (or part of it) was not used, and why. */
   ignore(reason: string): void;
 }
@@ -73,6 +83,17 @@ function seriesKey(c: z.infer<typeof CodeableConcept> | undefined): string | und
   if (coding) return `${coding.system ?? ""}|${coding.code}`;
   const t = conceptText(c);
   return t ? t.toLowerCase() : undefined;
+}
+
+/** IPS's "absent or unknown" code system (no-problem-info, no-allergy-info, no-medication-info, …). */
+const IPS_ABSENT = "http://hl7.org/fhir/uv/ips/CodeSystem/absent-unknown-uv-ips";
+
+/**
+ * A code that says the sender has no information (IPS `no-…-info`). "No known allergies"
+ * (`no-known-…`) is a fact and is read as one; "no information" is not.
+ */
+function noInformation(c: z.infer<typeof CodeableConcept> | undefined): boolean {
+  return !!c?.coding?.some((x) => x.system === IPS_ABSENT && /^no-.*-info$/.test(x.code ?? ""));
 }
 
 function dated(line: string, date: string | undefined): string {
@@ -142,7 +163,7 @@ const condition: Renderer<"Condition"> = (r, ctx) => {
   const text = join([conceptText(r.code) ?? "Condition (no code)", status || undefined, onset ? `onset ${onset}` : undefined, r.abatementDateTime ? `resolved ${day(r.abatementDateTime)}` : undefined, ...(r.note ?? []).map((n) => `note: ${oneLine(n.text)}`)], "; ");
   const clinical = code(r.clinicalStatus);
   const current = clinical ? ["active", "recurrence", "relapse"].includes(clinical) : !r.abatementDateTime;
-  return { group: current ? "problems" : "history", date: r.onsetDateTime ?? r.recordedDate, text, ...(current ? {} : { condense: `condition|${seriesKey(r.code) ?? text}` }) };
+  return { group: current ? "problems" : "history", date: r.onsetDateTime ?? r.recordedDate, text, ...(current ? {} : { condense: `condition|${seriesKey(r.code) ?? text}` }), ...(noInformation(r.code) ? { empty: ["no-information" as const] } : {}) };
 };
 
 const observation: Renderer<"Observation"> = (r, ctx) => {
@@ -176,13 +197,37 @@ const observation: Renderer<"Observation"> = (r, ctx) => {
   return { group, date, text: dated(text, day(date)), ...(key ? { series: { key: `${group}|${key}`, reading: dated(reading.slice(0, 120), day(date)) } } : {}) };
 };
 
+/** A Medication's name: its code's text or display, else the name of the product it is made of. */
+function medicationText(m: Record<string, unknown> | undefined): string | undefined {
+  if (!m || m.resourceType !== "Medication") return undefined;
+  return conceptText(m.code as z.infer<typeof CodeableConcept> | undefined);
+}
+
+/**
+ * The medicine a statement or request is about, named as a clinician would: its own
+ * concept; else the Medication it references — contained (`#metformin`), in the bundle, or
+ * only the reference's display; "medication (not named)" only when none of these names it.
+ */
 function medicationName(r: { medicationCodeableConcept?: z.infer<typeof CodeableConcept> | undefined; medicationReference?: { reference?: string | undefined; display?: string | undefined } | undefined }, ctx: RenderContext): string {
   const direct = conceptText(r.medicationCodeableConcept);
   if (direct) return direct;
-  const ref = r.medicationReference;
-  const target = ref?.reference ? ctx.index.resolve(ref.reference) : undefined;
-  const viaRef = target?.type === "Medication" ? conceptText(target.resource.code as z.infer<typeof CodeableConcept> | undefined) : undefined;
-  return viaRef ?? (ref?.display ? oneLine(ref.display) : "medication (not named)");
+  const ref = r.medicationReference?.reference;
+  let viaRef: string | undefined;
+  if (ref?.startsWith("#")) {
+    const contained = Array.isArray(ctx.entry.resource.contained) ? (ctx.entry.resource.contained as unknown[]) : [];
+    const hit = contained.find((c): c is Record<string, unknown> => !!c && typeof c === "object" && (c as { id?: unknown }).id === ref.slice(1));
+    viaRef = medicationText(hit);
+  } else if (ref) {
+    viaRef = medicationText(ctx.index.resolve(ref)?.resource);
+  }
+  const display = r.medicationReference?.display;
+  return viaRef ?? (display ? oneLine(display) : "medication (not named)");
+}
+
+/** Where a statement's or request's status files it: now, unknown (its own section), or history. */
+function medicationGroup(status: string, current: readonly string[]): Group {
+  if (current.includes(status)) return "medications";
+  return status === "unknown" ? "medicationsUnknown" : "history";
 }
 
 const medicationStatement: Renderer<"MedicationStatement"> = (r, ctx) => {
@@ -190,16 +235,16 @@ const medicationStatement: Renderer<"MedicationStatement"> = (r, ctx) => {
   const dose = (r.dosage ?? []).map((d) => d.text && oneLine(d.text)).filter(Boolean).join("; ");
   const when = periodText(r.effectivePeriod) ?? day(r.effectiveDateTime);
   const name = medicationName(r, ctx);
-  const current = r.status === "active" || r.status === "intended" || r.status === "on-hold";
-  return { group: current ? "medications" : "history", condense: `med|${name}`, date: r.effectivePeriod?.start ?? r.effectiveDateTime ?? r.dateAsserted, text: `${join([name, dose || undefined], " — ")} (${join([r.status.replace("-", " "), when])})` };
+  const group = medicationGroup(r.status, ["active", "intended", "on-hold"]);
+  return { group, condense: `med|${name}`, date: r.effectivePeriod?.start ?? r.effectiveDateTime ?? r.dateAsserted, text: `${join([name, dose || undefined], " — ")} (${join([r.status.replace("-", " "), when])})`, ...(noInformation(r.medicationCodeableConcept) ? { empty: ["no-information" as const] } : {}) };
 };
 
 const medicationRequest: Renderer<"MedicationRequest"> = (r, ctx) => {
   if (r.status === "entered-in-error") return ctx.ignore("status is entered-in-error"), null;
   const dose = (r.dosageInstruction ?? []).map((d) => d.text && oneLine(d.text)).filter(Boolean).join("; ");
   const name = medicationName(r, ctx);
-  const current = r.status === "active" || r.status === "on-hold" || r.status === "draft";
-  return { group: current ? "medications" : "history", condense: `med|${name}`, date: r.authoredOn, text: `${join([name, dose || undefined], " — ")} (${join([`${r.status} ${r.intent}`, day(r.authoredOn) ? `prescribed ${day(r.authoredOn)}` : undefined])})` };
+  const group = medicationGroup(r.status, ["active", "on-hold", "draft"]);
+  return { group, condense: `med|${name}`, date: r.authoredOn, text: `${join([name, dose || undefined], " — ")} (${join([`${r.status} ${r.intent}`, day(r.authoredOn) ? `prescribed ${day(r.authoredOn)}` : undefined])})`, ...(noInformation(r.medicationCodeableConcept) ? { empty: ["no-information" as const] } : {}) };
 };
 
 const allergy: Renderer<"AllergyIntolerance"> = (r, ctx) => {
@@ -214,7 +259,7 @@ const allergy: Renderer<"AllergyIntolerance"> = (r, ctx) => {
     verification && verification !== "confirmed" ? conceptText(r.verificationStatus) : undefined,
   ], "; ");
   const clinical = code(r.clinicalStatus);
-  return { group: !clinical || clinical === "active" ? "allergies" : "history", date: r.onsetDateTime ?? r.recordedDate, text };
+  return { group: !clinical || clinical === "active" ? "allergies" : "history", date: r.onsetDateTime ?? r.recordedDate, text, ...(noInformation(r.code) ? { empty: ["no-information" as const] } : {}) };
 };
 
 const procedure: Renderer<"Procedure"> = (r, ctx) => {
@@ -267,7 +312,7 @@ const documentReference: Renderer<"DocumentReference"> = (r, ctx) => {
     if (t) body.push(...bodyLines(t));
   });
   const text = dated(join([title, r.description && conceptText(r.type) ? oneLine(r.description) : undefined, r.status === "superseded" ? "superseded" : undefined]), day(r.date));
-  return { group: "documents", date: r.date, text: body.length ? `${text}:` : `${text} (no readable text)`, ...(body.length ? { body } : {}) };
+  return { group: "documents", date: r.date, text: body.length ? `${text}:` : `${text} (no readable text)`, ...(body.length ? { body } : { empty: ["link-only" as const] }) };
 };
 
 const media: Renderer<"Media"> = (r, ctx) => {
@@ -279,12 +324,14 @@ const media: Renderer<"Media"> = (r, ctx) => {
     conceptText(r.bodySite),
     ...(r.note ?? []).map((n) => oneLine(n.text)),
   ]) || "image";
-  ctx.image(r.content, ["content"], caption, ctx.entry.name);
+  if (!ctx.image(r.content, ["content"], caption, ctx.entry.name)) {
+    return { group: "images", date: r.createdDateTime, text: dated(`${caption} — image not read (a link to another server)`, day(r.createdDateTime)), empty: ["link-only"] };
+  }
   return { group: "images", date: r.createdDateTime, text: dated(`${caption} — image ${ctx.entry.name}`, day(r.createdDateTime)) };
 };
 
 const binary: Renderer<"Binary"> = (r, ctx) => {
-  ctx.image({ contentType: r.contentType, ...(r.data !== undefined ? { data: r.data } : {}) }, [], "image", ctx.entry.name);
+  if (!ctx.image({ contentType: r.contentType, ...(r.data !== undefined ? { data: r.data } : {}) }, [], "image", ctx.entry.name)) return null;
   return { group: "images", text: `image ${ctx.entry.name}` };
 };
 
@@ -343,25 +390,47 @@ const imagingStudy: Renderer<"ImagingStudy"> = (r, ctx) => {
 
 type Section = NonNullable<ResourceOf<"Composition">["section"]>[number];
 
+/** LOINC 42348-3 "Advance directives": a legal statement of wishes, not a clinical finding. */
+const ADVANCE_DIRECTIVES = "42348-3";
+/**
+ * A short narrative that only says nothing is known, in the languages IPS documents are
+ * written in ("There is no information available…", "Geen informatie", "Keine Angaben",
+ * "Aucune information", "No hay información"…).
+ */
+const NO_INFORMATION = /\b(no (information|data)( is)? (available|known|recorded)|there is no information|no information (available|about|regarding)|not known|unknown|geen (gegevens|informatie)|keine (angaben|informationen|daten)|aucune (information|donn[ée]e)|no hay (informaci[oó]n|datos)|nessuna informazione|sem informa[cç][aã]o)\b/i;
+
+/** What a section holds: readable content, nothing (no information / an empty reason), or an advance directive only. */
+function sectionKind(s: Section, narrative: string): "content" | "no-information" | "advance-directive" {
+  if (s.code?.coding?.some((c) => c.code === ADVANCE_DIRECTIVES)) return "advance-directive";
+  if (s.emptyReason) return "no-information";
+  if (!narrative || (narrative.length <= 300 && NO_INFORMATION.test(narrative))) return "no-information";
+  return "content";
+}
+
 /** A document's sections as text: each title, then its narrative; nested sections follow their parent. */
-function sectionLines(sections: Section[]): string[] {
+function sectionLines(sections: Section[]): { lines: string[]; kinds: Set<string> } {
   const out: string[] = [];
+  const kinds = new Set<string>();
   const stack = [...sections].reverse();
   while (stack.length) {
     const s = stack.pop()!;
     const title = s.title ? oneLine(s.title) : conceptText(s.code);
     const narrative = s.text ? oneLine(htmlText(s.text.div)) : "";
+    if (!s.section?.length) kinds.add(sectionKind(s, narrative));
     if (title || narrative) out.push(join([title, narrative], ": "));
     if (s.section) stack.push(...[...s.section].reverse());
   }
-  return out;
+  return { lines: out, kinds };
 }
 
 const composition: Renderer<"Composition"> = (r, ctx) => {
   if (r.status === "entered-in-error") return ctx.ignore("status is entered-in-error"), null;
-  const body = bodyLines(sectionLines(r.section ?? []).join("\n"));
+  const { lines, kinds } = sectionLines(r.section ?? []);
+  const body = bodyLines(lines.join("\n"));
   const text = dated(join([oneLine(r.title), conceptText(r.type), r.status !== "final" ? r.status : undefined]), day(r.date));
-  return { group: "documents", date: r.date, text: body.length ? `${text}:` : `${text} (no narrative)`, ...(body.length ? { body } : {}) };
+  // A summary whose every section says "no information" (an advance directive aside) holds nothing to reason on.
+  const empty = kinds.has("content") ? undefined : ([...kinds] as EmptyKind[]);
+  return { group: "documents", date: r.date, text: body.length ? `${text}:` : `${text} (no narrative)`, ...(body.length ? { body } : {}), ...(empty ? { empty } : {}) };
 };
 
 export const RENDERERS: { [K in ReadType]: Renderer<K> } = {

@@ -81,6 +81,18 @@ function since(rest: RenderedLine[]): string {
  * the latest.
  */
 export function summariseNotes(input: RenderedLine[], budget: number): NotesSummary {
+  const steps = summariseNotesSteps(input, budget);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/** Lines handled between chances to yield the event loop. */
+const STEP = 64;
+
+/** summariseNotes as a generator that yields between bounded slices of work (the server reads a large record in slices). */
+export function* summariseNotesSteps(input: RenderedLine[], budget: number): Generator<void, NotesSummary> {
   const summarised: Record<string, number> = {};
   const leftOut: Record<string, number> = {};
   const duplicates: Record<string, number> = {};
@@ -89,7 +101,9 @@ export function summariseNotes(input: RenderedLine[], budget: number): NotesSumm
   const seenContent = new Set<string>();
   // Reports before documents: where both carry the same note, the first read keeps it.
   const ordered = [...input].sort((a, b) => Object.keys(GROUPS).indexOf(a.group) - Object.keys(GROUPS).indexOf(b.group) || a.order - b.order);
+  let step = 0;
   for (const l of ordered) {
+    if (++step % STEP === 0) yield;
     if (l.folded) {
       bump(summarised, l.type);
       continue;
@@ -116,6 +130,7 @@ export function summariseNotes(input: RenderedLine[], budget: number): NotesSumm
 
   const sections: Array<[Group, RenderedLine[]]> = [];
   for (const group of Object.keys(GROUPS) as Group[]) {
+    yield;
     let lines = (byGroup.get(group) ?? []).sort(newestFirst);
     if (group === "vitals" || group === "labs" || group === "observations") {
       lines = condense(lines, (l) => l.series?.key, summarised, (rest) => {
@@ -144,6 +159,7 @@ export function summariseNotes(input: RenderedLine[], budget: number): NotesSumm
     const header = `${out.length ? "\n" : ""}${GROUPS[group]}:`;
     let opened = false;
     for (const l of lines) {
+      if (++step % STEP === 0) yield;
       const head = `${resourceLinePrefix(l.name)}${l.text}`;
       const body = l.body ?? [];
       // A header and at least the line itself must fit; a document's text may be cut short.

@@ -11,7 +11,8 @@ import { Discovery, discoveryDocument, SERVICE_ID } from "../../cds-hooks/discov
 import { fetchMissingPrefetch, isAllowedFhirServer, type NotRead } from "../../cds-hooks/fhir-fetch.js";
 import { HookRequest, HookResponse } from "../../cds-hooks/hook-request.js";
 import { CdsJwtVerifier, looksLikeJwt } from "../../cds-hooks/jwt-auth.js";
-import { inPrefetchTerms, prefetchToBundle } from "../../cds-hooks/prefetch-bundle.js";
+import { inPrefetchTerms, prefetchToBundle, withNotRead } from "../../cds-hooks/prefetch-bundle.js";
+import { pseudonymSecret } from "../../../core/intake/fhir/pseudonym-secret.js";
 import { MedmmvError } from "../../../core/contracts/errors.js";
 import { canonicalJson } from "../../../core/contracts/canonical-json.js";
 import { isTerminal } from "../../service/case-service.js";
@@ -111,6 +112,17 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     return { key, prior: null };
   };
 
+  /**
+   * A patient-view call whose record holds nothing to analyse. CDS Hooks lets a service
+   * answer with no cards, and an EHR shows a 4xx as a failing service; so `{"cards": []}`
+   * with the reason in the server log, unless MEDMMV_CDS_EMPTY_RECORD=422 asks for the refusal.
+   */
+  const nothingToAnalyse = (request: FastifyRequest, why: string, details: Record<string, unknown>): { cards: [] } => {
+    if (config.cds.emptyRecord === "422") throw new MedmmvError("UNPROCESSABLE", why, { details });
+    request.log.info({ reason: why.slice(0, 300) }, "patient-view: nothing to analyse, answered with no cards");
+    return { cards: [] };
+  };
+
   app.post(
     SERVICE_PATH,
     {
@@ -119,21 +131,23 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         tags: ["cds-hooks"],
         summary: "CDS Hooks patient-view: a card with medmmv's answer for the patient's record",
         description:
-          "The prefetch becomes a FHIR Bundle and then a case. A record already analysed (same content) answers with its finished case's card; otherwise the case starts and an info card links to it at once. A null prefetch value means the EHR has no such data. Absent prefetch is fetched only from a fhirServer on MEDMMV_FHIR_SERVERS (with fhirAuthorization, required of API-key callers: 403 otherwise); a query that fails makes the card say what was not read, and a Patient neither sent nor fetched is 412.",
+          "The prefetch becomes a FHIR Bundle and then a case. A record already analysed (same content) answers with its finished case's card; otherwise the case starts and an info card links to it at once. A null prefetch value means the EHR has no such data. Absent prefetch is fetched only from a fhirServer on MEDMMV_FHIR_SERVERS (with fhirAuthorization, required of API-key callers: 403 otherwise); a query that fails, or a key the EHR answered with an OperationOutcome, makes the card say what was not read, and a Patient neither sent nor fetched is 412. A record with nothing to analyse answers no cards (MEDMMV_CDS_EMPTY_RECORD=422: a 422 saying why).",
         body: HookRequest,
         response: { 200: HookResponse, ...errorResponses, 403: ErrorBody, 409: ErrorBody, 412: ErrorBody, 413: ErrorBody, 415: ErrorBody, 422: ErrorBody },
       },
     },
     async (request) => {
       const call = request.body;
+      // The patient's age is their age at this call, whatever dates the prefetch holds.
+      const calledAt = new Date().toISOString();
       const sent = prefetchToBundle(call.prefetch);
       const { missing } = sent;
       let { bundle, origins } = sent;
-      /** Prefetch keys that did not come and could not be fetched, and why. */
-      let notRead: NotRead[] = [];
+      /** Prefetch keys the EHR answered with an OperationOutcome, that did not come and could not be fetched, and why. */
+      let notRead: NotRead[] = [...sent.notRead];
       if (missing.length) {
         const cannot = whyNotFetchable(call, viaJwt.has(request));
-        if (cannot) notRead = missing.map((key) => ({ key, reason: cannot }));
+        if (cannot) notRead.push(...missing.map((key) => ({ key, reason: cannot })));
         else {
           const got = await fetchMissingPrefetch(missing, {
             fhirServer: call.fhirServer!,
@@ -142,8 +156,9 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
             allowList: config.cds.fhirServers,
             maxBytes: config.http.maxBodyBytes,
           });
-          ({ bundle, origins } = prefetchToBundle({ ...call.prefetch, ...got.fetched }));
-          notRead = [...got.failed, ...got.truncated];
+          const merged = prefetchToBundle({ ...call.prefetch, ...got.fetched });
+          ({ bundle, origins } = merged);
+          notRead = [...merged.notRead, ...got.failed, ...got.truncated];
           if (got.failed.length) request.log.info({ notRead: got.failed.map((f) => f.key) }, "prefetch queries failed on the FHIR server; the card says what was not read");
         }
       }
@@ -154,10 +169,9 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
           details: { notRead },
         });
       }
+      if (notRead.length) request.log.info({ notRead: notRead.map((n) => n.key) }, "part of the prefetch was not read; the card and the case's provenance say which");
       const entries = bundle.entry as Array<{ resource: { resourceType?: unknown; id?: unknown } }>;
-      if (!entries.length) {
-        throw new MedmmvError("UNPROCESSABLE", "the prefetch holds none of the patient's record (every key is null or an empty search): there is nothing to analyse", { details: { notRead } });
-      }
+      if (!entries.length) return nothingToAnalyse(request, "the prefetch holds none of the patient's record (every key is null or an empty search): there is nothing to analyse", { notRead });
       const patient = entries.find((e) => e.resource.resourceType === "Patient");
       if (patient && patient.resource.id !== call.context.patientId) {
         throw new MedmmvError("INVALID_INPUT", "the prefetched Patient is not context.patientId; prefetch the patient in context");
@@ -166,7 +180,15 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       try {
         // The body schema here is the hook request: the case is held to what POST /diagnose accepts.
         // Read in slices, with the same notes budget and limits as POST /diagnose on a Bundle.
-        const parsed = ClinicalCase.safeParse(await bundleToCaseYielding(bundle, { maxImageBytes: config.http.maxImageBytes, closedBundle: false, ...config.fhir }));
+        const read = await bundleToCaseYielding(bundle, {
+          maxImageBytes: config.http.maxImageBytes,
+          closedBundle: false,
+          ...config.fhir,
+          referenceDate: calledAt,
+          pseudonymSecret: pseudonymSecret(config.fhir.pseudonymSecret, config.store.dataDir),
+        });
+        withNotRead(read, notRead);
+        const parsed = ClinicalCase.safeParse(read);
         if (!parsed.success) {
           const { message, issues } = describeZodIssues(parsed.error);
           throw new MedmmvError("UNPROCESSABLE", `the prefetch makes a case medmmv cannot accept: ${message}`, { details: { issues: issues.map((i) => ({ ...i, path: `case.${i.path}` })) } });
@@ -174,7 +196,7 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         input = parsed.data;
       } catch (err) {
         // Only a Patient, billing or an OperationOutcome: the EHR sent no fact to reason on (422, said so).
-        if (isNoClinicalFactsRefusal(err)) throw new MedmmvError("UNPROCESSABLE", `the prefetch holds no clinical fact of the patient to analyse: ${(err as MedmmvError).message}`, { details: { ...(err as MedmmvError).details, notRead } });
+        if (isNoClinicalFactsRefusal(err)) return nothingToAnalyse(request, `the prefetch holds no clinical fact of the patient to analyse: ${(err as MedmmvError).message}`, { ...(err as MedmmvError).details, notRead });
         throw inPrefetchTerms(err, origins);
       }
       const { key, prior } = await recordKey(request.owner, recordHash(input));

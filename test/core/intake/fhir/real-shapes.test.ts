@@ -156,13 +156,24 @@ describe("references as the bundle type defines them", () => {
     expect(fhirOrigin(c)!.ignoredResources).toContainEqual({ resource: "Bundle.entry[3]", reason: "an older version of Observation/chol-2: skipped" });
   });
 
-  it("a document must be self-contained: a reference to a resource it lacks is refused, naming that rule", () => {
+  it("a document must hold what its Composition's sections reference: a section entry it lacks is refused, naming that rule", () => {
     const b = documentBundle();
-    b.entry.pop(); // the Practitioner the Composition's author points at
+    b.entry.splice(2, 1); // the Condition the Composition's section lists
     const r = refusal(b);
     expect(r.status).toBe(422);
-    expect(r.issues[0]).toMatchObject({ path: "Bundle.entry[0].resource.author[0].reference", fhirCode: "not-found" });
-    expect(r.issues[0]!.message).toContain("a document Bundle must contain every resource it references");
+    expect(r.issues[0]).toMatchObject({ path: "Bundle.entry[0].resource.section[0].entry[0].reference", fhirCode: "not-found" });
+    expect(r.issues[0]!.message).toContain("a document Bundle must contain what its Composition's subject and sections reference (FHIR R4 bundle.html#document)");
+  });
+
+  it("…but an author it lacks degrades only that reference: read by its display, and listed", () => {
+    const b = documentBundle();
+    b.entry.pop(); // the Practitioner the Composition's author points at
+    const c = bundleToCase(b, opts);
+    expect(c.notes).toContain("community-acquired pneumonia");
+    expect(fhirOrigin(c)!.ignoredResources).toContainEqual({
+      resource: "Composition/7f9d6b1a-0000-4000-8000-000000000001",
+      reason: 'author[0].reference: reference "urn:uuid:7f9d6b1a-0000-4000-8000-000000000004" is not in the document (R4 asks for the Composition\'s author, attester and custodian too, but nothing clinical depends on them): read by its display',
+    });
   });
 
   it("a document's Composition narrative is read, section by section, and de-identified", () => {

@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { bundleToCase, bundleToCaseYielding } from "../../../../src/core/intake/fhir/bundle-to-case.js";
+import { largeBundleText } from "./large-record.js";
+
+/** The longest the event loop went without running a 1 ms timer while `work` ran. */
+async function longestPause<T>(work: () => Promise<T>): Promise<{ pause: number; took: number }> {
+  let last = performance.now();
+  let pause = 0;
+  const tick = setInterval(() => {
+    const now = performance.now();
+    pause = Math.max(pause, now - last);
+    last = now;
+  }, 1);
+  const start = performance.now();
+  try {
+    await work();
+    // The gap since the last tick counts too: a read that never lets the timer run pauses from start to end.
+    pause = Math.max(pause, performance.now() - last);
+  } finally {
+    clearInterval(tick);
+  }
+  return { pause, took: performance.now() - start };
+}
+
+describe("a 10 MB record is read in slices", () => {
+  it("the event loop is never held for more than a small share of the intake (a blocking read holds it throughout)", async () => {
+    const body: unknown = JSON.parse(largeBundleText(10 * 1024 * 1024));
+    const opts = { maxImageBytes: 1_000_000 };
+    const blocking = await longestPause(async () => bundleToCase(body, opts));
+    const sliced = await longestPause(() => bundleToCaseYielding(body, opts));
+    // The condition is relative, so a loaded machine slows both alike: the one-block read's pause is the
+    // whole read (seconds on a busy CI box); in slices, the longest pause is a slice plus whatever the
+    // machine adds (its scheduler, a major GC of the parsed body). A third of the read fails any
+    // intake that holds the loop for one step of its size (a whole-envelope parse, the summary in one go).
+    expect(blocking.pause).toBeGreaterThan(blocking.took * 0.9);
+    expect(sliced.pause).toBeLessThan(blocking.took / 3);
+    console.info(`10 MB intake: one block ${blocking.took.toFixed(0)} ms; in slices ${sliced.took.toFixed(0)} ms, longest pause ${sliced.pause.toFixed(0)} ms`);
+  }, 120_000);
+});
