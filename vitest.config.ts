@@ -14,5 +14,7 @@ export default defineConfig({
     // timers, no process.env writes outside a test's own restore; servers, stores and temp dirs
     // are per file and closed in afterAll). docs/testing.md has the figures.
     isolate: false,
+    // ... except the process-wide lessons a model server taught, which each file starts without.
+    setupFiles: ["test/support/per-file-state.ts"],
   },
 });
