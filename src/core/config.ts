@@ -3,6 +3,7 @@ import { z } from "zod";
 import { MedmmvError } from "./contracts/errors.js";
 import { describeZodIssues } from "./contracts/zod-issues.js";
 import { FHIR_DEFAULTS } from "./intake/fhir/bundle-to-case.js";
+import { parseModelSpec, type ModelProvider } from "./llm/model-spec.js";
 
 /**
  * The one place that reads the environment (docs/architecture.md#house-style). Everything else receives a
@@ -22,9 +23,20 @@ export const MIN_SECRET_CHARS = 32;
 export const EnvSchema = z.object({
   OPENAI_API_KEY: z.string().optional().describe("API key of the OpenAI-compatible endpoint. Without it (a local server) no Authorization header is sent."),
   OPENAI_BASE_URL: z.string().url().optional().describe("Base URL of the OpenAI-compatible endpoint, ending in /v1 (vLLM, Ollama, LM Studio, …). Unset: https://api.openai.com/v1."),
-  MEDMMV_MODEL: z.string().optional().describe("Executor model (rollouts, repair). Vision and judge default to it. With Azure: a deployment name."),
-  MEDMMV_VISION_MODEL: z.string().optional().describe("Vision model (ImageDoctor); default MEDMMV_MODEL."),
-  MEDMMV_JUDGE_MODEL: z.string().optional().describe("Judge model (hallucination detector, coherence judge, raters); default MEDMMV_MODEL."),
+  MEDMMV_MODEL: z.string().optional().describe("Executor model (rollouts, repair). Vision and judge default to it. With Azure: a deployment name. A provider prefix, as LangChain's initChatModel names models, picks LangChain's own integration: anthropic:claude-…, google-genai:gemini-…; openai:… and azure_openai:… name the OpenAI-compatible endpoint and Azure. No prefix: the OpenAI-compatible endpoint (Azure when AZURE_OPENAI_API_KEY is set)."),
+  MEDMMV_VISION_MODEL: z.string().optional().describe("Vision model (ImageDoctor); default MEDMMV_MODEL. May name another provider (prefix as in MEDMMV_MODEL)."),
+  MEDMMV_JUDGE_MODEL: z.string().optional().describe("Judge model (hallucination detector, coherence judge, raters); default MEDMMV_MODEL. May name another provider (prefix as in MEDMMV_MODEL)."),
+  MEDMMV_ROLLOUT_MODELS: z.string().optional().describe("Comma-separated models (each may carry a provider prefix) the k rollouts are spread over, round-robin: rollout i runs on model i mod n. Unset: every rollout runs on MEDMMV_MODEL. Each runs on its provider's endpoint and key (the executor's own MEDMMV_EXECUTOR_* settings where it is the executor's model)."),
+  ANTHROPIC_API_KEY: z.string().optional().describe("API key for anthropic:… models (Anthropic's Messages API through @langchain/anthropic)."),
+  ANTHROPIC_BASE_URL: z.string().url().optional().describe("Base URL of the Anthropic Messages API for anthropic:… models (a proxy or a test server), without /v1. Unset: https://api.anthropic.com."),
+  GOOGLE_API_KEY: z.string().optional().describe("API key for google-genai:… models (the Gemini API through @langchain/google-genai)."),
+  GOOGLE_GENAI_BASE_URL: z.string().url().optional().describe("Base URL of the Gemini API for google-genai:… models (a proxy or a test server), without /v1beta. Unset: https://generativelanguage.googleapis.com."),
+  MEDMMV_EXECUTOR_BASE_URL: z.string().url().optional().describe("The executor's own endpoint, overriding its provider's (OPENAI_BASE_URL, ANTHROPIC_BASE_URL or GOOGLE_GENAI_BASE_URL) for this role only."),
+  MEDMMV_EXECUTOR_API_KEY: z.string().optional().describe("The executor's own API key, overriding its provider's key for this role only."),
+  MEDMMV_VISION_BASE_URL: z.string().url().optional().describe("The vision role's own endpoint, overriding its provider's for this role only (a mixed-vendor panel: e.g. MEDMMV_VISION_MODEL=google-genai:gemini-2.5-flash with its own URL)."),
+  MEDMMV_VISION_API_KEY: z.string().optional().describe("The vision role's own API key, overriding its provider's key for this role only."),
+  MEDMMV_JUDGE_BASE_URL: z.string().url().optional().describe("The judge role's own endpoint, overriding its provider's for this role only."),
+  MEDMMV_JUDGE_API_KEY: z.string().optional().describe("The judge role's own API key, overriding its provider's key for this role only."),
   MEDMMV_STRUCTURED_OUTPUT: z.enum(["jsonSchema", "functionCalling", "jsonMode"]).default("jsonSchema").describe("How structured output is requested: response_format json_schema, a forced tool call, or json_object with the schema in the prompt. Pick what your server supports."),
   AZURE_OPENAI_API_KEY: z.string().optional().describe("Azure OpenAI (the names LangChain's AzureChatOpenAI reads): used instead of OPENAI_* when the key is set."),
   AZURE_OPENAI_API_INSTANCE_NAME: z.string().optional().describe("Azure OpenAI resource name (https://NAME.openai.azure.com); this or AZURE_OPENAI_ENDPOINT is required with the key."),
@@ -132,6 +144,14 @@ export interface Config {
     cache: "off" | "deterministic" | "all";
     /** OpenAI's image `detail` per role ("auto": not sent). */
     imageDetail: Record<"executor" | "vision" | "judge", ImageDetail>;
+    /** anthropic:… models (Messages API): key and base URL (null: the SDK's default, api.anthropic.com). */
+    anthropic: { apiKey: string | null; baseUrl: string | null };
+    /** google-genai:… models (Gemini API): key and base URL (null: the SDK's default). */
+    google: { apiKey: string | null; baseUrl: string | null };
+    /** A role's own endpoint and key, overriding its provider's for that role only (null: the provider's). */
+    roleEndpoints: Record<"executor" | "vision" | "judge", { baseUrl: string | null; apiKey: string | null }>;
+    /** Models the k rollouts are spread over, round-robin; empty: all on the executor's. */
+    rolloutModels: string[];
   };
   search: {
     /** Known at boot; "none" with `auto` may still become "local" once the store shows an indexed corpus. */
@@ -229,6 +249,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const unpriced = unpricedModels([executor, e.MEDMMV_VISION_MODEL ?? executor, e.MEDMMV_JUDGE_MODEL ?? executor], prices);
     if (unpriced.length) throw new MedmmvError("CONFIG_INVALID", `MEDMMV_CASE_MAX_COST_USD needs prices for ${unpriced.join(", ")} (MEDMMV_PRICES or MEDMMV_PRICES_FILE), or use MEDMMV_CASE_MAX_TOKENS`);
   }
+  const rolloutModels = csvList(e.MEDMMV_ROLLOUT_MODELS);
+  const roleEndpoints = {
+    executor: { baseUrl: e.MEDMMV_EXECUTOR_BASE_URL?.replace(/\/+$/, "") ?? null, apiKey: e.MEDMMV_EXECUTOR_API_KEY ?? null },
+    vision: { baseUrl: e.MEDMMV_VISION_BASE_URL?.replace(/\/+$/, "") ?? null, apiKey: e.MEDMMV_VISION_API_KEY ?? null },
+    judge: { baseUrl: e.MEDMMV_JUDGE_BASE_URL?.replace(/\/+$/, "") ?? null, apiKey: e.MEDMMV_JUDGE_API_KEY ?? null },
+  };
+  assertProviderKeys(
+    [
+      { variable: "MEDMMV_MODEL", spec: executor, ownKey: roleEndpoints.executor.apiKey, ownKeyVariable: "MEDMMV_EXECUTOR_API_KEY" },
+      { variable: "MEDMMV_VISION_MODEL", spec: e.MEDMMV_VISION_MODEL ?? null, ownKey: roleEndpoints.vision.apiKey, ownKeyVariable: "MEDMMV_VISION_API_KEY" },
+      { variable: "MEDMMV_JUDGE_MODEL", spec: e.MEDMMV_JUDGE_MODEL ?? null, ownKey: roleEndpoints.judge.apiKey, ownKeyVariable: "MEDMMV_JUDGE_API_KEY" },
+      ...rolloutModels.map((spec) => ({ variable: "MEDMMV_ROLLOUT_MODELS", spec, ownKey: spec === executor ? roleEndpoints.executor.apiKey : null })),
+    ],
+    { anthropic: e.ANTHROPIC_API_KEY ?? null, "google-genai": e.GOOGLE_API_KEY ?? null, azure_openai: e.AZURE_OPENAI_API_KEY ?? null },
+  );
   const w = e.MEDMMV_CU_WEIGHTS;
   return {
     llm: {
@@ -250,6 +285,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       prices,
       cache: e.MEDMMV_CACHE,
       imageDetail: parseImageDetail(e.MEDMMV_IMAGE_DETAIL),
+      anthropic: { apiKey: e.ANTHROPIC_API_KEY ?? null, baseUrl: e.ANTHROPIC_BASE_URL?.replace(/\/+$/, "") ?? null },
+      google: { apiKey: e.GOOGLE_API_KEY ?? null, baseUrl: e.GOOGLE_GENAI_BASE_URL?.replace(/\/+$/, "") ?? null },
+      roleEndpoints,
+      rolloutModels,
     },
     search: {
       provider: e.MEDMMV_SEARCH ?? (e.TAVILY_API_KEY ? "tavily" : "none"),
@@ -341,6 +380,30 @@ function parseImageDetail(v: string): Record<"executor" | "vision" | "judge", Im
   return out;
 }
 
+/** The variable that holds each keyed provider's key, for messages that say what to set. */
+export const PROVIDER_KEY_VARIABLE: Record<Exclude<ModelProvider, "openai">, string> = {
+  anthropic: "ANTHROPIC_API_KEY",
+  "google-genai": "GOOGLE_API_KEY",
+  azure_openai: "AZURE_OPENAI_API_KEY",
+};
+
+/**
+ * Anthropic, Gemini and Azure refuse every request without a key: a model named for one of
+ * them with no key anywhere is a configuration error at start, not a 401 on the first case.
+ * (An OpenAI-compatible server may need none: vLLM and Ollama run keyless.)
+ */
+function assertProviderKeys(
+  models: Array<{ variable: string; spec: string | null; ownKey: string | null; ownKeyVariable?: string }>,
+  keys: Record<Exclude<ModelProvider, "openai">, string | null>,
+): void {
+  for (const { variable, spec, ownKey, ownKeyVariable } of models) {
+    if (!spec) continue;
+    const { provider } = parseModelSpec(spec);
+    if (provider === null || provider === "openai" || ownKey !== null || keys[provider] !== null) continue;
+    throw new MedmmvError("CONFIG_MISSING", `${variable} names ${spec}: set ${PROVIDER_KEY_VARIABLE[provider]}${ownKeyVariable ? ` (or the role's own ${ownKeyVariable})` : ""}`);
+  }
+}
+
 function csvList(v: string | undefined): string[] {
   return (v ?? "").split(",").map((s) => s.trim()).filter(Boolean);
 }
@@ -359,7 +422,18 @@ export function assertWorkersSupported(config: Config, workers: number): void {
 export function assertLlmConfigured(config: Config): void {
   const missing: string[] = [];
   if (!config.llm.models.executor) missing.push("MEDMMV_MODEL");
-  if (!config.llm.baseUrl && !config.llm.apiKey && !config.llm.azure) missing.push("OPENAI_BASE_URL (or OPENAI_API_KEY for api.openai.com)");
+  // The OpenAI-compatible endpoint is needed only by a model that goes there: a panel of
+  // anthropic:… and google-genai:… models (keys checked at load) needs none.
+  const l = config.llm;
+  const usesOpenAIEndpoint = (["executor", "vision", "judge"] as const).some((role) => {
+    const spec = l.models[role];
+    const p = spec ? parseModelSpec(spec).provider : null;
+    return spec !== null && (p === "openai" || (p === null && !l.azure)) && !l.roleEndpoints[role].baseUrl && !l.roleEndpoints[role].apiKey;
+  }) || l.rolloutModels.some((spec) => {
+    const p = parseModelSpec(spec).provider;
+    return p === "openai" || (p === null && !l.azure);
+  });
+  if ((usesOpenAIEndpoint || !l.models.executor) && !l.baseUrl && !l.apiKey && !(l.azure && !l.models.executor)) missing.push("OPENAI_BASE_URL (or OPENAI_API_KEY for api.openai.com)");
   if (missing.length)
     throw new MedmmvError(
       "MODEL_NOT_CONFIGURED",

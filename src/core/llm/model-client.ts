@@ -9,7 +9,7 @@ import type { Config } from "../config.js";
 import { MedmmvError } from "../contracts/errors.js";
 import type { FairLimiter } from "./limiter.js";
 import { withRetry } from "./retry.js";
-import { RoleModels, type ChatModelSource, type Role } from "./chat-models.js";
+import { RoleModels, providerVariables, type ChatModelSource, type Role } from "./chat-models.js";
 import { withReplyTap, type ReplyTap } from "./model-fetch.js";
 import { StructuredOutputFormats } from "./structured-output.js";
 import { explainProviderFailure } from "./provider-errors.js";
@@ -37,6 +37,8 @@ export interface StructuredCall<S extends z.ZodType> {
   schemaName: string;
   messages: ChatMessage[];
   temperature: number;
+  /** Another model than the role's own (a rollout spread over MEDMMV_ROLLOUT_MODELS); unset: the role's. */
+  model?: string;
 }
 
 export interface ResponseCache {
@@ -112,6 +114,11 @@ export class LlmClient {
     return this.roles.name(role);
   }
 
+  /** The model rollout `index` runs on (MEDMMV_ROLLOUT_MODELS round-robin, else the executor's). */
+  rolloutModel(index: number): string {
+    return this.roles.rolloutModel(index);
+  }
+
   models(): Record<Role, string> {
     return { executor: this.modelFor("executor"), vision: this.modelFor("vision"), judge: this.modelFor("judge") };
   }
@@ -127,8 +134,10 @@ export class LlmClient {
    * program's goes through its own `withStructuredOutput`, whatever provider it speaks.
    */
   private structuredRunnable(call: StructuredCall<z.ZodType>): StructuredRunnable {
-    const model = this.roles.get(call.role, call.temperature);
-    if (!this.roles.isCustom(call.role)) {
+    const model = this.roles.get(call.role, call.temperature, call.model);
+    // Anthropic's and Gemini's integrations ask for JSON their own way (chat-models.ts).
+    const providerMethod = this.roles.structuredMethod(call.role, call.model);
+    if (!this.roles.isCustom(call.role, call.model) && providerMethod === null) {
       const options = this.formats.callOptions(call.schema, call.schemaName);
       return {
         invoke: async (messages, config) => ({ raw: (await model.invoke(messages, { ...config, ...options })) as AIMessage, parsed: undefined }),
@@ -147,7 +156,7 @@ export class LlmClient {
     let runnable = byName.get(call.schemaName);
     if (!runnable) {
       try {
-        runnable = model.withStructuredOutput(call.schema, { name: call.schemaName, method: this.cfg.structuredOutput, includeRaw: true }) as unknown as StructuredRunnable;
+        runnable = model.withStructuredOutput(call.schema, { name: call.schemaName, method: providerMethod ?? this.cfg.structuredOutput, includeRaw: true }) as unknown as StructuredRunnable;
       } catch {
         // A chat model without tool calling or this method: plain text it is. Every prompt
         // carries its JSON Schema, and the reply is validated below.
@@ -165,14 +174,14 @@ export class LlmClient {
   /** The owner is part of the key (`scope`): a tenant's cache hits must not reveal what another tenant sent. */
   cacheKey(call: StructuredCall<z.ZodType>, scope?: string): string {
     const h = createHash("sha256");
-    h.update(JSON.stringify([this.modelFor(call.role), call.temperature, call.schemaName, this.cfg.structuredOutput, call.messages, scope ?? null]));
+    h.update(JSON.stringify([call.model ?? this.modelFor(call.role), call.temperature, call.schemaName, this.cfg.structuredOutput, call.messages, scope ?? null]));
     return "llm:" + h.digest("hex");
   }
 
   async structured<S extends z.ZodType>(asked: StructuredCall<S>, ctx: CallContext): Promise<z.infer<S>> {
     // The role's image detail is part of what is sent (and so of the response-cache key).
     const call = { ...asked, messages: withImageDetail(asked.messages, this.cfg.imageDetail?.[asked.role] ?? "auto") };
-    const model = this.modelFor(call.role);
+    const model = call.model ?? this.modelFor(call.role);
     const useCache = this.cacheable(call.temperature);
     const key = useCache ? this.cacheKey(call, ctx.cacheScope) : "";
     if (useCache) {
@@ -224,7 +233,7 @@ export class LlmClient {
         ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(messages), imageBytes: imageBytes(messages) });
         ctx.chain.advance();
         if (!(err instanceof MedmmvError)) throw err;
-        throw explainProviderFailure(err, { role: call.role, model, url: this.roles.endpoint(call.role), azure: this.cfg.azure !== null && !this.roles.isCustom(call.role) });
+        throw explainProviderFailure(err, { role: call.role, model, url: this.roles.endpoint(call.role, call.model), ...providerVariables(this.roles, call.role, call.model) });
       }
       const usage = out.raw?.usage_metadata;
       ctx.meter.record({

@@ -1,0 +1,101 @@
+/**
+ * The scripted Anthropic and Gemini endpoints are translators in front of the scripted
+ * chat-completions route of the same server: a request in the provider's wire format is
+ * rewritten as the chat-completions request it means, sent there over loopback HTTP, and the
+ * reply rewritten back. So every scenario, script, fault, latency and call-log entry of the
+ * scripted server applies to these providers unchanged, and a whole clinical case runs
+ * through the real `@langchain/anthropic` and `@langchain/google-genai` clients.
+ */
+import type http from "node:http";
+import { readBody, writeJson, writeRaw } from "./faults.js";
+
+export const MAX_VENDOR_BODY_BYTES = 64 * 1024 * 1024;
+
+/** What the chat-completions route answered: JSON, other bytes, or no answer at all (a dropped connection). */
+export type RelayOutcome =
+  | { kind: "reply"; status: number; headers: Headers; text: string; json: unknown }
+  | { kind: "dropped" }
+  | { kind: "client-gone" };
+
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** The request body as JSON, or the reason it is not (answered by the caller in the provider's error shape). */
+export async function readJsonBody(req: http.IncomingMessage): Promise<{ ok: true; body: unknown } | { ok: false; status: number; message: string } | null> {
+  const read = await readBody(req, MAX_VENDOR_BODY_BYTES);
+  if (!read.ok || read.body === undefined) return read.tooLarge ? { ok: false, status: 413, message: "request body too large for the scripted server" } : null;
+  try {
+    return { ok: true, body: JSON.parse(read.body.toString("utf8")) };
+  } catch {
+    return { ok: false, status: 400, message: "request body is not valid JSON" };
+  }
+}
+
+/**
+ * Send `chatBody` to the chat-completions route; the relay is abandoned (and the scripted
+ * call sees its client leave) when our own client leaves first.
+ */
+export async function relayChat(url: string, chatBody: Record<string, unknown>, res: http.ServerResponse): Promise<RelayOutcome> {
+  const ctrl = new AbortController();
+  const onClose = () => {
+    if (!res.writableEnded) ctrl.abort();
+  };
+  res.once("close", onClose);
+  try {
+    const reply = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer scripted-relay" },
+      body: JSON.stringify(chatBody),
+      signal: ctrl.signal,
+    });
+    const text = await reply.text();
+    let json: unknown = undefined;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { kind: "reply", status: reply.status, headers: reply.headers, text, json };
+  } catch {
+    return ctrl.signal.aborted ? { kind: "client-gone" } : { kind: "dropped" };
+  } finally {
+    res.off("close", onClose);
+  }
+}
+
+/** The scripted route dropped the connection (a "reset" fault): so does this one. */
+export function dropClient(res: http.ServerResponse): void {
+  res.socket?.destroy();
+  res.destroy();
+}
+
+/** The chat-completions reply's first choice, when it is one. */
+export function firstChoice(json: unknown): { message: Record<string, unknown>; finishReason: string; usage: Record<string, unknown> } | null {
+  if (!isRecord(json) || !Array.isArray(json.choices)) return null;
+  const c: unknown = json.choices[0];
+  if (!isRecord(c) || !isRecord(c.message)) return null;
+  return { message: c.message, finishReason: typeof c.finish_reason === "string" ? c.finish_reason : "stop", usage: isRecord(json.usage) ? json.usage : {} };
+}
+
+/** The message of a chat-completions error body, when the reply is one. */
+export function chatErrorMessage(json: unknown): string | null {
+  return isRecord(json) && isRecord(json.error) && typeof json.error.message === "string" ? json.error.message : null;
+}
+
+/** The headers a provider's error reply keeps from the scripted one (Retry-After above all). */
+export function keptHeaders(from: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of ["retry-after", "retry-after-ms"]) {
+    const v = from.get(name);
+    if (v !== null) out[name] = v;
+  }
+  return out;
+}
+
+export { writeJson, writeRaw };
+
+/** Four characters a token, as the scripted chat-completions route counts. */
+export function estimateTokens(chars: number): number {
+  return Math.ceil(chars / 4);
+}
