@@ -3,7 +3,7 @@ import { z } from "zod";
 import { MedmmvError } from "./contracts/errors.js";
 import { describeZodIssues } from "./contracts/zod-issues.js";
 import { FHIR_DEFAULTS } from "./intake/fhir/bundle-to-case.js";
-import { parseModelSpec, type ModelProvider } from "./llm/model-spec.js";
+import { parseModelSpec, priceOf, type ModelProvider } from "./llm/model-spec.js";
 
 /**
  * The one place that reads the environment (docs/architecture.md#house-style). Everything else receives a
@@ -210,7 +210,7 @@ export function pathwaysDirFromEnv(env: Record<string, string | undefined> = pro
 
 /** The models (null: none configured) that have no price: their calls would cost 0 against a dollar budget. */
 export function unpricedModels(models: ReadonlyArray<string | null>, prices: Prices): string[] {
-  return [...new Set(models)].filter((m): m is string => m !== null && !prices[m]);
+  return [...new Set(models)].filter((m): m is string => m !== null && !priceOf(prices, m));
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -246,7 +246,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const executor = e.MEDMMV_MODEL ?? (e.AZURE_OPENAI_API_KEY ? e.AZURE_OPENAI_API_DEPLOYMENT_NAME : undefined) ?? null;
   if (e.MEDMMV_CASE_MAX_COST_USD !== undefined) {
     // Unpriced calls cost 0: the default cost budget of every case would never be reached.
-    const unpriced = unpricedModels([executor, e.MEDMMV_VISION_MODEL ?? executor, e.MEDMMV_JUDGE_MODEL ?? executor], prices);
+    const unpriced = unpricedModels([executor, e.MEDMMV_VISION_MODEL ?? executor, e.MEDMMV_JUDGE_MODEL ?? executor, ...csvList(e.MEDMMV_ROLLOUT_MODELS)], prices);
     if (unpriced.length) throw new MedmmvError("CONFIG_INVALID", `MEDMMV_CASE_MAX_COST_USD needs prices for ${unpriced.join(", ")} (MEDMMV_PRICES or MEDMMV_PRICES_FILE), or use MEDMMV_CASE_MAX_TOKENS`);
   }
   const rolloutModels = csvList(e.MEDMMV_ROLLOUT_MODELS);

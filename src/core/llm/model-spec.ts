@@ -32,7 +32,8 @@ export function parseModelSpec(spec: string): ModelSpec {
   return { spec, model: spec, provider: null };
 }
 
-/** The model name without a provider prefix (prices may be keyed either way). */
-export function bareModelName(spec: string): string {
-  return parseModelSpec(spec).model;
+
+/** A model's prices: under its name as configured (`anthropic:claude-…`) or, failing that, its provider's own name (`claude-…`). */
+export function priceOf<P>(prices: Record<string, P>, model: string): P | undefined {
+  return prices[model] ?? prices[parseModelSpec(model).model];
 }
