@@ -257,10 +257,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   };
   assertProviderKeys(
     [
-      { variable: "MEDMMV_MODEL", spec: executor, ownKey: roleEndpoints.executor.apiKey, ownKeyVariable: "MEDMMV_EXECUTOR_API_KEY" },
-      { variable: "MEDMMV_VISION_MODEL", spec: e.MEDMMV_VISION_MODEL ?? null, ownKey: roleEndpoints.vision.apiKey, ownKeyVariable: "MEDMMV_VISION_API_KEY" },
-      { variable: "MEDMMV_JUDGE_MODEL", spec: e.MEDMMV_JUDGE_MODEL ?? null, ownKey: roleEndpoints.judge.apiKey, ownKeyVariable: "MEDMMV_JUDGE_API_KEY" },
-      ...rolloutModels.map((spec) => ({ variable: "MEDMMV_ROLLOUT_MODELS", spec, ownKey: spec === executor ? roleEndpoints.executor.apiKey : null })),
+      { variable: "MEDMMV_MODEL", spec: executor, ...roleEndpoints.executor, role: "EXECUTOR" },
+      { variable: "MEDMMV_VISION_MODEL", spec: e.MEDMMV_VISION_MODEL ?? executor, ...roleEndpoints.vision, role: "VISION" },
+      { variable: "MEDMMV_JUDGE_MODEL", spec: e.MEDMMV_JUDGE_MODEL ?? executor, ...roleEndpoints.judge, role: "JUDGE" },
+      ...rolloutModels.map((spec) => ({ variable: "MEDMMV_ROLLOUT_MODELS", spec, ...(spec === executor ? { ...roleEndpoints.executor, role: "EXECUTOR" } : { baseUrl: null, apiKey: null }) })),
     ],
     { anthropic: e.ANTHROPIC_API_KEY ?? null, "google-genai": e.GOOGLE_API_KEY ?? null, azure_openai: e.AZURE_OPENAI_API_KEY ?? null },
   );
@@ -390,17 +390,21 @@ export const PROVIDER_KEY_VARIABLE: Record<Exclude<ModelProvider, "openai">, str
 /**
  * Anthropic, Gemini and Azure refuse every request without a key: a model named for one of
  * them with no key anywhere is a configuration error at start, not a 401 on the first case.
- * (An OpenAI-compatible server may need none: vLLM and Ollama run keyless.)
+ * A role with its own endpoint gets only its own key (a provider's key is never sent to
+ * another endpoint), so such a role needs that key too. (An OpenAI-compatible server may
+ * need none: vLLM and Ollama run keyless.)
  */
 function assertProviderKeys(
-  models: Array<{ variable: string; spec: string | null; ownKey: string | null; ownKeyVariable?: string }>,
+  models: Array<{ variable: string; spec: string | null; baseUrl: string | null; apiKey: string | null; role?: string }>,
   keys: Record<Exclude<ModelProvider, "openai">, string | null>,
 ): void {
-  for (const { variable, spec, ownKey, ownKeyVariable } of models) {
+  for (const { variable, spec, baseUrl, apiKey, role } of models) {
     if (!spec) continue;
     const { provider } = parseModelSpec(spec);
-    if (provider === null || provider === "openai" || ownKey !== null || keys[provider] !== null) continue;
-    throw new MedmmvError("CONFIG_MISSING", `${variable} names ${spec}: set ${PROVIDER_KEY_VARIABLE[provider]}${ownKeyVariable ? ` (or the role's own ${ownKeyVariable})` : ""}`);
+    if (provider === null || provider === "openai" || apiKey !== null) continue;
+    if (baseUrl !== null)
+      throw new MedmmvError("CONFIG_MISSING", `MEDMMV_${role}_BASE_URL is set for ${spec}: set MEDMMV_${role}_API_KEY too (${PROVIDER_KEY_VARIABLE[provider]} is not sent to a role's own endpoint)`);
+    if (keys[provider] === null) throw new MedmmvError("CONFIG_MISSING", `${variable} names ${spec}: set ${PROVIDER_KEY_VARIABLE[provider]}${role ? ` (or the role's own MEDMMV_${role}_API_KEY)` : ""}`);
   }
 }
 

@@ -149,6 +149,9 @@ export class RoleModels {
     // The per-attempt timeout is ours (an abort at MEDMMV_LLM_TIMEOUT_MS); the SDK's is a
     // backstop set later, so that a timeout is always reported as ours.
     const timeout = this.cfg.timeoutMs + 5_000;
+    // Config refuses these at load (config.ts); a program that builds its own Config gets a typed error too.
+    if ((t.provider === "anthropic" || t.provider === "google-genai") && !t.apiKey)
+      throw new MedmmvError("CONFIG_MISSING", `${t.spec} needs an API key: set ${t.provider === "anthropic" ? "ANTHROPIC_API_KEY" : "GOOGLE_API_KEY"} (or the role's own MEDMMV_<ROLE>_API_KEY)`);
     if (t.provider === "anthropic")
       return new CachingChatAnthropic({
         ...common,
