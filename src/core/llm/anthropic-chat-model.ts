@@ -27,17 +27,19 @@ const EVIDENCE_END = "EVIDENCE>>>";
 
 type TextBlock = { type: "text"; text: string; cache_control?: typeof EPHEMERAL };
 
-/** Where each shared part of a prompt's text ends (ascending; at most three). */
+/**
+ * Where each shared part of a prompt's text ends (ascending; at most three). The evidence
+ * block counts only before the schema: after it, an evidence fence belongs to what varies
+ * per call (the fact pair a search analysis reads).
+ */
 function sharedEnds(text: string): number[] {
   const ends: number[] = [];
-  let from = 0;
-  for (const delimiter of [CASE_END, EVIDENCE_END]) {
-    const at = text.indexOf(delimiter, from);
-    if (at < 0) continue;
-    from = at + delimiter.length;
-    ends.push(from);
-  }
+  const caseAt = text.indexOf(CASE_END);
+  const from = caseAt < 0 ? 0 : caseAt + CASE_END.length;
+  if (caseAt >= 0) ends.push(from);
   const lead = text.indexOf(SCHEMA_LEAD, from);
+  const evidenceAt = text.indexOf(EVIDENCE_END, from);
+  if (evidenceAt >= 0 && (lead < 0 || evidenceAt < lead)) ends.push(evidenceAt + EVIDENCE_END.length);
   if (lead >= 0) {
     const lineEnd = text.indexOf("\n", lead + SCHEMA_LEAD.length);
     ends.push(lineEnd < 0 ? text.length : lineEnd);

@@ -92,6 +92,14 @@ describe("Anthropic through @langchain/anthropic (scripted Messages API)", () =>
     expect(result.provenance.failures).toEqual([]);
   });
 
+  it("re-asks after a reply that is not the tool call (prose), and the case completes", async () => {
+    servers.model.addFault({ kind: "malformed-json", agent: "rollout", times: 1 });
+    const result = await runCase(allOn(SONNET), { k: 2 });
+    expect(result.status).toBe("completed");
+    expect(servers.model.vendors.anthropic.calls().filter((c) => c.content.length === 1 && c.content[0] === "text")).toHaveLength(1);
+    expect(result.usage.byAgent["rollout"]!.calls).toBe(3);
+  });
+
   it("a refused key fails the case with a message that names ANTHROPIC_API_KEY, after one call per agent", async () => {
     servers.model.addFault({ kind: "status", status: 401 });
     const result = await runCase(allOn(SONNET), { k: 2 });
@@ -125,6 +133,15 @@ describe("Gemini through @langchain/google-genai (scripted generateContent)", ()
     const calls = servers.model.vendors.gemini.calls();
     expect(calls.every((c) => c.structured === "functionCall")).toBe(true);
     expect(calls.some((c) => c.images === 1)).toBe(true);
+  });
+
+  it("our per-attempt timeout ends a hung generateContent request (the abort reaches the wire), then retries", async () => {
+    servers.model.addFault({ kind: "hang", agent: "rollout", times: 1 });
+    const result = await runCase({ ...allOn(FLASH), MEDMMV_LLM_TIMEOUT_MS: "1500" }, { k: 2 });
+    expect(result.status).toBe("completed");
+    // The scripted route saw its client leave: the request was closed, not left open.
+    expect(servers.model.stats().disconnects).toBeGreaterThanOrEqual(1);
+    expect(servers.model.stats().log.filter((l) => l.fault === "hang").every((l) => l.disconnected)).toBe(true);
   });
 
   it("retries a 503 UNAVAILABLE, and the case completes", async () => {
