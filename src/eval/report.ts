@@ -14,7 +14,6 @@ import { confidenceSections, INTERVALS_NOTE, studyIntervalSection } from "./conf
 import { studyIntervals } from "./study-intervals.js";
 import { rolloutModelSection } from "./rollout-models.js";
 
-
 export function buildSummary(
   records: readonly ResultRecord[],
   manifest: RunManifest,
