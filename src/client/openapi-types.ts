@@ -2067,6 +2067,11 @@ export interface operations {
                                 code: string;
                                 message: string;
                             };
+                            models?: {
+                                rollouts: string[];
+                                verdicts: string | null;
+                                repairs: string | null;
+                            };
                         }[];
                         stability: {
                             rolloutAnswers: (string | null)[];
@@ -2119,6 +2124,7 @@ export interface operations {
                             models: {
                                 [key: string]: string;
                             };
+                            rolloutModels?: string[];
                             prompts: {
                                 [key: string]: string;
                             };
@@ -2878,6 +2884,11 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 };
+                                models?: {
+                                    rollouts: string[];
+                                    verdicts: string | null;
+                                    repairs: string | null;
+                                };
                             }[];
                             stability: {
                                 rolloutAnswers: (string | null)[];
@@ -2930,6 +2941,7 @@ export interface operations {
                                 models: {
                                     [key: string]: string;
                                 };
+                                rolloutModels?: string[];
                                 prompts: {
                                     [key: string]: string;
                                 };
