@@ -10,7 +10,7 @@
  */
 import type http from "node:http";
 import { AnthropicPromptCache, countBreakpoints, MAX_CACHE_BREAKPOINTS } from "./anthropic-prompt-cache.js";
-import { chatErrorMessage, dropClient, estimateTokens, firstChoice, isRecord, keptHeaders, readJsonBody, relayChat, writeJson, writeRaw } from "./vendor-relay.js";
+import { estimateTokens, isRecord, readJsonBody, relayForChoice, writeJson, type ProviderErrors } from "./vendor-relay.js";
 
 export const ANTHROPIC_MESSAGES_PATH = "/v1/messages";
 
@@ -51,6 +51,8 @@ let requestCounter = 0;
 function sendError(res: http.ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
   writeJson(res, status, { type: "error", error: { type: anthropicErrorType(status), message } }, { "request-id": `req_scripted_${++requestCounter}`, ...headers });
 }
+
+const ANTHROPIC_ERRORS: ProviderErrors = { isOwn: (json) => isRecord(json) && json.type === "error", send: sendError };
 
 /**
  * Messages content (a string or blocks) as chat-completions content parts. Adjacent text
@@ -162,18 +164,9 @@ export class ScriptedAnthropicRoutes {
     entry.images = (body.messages as Array<Record<string, unknown>>).reduce((n, m) => n + toChatParts(m.content).filter((p) => p.type === "image_url").length, 0);
     this.log.push(entry);
 
-    const outcome = await relayChat(this.chatUrl(), toChatRequest(body), res);
-    if (outcome.kind === "client-gone") return;
-    if (outcome.kind === "dropped") return dropClient(res);
-    const choice = firstChoice(outcome.json);
-    entry.status = outcome.status;
-    if (outcome.status >= 400) {
-      // An error body already in Anthropic's shape (a fault written for this endpoint) goes as it is.
-      if (isRecord(outcome.json) && outcome.json.type === "error") return writeRaw(res, outcome.status, outcome.text, keptHeaders(outcome.headers));
-      return sendError(res, outcome.status, chatErrorMessage(outcome.json) ?? `HTTP ${outcome.status}`, keptHeaders(outcome.headers));
-    }
-    // A raw reply of the scenario's (garbage, an HTML page): as it is.
-    if (!choice) return writeRaw(res, outcome.status, outcome.text, { "content-type": outcome.headers.get("content-type") ?? "application/json" });
+    const { status, choice } = await relayForChoice(this.chatUrl(), toChatRequest(body), res, ANTHROPIC_ERRORS);
+    entry.status = status;
+    if (!choice) return;
 
     const content: Array<Record<string, unknown>> = [];
     const text = typeof choice.message.content === "string" ? choice.message.content : "";

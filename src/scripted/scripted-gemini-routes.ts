@@ -13,7 +13,7 @@
  */
 import type http from "node:http";
 import { SimulatedPromptCache } from "./prompt-cache.js";
-import { chatErrorMessage, dropClient, estimateTokens, firstChoice, isRecord, keptHeaders, readJsonBody, relayChat, writeJson, writeRaw } from "./vendor-relay.js";
+import { estimateTokens, isRecord, readJsonBody, relayForChoice, writeJson, type ProviderErrors } from "./vendor-relay.js";
 
 export const GEMINI_PATH = /^\/(v1beta|v1)\/models\/([^/:]+):generateContent$/;
 
@@ -50,6 +50,8 @@ export function geminiStatus(status: number): string {
 function sendError(res: http.ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
   writeJson(res, status, { error: { code: status, message, status: geminiStatus(status) } }, headers);
 }
+
+const GEMINI_ERRORS: ProviderErrors = { isOwn: (json) => isRecord(json) && isRecord(json.error) && typeof json.error.status === "string", send: sendError };
 
 /** The minimum prompt implicit caching serves (Gemini 2.5 Flash 1024 tokens, Pro 4096). */
 function implicitCacheMinimum(model: string): number {
@@ -165,16 +167,9 @@ export class ScriptedGeminiRoutes {
     };
     this.log.push(entry);
 
-    const outcome = await relayChat(this.chatUrl(), chat, res);
-    if (outcome.kind === "client-gone") return;
-    if (outcome.kind === "dropped") return dropClient(res);
-    entry.status = outcome.status;
-    if (outcome.status >= 400) {
-      if (isRecord(outcome.json) && isRecord(outcome.json.error) && typeof outcome.json.error.status === "string") return writeRaw(res, outcome.status, outcome.text, keptHeaders(outcome.headers));
-      return sendError(res, outcome.status, chatErrorMessage(outcome.json) ?? `HTTP ${outcome.status}`, keptHeaders(outcome.headers));
-    }
-    const choice = firstChoice(outcome.json);
-    if (!choice) return writeRaw(res, outcome.status, outcome.text, { "content-type": outcome.headers.get("content-type") ?? "application/json" });
+    const { status, choice } = await relayForChoice(this.chatUrl(), chat, res, GEMINI_ERRORS);
+    entry.status = status;
+    if (!choice) return;
 
     const parts: Array<Record<string, unknown>> = [];
     const text = typeof choice.message.content === "string" ? choice.message.content : "";

@@ -95,6 +95,38 @@ export function keptHeaders(from: Headers): Record<string, string> {
 
 export { writeJson, writeRaw };
 
+export type ChatChoice = NonNullable<ReturnType<typeof firstChoice>>;
+
+/** How a provider's endpoint answers what is not a chat reply to translate. */
+export interface ProviderErrors {
+  /** Whether a scripted error body is already in the provider's own shape (a fault written for it): sent as it is. */
+  isOwn(json: unknown): boolean;
+  send(res: http.ServerResponse, status: number, message: string, headers: Record<string, string>): void;
+}
+
+/**
+ * Relay `chatBody` and settle every outcome but a chat reply: the client gone (nothing to
+ * send), a dropped connection (dropped here too), an error (in the provider's shape, its
+ * Retry-After kept), a raw reply of the scenario's (garbage, an HTML page: as it is). Returns
+ * the reply's status, and its first choice when there is one left to translate.
+ */
+export async function relayForChoice(url: string, chatBody: Record<string, unknown>, res: http.ServerResponse, errors: ProviderErrors): Promise<{ status: number; choice: ChatChoice | null }> {
+  const outcome = await relayChat(url, chatBody, res);
+  if (outcome.kind === "client-gone") return { status: 0, choice: null };
+  if (outcome.kind === "dropped") {
+    dropClient(res);
+    return { status: 0, choice: null };
+  }
+  if (outcome.status >= 400) {
+    if (errors.isOwn(outcome.json)) writeRaw(res, outcome.status, outcome.text, keptHeaders(outcome.headers));
+    else errors.send(res, outcome.status, chatErrorMessage(outcome.json) ?? `HTTP ${outcome.status}`, keptHeaders(outcome.headers));
+    return { status: outcome.status, choice: null };
+  }
+  const choice = firstChoice(outcome.json);
+  if (!choice) writeRaw(res, outcome.status, outcome.text, { "content-type": outcome.headers.get("content-type") ?? "application/json" });
+  return { status: outcome.status, choice };
+}
+
 /** Four characters a token, as the scripted chat-completions route counts. */
 export function estimateTokens(chars: number): number {
   return Math.ceil(chars / 4);
