@@ -23,6 +23,7 @@ export interface GeminiCallLog {
   apiKey: string | null;
   promptTokens: number;
   candidatesTokens: number;
+  thoughtsTokens: number;
   cachedTokens: number;
   /** How JSON was asked for: a forced function call, a response schema, or neither. */
   structured: "functionCall" | "responseSchema" | "none";
@@ -114,6 +115,11 @@ export class ScriptedGeminiRoutes {
   private cache = new Map<number, SimulatedPromptCache>();
   /** Implicit caching is on for Gemini 2.5 models by default; a test may turn it off. */
   implicitCaching = true;
+  /**
+   * Thought tokens each reply states (`usageMetadata.thoughtsTokenCount`, billed as output
+   * and outside `candidatesTokenCount`, as Gemini 2.5's thinking reports them); 0: none stated.
+   */
+  thoughtsTokens = 0;
 
   constructor(private readonly chatUrl: () => string) {}
 
@@ -124,6 +130,8 @@ export class ScriptedGeminiRoutes {
   reset(): void {
     this.log = [];
     this.cache = new Map();
+    this.implicitCaching = true;
+    this.thoughtsTokens = 0;
   }
 
   private cachedTokens(model: string, messages: unknown[], promptTokens: number): number {
@@ -160,6 +168,7 @@ export class ScriptedGeminiRoutes {
       apiKey,
       promptTokens: 0,
       candidatesTokens: 0,
+      thoughtsTokens: 0,
       cachedTokens: 0,
       structured: structuredMode(body),
       images: (chat.messages as Array<{ content: unknown }>).reduce((n, m) => n + (Array.isArray(m.content) ? m.content.filter((p: { type?: string }) => p.type === "image_url").length : 0), 0),
@@ -188,14 +197,16 @@ export class ScriptedGeminiRoutes {
     const promptTokens = typeof choice.usage.prompt_tokens === "number" ? choice.usage.prompt_tokens : 0;
     const candidatesTokens = typeof choice.usage.completion_tokens === "number" ? choice.usage.completion_tokens : estimateTokens(text.length);
     const cachedTokens = this.cachedTokens(model, chat.messages as unknown[], promptTokens);
-    Object.assign(entry, { promptTokens, candidatesTokens, cachedTokens });
+    const thoughtsTokens = this.thoughtsTokens;
+    Object.assign(entry, { promptTokens, candidatesTokens, thoughtsTokens, cachedTokens });
     writeJson(res, 200, {
       candidates: [{ content: { role: "model", parts }, finishReason: choice.finishReason === "length" ? "MAX_TOKENS" : "STOP", index: 0 }],
       usageMetadata: {
         promptTokenCount: promptTokens,
         candidatesTokenCount: candidatesTokens,
-        totalTokenCount: promptTokens + candidatesTokens,
+        totalTokenCount: promptTokens + candidatesTokens + thoughtsTokens,
         ...(cachedTokens > 0 ? { cachedContentTokenCount: cachedTokens } : {}),
+        ...(thoughtsTokens > 0 ? { thoughtsTokenCount: thoughtsTokens } : {}),
       },
       modelVersion: model,
       responseId: `scripted-${this.log.length}`,

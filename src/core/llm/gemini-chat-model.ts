@@ -20,6 +20,23 @@ export class AbortableChatGoogleGenerativeAI extends ChatGoogleGenerativeAI {
 
   override async completionWithRetry(...args: Parameters<ChatGoogleGenerativeAI["completionWithRetry"]>): ReturnType<ChatGoogleGenerativeAI["completionWithRetry"]> {
     const [request, options] = args;
-    return super.completionWithRetry(request, options ?? { signal: callSignal.getStore() });
+    const res = await super.completionWithRetry(request, options ?? { signal: callSignal.getStore() });
+    countThoughtsAsOutput(res.response.usageMetadata);
+    return res;
   }
+}
+
+/**
+ * Gemini 2.5 models think by default, and bill the thought tokens as output; the reply
+ * states them apart (`usageMetadata.thoughtsTokenCount`, outside `candidatesTokenCount`),
+ * and @langchain/google-genai 2.3 reads only the candidates into `output_tokens`. Folded in
+ * here, the output tokens and their cost are what Google bills (`totalTokenCount` already
+ * counts them).
+ */
+export function countThoughtsAsOutput(usage: { candidatesTokenCount?: number; thoughtsTokenCount?: number } | undefined): void {
+  const thoughts = usage?.thoughtsTokenCount;
+  if (!usage || typeof thoughts !== "number" || !Number.isFinite(thoughts) || thoughts <= 0) return;
+  usage.candidatesTokenCount = (usage.candidatesTokenCount ?? 0) + thoughts;
+  // Counted once, however often the response is read.
+  usage.thoughtsTokenCount = 0;
 }

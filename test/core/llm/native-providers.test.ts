@@ -144,6 +144,15 @@ describe("Gemini through @langchain/google-genai (scripted generateContent)", ()
     expect(servers.model.stats().log.filter((l) => l.fault === "hang").every((l) => l.disconnected)).toBe(true);
   });
 
+  it("bills Gemini's thought tokens as output (thoughtsTokenCount, outside candidatesTokenCount)", async () => {
+    servers.model.vendors.gemini.thoughtsTokens = 40;
+    const result = await runCase({ ...allOn(FLASH), MEDMMV_PRICES: JSON.stringify({ "gemini-2.5-flash": { input: 0.3, output: 2.5 } }) }, { k: 2 });
+    expect(result.status).toBe("completed");
+    const calls = servers.model.vendors.gemini.calls();
+    expect(result.usage.completionTokens).toBe(calls.reduce((n, c) => n + c.candidatesTokens + 40, 0));
+    expect(result.usage.costUsd).toBeCloseTo(calls.reduce((n, c) => n + callCostUsd({ input: 0.3, output: 2.5 }, c.promptTokens, c.cachedTokens, c.candidatesTokens + 40), 0), 5);
+  });
+
   it("retries a 503 UNAVAILABLE, and the case completes", async () => {
     servers.model.addFault({ kind: "status", status: 503, agent: "rollout", times: 1 });
     const result = await runCase(allOn(FLASH), { k: 2 });
