@@ -9,6 +9,7 @@ import type { PreparedCase } from "../../../src/core/contracts/clinical-case.js"
 import { Pipeline, pipelineOptions, type PipelineOverrides } from "../../../src/core/workflow/pipeline.js";
 import { DiagnosisResult } from "../../../src/core/contracts/diagnosis-result.js";
 import { callCostUsd } from "../../../src/core/llm/usage.js";
+import { formatSummary } from "../../../src/cli/format-summary.js";
 
 /**
  * The same MedQA-style case through LangChain's own integrations, `@langchain/anthropic`
@@ -174,6 +175,8 @@ describe("a mixed-vendor panel", () => {
     expect(rollouts.map((l) => l.model).sort()).toEqual(["claude-sonnet-4-5", "gemini-2.5-flash", "scripted-executor"]);
     expect(servers.model.vendors.anthropic.calls()).toHaveLength(1);
     expect(servers.model.vendors.gemini.calls()).toHaveLength(1);
+    // The CLI's summary says which model gave which answer.
+    expect(formatSummary(result)).toContain(`Rollout models: B ${models[0]}; A ${models[1]}; B ${models[2]}`);
   });
 
   it("prices each call at its own model's rate (prices keyed by the prefixed or the provider's own name)", async () => {
