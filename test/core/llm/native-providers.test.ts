@@ -93,6 +93,17 @@ describe("Anthropic through @langchain/anthropic (scripted Messages API)", () =>
     expect(result.provenance.failures).toEqual([]);
   });
 
+  it("reads Anthropic's retry-after on a 429: one beyond our limit fails the call at once, naming the wait", async () => {
+    servers.model.addFault({ kind: "status", status: 429, retryAfterSec: 90 });
+    const result = await runCase({ ...allOn(SONNET), MEDMMV_LLM_MAX_RETRY_AFTER_MS: "5000" }, { k: 2 });
+    expect(result.status).toBe("failed");
+    const failures = result.provenance.failures ?? [];
+    expect(failures.length).toBeGreaterThan(0);
+    for (const f of failures) expect(f.message).toMatch(/asked to retry after 90 s/);
+    // One call per branch: the wait was read from the reply, not guessed by retrying.
+    expect(servers.model.vendors.anthropic.calls()).toHaveLength(failures.length);
+  });
+
   it("re-asks after a reply that is not the tool call (prose), and the case completes", async () => {
     servers.model.addFault({ kind: "malformed-json", agent: "rollout", times: 1 });
     const result = await runCase(allOn(SONNET), { k: 2 });
