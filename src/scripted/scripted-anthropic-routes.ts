@@ -10,12 +10,14 @@
  */
 import type http from "node:http";
 import { AnthropicPromptCache, countBreakpoints, MAX_CACHE_BREAKPOINTS } from "./anthropic-prompt-cache.js";
-import { estimateTokens, isRecord, readJsonBody, relayForChoice, writeJson, type ProviderErrors } from "./vendor-relay.js";
+import { agentOf, estimateTokens, isRecord, readJsonBody, relayForChoice, writeJson, type ProviderErrors } from "./vendor-relay.js";
 
 export const ANTHROPIC_MESSAGES_PATH = "/v1/messages";
 
 /** One Messages call as the scripted endpoint saw it. */
 export interface AnthropicCallLog {
+  /** The medmmv agent the prompt names (as the scripted chat route routes it). */
+  agent: string;
   model: string;
   status: number;
   apiKey: string | null;
@@ -160,11 +162,12 @@ export class ScriptedAnthropicRoutes {
     const problem = invalid(body);
     if (problem) return sendError(res, 400, problem);
     const model = body.model as string;
-    const entry: AnthropicCallLog = { model, status: 0, apiKey, version, breakpoints: countBreakpoints(body), inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheCreationTokens: 0, content: [], images: 0 };
+    const chat = toChatRequest(body);
+    const entry: AnthropicCallLog = { agent: agentOf(chat.messages as Array<Record<string, unknown>>), model, status: 0, apiKey, version, breakpoints: countBreakpoints(body), inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheCreationTokens: 0, content: [], images: 0 };
     entry.images = (body.messages as Array<Record<string, unknown>>).reduce((n, m) => n + toChatParts(m.content).filter((p) => p.type === "image_url").length, 0);
     this.log.push(entry);
 
-    const { status, choice } = await relayForChoice(this.chatUrl(), toChatRequest(body), res, ANTHROPIC_ERRORS);
+    const { status, choice } = await relayForChoice(this.chatUrl(), chat, res, ANTHROPIC_ERRORS);
     entry.status = status;
     if (!choice) return;
 

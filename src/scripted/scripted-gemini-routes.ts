@@ -13,11 +13,13 @@
  */
 import type http from "node:http";
 import { SimulatedPromptCache } from "./prompt-cache.js";
-import { estimateTokens, isRecord, readJsonBody, relayForChoice, writeJson, type ProviderErrors } from "./vendor-relay.js";
+import { agentOf, estimateTokens, isRecord, readJsonBody, relayForChoice, writeJson, type ProviderErrors } from "./vendor-relay.js";
 
 export const GEMINI_PATH = /^\/(v1beta|v1)\/models\/([^/:]+):generateContent$/;
 
 export interface GeminiCallLog {
+  /** The medmmv agent the prompt names (as the scripted chat route routes it). */
+  agent: string;
   model: string;
   status: number;
   apiKey: string | null;
@@ -163,6 +165,7 @@ export class ScriptedGeminiRoutes {
     if (problem) return sendError(res, 400, problem);
     const chat = toChatRequest(model, body);
     const entry: GeminiCallLog = {
+      agent: agentOf(chat.messages as Array<Record<string, unknown>>),
       model,
       status: 0,
       apiKey,

@@ -127,6 +127,18 @@ export async function relayForChoice(url: string, chatBody: Record<string, unkno
   return { status: outcome.status, choice };
 }
 
+const MARKER = /medmmv-agent:\s*([a-z0-9-]+)/;
+
+/**
+ * The agent a chat request is for, as the scripted chat route routes it (the marker in the
+ * system message first, then anywhere): for the providers' own call logs.
+ */
+export function agentOf(messages: ReadonlyArray<Record<string, unknown>>): string {
+  const text = (m: Record<string, unknown>) => (typeof m.content === "string" ? m.content : Array.isArray(m.content) ? m.content.map((p: { text?: unknown }) => (typeof p.text === "string" ? p.text : "")).join("\n") : "");
+  const found = MARKER.exec(messages.filter((m) => m.role === "system").map(text).join("\n")) ?? MARKER.exec(messages.map(text).join("\n"));
+  return found?.[1] ?? "unknown";
+}
+
 /** Four characters a token, as the scripted chat-completions route counts. */
 export function estimateTokens(chars: number): number {
   return Math.ceil(chars / 4);
