@@ -10,7 +10,7 @@
  */
 import type http from "node:http";
 import { AnthropicPromptCache, countBreakpoints, MAX_CACHE_BREAKPOINTS } from "./anthropic-prompt-cache.js";
-import { agentOf, estimateTokens, isRecord, readJsonBody, relayForChoice, writeJson, type ProviderErrors } from "./vendor-relay.js";
+import { agentOf, countImages, estimateTokens, replyParts, isRecord, readJsonBody, relayForChoice, writeJson, type ProviderErrors } from "./vendor-relay.js";
 
 export const ANTHROPIC_MESSAGES_PATH = "/v1/messages";
 
@@ -163,8 +163,8 @@ export class ScriptedAnthropicRoutes {
     if (problem) return sendError(res, 400, problem);
     const model = body.model as string;
     const chat = toChatRequest(body);
-    const entry: AnthropicCallLog = { agent: agentOf(chat.messages as Array<Record<string, unknown>>), model, status: 0, apiKey, version, breakpoints: countBreakpoints(body), inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheCreationTokens: 0, content: [], images: 0 };
-    entry.images = (body.messages as Array<Record<string, unknown>>).reduce((n, m) => n + toChatParts(m.content).filter((p) => p.type === "image_url").length, 0);
+    const messages = chat.messages as Array<Record<string, unknown>>;
+    const entry: AnthropicCallLog = { agent: agentOf(messages), model, status: 0, apiKey, version, breakpoints: countBreakpoints(body), inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheCreationTokens: 0, content: [], images: countImages(messages) };
     this.log.push(entry);
 
     const { status, choice } = await relayForChoice(this.chatUrl(), chat, res, ANTHROPIC_ERRORS);
@@ -172,21 +172,10 @@ export class ScriptedAnthropicRoutes {
     if (!choice) return;
 
     const content: Array<Record<string, unknown>> = [];
-    const text = typeof choice.message.content === "string" ? choice.message.content : "";
+    const { text, calls } = replyParts(choice);
     if (text) content.push({ type: "text", text });
-    const calls = Array.isArray(choice.message.tool_calls) ? choice.message.tool_calls.filter(isRecord) : [];
-    for (const [i, c] of calls.entries()) {
-      const fn = isRecord(c.function) ? c.function : {};
-      let input: unknown;
-      try {
-        input = JSON.parse(String(fn.arguments));
-      } catch {
-        input = undefined;
-      }
-      // Claude's tool input is always a JSON object; arguments that are not one come back as the text they are.
-      if (isRecord(input)) content.push({ type: "tool_use", id: `toolu_scripted_${requestCounter}_${i}`, name: String(fn.name), input });
-      else content.push({ type: "text", text: String(fn.arguments) });
-    }
+    // Claude's tool input is always a JSON object; arguments that are not one come back as the text they are.
+    for (const [i, c] of calls.entries()) content.push(c.args ? { type: "tool_use", id: `toolu_scripted_${requestCounter}_${i}`, name: c.name, input: c.args } : { type: "text", text: c.raw });
     const stopReason = choice.finishReason === "length" ? "max_tokens" : content.some((b) => b.type === "tool_use") ? "tool_use" : "end_turn";
     const usage = this.cache.use(model, body);
     const outputTokens = typeof choice.usage.completion_tokens === "number" ? choice.usage.completion_tokens : estimateTokens(text.length);

@@ -13,7 +13,7 @@
  */
 import type http from "node:http";
 import { SimulatedPromptCache } from "./prompt-cache.js";
-import { agentOf, estimateTokens, isRecord, readJsonBody, relayForChoice, writeJson, type ProviderErrors } from "./vendor-relay.js";
+import { agentOf, countImages, estimateTokens, replyParts, isRecord, readJsonBody, relayForChoice, writeJson, type ProviderErrors } from "./vendor-relay.js";
 
 export const GEMINI_PATH = /^\/(v1beta|v1)\/models\/([^/:]+):generateContent$/;
 
@@ -174,7 +174,7 @@ export class ScriptedGeminiRoutes {
       thoughtsTokens: 0,
       cachedTokens: 0,
       structured: structuredMode(body),
-      images: (chat.messages as Array<{ content: unknown }>).reduce((n, m) => n + (Array.isArray(m.content) ? m.content.filter((p: { type?: string }) => p.type === "image_url").length : 0), 0),
+      images: countImages(chat.messages as Array<Record<string, unknown>>),
       temperature: typeof chat.temperature === "number" ? chat.temperature : null,
     };
     this.log.push(entry);
@@ -184,19 +184,10 @@ export class ScriptedGeminiRoutes {
     if (!choice) return;
 
     const parts: Array<Record<string, unknown>> = [];
-    const text = typeof choice.message.content === "string" ? choice.message.content : "";
+    const { text, calls } = replyParts(choice);
     if (text) parts.push({ text });
-    for (const c of Array.isArray(choice.message.tool_calls) ? choice.message.tool_calls.filter(isRecord) : []) {
-      const fn = isRecord(c.function) ? c.function : {};
-      let args: unknown;
-      try {
-        args = JSON.parse(String(fn.arguments));
-      } catch {
-        args = undefined;
-      }
-      // Gemini's function-call arguments are always an object; anything else comes back as text.
-      parts.push(isRecord(args) ? { functionCall: { name: String(fn.name), args } } : { text: String(fn.arguments) });
-    }
+    // Gemini's function-call arguments are always an object; anything else comes back as text.
+    for (const c of calls) parts.push(c.args ? { functionCall: { name: c.name, args: c.args } } : { text: c.raw });
     const promptTokens = typeof choice.usage.prompt_tokens === "number" ? choice.usage.prompt_tokens : 0;
     const candidatesTokens = typeof choice.usage.completion_tokens === "number" ? choice.usage.completion_tokens : estimateTokens(text.length);
     const cachedTokens = this.cachedTokens(model, chat.messages as unknown[], promptTokens);

@@ -127,6 +127,28 @@ export async function relayForChoice(url: string, chatBody: Record<string, unkno
   return { status: outcome.status, choice };
 }
 
+/** The reply's text, and its tool calls with their arguments parsed (null: not a JSON object, as no real provider would send). */
+export function replyParts(choice: ChatChoice): { text: string; calls: Array<{ name: string; args: Record<string, unknown> | null; raw: string }> } {
+  const text = typeof choice.message.content === "string" ? choice.message.content : "";
+  const calls = (Array.isArray(choice.message.tool_calls) ? choice.message.tool_calls.filter(isRecord) : []).map((c) => {
+    const fn = isRecord(c.function) ? c.function : {};
+    const raw = String(fn.arguments);
+    let args: unknown;
+    try {
+      args = JSON.parse(raw);
+    } catch {
+      args = undefined;
+    }
+    return { name: String(fn.name), args: isRecord(args) ? args : null, raw };
+  });
+  return { text, calls };
+}
+
+/** Image parts in chat-completions messages. */
+export function countImages(messages: ReadonlyArray<Record<string, unknown>>): number {
+  return messages.reduce((n, m) => n + (Array.isArray(m.content) ? m.content.filter((p: { type?: unknown }) => p.type === "image_url").length : 0), 0);
+}
+
 const MARKER = /medmmv-agent:\s*([a-z0-9-]+)/;
 
 /**
