@@ -37,6 +37,9 @@ export function formatSummary(r: DiagnosisResult): string {
     `Evidence: ${g?.nodes?.length ?? 0} nodes, ${g?.edges?.length ?? 0} edges in the selected path's subgraph; web search ${r.provenance.search?.enabled ? (r.provenance.search.provider === "local" ? "on (local corpus, offline)" : "on") : `off (${r.provenance.search?.note ?? "disabled"})`}`,
   );
   out.push(`Stability: rollouts ${r.stability.rolloutAnswers.map((a) => a ?? "×").join(" ")}  RGM ${num(r.stability.rgm)}  entropy ${num(r.stability.entropy)}`);
+  // A mixed panel: which model gave which rollout answer.
+  const rolloutModels = r.provenance.rolloutModels ?? [];
+  if (new Set(rolloutModels).size > 1) out.push(`Rollout models: ${rolloutModels.map((m, i) => `${r.stability.rolloutAnswers[i] ?? "×"} ${m}`).join("; ")}`);
   const u = r.usage;
   out.push(`Usage: ${u.llmCalls} model calls, ${u.searchCalls} searches, ${u.promptTokens}+${u.completionTokens} tokens (${u.cachedPromptTokens ?? 0} prompt tokens from the provider's cache), ${((u.imageBytes ?? 0) / 1024).toFixed(1)} KiB of images sent${u.imageTokens ? ` (${u.imageTokens} image tokens)` : ""}, $${u.costUsd.toFixed(4)}, ${(u.wallMs / 1000).toFixed(1)} s (critical path ${u.criticalPathCalls ?? "?"} calls)`);
   const costly = Object.entries(u.byAgent).filter(([, a]) => (a.costUsd ?? 0) > 0);

@@ -2067,6 +2067,11 @@ export interface operations {
                                 code: string;
                                 message: string;
                             };
+                            models?: {
+                                rollouts: string[];
+                                verdicts: string | null;
+                                repairs: string | null;
+                            };
                         }[];
                         stability: {
                             rolloutAnswers: (string | null)[];
@@ -2121,6 +2126,7 @@ export interface operations {
                             models: {
                                 [key: string]: string;
                             };
+                            rolloutModels?: string[];
                             prompts: {
                                 [key: string]: string;
                             };
@@ -2880,6 +2886,11 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 };
+                                models?: {
+                                    rollouts: string[];
+                                    verdicts: string | null;
+                                    repairs: string | null;
+                                };
                             }[];
                             stability: {
                                 rolloutAnswers: (string | null)[];
@@ -2934,6 +2945,7 @@ export interface operations {
                                 models: {
                                     [key: string]: string;
                                 };
+                                rolloutModels?: string[];
                                 prompts: {
                                     [key: string]: string;
                                 };

@@ -5,6 +5,7 @@ import { describeZodIssues } from "./contracts/zod-issues.js";
 import { FHIR_DEFAULTS } from "./intake/fhir/bundle-to-case.js";
 import { defaultRedisPrefix, deploymentId } from "./deployment-identity.js";
 import { catalogPrices, ModelProfileOverrides, REASONING_EFFORTS, type ReasoningEffort } from "./llm/model-profile.js";
+import { parseModelSpec, priceOf, type ModelProvider } from "./llm/model-spec.js";
 
 /**
  * The one place that reads the environment (docs/architecture.md#house-style). Everything else receives a
@@ -24,9 +25,20 @@ export const MIN_SECRET_CHARS = 32;
 export const EnvSchema = z.object({
   OPENAI_API_KEY: z.string().optional().describe("API key of the OpenAI-compatible endpoint. Without it (a local server) no Authorization header is sent."),
   OPENAI_BASE_URL: z.string().url().optional().describe("Base URL of the OpenAI-compatible endpoint, ending in /v1 (vLLM, Ollama, LM Studio, …). Unset: https://api.openai.com/v1."),
-  MEDMMV_MODEL: z.string().optional().describe("Executor model (rollouts, repair). Vision and judge default to it. With Azure: a deployment name."),
-  MEDMMV_VISION_MODEL: z.string().optional().describe("Vision model (ImageDoctor); default MEDMMV_MODEL."),
-  MEDMMV_JUDGE_MODEL: z.string().optional().describe("Judge model (hallucination detector, coherence judge, raters); default MEDMMV_MODEL."),
+  MEDMMV_MODEL: z.string().optional().describe("Executor model (rollouts, repair). Vision and judge default to it. With Azure: a deployment name. A provider prefix, as LangChain's initChatModel names models, picks LangChain's own integration: anthropic:claude-…, google-genai:gemini-…; openai:… and azure_openai:… name the OpenAI-compatible endpoint and Azure. No prefix: the OpenAI-compatible endpoint (Azure when AZURE_OPENAI_API_KEY is set)."),
+  MEDMMV_VISION_MODEL: z.string().optional().describe("Vision model (ImageDoctor); default MEDMMV_MODEL. May name another provider (prefix as in MEDMMV_MODEL)."),
+  MEDMMV_JUDGE_MODEL: z.string().optional().describe("Judge model (hallucination detector, coherence judge, raters); default MEDMMV_MODEL. May name another provider (prefix as in MEDMMV_MODEL)."),
+  MEDMMV_ROLLOUT_MODELS: z.string().optional().describe("Comma-separated models (each may carry a provider prefix) the k rollouts are spread over, round-robin: rollout i runs on model i mod n. Unset: every rollout runs on MEDMMV_MODEL. Each runs on its provider's endpoint and key (the executor's own MEDMMV_EXECUTOR_* settings where it is the executor's model)."),
+  ANTHROPIC_API_KEY: z.string().optional().describe("API key for anthropic:… models (Anthropic's Messages API through @langchain/anthropic)."),
+  ANTHROPIC_BASE_URL: z.string().url().optional().describe("Base URL of the Anthropic Messages API for anthropic:… models (a proxy or a test server), without /v1. Unset: https://api.anthropic.com."),
+  GOOGLE_API_KEY: z.string().optional().describe("API key for google-genai:… models (the Gemini API through @langchain/google-genai)."),
+  GOOGLE_GENAI_BASE_URL: z.string().url().optional().describe("Base URL of the Gemini API for google-genai:… models (a proxy or a test server), without /v1beta. Unset: https://generativelanguage.googleapis.com."),
+  MEDMMV_EXECUTOR_BASE_URL: z.string().url().optional().describe("The executor's own endpoint, overriding its provider's (OPENAI_BASE_URL, ANTHROPIC_BASE_URL or GOOGLE_GENAI_BASE_URL) for this role only."),
+  MEDMMV_EXECUTOR_API_KEY: z.string().optional().describe("The executor's own API key, overriding its provider's key for this role only."),
+  MEDMMV_VISION_BASE_URL: z.string().url().optional().describe("The vision role's own endpoint, overriding its provider's for this role only (a mixed-vendor panel: e.g. MEDMMV_VISION_MODEL=google-genai:gemini-2.5-flash with its own URL)."),
+  MEDMMV_VISION_API_KEY: z.string().optional().describe("The vision role's own API key, overriding its provider's key for this role only."),
+  MEDMMV_JUDGE_BASE_URL: z.string().url().optional().describe("The judge role's own endpoint, overriding its provider's for this role only."),
+  MEDMMV_JUDGE_API_KEY: z.string().optional().describe("The judge role's own API key, overriding its provider's key for this role only."),
   MEDMMV_STRUCTURED_OUTPUT: z.enum(["jsonSchema", "functionCalling", "jsonMode"]).default("jsonSchema").describe("How structured output is requested: response_format json_schema, a forced tool call, or json_object with the schema in the prompt. Pick what your server supports."),
   MEDMMV_MODEL_PROFILES: z.string().optional().describe("JSON object of model profiles, by model name, overriding what models.dev's catalog says (or filling in for a self-hosted model it does not know): { \"name\": { \"temperature\": false, \"tokenParameter\": \"max_completion_tokens\", \"reasoning\": true, \"structuredOutput\": [\"functionCalling\", \"jsonMode\"], \"imagesPerRequest\": 1, \"contextWindow\": 32768, \"outputLimit\": 8192 } } (every field optional; docs/models.md)."),
   MEDMMV_MODEL_PROFILES_FILE: z.string().optional().describe("A JSON file of model profiles in the MEDMMV_MODEL_PROFILES format; MEDMMV_MODEL_PROFILES entries override its models."),
@@ -164,6 +176,14 @@ export interface Config {
     profiles?: ModelProfileOverrides;
     /** reasoning_effort per role, sent to reasoning models only; null: the model's default. */
     reasoningEffort?: Record<"executor" | "vision" | "judge", ReasoningEffort | null>;
+    /** anthropic:… models (Messages API): key and base URL (null: the SDK's default, api.anthropic.com). */
+    anthropic: { apiKey: string | null; baseUrl: string | null };
+    /** google-genai:… models (Gemini API): key and base URL (null: the SDK's default). */
+    google: { apiKey: string | null; baseUrl: string | null };
+    /** A role's own endpoint and key, overriding its provider's for that role only (null: the provider's). */
+    roleEndpoints: Record<"executor" | "vision" | "judge", { baseUrl: string | null; apiKey: string | null }>;
+    /** Models the k rollouts are spread over, round-robin; empty: all on the executor's. */
+    rolloutModels: string[];
   };
   search: {
     /** Known at boot; "none" with `auto` may still become "local" once the store shows an indexed corpus. */
@@ -234,14 +254,14 @@ export function pathwaysDirFromEnv(env: Record<string, string | undefined> = pro
 
 /** `config` with models.dev's prices added for `models` it does not price yet (what the configuration states wins). */
 export function withCatalogPrices(config: Config, models: readonly string[]): Config {
-  const missing = models.filter((m) => !config.llm.prices[m]);
+  const missing = models.filter((m) => !priceOf(config.llm.prices, m));
   if (!missing.length) return config;
   return { ...config, llm: { ...config.llm, prices: { ...catalogPrices(missing), ...config.llm.prices } } };
 }
 
 /** The models (null: none configured) that have no price: their calls would cost 0 against a dollar budget. */
 export function unpricedModels(models: ReadonlyArray<string | null>, prices: Prices): string[] {
-  return [...new Set(models)].filter((m): m is string => m !== null && !prices[m]);
+  return [...new Set(models)].filter((m): m is string => m !== null && !priceOf(prices, m));
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -262,13 +282,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new MedmmvError("CONFIG_INVALID", "invalid configuration: MEDMMV_CDS_JWKS is set but MEDMMV_PUBLIC_URL is not; set it to this service's base URL as the EHR calls it (the CDS Hooks JWT audience is <MEDMMV_PUBLIC_URL>/cds-services/medmmv-diagnosis)");
   }
   const executor = e.MEDMMV_MODEL ?? (e.AZURE_OPENAI_API_KEY ? e.AZURE_OPENAI_API_DEPLOYMENT_NAME : undefined) ?? null;
-  const configuredModels = [executor, e.MEDMMV_VISION_MODEL ?? executor, e.MEDMMV_JUDGE_MODEL ?? executor];
+  const configuredModels = [executor, e.MEDMMV_VISION_MODEL ?? executor, e.MEDMMV_JUDGE_MODEL ?? executor, ...csvList(e.MEDMMV_ROLLOUT_MODELS)];
   // models.dev's prices for the models it knows; MEDMMV_PRICES(_FILE) override them. An unknown model has none.
-  const prices: Prices = {
-    ...catalogPrices(configuredModels),
+  const statedPrices: Prices = {
     ...(e.MEDMMV_PRICES_FILE ? parsePrices(readPricesFile(e.MEDMMV_PRICES_FILE), `MEDMMV_PRICES_FILE (${e.MEDMMV_PRICES_FILE})`) : {}),
     ...(e.MEDMMV_PRICES ? parsePrices(e.MEDMMV_PRICES, "MEDMMV_PRICES") : {}),
   };
+  // A price stated for a model, under its full name or without its provider prefix, wins over the catalog's.
+  const prices: Prices = { ...catalogPrices(configuredModels.filter((m) => m !== null && !priceOf(statedPrices, m))), ...statedPrices };
   if (e.MEDMMV_SEARCH === "tavily" && !e.TAVILY_API_KEY)
     throw new MedmmvError("CONFIG_MISSING", "MEDMMV_SEARCH=tavily needs TAVILY_API_KEY (or choose MEDMMV_SEARCH=local for the offline corpus, or none)");
   if (e.AZURE_OPENAI_API_KEY && !e.AZURE_OPENAI_API_INSTANCE_NAME && !e.AZURE_OPENAI_ENDPOINT)
@@ -283,6 +304,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const unpriced = unpricedModels(configuredModels, prices);
     if (unpriced.length) throw new MedmmvError("CONFIG_INVALID", `MEDMMV_CASE_MAX_COST_USD needs prices for ${unpriced.join(", ")} (MEDMMV_PRICES or MEDMMV_PRICES_FILE), or use MEDMMV_CASE_MAX_TOKENS`);
   }
+  const rolloutModels = csvList(e.MEDMMV_ROLLOUT_MODELS);
+  const roleEndpoints = {
+    executor: { baseUrl: e.MEDMMV_EXECUTOR_BASE_URL?.replace(/\/+$/, "") ?? null, apiKey: e.MEDMMV_EXECUTOR_API_KEY ?? null },
+    vision: { baseUrl: e.MEDMMV_VISION_BASE_URL?.replace(/\/+$/, "") ?? null, apiKey: e.MEDMMV_VISION_API_KEY ?? null },
+    judge: { baseUrl: e.MEDMMV_JUDGE_BASE_URL?.replace(/\/+$/, "") ?? null, apiKey: e.MEDMMV_JUDGE_API_KEY ?? null },
+  };
+  assertProviderKeys(
+    [
+      { variable: "MEDMMV_MODEL", spec: executor, ...roleEndpoints.executor, role: "EXECUTOR" },
+      { variable: "MEDMMV_VISION_MODEL", spec: e.MEDMMV_VISION_MODEL ?? executor, ...roleEndpoints.vision, role: "VISION" },
+      { variable: "MEDMMV_JUDGE_MODEL", spec: e.MEDMMV_JUDGE_MODEL ?? executor, ...roleEndpoints.judge, role: "JUDGE" },
+      ...rolloutModels.map((spec) => ({ variable: "MEDMMV_ROLLOUT_MODELS", spec, ...(spec === executor ? { ...roleEndpoints.executor, role: "EXECUTOR" } : { baseUrl: null, apiKey: null }) })),
+    ],
+    { anthropic: e.ANTHROPIC_API_KEY ?? null, "google-genai": e.GOOGLE_API_KEY ?? null, azure_openai: e.AZURE_OPENAI_API_KEY ?? null },
+  );
   const w = e.MEDMMV_CU_WEIGHTS;
   return {
     llm: {
@@ -309,6 +345,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         ...(e.MEDMMV_MODEL_PROFILES ? parseProfiles(e.MEDMMV_MODEL_PROFILES, "MEDMMV_MODEL_PROFILES") : {}),
       },
       reasoningEffort: parseReasoningEffort(e.MEDMMV_REASONING_EFFORT),
+      anthropic: { apiKey: e.ANTHROPIC_API_KEY ?? null, baseUrl: e.ANTHROPIC_BASE_URL?.replace(/\/+$/, "") ?? null },
+      google: { apiKey: e.GOOGLE_API_KEY ?? null, baseUrl: e.GOOGLE_GENAI_BASE_URL?.replace(/\/+$/, "") ?? null },
+      roleEndpoints,
+      rolloutModels,
     },
     search: {
       provider: e.MEDMMV_SEARCH ?? (e.TAVILY_API_KEY ? "tavily" : "none"),
@@ -444,6 +484,34 @@ function storeOf(e: { DATABASE_URL?: string; MEDMMV_DATA_DIR: string }): Config[
   return { databaseUrl: e.DATABASE_URL ?? null, dataDir: e.MEDMMV_DATA_DIR };
 }
 
+/** The variable that holds each keyed provider's key, for messages that say what to set. */
+export const PROVIDER_KEY_VARIABLE: Record<Exclude<ModelProvider, "openai">, string> = {
+  anthropic: "ANTHROPIC_API_KEY",
+  "google-genai": "GOOGLE_API_KEY",
+  azure_openai: "AZURE_OPENAI_API_KEY",
+};
+
+/**
+ * Anthropic, Gemini and Azure refuse every request without a key: a model named for one of
+ * them with no key anywhere is a configuration error at start, not a 401 on the first case.
+ * A role with its own endpoint gets only its own key (a provider's key is never sent to
+ * another endpoint), so such a role needs that key too. (An OpenAI-compatible server may
+ * need none: vLLM and Ollama run keyless.)
+ */
+function assertProviderKeys(
+  models: Array<{ variable: string; spec: string | null; baseUrl: string | null; apiKey: string | null; role?: string }>,
+  keys: Record<Exclude<ModelProvider, "openai">, string | null>,
+): void {
+  for (const { variable, spec, baseUrl, apiKey, role } of models) {
+    if (!spec) continue;
+    const { provider } = parseModelSpec(spec);
+    if (provider === null || provider === "openai" || apiKey !== null) continue;
+    if (baseUrl !== null)
+      throw new MedmmvError("CONFIG_MISSING", `MEDMMV_${role}_BASE_URL is set for ${spec}: set MEDMMV_${role}_API_KEY too (${PROVIDER_KEY_VARIABLE[provider]} is not sent to a role's own endpoint)`);
+    if (keys[provider] === null) throw new MedmmvError("CONFIG_MISSING", `${variable} names ${spec}: set ${PROVIDER_KEY_VARIABLE[provider]}${role ? ` (or the role's own MEDMMV_${role}_API_KEY)` : ""}`);
+  }
+}
+
 function csvList(v: string | undefined): string[] {
   return (v ?? "").split(",").map((s) => s.trim()).filter(Boolean);
 }
@@ -462,7 +530,18 @@ export function assertWorkersSupported(config: Config, workers: number): void {
 export function assertLlmConfigured(config: Config): void {
   const missing: string[] = [];
   if (!config.llm.models.executor) missing.push("MEDMMV_MODEL");
-  if (!config.llm.baseUrl && !config.llm.apiKey && !config.llm.azure) missing.push("OPENAI_BASE_URL (or OPENAI_API_KEY for api.openai.com)");
+  // The OpenAI-compatible endpoint is needed only by a model that goes there: a panel of
+  // anthropic:… and google-genai:… models (keys checked at load) needs none.
+  const l = config.llm;
+  const usesOpenAIEndpoint = (["executor", "vision", "judge"] as const).some((role) => {
+    const spec = l.models[role];
+    const p = spec ? parseModelSpec(spec).provider : null;
+    return spec !== null && (p === "openai" || (p === null && !l.azure)) && !l.roleEndpoints[role].baseUrl && !l.roleEndpoints[role].apiKey;
+  }) || l.rolloutModels.some((spec) => {
+    const p = parseModelSpec(spec).provider;
+    return p === "openai" || (p === null && !l.azure);
+  });
+  if ((usesOpenAIEndpoint || !l.models.executor) && !l.baseUrl && !l.apiKey && !(l.azure && !l.models.executor)) missing.push("OPENAI_BASE_URL (or OPENAI_API_KEY for api.openai.com)");
   if (missing.length)
     throw new MedmmvError(
       "MODEL_NOT_CONFIGURED",

@@ -61,6 +61,8 @@ export interface EvalMetrics {
   accuracyExcludingFailedCi?: Interval | null;
   /** stratum key → value → accuracy pooled over runs (n counts records). */
   strata: Record<string, Record<string, StratumCell>>;
+  /** MedMMV rollouts graded on their own answers, by the model each ran on (rollout-models.ts). */
+  rolloutsByModel?: Record<string, RolloutModelCell>;
   /** Mean RGM and final-answer entropy over records that have rollouts/samples. */
   rgm: number | null;
   entropy: number | null;
@@ -92,4 +94,15 @@ export interface EvalMetrics {
   reliability: { raters: string[]; overall: ReliabilitySummary; byRater: Record<string, ReliabilitySummary>; ratingFailures: number } | null;
   /** Robustness probes (docs/evaluation.md#robustness-probes); null (or absent, in older summaries) without probes. */
   robustness?: RobustnessSummary | null;
+}
+
+/** How one model's rollouts did over a run: each rollout's own answer against the gold answer. */
+export interface RolloutModelCell {
+  /** Rollouts sampled on the model (failed ones included). */
+  rollouts: number;
+  /** Rollouts that gave an answer. */
+  answered: number;
+  correct: number;
+  /** correct / rollouts; null without rollouts. */
+  accuracy: number | null;
 }

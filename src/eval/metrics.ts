@@ -5,6 +5,12 @@ import type { EvalMetrics, UsageTotals } from "./metrics-types.js";
 import { STUDIES } from "./studies.js";
 import { abstentionFigures, confidenceFigures, costPerCorrect, meanInterval, shareInterval } from "./record-stats.js";
 import { wilson } from "./stats/proportion.js";
+import { rolloutsByModel } from "./rollout-models.js";
+
+function rolloutModelsOf(records: readonly ResultRecord[]): Pick<EvalMetrics, "rolloutsByModel"> {
+  const cells = rolloutsByModel(records);
+  return Object.keys(cells).length ? { rolloutsByModel: cells } : {};
+}
 
 export type { EvalMetrics, StratumCell, UsageTotals } from "./metrics-types.js";
 
@@ -132,6 +138,8 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
       (r) => r.correct,
     ),
     strata,
+    // Only where rollouts recorded their models (MedMMV): other methods' summaries stay as they were.
+    ...rolloutModelsOf(records),
     rgm: mean(rgms),
     entropy: mean(entropies),
     stabilityN: rgms.length,

@@ -12,7 +12,7 @@ import { SUMMARY_JSON, type EvalSummary } from "./summary.js";
 import { ciText, estimateText, markdownTable, pct, type Row } from "./report-table.js";
 import { confidenceSections, INTERVALS_NOTE, studyIntervalSection } from "./confidence-report.js";
 import { studyIntervals } from "./study-intervals.js";
-
+import { rolloutModelSection } from "./rollout-models.js";
 
 export function buildSummary(
   records: readonly ResultRecord[],
@@ -145,6 +145,7 @@ export function summaryMarkdown(s: EvalSummary): string {
     }
   }
 
+  out.push(...rolloutModelSection(s.rolloutsByModel));
   out.push(...studySections(s, "strata"));
 
   const h = s.hallucinations;

@@ -36,7 +36,7 @@ export interface ResultRecord {
   cu: { pathId: string; evidence: number; coherence: number; repairPenalty: number; cu: number; repairs: number } | null;
   answerSupport: number | null;
   /** Rollout (or sample) answers in order, RGM and final entropy; null for single-call methods. */
-  stability: { answers: (string | null)[]; rgm: number; entropy: number } | null;
+  stability: { answers: (string | null)[]; rgm: number; entropy: number; /** The model of each answer's rollout (MedMMV). */ models?: string[] } | null;
   /** Flagged claims by stage over all HD attempts of all paths; `resolved` were repaired away. */
   hallucinations: { visual: number; knowledge: number; reasoning: number; total: number; resolved: number };
   /** Branch failures that did not sink the item (a rollout, a search…). */

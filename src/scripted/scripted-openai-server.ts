@@ -25,6 +25,7 @@ import {
 } from "./faults.js";
 import { SimulatedPromptCache, type PromptCacheOptions } from "./prompt-cache.js";
 import { PROSE_REPLY, azureFilterResult, judgeRequest, type ProviderOptions, type ProviderProfile } from "./provider-profiles.js";
+import { ScriptedVendorRoutes } from "./scripted-vendor-routes.js";
 
 export type { Fault, FaultKind } from "./faults.js";
 export { PROVIDER_PROFILES, type ProviderOptions, type ProviderProfile } from "./provider-profiles.js";
@@ -168,6 +169,8 @@ export interface ScriptedOpenAI {
   stats(): ScriptedOpenAIStats;
   /** Zero counters, per-agent call indices, the log, the prompt cache and the fault PRNG (faults stay). */
   reset(): void;
+  /** Anthropic's Messages API and Gemini's generateContent on the same server (scripted-vendor-routes.ts). */
+  vendors: ScriptedVendorRoutes;
 }
 
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -520,8 +523,10 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
     if (verdict.prose) revealed.add(verdict.prose.reveals);
   };
 
+  const vendors = new ScriptedVendorRoutes(() => `http://${opts.host ?? "127.0.0.1"}:${port}/v1/chat/completions`);
   const harness = new HttpHarness(async (req, res) => {
     const path = new URL(req.url ?? "/", "http://scripted.invalid").pathname.replace(/\/+$/, "");
+    if (await vendors.handle(req, res, path)) return;
     // Azure OpenAI's route for a deployment, beside the OpenAI one.
     if (path === "/v1/chat/completions" || /^\/openai\/deployments\/[^/]+\/chat\/completions$/.test(path)) {
       if (req.method !== "POST") {
@@ -582,7 +587,9 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
       log: log.map((e) => ({ ...e })),
       rules: { profile: provider, revealed: [...revealed], brokenAfterReveal: brokenAfterReveal.map((b) => ({ ...b })) },
     }),
+    vendors,
     reset: () => {
+      vendors.reset();
       total = 0;
       rejected = 0;
       byAgent = new Map();

@@ -4,6 +4,7 @@ import { neutraliseDelimiters } from "../contracts/prompt-fence.js";
 import type { LlmClient, CallContext, Role } from "../llm/model-client.js";
 import type { PromptLibrary } from "../llm/prompt-template.js";
 import { imagePart, type ChatMessage, type ContentPart } from "../llm/messages.js";
+import { SCHEMA_LEAD } from "../llm/prompt-layout.js";
 import type { SearchProvider } from "../search/search-provider.js";
 import { renderPathwayForPrompt } from "../pathways/render-pathway.js";
 
@@ -112,7 +113,7 @@ function systemMessage(prompts: PromptLibrary): ChatMessage {
  */
 export function buildMessages(deps: AgentDeps, c: PreparedCase, req: PromptRequest): ChatMessage[] {
   const template = deps.prompts.get(req.agent);
-  const schemaBlock = `Reply with a JSON object that matches this JSON Schema:\n${schemaText(req.schema)}`;
+  const schemaBlock = `${SCHEMA_LEAD}${schemaText(req.schema)}`;
   const evidence = req.evidence === undefined ? "" : `Evidence graph (ids in brackets):\n<<<EVIDENCE\n${req.evidence}\nEVIDENCE>>>\n\n`;
   // A template without the slot (an embedding program's own) gets the schema last.
   const [task, variable] = template.slots.includes(RESPONSE_SCHEMA_SLOT) ? template.renderAround(RESPONSE_SCHEMA_SLOT, req.slots) : [`${template.render(req.slots)}\n\n`, ""];
@@ -131,10 +132,18 @@ export async function callAgent<S extends z.ZodType>(
   deps: AgentDeps,
   ctx: CallContext,
   c: PreparedCase,
-  args: PromptRequest & { role: Role; temperature: number; schema: S },
+  args: PromptRequest & { role: Role; temperature: number; schema: S; model?: string },
 ): Promise<z.infer<S>> {
   return deps.llm.structured(
-    { role: args.role, agent: args.agent, schema: args.schema, schemaName: args.agent.replace(/-/g, "_"), messages: buildMessages(deps, c, args), temperature: args.temperature },
+    {
+      role: args.role,
+      agent: args.agent,
+      schema: args.schema,
+      schemaName: args.agent.replace(/-/g, "_"),
+      messages: buildMessages(deps, c, args),
+      temperature: args.temperature,
+      ...(args.model !== undefined ? { model: args.model } : {}),
+    },
     ctx,
   );
 }

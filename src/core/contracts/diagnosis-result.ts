@@ -73,6 +73,8 @@ export const Candidate = z.object({
   selected: z.boolean(),
   hdReports: z.array(HdReport),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
+  /** The models behind this path: of the rollouts that produced it, of its verdicts (null: no hallucination check ran) and of its repairs (null: none). */
+  models: z.object({ rollouts: z.array(z.string()), verdicts: z.string().nullable(), repairs: z.string().nullable() }).optional(),
 });
 export type Candidate = z.infer<typeof Candidate>;
 
@@ -155,6 +157,8 @@ export const DiagnosisResult = z.object({
   usage: Usage,
   provenance: z.object({
     models: z.record(z.string(), z.string()),
+    /** The model of each rollout, in the order of stability.rolloutAnswers (rollouts spread over MEDMMV_ROLLOUT_MODELS differ). */
+    rolloutModels: z.array(z.string()).optional(),
     prompts: z.record(z.string(), z.string()),
     config: z.record(z.string(), z.unknown()),
     search: z.object({ provider: z.string(), enabled: z.boolean(), note: z.string().optional() }).optional(),

@@ -9,7 +9,7 @@ import type { Config } from "../config.js";
 import { MedmmvError } from "../contracts/errors.js";
 import type { FairLimiter } from "./limiter.js";
 import { withRetry } from "./retry.js";
-import { RoleModels, type ChatModelSource, type Role } from "./chat-models.js";
+import { RoleModels, providerVariables, type ChatModelSource, type Role } from "./chat-models.js";
 import { withReplyTap, type ReplyTap } from "./model-fetch.js";
 import { StructuredOutputFormats } from "./structured-output.js";
 import { explainProviderFailure, modelFailure } from "./provider-errors.js";
@@ -42,6 +42,8 @@ export interface StructuredCall<S extends z.ZodType> {
   schemaName: string;
   messages: ChatMessage[];
   temperature: number;
+  /** Another model than the role's own (a rollout spread over MEDMMV_ROLLOUT_MODELS); unset: the role's. */
+  model?: string;
 }
 
 export interface ResponseCache {
@@ -127,10 +129,15 @@ export class LlmClient {
     this.formats = new StructuredOutputFormats(cfg.structuredOutput);
   }
 
-  /** A role's model profile as it stands (what its server has shown applied); null for a chat model of the embedding program's. */
-  profileOf(role: Role): ModelProfile | null {
-    if (this.roles.isCustom(role)) return null;
-    return roleProfile(this.cfg, role, this.modelFor(role), this.roles.endpoint(role)!);
+  /**
+   * A model's profile as it stands (what its server has shown applied): the role's own, or
+   * `spec`'s (a rollout model). Null for a chat model of the embedding program's, and for
+   * Anthropic's and Gemini's own integrations, which ask for JSON their own way and whose
+   * servers reveal nothing this adapts to.
+   */
+  profileOf(role: Role, spec?: string): ModelProfile | null {
+    if (this.roles.isCustom(role, spec) || this.roles.structuredMethod(role, spec) !== null) return null;
+    return roleProfile(this.cfg, role, spec ?? this.modelFor(role), this.roles.endpoint(role, spec)!);
   }
 
   /**
@@ -159,6 +166,11 @@ export class LlmClient {
     return this.roles.name(role);
   }
 
+  /** The model rollout `index` runs on (MEDMMV_ROLLOUT_MODELS round-robin, else the executor's). */
+  rolloutModel(index: number): string {
+    return this.roles.rolloutModel(index);
+  }
+
   models(): Record<Role, string> {
     return { executor: this.modelFor("executor"), vision: this.modelFor("vision"), judge: this.modelFor("judge") };
   }
@@ -174,8 +186,10 @@ export class LlmClient {
    * program's goes through its own `withStructuredOutput`, whatever provider it speaks.
    */
   private structuredRunnable(call: StructuredCall<z.ZodType>, method: StructuredMethod, maxOutputTokens: number | null): StructuredRunnable {
-    const model = this.roles.get(call.role, call.temperature, maxOutputTokens);
-    if (!this.roles.isCustom(call.role)) {
+    const model = this.roles.get(call.role, call.temperature, call.model, maxOutputTokens);
+    // Anthropic's and Gemini's integrations ask for JSON their own way (chat-models.ts).
+    const providerMethod = this.roles.structuredMethod(call.role, call.model);
+    if (!this.roles.isCustom(call.role, call.model) && providerMethod === null) {
       const options = this.formats.callOptions(call.schema, call.schemaName, method);
       return {
         invoke: async (messages, config) => ({ raw: (await model.invoke(messages, { ...config, ...options })) as AIMessage, parsed: undefined }),
@@ -194,7 +208,7 @@ export class LlmClient {
     let runnable = byName.get(call.schemaName);
     if (!runnable) {
       try {
-        runnable = model.withStructuredOutput(call.schema, { name: call.schemaName, method: this.cfg.structuredOutput, includeRaw: true }) as unknown as StructuredRunnable;
+        runnable = model.withStructuredOutput(call.schema, { name: call.schemaName, method: providerMethod ?? this.cfg.structuredOutput, includeRaw: true }) as unknown as StructuredRunnable;
       } catch {
         // A chat model without tool calling or this method: plain text it is. Every prompt
         // carries its JSON Schema, and the reply is validated below.
@@ -206,8 +220,8 @@ export class LlmClient {
   }
 
   /** Whether the role's profile moved on since `before` (another call learned something meanwhile). */
-  private profileChanged(role: Role, before: ModelProfile): boolean {
-    const now = this.profileOf(role);
+  private profileChanged(role: Role, spec: string | undefined, before: ModelProfile): boolean {
+    const now = this.profileOf(role, spec);
     return now !== null && (now.temperature !== before.temperature || now.tokenParameter !== before.tokenParameter || now.structuredOutput[0] !== before.structuredOutput[0] || now.imagesPerRequest !== before.imagesPerRequest);
   }
 
@@ -218,14 +232,14 @@ export class LlmClient {
   /** The owner is part of the key (`scope`): a tenant's cache hits must not reveal what another tenant sent. */
   cacheKey(call: StructuredCall<z.ZodType>, scope?: string): string {
     const h = createHash("sha256");
-    h.update(JSON.stringify([this.modelFor(call.role), call.temperature, call.schemaName, this.cfg.structuredOutput, call.messages, scope ?? null]));
+    h.update(JSON.stringify([call.model ?? this.modelFor(call.role), call.temperature, call.schemaName, this.cfg.structuredOutput, call.messages, scope ?? null]));
     return "llm:" + h.digest("hex");
   }
 
   async structured<S extends z.ZodType>(asked: StructuredCall<S>, ctx: CallContext): Promise<z.infer<S>> {
     // The role's image detail is part of what is sent (and so of the response-cache key).
     const call = { ...asked, messages: withImageDetail(asked.messages, this.cfg.imageDetail?.[asked.role] ?? "auto") };
-    const model = this.modelFor(call.role);
+    const model = call.model ?? this.modelFor(call.role);
     const useCache = this.cacheable(call.temperature);
     const key = useCache ? this.cacheKey(call, ctx.cacheScope) : "";
     if (useCache) {
@@ -242,7 +256,7 @@ export class LlmClient {
     let maxOutputTokens: number | null = null;
     let lengthReasked = false;
     let lessons = 0;
-    const facts = () => ({ role: call.role, model, url: this.roles.endpoint(call.role), azure: this.cfg.azure !== null && !this.roles.isCustom(call.role), agent: call.agent });
+    const facts = () => ({ role: call.role, model, url: this.roles.endpoint(call.role, call.model), ...providerVariables(this.roles, call.role, call.model), agent: call.agent });
     const releases: Array<() => void> = [];
     try {
       for (let ask = 0; ask <= MAX_REASKS; ) {
@@ -250,17 +264,17 @@ export class LlmClient {
         while (releases.length) releases.pop()!();
         // The first call to a model (and the first with several images) goes alone; the others wait for what it reveals.
         // A model whose profile the operator stated has nothing left to discover: its calls go at once.
-        const endpointUrl = this.roles.isCustom(call.role) || this.cfg.profiles?.[model] ? null : this.roles.endpoint(call.role);
+        const endpointUrl = this.profileOf(call.role, call.model) === null || this.cfg.profiles?.[model] ? null : this.roles.endpoint(call.role, call.model);
         if (endpointUrl !== null) {
           const pioneer = await firstContact(endpointUrl, model, "any");
           if (pioneer) releases.push(pioneer);
         }
-        let profile = this.profileOf(call.role);
+        let profile = this.profileOf(call.role, call.model);
         let sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
         if (endpointUrl !== null && imageCount(sent) > 1) {
           const pioneer = await firstContact(endpointUrl, model, "images");
           if (pioneer) releases.push(pioneer);
-          profile = this.profileOf(call.role);
+          profile = this.profileOf(call.role, call.model);
           sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
         }
         const method = profile?.structuredOutput[0] ?? this.cfg.structuredOutput;
@@ -313,7 +327,7 @@ export class LlmClient {
           ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(sent), imageBytes: imageBytes(sent) });
           ctx.chain.advance();
           const r = out.rejection;
-          const endpoint = this.roles.endpoint(call.role);
+          const endpoint = this.roles.endpoint(call.role, call.model);
           // What the server told us is learned for the model (once, for the whole process) and the call goes again.
           const lesson =
             !profile || endpoint === null || lessons >= MAX_LESSONS
@@ -330,7 +344,7 @@ export class LlmClient {
           if (lesson && profile && endpoint !== null) {
             lessons++;
             // Another call may have learned the same lesson meanwhile: then the next attempt already obeys it.
-            if (learn(endpoint, profile, lesson) || this.profileChanged(call.role, profile)) continue;
+            if (learn(endpoint, profile, lesson) || this.profileChanged(call.role, call.model, profile)) continue;
           }
           throw modelFailure(r, out.error, facts(), { promptChars: promptChars(sent), contextWindow: profile?.contextWindow ?? null });
         }
@@ -377,11 +391,11 @@ export class LlmClient {
           ask++;
           continue;
         }
-        const endpoint = this.roles.endpoint(call.role);
+        const endpoint = this.roles.endpoint(call.role, call.model);
         if (candidate === undefined && profile && endpoint !== null && lessons < MAX_LESSONS && isProse(out.raw, out.tap)) {
           // Prose although a structured mode was asked for: the server ignores it. The next mode, for good.
           lessons++;
-          if (learn(endpoint, profile, { kind: "structuredOutput", failed: method, why: "the server ignored it and answered in prose" }) || this.profileChanged(call.role, profile)) continue;
+          if (learn(endpoint, profile, { kind: "structuredOutput", failed: method, why: "the server ignored it and answered in prose" }) || this.profileChanged(call.role, call.model, profile)) continue;
         }
         lastProblem = checked ? formatZodIssues(checked.error) : (out.problem ?? "the reply was not valid JSON");
         // Re-ask with the validation error; the bad reply is quoted back only as data.

@@ -13,6 +13,8 @@ export interface EndpointFacts {
   /** The URL requests went to; null for a chat model the embedding program handed in. */
   url: string | null;
   azure: boolean;
+  /** The variables naming the endpoint and key, where they are not the OpenAI-compatible endpoint's (Anthropic, Gemini). */
+  variables?: { url: string; key: string };
 }
 
 const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
@@ -61,11 +63,12 @@ function statusOf(err: unknown): number | null {
  */
 export function explainProviderFailure(err: MedmmvError, facts: EndpointFacts): MedmmvError {
   if (err.code === "ABORTED" || err.code === "LLM_BAD_OUTPUT" || err.code === "LLM_TIMEOUT") return err;
-  const endpointVars = facts.azure ? "AZURE_OPENAI_ENDPOINT / AZURE_OPENAI_API_INSTANCE_NAME" : "OPENAI_BASE_URL";
+  const endpointVars = facts.variables?.url ?? (facts.azure ? "AZURE_OPENAI_ENDPOINT / AZURE_OPENAI_API_INSTANCE_NAME" : "OPENAI_BASE_URL");
+  const native = facts.variables !== undefined;
   const rewrite = (message: string, fix: string) =>
     new MedmmvError(err.code, `${message}: ${fix}`, { cause: err, retryable: err.retryable, details: { ...err.details, fix, ...(facts.url ? { endpoint: facts.url } : {}) } });
   const net = networkCode(err);
-  if (net) return rewrite(`cannot reach the model endpoint (${net})`, `check ${endpointVars}: is the server running there, and is the URL right${facts.azure ? "" : " (it ends in /v1)"}?`);
+  if (net) return rewrite(`cannot reach the model endpoint (${net})`, `check ${endpointVars}: is the server running there, and is the URL right${facts.azure || native ? "" : " (it ends in /v1)"}?`);
   const tls = codeIn(err, UNTRUSTED_TLS);
   if (tls)
     return rewrite(
@@ -75,12 +78,12 @@ export function explainProviderFailure(err: MedmmvError, facts: EndpointFacts): 
   if (blockedPort(err))
     return rewrite(`the model endpoint's port is one that fetch refuses to connect to (a blocked port)`, `serve the model on another port and change ${endpointVars}`);
   const status = statusOf(err);
-  if (status === 401) return rewrite(`the provider refused the API key (HTTP 401)`, "check OPENAI_API_KEY (or AZURE_OPENAI_API_KEY)");
+  if (status === 401) return rewrite(`the provider refused the API key (HTTP 401)`, `check ${facts.variables?.key ?? "OPENAI_API_KEY (or AZURE_OPENAI_API_KEY)"}`);
   if (status === 404) {
     const what = facts.azure ? `deployment "${facts.model}"` : `model "${facts.model}"`;
     return rewrite(
       `${what} unknown to the server (HTTP 404)`,
-      `check MEDMMV_MODEL / MEDMMV_*_MODEL (the ${facts.role} role reads ${MODEL_VARIABLE[facts.role]}${facts.role === "executor" ? "" : ", else MEDMMV_MODEL"})${facts.azure ? "" : ", and that OPENAI_BASE_URL ends in /v1"}`,
+      `check MEDMMV_MODEL / MEDMMV_*_MODEL (the ${facts.role} role reads ${MODEL_VARIABLE[facts.role]}${facts.role === "executor" ? "" : ", else MEDMMV_MODEL"})${facts.azure ? "" : native ? `, and ${endpointVars}` : ", and that OPENAI_BASE_URL ends in /v1"}`,
     );
   }
   return err;

@@ -1,4 +1,5 @@
 import type { Prices } from "../config.js";
+import { priceOf } from "./model-spec.js";
 import type { Usage } from "../contracts/diagnosis-result.js";
 
 /**
@@ -118,7 +119,7 @@ export class UsageMeter {
     this.promptTokens += pt;
     this.completionTokens += ct;
     this.cachedPromptTokens += cached;
-    const cost = callCostUsd(r.model ? this.prices[r.model] : undefined, pt, cached, ct);
+    const cost = callCostUsd(r.model ? priceOf(this.prices, r.model) : undefined, pt, cached, ct);
     a.costUsd! += cost;
     this.costUsd += cost;
     this.onSpend?.(pt + ct, cost);

@@ -40,7 +40,7 @@ export function budgetReached(budget: CaseBudget | undefined, spent: Spend): boo
  */
 export function assertBudgetPriced(config: Config, budget: CaseBudget): void {
   if (budget.maxCostUsd === null) return;
-  const unpriced = unpricedModels(Object.values(config.llm.models), config.llm.prices);
+  const unpriced = unpricedModels([...Object.values(config.llm.models), ...config.llm.rolloutModels], config.llm.prices);
   if (unpriced.length)
     throw new MedmmvError("INVALID_INPUT", `a cost budget (maxCostUsd) needs prices for ${unpriced.join(", ")}: set MEDMMV_PRICES or MEDMMV_PRICES_FILE, or give maxTokens instead`);
 }

@@ -26,6 +26,8 @@ export interface PipelineOptions {
 export interface RolloutRecord {
   index: number;
   path: PathOutput | null;
+  /** The model it ran on (absent in checkpoints written before rollouts could be spread over models). */
+  model?: string;
   error?: { code: string; message: string };
   /** A second-round adaptive rollout not sampled because the first round agreed. */
   skipped?: true;

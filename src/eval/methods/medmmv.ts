@@ -52,7 +52,7 @@ export function fromDiagnosis(r: DiagnosisResult): MethodOutput {
     usage: r.usage,
     cu: sel?.scores ? { pathId: sel.pathId, ...sel.scores, repairs: sel.repairs } : null,
     answerSupport: r.answerSupport,
-    stability: { answers: r.stability.rolloutAnswers, rgm: r.stability.rgm, entropy: r.stability.entropy },
+    stability: { answers: r.stability.rolloutAnswers, rgm: r.stability.rgm, entropy: r.stability.entropy, ...(r.provenance.rolloutModels ? { models: r.provenance.rolloutModels } : {}) },
     hallucinations,
     errors: r.provenance.failures ?? [],
     rationale: rationaleOf(r),

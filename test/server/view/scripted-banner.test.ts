@@ -8,5 +8,7 @@ describe("scripted-model banner", () => {
     // A real model, even one with the word in its name, is not flagged.
     expect(scriptedModels({ executor: "gpt-4o", vision: "Qwen2.5-VL-72B-Instruct", judge: "my-unscripted-model" })).toEqual([]);
     expect(scriptedModels({})).toEqual([]);
+    // A rollout spread onto a scripted model flags the page too.
+    expect(scriptedModels({ executor: "gpt-4o" }, ["gpt-4o", "scripted-executor"])).toEqual(["scripted-executor"]);
   });
 });

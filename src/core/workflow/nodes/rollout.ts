@@ -34,8 +34,10 @@ export function rolloutNode(deps: WorkflowDeps) {
     const reportRound = (answer: string | null) => {
       if (adaptive && task.index < ADAPTIVE_FIRST_ROUND) deps.rounds.report(threadId, task.index, answer, ctx.chain.depth);
     };
+    const model = deps.agents.llm.rolloutModel(task.index);
     try {
       const path = await runRollout(deps.agents, ctx, {
+        model,
         case: deps.images.hydrate(task.caseInput),
         index: task.index,
         k: task.options.k,
@@ -43,12 +45,12 @@ export function rolloutNode(deps: WorkflowDeps) {
       });
       emit("rollout", { index: task.index, answer: path.answer.option ?? path.answer.text.slice(0, 80), steps: path.steps.length });
       reportRound(answerKey(path));
-      return { rollouts: [{ index: task.index, path, usage: ctx.meter.snapshot(Date.now() - started), depth: ctx.chain.depth }] };
+      return { rollouts: [{ index: task.index, path, model, usage: ctx.meter.snapshot(Date.now() - started), depth: ctx.chain.depth }] };
     } catch (err) {
       const error = describeError(err);
       emit("branch-failed", { branch: `rollout-${task.index}`, ...error });
       reportRound(null);
-      return { rollouts: [{ index: task.index, path: null, error, usage: ctx.meter.snapshot(Date.now() - started), depth: ctx.chain.depth }] };
+      return { rollouts: [{ index: task.index, path: null, model, error, usage: ctx.meter.snapshot(Date.now() - started), depth: ctx.chain.depth }] };
     }
   };
 }

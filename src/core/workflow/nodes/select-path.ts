@@ -73,6 +73,9 @@ export function selectPathNode(deps: WorkflowDeps) {
     const expanded = scored.flatMap((s) => Array.from({ length: s.weight }, () => s));
     const support = sel ? answerSupport(expanded, answerKey(sel.final)) : null;
 
+    const llm = deps.agents.llm;
+    const rolloutModel = new Map(rollouts.map((r) => [r.index, r.model ?? llm.rolloutModel(r.index)]));
+    const planned = new Map(state.plan.map((p) => [p.pathId, p.rolloutIndices]));
     const candidates: Candidate[] = refined.map((r, i) => ({
       pathId: r.pathId,
       initialAnswer: answerKey(r.initial),
@@ -83,6 +86,11 @@ export function selectPathNode(deps: WorkflowDeps) {
       selected: i === chosen,
       hdReports: r.hdReports,
       ...(r.error ? { error: r.error } : {}),
+      models: {
+        rollouts: (planned.get(r.pathId) ?? []).map((index) => rolloutModel.get(index) ?? llm.rolloutModel(index)),
+        verdicts: r.hdReports.length ? llm.modelFor("judge") : null,
+        repairs: r.repairs > 0 ? llm.modelFor("executor") : null,
+      },
     }));
 
     const hallucinations: Hallucination[] = [];
@@ -129,7 +137,8 @@ export function selectPathNode(deps: WorkflowDeps) {
       hallucinations,
       usage: meter.snapshot(Date.parse(finishedAt) - Date.parse(state.startedAt)),
       provenance: {
-        models: deps.agents.llm.models(),
+        models: llm.models(),
+        rolloutModels: rollouts.map((r) => rolloutModel.get(r.index)!),
         prompts: deps.prompts.hashes(PROMPTS_USED),
         config: {
           k: opts.k,

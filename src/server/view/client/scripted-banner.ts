@@ -9,13 +9,14 @@ import { h } from "./dom.js";
  */
 const SCRIPTED = /^scripted\b/i;
 
-export function scriptedModels(models: Record<string, string>): string[] {
-  return [...new Set(Object.values(models).filter((m) => SCRIPTED.test(m)))];
+export function scriptedModels(models: Record<string, string>, rolloutModels: readonly string[] = []): string[] {
+  // A mixed panel's rollout models count too: one scripted rollout makes the page a demo.
+  return [...new Set([...Object.values(models), ...rolloutModels].filter((m) => SCRIPTED.test(m)))];
 }
 
 /** The "scripted model — demo" banner, or null for a result from a real model. */
 export function renderScriptedBanner(r: ViewPayload["result"]): HTMLElement | null {
-  const names = scriptedModels(r.provenance.models);
+  const names = scriptedModels(r.provenance.models, r.provenance.rolloutModels);
   if (names.length === 0) return null;
   return h(
     "div",

@@ -222,7 +222,7 @@ export function renderProvenance(r: Result): HTMLElement {
       ["search", p.search ? `${p.search.provider} (${p.search.enabled ? "enabled" : "disabled"})${p.search.note ? ` \u2014 ${p.search.note}` : ""}` : "\u2014"],
     ]),
     h("h3", null, "Models"),
-    kv(Object.entries(p.models).map(([role, model]) => [role, model])),
+    kv([...Object.entries(p.models).map(([role, model]): [string, string] => [role, model]), ...(new Set(p.rolloutModels ?? []).size > 1 ? [["rollouts", p.rolloutModels!.join(", ")] as [string, string]] : [])]),
     h("h3", null, "Prompt versions"),
     kv(Object.entries(p.prompts).map(([name, hash]) => [name, h("span", { class: "chip" }, hash)])),
     h("h3", null, "Configuration"),

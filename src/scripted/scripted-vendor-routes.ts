@@ -1,0 +1,46 @@
+/**
+ * The native provider endpoints the scripted server also answers, beside chat completions:
+ * Anthropic's Messages API and Gemini's generateContent. Both translate to and from the
+ * scripted chat-completions route (vendor-relay.ts), so one scenario drives every provider.
+ */
+import type http from "node:http";
+import { ANTHROPIC_MESSAGES_PATH, ScriptedAnthropicRoutes } from "./scripted-anthropic-routes.js";
+import { GEMINI_PATH, ScriptedGeminiRoutes } from "./scripted-gemini-routes.js";
+
+export class ScriptedVendorRoutes {
+  readonly anthropic: ScriptedAnthropicRoutes;
+  readonly gemini: ScriptedGeminiRoutes;
+
+  /** `chatUrl`: the scripted chat-completions route of the same server (known once it listens). */
+  constructor(chatUrl: () => string) {
+    this.anthropic = new ScriptedAnthropicRoutes(chatUrl);
+    this.gemini = new ScriptedGeminiRoutes(chatUrl);
+  }
+
+  /** Answers the request when it is one of these endpoints' (true), else leaves it untouched (false). */
+  async handle(req: http.IncomingMessage, res: http.ServerResponse, path: string): Promise<boolean> {
+    if (path === ANTHROPIC_MESSAGES_PATH) {
+      await this.anthropic.handle(req, res);
+      return true;
+    }
+    const gemini = GEMINI_PATH.exec(path);
+    if (gemini) {
+      await this.gemini.handle(req, res, decodeURIComponent(gemini[2]!));
+      return true;
+    }
+    return false;
+  }
+
+  reset(): void {
+    this.anthropic.reset();
+    this.gemini.reset();
+  }
+}
+
+/**
+ * The base URL the Anthropic and Gemini clients take for a scripted server (they add
+ * /v1/messages and /v1beta/models/… themselves): its chat-completions base URL without /v1.
+ */
+export function scriptedOrigin(openaiBaseUrl: string): string {
+  return openaiBaseUrl.replace(/\/v1\/?$/, "");
+}
