@@ -140,10 +140,10 @@ export async function buildServerApp(
 
 /** Open the store, build the pipeline and the service, listen, then resume unfinished cases. */
 export async function startServer(config: Config, opts: StartServerOptions = {}): Promise<RunningServer> {
-  if (config.http.apiKeys.length === 0 && !isLoopback(config.http.host)) {
+  if (config.http.apiKeys.length === 0 && config.http.keyFile.length === 0 && !isLoopback(config.http.host)) {
     throw new MedmmvError(
       "CONFIG_MISSING",
-      `refusing to serve on HOST=${config.http.host} without API keys: set MEDMMV_API_KEYS (comma-separated) or listen on 127.0.0.1`,
+      `refusing to serve on HOST=${config.http.host} without API keys: set MEDMMV_API_KEYS (comma-separated) or MEDMMV_API_KEYS_FILE, or listen on 127.0.0.1`,
     );
   }
   const logger = createLogger(config.logLevel, opts.logStream);

@@ -31,6 +31,14 @@ describeStoreConformance("postgres", async () => {
     setCreatedAt: async (id, createdAt) => {
       await pgSchemas.admin.query(`UPDATE "${schema}".medmmv_cases SET created_at = $1 WHERE id = $2`, [createdAt, id]);
     },
+    exec: async (sql) => {
+      await pgSchemas.admin.query(`SET search_path TO "${schema}"`);
+      try {
+        await pgSchemas.admin.query(sql);
+      } finally {
+        await pgSchemas.admin.query("RESET search_path");
+      }
+    },
   };
 });
 

@@ -45,6 +45,14 @@ describeStoreConformance("sqlite", async () => {
         db.close();
       }
     },
+    exec: async (sql) => {
+      const db = new Database(join(dataDir, SQLITE_FILE_NAME));
+      try {
+        db.exec(sql);
+      } finally {
+        db.close();
+      }
+    },
   };
 });
 
@@ -66,7 +74,7 @@ describe("SqliteStore specifics", () => {
       expect(await upgraded.listUnfinishedIds()).toEqual(["old-case"]);
       expect(await upgraded.countRunStart("old-case")).toBe(1);
       const peek = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
-      expect(peek.pragma("user_version", { simple: true })).toBe(4);
+      expect(peek.pragma("user_version", { simple: true })).toBe(5);
       peek.close();
     } finally {
       await upgraded.close();
@@ -88,7 +96,7 @@ describe("SqliteStore specifics", () => {
       const t = await upgraded.addTurn("v2-case", { turn: 1, question: "q", answer: "a", step: null, category: null, contextConflict: false, evidence: [], details: {} });
       expect((await upgraded.listTurns("v2-case")).map((x) => x.turn)).toEqual([t.turn]);
       const peek = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
-      expect(peek.pragma("user_version", { simple: true })).toBe(4);
+      expect(peek.pragma("user_version", { simple: true })).toBe(5);
       peek.close();
     } finally {
       await upgraded.close();
