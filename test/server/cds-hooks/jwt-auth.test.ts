@@ -18,7 +18,7 @@ beforeAll(async () => {
   const jwks = path.join(dir, "jwks.json");
   await writeFile(jwks, JSON.stringify({ keys: [{ kty: "oct", k: SECRET.toString("base64url"), kid: "shared", alg: "HS256" }] }));
   const used = new Set<string>();
-  verifier = new CdsJwtVerifier({ jwks, issuers: [ISS], usedTokenIds: { useTokenId: async (_iss: string, jti: string) => (used.has(jti) ? false : (used.add(jti), true)) } as never });
+  verifier = new CdsJwtVerifier({ issuerKeys: [{ iss: ISS, jwks }], usedTokenIds: { useTokenId: async (_iss: string, jti: string) => (used.has(jti) ? false : (used.add(jti), true)) } as never });
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
 

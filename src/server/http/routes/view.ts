@@ -11,7 +11,7 @@ import { sendError, toHttpError } from "../errors.js";
 import { eventRoutes } from "./events.js";
 import { caseViewInputFromStored } from "../../view/report-command.js";
 import { signViewLink, verifyViewLink } from "../../view/signed-link.js";
-import { ApiKeys, BEARER, OPEN_OWNER, type Authenticate } from "../auth.js";
+import { BEARER, OPEN_OWNER, openPrincipal, requirePermission, viewLinkId, type Authenticate } from "../auth.js";
 import { CaseIdParams, ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
@@ -29,7 +29,7 @@ export function viewLinkSecret(configured: string | null): Buffer {
 }
 
 /** POST /cases/{id}/view-links — behind the API key, like every case route. */
-export const viewLinkRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { service, secret, credentials }) => {
+export const viewLinkRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { service, secret, credentials, access }) => {
   app.post(
     "/cases/:id/view-links",
     {
@@ -43,9 +43,17 @@ export const viewLinkRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     },
     async (request, reply) => {
       const { id } = request.params;
-      await service.get(request.owner, id); // 404 for other keys' cases
       const ttl = request.body?.ttlSec ?? DEFAULT_LINK_TTL_SEC;
-      const token = signViewLink({ caseId: id, owner: request.owner, keyId: credentials.keyId(request.owner) }, secret, ttl);
+      const token = await access.audited(
+        request,
+        "view-link",
+        id,
+        async () => {
+          await service.get(requirePermission(request, "read"), id); // 404 for cases out of reach
+          return signViewLink({ caseId: id, owner: request.owner, keyId: credentials.keyId(request.owner) }, secret, ttl);
+        },
+        (t) => ({ linkId: viewLinkId(t), ttlSec: ttl }),
+      );
       void reply.code(201);
       return { url: `/cases/${encodeURIComponent(id)}/view?token=${encodeURIComponent(token)}`, expiresAt: new Date(Date.now() + ttl * 1000).toISOString() };
     },
@@ -63,28 +71,42 @@ const VIEW_REFUSED = "send `Authorization: Bearer <key>` for a case of that key,
  * bad key and a bad link all answer the same 401, so the page tells a guesser nothing.
  */
 export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, deps) => {
-  const { service, store, config, secret, gate, credentials } = deps;
-  const keys = new ApiKeys(config.http.apiKeys);
+  const { service, store, config, secret, gate, credentials, keys, access } = deps;
   const refused = () => new MedmmvError("UNAUTHORIZED", VIEW_REFUSED);
   const authenticate = async (request: FastifyRequest<{ Params: { id?: string }; Querystring: { token?: string } }>): Promise<string> => {
     const token = request.query?.token;
     if (token !== undefined) {
       const claims = verifyViewLink(token, secret);
       if (!claims || claims.caseId !== request.params?.id || !credentials.stillValid(claims.keyId, claims.owner)) throw refused();
+      // The link acts for the key that made it (its tenant and roles), and the trail names the link.
+      const principal = credentials.linkPrincipal(claims.owner, claims.keyId, viewLinkId(token));
+      if (!principal) throw refused();
+      request.principal = principal;
       return claims.owner;
     }
-    if (!keys.enabled) return OPEN_OWNER;
+    if (!keys.enabled) {
+      request.principal = openPrincipal();
+      return OPEN_OWNER;
+    }
     const m = BEARER.exec(request.headers.authorization ?? "");
-    const owner = m ? keys.verify(m[1]!) : null;
-    if (!owner) throw refused();
-    return owner;
+    const principal = m ? keys.principal(m[1]!) : null;
+    if (!principal) throw refused();
+    request.principal = principal;
+    return principal.owner;
   };
   app.addHook("onRequest", gate.hook(authenticate as Authenticate));
-  /** The case for this owner; a missing one (or another key's) is the same refusal as a bad credential. */
-  const caseForView = (owner: string, id: string) =>
-    service.get(owner, id).catch((err: unknown) => {
-      throw isMedmmvError(err) && err.code === "NOT_FOUND" ? refused() : err;
-    });
+  /** The case for this caller, as an access to the trail; a missing one (or one out of reach) is the same refusal as a bad credential. */
+  const caseForView = (request: FastifyRequest, id: string, part: "page" | "payload") =>
+    access.audited(
+      request,
+      "view",
+      id,
+      () =>
+        service.get(requirePermission(request, "read"), id).catch((err: unknown) => {
+          throw isMedmmvError(err) && err.code === "NOT_FOUND" ? refused() : err;
+        }),
+      () => ({ part }),
+    );
 
   // A browser opened this page: whatever goes wrong, it gets a page that says so, not JSON.
   // The stream and the payload are read by the page's script, which reads JSON errors.
@@ -113,7 +135,7 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       },
     },
     async (request, reply) => {
-      const record = await caseForView(request.owner, request.params.id);
+      const record = await caseForView(request, request.params.id, "page");
       const nonce = newViewNonce();
       if (!isTerminal(record.status)) {
         const token = pageToken(request.query.token, record.id, request.owner);
@@ -142,7 +164,7 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       },
     },
     async (request, reply) => {
-      const record = await caseForView(request.owner, request.params.id);
+      const record = await caseForView(request, request.params.id, "payload");
       if (!isTerminal(record.status) || !record.result)
         throw new MedmmvError("CONFLICT", `case ${record.id} is ${record.status}; its audit view exists once it has finished with a result`, { details: { status: record.status } });
       void reply.header("cache-control", "no-store");
