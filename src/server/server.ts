@@ -15,6 +15,7 @@ import { frameworkErrors, MAX_PARAM_LENGTH } from "./http/errors.js";
 import { explainListenError } from "./http/listen-errors.js";
 import { createLogger } from "./http/logger.js";
 import { providerFailureLog } from "./provider-failure-log.js";
+import { RetentionSweeper } from "./service/retention.js";
 import { CaseService } from "./service/case-service.js";
 import { openProviderLimiter } from "./engine/provider-budget.js";
 import { ServiceMetrics } from "./engine/service-metrics.js";
@@ -126,7 +127,10 @@ export async function buildServerApp(
     await provider.close();
     throw err;
   }
+  const retention = config.retention.days ? new RetentionSweeper({ store, service, days: config.retention.days, logger }) : null;
+  if (retention) app.addHook("onReady", async () => retention.start());
   app.addHook("preClose", async () => {
+    await retention?.stop();
     await service.close();
   });
   app.addHook("onClose", async () => {

@@ -27,6 +27,18 @@ export function flattenAttributes(attrs: Record<string, unknown> | undefined): F
   return out;
 }
 
+/** Characters XML 1.0 cannot carry at all replaced with U+FFFD. */
+function xmlChars(s: string): string {
+  return s
+    .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g, "\uFFFD")
+    .replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
+}
+
+/** Flattened attributes with XML-safe strings (graphology-gexf's writer escapes markup, not these). */
+function xmlSafeAttributes(attrs: Record<string, unknown> | undefined): Flat {
+  return Object.fromEntries(Object.entries(flattenAttributes(attrs)).map(([k, v]) => [k, typeof v === "string" ? xmlChars(v) : v]));
+}
+
 type GraphmlType = "boolean" | "long" | "double" | "string";
 
 function typeOf(values: Array<string | number | boolean>): GraphmlType {
@@ -42,9 +54,7 @@ function typeOf(values: Array<string | number | boolean>): GraphmlType {
  * controls, lone surrogates, U+FFFE/FFFF) replaced with U+FFFD.
  */
 function xmlText(s: string, inAttribute = false): string {
-  let out = s
-    .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g, "\uFFFD")
-    .replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD")
+  let out = xmlChars(s)
     .replace(/&/g, "&amp;")
     .replace(/</g, "&lt;")
     .replace(/>/g, "&gt;")
@@ -92,8 +102,8 @@ export function toGraphml(graph: SerializedEvidenceGraph): string {
 /** GEXF 1.3 of a stored evidence graph, by graphology-gexf's writer, with the same flattened attributes. */
 export function toGexf(graph: SerializedEvidenceGraph): string {
   const g = new MultiDirectedGraph<Flat, Flat>();
-  for (const n of graph.nodes) g.addNode(n.key, flattenAttributes(n.attributes));
-  (graph.edges ?? []).forEach((e, i) => g.addDirectedEdgeWithKey(e.key ?? `e${i}`, e.source, e.target, flattenAttributes(e.attributes)));
+  for (const n of graph.nodes) g.addNode(xmlChars(n.key), xmlSafeAttributes(n.attributes));
+  (graph.edges ?? []).forEach((e, i) => g.addDirectedEdgeWithKey(xmlChars(e.key ?? `e${i}`), xmlChars(e.source), xmlChars(e.target), xmlSafeAttributes(e.attributes)));
   return writeGexf(g, {
     version: "1.3",
     formatNode: (_key, attributes) => ({ label: typeof attributes.label === "string" ? attributes.label : undefined, attributes }),

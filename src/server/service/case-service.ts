@@ -298,6 +298,11 @@ export class CaseService {
   /** Purge a case; a running case's model calls are aborted first. */
   async delete(scope: CaseScope, id: string): Promise<void> {
     await this.get(scope, id);
+    await this.purge(id);
+  }
+
+  /** Purge a case whoever owns it (retention's sweep; the HTTP routes go through `delete`). */
+  async purge(id: string): Promise<void> {
     this.#deleting.add(id);
     try {
       // Every replica hears it: the one running the case stops its calls there.
