@@ -30,6 +30,7 @@ import { responseCache } from "./sections/response-cache.js";
 import { evalBatch } from "./sections/eval-batch.js";
 import { fhirIntake } from "./sections/fhir-intake.js";
 import { replicas } from "./sections/replicas.js";
+import { caseSearch } from "./sections/case-search.js";
 
 const SECTIONS: Record<string, (ctx: BenchContext) => Promise<SectionReport>> = {
   "cpu-share": cpuShare,
@@ -42,6 +43,7 @@ const SECTIONS: Record<string, (ctx: BenchContext) => Promise<SectionReport>> = 
   "eval-batch": evalBatch,
   "fhir-intake": fhirIntake,
   replicas,
+  "case-search": caseSearch,
 };
 
 const { values } = parseArgs({
