@@ -161,6 +161,15 @@ describe("one tenant, two clinicians and an auditor", () => {
     const gexf = await t.request({ url: `/cases/${id}/evidence-graph?scope=full&format=gexf`, key: KEYS.auditor });
     expect(gexf.headers.get("content-type")).toMatch(/application\/gexf\+xml/);
     expect(gexf.text).toContain("<gexf");
+
+    // The audit view offers the same files, under its own signed-link token (a download sends no key).
+    const page = (await t.request({ url: `/cases/${id}/view`, key: KEYS.auditor })).text;
+    const urls = [...page.matchAll(/"url":"(\/cases\/[^"]+\/view\/evidence-graph\?[^"]+)"/g)].map((m) => JSON.parse(`"${m[1]}"`) as string);
+    expect(urls.map((u) => new URL(u, "http://x").searchParams.get("format"))).toEqual(["graphml", "gexf"]);
+    const fromPage = await t.request({ url: urls[0]!, key: null });
+    expect(fromPage.status).toBe(200);
+    expect(fromPage.text).toBe(xml);
+    expect((await t.request({ url: urls[0]!.replace(/token=[^&]+/, "token=forged"), key: null })).status).toBe(401);
   });
 });
 

@@ -24,9 +24,10 @@ const FILES = {
   gexf: { type: "application/gexf+xml; charset=utf-8", ext: "gexf", write: toGexf },
 } as const;
 
-export const evidenceGraphRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service, access }) => {
+/** Registered in the API (API key) and, under the audit page's path, behind the page's own authentication (its downloads). */
+export const evidenceGraphRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string }> = async (app, { service, access, path = "/cases/:id/evidence-graph" }) => {
   app.get(
-    "/cases/:id/evidence-graph",
+    path,
     {
       schema: {
         tags: ["cases"],

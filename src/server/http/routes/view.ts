@@ -9,6 +9,7 @@ import type { ViewLive } from "../../view/view-payload.js";
 import type { CaseRecord } from "../../store/case-store.js";
 import { sendError, toHttpError } from "../errors.js";
 import { eventRoutes } from "./events.js";
+import { evidenceGraphRoutes } from "./evidence-graph.js";
 import { caseViewInputFromStored } from "../../view/report-command.js";
 import { signViewLink, verifyViewLink } from "../../view/signed-link.js";
 import { BEARER, OPEN_OWNER, openPrincipal, requirePermission, viewLinkId, type Authenticate } from "../auth.js";
@@ -148,7 +149,13 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         const why = record.error ? `${record.error.code}: ${record.error.message}` : "it ended without a result";
         return sendHtml(reply, messagePage(200, `The analysis of case ${record.id} ${record.status === "failed" ? "failed" : `is ${record.status}`}: ${why}.`, nonce), viewContentSecurityPolicy(nonce, { script: false }));
       }
-      return sendHtml(reply, renderCaseViewHtml({ ...(await viewInput(record)), mode: "served", nonce }), viewContentSecurityPolicy(nonce));
+      // The graph in analysts' formats, under this page's authentication (a browser download sends no Authorization header).
+      const graphUrl = `/cases/${encodeURIComponent(record.id)}/view/evidence-graph?token=${encodeURIComponent(pageToken(request.query.token, record.id, request.owner))}&scope=${record.fullEvidenceGraph ? "full" : "path"}`;
+      const downloads = [
+        { label: "GraphML", url: `${graphUrl}&format=graphml` },
+        { label: "GEXF", url: `${graphUrl}&format=gexf` },
+      ];
+      return sendHtml(reply, renderCaseViewHtml({ ...(await viewInput(record)), mode: "served", nonce, downloads }), viewContentSecurityPolicy(nonce));
     },
   );
 
@@ -176,6 +183,8 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
 
   // The case's events for the live page, under this page's authentication (EventSource sends no Authorization header).
   await app.register(eventRoutes, { ...deps, path: `${VIEW_PATH}/events` });
+  // The page's downloads of the evidence graph (GraphML, GEXF), likewise.
+  await app.register(evidenceGraphRoutes, { ...deps, path: `${VIEW_PATH}/evidence-graph` });
 
   async function viewInput(record: CaseRecord) {
     const images = await Promise.all(record.input.images.map((i) => store.getImage(i.sha256)));
