@@ -222,3 +222,33 @@ describe("retention", () => {
     ]);
   });
 });
+
+describe("EHRs, each with its own keys and tenant", () => {
+  it("EHR A's key signing as EHR B is refused; signing as itself it acts in its tenant, named by issuer and sub", async () => {
+    const { SignJWT, exportJWK, generateKeyPair } = await import("jose");
+    const PUBLIC = "https://medmmv.example.org";
+    const a = await generateKeyPair("ES256");
+    const b = await generateKeyPair("ES256");
+    await writeFile(join(dir, "a.json"), JSON.stringify({ keys: [{ ...(await exportJWK(a.publicKey)), kid: "a", alg: "ES256" }] }));
+    await writeFile(join(dir, "b.json"), JSON.stringify({ keys: [{ ...(await exportJWK(b.publicKey)), kid: "b", alg: "ES256" }] }));
+    await writeFile(join(dir, "issuers.json"), JSON.stringify([
+      { iss: "https://ehr-a.example", jwks: join(dir, "a.json"), tenant: "clinic" },
+      { iss: "https://ehr-b.example", jwks: join(dir, "b.json"), tenant: "hospital-b" },
+    ]));
+    const ehr = await startInjectServer({ openai: t.openai, env: { MEDMMV_API_KEYS: "", MEDMMV_API_KEYS_FILE: join(dir, "keys.json"), MEDMMV_CDS_ISSUERS_FILE: join(dir, "issuers.json"), MEDMMV_PUBLIC_URL: PUBLIC, MEDMMV_AUTH_FAILURES_PER_MIN: "1000" } });
+    try {
+      const token = (key: CryptoKey, iss: string, path: string) =>
+        new SignJWT({}).setProtectedHeader({ alg: "ES256", typ: "JWT" }).setIssuer(iss).setSubject("Practitioner/42").setAudience(`${PUBLIC}${path}`).setIssuedAt().setExpirationTime("2m").setJti(crypto.randomUUID()).sign(key);
+      const path = "/cases/some-case/fhir";
+      const forged = await ehr.request({ url: path, key: await token(a.privateKey, "https://ehr-b.example", path) });
+      expect(forged.status).toBe(401);
+      const own = await ehr.request({ url: path, key: await token(a.privateKey, "https://ehr-a.example", path) });
+      expect(own.status).toBe(404); // authenticated: the case is not A's
+      const events = (await ehr.store.listAccess({ tenant: "clinic", action: "fhir", limit: 10 })).items;
+      expect(events.map((e) => [e.actor, e.caseId, e.outcome])).toEqual([[{ type: "ehr", id: "https://ehr-a.example", sub: "Practitioner/42" }, "some-case", "denied"]]);
+      expect((await ehr.store.listAccess({ tenant: "hospital-b", limit: 10 })).items).toEqual([]);
+    } finally {
+      await ehr.close();
+    }
+  });
+});

@@ -16,7 +16,7 @@ import { canonicalJson } from "../../../core/contracts/canonical-json.js";
 import { isTerminal } from "../../service/case-service.js";
 import type { CaseRecord } from "../../store/case-store.js";
 import { signViewLink } from "../../view/signed-link.js";
-import { apiKeyAuth, BEARER, ehrPrincipal, OPEN_OWNER, openPrincipal, requirePermission, type Principal } from "../auth.js";
+import { apiKeyAuth, BEARER, ehrPrincipal, OPEN_OWNER, openPrincipal, requirePermission, viewLinkId, type Principal } from "../auth.js";
 import type { Config } from "../../../core/config.js";
 import type { TokenLedger } from "../../store/case-store.js";
 import { fhirRoutes } from "./fhir.js";
@@ -210,6 +210,7 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         (s) => ({ replayed: s.replayed, via: "cds-hooks" }),
       );
       const token = signViewLink({ caseId: record.id, owner: request.owner, keyId: credentials.keyId(request.owner) }, secret, MAX_LINK_TTL_SEC);
+      await access.record(request, "view-link", record.id, "success", { linkId: viewLinkId(token), ttlSec: MAX_LINK_TTL_SEC, via: "cds-hooks" });
       const viewUrl = `${publicBase(request)}/cases/${encodeURIComponent(record.id)}/view?token=${encodeURIComponent(token)}`;
       if (isTerminal(record.status) && record.result) return { cards: [resultCard(record.result, viewUrl, notRead)] };
       return { cards: [startedCard(viewUrl, replayed, notRead)] };
