@@ -168,6 +168,15 @@ export function describeCaseSearchConformance(name: string, makeStore: () => Pro
       expect(String(await store.explainListCases({ tenant: "t1", limit: 20 }))).toMatch(/medmmv_cases_tenant/);
     });
 
+    it("lists the cases created before an instant, oldest first, for retention", async () => {
+      for (const [id, at] of [["r2", "2026-02-01T00:00:00.000Z"], ["r1", "2026-01-01T00:00:00.000Z"], ["r3", "2026-03-01T00:00:00.000Z"]] as const) {
+        await store.createCase(makeNewCase(id, { tenant: `t-${id}` }));
+        await h.setCreatedAt(id, at);
+      }
+      expect(await store.listCreatedBefore("2026-02-15T00:00:00.000Z", 10)).toEqual([{ id: "r1", tenant: "t-r1" }, { id: "r2", tenant: "t-r2" }]);
+      expect(await store.listCreatedBefore("2026-12-31T00:00:00.000Z", 1)).toEqual([{ id: "r1", tenant: "t-r1" }]);
+    });
+
     it("a case from before teams is its owner's tenant until its key joins one", async () => {
       await store.createCase(makeNewCase("old", { owner: "digest-a" }));
       expect((await store.getCase("old"))).toMatchObject({ tenant: "digest-a", submittedBy: "" });
