@@ -173,6 +173,25 @@ describe("one tenant, two clinicians and an auditor", () => {
   });
 });
 
+describe("the trail is part of the request", () => {
+  it("a read whose event cannot be written fails with 503 and serves nothing", async () => {
+    const id = ((await t.request({ method: "POST", url: "/diagnose", json: chestPain(), key: KEYS.drA })).body as { caseId: string }).caseId;
+    const append = t.store.appendAccess.bind(t.store);
+    t.store.appendAccess = async () => {
+      throw new Error("disk full");
+    };
+    try {
+      const r = await t.request({ url: `/cases/${id}`, key: KEYS.drA });
+      expect(r.status).toBe(503);
+      expect(r.text).not.toContain("crushing");
+      expect((await t.request({ url: `/cases/${id}/evidence-graph?format=graphml`, key: KEYS.drA })).status).toBe(503);
+    } finally {
+      t.store.appendAccess = append;
+    }
+    expect((await t.request({ url: `/cases/${id}`, key: KEYS.drA })).status).toBe(200);
+  });
+});
+
 describe("a tamper-evident trail", () => {
   it("medmmv audit verify passes an untouched store and names a changed byte or a removed event", async () => {
     const env = { MEDMMV_DATA_DIR: t.dataDir };
