@@ -127,6 +127,12 @@ describe("one tenant, two clinicians and an auditor", () => {
     expect((read.body as { message: string }).message).toMatch(/auditor, admin/);
     const refusals = (await trail(KEYS.auditor, "?action=delete")).entry.map((e) => [actorOf(e.resource), e.resource.outcome]);
     expect(refusals).toContainEqual(["qa-1", "4"]);
+    // Clinician B's view of A's case: the same 401, word for word, as a case that does not exist.
+    const bView = await t.request({ url: `/cases/${id}/view`, key: KEYS.drB });
+    const missingView = await t.request({ url: "/cases/no-such-case/view", key: KEYS.drB });
+    expect([bView.status, missingView.status]).toEqual([401, 401]);
+    const message = (html: string) => html.replace(/nonce-[^'"]+|nonce="[^"]+"/g, "");
+    expect(message(bView.text)).toBe(message(missingView.text));
     // An admin deletes another's case of its tenant; another tenant's clinician does not see it.
     expect((await t.request({ url: `/cases/${id}`, key: KEYS.other })).status).toBe(404);
     expect((await t.request({ method: "DELETE", url: `/cases/${id}`, key: KEYS.admin })).status).toBe(204);
