@@ -125,6 +125,8 @@ describe("one tenant, two clinicians and an auditor", () => {
     const read = await t.request({ url: "/audit-events", key: KEYS.drA });
     expect(read.status).toBe(403);
     expect((read.body as { message: string }).message).toMatch(/auditor, admin/);
+    // One refusal, one event.
+    expect((await trail(KEYS.auditor, "?actor=dr-a&action=audit-read")).entry.map((e) => e.resource.outcome)).toEqual(["4"]);
     const refusals = (await trail(KEYS.auditor, "?action=delete")).entry.map((e) => [actorOf(e.resource), e.resource.outcome]);
     expect(refusals).toContainEqual(["qa-1", "4"]);
     // Clinician B's view of A's case: the same 401, word for word, as a case that does not exist.

@@ -3,6 +3,7 @@ import type { FastifyRequest } from "fastify";
 import { z } from "zod";
 import { auditEventBundle } from "../audit-event-fhir.js";
 import { FHIR_JSON } from "../fhir-requests.js";
+import { requirePermission } from "../auth.js";
 import { CaseIdParams, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
@@ -59,7 +60,7 @@ export const auditEventRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { 
         "audit-read",
         id,
         async () => {
-          const scope = await access.guard(request, "audit-read", "audit");
+          const scope = requirePermission(request, "audit");
           return store.listAccess({ tenant: scope.tenant, caseId: id, limit: request.query.limit, cursor: request.query.cursor ?? null });
         },
         (p) => ({ results: p.items.length }),
@@ -87,7 +88,7 @@ export const auditEventRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { 
         "audit-read",
         null,
         async () => {
-          const scope = await access.guard(request, "audit-read", "audit");
+          const scope = requirePermission(request, "audit");
           return store.listAccess({ tenant: scope.tenant, from: iso(q.from), to: iso(q.to), actorId: q.actor, action: q.action, limit: q.limit, cursor: q.cursor ?? null });
         },
         (p) => ({ results: p.items.length }),
