@@ -31,6 +31,7 @@ import { evalBatch } from "./sections/eval-batch.js";
 import { fhirIntake } from "./sections/fhir-intake.js";
 import { replicas } from "./sections/replicas.js";
 import { cliStartup } from "./sections/cli-startup.js";
+import { caseSearch } from "./sections/case-search.js";
 
 const SECTIONS: Record<string, (ctx: BenchContext) => Promise<SectionReport>> = {
   "cpu-share": cpuShare,
@@ -44,6 +45,7 @@ const SECTIONS: Record<string, (ctx: BenchContext) => Promise<SectionReport>> = 
   "fhir-intake": fhirIntake,
   replicas,
   "cli-startup": cliStartup,
+  "case-search": caseSearch,
 };
 
 const { values } = parseArgs({

@@ -47,7 +47,7 @@ export async function demoCommand(opts: { json?: boolean; out: string }): Promis
       failed ||= result.status === "failed";
       const out = opts.out ? outputFor(opts.out, i, demo.slug) : undefined;
       // --json prints the main case only, so the output stays one JSON document.
-      if (i === 0 || !opts.json) await writeResult(result, { json: opts.json, out });
+      if (i === 0 || !opts.json) await writeResult(result, { json: opts.json, out }, fullEvidenceGraph);
       const reportFile = outputFor(path.join(path.dirname(opts.out), "demo-report.html"), i, demo.slug);
       // The prepared case is the view's case input as it is (images embedded).
       const report = await writeOfflineReport({ result, fullEvidenceGraph, caseInput: c }, reportFile);

@@ -36,8 +36,8 @@ export async function diagnoseCommand(file: string, opts: DiagnoseOptions): Prom
     search = await openSearchProvider(config);
     // The CLI's user is the operator: the provider's own reason for a refused call goes to stderr.
     const pipeline = new Pipeline(config, { search, callbacks: [printProviderReasons()] });
-    const { result } = await pipeline.run(c, pipelineOptions(config, { k: opts.k, maxRepairs: opts.maxRepairs, adaptive: opts.adaptive }), { signal: ctrl.signal });
-    await writeResult(result, opts);
+    const { result, fullEvidenceGraph } = await pipeline.run(c, pipelineOptions(config, { k: opts.k, maxRepairs: opts.maxRepairs, adaptive: opts.adaptive }), { signal: ctrl.signal });
+    await writeResult(result, opts, fullEvidenceGraph);
     if (result.status !== "failed") return EXIT.ok;
     return ctrl.signal.aborted ? EXIT.interrupted : EXIT.failed;
   } catch (err) {
@@ -50,10 +50,15 @@ export async function diagnoseCommand(file: string, opts: DiagnoseOptions): Prom
   }
 }
 
-export async function writeResult(result: import("../core/contracts/diagnosis-result.js").DiagnosisResult, opts: { json?: boolean; out?: string }): Promise<void> {
+/**
+ * Prints the result, and with `out` writes it to a file with the full evidence graph E beside
+ * it (`fullEvidenceGraph`, one extra field: the file still reads as a DiagnosisResult), so
+ * `medmmv report` shows everything the agents found, not only the selected path's E_p.
+ */
+export async function writeResult(result: import("../core/contracts/diagnosis-result.js").DiagnosisResult, opts: { json?: boolean; out?: string }, fullEvidenceGraph: Record<string, unknown> | null = null): Promise<void> {
   if (opts.out) {
     await mkdir(path.dirname(path.resolve(opts.out)), { recursive: true });
-    await writeFile(opts.out, JSON.stringify(result, null, 2) + "\n");
+    await writeFile(opts.out, JSON.stringify(fullEvidenceGraph ? { ...result, fullEvidenceGraph } : result, null, 2) + "\n");
   }
   process.stdout.write((opts.json ? JSON.stringify(result, null, 2) : formatSummary(result)) + "\n");
 }

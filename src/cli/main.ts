@@ -71,6 +71,26 @@ program
     process.exitCode = await reportCommand(source, opts);
   });
 
+const audit = program.command("audit").description("the access trail: who accessed which case, when, with what outcome (tamper-evident, per tenant)");
+audit
+  .command("verify")
+  .description("walk every tenant's hash chain in the store; exit 1 naming the first changed or removed event")
+  .action(async () => {
+    const { auditVerifyCommand } = await import("./audit-command.js");
+    process.exitCode = await auditVerifyCommand();
+  });
+audit
+  .command("export")
+  .description("write the access trail as FHIR AuditEvents (IHE BALP), one JSON object a line (NDJSON), for a SIEM")
+  .option("--from <instant>", "recorded at or after (ISO 8601 date or instant)")
+  .option("--to <instant>", "recorded before (ISO 8601 date or instant)")
+  .option("--tenant <id>", "only this tenant's events")
+  .option("--out <file>", "write to this file instead of stdout")
+  .action(async (opts: { from?: string; to?: string; out?: string; tenant?: string }) => {
+    const { auditExportCommand } = await import("./audit-command.js");
+    process.exitCode = await auditExportCommand(opts);
+  });
+
 program
   .command("chat")
   .description("run a case, then ask questions about it turn by turn; answers are checked against a clinical pathway")

@@ -92,6 +92,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/cases/{id}/view/evidence-graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The evidence graph of a finished case, as JSON, Cytoscape JSON, GraphML or GEXF */
+        get: operations["getCasesIdViewEvidenceGraph"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/cds-services": {
         parameters: {
             query?: never;
@@ -176,7 +193,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List your cases, newest first */
+        /** Search cases, newest first: a clinician's own, or (auditor, admin) the whole tenant's */
         get: operations["listCases"];
         put?: never;
         post?: never;
@@ -197,7 +214,10 @@ export interface paths {
         get: operations["getCase"];
         put?: never;
         post?: never;
-        /** Purge a case (its images, graphs, events and checkpoints); a running case is cancelled */
+        /**
+         * Purge a case (its images, graphs, events and checkpoints; its access trail stays); a running case is cancelled
+         * @description A clinician deletes its own cases, an admin any case of its tenant; an auditor never (403).
+         */
         delete: operations["deleteCase"];
         options?: never;
         head?: never;
@@ -231,7 +251,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The evidence graph of a finished case */
+        /** The evidence graph of a finished case, as JSON, Cytoscape JSON, GraphML or GEXF */
         get: operations["getEvidenceGraph"];
         put?: never;
         post?: never;
@@ -273,6 +293,43 @@ export interface paths {
          * @description Answered by a short rollout and an hd-supervisor pass over the case's evidence graph and the earlier turns. With a pathway on the case, the answer is labelled at its step and `contextConflict` says whether the conversation has left the pathway's valid paths. 409 while the case is running, or when it failed.
          */
         post: operations["postCasesIdTurns"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/cases/{id}/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who accessed a case, when, how, with what outcome: its access trail as FHIR AuditEvents (auditor, admin)
+         * @description Kept after the case is deleted or purged. Never holds case content.
+         */
+        get: operations["getCasesIdAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's access trail as FHIR AuditEvents, oldest first (auditor, admin) */
+        get: operations["getAuditEvents"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -529,6 +586,41 @@ export interface operations {
                 };
             };
             /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -675,6 +767,41 @@ export interface operations {
                      *       "statusCode": 401,
                      *       "code": "UNAUTHORIZED",
                      *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
                      *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
                      *     }
                      */
@@ -903,6 +1030,41 @@ export interface operations {
                 };
             };
             /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -913,6 +1075,246 @@ export interface operations {
                      *       "statusCode": 404,
                      *       "code": "NOT_FOUND",
                      *       "message": "case case-3f1c… not found",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 429,
+                     *       "code": "RATE_LIMITED",
+                     *       "message": "rate limit exceeded: retry after 12 s",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getCasesIdViewEvidenceGraph: {
+        parameters: {
+            query?: {
+                /** @description `path`: the selected path's supporting subgraph E_p; `full`: the whole evidence graph E */
+                scope?: "path" | "full";
+                /** @description `json` (= `graphology`): graphology export() JSON; `cytoscape`: Cytoscape.js elements JSON; `graphml` (Gephi, Cytoscape desktop, networkx) and `gexf` (Gephi): every attribute kept, nested ones as JSON strings */
+                format?: "json" | "graphology" | "cytoscape" | "graphml" | "gexf";
+            };
+            header?: never;
+            path: {
+                /** @description Case id (from POST /diagnose) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description EvidenceGraph (JSON formats); GraphML and GEXF are XML downloads */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 400,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "invalid request body: question: question must not be empty",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 401,
+                     *       "code": "UNAUTHORIZED",
+                     *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 404,
+                     *       "code": "NOT_FOUND",
+                     *       "message": "case case-3f1c… not found",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 409,
+                     *       "code": "CONFLICT",
+                     *       "message": "case case-3f1c… is running; its result exists once it has finished",
                      *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
                      *     }
                      */
@@ -1589,6 +1991,51 @@ export interface operations {
                      *             "text": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS"
                      *           },
                      *           "diagnostics": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "forbidden",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "INVALID_INPUT"
+                     *               }
+                     *             ],
+                     *             "text": "the request is malformed"
+                     *           },
+                     *           "diagnostics": "the request is malformed"
                      *         }
                      *       ]
                      *     }
@@ -2290,6 +2737,41 @@ export interface operations {
                 };
             };
             /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2510,6 +2992,24 @@ export interface operations {
                 cursor?: string;
                 /** @description Only cases in this status */
                 status?: "queued" | "running" | "completed" | "abstained" | "failed";
+                /** @description Created at or after (ISO 8601 date or instant) */
+                from?: string;
+                /** @description Created before (ISO 8601 date or instant) */
+                to?: string;
+                /** @description The answer's option letter, or its whole text (case-insensitive) */
+                answer?: string;
+                /** @description true: only abstentions; false: only answered cases */
+                abstained?: "true" | "false";
+                /** @description At least this many claims of the chosen path not supported by the evidence */
+                minUnsupportedClaims?: number;
+                /** @description A model that ran in any role */
+                model?: string;
+                /** @description A prompt template's sha256 the case ran with */
+                promptHash?: string;
+                /** @description The pathway id the case named */
+                pathway?: string;
+                /** @description The submitter's key id (auditors: any of the tenant) */
+                submittedBy?: string;
             };
             header?: never;
             path?: never;
@@ -2532,8 +3032,22 @@ export interface operations {
                                 option: string | null;
                                 text: string;
                             } | null;
+                            /** @description Share of the chosen path's claims supported by the evidence */
+                            answerSupport: number | null;
+                            /** @description null until the case has finished */
+                            abstained: boolean | null;
+                            /** @description Claims of the chosen path not supported (unsupported or contradicted) */
+                            unsupportedClaims: number | null;
+                            /** @description Hallucinations the detector found, resolved or not */
+                            hallucinations: number | null;
+                            /** @description Models that ran, any role */
+                            models: string[];
+                            pathway: string | null;
+                            /** @description Key id (or EHR issuer) that submitted it */
+                            submittedBy: string;
                             createdAt: string;
                             updatedAt: string;
+                            finishedAt: string | null;
                         }[];
                         /** @description Pass as `cursor` for the next page; null on the last page */
                         nextCursor: string | null;
@@ -2586,6 +3100,41 @@ export interface operations {
                      *       "statusCode": 401,
                      *       "code": "UNAUTHORIZED",
                      *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
                      *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
                      *     }
                      */
@@ -3097,6 +3646,41 @@ export interface operations {
                 };
             };
             /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3233,6 +3817,41 @@ export interface operations {
                      *       "statusCode": 401,
                      *       "code": "UNAUTHORIZED",
                      *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
                      *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
                      *     }
                      */
@@ -3426,6 +4045,41 @@ export interface operations {
                 };
             };
             /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3502,8 +4156,8 @@ export interface operations {
             query?: {
                 /** @description `path`: the selected path's supporting subgraph E_p; `full`: the whole evidence graph E */
                 scope?: "path" | "full";
-                /** @description graphology export() JSON, or Cytoscape.js elements JSON */
-                format?: "graphology" | "cytoscape";
+                /** @description `json` (= `graphology`): graphology export() JSON; `cytoscape`: Cytoscape.js elements JSON; `graphml` (Gephi, Cytoscape desktop, networkx) and `gexf` (Gephi): every attribute kept, nested ones as JSON strings */
+                format?: "json" | "graphology" | "cytoscape" | "graphml" | "gexf";
             };
             header?: never;
             path: {
@@ -3514,7 +4168,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description EvidenceGraph */
+            /** @description EvidenceGraph (JSON formats); GraphML and GEXF are XML downloads */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3571,6 +4225,41 @@ export interface operations {
                      *       "statusCode": 401,
                      *       "code": "UNAUTHORIZED",
                      *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
                      *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
                      *     }
                      */
@@ -3807,6 +4496,41 @@ export interface operations {
                 };
             };
             /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3969,6 +4693,41 @@ export interface operations {
                      *       "statusCode": 401,
                      *       "code": "UNAUTHORIZED",
                      *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
                      *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
                      *     }
                      */
@@ -4187,6 +4946,41 @@ export interface operations {
                 };
             };
             /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4232,6 +5026,430 @@ export interface operations {
                      *       "statusCode": 409,
                      *       "code": "CONFLICT",
                      *       "message": "case case-3f1c… is running; its result exists once it has finished",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 429,
+                     *       "code": "RATE_LIMITED",
+                     *       "message": "rate limit exceeded: retry after 12 s",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getCasesIdAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Page size (1–1000) */
+                limit?: number;
+                /** @description From the `next` link of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Case id (from POST /diagnose) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description AuditEventBundle: a FHIR R4 searchset Bundle of AuditEvents (IHE BALP) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        resourceType: "Bundle";
+                        /** @enum {string} */
+                        type: "searchset";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 400,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "invalid request body: question: question must not be empty",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 401,
+                     *       "code": "UNAUTHORIZED",
+                     *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 404,
+                     *       "code": "NOT_FOUND",
+                     *       "message": "case case-3f1c… not found",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 429,
+                     *       "code": "RATE_LIMITED",
+                     *       "message": "rate limit exceeded: retry after 12 s",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Page size (1–1000) */
+                limit?: number;
+                /** @description From the `next` link of the previous page */
+                cursor?: string;
+                /** @description Recorded at or after (ISO 8601 date or instant) */
+                from?: string;
+                /** @description Recorded before (ISO 8601 date or instant) */
+                to?: string;
+                /** @description An actor id: a key id, an EHR issuer, or a view link id */
+                actor?: string;
+                action?: "create" | "read" | "events" | "graph" | "fhir" | "turns" | "view" | "view-link" | "export" | "delete" | "search" | "audit-read" | "purge";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description AuditEventBundle: a FHIR R4 searchset Bundle of AuditEvents (IHE BALP) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        resourceType: "Bundle";
+                        /** @enum {string} */
+                        type: "searchset";
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 400,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "invalid request body: question: question must not be empty",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 401,
+                     *       "code": "UNAUTHORIZED",
+                     *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 404,
+                     *       "code": "NOT_FOUND",
+                     *       "message": "case case-3f1c… not found",
                      *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
                      *     }
                      */

@@ -6,6 +6,7 @@ import { FHIR_DEFAULTS } from "./intake/fhir/bundle-to-case.js";
 import { defaultRedisPrefix, deploymentId } from "./deployment-identity.js";
 import { catalogPrices, ModelProfileOverrides, REASONING_EFFORTS, type ReasoningEffort } from "./llm/model-profile.js";
 import { parseModelSpec, priceOf, type ModelProvider } from "./llm/model-spec.js";
+import { readApiKeysFile, readIssuersFile, type ApiKeyEntry } from "./access-files.js";
 
 /**
  * The one place that reads the environment (docs/architecture.md#house-style). Everything else receives a
@@ -100,6 +101,8 @@ export const EnvSchema = z.object({
     .describe("A directory of extra clinical pathways (ID.json each), named by id in requests beside the bundled ones in pathways/; an id may not be in both."),
   MEDMMV_DATA_DIR: z.string().default("./data").describe("Data directory: the SQLite store (medmmv.sqlite) and the demo's store."),
   MEDMMV_API_KEYS: z.string().optional().describe(`Comma-separated API keys for the HTTP API (each key sees only its own cases), each at least ${MIN_SECRET_CHARS} characters. Without keys the server listens on loopback only.`),
+  MEDMMV_API_KEYS_FILE: z.string().min(1).optional().describe("A JSON file of API keys with teams and roles: an array of { id, sha256 (hex SHA-256 of the key; the file holds no secret), tenant, roles: [clinician | auditor | admin] }. Used beside MEDMMV_API_KEYS, whose keys stay clinicians, each its own tenant."),
+  MEDMMV_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional().describe("Days a case's content (input, images, result, graphs, events, turns) is kept; older cases are purged once a day and at start, their access trail kept. Unset: kept until deleted."),
   MEDMMV_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60).describe("Requests per minute per API key, one budget over the API, audit-view and CDS Hooks routes (per process; across replicas with REDIS_URL)."),
   MEDMMV_AUTH_FAILURES_PER_MIN: z.coerce.number().int().min(1).default(10).describe("Failed authentications per minute per client address (wrong key, bad view link, bad JWT), on every route; past it 429."),
   MEDMMV_TRUST_PROXY: z.string().default("false").describe("Trust X-Forwarded-For from a reverse proxy: false (default), true (any hop: only when nothing else can reach the port), a hop count, or comma-separated proxy addresses/CIDRs. Decides the client address that failed-login budgets count by."),
@@ -142,6 +145,7 @@ export const EnvSchema = z.object({
   MEDMMV_FHIR_MAX_DEPTH: z.coerce.number().int().min(8).max(1_000).default(FHIR_DEFAULTS.maxDepth).describe("Deepest nesting of objects and arrays in one FHIR resource; deeper bundles are refused with an OperationOutcome."),
   MEDMMV_CDS_JWKS: z.string().optional().describe("The EHR's JWKS for CDS Hooks JWTs: an https URL or a local JWKS file."),
   MEDMMV_CDS_ISSUERS: z.string().optional().describe("Accepted `iss` of CDS Hooks JWTs (comma-separated); required with MEDMMV_CDS_JWKS."),
+  MEDMMV_CDS_ISSUERS_FILE: z.string().min(1).optional().describe("A JSON file of the EHRs that may call CDS Hooks, each with its own keys: an array of { iss, jwks (https URL or local JWKS file), tenant }. A token is checked against its issuer's JWKS only, so one EHR's key cannot sign as another. Replaces MEDMMV_CDS_JWKS and MEDMMV_CDS_ISSUERS."),
   MEDMMV_CORS_ORIGINS: z.string().optional().describe("Browser origins (comma-separated) allowed to call the CDS Hooks endpoints, e.g. the CDS Hooks sandbox; none by default."),
 });
 
@@ -216,6 +220,8 @@ export interface Config {
     port: number;
     workers: number;
     apiKeys: string[];
+    /** MEDMMV_API_KEYS_FILE's keys (digests, teams and roles); empty without it. */
+    keyFile: ApiKeyEntry[];
     rateLimitPerMin: number;
     maxBodyBytes: number;
     maxImageBytes: number;
@@ -231,7 +237,18 @@ export interface Config {
   };
   redis: { url: string | null };
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
-  cds: { publicUrl: string | null; fhirServers: string[]; jwks: string | null; issuers: string[]; corsOrigins: string[]; emptyRecord: "no-cards" | "422" };
+  cds: {
+    publicUrl: string | null;
+    fhirServers: string[];
+    jwks: string | null;
+    issuers: string[];
+    /** Each accepted issuer with the JWKS its tokens must verify against and its tenant (null: the issuer is its own tenant). */
+    issuerKeys: Array<{ iss: string; jwks: string; tenant: string | null }>;
+    corsOrigins: string[];
+    emptyRecord: "no-cards" | "422";
+  };
+  /** Days case content is kept (null: until deleted). */
+  retention: { days: number | null };
   images: {
     modelLongSide: number;
     dicomMaxFrames: number;
@@ -272,6 +289,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new MedmmvError("CONFIG_INVALID", `invalid configuration: ${describeZodIssues(parsed.error).message}`);
   }
   const e = parsed.data;
+  if (e.MEDMMV_CDS_ISSUERS_FILE && (e.MEDMMV_CDS_JWKS || e.MEDMMV_CDS_ISSUERS)) {
+    throw new MedmmvError("CONFIG_INVALID", "invalid configuration: MEDMMV_CDS_ISSUERS_FILE replaces MEDMMV_CDS_JWKS and MEDMMV_CDS_ISSUERS; set one or the other");
+  }
+  // One JWKS for several issuers cannot tell whose key signed: EHR A's key could sign as EHR B.
+  if (e.MEDMMV_CDS_JWKS && csvList(e.MEDMMV_CDS_ISSUERS).length > 1) {
+    throw new MedmmvError("CONFIG_INVALID", "invalid configuration: MEDMMV_CDS_ISSUERS lists several issuers for the one MEDMMV_CDS_JWKS, so any of their keys could sign as any of them; give each EHR its own JWKS in MEDMMV_CDS_ISSUERS_FILE");
+  }
+  if (e.MEDMMV_CDS_ISSUERS_FILE && !e.MEDMMV_PUBLIC_URL) {
+    throw new MedmmvError("CONFIG_INVALID", "invalid configuration: MEDMMV_CDS_ISSUERS_FILE is set but MEDMMV_PUBLIC_URL is not; set it to this service's base URL as the EHR calls it");
+  }
   if (e.MEDMMV_CDS_JWKS && !csvList(e.MEDMMV_CDS_ISSUERS).length) {
     throw new MedmmvError("CONFIG_INVALID", "invalid configuration: MEDMMV_CDS_JWKS is set but MEDMMV_CDS_ISSUERS is empty; list the EHR issuers (iss) whose JWTs are accepted");
   }
@@ -299,6 +326,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   // The count, never the keys: this message is printed.
   if (short)
     throw new MedmmvError("CONFIG_INVALID", `invalid configuration: ${short} of the ${apiKeys.length} keys in MEDMMV_API_KEYS ${short === 1 ? "is" : "are"} shorter than ${MIN_SECRET_CHARS} characters; use long random keys (e.g. openssl rand -base64 32)`);
+  const keyFile = e.MEDMMV_API_KEYS_FILE ? readApiKeysFile(e.MEDMMV_API_KEYS_FILE) : [];
+  const issuerKeys = e.MEDMMV_CDS_ISSUERS_FILE
+    ? readIssuersFile(e.MEDMMV_CDS_ISSUERS_FILE)
+    : e.MEDMMV_CDS_JWKS
+      ? csvList(e.MEDMMV_CDS_ISSUERS).map((iss) => ({ iss, jwks: e.MEDMMV_CDS_JWKS!, tenant: null }))
+      : [];
   if (e.MEDMMV_CASE_MAX_COST_USD !== undefined) {
     // Unpriced calls cost 0: the default cost budget of every case would never be reached.
     const unpriced = unpricedModels(configuredModels, prices);
@@ -375,6 +408,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       port: e.PORT,
       workers: e.MEDMMV_WORKERS,
       apiKeys,
+      keyFile,
       rateLimitPerMin: e.MEDMMV_RATE_LIMIT_PER_MIN,
       maxBodyBytes: e.MEDMMV_MAX_BODY_BYTES,
       maxImageBytes: e.MEDMMV_MAX_IMAGE_BYTES,
@@ -393,10 +427,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       publicUrl: e.MEDMMV_PUBLIC_URL?.replace(/\/+$/, "") ?? null,
       fhirServers: csvList(e.MEDMMV_FHIR_SERVERS).map((u) => u.replace(/\/+$/, "")),
       jwks: e.MEDMMV_CDS_JWKS ?? null,
-      issuers: csvList(e.MEDMMV_CDS_ISSUERS),
+      issuers: issuerKeys.map((i) => i.iss),
+      issuerKeys,
       corsOrigins: csvList(e.MEDMMV_CORS_ORIGINS),
       emptyRecord: e.MEDMMV_CDS_EMPTY_RECORD,
     },
+    retention: { days: e.MEDMMV_RETENTION_DAYS ?? null },
     fhir: { notesBudget: e.MEDMMV_FHIR_NOTES_BUDGET, maxResources: e.MEDMMV_FHIR_MAX_RESOURCES, maxDepth: e.MEDMMV_FHIR_MAX_DEPTH, ...(e.MEDMMV_PSEUDONYM_SECRET ? { pseudonymSecret: e.MEDMMV_PSEUDONYM_SECRET } : {}) },
     images: {
       modelLongSide: e.MEDMMV_IMAGE_MODEL_LONG_SIDE,

@@ -15,6 +15,7 @@ import { frameworkErrors, MAX_PARAM_LENGTH } from "./http/errors.js";
 import { explainListenError } from "./http/listen-errors.js";
 import { createLogger } from "./http/logger.js";
 import { providerFailureLog } from "./provider-failure-log.js";
+import { RetentionSweeper } from "./service/retention.js";
 import { CaseService } from "./service/case-service.js";
 import { openProviderLimiter } from "./engine/provider-budget.js";
 import { ServiceMetrics } from "./engine/service-metrics.js";
@@ -126,7 +127,10 @@ export async function buildServerApp(
     await provider.close();
     throw err;
   }
+  const retention = config.retention.days ? new RetentionSweeper({ store, service, days: config.retention.days, logger }) : null;
+  if (retention) app.addHook("onReady", async () => retention.start());
   app.addHook("preClose", async () => {
+    await retention?.stop();
     await service.close();
   });
   app.addHook("onClose", async () => {
@@ -140,10 +144,10 @@ export async function buildServerApp(
 
 /** Open the store, build the pipeline and the service, listen, then resume unfinished cases. */
 export async function startServer(config: Config, opts: StartServerOptions = {}): Promise<RunningServer> {
-  if (config.http.apiKeys.length === 0 && !isLoopback(config.http.host)) {
+  if (config.http.apiKeys.length === 0 && config.http.keyFile.length === 0 && !isLoopback(config.http.host)) {
     throw new MedmmvError(
       "CONFIG_MISSING",
-      `refusing to serve on HOST=${config.http.host} without API keys: set MEDMMV_API_KEYS (comma-separated) or listen on 127.0.0.1`,
+      `refusing to serve on HOST=${config.http.host} without API keys: set MEDMMV_API_KEYS (comma-separated) or MEDMMV_API_KEYS_FILE, or listen on 127.0.0.1`,
     );
   }
   const logger = createLogger(config.logLevel, opts.logStream);

@@ -48,8 +48,13 @@ describe("medmmv diagnose", () => {
     expect(r.stderr).not.toMatch(/Error/);
     expect(r.code).toBe(0);
     const printed = DiagnosisResult.parse(JSON.parse(r.stdout));
-    const written = DiagnosisResult.parse(JSON.parse(await readFile(out, "utf8")));
+    const file = JSON.parse(await readFile(out, "utf8")) as { fullEvidenceGraph?: { nodes: Array<{ key: string }> } };
+    const written = DiagnosisResult.parse(file);
     expect(written).toEqual(printed);
+    // The file carries the full graph E, so its offline report shows everything the agents found.
+    const full = new Set(file.fullEvidenceGraph!.nodes.map((n) => n.key));
+    expect(full.size).toBeGreaterThanOrEqual(printed.evidenceGraph?.nodes.length ?? 0);
+    for (const n of printed.evidenceGraph?.nodes ?? []) expect(full.has(n.key)).toBe(true);
     expect(printed.stability.rolloutAnswers).toHaveLength(3);
     expect(printed.provenance.config.maxRepairs).toBe(1);
     expect(printed.answer?.option).toBe("B");

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { assertLlmConfigured, loadConfig } from "../../src/core/config.js";
 import { pipelineOptions } from "../../src/core/workflow/pipeline.js";
@@ -62,5 +65,42 @@ describe("CDS Hooks configuration", () => {
   it("a JWKS without MEDMMV_PUBLIC_URL is a configuration error: the JWT audience never comes from the request", () => {
     expect(() => loadConfig({ MEDMMV_CDS_JWKS: "/etc/ehr-jwks.json", MEDMMV_CDS_ISSUERS: "https://ehr.example.org" })).toThrow(/MEDMMV_PUBLIC_URL/);
     expect(loadConfig({ MEDMMV_CDS_JWKS: "/etc/ehr-jwks.json", MEDMMV_CDS_ISSUERS: "https://ehr.example.org", MEDMMV_PUBLIC_URL: "https://medmmv.example.org/" }).cds.publicUrl).toBe("https://medmmv.example.org");
+  });
+
+  it("one JWKS for several issuers is refused (any of their keys could sign as any of them); a file gives each its own", () => {
+    const base = { MEDMMV_PUBLIC_URL: "https://medmmv.example.org" };
+    expect(() => loadConfig({ ...base, MEDMMV_CDS_JWKS: "/etc/jwks.json", MEDMMV_CDS_ISSUERS: "https://a,https://b" })).toThrow(/MEDMMV_CDS_ISSUERS_FILE/);
+    const dir = mkdtempSync(join(tmpdir(), "medmmv-issuers-"));
+    try {
+      const file = join(dir, "issuers.json");
+      writeFileSync(file, JSON.stringify([{ iss: "https://a", jwks: "/etc/a.json", tenant: "clinic-a" }, { iss: "https://b", jwks: "https://b/jwks", tenant: "clinic-b" }]));
+      expect(loadConfig({ ...base, MEDMMV_CDS_ISSUERS_FILE: file }).cds.issuerKeys).toEqual([
+        { iss: "https://a", jwks: "/etc/a.json", tenant: "clinic-a" },
+        { iss: "https://b", jwks: "https://b/jwks", tenant: "clinic-b" },
+      ]);
+      writeFileSync(file, JSON.stringify([{ iss: "https://a", jwks: "/etc/a.json", tenant: "t" }, { iss: "https://a", jwks: "/etc/b.json", tenant: "t" }]));
+      expect(() => loadConfig({ ...base, MEDMMV_CDS_ISSUERS_FILE: file })).toThrow(/\[1\] repeats iss/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("MEDMMV_API_KEYS_FILE", () => {
+  it("reads digests with ids, tenants and roles, and names the entry at fault without printing it", () => {
+    const dir = mkdtempSync(join(tmpdir(), "medmmv-keys-"));
+    try {
+      const file = join(dir, "keys.json");
+      const digest = "A".repeat(64);
+      writeFileSync(file, JSON.stringify([{ id: "qa-1", sha256: digest, tenant: "clinic", roles: ["auditor", "auditor"] }]));
+      expect(loadConfig({ MEDMMV_API_KEYS_FILE: file }).http.keyFile).toEqual([{ id: "qa-1", sha256: "a".repeat(64), tenant: "clinic", roles: ["auditor"] }]);
+      writeFileSync(file, JSON.stringify([{ id: "qa-1", sha256: "not-a-digest", tenant: "clinic", roles: ["auditor"] }]));
+      expect(() => loadConfig({ MEDMMV_API_KEYS_FILE: file })).toThrow(/\[0\]\.sha256.*SHA-256/);
+      writeFileSync(file, JSON.stringify([{ id: "qa-1", sha256: digest, tenant: "clinic", roles: ["root"] }]));
+      expect(() => loadConfig({ MEDMMV_API_KEYS_FILE: file })).toThrow(/roles/);
+      expect(() => loadConfig({ MEDMMV_API_KEYS_FILE: join(dir, "missing.json") })).toThrow(/cannot read/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,14 +1,15 @@
 import { readFileSync } from "node:fs";
 import { createHash } from "node:crypto";
-import { createLocalJWKSet, createRemoteJWKSet, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
+import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
 import { MedmmvError } from "../../core/contracts/errors.js";
 import type { TokenLedger } from "../store/case-store.js";
 
 export interface CdsJwtOptions {
-  /** MEDMMV_CDS_JWKS: an https URL of the EHR's JWKS, or a local JWKS file. */
-  jwks: string;
-  /** MEDMMV_CDS_ISSUERS. */
-  issuers: readonly string[];
+  /**
+   * Each accepted issuer with its own JWKS (an https URL or a local JWKS file):
+   * MEDMMV_CDS_ISSUERS_FILE, or MEDMMV_CDS_ISSUERS with MEDMMV_CDS_JWKS (one issuer).
+   */
+  issuerKeys: ReadonlyArray<{ iss: string; jwks: string }>;
   /**
    * Where used `jti`s are recorded: the case store, so a token replayed to another worker
    * or replica on the same store is refused too (a per-process memory would accept it).
@@ -59,21 +60,26 @@ export function looksLikeJwt(token: string): boolean {
 export const issuerOwner = (iss: string): string => `cds-${createHash("sha256").update(iss).digest("hex")}`;
 
 export class CdsJwtVerifier {
-  readonly #keys: JWTVerifyGetKey;
+  /** Each issuer's own key set: a token is checked against its `iss`'s keys only, so one EHR's key cannot sign as another. */
+  readonly #keys: ReadonlyMap<string, JWTVerifyGetKey>;
 
   constructor(private readonly opts: CdsJwtOptions) {
-    this.#keys = keySet(opts.jwks);
+    this.#keys = new Map(opts.issuerKeys.map((i) => [i.iss, keySet(i.jwks)]));
   }
 
   /**
    * The owner id for cases this EHR creates: a hash of its issuer.
    * `audience`: the URL of the service endpoint being called (CDS Hooks `aud`).
    */
-  async verify(token: string, audience: string, nowMs = Date.now()): Promise<{ owner: string; iss: string }> {
+  async verify(token: string, audience: string, nowMs = Date.now()): Promise<{ owner: string; iss: string; sub: string | null }> {
     let payload;
     try {
-      ({ payload } = await jwtVerify(token, this.#keys, {
-        issuer: [...this.opts.issuers],
+      // The claimed issuer picks the key set; the signature check below is what proves it.
+      const claimed = decodeJwt(token).iss;
+      const keys = typeof claimed === "string" ? this.#keys.get(claimed) : undefined;
+      if (!keys) throw Object.assign(new Error("unknown issuer"), { code: "ERR_JWT_CLAIM_VALIDATION_FAILED" });
+      ({ payload } = await jwtVerify(token, keys, {
+        issuer: claimed,
         audience,
         requiredClaims: ["iss", "aud", "exp", "iat", "jti"],
         algorithms: ASYMMETRIC_ALGORITHMS,
@@ -82,7 +88,7 @@ export class CdsJwtVerifier {
       }));
     } catch (err) {
       const why = (err as { code?: string }).code ?? "ERR_JWT_INVALID";
-      throw new MedmmvError("UNAUTHORIZED", `the CDS Hooks JWT was refused (${why}): it must be signed by a key of the configured JWKS, with iss a configured issuer, aud ${audience}, a future exp and a fresh jti`, { cause: err });
+      throw new MedmmvError("UNAUTHORIZED", `the CDS Hooks JWT was refused (${why}): it must be signed by a key of its issuer's own JWKS, with iss a configured issuer, aud ${audience}, a future exp and a fresh jti`, { cause: err });
     }
     const nowSec = nowMs / 1000;
     if (payload.exp! > nowSec + MAX_TOKEN_LIFETIME_SEC + CLOCK_SKEW_SEC)
@@ -93,6 +99,6 @@ export class CdsJwtVerifier {
     if (!(await this.opts.usedTokenIds.useTokenId(payload.iss!, payload.jti!, expiresAtMs, nowMs))) {
       throw new MedmmvError("UNAUTHORIZED", "the CDS Hooks JWT was already used (jti replay); sign a new token for each call");
     }
-    return { owner: issuerOwner(payload.iss!), iss: payload.iss! };
+    return { owner: issuerOwner(payload.iss!), iss: payload.iss!, sub: typeof payload.sub === "string" ? payload.sub : null };
   }
 }

@@ -3,7 +3,7 @@ import type { AgentDeps } from "../../core/agents/agent-context.js";
 import { MedmmvError } from "../../core/contracts/errors.js";
 import { CallChain, UsageMeter } from "../../core/llm/usage.js";
 import { casePathway } from "../../core/pathways/path-conflict.js";
-import type { CaseService } from "../service/case-service.js";
+import type { CaseScope, CaseService } from "../service/case-service.js";
 import { rebuildPreparedCase } from "../service/stored-case.js";
 import type { CaseRecords, ConversationTurn, ConversationTurns } from "../store/case-store.js";
 import { answerTurn, checkRequestedStep, turnEvidence, type TurnRequest } from "../../core/conversation/answer-turn.js";
@@ -30,13 +30,13 @@ export class ConversationService {
     this.#deps = deps;
   }
 
-  async list(owner: string, caseId: string): Promise<ConversationTurn[]> {
-    await this.#deps.cases.get(owner, caseId);
+  async list(scope: CaseScope, caseId: string): Promise<ConversationTurn[]> {
+    await this.#deps.cases.get(scope, caseId);
     return this.#deps.store.listTurns(caseId);
   }
 
-  async ask(owner: string, caseId: string, request: TurnRequest): Promise<ConversationTurn> {
-    const record = await this.#deps.cases.get(owner, caseId);
+  async ask(scope: CaseScope, caseId: string, request: TurnRequest): Promise<ConversationTurn> {
+    const record = await this.#deps.cases.get(scope, caseId);
     if (record.status === "queued" || record.status === "running")
       throw new MedmmvError("CONFLICT", `case ${caseId} is still ${record.status}; ask once it has finished (GET /cases/${caseId})`, { details: { status: record.status } });
     if (record.status === "failed") throw new MedmmvError("CONFLICT", `case ${caseId} failed, so there is no result to talk about; submit it again`, { details: { status: record.status } });

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { AccessRecorder } from "./access-recorder.js";
 import { apiKeyAuth, ApiKeys, Credentials } from "./auth.js";
 import { registerErrorHandling } from "./errors.js";
 import { registerHelmet } from "./plugins/helmet.js";
@@ -16,10 +17,11 @@ import { registerFhirJson } from "./fhir-requests.js";
 import { healthRoutes } from "./routes/health.js";
 import { metricsRoute } from "./routes/metrics.js";
 import { turnRoutes } from "./routes/turns.js";
+import { auditEventRoutes } from "./routes/audit-events.js";
 import type { RouteDeps } from "./routes/route-deps.js";
 import { viewLinkRoutes, viewLinkSecret, viewPageRoutes } from "./routes/view.js";
 
-export type AppOptions = Omit<RouteDeps, "heartbeatMs" | "gate" | "credentials" | "openStreams"> & {
+export type AppOptions = Omit<RouteDeps, "heartbeatMs" | "gate" | "credentials" | "openStreams" | "keys" | "access"> & {
   heartbeatMs?: number;
   /** Served at GET /metrics (behind MEDMMV_METRICS_TOKEN and the request gate) when given. */
   metrics?: ServiceMetrics;
@@ -40,9 +42,13 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
 
   // One gate for every authenticated route: one rate-limit budget per key, failed attempts counted first.
   const gate = await RequestGate.register(app, opts.config);
-  const keys = new ApiKeys(opts.config.http.apiKeys);
-  const credentials = new Credentials(keys, opts.config.cds.jwks ? opts.config.cds.issuers : []);
-  const deps: RouteDeps = { ...opts, heartbeatMs: opts.heartbeatMs ?? 15_000, gate, credentials, openStreams: new Map() };
+  app.decorateRequest("principal", null);
+  const keys = new ApiKeys(opts.config.http.apiKeys, opts.config.http.keyFile);
+  // Cases a key stored before it joined a team move into the team (each start; cheap when none are left).
+  for (const k of keys.teamKeys()) await opts.store.adoptCases(k.owner, k.tenant, k.id);
+  const credentials = new Credentials(keys, opts.config.cds.issuerKeys);
+  const access = new AccessRecorder(opts.store);
+  const deps: RouteDeps = { ...opts, heartbeatMs: opts.heartbeatMs ?? 15_000, gate, credentials, keys, access, openStreams: new Map() };
 
   await registerHelmet(app);
   await registerSwagger(app);
@@ -70,6 +76,7 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
     await api.register(evidenceGraphRoutes, deps);
     await api.register(viewLinkRoutes, viewDeps);
     await api.register(turnRoutes, deps);
+    await api.register(auditEventRoutes, deps);
   });
 }
 

@@ -45,12 +45,21 @@ export const CaseView = z
   })
   .describe("Case");
 
+/** One search row: what a reviewer triages by, never the case's notes. */
 export const CaseListItem = z.object({
   caseId: z.string(),
   status: CaseStatus,
   answer: z.object({ option: z.string().nullable(), text: z.string() }).nullable(),
+  answerSupport: z.number().nullable().describe("Share of the chosen path's claims supported by the evidence"),
+  abstained: z.boolean().nullable().describe("null until the case has finished"),
+  unsupportedClaims: z.number().int().nullable().describe("Claims of the chosen path not supported (unsupported or contradicted)"),
+  hallucinations: z.number().int().nullable().describe("Hallucinations the detector found, resolved or not"),
+  models: z.array(z.string()).describe("Models that ran, any role"),
+  pathway: z.string().nullable(),
+  submittedBy: z.string().describe("Key id (or EHR issuer) that submitted it"),
   createdAt: z.string(),
   updatedAt: z.string(),
+  finishedAt: z.string().nullable(),
 });
 
 export const CaseList = z
@@ -63,6 +72,7 @@ export const CaseList = z
 export const errorResponses = {
   400: ErrorBody,
   401: ErrorBody,
+  403: ErrorBody,
   404: ErrorBody,
   429: ErrorBody,
 } as const;

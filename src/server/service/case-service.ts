@@ -15,6 +15,7 @@ import {
   type CaseStatus,
   type CaseStore,
   type CaseSummary,
+  type ListCasesQuery,
 } from "../store/case-store.js";
 import { rebuildPreparedCase, requestHash, toStoredInput } from "./stored-case.js";
 import { EventHub, type CaseListener } from "./event-hub.js";
@@ -37,6 +38,9 @@ export interface CaseOverrides {
 export interface SubmitRequest {
   /** sha256 of the caller's API key: the case belongs to it. */
   owner: string;
+  /** The caller's team (default: the owner) and its key id, stored with the case. */
+  tenant?: string;
+  submittedBy?: string;
   input: ClinicalCase;
   /**
    * Whose standing a DICOMweb fetch may use without a token in the reference: "ehr" for a
@@ -46,6 +50,19 @@ export interface SubmitRequest {
   overrides?: CaseOverrides;
   idempotencyKey?: string | null;
 }
+
+/**
+ * Which cases a caller may reach: those of its tenant, and of those only its own (`owner`)
+ * unless `wholeTenant` (an auditor's reads, an admin's deletes).
+ */
+export interface CaseScope {
+  owner: string;
+  tenant: string;
+  wholeTenant: boolean;
+}
+
+export const inScope = (scope: CaseScope, record: Pick<CaseRecord, "owner" | "tenant">): boolean =>
+  record.tenant === scope.tenant && (scope.wholeTenant || record.owner === scope.owner);
 
 export interface Submission {
   record: CaseRecord;
@@ -191,6 +208,8 @@ export class CaseService {
       record = await this.#store.createCase({
         id: prepared.id,
         owner: req.owner,
+        tenant: req.tenant ?? req.owner,
+        submittedBy: req.submittedBy ?? "",
         input: stored,
         options: options as unknown as Record<string, unknown>,
         idempotencyKey: key,
@@ -258,15 +277,19 @@ export class CaseService {
     }
   }
 
-  /** The case if it belongs to `owner`; otherwise NOT_FOUND, so ids of others' cases are not confirmed. */
-  async get(owner: string, id: string): Promise<CaseRecord> {
+  /**
+   * The case if `scope` may see it: a case of its tenant, and its own unless it sees the
+   * whole tenant; otherwise NOT_FOUND, so ids of others' cases are not confirmed.
+   */
+  async get(scope: CaseScope, id: string): Promise<CaseRecord> {
     const record = await this.#store.getCase(id);
-    if (!record || record.owner !== owner) throw new MedmmvError("NOT_FOUND", `case ${id} not found`);
+    if (!record || !inScope(scope, record)) throw new MedmmvError("NOT_FOUND", `case ${id} not found`);
     return record;
   }
 
-  list(owner: string, q: { limit: number; cursor?: string | null; status?: CaseStatus }): Promise<{ items: CaseSummary[]; nextCursor: string | null }> {
-    return this.#store.listCases({ owner, ...q });
+  /** A search within `scope`: the tenant's cases, or only its own. */
+  list(scope: CaseScope, q: Omit<ListCasesQuery, "tenant" | "owner">): Promise<{ items: CaseSummary[]; nextCursor: string | null }> {
+    return this.#store.listCases({ ...q, tenant: scope.tenant, ...(scope.wholeTenant ? {} : { owner: scope.owner }) });
   }
 
   events(id: string, afterSeq = 0): Promise<CaseEvent[]> {
@@ -282,8 +305,13 @@ export class CaseService {
   }
 
   /** Purge a case; a running case's model calls are aborted first. */
-  async delete(owner: string, id: string): Promise<void> {
-    await this.get(owner, id);
+  async delete(scope: CaseScope, id: string): Promise<void> {
+    await this.get(scope, id);
+    await this.purge(id);
+  }
+
+  /** Purge a case whoever owns it (retention's sweep; the HTTP routes go through `delete`). */
+  async purge(id: string): Promise<void> {
     this.#deleting.add(id);
     try {
       // Every replica hears it: the one running the case stops its calls there.

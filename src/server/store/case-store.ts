@@ -5,6 +5,7 @@ import type { WorkflowCheckpoints } from "./roles/workflow-checkpoints.js";
 import type { ConversationTurns } from "./roles/conversation-turns.js";
 import type { TokenLedger } from "./roles/token-ledger.js";
 import type { ResponseCacheStore } from "./roles/response-cache-store.js";
+import type { AccessTrail } from "./roles/access-trail.js";
 
 /**
  * Persistence for cases, results, evidence graphs, event history, usage, images and the
@@ -22,12 +23,15 @@ export type { WorkflowCheckpoints } from "./roles/workflow-checkpoints.js";
 export type { ConversationTurn, NewTurn, ConversationTurns } from "./roles/conversation-turns.js";
 export type { TokenLedger } from "./roles/token-ledger.js";
 export type { CachedResponse, ResponseCacheStore } from "./roles/response-cache-store.js";
+export type { AccessActor, AccessEvent, AccessHead, AccessOutcome, AccessQuery, AccessTrail, NewAccessEvent } from "./roles/access-trail.js";
 
-export interface CaseStore extends CaseRecords, CaseEvents, RunOwnership, WorkflowCheckpoints, ConversationTurns, TokenLedger, ResponseCacheStore {
+export interface CaseStore extends CaseRecords, CaseEvents, RunOwnership, WorkflowCheckpoints, ConversationTurns, TokenLedger, ResponseCacheStore, AccessTrail {
   readonly backend: "sqlite" | "postgres";
   /** Create tables if missing. Idempotent; safe to call from several processes. */
   init(): Promise<void>;
   close(): Promise<void>;
   /** Cheap round trip used by /readyz. */
   ping(): Promise<void>;
+  /** The backend's query plan of a case search (the bench shows it uses an index). */
+  explainListCases(q: import("./roles/case-records.js").ListCasesQuery): Promise<string> | string;
 }

@@ -13,6 +13,10 @@ export interface PgTables {
   cache: string;
   turns: string;
   usedTokenIds: string;
+  accessEvents: string;
+  accessHeads: string;
+  /** The function behind the access trail's append-only triggers. */
+  appendOnlyFn: string;
   /** The installed PostgresSaver's (@langchain/langgraph-checkpoint-postgres 1.x) tables keyed by thread_id. */
   checkpointTables: string[];
 }
@@ -27,6 +31,9 @@ export function pgTables(schema: string): PgTables {
     cache: `${q}.medmmv_response_cache`,
     turns: `${q}.medmmv_case_turns`,
     usedTokenIds: `${q}.medmmv_used_token_ids`,
+    accessEvents: `${q}.medmmv_access_events`,
+    accessHeads: `${q}.medmmv_access_heads`,
+    appendOnlyFn: `${q}.medmmv_access_append_only`,
     checkpointTables: ["checkpoint_writes", "checkpoint_blobs", "checkpoints"].map((t) => `${q}.${t}`),
   };
 }
@@ -62,6 +69,23 @@ CREATE TABLE IF NOT EXISTS ${t.cases} (
 );
 -- Added after the first version: a table created before them gets them here.
 ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS run_starts INTEGER NOT NULL DEFAULT 0;
+-- Teams, and the columns case search reads (written when the result is saved).
+ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS tenant TEXT NOT NULL DEFAULT '';
+ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS submitted_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS pathway TEXT;
+ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS finished_at TEXT;
+ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS answer_option TEXT;
+ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS answer_text TEXT;
+ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS abstained SMALLINT;
+ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS unsupported_claims INTEGER;
+ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS hallucinations INTEGER;
+ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS answer_support DOUBLE PRECISION;
+ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS models TEXT;
+ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS prompt_hashes TEXT;
+-- A case from before teams is its owner's tenant.
+UPDATE ${t.cases} SET tenant = owner WHERE tenant = '';
+CREATE INDEX IF NOT EXISTS medmmv_cases_tenant_created ON ${t.cases} (tenant, created_at, id);
+CREATE INDEX IF NOT EXISTS medmmv_cases_tenant_owner_created ON ${t.cases} (tenant, owner, created_at, id);
 CREATE INDEX IF NOT EXISTS medmmv_cases_owner_created ON ${t.cases} (owner, created_at, id);
 CREATE INDEX IF NOT EXISTS medmmv_cases_owner_status_created ON ${t.cases} (owner, status, created_at, id);
 CREATE INDEX IF NOT EXISTS medmmv_cases_unfinished ON ${t.cases} (created_at, id)
@@ -115,5 +139,39 @@ CREATE TABLE IF NOT EXISTS ${t.usedTokenIds} (
   PRIMARY KEY (issuer, token_id)
 );
 CREATE INDEX IF NOT EXISTS medmmv_used_token_ids_expiry ON ${t.usedTokenIds} (expires_ms);
+
+-- The access trail: hash-chained per tenant, append-only (triggers refuse UPDATE, DELETE and
+-- TRUNCATE); at and detail are TEXT so a row reads back as the bytes it was hashed from.
+CREATE TABLE IF NOT EXISTS ${t.accessEvents} (
+  tenant TEXT NOT NULL,
+  seq BIGINT NOT NULL,
+  at TEXT NOT NULL,
+  actor_type TEXT NOT NULL,
+  actor_id TEXT NOT NULL,
+  actor_sub TEXT,
+  action TEXT NOT NULL,
+  case_id TEXT,
+  outcome TEXT NOT NULL,
+  client TEXT,
+  request_id TEXT,
+  detail TEXT NOT NULL,
+  prev_hash TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  PRIMARY KEY (tenant, seq)
+);
+CREATE INDEX IF NOT EXISTS medmmv_access_events_case ON ${t.accessEvents} (case_id, tenant, seq);
+CREATE INDEX IF NOT EXISTS medmmv_access_events_at ON ${t.accessEvents} (tenant, at);
+CREATE TABLE IF NOT EXISTS ${t.accessHeads} (
+  tenant TEXT PRIMARY KEY,
+  last_seq BIGINT NOT NULL,
+  last_hash TEXT NOT NULL
+);
+CREATE OR REPLACE FUNCTION ${t.appendOnlyFn}() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN RAISE EXCEPTION 'medmmv_access_events is append-only'; END
+$fn$;
+CREATE OR REPLACE TRIGGER medmmv_access_events_no_change BEFORE UPDATE OR DELETE ON ${t.accessEvents}
+  FOR EACH ROW EXECUTE FUNCTION ${t.appendOnlyFn}();
+CREATE OR REPLACE TRIGGER medmmv_access_events_no_truncate BEFORE TRUNCATE ON ${t.accessEvents}
+  FOR EACH STATEMENT EXECUTE FUNCTION ${t.appendOnlyFn}();
 `;
 }

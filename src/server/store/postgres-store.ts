@@ -17,7 +17,10 @@ import type {
 } from "./case-store.js";
 import { PG_CONSTRAINTS, pgDdl, pgTables, type PgTables } from "./postgres-schema.js";
 import { checkSchemaName } from "../../core/database/database-names.js";
-import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, TERMINAL_SQL, recordFromRow, turnData, turnFromRow, statusCounts, summaryFromRow, type ImageRow } from "./store-rows.js";
+import type { AccessEvent, AccessHead, AccessQuery, NewAccessEvent } from "./roles/access-trail.js";
+import { ACCESS_COLUMNS, accessFromRow, accessRowValues, accessWhere, chainedEvent, checkAccessLimit, encodeAccessCursor, type AccessRow } from "./access-chain.js";
+import { caseSearchWhere, pathwayOf, SEARCH_COLUMN_NAMES, searchColumns, searchColumnValues, SUMMARY_SELECT, summaryFromSearchRow, type SearchDialect, type SearchRow } from "./case-search.js";
+import { checkLimit, closedError, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, TERMINAL_SQL, recordFromRow, turnData, turnFromRow, statusCounts, type ImageRow } from "./store-rows.js";
 import { nowIso } from "../../core/database/monotonic-clock.js";
 import { storeFailed } from "../../core/database/database-errors.js";
 
@@ -34,12 +37,14 @@ const jsonParam = (v: unknown): string | null => (v === null || v === undefined 
 
 type Row = Record<string, unknown>;
 const CASE_COLUMNS =
-  "id, owner, status, input, options, progress, result, full_graph, error, idempotency_key, request_hash, created_at, updated_at";
+  "id, owner, tenant, submitted_by, status, input, options, progress, result, full_graph, error, idempotency_key, request_hash, created_at, updated_at";
 
 function caseFromPg(r: Row): CaseRecord {
   return recordFromRow({
     id: r.id as string,
     owner: r.owner as string,
+    tenant: r.tenant as string,
+    submitted_by: r.submitted_by as string,
     status: r.status as string,
     input: r.input,
     options: r.options,
@@ -53,6 +58,9 @@ function caseFromPg(r: Row): CaseRecord {
     updated_at: iso(r.updated_at),
   });
 }
+
+/** `col = $n, …` for the search columns, numbered from `first`. */
+const searchSet = (first: number): string => SEARCH_COLUMN_NAMES.map((n, i) => `${n} = $${first + i}`).join(", ");
 
 interface PgError {
   code?: string;
@@ -108,6 +116,11 @@ export class PostgresStore implements CaseStore {
       try {
         await client.query("BEGIN");
         await client.query(pgDdl(this.schema));
+        // Finished cases stored before the search columns existed get them from their result, once.
+        const old = await client.query(`SELECT id, result FROM ${this.#t.cases} WHERE result IS NOT NULL AND abstained IS NULL`);
+        for (const r of old.rows as Row[]) {
+          await client.query(`UPDATE ${this.#t.cases} SET ${searchSet(2)} WHERE id = $1`, [r.id, ...searchColumnValues(searchColumns(r.result as DiagnosisResult))]);
+        }
         await client.query("COMMIT");
         await this.#saver.setup();
       } catch (e) {
@@ -167,9 +180,9 @@ export class PostgresStore implements CaseStore {
     try {
       return await this.#tx(async (client) => {
         const inserted = await client.query(
-          `INSERT INTO ${this.#t.cases} (id, owner, status, input, options, idempotency_key, request_hash, created_at, updated_at)
-           VALUES ($1, $2, 'queued', $3::jsonb, $4::jsonb, $5, $6, $7, $7) RETURNING ${CASE_COLUMNS}`,
-          [c.id, c.owner, jsonParam(c.input), jsonParam(c.options), c.idempotencyKey ?? null, c.requestHash ?? null, now],
+          `INSERT INTO ${this.#t.cases} (id, owner, status, input, options, idempotency_key, request_hash, created_at, updated_at, tenant, submitted_by, pathway)
+           VALUES ($1, $2, 'queued', $3::jsonb, $4::jsonb, $5, $6, $7, $7, $8, $9, $10) RETURNING ${CASE_COLUMNS}`,
+          [c.id, c.owner, jsonParam(c.input), jsonParam(c.options), c.idempotencyKey ?? null, c.requestHash ?? null, now, c.tenant ?? c.owner, c.submittedBy ?? "", pathwayOf(c.input)],
         );
         const shas = imageHashes(c).map((s) => s.toLowerCase());
         if (shas.length > 0) {
@@ -205,35 +218,70 @@ export class PostgresStore implements CaseStore {
 
   async listCases(q: ListCasesQuery): Promise<{ items: CaseSummary[]; nextCursor: string | null }> {
     const limit = checkLimit(q.limit);
-    const args: unknown[] = [q.owner];
-    const where = ["owner = $1"];
-    if (q.status) {
-      args.push(q.status);
-      where.push(`status = $${args.length}`);
-    }
-    if (q.cursor) {
-      const after = decodeCursor(q.cursor);
-      args.push(after.createdAt, after.id);
-      where.push(`(created_at, id) < ($${args.length - 1}::timestamptz, $${args.length})`);
-    }
-    args.push(limit + 1);
-    const rows = await this.#query(
-      "listCases",
-      `SELECT id, status, result->'answer' AS answer, created_at, updated_at FROM ${this.#t.cases}
-       WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT $${args.length}`,
-      args,
-    );
+    const { sql, args } = this.#searchSql(q, limit);
+    const rows = await this.#query("listCases", sql, args);
     const p = page(
-      rows.map((r) => ({
-        id: r.id as string,
-        status: r.status as string,
-        answer: r.answer,
-        created_at: iso(r.created_at),
-        updated_at: iso(r.updated_at),
-      })),
+      rows.map((r) => ({ ...(r as unknown as SearchRow), created_at: iso(r.created_at), updated_at: iso(r.updated_at) })),
       limit,
     );
-    return { items: p.rows.map(summaryFromRow), nextCursor: p.nextCursor };
+    return { items: p.rows.map(summaryFromSearchRow), nextCursor: p.nextCursor };
+  }
+
+  /** The query plan of a search, for the bench (EXPLAIN). */
+  async explainListCases(q: ListCasesQuery): Promise<string> {
+    const { sql, args } = this.#searchSql(q, q.limit);
+    const rows = await this.#query("explainListCases", `EXPLAIN ${sql}`, args);
+    return rows.map((r) => String(r["QUERY PLAN"])).join("\n");
+  }
+
+  #searchSql(q: ListCasesQuery, limit: number): { sql: string; args: unknown[] } {
+    const args: unknown[] = [];
+    const param = (v: unknown) => (args.push(v), `$${args.length}`);
+    const dialect: SearchDialect = { param, instant: (v) => `${param(v)}::timestamptz`, contains: (col, needle) => `strpos(${col}, ${param(needle)}) > 0` };
+    const where = caseSearchWhere(q, dialect);
+    return { sql: `SELECT ${SUMMARY_SELECT} FROM ${this.#t.cases} WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${param(limit + 1)}`, args };
+  }
+
+  async adoptCases(owner: string, tenant: string, submittedBy: string): Promise<number> {
+    const rows = await this.#query("adoptCases", `UPDATE ${this.#t.cases} SET tenant = $2, submitted_by = $3 WHERE owner = $1 AND tenant = owner AND owner <> $2 RETURNING id`, [owner, tenant, submittedBy]);
+    return rows.length;
+  }
+
+  async listCreatedBefore(before: string, limit: number): Promise<Array<{ id: string; tenant: string }>> {
+    const rows = await this.#query("listCreatedBefore", `SELECT id, tenant FROM ${this.#t.cases} WHERE created_at < $1::timestamptz ORDER BY created_at ASC, id ASC LIMIT $2`, [before, limit]);
+    return rows.map((r) => ({ id: r.id as string, tenant: r.tenant as string }));
+  }
+
+  /** The tenant's head row, locked FOR UPDATE, serialises appends across connections and processes. */
+  async appendAccess(e: NewAccessEvent): Promise<AccessEvent> {
+    try {
+      return await this.#tx(async (client) => {
+        await client.query(`INSERT INTO ${this.#t.accessHeads} (tenant, last_seq, last_hash) VALUES ($1, 0, '') ON CONFLICT (tenant) DO NOTHING`, [e.tenant]);
+        const head = (await client.query(`SELECT last_seq, last_hash FROM ${this.#t.accessHeads} WHERE tenant = $1 FOR UPDATE`, [e.tenant])).rows[0] as Row;
+        const event = chainedEvent(e, { lastSeq: Number(head.last_seq), lastHash: head.last_hash as string }, nowIso());
+        const values = accessRowValues(event);
+        await client.query(`INSERT INTO ${this.#t.accessEvents} (${ACCESS_COLUMNS}) VALUES (${values.map((_, i) => `$${i + 1}`).join(", ")})`, values);
+        await client.query(`UPDATE ${this.#t.accessHeads} SET last_seq = $2, last_hash = $3 WHERE tenant = $1`, [e.tenant, event.seq, event.hash]);
+        return event;
+      });
+    } catch (err) {
+      throw storeFailed("appendAccess", err);
+    }
+  }
+
+  async listAccess(q: AccessQuery): Promise<{ items: AccessEvent[]; nextCursor: string | null }> {
+    const limit = checkAccessLimit(q.limit);
+    const args: unknown[] = [];
+    const where = accessWhere(q, (v) => (args.push(v), `$${args.length}`));
+    args.push(limit + 1);
+    const rows = await this.#query("listAccess", `SELECT ${ACCESS_COLUMNS} FROM ${this.#t.accessEvents} ${where} ORDER BY tenant, seq LIMIT $${args.length}`, args);
+    const items = rows.slice(0, limit).map((r) => accessFromRow(r as unknown as AccessRow));
+    return { items, nextCursor: rows.length > limit ? encodeAccessCursor(items[items.length - 1]!) : null };
+  }
+
+  async accessHeads(): Promise<AccessHead[]> {
+    const rows = await this.#query("accessHeads", `SELECT tenant, last_seq, last_hash FROM ${this.#t.accessHeads} WHERE last_seq > 0 ORDER BY tenant`);
+    return rows.map((r) => ({ tenant: r.tenant as string, lastSeq: Number(r.last_seq), lastHash: r.last_hash as string }));
   }
 
   async countCasesNotOwnedBy(owner: string): Promise<number> {
@@ -287,11 +335,12 @@ export class PostgresStore implements CaseStore {
     finalEvent?: { type: string; data: Record<string, unknown> },
   ): Promise<CaseEvent | null> {
     if (!finalEvent) {
-      await this.#updateUnfinished("saveResult", id, "status = $2, result = $3::jsonb, full_graph = $4::jsonb, error = $5::jsonb", [
+      await this.#updateUnfinished("saveResult", id, `status = $2, result = $3::jsonb, full_graph = $4::jsonb, error = $5::jsonb, ${searchSet(6)}`, [
         result.status,
         jsonParam(result),
         jsonParam(fullEvidenceGraph),
         jsonParam(result.error ?? null),
+        ...searchColumnValues(searchColumns(result)),
       ]);
       return null;
     }
@@ -299,13 +348,13 @@ export class PostgresStore implements CaseStore {
     const rows = await this.#query(
       "saveResult",
       `WITH saved AS (
-         UPDATE ${this.#t.cases} SET status = $2, result = $3::jsonb, full_graph = $4::jsonb, error = $5::jsonb, updated_at = $8, last_seq = last_seq + 1
+         UPDATE ${this.#t.cases} SET status = $2, result = $3::jsonb, full_graph = $4::jsonb, error = $5::jsonb, updated_at = $8, last_seq = last_seq + 1, ${searchSet(9)}
          WHERE id = $1 AND status NOT IN (${TERMINAL_SQL}) RETURNING last_seq
        )
        INSERT INTO ${this.#t.events} (case_id, seq, type, data, at)
        SELECT $1, last_seq, $6, $7::jsonb, $8 FROM saved
        RETURNING case_id, seq, type, data, at`,
-      [id, result.status, jsonParam(result), jsonParam(fullEvidenceGraph), jsonParam(result.error ?? null), finalEvent.type, jsonParam(finalEvent.data), nowIso()],
+      [id, result.status, jsonParam(result), jsonParam(fullEvidenceGraph), jsonParam(result.error ?? null), finalEvent.type, jsonParam(finalEvent.data), nowIso(), ...searchColumnValues(searchColumns(result))],
     );
     const r = rows[0];
     if (!r) {

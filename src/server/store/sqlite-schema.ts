@@ -4,7 +4,7 @@
  * (`checkpoints`, `writes`) in the same file; our tables carry a `medmmv_` prefix so the
  * two never collide.
  */
-export const SQLITE_SCHEMA_VERSION = 4;
+export const SQLITE_SCHEMA_VERSION = 5;
 
 export const SQLITE_DDL = `
 CREATE TABLE IF NOT EXISTS medmmv_cases (
@@ -84,7 +84,60 @@ CREATE INDEX IF NOT EXISTS medmmv_used_token_ids_expiry ON medmmv_used_token_ids
 export const SQLITE_ADDED_CASE_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   // How often the case's run was started (the crash quarantine); files from before it get 0.
   ["run_starts", "INTEGER NOT NULL DEFAULT 0"],
+  // Version 5: teams, and the columns case search reads (written when the result is saved).
+  ["tenant", "TEXT NOT NULL DEFAULT ''"],
+  ["submitted_by", "TEXT NOT NULL DEFAULT ''"],
+  ["pathway", "TEXT"],
+  ["finished_at", "TEXT"],
+  ["answer_option", "TEXT"],
+  ["answer_text", "TEXT"],
+  ["abstained", "INTEGER"],
+  ["unsupported_claims", "INTEGER"],
+  ["hallucinations", "INTEGER"],
+  ["answer_support", "REAL"],
+  ["models", "TEXT"],
+  ["prompt_hashes", "TEXT"],
 ];
+
+/**
+ * Run after the columns exist (a file from before version 5 gets them first): a case from
+ * before teams is its owner's tenant; the search indexes; the access trail, whose rows
+ * triggers keep append-only (its heads table is the one place a chain's end is written).
+ */
+export const SQLITE_DDL_AFTER_COLUMNS = `
+UPDATE medmmv_cases SET tenant = owner WHERE tenant = '';
+CREATE INDEX IF NOT EXISTS medmmv_cases_tenant_created ON medmmv_cases (tenant, created_at, id);
+CREATE INDEX IF NOT EXISTS medmmv_cases_tenant_owner_created ON medmmv_cases (tenant, owner, created_at, id);
+
+CREATE TABLE IF NOT EXISTS medmmv_access_events (
+  tenant TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  at TEXT NOT NULL,
+  actor_type TEXT NOT NULL,
+  actor_id TEXT NOT NULL,
+  actor_sub TEXT,
+  action TEXT NOT NULL,
+  case_id TEXT,
+  outcome TEXT NOT NULL,
+  client TEXT,
+  request_id TEXT,
+  detail TEXT NOT NULL,
+  prev_hash TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  PRIMARY KEY (tenant, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS medmmv_access_events_case ON medmmv_access_events (case_id, tenant, seq);
+CREATE INDEX IF NOT EXISTS medmmv_access_events_at ON medmmv_access_events (tenant, at);
+CREATE TABLE IF NOT EXISTS medmmv_access_heads (
+  tenant TEXT PRIMARY KEY,
+  last_seq INTEGER NOT NULL,
+  last_hash TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS medmmv_access_events_no_update BEFORE UPDATE ON medmmv_access_events
+BEGIN SELECT RAISE(ABORT, 'medmmv_access_events is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS medmmv_access_events_no_delete BEFORE DELETE ON medmmv_access_events
+BEGIN SELECT RAISE(ABORT, 'medmmv_access_events is append-only'); END;
+`;
 
 /** Table names the installed SqliteSaver (@langchain/langgraph-checkpoint-sqlite 1.x) creates. */
 export const SQLITE_CHECKPOINT_TABLES = ["checkpoints", "writes"] as const;

@@ -19,8 +19,11 @@ import type {
   NewCase,
   NewTurn,
 } from "./case-store.js";
-import { SQLITE_ADDED_CASE_COLUMNS, SQLITE_CHECKPOINT_TABLES, SQLITE_DDL, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
-import { checkLimit, closedError, decodeCursor, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, TERMINAL_SQL, recordFromRow, turnData, turnFromRow, statusCounts, summaryFromRow, type ImageRow } from "./store-rows.js";
+import { SQLITE_ADDED_CASE_COLUMNS, SQLITE_CHECKPOINT_TABLES, SQLITE_DDL, SQLITE_DDL_AFTER_COLUMNS, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
+import type { AccessEvent, AccessHead, AccessQuery, NewAccessEvent } from "./roles/access-trail.js";
+import { ACCESS_COLUMNS, accessFromRow, accessRowValues, accessWhere, chainedEvent, checkAccessLimit, encodeAccessCursor, type AccessRow } from "./access-chain.js";
+import { caseSearchWhere, pathwayOf, SEARCH_COLUMN_NAMES, searchColumns, searchColumnValues, SUMMARY_SELECT, summaryFromSearchRow, type SearchRow } from "./case-search.js";
+import { checkLimit, closedError, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, TERMINAL_SQL, recordFromRow, turnData, turnFromRow, statusCounts, type ImageRow } from "./store-rows.js";
 import { nowIso } from "../../core/database/monotonic-clock.js";
 import { storeFailed } from "../../core/database/database-errors.js";
 
@@ -41,6 +44,8 @@ type Json = string | null;
 interface RawCaseRow {
   id: string;
   owner: string;
+  tenant: string;
+  submitted_by: string;
   status: string;
   input: string;
   options: string;
@@ -70,7 +75,16 @@ function caseFromRaw(r: RawCaseRow): CaseRecord {
 }
 
 const CASE_COLUMNS =
-  "id, owner, status, input, options, progress, result, full_graph, error, idempotency_key, request_hash, created_at, updated_at";
+  "id, owner, tenant, submitted_by, status, input, options, progress, result, full_graph, error, idempotency_key, request_hash, created_at, updated_at";
+
+const SEARCH_SET = SEARCH_COLUMN_NAMES.map((n) => `${n} = ?`).join(", ");
+
+/** Finished cases stored before the search columns existed get them from their result, once. */
+function backfillSearchColumns(db: Database.Database): void {
+  const rows = db.prepare("SELECT id, result FROM medmmv_cases WHERE result IS NOT NULL AND abstained IS NULL").all() as Array<{ id: string; result: string }>;
+  const update = db.prepare(`UPDATE medmmv_cases SET ${SEARCH_SET} WHERE id = ?`);
+  for (const r of rows) update.run(...searchColumnValues(searchColumns(JSON.parse(r.result) as DiagnosisResult)), r.id);
+}
 
 /**
  * Embedded default store: one better-sqlite3 connection per store object, WAL so readers
@@ -131,6 +145,8 @@ export class SqliteStore implements CaseStore {
           // A file from an older version: CREATE TABLE IF NOT EXISTS left its table as it was.
           const have = new Set((conn.pragma("table_info(medmmv_cases)") as Array<{ name: string }>).map((c) => c.name));
           for (const [name, type] of SQLITE_ADDED_CASE_COLUMNS) if (!have.has(name)) conn.exec(`ALTER TABLE medmmv_cases ADD COLUMN ${name} ${type}`);
+          conn.exec(SQLITE_DDL_AFTER_COLUMNS);
+          backfillSearchColumns(conn);
           conn.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`);
         })
         .immediate();
@@ -184,9 +200,9 @@ export class SqliteStore implements CaseStore {
     const now = nowIso();
     const insert = () => {
       this.#stmt(
-        `INSERT INTO medmmv_cases (id, owner, status, input, options, idempotency_key, request_hash, created_at, updated_at)
-         VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
-      ).run(c.id, c.owner, toJson(c.input), toJson(c.options), c.idempotencyKey ?? null, c.requestHash ?? null, now, now);
+        `INSERT INTO medmmv_cases (id, owner, tenant, submitted_by, pathway, status, input, options, idempotency_key, request_hash, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
+      ).run(c.id, c.owner, c.tenant ?? c.owner, c.submittedBy ?? "", pathwayOf(c.input), toJson(c.input), toJson(c.options), c.idempotencyKey ?? null, c.requestHash ?? null, now, now);
       const link = this.#stmt("INSERT INTO medmmv_case_images (case_id, sha256) VALUES (?, ?)");
       for (const sha of imageHashes(c)) link.run(c.id, sha.toLowerCase());
       return this.#stmt(`SELECT ${CASE_COLUMNS} FROM medmmv_cases WHERE id = ?`).get(c.id) as RawCaseRow;
@@ -218,26 +234,60 @@ export class SqliteStore implements CaseStore {
 
   async listCases(q: ListCasesQuery): Promise<{ items: CaseSummary[]; nextCursor: string | null }> {
     const limit = checkLimit(q.limit);
-    const where = ["owner = ?"];
-    const args: unknown[] = [q.owner];
-    if (q.status) {
-      where.push("status = ?");
-      args.push(q.status);
-    }
-    if (q.cursor) {
-      const after = decodeCursor(q.cursor);
-      where.push("(created_at, id) < (?, ?)");
-      args.push(after.createdAt, after.id);
-    }
+    const args: unknown[] = [];
+    const bind = (v: unknown) => (args.push(v), "?");
+    const where = caseSearchWhere(q, { param: bind, instant: bind, contains: (col, needle) => `instr(${col}, ${bind(needle)}) > 0` });
     const rows = this.#run("listCases", () =>
-      this.#stmt(
-        `SELECT id, status, json_extract(result, '$.answer') AS answer, created_at, updated_at
-         FROM medmmv_cases WHERE ${where.join(" AND ")}
-         ORDER BY created_at DESC, id DESC LIMIT ?`,
-      ).all(...args, limit + 1),
-    ) as Array<{ id: string; status: string; answer: string | null; created_at: string; updated_at: string }>;
+      this.#stmt(`SELECT ${SUMMARY_SELECT} FROM medmmv_cases WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?`).all(...args, limit + 1),
+    ) as SearchRow[];
     const p = page(rows, limit);
-    return { items: p.rows.map((r) => summaryFromRow({ ...r, answer: parse(r.answer) })), nextCursor: p.nextCursor };
+    return { items: p.rows.map(summaryFromSearchRow), nextCursor: p.nextCursor };
+  }
+
+  /** The query plan of a search, for the bench (EXPLAIN QUERY PLAN). */
+  explainListCases(q: ListCasesQuery): string {
+    const args: unknown[] = [];
+    const bind = (v: unknown) => (args.push(v), "?");
+    const where = caseSearchWhere(q, { param: bind, instant: bind, contains: (col, needle) => `instr(${col}, ${bind(needle)}) > 0` });
+    const rows = this.#database().prepare(`EXPLAIN QUERY PLAN SELECT ${SUMMARY_SELECT} FROM medmmv_cases WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?`).all(...args, q.limit + 1) as Array<{ detail: string }>;
+    return rows.map((r) => r.detail).join("\n");
+  }
+
+  async adoptCases(owner: string, tenant: string, submittedBy: string): Promise<number> {
+    return this.#write(() => this.#stmt("UPDATE medmmv_cases SET tenant = ?, submitted_by = ? WHERE owner = ? AND tenant = owner AND owner <> ?").run(tenant, submittedBy, owner, tenant).changes, "adoptCases");
+  }
+
+  async listCreatedBefore(before: string, limit: number): Promise<Array<{ id: string; tenant: string }>> {
+    return this.#run("listCreatedBefore", () =>
+      this.#stmt("SELECT id, tenant FROM medmmv_cases WHERE created_at < ? ORDER BY created_at ASC, id ASC LIMIT ?").all(before, limit),
+    ) as Array<{ id: string; tenant: string }>;
+  }
+
+  /** The tenant's head row is the serialisation point: one IMMEDIATE transaction reads it, appends, moves it. */
+  async appendAccess(e: NewAccessEvent): Promise<AccessEvent> {
+    return this.#write(() => {
+      const head = (this.#stmt("SELECT last_seq, last_hash FROM medmmv_access_heads WHERE tenant = ?").get(e.tenant) as { last_seq: number; last_hash: string } | undefined) ?? { last_seq: 0, last_hash: "" };
+      const event = chainedEvent(e, { lastSeq: Number(head.last_seq), lastHash: head.last_hash }, nowIso());
+      this.#stmt(`INSERT INTO medmmv_access_events (${ACCESS_COLUMNS}) VALUES (${ACCESS_COLUMNS.split(",").map(() => "?").join(", ")})`).run(...accessRowValues(event));
+      this.#stmt("INSERT INTO medmmv_access_heads (tenant, last_seq, last_hash) VALUES (?, ?, ?) ON CONFLICT (tenant) DO UPDATE SET last_seq = excluded.last_seq, last_hash = excluded.last_hash").run(e.tenant, event.seq, event.hash);
+      return event;
+    }, "appendAccess");
+  }
+
+  async listAccess(q: AccessQuery): Promise<{ items: AccessEvent[]; nextCursor: string | null }> {
+    const limit = checkAccessLimit(q.limit);
+    const args: unknown[] = [];
+    const where = accessWhere(q, (v) => (args.push(v), "?"));
+    const rows = this.#run("listAccess", () =>
+      this.#stmt(`SELECT ${ACCESS_COLUMNS} FROM medmmv_access_events ${where} ORDER BY tenant, seq LIMIT ?`).all(...args, limit + 1),
+    ) as AccessRow[];
+    const items = rows.slice(0, limit).map(accessFromRow);
+    return { items, nextCursor: rows.length > limit ? encodeAccessCursor(items[items.length - 1]!) : null };
+  }
+
+  async accessHeads(): Promise<AccessHead[]> {
+    const rows = this.#run("accessHeads", () => this.#stmt("SELECT tenant, last_seq, last_hash FROM medmmv_access_heads ORDER BY tenant").all()) as Array<{ tenant: string; last_seq: number; last_hash: string }>;
+    return rows.map((r) => ({ tenant: r.tenant, lastSeq: Number(r.last_seq), lastHash: r.last_hash }));
   }
 
   async countCasesNotOwnedBy(owner: string): Promise<number> {
@@ -298,8 +348,8 @@ export class SqliteStore implements CaseStore {
     const at = nowIso();
     const seq = this.#write(() => {
       const saved = this.#stmt(
-        `UPDATE medmmv_cases SET status = ?, result = ?, full_graph = ?, error = ?, updated_at = ?${finalEvent ? ", last_seq = last_seq + 1" : ""} WHERE id = ? AND status NOT IN (${TERMINAL_SQL}) RETURNING last_seq`,
-      ).get(result.status, toJson(result), toJson(fullEvidenceGraph), toJson(result.error ?? null), at, id) as { last_seq: number } | undefined;
+        `UPDATE medmmv_cases SET status = ?, result = ?, full_graph = ?, error = ?, updated_at = ?, ${SEARCH_SET}${finalEvent ? ", last_seq = last_seq + 1" : ""} WHERE id = ? AND status NOT IN (${TERMINAL_SQL}) RETURNING last_seq`,
+      ).get(result.status, toJson(result), toJson(fullEvidenceGraph), toJson(result.error ?? null), at, ...searchColumnValues(searchColumns(result)), id) as { last_seq: number } | undefined;
       if (!saved) return undefined;
       if (finalEvent)
         this.#stmt("INSERT INTO medmmv_case_events (case_id, seq, type, data, at) VALUES (?, ?, ?, ?, ?)").run(id, saved.last_seq, finalEvent.type, toJson(finalEvent.data), at);

@@ -88,6 +88,8 @@ export function imageHashes(c: NewCase): string[] {
 export interface CaseRow {
   id: string;
   owner: string;
+  tenant: string;
+  submitted_by: string;
   status: string;
   input: unknown;
   options: unknown;
@@ -105,6 +107,8 @@ export function recordFromRow(r: CaseRow): CaseRecord {
   return {
     id: r.id,
     owner: r.owner,
+    tenant: r.tenant || r.owner,
+    submittedBy: r.submitted_by,
     status: r.status as CaseStatus,
     input: r.input as CaseRecord["input"],
     options: r.options as CaseRecord["options"],

@@ -5,7 +5,7 @@ import { MedmmvError } from "../../core/contracts/errors.js";
 import { EvidenceGraph } from "../../core/evidence/evidence-graph.js";
 import { clientBundle } from "./build-client.js";
 import { VIEW_CSS } from "./view-css.js";
-import type { ViewCase, ViewDicomProvenance, ViewGraph, ViewImage, ViewLive, ViewPayload, ViewTurn } from "./view-payload.js";
+import type { ViewCase, ViewDicomProvenance, ViewDownload, ViewGraph, ViewImage, ViewLive, ViewPayload, ViewTurn } from "./view-payload.js";
 
 export interface CaseViewImageInput {
   id: string;
@@ -35,6 +35,8 @@ export interface CaseViewInput {
   now?: () => Date;
   /** Conversation turns on the case, in order. */
   turns?: ViewTurn[];
+  /** Same-origin links to the evidence graph in analysts' formats (served pages). */
+  downloads?: ViewDownload[];
 }
 
 const DRAWABLE_IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
@@ -153,6 +155,7 @@ export function buildViewPayload(input: Omit<CaseViewInput, "nonce">): ViewPaylo
     graphIsFull: full !== null,
     subgraphNodeIds: (sub?.nodes ?? []).map((n) => n.key).filter((k) => present.has(k)),
     caseInput: viewCase(input.caseInput),
+    ...(input.downloads?.length ? { downloads: input.downloads } : {}),
     ...(input.turns?.length ? { turns: input.turns.map(({ turn, question, answer, step, category, contextConflict, evidence }) => ({ turn, question, answer, step, category, contextConflict, evidence })) } : {}),
   };
 }

@@ -30,7 +30,8 @@ function caseFrom(v: unknown): CaseViewCaseInput | null {
 }
 
 /**
- * Reads the JSON a user hands to `medmmv report`: a bare DiagnosisResult (`diagnose --json`),
+ * Reads the JSON a user hands to `medmmv report`: a bare DiagnosisResult (`diagnose --json`;
+ * from `diagnose --out` with the full graph as `fullEvidenceGraph` beside its fields),
  * or an object holding `result` plus optionally `fullEvidenceGraph` and the case as
  * `caseInput`, `case` or `input` (a stored case record). The result itself is validated when
  * the page is rendered.
@@ -46,7 +47,9 @@ export function reportInputFromJson(json: unknown): ReportInput {
     };
   }
   if (typeof json.caseId === "string" && Array.isArray(json.candidates)) {
-    return { result: json as unknown as ReportInput["result"], fullEvidenceGraph: null, caseInput: null };
+    // `diagnose --out` writes the full graph beside the result's own fields.
+    const { fullEvidenceGraph: graph, ...result } = json;
+    return { result: result as unknown as ReportInput["result"], fullEvidenceGraph: isRecord(graph) ? graph : null, caseInput: null };
   }
   throw new MedmmvError("INVALID_INPUT", "expected a DiagnosisResult or an object with a `result` field");
 }

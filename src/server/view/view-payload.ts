@@ -59,6 +59,14 @@ export interface ViewPayload {
   caseInput: ViewCase | null;
   /** The conversation on the case; absent or empty when nobody asked anything. */
   turns?: ViewTurn[];
+  /** The evidence graph as files for Gephi, Cytoscape desktop or networkx (served pages only). */
+  downloads?: ViewDownload[];
+}
+
+/** A same-origin download link of the page (its URL carries the page's signed-link token). */
+export interface ViewDownload {
+  label: string;
+  url: string;
 }
 
 /** Which graph the audit page shows: the selected path's subgraph or the whole graph. */

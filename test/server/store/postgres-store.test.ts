@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { CaseStore } from "../../../src/server/store/case-store.js";
 import { openStore } from "../../../src/server/store/open-store.js";
 import { PostgresStore } from "../../../src/server/store/postgres-store.js";
-import { describeStoreConformance, expectCode, makeNewCase } from "./conformance/index.js";
+import { describeStoreConformance, expectCode, makeNewCase, makeResult } from "./conformance/index.js";
 import { PG_TEST_URL as URL, usePgSchemas } from "../../support/pg-schemas.js";
 
 /**
@@ -30,6 +30,14 @@ describeStoreConformance("postgres", async () => {
     },
     setCreatedAt: async (id, createdAt) => {
       await pgSchemas.admin.query(`UPDATE "${schema}".medmmv_cases SET created_at = $1 WHERE id = $2`, [createdAt, id]);
+    },
+    exec: async (sql) => {
+      await pgSchemas.admin.query(`SET search_path TO "${schema}"`);
+      try {
+        await pgSchemas.admin.query(sql);
+      } finally {
+        await pgSchemas.admin.query("RESET search_path");
+      }
     },
   };
 });
@@ -83,6 +91,25 @@ describe("PostgresStore specifics", () => {
       expect((await upgraded.getCase("old-case"))?.status).toBe("queued");
       expect(await upgraded.listUnfinishedIds()).toEqual(["old-case"]);
       expect(await upgraded.countRunStart("old-case")).toBe(1);
+    } finally {
+      await upgraded.close();
+      await dropSchema(schema);
+    }
+  });
+
+  it("upgrades a table from before teams: each case its owner's tenant, finished ones searchable from their results, the access trail added", async () => {
+    const schema = newSchema();
+    const first = await openStore({ databaseUrl: URL, dataDir: "./unused" }, { pgSchema: schema });
+    await first.createCase(makeNewCase("done", { owner: "digest-a" }));
+    await first.saveResult("done", makeResult("done"), null);
+    await first.close();
+    const cols = ["tenant", "submitted_by", "pathway", "finished_at", "answer_option", "answer_text", "abstained", "unsupported_claims", "hallucinations", "answer_support", "models", "prompt_hashes"];
+    await pgSchemas.admin.query(`DROP TABLE "${schema}".medmmv_access_events, "${schema}".medmmv_access_heads; ALTER TABLE "${schema}".medmmv_cases ${cols.map((c) => `DROP COLUMN ${c}`).join(", ")}`);
+    const upgraded = await openStore({ databaseUrl: URL, dataDir: "./unused" }, { pgSchema: schema });
+    try {
+      expect(await upgraded.getCase("done")).toMatchObject({ tenant: "digest-a" });
+      expect((await upgraded.listCases({ tenant: "digest-a", abstained: false, limit: 10 })).items.map((i) => [i.id, i.answer?.option])).toEqual([["done", "B"]]);
+      expect((await upgraded.appendAccess({ tenant: "digest-a", actor: { type: "key", id: "k" }, action: "read", caseId: "done", outcome: "success", client: null, requestId: null, detail: {} })).seq).toBe(1);
     } finally {
       await upgraded.close();
       await dropSchema(schema);

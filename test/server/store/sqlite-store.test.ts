@@ -9,7 +9,7 @@ import type { CaseStore } from "../../../src/server/store/case-store.js";
 import { openStore } from "../../../src/server/store/open-store.js";
 import { SqliteStore } from "../../../src/server/store/sqlite-store.js";
 import { SQLITE_FILE_NAME } from "../../../src/core/database/database-names.js";
-import { describeStoreConformance, makeNewCase } from "./conformance/index.js";
+import { describeStoreConformance, makeNewCase, makeResult } from "./conformance/index.js";
 
 const roots: string[] = [];
 function tempDir(): string {
@@ -45,6 +45,14 @@ describeStoreConformance("sqlite", async () => {
         db.close();
       }
     },
+    exec: async (sql) => {
+      const db = new Database(join(dataDir, SQLITE_FILE_NAME));
+      try {
+        db.exec(sql);
+      } finally {
+        db.close();
+      }
+    },
   };
 });
 
@@ -66,7 +74,7 @@ describe("SqliteStore specifics", () => {
       expect(await upgraded.listUnfinishedIds()).toEqual(["old-case"]);
       expect(await upgraded.countRunStart("old-case")).toBe(1);
       const peek = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
-      expect(peek.pragma("user_version", { simple: true })).toBe(4);
+      expect(peek.pragma("user_version", { simple: true })).toBe(5);
       peek.close();
     } finally {
       await upgraded.close();
@@ -88,8 +96,33 @@ describe("SqliteStore specifics", () => {
       const t = await upgraded.addTurn("v2-case", { turn: 1, question: "q", answer: "a", step: null, category: null, contextConflict: false, evidence: [], details: {} });
       expect((await upgraded.listTurns("v2-case")).map((x) => x.turn)).toEqual([t.turn]);
       const peek = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
-      expect(peek.pragma("user_version", { simple: true })).toBe(4);
+      expect(peek.pragma("user_version", { simple: true })).toBe(5);
       peek.close();
+    } finally {
+      await upgraded.close();
+    }
+  });
+
+  it("upgrades a version-4 file: each case its owner's tenant, finished ones searchable from their results, the access trail added", async () => {
+    const dataDir = join(tempDir(), "v4");
+    const first = await openStore({ databaseUrl: null, dataDir });
+    await first.createCase(makeNewCase("v4-done", { owner: "digest-a" }));
+    await first.saveResult("v4-done", makeResult("v4-done"), null);
+    await first.createCase(makeNewCase("v4-queued", { owner: "digest-a" }));
+    await first.close();
+    const db = new Database(join(dataDir, SQLITE_FILE_NAME));
+    db.exec("DROP INDEX medmmv_cases_tenant_created; DROP INDEX medmmv_cases_tenant_owner_created; DROP TABLE medmmv_access_events; DROP TABLE medmmv_access_heads;");
+    for (const col of ["tenant", "submitted_by", "pathway", "finished_at", "answer_option", "answer_text", "abstained", "unsupported_claims", "hallucinations", "answer_support", "models", "prompt_hashes"]) db.exec(`ALTER TABLE medmmv_cases DROP COLUMN ${col}`);
+    db.pragma("user_version = 4");
+    db.close();
+
+    const upgraded = await openStore({ databaseUrl: null, dataDir });
+    try {
+      expect(await upgraded.getCase("v4-done")).toMatchObject({ tenant: "digest-a", owner: "digest-a" });
+      const found = await upgraded.listCases({ tenant: "digest-a", abstained: false, limit: 10 });
+      expect(found.items.map((i) => [i.id, i.answer?.option])).toEqual([["v4-done", "B"]]);
+      expect((await upgraded.listCases({ tenant: "digest-a", owner: "digest-a", limit: 10 })).items).toHaveLength(2);
+      expect((await upgraded.appendAccess({ tenant: "digest-a", actor: { type: "key", id: "k" }, action: "read", caseId: "v4-done", outcome: "success", client: null, requestId: null, detail: {} })).seq).toBe(1);
     } finally {
       await upgraded.close();
     }

@@ -151,6 +151,10 @@ describe("report command", () => {
     expect(bare.caseInput).toBeNull();
     expect(bare.fullEvidenceGraph).toBeNull();
     expect(bare.result.caseId).toBe(fixture.result.caseId);
+    // `diagnose --out`: the result's fields with the full graph beside them.
+    const written = reportInputFromJson(JSON.parse(JSON.stringify({ ...fixture.result, fullEvidenceGraph: fixture.fullEvidenceGraph })));
+    expect(written.fullEvidenceGraph).toEqual(fixture.fullEvidenceGraph);
+    expect(written.result).not.toHaveProperty("fullEvidenceGraph");
 
     const bundle = reportInputFromJson(JSON.parse(JSON.stringify(fixture)));
     expect(bundle.caseInput!.notes).toBe(fixture.caseInput.notes);

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { CaseRecord } from "../../store/case-store.js";
+import type { CaseRecord, CaseSummary } from "../../store/case-store.js";
+import { requirePermission } from "../auth.js";
 import { CaseIdParams, CaseList, CaseStatus, CaseView, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
@@ -17,31 +18,69 @@ export function caseView(r: CaseRecord): z.infer<typeof CaseView> {
   };
 }
 
-const ListQuery = z.object({
+const flag = z.enum(["true", "false"]).transform((v) => v === "true");
+
+const SearchQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(20).describe("Page size (1–100)"),
   cursor: z.string().max(500).optional().describe("`nextCursor` of the previous page"),
   status: CaseStatus.optional().describe("Only cases in this status"),
+  from: z.string().max(40).optional().describe("Created at or after (ISO 8601 date or instant)"),
+  to: z.string().max(40).optional().describe("Created before (ISO 8601 date or instant)"),
+  answer: z.string().min(1).max(500).optional().describe("The answer's option letter, or its whole text (case-insensitive)"),
+  abstained: flag.optional().describe("true: only abstentions; false: only answered cases"),
+  minUnsupportedClaims: z.coerce.number().int().min(0).max(10_000).optional().describe("At least this many claims of the chosen path not supported by the evidence"),
+  model: z.string().min(1).max(200).optional().describe("A model that ran in any role"),
+  promptHash: z.string().regex(/^[0-9a-fA-F]{8,64}$/, "a hex prompt-template hash").optional().describe("A prompt template's sha256 the case ran with"),
+  pathway: z.string().min(1).max(200).optional().describe("The pathway id the case named"),
+  submittedBy: z.string().min(1).max(200).optional().describe("The submitter's key id (auditors: any of the tenant)"),
 });
 
-/** The caller's cases: list, fetch, purge. Another key's case is answered 404, never 403. */
-export const caseRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service }) => {
+export function searchRow(i: CaseSummary): z.infer<typeof CaseList>["items"][number] {
+  return {
+    caseId: i.id,
+    status: i.status,
+    answer: i.answer,
+    answerSupport: i.answerSupport ?? null,
+    abstained: i.abstained ?? null,
+    unsupportedClaims: i.unsupportedClaims ?? null,
+    hallucinations: i.hallucinations ?? null,
+    models: i.models ?? [],
+    pathway: i.pathway ?? null,
+    submittedBy: i.submittedBy ?? "",
+    createdAt: i.createdAt,
+    updatedAt: i.updatedAt,
+    finishedAt: i.finishedAt ?? null,
+  };
+}
+
+/**
+ * Cases: search, fetch, purge. A clinician reaches its own cases; an auditor or admin every
+ * case of its tenant (admins alone may delete another's). A case out of reach is 404,
+ * never 403, so its existence is not confirmed; a role that may not do the thing at all is 403.
+ */
+export const caseRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service, access }) => {
   app.get(
     "/cases",
     {
       schema: {
         tags: ["cases"],
-        summary: "List your cases, newest first",
-        querystring: ListQuery,
+        summary: "Search cases, newest first: a clinician's own, or (auditor, admin) the whole tenant's",
+        querystring: SearchQuery,
         response: { 200: CaseList, ...errorResponses },
       },
     },
-    async (request) => {
-      const page = await service.list(request.owner, request.query);
-      return {
-        items: page.items.map((i) => ({ caseId: i.id, status: i.status, answer: i.answer, createdAt: i.createdAt, updatedAt: i.updatedAt })),
-        nextCursor: page.nextCursor,
-      };
-    },
+    async (request) =>
+      access.audited(
+        request,
+        "search",
+        null,
+        async () => {
+          const scope = requirePermission(request, "read");
+          const page = await service.list(scope, request.query);
+          return { items: page.items.map(searchRow), nextCursor: page.nextCursor };
+        },
+        (out) => ({ results: out.items.length }),
+      ),
   );
 
   app.get(
@@ -54,7 +93,7 @@ export const caseRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { servic
         response: { 200: CaseView, ...errorResponses },
       },
     },
-    async (request) => caseView(await service.get(request.owner, request.params.id)),
+    async (request) => access.audited(request, "read", request.params.id, async () => caseView(await service.get(requirePermission(request, "read"), request.params.id))),
   );
 
   app.delete(
@@ -62,13 +101,14 @@ export const caseRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { servic
     {
       schema: {
         tags: ["cases"],
-        summary: "Purge a case (its images, graphs, events and checkpoints); a running case is cancelled",
+        summary: "Purge a case (its images, graphs, events and checkpoints; its access trail stays); a running case is cancelled",
+        description: "A clinician deletes its own cases, an admin any case of its tenant; an auditor never (403).",
         params: CaseIdParams,
         response: { 204: z.null().describe("Deleted"), ...errorResponses },
       },
     },
     async (request, reply) => {
-      await service.delete(request.owner, request.params.id);
+      await access.audited(request, "delete", request.params.id, () => service.delete(requirePermission(request, "delete"), request.params.id));
       return reply.status(204).send(null);
     },
   );

@@ -18,13 +18,26 @@ import { canonicalJson } from "../../../core/contracts/canonical-json.js";
 import { isTerminal } from "../../service/case-service.js";
 import type { CaseRecord } from "../../store/case-store.js";
 import { signViewLink } from "../../view/signed-link.js";
-import { apiKeyAuth, ApiKeys, BEARER, OPEN_OWNER } from "../auth.js";
+import { apiKeyAuth, BEARER, ehrPrincipal, OPEN_OWNER, openPrincipal, requirePermission, viewLinkId, type Principal } from "../auth.js";
+import type { Config } from "../../../core/config.js";
+import type { TokenLedger } from "../../store/case-store.js";
 import { fhirRoutes } from "./fhir.js";
 import { ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 import { MAX_LINK_TTL_SEC } from "./view.js";
 
 const SERVICE_PATH = `/cds-services/${SERVICE_ID}`;
+
+/** The EHRs' JWT check, each issuer against its own JWKS; null when no EHR is configured. */
+function ehrVerifier(config: Config, store: TokenLedger): CdsJwtVerifier | null {
+  return config.cds.issuerKeys.length ? new CdsJwtVerifier({ issuerKeys: config.cds.issuerKeys, usedTokenIds: store }) : null;
+}
+
+/** The EHR user a verified JWT acts as: a clinician of the tenant its issuer is mapped to. */
+async function ehrCaller(jwt: CdsJwtVerifier, token: string, audience: string, tenants: Config["cds"]["issuerKeys"]): Promise<Principal> {
+  const { iss, sub } = await jwt.verify(token, audience);
+  return ehrPrincipal(iss, sub, tenants.find((i) => i.iss === iss)?.tenant ?? null);
+}
 /** Failed analyses of one record retried by later calls, at most. */
 const MAX_RETRIES_PER_RECORD = 5;
 
@@ -33,12 +46,11 @@ const MAX_RETRIES_PER_RECORD = 5;
  * an EHR authenticates with a signed JWT (MEDMMV_CDS_JWKS) or, like any client, an API key.
  * CORS only for the origins configured (MEDMMV_CORS_ORIGINS), e.g. the CDS Hooks sandbox.
  */
-export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { config, service, store, secret, gate, credentials }) => {
+export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { config, service, store, secret, gate, credentials, keys, access }) => {
   if (config.cds.corsOrigins.length) {
     await app.register(cors, { origin: config.cds.corsOrigins, methods: ["GET", "POST"], allowedHeaders: ["authorization", "content-type"], maxAge: 600 });
   }
-  const keys = new ApiKeys(config.http.apiKeys);
-  const jwt = config.cds.jwks ? new CdsJwtVerifier({ jwks: config.cds.jwks, issuers: config.cds.issuers, usedTokenIds: store }) : null;
+  const jwt = ehrVerifier(config, store);
   // With a JWKS the public URL is configured (loadConfig refuses otherwise): the audience never comes from the request.
   // Without one, only card links use the request's host, and only API-key (or open, loopback) callers get them.
   const publicBase = (request: FastifyRequest) => config.cds.publicUrl ?? `${request.protocol}://${request.host}`;
@@ -71,18 +83,27 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     const m = BEARER.exec(request.headers.authorization ?? "");
     const open = !keys.enabled && !jwt;
     if (!m) {
-      if (open) return OPEN_OWNER;
+      if (open) {
+        request.principal = openPrincipal();
+        return OPEN_OWNER;
+      }
       throw new MedmmvError("UNAUTHORIZED", "send `Authorization: Bearer <jwt>` signed by the EHR (CDS Hooks), or an API key");
     }
     const token = m[1]!;
-    const owner = keys.enabled ? keys.verify(token) : null;
-    if (owner) return owner;
-    if (jwt && looksLikeJwt(token)) {
-      const { owner: ehr } = await jwt.verify(token, `${config.cds.publicUrl!}${SERVICE_PATH}`);
-      viaJwt.add(request);
-      return ehr;
+    const byKey = keys.enabled ? keys.principal(token) : null;
+    if (byKey) {
+      request.principal = byKey;
+      return byKey.owner;
     }
-    if (open) return OPEN_OWNER;
+    if (jwt && looksLikeJwt(token)) {
+      request.principal = await ehrCaller(jwt, token, `${config.cds.publicUrl!}${SERVICE_PATH}`, config.cds.issuerKeys);
+      viaJwt.add(request);
+      return request.principal.owner;
+    }
+    if (open) {
+      request.principal = openPrincipal();
+      return OPEN_OWNER;
+    }
     throw new MedmmvError("UNAUTHORIZED", "invalid credentials: neither an API key nor a CDS Hooks JWT");
   });
 
@@ -203,8 +224,20 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       // Not resubmitted: the stored case may differ from this one in its reference date alone.
       // The EHR's token goes to the PACS of its own ImagingStudy (allow-listed only); it is not part of the record's key.
       const withPacs = withEhrPacsToken(input, call.fhirAuthorization?.access_token, config.images.dicomweb.servers);
-      const { record, replayed } = prior ? { record: prior, replayed: true } : await service.submit({ owner: request.owner, input: withPacs, overrides: {}, idempotencyKey: key, pacsStanding: viaJwt.has(request) ? "ehr" : "caller" });
+      const { record, replayed } = await access.audited(
+        request,
+        "create",
+        (s) => s.record.id,
+        async () => {
+          const scope = requirePermission(request, "submit");
+          return prior
+            ? { record: prior, replayed: true }
+            : await service.submit({ owner: scope.owner, tenant: scope.tenant, submittedBy: request.principal!.keyId, input: withPacs, overrides: {}, idempotencyKey: key, pacsStanding: viaJwt.has(request) ? "ehr" : "caller" });
+        },
+        (s) => ({ replayed: s.replayed, via: "cds-hooks" }),
+      );
       const token = signViewLink({ caseId: record.id, owner: request.owner, keyId: credentials.keyId(request.owner) }, secret, MAX_LINK_TTL_SEC);
+      await access.record(request, "view-link", record.id, "success", { linkId: viewLinkId(token), ttlSec: MAX_LINK_TTL_SEC, via: "cds-hooks" });
       const viewUrl = `${publicBase(request)}/cases/${encodeURIComponent(record.id)}/view?token=${encodeURIComponent(token)}`;
       if (isTerminal(record.status) && record.result) return { cards: [resultCard(record.result, viewUrl, notRead)] };
       return { cards: [startedCard(viewUrl, replayed, notRead)] };
@@ -220,9 +253,9 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
  * outside the key-only context, for that reason; the route itself is fhirRoutes.
  */
 export const caseFhirRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, deps) => {
-  const { config, store, gate } = deps;
-  const byKey = apiKeyAuth(new ApiKeys(config.http.apiKeys));
-  const jwt = config.cds.jwks ? new CdsJwtVerifier({ jwks: config.cds.jwks, issuers: config.cds.issuers, usedTokenIds: store }) : null;
+  const { config, store, gate, keys } = deps;
+  const byKey = apiKeyAuth(keys);
+  const jwt = ehrVerifier(config, store);
   // Through the one gate, like every authenticated route: failed attempts counted first, one budget per key.
   app.addHook(
     "onRequest",
@@ -231,7 +264,8 @@ export const caseFhirRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, deps
       // An API key is never three base64url parts; a JWT is, and is checked only when a JWKS is configured.
       if (!(jwt && bearer && looksLikeJwt(bearer))) return byKey(request);
       const id = (request.params as { id?: string }).id ?? "";
-      return (await jwt.verify(bearer, `${config.cds.publicUrl!}/cases/${encodeURIComponent(id)}/fhir`)).owner;
+      request.principal = await ehrCaller(jwt, bearer, `${config.cds.publicUrl!}/cases/${encodeURIComponent(id)}/fhir`, config.cds.issuerKeys);
+      return request.principal.owner;
     }),
   );
   await app.register(fhirRoutes, deps);

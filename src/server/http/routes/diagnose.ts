@@ -7,6 +7,7 @@ import { isMedmmvError, MedmmvError, type ErrorCode } from "../../../core/contra
 import { isTerminal } from "../../service/case-service.js";
 import type { CaseRecord } from "../../store/case-store.js";
 import { fhirBundleToCase } from "../fhir-requests.js";
+import { requirePermission } from "../auth.js";
 import { CaseAccepted, ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
@@ -126,10 +127,14 @@ function multipartToCase(maxBodyBytes: number) {
   };
 }
 
-export const diagnoseRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service, config }) => {
+export const diagnoseRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service, config, access }) => {
   app.post(
     "/diagnose",
     {
+      // A role that may not submit is refused before its body is read.
+      onRequest: async (request) => {
+        await access.guard(request, "create", "submit");
+      },
       preValidation: [multipartToCase(config.http.maxBodyBytes), fhirBundleToCase(config)],
       schema: {
         tags: ["cases"],
@@ -151,12 +156,24 @@ export const diagnoseRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { se
       },
     },
     async (request, reply) => {
-      const submission = await service.submit({
-        owner: request.owner,
-        input: request.body,
-        overrides: request.query,
-        idempotencyKey: request.headers["idempotency-key"] ?? null,
-      });
+      // Recorded as soon as the case exists, before its answer is awaited, so the creation precedes every later access to it.
+      const submission = await access.audited(
+        request,
+        "create",
+        (s) => s.record.id,
+        () => {
+          const scope = requirePermission(request, "submit");
+          return service.submit({
+            owner: scope.owner,
+            tenant: scope.tenant,
+            submittedBy: request.principal!.keyId,
+            input: request.body,
+            overrides: request.query,
+            idempotencyKey: request.headers["idempotency-key"] ?? null,
+          });
+        },
+        (s) => ({ replayed: s.replayed }),
+      );
       let record = submission.record;
       const view = accepted(record);
       void reply.header("location", view.location);

@@ -7,6 +7,7 @@ import { MedmmvError } from "../../../core/contracts/errors.js";
 import { isTerminal } from "../../service/case-service.js";
 import type { StreamEnd } from "../../service/event-hub.js";
 import type { CaseEvent } from "../../store/case-store.js";
+import { requirePermission } from "../auth.js";
 import { CaseIdParams, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
@@ -44,7 +45,7 @@ function frame(ev: CaseEvent): string {
  * de-duplicated by sequence number, so nothing is skipped or sent twice. `path`: the audit page
  * serves the same stream under its own authentication (a signed link) at another path.
  */
-export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string; pool?: StreamPoolOf }> = async (app, { service, heartbeatMs, config, openStreams, path = "/cases/:id/events", pool = keyStreamPool }) => {
+export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string; pool?: StreamPoolOf }> = async (app, { service, access, heartbeatMs, config, openStreams, path = "/cases/:id/events", pool = keyStreamPool }) => {
   // Open streams per key in this process: each holds a socket and a subscription for as long as
   // the client likes, so one key could otherwise hold thousands (429 past the cap). The count is
   // the app's, shared with the audit page's stream (RouteDeps.openStreams); `pool` says which of
@@ -68,7 +69,8 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string; poo
     },
     async (request, reply) => {
       const { id } = request.params;
-      await service.get(request.owner, id); // 404 before anything is streamed
+      const scope = requirePermission(request, "read");
+      await access.audited(request, "events", id, () => service.get(scope, id)); // 404 before anything is streamed
       const { key: owner, max: maxStreams, refusal } = pool(request, config);
       const held = openStreams.get(owner) ?? 0;
       if (held >= maxStreams) throw new MedmmvError("RATE_LIMITED", `${refusal}; close one, or poll GET /cases/{id}`, { details: { limit: maxStreams } });
@@ -129,7 +131,7 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string; poo
           try {
             for (const ev of await service.events(id, last)) send(ev);
             if (!open || !thenEndIfFinished) return;
-            const now = await service.get(request.owner, id).catch(() => null);
+            const now = await service.get(scope, id).catch(() => null);
             if (!now) {
               raw.write(`event: deleted\ndata: ${JSON.stringify({ caseId: id })}\n\n`);
               finish();
@@ -169,7 +171,7 @@ export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string; poo
         for (const ev of buffered.splice(0)) live(ev);
         // A finished case whose history has no final event (or a case purged meanwhile): nothing more will come.
         if (open && !service.isRunning(id)) {
-          const now = await service.get(request.owner, id).catch(() => null);
+          const now = await service.get(scope, id).catch(() => null);
           if (!now || isTerminal(now.status)) finish();
         }
       } catch (err) {

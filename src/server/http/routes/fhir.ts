@@ -4,6 +4,7 @@ import { resultToFhirBundle } from "../../../core/intake/fhir/result-to-bundle.j
 import { MedmmvError } from "../../../core/contracts/errors.js";
 import { isTerminal } from "../../service/case-service.js";
 import { FHIR_JSON } from "../fhir-requests.js";
+import { requirePermission } from "../auth.js";
 import { CaseIdParams, ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
@@ -16,7 +17,7 @@ const FhirBundleBody = z
   .describe("FhirBundle: a FHIR R4 Bundle (collection) with a ClinicalImpression and its Provenance");
 
 /** A finished case as FHIR R4, for EHRs that store decision-support results as resources. */
-export const fhirRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service }) => {
+export const fhirRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service, access }) => {
   app.get(
     "/cases/:id/fhir",
     {
@@ -30,11 +31,14 @@ export const fhirRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { servic
       },
     },
     async (request, reply) => {
-      const record = await service.get(request.owner, request.params.id);
-      if (!isTerminal(record.status) || !record.result) {
-        throw new MedmmvError("CONFLICT", `case ${record.id} is ${record.status}; its FHIR result exists once it has finished`, { details: { caseId: record.id, status: record.status } });
-      }
-      const bundle = resultToFhirBundle({ id: record.id, input: record.input, result: record.result });
+      const record = await access.audited(request, "fhir", request.params.id, async () => {
+        const r = await service.get(requirePermission(request, "read"), request.params.id);
+        if (!isTerminal(r.status) || !r.result) {
+          throw new MedmmvError("CONFLICT", `case ${r.id} is ${r.status}; its FHIR result exists once it has finished`, { details: { caseId: r.id, status: r.status } });
+        }
+        return r;
+      });
+      const bundle = resultToFhirBundle({ id: record.id, input: record.input, result: record.result! });
       // Serialized as it is: the body is typed against the R4 definitions where it is built,
       // and the response schema only documents it (it would strip what it does not list).
       return reply.type(`${FHIR_JSON}; charset=utf-8`).serializer((p: unknown) => JSON.stringify(p)).send(bundle);

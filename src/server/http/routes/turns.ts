@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { ConversationService } from "../../conversation/conversation-service.js";
 import type { ConversationTurn } from "../../store/case-store.js";
+import { requirePermission } from "../auth.js";
 import { CaseIdParams, ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
@@ -29,7 +30,7 @@ function turnView(t: ConversationTurn): z.infer<typeof TurnView> {
 }
 
 /** Conversations on a finished case (docs/architecture.md#clinical-pathways-and-conversations). Another key's case is 404, like every case route. */
-export const turnRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service, store, config }) => {
+export const turnRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service, store, config, access }) => {
   const conversations = new ConversationService({ store, cases: service, agents: service.agentDeps, prices: config.llm.prices });
 
   app.post(
@@ -46,7 +47,7 @@ export const turnRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { servic
       },
     },
     async (request, reply) => {
-      const t = await conversations.ask(request.owner, request.params.id, { question: request.body.question, ...(request.body.step ? { step: request.body.step } : {}) });
+      const t = await access.audited(request, "turns", request.params.id, () => conversations.ask(requirePermission(request, "submit"), request.params.id, { question: request.body.question, ...(request.body.step ? { step: request.body.step } : {}) }));
       return reply.status(201).send(turnView(t));
     },
   );
@@ -61,6 +62,6 @@ export const turnRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { servic
         response: { 200: z.object({ caseId: z.string(), turns: z.array(TurnView) }), ...errorResponses },
       },
     },
-    async (request) => ({ caseId: request.params.id, turns: (await conversations.list(request.owner, request.params.id)).map(turnView) }),
+    async (request) => ({ caseId: request.params.id, turns: (await access.audited(request, "turns", request.params.id, () => conversations.list(requirePermission(request, "read"), request.params.id))).map(turnView) }),
   );
 };

@@ -9,9 +9,10 @@ import type { ViewLive } from "../../view/view-payload.js";
 import type { CaseRecord } from "../../store/case-store.js";
 import { sendError, toHttpError } from "../errors.js";
 import { eventRoutes, keyStreamPool, type StreamPoolOf } from "./events.js";
+import { evidenceGraphRoutes } from "./evidence-graph.js";
 import { caseViewInputFromStored } from "../../view/report-command.js";
 import { signViewLink, verifyViewLink } from "../../view/signed-link.js";
-import { ApiKeys, BEARER, OPEN_OWNER, type Authenticate } from "../auth.js";
+import { BEARER, OPEN_OWNER, openPrincipal, requirePermission, viewLinkId, type Authenticate } from "../auth.js";
 import { CaseIdParams, ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
@@ -29,7 +30,7 @@ export function viewLinkSecret(configured: string | null): Buffer {
 }
 
 /** POST /cases/{id}/view-links — behind the API key, like every case route. */
-export const viewLinkRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { service, secret, credentials }) => {
+export const viewLinkRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { service, secret, credentials, access }) => {
   app.post(
     "/cases/:id/view-links",
     {
@@ -43,9 +44,17 @@ export const viewLinkRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     },
     async (request, reply) => {
       const { id } = request.params;
-      await service.get(request.owner, id); // 404 for other keys' cases
       const ttl = request.body?.ttlSec ?? DEFAULT_LINK_TTL_SEC;
-      const token = signViewLink({ caseId: id, owner: request.owner, keyId: credentials.keyId(request.owner) }, secret, ttl);
+      const token = await access.audited(
+        request,
+        "view-link",
+        id,
+        async () => {
+          await service.get(requirePermission(request, "read"), id); // 404 for cases out of reach
+          return signViewLink({ caseId: id, owner: request.owner, keyId: credentials.keyId(request.owner) }, secret, ttl);
+        },
+        (t) => ({ linkId: viewLinkId(t), ttlSec: ttl }),
+      );
       void reply.code(201);
       return { url: `/cases/${encodeURIComponent(id)}/view?token=${encodeURIComponent(token)}`, expiresAt: new Date(Date.now() + ttl * 1000).toISOString() };
     },
@@ -63,8 +72,7 @@ const VIEW_REFUSED = "send `Authorization: Bearer <key>` for a case of that key,
  * bad key and a bad link all answer the same 401, so the page tells a guesser nothing.
  */
 export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, deps) => {
-  const { service, store, config, secret, gate, credentials } = deps;
-  const keys = new ApiKeys(config.http.apiKeys);
+  const { service, store, config, secret, gate, credentials, keys, access } = deps;
   const refused = () => new MedmmvError("UNAUTHORIZED", VIEW_REFUSED);
   /** Requests the gate let in by a signed link rather than the key (the route's query schema drops the token later). */
   const byLink = new WeakSet<FastifyRequest>();
@@ -74,20 +82,35 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       const claims = verifyViewLink(token, secret);
       if (!claims || claims.caseId !== request.params?.id || !credentials.stillValid(claims.keyId, claims.owner)) throw refused();
       byLink.add(request);
+      // The link acts for the key that made it (its tenant and roles), and the trail names the link.
+      const principal = credentials.linkPrincipal(claims.owner, claims.keyId, viewLinkId(token));
+      if (!principal) throw refused();
+      request.principal = principal;
       return claims.owner;
     }
-    if (!keys.enabled) return OPEN_OWNER;
+    if (!keys.enabled) {
+      request.principal = openPrincipal();
+      return OPEN_OWNER;
+    }
     const m = BEARER.exec(request.headers.authorization ?? "");
-    const owner = m ? keys.verify(m[1]!) : null;
-    if (!owner) throw refused();
-    return owner;
+    const principal = m ? keys.principal(m[1]!) : null;
+    if (!principal) throw refused();
+    request.principal = principal;
+    return principal.owner;
   };
   app.addHook("onRequest", gate.hook(authenticate as Authenticate));
-  /** The case for this owner; a missing one (or another key's) is the same refusal as a bad credential. */
-  const caseForView = (owner: string, id: string) =>
-    service.get(owner, id).catch((err: unknown) => {
-      throw isMedmmvError(err) && err.code === "NOT_FOUND" ? refused() : err;
-    });
+  /** The case for this caller, as an access to the trail; a missing one (or one out of reach) is the same refusal as a bad credential. */
+  const caseForView = (request: FastifyRequest, id: string, part: "page" | "payload") =>
+    access.audited(
+      request,
+      "view",
+      id,
+      () =>
+        service.get(requirePermission(request, "read"), id).catch((err: unknown) => {
+          throw isMedmmvError(err) && err.code === "NOT_FOUND" ? refused() : err;
+        }),
+      () => ({ part }),
+    );
 
   // A browser opened this page: whatever goes wrong, it gets a page that says so, not JSON.
   // The stream and the payload are read by the page's script, which reads JSON errors.
@@ -116,7 +139,7 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       },
     },
     async (request, reply) => {
-      const record = await caseForView(request.owner, request.params.id);
+      const record = await caseForView(request, request.params.id, "page");
       const nonce = newViewNonce();
       if (!isTerminal(record.status)) {
         const token = pageToken(request.query.token, record.id, request.owner);
@@ -129,7 +152,13 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         const why = record.error ? `${record.error.code}: ${record.error.message}` : "it ended without a result";
         return sendHtml(reply, messagePage(200, `The analysis of case ${record.id} ${record.status === "failed" ? "failed" : `is ${record.status}`}: ${why}.`, nonce), viewContentSecurityPolicy(nonce, { script: false }));
       }
-      return sendHtml(reply, renderCaseViewHtml({ ...(await viewInput(record)), mode: "served", nonce }), viewContentSecurityPolicy(nonce));
+      // The graph in analysts' formats, under this page's authentication (a browser download sends no Authorization header).
+      const graphUrl = `/cases/${encodeURIComponent(record.id)}/view/evidence-graph?token=${encodeURIComponent(pageToken(request.query.token, record.id, request.owner))}&scope=${record.fullEvidenceGraph ? "full" : "path"}`;
+      const downloads = [
+        { label: "GraphML", url: `${graphUrl}&format=graphml` },
+        { label: "GEXF", url: `${graphUrl}&format=gexf` },
+      ];
+      return sendHtml(reply, renderCaseViewHtml({ ...(await viewInput(record)), mode: "served", nonce, downloads }), viewContentSecurityPolicy(nonce));
     },
   );
 
@@ -145,7 +174,7 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       },
     },
     async (request, reply) => {
-      const record = await caseForView(request.owner, request.params.id);
+      const record = await caseForView(request, request.params.id, "payload");
       if (!isTerminal(record.status) || !record.result)
         throw new MedmmvError("CONFLICT", `case ${record.id} is ${record.status}; its audit view exists once it has finished with a result`, { details: { status: record.status } });
       void reply.header("cache-control", "no-store");
@@ -164,6 +193,8 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     return { key: `view-link:${request.owner}`, max, refusal: `too many open event streams through this key's view links: at most ${max} (MEDMMV_MAX_VIEW_LINK_STREAMS_PER_KEY)` };
   };
   await app.register(eventRoutes, { ...deps, path: `${VIEW_PATH}/events`, pool: viewStreamPool });
+  // The page's downloads of the evidence graph (GraphML, GEXF), likewise.
+  await app.register(evidenceGraphRoutes, { ...deps, path: `${VIEW_PATH}/evidence-graph` });
 
   async function viewInput(record: CaseRecord) {
     const images = await Promise.all(record.input.images.map((i) => store.getImage(i.sha256)));

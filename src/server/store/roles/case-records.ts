@@ -15,6 +15,10 @@ export interface CaseRecord {
   id: string;
   /** Hash of the API key that created the case ("cli" or "eval" for local runs); never the key. */
   owner: string;
+  /** The team the case belongs to: its auditors and admins see it. A case from before teams: its owner. */
+  tenant: string;
+  /** Id of the key (or EHR issuer) that submitted it, as the access trail names it; "" for local runs. */
+  submittedBy: string;
   status: CaseStatus;
   /** The case as accepted, images replaced by references ({id, sha256, mimeType, caption}). */
   input: StoredCaseInput;
@@ -38,25 +42,58 @@ export type StoredCaseInput = Omit<ClinicalCase, "images"> & { id: string; image
 export interface NewCase {
   id: string;
   owner: string;
+  /** Default: the owner (a caller without a team is its own tenant). */
+  tenant?: string;
+  submittedBy?: string;
   input: StoredCaseInput;
   options: Record<string, unknown>;
   idempotencyKey?: string | null;
   requestHash?: string | null;
 }
 
+/**
+ * A case search, newest first with keyset pages. `tenant` scopes it to a team; `owner`
+ * further to one submitter (a clinician's own cases). The filters match the columns written
+ * when a case is created and when its result is saved, so the search never reads results.
+ */
 export interface ListCasesQuery {
-  owner: string;
+  tenant?: string;
+  owner?: string;
   limit: number; // 1..100
   /** Opaque cursor returned by the previous page. */
   cursor?: string | null;
   status?: CaseStatus;
+  /** Created at or after / before (ISO). */
+  from?: string;
+  to?: string;
+  /** The answer's option letter, or its text (case-insensitive, whole). */
+  answer?: string;
+  abstained?: boolean;
+  /** At least this many claims of the chosen path not supported by the evidence. */
+  minUnsupportedClaims?: number;
+  /** A model that ran in any role. */
+  model?: string;
+  /** A prompt template hash the case ran with. */
+  promptHash?: string;
+  pathway?: string;
+  /** The submitter's key id. */
+  submittedBy?: string;
 }
+/** One row of a search: what a reviewer triages by, never the notes. */
 export interface CaseSummary {
   id: string;
   status: CaseStatus;
   answer: { option: string | null; text: string } | null;
   createdAt: string;
   updatedAt: string;
+  finishedAt?: string | null;
+  answerSupport?: number | null;
+  abstained?: boolean | null;
+  unsupportedClaims?: number | null;
+  hallucinations?: number | null;
+  models?: string[];
+  pathway?: string | null;
+  submittedBy?: string;
 }
 
 export interface CaseRecords {
@@ -69,6 +106,13 @@ export interface CaseRecords {
   getCase(id: string): Promise<CaseRecord | null>;
   findByIdempotencyKey(owner: string, key: string): Promise<CaseRecord | null>;
   listCases(q: ListCasesQuery): Promise<{ items: CaseSummary[]; nextCursor: string | null }>;
+  /**
+   * Cases stored before their key had a team (tenant = owner) join `tenant`, named as
+   * submitted by `submittedBy`: run at start for each key of MEDMMV_API_KEYS_FILE. Returns how many moved.
+   */
+  adoptCases(owner: string, tenant: string, submittedBy: string): Promise<number>;
+  /** Ids (and tenants) of cases created before `before` (ISO), oldest first, at most `limit`: retention's work list. */
+  listCreatedBefore(before: string, limit: number): Promise<Array<{ id: string; tenant: string }>>;
   /** How many cases, in any status, belong to another owner than `owner` (the demo's check for a store of its own). */
   countCasesNotOwnedBy(owner: string): Promise<number>;
   /** How many cases are in each status, every owner together (for /metrics: counts only, no ids). */

@@ -68,6 +68,20 @@ export function externalLink(url: unknown, text?: string): HTMLElement {
   return a;
 }
 
+/**
+ * A download of a path on the page's own origin (the server's export of this case); anything
+ * that is not a plain absolute path (a scheme, another host as `//host`) is shown as text.
+ */
+export function downloadLink(path: unknown, text: string): HTMLElement {
+  if (typeof path !== "string" || !/^\/(?![/\\])/.test(path)) return h("span", { class: "url-text" }, text);
+  const a = document.createElement("a");
+  a.href = path;
+  a.download = "";
+  a.referrerPolicy = "no-referrer";
+  a.textContent = text;
+  return a;
+}
+
 const IMAGE_DATA_URI = /^data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/]+={0,2}$/;
 
 /** An <img> from an embedded data: URI (checked again here); null when there is none. */

@@ -1,5 +1,5 @@
 import type { ViewLive, ViewPayload, ViewState } from "../view-payload.js";
-import { append, h } from "./dom.js";
+import { append, downloadLink, h } from "./dom.js";
 import { GraphView } from "./graph-view.js";
 import { startLive } from "./live.js";
 import { renderNodePanel } from "./node-panel.js";
@@ -79,6 +79,8 @@ function main(payload: ViewPayload): void {
   const search = h("input", { attrs: { type: "search", placeholder: "Search nodes by label\u2026", "aria-label": "search nodes by label", "data-testid": "search" } });
   const counts = h("span", { class: "counts", attrs: { "data-testid": "counts" } });
   const matches = h("div", { class: "matches", attrs: { "data-testid": "matches" } });
+  // Served pages: the graph as files for Gephi, Cytoscape desktop or networkx.
+  const downloads = h("span", { class: "downloads", attrs: { "data-testid": "downloads" } }, ...(payload.downloads ?? []).flatMap((d) => [" ", downloadLink(d.url, d.label)]));
   const container = h("div", { attrs: { id: "graph", "data-testid": "graph" } });
   const zoomIn = h("button", { attrs: { type: "button", "aria-label": "zoom in" } }, "+");
   const zoomOut = h("button", { attrs: { type: "button", "aria-label": "zoom out" } }, "\u2212");
@@ -86,7 +88,7 @@ function main(payload: ViewPayload): void {
   const clearBtn = h("button", { attrs: { type: "button", "data-testid": "clear-highlight" } }, "clear highlight");
   append(
     graphSection,
-    h("div", { class: "toolbar" }, modeBtn, search, zoomIn, zoomOut, zoomReset, clearBtn, counts),
+    h("div", { class: "toolbar" }, modeBtn, search, zoomIn, zoomOut, zoomReset, clearBtn, counts, downloads),
     matches,
     h("div", { class: "graph-wrap" }, container),
     legend(),

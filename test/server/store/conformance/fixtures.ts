@@ -22,6 +22,11 @@ export interface StoreHarness {
    * clock never repeats, so equal timestamps (two processes, one millisecond) need this.
    */
   setCreatedAt(id: string, createdAt: string): Promise<void>;
+  /**
+   * Run SQL behind the store's back, as someone with the database in hand would (tables by
+   * their unqualified names): how the access-trail tests tamper with it.
+   */
+  exec(sql: string): Promise<void>;
 }
 
 /**

@@ -11,6 +11,7 @@ import { describeConversationTurnsConformance } from "./conversation-turns.js";
 import { describeTokenLedgerConformance } from "./token-ledger.js";
 import { describeResponseCacheStoreConformance } from "./response-cache-store.js";
 import { describeStoreLifecycleConformance } from "./store-lifecycle.js";
+import { describeAccessTrailConformance, describeCaseSearchConformance } from "./access-trail.js";
 import type { StoreHarness } from "./fixtures.js";
 
 export { expectCode, makeImage, makeNewCase, makeResult, type StoreHarness } from "./fixtures.js";
@@ -24,4 +25,6 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
   describeTokenLedgerConformance(name, makeStore);
   describeResponseCacheStoreConformance(name, makeStore);
   describeStoreLifecycleConformance(name, makeStore);
+  describeAccessTrailConformance(name, makeStore);
+  describeCaseSearchConformance(name, makeStore);
 }
