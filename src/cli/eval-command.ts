@@ -56,6 +56,7 @@ export interface EvalCliOptions extends StagewiseCliOptions {
   concurrency: number;
   resume?: boolean;
   raters?: string[];
+  saveResults?: boolean;
   out?: string;
   json?: boolean;
   hypothesis?: HypothesisKind;
@@ -121,6 +122,7 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
     raters: o.raters,
     out: o.out,
     replayCache: o.replayCache,
+    ...(o.saveResults ? { saveResults: true } : {}),
     ...(o.maxCost !== undefined ? { maxCostUsd: o.maxCost } : {}),
     ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
     ...Object.assign({}, ...STUDIES.map((st) => st.runOptions?.({ ...o }) ?? {})),
@@ -337,6 +339,7 @@ export function registerEvalCommands(program: Command): void {
     .option("--max-cost <usd>", "stop starting items once the run's cost (at MEDMMV_PRICES) plus what the items in flight are expected to cost reaches USD; running items finish", usd)
     .option("--max-tokens <n>", "the same for tokens (prompt + completion, raters included)", int(1, Number.MAX_SAFE_INTEGER))
     .option("--raters <models>", "reliability raters (model names on the same endpoint): T, I, T×I, CMHR", list)
+    .option("--save-results", "medmmv: also write each item's DiagnosisResult with the full evidence graph to DIR/results/ (the record names its file; `medmmv report FILE -o x.html` renders it offline)")
     .option("--out <dir>", "results folder")
     .option("--json", "print summary.json instead of the Markdown summary");
   for (const st of STUDIES) for (const f of st.flags ?? []) cmd.addOption(studyOption(f));

@@ -57,6 +57,8 @@ export interface ResultRecord {
   healthbench?: HealthBenchRecord;
   /** The final path's steps with their stage tags (kept on a --stage-judge checkpoint, so judging resumes without re-running the method). */
   steps?: Array<{ text: string; stage: Stage }>;
+  /** --save-results (MedMMV): the item's DiagnosisResult with its full evidence graph, relative to the run folder (`medmmv report` renders it). */
+  resultFile?: string;
   /** How many times the item was run in this session (transient failures are retried). */
   attempts: number;
   finishedAt: string;

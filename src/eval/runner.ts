@@ -32,6 +32,7 @@ import { selectItems } from "./sampling.js";
 import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
 import { runGated } from "./gated-tasks.js";
+import { saveDiagnosis } from "./saved-results.js";
 import { assertRunPriced, RunBudget, type ItemSpend } from "./run-budget.js";
 import { rubricGradedMethod } from "./healthbench/grading-method.js";
 import { expandProbes, probeConfig, probeLabel } from "./probes/expand-items.js";
@@ -75,6 +76,8 @@ export interface EvalRunOptions {
   stageJudge?: boolean;
   /** A finished eval folder whose cached responses this one may replay (its run r answers run r); otherwise every run is a fresh draw. */
   replayCache?: string;
+  /** MedMMV: also write each item's DiagnosisResult with its full evidence graph to DIR/results/ (saved-results.ts). */
+  saveResults?: boolean;
   /** --max-cost / --max-tokens: stop starting items once the run's spending reaches them (run-budget.ts). */
   maxCostUsd?: number;
   maxTokens?: number;
@@ -205,11 +208,11 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const answerMethodFor = (run: number): EvalMethod => {
     const agentDeps = agentDepsFor(run);
     if (method === "stagewise") return stagewiseMethod(agentDeps, config.llm.prices, sw);
-    if (o.stageJudge) return stageJudgeMethod(method === "cot" ? cotMethod(agentDeps, config.llm.prices, { staged: true }) : medmmvMethod(pipelineFor(run), { ...popts, seed: popts.seed + run }, { steps: true }), agentDeps, config.llm.prices, { letterShortcut: sw.letterShortcut });
+    if (o.stageJudge) return stageJudgeMethod(method === "cot" ? cotMethod(agentDeps, config.llm.prices, { staged: true }) : medmmvMethod(pipelineFor(run), { ...popts, seed: popts.seed + run }, { steps: true, keepDiagnosis: o.saveResults }), agentDeps, config.llm.prices, { letterShortcut: sw.letterShortcut });
     if (method === "cot") return cotMethod(agentDeps, config.llm.prices);
     if (method === "self-consistency") return selfConsistencyMethod(scDeps, config.llm.prices, { k: popts.k, temperature: popts.rolloutTemperature });
     // Each run its own seed, so `--select random` draws afresh per run.
-    return medmmvMethod(pipelineFor(run), { ...popts, seed: popts.seed + run });
+    return medmmvMethod(pipelineFor(run), { ...popts, seed: popts.seed + run }, { keepDiagnosis: o.saveResults });
   };
   // HealthBench: every reply is graded against its item's rubric (src/eval/healthbench/).
   const methodFor = (run: number): EvalMethod => (o.dataset === "healthbench" ? rubricGradedMethod(answerMethodFor(run), agentDepsFor(run), config.llm.prices) : answerMethodFor(run));
@@ -325,6 +328,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
         finishedAt: new Date().toISOString(),
       };
       delete (r as Partial<MethodOutput>).rationale;
+      delete (r as Partial<MethodOutput>).diagnosis;
       if (item.probe) Object.assign(r, item.probe);
       if (item.warnings?.length) r.warnings = item.warnings;
       return r;
@@ -371,6 +375,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     }
     out = { ...out, usage: { ...usage, wallMs: Date.now() - started } };
     const record = finish(out, attempts);
+    if (o.saveResults && out.diagnosis) record.resultFile = await saveDiagnosis(dir, item.id, run, out.diagnosis);
     if (raters.length && out.status !== "failed" && out.rationale && !signal.aborted) {
       try {
         const rated = await rateOutput(raters, prepared, out.rationale, item.gold, config.llm.prices, signal);

@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useScriptedServers } from "../support/scripted-servers-fixture.js";
 import { runEval, type EvalRunOptions } from "../../src/eval/runner.js";
 import { readResults } from "../../src/eval/results-file.js";
+import { savedResultFile } from "../../src/eval/saved-results.js";
+import { reportInputFromJson } from "../../src/server/view/report-command.js";
 import type { EvalSummary } from "../../src/eval/summary.js";
 import { MedmmvError } from "../../src/core/contracts/errors.js";
 import { indexCorpusFile } from "../../src/core/search/local/index-corpus-file.js";
@@ -190,6 +192,42 @@ describe("metrics against hand-computed values", () => {
     // Gold letters decide the accuracy: A is right exactly where A is the gold.
     const goldA = items.filter((i) => i.gold.option === "A").length;
     expect(summary.accuracy).toBeCloseTo(goldA / items.length, 10);
+  });
+});
+
+describe("saved results (--save-results)", () => {
+  it("MedMMV: each record names a file with its DiagnosisResult and the full evidence graph, which `medmmv report` reads; results.jsonl stays small", async () => {
+    const input = path.join(SAMPLES, "medqa_4options.jsonl");
+    servers.model.setScenario(evalScenario({}));
+    const out = freshOut();
+    const { summary } = await runEval({ dataset: "medqa", input, out, limit: 2, pipeline: { k: 2, maxRepairs: 1 }, saveResults: true }, { config: config(), progress: null });
+    expect(summary.failed).toBe(0);
+    const { records } = await readResults(path.join(out, "results.jsonl"));
+    expect(records).toHaveLength(2);
+    for (const r of records) {
+      expect(r.resultFile).toMatch(/^results\/.+\.r0\.json$/);
+      expect(r).not.toHaveProperty("diagnosis");
+      const saved = JSON.parse(await readFile(path.join(out, r.resultFile!), "utf8")) as Record<string, unknown>;
+      const input = reportInputFromJson(saved);
+      expect(input.result.caseId).toBeTruthy();
+      // Everything the agents found, not only the selected path's subgraph: the TextDoctor's facts are in it.
+      const full = input.fullEvidenceGraph as { nodes: Array<{ attributes?: { kind?: string } }> } | null;
+      const selected = (input.result.evidenceGraph as { nodes: unknown[] }).nodes.length;
+      expect(full?.nodes.length ?? 0).toBeGreaterThan(0);
+      expect(full!.nodes.length).toBeGreaterThanOrEqual(selected);
+    }
+    // The file names differ per item, and a run without the flag writes none.
+    expect(new Set(records.map((r) => r.resultFile)).size).toBe(2);
+    const plain = freshOut();
+    await runEval({ dataset: "medqa", input, out: plain, limit: 1, pipeline: { k: 2, maxRepairs: 1 } }, { config: config(), progress: null });
+    expect((await readResults(path.join(plain, "results.jsonl"))).records[0]!.resultFile).toBeUndefined();
+  });
+
+  it("names a file for any dataset id: safe characters kept, the whole id hashed", () => {
+    expect(savedResultFile("q/1#p2", 3)).toMatch(/^results\/q_1_p2-[0-9a-f]{12}\.r3\.json$/);
+    expect(savedResultFile("q/1#p2", 3)).not.toBe(savedResultFile("q_1_p2", 3));
+    // One file inside results/, whatever the id: no separator survives.
+    expect(path.posix.dirname(savedResultFile("../../etc", 0))).toBe("results");
   });
 });
 

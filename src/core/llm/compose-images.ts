@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import sharp from "sharp";
 import type { ChatMessage, ContentPart } from "./messages.js";
 
 /**
@@ -35,6 +34,8 @@ async function sideBySide(urls: string[]): Promise<string> {
   const key = createHash("sha256").update(urls.join("\n")).digest("hex");
   const hit = composed.get(key);
   if (hit) return hit;
+  // Loaded with the first picture to compose: a case without images never loads the decoder.
+  const { default: sharp } = await import("sharp");
   const metas = await Promise.all(urls.map((u) => sharp(decode(u)).metadata()));
   let height = Math.max(...metas.map((m) => m.height ?? 1));
   const widthAt = (h: number) => metas.reduce((w, m) => w + Math.round(((m.width ?? 1) * h) / (m.height ?? 1)), 0) + GAP * (urls.length - 1);

@@ -90,10 +90,19 @@ const contacted = new Set<string>();
 const contacting = new Map<string, Promise<void>>();
 
 /**
+ * How long the calls behind a pioneer wait for it. A server that answers within this teaches
+ * its rules before the opening burst; one whose first call is slow, or hangs until the
+ * per-attempt timeout, does not hold every other call of the process that long: after it
+ * they go, and learn from their own replies as the pioneer would have.
+ */
+export const FIRST_CONTACT_WAIT_MS = 5_000;
+
+/**
  * The first call of a kind to a model (any call; the first with several images) goes alone:
  * calls made meanwhile wait for its answer, so that a rule its server reveals (a temperature
  * refused, a mode ignored, an image limit) is learned once instead of being broken by every
- * call of the case's opening burst. Once per endpoint, model and kind for the process.
+ * call of the case's opening burst. Once per endpoint, model and kind for the process, and for
+ * at most FIRST_CONTACT_WAIT_MS.
  * Returns the release of the pioneer (call it when the answer has been learned from), or
  * null when the call may simply go.
  */
@@ -116,7 +125,20 @@ export async function firstContact(endpoint: string, model: string, kind: "any" 
         release();
       };
     }
-    await pending;
+    let timer: NodeJS.Timeout | undefined;
+    const answered = await Promise.race([
+      pending.then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), FIRST_CONTACT_WAIT_MS);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!answered) {
+      // The pioneer is slow: nobody waits for it any longer.
+      contacted.add(key);
+      return null;
+    }
   }
 }
 

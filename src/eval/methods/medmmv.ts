@@ -15,15 +15,16 @@ export const MEDMMV_PROMPTS = ["system", "rollout", "text-doctor", "image-doctor
  * The full pipeline; `seed` varies per run so `--select random` draws differently in each run.
  * `steps` keeps the final path's stage-tagged steps on the output (for --stage-judge).
  */
-export function medmmvMethod(pipeline: Pipeline, options: PipelineOptions, opts: { steps?: boolean } = {}): EvalMethod {
+export function medmmvMethod(pipeline: Pipeline, options: PipelineOptions, opts: { steps?: boolean; keepDiagnosis?: boolean } = {}): EvalMethod {
   return {
     name: "medmmv",
     prompts: MEDMMV_PROMPTS,
     async run(c: PreparedCase, signal: AbortSignal): Promise<MethodOutput> {
       const started = Date.now();
       try {
-        const { result } = await pipeline.run(c, options, { signal });
+        const { result, fullEvidenceGraph } = await pipeline.run(c, options, { signal });
         const out = fromDiagnosis(result);
+        if (opts.keepDiagnosis) out.diagnosis = { result, fullEvidenceGraph };
         if (opts.steps) {
           out.steps = (result.path?.steps ?? []).map((s) => ({ text: s.text, stage: s.stage }));
           out.evidence = renderEvidenceForPrompt(EvidenceGraph.import(result.evidenceGraph), { maxChars: 8000 });

@@ -1,6 +1,7 @@
 import type { PreparedCase } from "../../core/contracts/clinical-case.js";
 import type { EvalItem } from "../datasets/types.js";
 import type { ResultRecord } from "../results-file.js";
+import type { SavedDiagnosis } from "../saved-results.js";
 
 export const METHOD_NAMES = ["medmmv", "cot", "self-consistency", "stagewise"] as const;
 export type MethodName = (typeof METHOD_NAMES)[number];
@@ -15,6 +16,8 @@ export type MethodOutput = Pick<ResultRecord, "status" | "answer" | "usage" | "c
   steps?: Array<{ text: string; stage: "visual" | "knowledge" | "reasoning" }>;
   /** The selected path's evidence subgraph rendered for a prompt (MedMMV, for --stage-judge). */
   evidence?: string;
+  /** The whole DiagnosisResult with the full evidence graph (MedMMV, --save-results): written beside results.jsonl, never into it. */
+  diagnosis?: SavedDiagnosis;
 };
 
 /**

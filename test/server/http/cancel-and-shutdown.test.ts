@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { untilCheckpointed } from "../../support/checkpoint-writes.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
+import { FIRST_CONTACT_WAIT_MS } from "../../../src/core/llm/model-adaptation.js";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../../../src/scripted/scripted-openai-server.js";
 import { chestPain, json, startTestServer, until, withDelays, type TestServer } from "./http-harness.js";
 
@@ -28,7 +29,8 @@ describe("cancellation", () => {
       const res = await t.api("/diagnose", { method: "POST", json: chestPain(), headers: { prefer: "respond-async" } });
       expect(res.status).toBe(202);
       const { caseId } = await json<{ caseId: string }>(res);
-      await until(() => (t.openai.stats().inFlight >= 3 ? true : undefined), 5_000, "calls in flight");
+      // The first call to a model the process knows nothing of goes alone for up to FIRST_CONTACT_WAIT_MS (model-adaptation.ts).
+      await until(() => (t.openai.stats().inFlight >= 3 ? true : undefined), 5_000 + FIRST_CONTACT_WAIT_MS, "calls in flight");
       const started = Date.now();
       const del = await t.api(`/cases/${caseId}`, { method: "DELETE" });
       expect(del.status).toBe(204);

@@ -24,7 +24,9 @@ let dataDir: string;
 let proc: ServerProcess | null = null;
 
 function env(): Record<string, string> {
-  return childServerEnv({ openaiBaseUrl: openai.baseUrl, dataDir, apiKey: KEY }, { MEDMMV_MAX_REPAIRS: "1" });
+  // The scripted models' profiles are stated, as an operator would for models the catalog does not know: their first
+  // call does not go alone (model-adaptation.ts), so the hanging image-doctor does not hold the rollouts back.
+  return childServerEnv({ openaiBaseUrl: openai.baseUrl, dataDir, apiKey: KEY }, { MEDMMV_MAX_REPAIRS: "1", MEDMMV_MODEL_PROFILES: JSON.stringify({ "scripted-executor": {}, "scripted-judge": {} }) });
 }
 
 const api = keyedFetch(KEY);
