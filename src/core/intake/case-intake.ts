@@ -6,6 +6,7 @@ import { fhirOrigin } from "../contracts/fhir-origin.js";
 import { fhirError, type FhirIssueType, type RefusalCode } from "./fhir/fhir-error.js";
 import { prepareImages, type PrepareImageOptions } from "./images.js";
 import { ctWindowsAskedFor } from "./dicom/windows.js";
+import { asksAboutCells } from "./dicom/wsi-regions.js";
 
 /**
  * Whole-case intake, shared by every way a case arrives (JSON body, multipart upload, case
@@ -32,7 +33,9 @@ export async function prepareCase(c: ClinicalCase, opts: PrepareImageOptions): P
   // A CT is rendered at soft tissue, plus lung and bone windows when the question needs them.
   // Every picture is reserved from this budget before it is decoded, so a case of many DICOM
   // objects, frames or instances is refused before it decodes more than it may send.
-  opts = { ...opts, extraCtWindows: ctWindowsAskedFor(`${rest.question}\n${rest.notes ?? ""}`), pictures: { left: MAX_PICTURES, max: MAX_PICTURES } };
+  // A whole slide sends finer regions besides its overview when the case asks about cells.
+  const text = `${rest.question}\n${rest.notes ?? ""}`;
+  opts = { ...opts, extraCtWindows: ctWindowsAskedFor(text), cellRegions: asksAboutCells(text), pictures: { left: MAX_PICTURES, max: MAX_PICTURES } };
   const loaded = (await Promise.all(images.map((img) => prepareImages(img, opts).catch((e: unknown) => Promise.reject(atFhirElement(e, imagePaths[img.id])))))).flat();
   // A DICOM object becomes several pictures (its frames): the case's limits hold for those.
   if (loaded.length > MAX_PICTURES) {
