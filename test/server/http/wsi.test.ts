@@ -192,7 +192,9 @@ describe("whole-slide images: OrthancWSIDicomizer → Orthanc → a pyramid read
     const fetched = frameRequests.flatMap((q) => q.frames.map(() => q.instance));
     expect(new Set(fetched)).toEqual(new Set([overviewLevel.uid, full.uid]));
     expect(fetched.length).toBeLessThanOrEqual(overviewLevel.frames + full.frames);
-    expect(fetched.filter((u) => u === full.uid).length).toBeLessThanOrEqual(3 * 9);
+    // All 24 tiles of the 1500 × 1000 level; at full resolution only the 2 × 2 tiles of each 512-pixel region.
+    expect(fetched.filter((u) => u === overviewLevel.uid)).toHaveLength(overviewLevel.frames);
+    expect(fetched.filter((u) => u === full.uid)).toHaveLength(3 * 4);
 
     const made = await t.api(`/cases/${result.caseId}/view-links`, { method: "POST", json: {} });
     const { url } = (await made.json()) as { url: string };
