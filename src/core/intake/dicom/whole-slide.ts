@@ -29,11 +29,7 @@ function refuse(code: ErrorCode, imageId: string, why: string, details?: Record<
 
 /**
  * A VL Whole Slide Microscopy series read as a pyramid over DICOMweb: each level's metadata
- * (never its pixel data), then only the tiles of the levels used, by frame retrieval. The
- * overview is the finest level that fits the model's long side, assembled from its tiles;
- * when the case asks about cells, a few of the overview's most tissue-rich areas are read at
- * a finer level as well (wsi-regions.ts). Each picture's provenance gives its level, spacing
- * and region.
+ * (never its pixel data), then only the tiles of the levels used, by frame retrieval.
  */
 export async function readWholeSlide(series: DicomwebSeries, caption: string | undefined, o: WholeSlideOptions): Promise<LoadedImage[]> {
   const { imageId } = series;
@@ -41,6 +37,21 @@ export async function readWholeSlide(series: DicomwebSeries, caption: string | u
   if (wsi.length > MAX_WSI_INSTANCES) throw refuse("PAYLOAD_TOO_LARGE", imageId, `the series has ${wsi.length} whole-slide instances; at most ${MAX_WSI_INSTANCES} pyramid levels are read`);
   const metadata: Array<{ uid: string; meta: QidoItem }> = [];
   for (const i of wsi) metadata.push({ uid: i.uid, meta: await instanceMetadata(series, i.uid) });
+  const ids = { study: series.ref.study, series: series.url.split("/").pop()! };
+  return pyramidPictures(imageId, metadata, ids, dicomwebTiles(series), caption, o);
+}
+
+/** Reads the tiles of a level as RGB (tileWidth × tileHeight × 3 each), in the order given. */
+export type TileSource = (level: WsiLevel, tiles: readonly WsiTile[]) => Promise<{ rgb: Buffer[]; transferSyntaxUid: string }>;
+
+/**
+ * The pictures of a slide, whatever holds its tiles (a PACS, or one instance sent whole): the
+ * overview is the finest level that fits the model's long side, assembled from its tiles;
+ * when the case asks about cells, a few of the overview's most tissue-rich areas are read at
+ * a finer level as well (wsi-regions.ts). Each picture's provenance gives its level, spacing
+ * and region.
+ */
+export async function pyramidPictures(imageId: string, metadata: Array<{ uid: string; meta: QidoItem }>, ids: { study?: string; series?: string }, source: TileSource, caption: string | undefined, o: WholeSlideOptions): Promise<LoadedImage[]> {
   let levels: WsiLevel[];
   try {
     levels = pyramidLevels(metadata);
@@ -48,7 +59,7 @@ export async function readWholeSlide(series: DicomwebSeries, caption: string | u
     if (e instanceof WsiShapeError) throw refuse("INVALID_INPUT", imageId, e.message);
     throw e;
   }
-  if (levels.length === 0) throw refuse("NOT_FOUND", imageId, "the series has no pyramid level (only label, overview or thumbnail images)");
+  if (levels.length === 0) throw refuse("NOT_FOUND", imageId, "the slide has no pyramid level (only label, overview or thumbnail images)");
   for (const l of levels) {
     if (l.bitsAllocated !== 8 || (l.samplesPerPixel !== 1 && l.samplesPerPixel !== 3)) throw refuse("UNSUPPORTED_MEDIA", imageId, `level ${l.index} has ${l.samplesPerPixel} samples of ${l.bitsAllocated} bits; whole-slide tiles are read as 8-bit grey or colour`);
   }
@@ -58,20 +69,21 @@ export async function readWholeSlide(series: DicomwebSeries, caption: string | u
   reservePictures(o.pictures, 1, imageId);
 
   const whole = { x: 0, y: 0, width: ov.width, height: ov.height };
-  const overview = await assemble(series, ov, whole);
+  const overview = await assemble(source, ov, whole);
   // The overview is sent at most at the model's long side (the coarsest level may be larger).
   const fit = o.longSide > 0 ? Math.min(1, o.longSide / Math.max(ov.width, ov.height)) : 1;
   const shown = { width: Math.max(1, Math.round(ov.width * fit)), height: Math.max(1, Math.round(ov.height * fit)) };
   const common = { levels: levels.length, overviewId: imageId, overviewWidth: shown.width, overviewHeight: shown.height, ...iccAndOptics(optics) };
   const out: LoadedImage[] = [
-    await picture(imageId, overview.rgb, ov.width, ov.height, shown, overview.transferSyntaxUid, series, ov, [caption, `whole-slide microscopy (SM), overview: level ${ov.index} of ${levels.length} (0 = full resolution), ${ov.width}×${ov.height} pixels${spacingText(ov)}`], {
+    await picture(imageId, overview.rgb, ov.width, ov.height, shown, overview.transferSyntaxUid, ids, ov, [caption, `whole-slide microscopy (SM), overview: level ${ov.index} of ${levels.length} (0 = full resolution), ${ov.width}×${ov.height} pixels${spacingText(ov)}`], {
       role: "overview", level: ov.index, totalColumns: ov.width, totalRows: ov.height, ...spacing(ov), region: whole, overviewRegion: { x: 0, y: 0, ...shown }, tiles: overview.tiles, levelFrames: ov.frames, ...common,
     }),
   ];
   if (!o.regions) return out;
 
-  const finer = levels.filter((l) => l.width > ov.width * 1.5);
-  const zoomed = finer.find((l) => l.width <= ov.width * REGION_ZOOM * 1.01) ?? finer[finer.length - 1];
+  // The region level: at most REGION_ZOOM times finer than the overview's; a slide of one level is zoomed within it.
+  const finer = levels.filter((l) => l.width > shown.width * 1.5);
+  const zoomed = finer.find((l) => l.width <= shown.width * REGION_ZOOM * 1.01) ?? finer[finer.length - 1];
   const room = Math.min(MAX_REGIONS, o.pictures?.left ?? MAX_REGIONS);
   if (!zoomed || room < 1) return out;
   const zoom = zoomed.width / ov.width;
@@ -81,11 +93,12 @@ export async function readWholeSlide(series: DicomwebSeries, caption: string | u
     const x = Math.min(Math.round(cell.x * zoom), zoomed.width - 1);
     const y = Math.min(Math.round(cell.y * zoom), zoomed.height - 1);
     const region = { x, y, width: Math.min(REGION_SIDE, zoomed.width - x), height: Math.min(REGION_SIDE, zoomed.height - y) };
-    const read = await assemble(series, zoomed, region);
+    const read = await assemble(source, zoomed, region);
     const overviewRegion = scaleRect(region, shown.width / zoomed.width, shown.height / zoomed.height);
     const id = `${imageId}-region${k + 1}`;
+    const zoomText = (zoomed.width / shown.width).toFixed(1);
     out.push(
-      await picture(id, read.rgb, region.width, region.height, { width: region.width, height: region.height }, read.transferSyntaxUid, series, zoomed, [caption, `whole-slide microscopy (SM), region ${k + 1} of ${cells.length} at level ${zoomed.index} (${zoom.toFixed(1)}× the overview${spacingText(zoomed)}): x ${region.x}, y ${region.y}, ${region.width}×${region.height} of the level's ${zoomed.width}×${zoomed.height}; on the overview "${imageId}" at x ${overviewRegion.x}, y ${overviewRegion.y}, ${overviewRegion.width}×${overviewRegion.height}`], {
+      await picture(id, read.rgb, region.width, region.height, { width: region.width, height: region.height }, read.transferSyntaxUid, ids, zoomed, [caption, `whole-slide microscopy (SM), region ${k + 1} of ${cells.length} at level ${zoomed.index} (${zoomText}× the overview${spacingText(zoomed)}): x ${region.x}, y ${region.y}, ${region.width}×${region.height} of the level's ${zoomed.width}×${zoomed.height}; on the overview "${imageId}" at x ${overviewRegion.x}, y ${overviewRegion.y}, ${overviewRegion.width}×${overviewRegion.height}`], {
         role: "region", level: zoomed.index, totalColumns: zoomed.width, totalRows: zoomed.height, ...spacing(zoomed), region, overviewRegion, tiles: read.tiles, levelFrames: zoomed.frames,
         selection: `rank ${k + 1} of the overview's ${Math.round(REGION_SIDE / zoom)}-pixel grid cells by tissue (mean darkness ${cell.score.toFixed(3)})`, ...common,
       }),
@@ -114,11 +127,10 @@ function scaleRect(r: PixelRect, sx: number, sy: number): PixelRect {
 }
 
 /** A picture of the slide as PNG, with its provenance (the level's first instance stands for the level). */
-async function picture(id: string, rgb: Buffer, width: number, height: number, shown: { width: number; height: number }, transferSyntaxUid: string, series: DicomwebSeries, level: WsiLevel, describe: Array<string | undefined>, wsi: WsiProvenance): Promise<LoadedImage> {
+async function picture(id: string, rgb: Buffer, width: number, height: number, shown: { width: number; height: number }, transferSyntaxUid: string, ids: { study?: string; series?: string }, level: WsiLevel, describe: Array<string | undefined>, wsi: WsiProvenance): Promise<LoadedImage> {
   let img = sharp(rgb, { raw: { width, height, channels: 3 } });
   if (shown.width !== width || shown.height !== height) img = img.resize(shown.width, shown.height, { fit: "fill" });
   const png = await img.png().toBuffer();
-  const seriesUid = series.url.split("/").pop()!;
   return {
     id,
     mimeType: "image/png",
@@ -127,7 +139,7 @@ async function picture(id: string, rgb: Buffer, width: number, height: number, s
     width: shown.width,
     height: shown.height,
     caption: describe.filter(Boolean).join("; ").slice(0, 2000),
-    dicom: { sopInstanceUid: level.instances[0]!, seriesInstanceUid: seriesUid, studyInstanceUid: series.ref.study, modality: "SM", transferSyntaxUid, frame: 1, frames: 1, wsi },
+    dicom: { sopInstanceUid: level.instances[0]!, ...(ids.series ? { seriesInstanceUid: ids.series } : {}), ...(ids.study ? { studyInstanceUid: ids.study } : {}), modality: "SM", transferSyntaxUid, frame: 1, frames: 1, wsi },
   };
 }
 
@@ -138,40 +150,48 @@ function framesPerRequest(series: DicomwebSeries, level: WsiLevel): number {
 }
 
 /**
- * The rectangle `r` of a level's total pixel matrix as RGB, from the tiles that meet it only
- * (fetched by frame number, as stored: JPEG tiles stay JPEG on the wire). Areas no tile
- * covers (a sparse level) are white, as bare glass is.
+ * Tiles from a PACS by WADO-RS frame retrieval, several frames of an instance per request,
+ * as stored (JPEG tiles stay JPEG on the wire, decoded here after their SOF is checked); a
+ * frame in a codec this reader does not run on tiles (JPEG 2000, …) is asked for again
+ * uncompressed, which the server transcodes.
  */
-async function assemble(series: DicomwebSeries, level: WsiLevel, r: PixelRect): Promise<{ rgb: Buffer; tiles: number; transferSyntaxUid: string }> {
-  const canvas = Buffer.alloc(r.width * r.height * 3, 255);
-  const tiles = tilesIn(level, r);
-  const perInstance = new Map<string, WsiTile[]>();
-  for (const t of tiles) perInstance.set(t.instance, [...(perInstance.get(t.instance) ?? []), t]);
-  const batch = framesPerRequest(series, level);
-  let allJpeg = true;
-  for (const [uid, list] of perInstance) {
-    for (let k = 0; k < list.length; k += batch) {
-      const chunk = list.slice(k, k + batch);
-      const stored = await instanceFrames(series, uid, chunk.map((t) => t.frame), true);
-      const decoded = await Promise.all(stored.map((b) => tileRgb(series.imageId, b, level)));
-      // A codec this reader does not run on tiles (JPEG 2000, …): the server sends those frames uncompressed.
-      const missing = chunk.filter((_, j) => decoded[j] === null);
-      if (missing.length) {
-        allJpeg = false;
-        const plain = await instanceFrames(series, uid, missing.map((t) => t.frame), false);
-        for (const [j, t] of missing.entries()) {
-          const rgb = await tileRgb(series.imageId, plain[j]!, level);
-          if (rgb === null) throw refuse("UNSUPPORTED_MEDIA", series.imageId, `frame ${t.frame} of a level-${level.index} instance is neither JPEG nor ${level.tileWidth}×${level.tileHeight} uncompressed pixels, even when asked uncompressed`);
-          decoded[chunk.indexOf(t)] = rgb;
+function dicomwebTiles(series: DicomwebSeries): TileSource {
+  return async (level, tiles) => {
+    const rgb: Buffer[] = new Array(tiles.length);
+    let allJpeg = true;
+    const perInstance = new Map<string, number[]>();
+    for (const [k, t] of tiles.entries()) perInstance.set(t.instance, [...(perInstance.get(t.instance) ?? []), k]);
+    const batch = framesPerRequest(series, level);
+    for (const [uid, indexes] of perInstance) {
+      for (let k = 0; k < indexes.length; k += batch) {
+        const chunk = indexes.slice(k, k + batch);
+        const stored = await instanceFrames(series, uid, chunk.map((j) => tiles[j]!.frame), true);
+        const decoded = await Promise.all(stored.map((b) => tileRgb(series.imageId, b, level)));
+        const missing = chunk.filter((_, j) => decoded[j] === null);
+        const plain = missing.length ? await instanceFrames(series, uid, missing.map((j) => tiles[j]!.frame), false) : [];
+        for (const [j, at] of chunk.entries()) {
+          let tile = decoded[j] ?? null;
+          if (tile === null) tile = await tileRgb(series.imageId, plain[missing.indexOf(at)]!, level);
+          if (tile === null) throw refuse("UNSUPPORTED_MEDIA", series.imageId, `frame ${tiles[at]!.frame} of a level-${level.index} instance is neither JPEG nor ${level.tileWidth}×${level.tileHeight} uncompressed pixels, even when asked uncompressed`);
+          if (tile.kind !== "jpeg") allJpeg = false;
+          rgb[at] = tile.rgb;
         }
       }
-      for (const [j, t] of chunk.entries()) {
-        if (decoded[j]!.kind !== "jpeg") allJpeg = false;
-        paste(canvas, r, decoded[j]!.rgb, t, level);
-      }
     }
-  }
-  return { rgb: canvas, tiles: tiles.length, transferSyntaxUid: allJpeg ? JPEG_BASELINE : EXPLICIT_LE };
+    return { rgb, transferSyntaxUid: allJpeg ? JPEG_BASELINE : EXPLICIT_LE };
+  };
+}
+
+/**
+ * The rectangle `r` of a level's total pixel matrix as RGB, from the tiles that meet it only.
+ * Areas no tile covers (a sparse level) are white, as bare glass is.
+ */
+async function assemble(source: TileSource, level: WsiLevel, r: PixelRect): Promise<{ rgb: Buffer; tiles: number; transferSyntaxUid: string }> {
+  const canvas = Buffer.alloc(r.width * r.height * 3, 255);
+  const tiles = tilesIn(level, r);
+  const read = await source(level, tiles);
+  for (const [k, t] of tiles.entries()) paste(canvas, r, read.rgb[k]!, t, level);
+  return { rgb: canvas, tiles: tiles.length, transferSyntaxUid: read.transferSyntaxUid };
 }
 
 /**
