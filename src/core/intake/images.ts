@@ -140,6 +140,8 @@ export async function prepareImages(input: ImageInput, opts: PrepareImageOptions
     maxFrames: opts.maxDicomFrames ?? DEFAULT_DICOM_FRAMES,
     maxDecodedBytes: opts.maxDecodedBytes ?? DEFAULT_MAX_DECODED_BYTES,
     ...(opts.extraCtWindows ? { extraCtWindows: opts.extraCtWindows } : {}),
+    modelLongSide: opts.modelLongSide ?? DEFAULT_MODEL_LONG_SIDE,
+    ...(opts.cellRegions ? { cellRegions: true } : {}),
     ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
     ...(opts.pictures ? { pictures: opts.pictures } : {}),
   };

@@ -28,6 +28,8 @@ const frameRequests: Array<{ instance: string; frames: number[] }> = [];
 /** Each level's instance UID and frame count, from Orthanc's own QIDO answer. */
 let levels: Array<{ uid: string; frames: number; columns: number }> = [];
 let study: string;
+/** The dicomized Part 10 objects, one per level (finest first). */
+let files: Buffer[] = [];
 const calls: Array<{ text: string; images: string[] }> = [];
 let t: TestServer;
 const browser = useChromium();
@@ -65,7 +67,8 @@ beforeAll(async () => {
     const tiff = path.join(dir, "slide.tiff");
     await sharp(source, { raw: { width: W, height: H, channels: 3 } }).tiff({ tile: true, pyramid: true, tileWidth: 256, tileHeight: 256, compression: "jpeg", quality: 90 }).toFile(tiff);
     orthanc = await startOrthanc();
-    for (const file of await dicomizeTiff(tiff)) await orthanc.store(file);
+    files = await dicomizeTiff(tiff);
+    for (const file of files) await orthanc.store(file);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -204,5 +207,29 @@ describe("whole-slide images: OrthancWSIDicomizer → Orthanc → a pyramid read
     expect(await boxes.count()).toBe(3);
     expect(await page.getByTestId("dicom-provenance").first().innerText()).toContain("level 2 of");
     await page.close();
+  }, 120_000);
+
+  it("a whole-slide instance sent alone (one level, in the case's bytes) is read as a slide: overview at the model's size, regions within the level", async () => {
+    calls.length = 0;
+    // The 3000 × 2000 level: wider than the model reads, so its overview is resized, and regions come from the level itself.
+    const level = files.find((f) => f.includes(Buffer.from([0x48, 0x00, 0x06, 0x00, 0x55, 0x4c, 0x04, 0x00, 0xb8, 0x0b, 0x00, 0x00])))!;
+    expect(level).toBeDefined();
+    const res = await t.api("/diagnose", { method: "POST", json: { ...slideCase("Are there mitoses or atypical nuclei?"), images: [{ id: "slide", mimeType: "application/dicom", data: level.toString("base64") }] } });
+    expect(res.status).toBe(201);
+    const result = DiagnosisResult.parse(await res.json());
+    const images = await storedImages(result.caseId);
+    expect(images[0]!.dicom!.wsi).toMatchObject({ role: "overview", level: 0, levels: 1, totalColumns: 3000, totalRows: 2000, overviewWidth: 1536, overviewHeight: 1024, tiles: 96, levelFrames: 96 });
+    const overview = await rgbOf(calls[0]!.images[0]!);
+    expect([overview.width, overview.height]).toEqual([1536, 1024]);
+    expect(correlation([...overview.data], [...(await reference(1536, 1024))])).toBeGreaterThanOrEqual(0.9);
+    expect(images.length).toBeGreaterThan(1);
+    for (const [k, img] of images.slice(1).entries()) {
+      const wsi = img.dicom!.wsi!;
+      expect(wsi).toMatchObject({ role: "region", level: 0, totalColumns: 3000 });
+      // The region at level 0 of this object is twice as coarse as the source: compare with the source's matching rectangle.
+      const got = await rgbOf(calls[0]!.images[k + 1]!);
+      const crop = { x: wsi.region.x * 2, y: wsi.region.y * 2, width: wsi.region.width * 2, height: wsi.region.height * 2 };
+      expect(correlation([...got.data], [...(await reference(wsi.region.width, wsi.region.height, crop))])).toBeGreaterThanOrEqual(0.9);
+    }
   }, 120_000);
 });

@@ -4,7 +4,7 @@ import { MedmmvError, type ErrorCode } from "../../contracts/errors.js";
 import type { LoadedImage, PixelRect, WsiProvenance } from "../../contracts/clinical-case.js";
 import { declaredCodestreamSize } from "./codestream-size.js";
 import { instanceFrames, instanceMetadata, WSI_SOP_CLASS, type DicomwebSeries, type QidoItem } from "./dicomweb.js";
-import { reservePictures, type PictureBudget } from "./render-dicom.js";
+import { reservePictures, type PictureBudget } from "./picture-budget.js";
 import { overviewLevel, pyramidLevels, tilesIn, wsiOptics, WsiShapeError, type WsiLevel, type WsiOptics, type WsiTile } from "./wsi-levels.js";
 import { MAX_REGIONS, REGION_SIDE, REGION_ZOOM, tissueRichCells } from "./wsi-regions.js";
 
@@ -13,6 +13,8 @@ export interface WholeSlideOptions {
   longSide: number;
   /** Pixels a level read whole may have (MEDMMV_MAX_IMAGE_PIXELS). */
   maxPixels: number;
+  /** Bytes the overview's RGB pixels may take (MEDMMV_MAX_IMAGE_DECODED_BYTES). */
+  maxDecodedBytes?: number;
   /** The case asks about cells: regions at a finer level are sent besides the overview. */
   regions: boolean;
   pictures?: PictureBudget;
@@ -66,6 +68,7 @@ export async function pyramidPictures(imageId: string, metadata: Array<{ uid: st
   const optics = wsiOptics(metadata.map((m) => m.meta));
   const ov = overviewLevel(levels, o.longSide > 0 ? o.longSide : 2048);
   if (ov.width * ov.height > o.maxPixels) throw refuse("PAYLOAD_TOO_LARGE", imageId, `its coarsest level is ${ov.width}×${ov.height}, over ${o.maxPixels} pixels; the slide has no level small enough to read whole`);
+  if (o.maxDecodedBytes !== undefined && ov.width * ov.height * 3 > o.maxDecodedBytes) throw refuse("PAYLOAD_TOO_LARGE", imageId, `its coarsest level of ${ov.width}×${ov.height} decodes to ${ov.width * ov.height * 3} bytes, over ${o.maxDecodedBytes}; send the slide's pyramid (e.g. from a PACS over DICOMweb)`);
   reservePictures(o.pictures, 1, imageId);
 
   const whole = { x: 0, y: 0, width: ov.width, height: ov.height };
