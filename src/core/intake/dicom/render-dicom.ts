@@ -118,7 +118,7 @@ export async function renderDicom(imageId: string, buf: Buffer, caption: string 
     plan = await withParsedDicom(limits.tenant ?? "", checked.file, HEADER_ATTRIBUTES, async (dicom) => {
       // A whole-slide instance sent alone is one pyramid level: read as a slide, not as frames.
       if (text(dicom.header.elements.SOPClassUID) !== WSI_SOP_CLASS) return renderParsed(imageId, checked, limits, dicom);
-      checkedPixels(imageId, checked, limits, dicom);
+      checkPixelData(imageId, checked, dicom, checkedPixels(imageId, checked, limits, dicom));
       return slideFromInstance(imageId, dicom, caption, limits);
     });
   } catch (e) {
@@ -236,8 +236,7 @@ interface RenderPlan {
 
 /**
  * The parsed header checked before any frame is decoded: a syntax we read, pixel data, no
- * burned-in annotation, a frame size and count within the limits, uncompressed data holding
- * every frame, every codestream declaring the header's size.
+ * burned-in annotation, a frame size and count within the limits.
  */
 function checkedPixels(imageId: string, checked: CheckedFile, limits: DicomLimits, dicom: ParsedDicom): { rows: number; columns: number; frames: number; tsUid: string } {
   const { elements } = dicom.header;
@@ -259,6 +258,12 @@ function checkedPixels(imageId: string, checked: CheckedFile, limits: DicomLimit
   if (rows * columns > limits.maxPixels) {
     throw refuse("PAYLOAD_TOO_LARGE", imageId, `a frame is ${columns}×${rows} (${rows * columns} pixels); the limit is ${limits.maxPixels} pixels`, { width: columns, height: rows, maxPixels: limits.maxPixels });
   }
+  return { rows, columns, frames, tsUid };
+}
+
+/** The pixel data against the header: uncompressed data holding every frame, every codestream declaring the header's size. */
+function checkPixelData(imageId: string, checked: CheckedFile, dicom: ParsedDicom, { rows, columns, frames, tsUid }: { rows: number; columns: number; frames: number; tsUid: string }): void {
+  const { elements } = dicom.header;
   // Uncompressed pixel data must hold every frame the header claims; a renderer would pad it.
   if (UNCOMPRESSED.has(tsUid)) {
     const need = rows * columns * frames * (int(elements.SamplesPerPixel) ?? 1) * Math.ceil((int(elements.BitsAllocated) ?? 16) / 8);
@@ -266,12 +271,12 @@ function checkedPixels(imageId: string, checked: CheckedFile, limits: DicomLimit
     if (have < need) throw refuse("INVALID_INPUT", imageId, `the pixel data holds ${have} bytes where Rows × Columns × frames need ${need}; the file is truncated`, { pixelBytes: have, expected: need });
   }
   checkCodestreams(imageId, checked, tsUid, rows, columns, frames);
-  return { rows, columns, frames, tsUid };
 }
 
 async function renderParsed(imageId: string, checked: CheckedFile, limits: DicomLimits, dicom: ParsedDicom): Promise<RenderPlan> {
   const { elements } = dicom.header;
-  const { rows, columns, frames, tsUid } = checkedPixels(imageId, checked, limits, dicom);
+  const dims = checkedPixels(imageId, checked, limits, dicom);
+  const { rows, columns, frames, tsUid } = dims;
   const own = objectWindow(elements);
   const monochrome = /^MONOCHROME[12]$/.test(text(elements.PhotometricInterpretation) ?? "");
   const chosen = representativeFrames(frames, limits.maxFrames);
@@ -283,6 +288,7 @@ async function renderParsed(imageId: string, checked: CheckedFile, limits: Dicom
   if (decodedBytes > limits.maxDecodedBytes) {
     throw refuse("PAYLOAD_TOO_LARGE", imageId, `${renderings.length} renderings of ${columns}×${rows} decode to ${decodedBytes} bytes; the limit is ${limits.maxDecodedBytes} bytes of pixels per image — send fewer frames or a smaller object`, { decodedBytes, maxDecodedBytes: limits.maxDecodedBytes });
   }
+  checkPixelData(imageId, checked, dicom, dims);
   reservePictures(limits.pictures, renderings.length, imageId);
   const pictures = await dicom.render(renderings.map(({ frame, window }) => ({ frame, window: window ? { center: window.center, width: window.width } : null })));
   return { elements, tsUid, frames, monochrome, chosen, renderings, pictures, warnings: checked.warnings };
