@@ -9,9 +9,8 @@ import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../../src/core/contracts/diagnosis-result.js";
 import type { LoadedImage } from "../../../src/core/contracts/clinical-case.js";
-import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
-import type { ScriptFn } from "../../../src/scripted/scripted-openai-server.js";
 import { openReady, useChromium } from "../../support/browser.js";
+import { recordingImageDoctor } from "./recording-scenario.js";
 import { dicomizeTiff, startOrthanc, type OrthancServer } from "../../support/orthanc.js";
 import { correlation } from "../../core/intake/dicom/second-opinion.js";
 import { startTestServer, VIEW_ENV, type TestServer } from "./http-harness.js";
@@ -97,16 +96,8 @@ beforeAll(async () => {
   await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
   root = `http://127.0.0.1:${(proxy.address() as { port: number }).port}/dicom-web`;
 
-  const base = clinicalScenario({ rolloutAnswers: ["B", "B", "B"] });
-  const record = (agent: string) => {
-    const fn = base.agents[agent] as ScriptFn;
-    return (req: Parameters<ScriptFn>[0]) => {
-      calls.push({ text: req.text, images: req.images });
-      return fn(req);
-    };
-  };
   t = await startTestServer({
-    scenario: { ...base, agents: { ...base.agents, "image-doctor": record("image-doctor") } },
+    scenario: recordingImageDoctor(calls),
     env: { ...VIEW_ENV, MEDMMV_DICOMWEB_SERVERS: root, MEDMMV_DICOMWEB_TIMEOUT_MS: "20000", MEDMMV_IMAGE_MODEL_LONG_SIDE: "1536" },
   });
 }, 240_000);

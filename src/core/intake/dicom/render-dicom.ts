@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { promisify } from "node:util";
 import { inflateRaw } from "node:zlib";
 import sharp from "sharp";
@@ -6,6 +5,7 @@ import { MedmmvError } from "../../contracts/errors.js";
 import type { DicomProvenance, LoadedImage } from "../../contracts/clinical-case.js";
 import { CONTEXT_ATTRIBUTES, deidentifiedContext } from "./deidentified-context.js";
 import { DecodeWorkerFailure } from "./decode-pool.js";
+import { dicomPicture } from "./dicom-picture.js";
 import { reservePictures, type PictureBudget } from "./picture-budget.js";
 import { WSI_SOP_CLASS } from "./dicomweb.js";
 import { slideFromInstance } from "./whole-slide-instance.js";
@@ -318,16 +318,7 @@ async function encodePictures(imageId: string, caption: string | undefined, plan
       ...(warnings.length ? { warnings } : {}),
     };
     const describe = [caption, `DICOM${context ? ` ${context}` : ""}`, frames > 1 ? `frame ${frame + 1} of ${frames}` : "", used ? `window C${used.center}/W${used.width} (${used.source})` : ""];
-    out.push({
-      id: `${chosen.length > 1 ? `${imageId}-frame${frame + 1}` : imageId}${suffix}`,
-      mimeType: "image/png",
-      data: png.toString("base64"),
-      sha256: createHash("sha256").update(png).digest("hex"),
-      width: rendered.width,
-      height: rendered.height,
-      caption: describe.filter(Boolean).join("; ").slice(0, 2000),
-      dicom: provenance,
-    });
+    out.push(dicomPicture(`${chosen.length > 1 ? `${imageId}-frame${frame + 1}` : imageId}${suffix}`, png, rendered.width, rendered.height, describe, provenance));
   }
   return out;
 }

@@ -1,7 +1,7 @@
-import { createHash } from "node:crypto";
 import sharp from "sharp";
 import { MedmmvError, type ErrorCode } from "../../contracts/errors.js";
 import type { LoadedImage, PixelRect, WsiProvenance } from "../../contracts/clinical-case.js";
+import { dicomPicture } from "./dicom-picture.js";
 import { declaredCodestreamSize } from "./codestream-size.js";
 import { instanceFrames, instanceMetadata, WSI_SOP_CLASS, type DicomwebSeries, type QidoItem } from "./dicomweb.js";
 import { reservePictures, type PictureBudget } from "./picture-budget.js";
@@ -134,16 +134,7 @@ async function picture(id: string, rgb: Buffer, width: number, height: number, s
   let img = sharp(rgb, { raw: { width, height, channels: 3 } });
   if (shown.width !== width || shown.height !== height) img = img.resize(shown.width, shown.height, { fit: "fill" });
   const png = await img.png().toBuffer();
-  return {
-    id,
-    mimeType: "image/png",
-    data: png.toString("base64"),
-    sha256: createHash("sha256").update(png).digest("hex"),
-    width: shown.width,
-    height: shown.height,
-    caption: describe.filter(Boolean).join("; ").slice(0, 2000),
-    dicom: { sopInstanceUid: level.instances[0]!, ...(ids.series ? { seriesInstanceUid: ids.series } : {}), ...(ids.study ? { studyInstanceUid: ids.study } : {}), modality: "SM", transferSyntaxUid, frame: 1, frames: 1, wsi },
-  };
+  return dicomPicture(id, png, shown.width, shown.height, describe, { sopInstanceUid: level.instances[0]!, ...(ids.series ? { seriesInstanceUid: ids.series } : {}), ...(ids.study ? { studyInstanceUid: ids.study } : {}), modality: "SM", transferSyntaxUid, frame: 1, frames: 1, wsi });
 }
 
 /** Frames asked for in one request: a multipart answer of that many stays well under the byte cap. */
