@@ -223,4 +223,13 @@ describe("whole-slide images: OrthancWSIDicomizer → Orthanc → a pyramid read
       expect(correlation([...got.data], [...(await reference(wsi.region.width, wsi.region.height, crop))])).toBeGreaterThanOrEqual(0.9);
     }
   }, 120_000);
+
+  it("a pathway whose steps ask about cells (bone-marrow) brings the regions too, for a question that does not", async () => {
+    calls.length = 0;
+    const res = await t.api("/diagnose", { method: "POST", json: { ...slideCase("What is the diagnosis?"), pathway: "bone-marrow" } });
+    expect(res.status).toBe(201);
+    const result = DiagnosisResult.parse(await res.json());
+    expect((await storedImages(result.caseId)).map((i) => i.dicom!.wsi!.role)).toEqual(["overview", "region", "region", "region"]);
+  }, 120_000);
 });
+
