@@ -22,6 +22,10 @@ export interface WholeSlideOptions {
 
 /** Pyramid levels (instances) a series may have before it is refused unread. */
 const MAX_WSI_INSTANCES = 64;
+/** Tiles one picture may be assembled from (a 2048² overview of 256² tiles needs 64; tiny tiles would mean thousands of requests). */
+export const MAX_TILES_PER_PICTURE = 1024;
+/** Pixels of one tile: a codec allocates by it. */
+const MAX_TILE_PIXELS = 4096 * 4096;
 const JPEG_BASELINE = "1.2.840.10008.1.2.4.50";
 const EXPLICIT_LE = "1.2.840.10008.1.2.1";
 
@@ -72,7 +76,7 @@ export async function pyramidPictures(imageId: string, metadata: Array<{ uid: st
   reservePictures(o.pictures, 1, imageId);
 
   const whole = { x: 0, y: 0, width: ov.width, height: ov.height };
-  const overview = await assemble(source, ov, whole);
+  const overview = await assemble(imageId, source, ov, whole);
   // The overview is sent at most at the model's long side (the coarsest level may be larger).
   const fit = o.longSide > 0 ? Math.min(1, o.longSide / Math.max(ov.width, ov.height)) : 1;
   const shown = { width: Math.max(1, Math.round(ov.width * fit)), height: Math.max(1, Math.round(ov.height * fit)) };
@@ -96,7 +100,7 @@ export async function pyramidPictures(imageId: string, metadata: Array<{ uid: st
     const x = Math.min(Math.round(cell.x * zoom), zoomed.width - 1);
     const y = Math.min(Math.round(cell.y * zoom), zoomed.height - 1);
     const region = { x, y, width: Math.min(REGION_SIDE, zoomed.width - x), height: Math.min(REGION_SIDE, zoomed.height - y) };
-    const read = await assemble(source, zoomed, region);
+    const read = await assemble(imageId, source, zoomed, region);
     const overviewRegion = scaleRect(region, shown.width / zoomed.width, shown.height / zoomed.height);
     const id = `${imageId}-region${k + 1}`;
     const zoomText = (zoomed.width / shown.width).toFixed(1);
@@ -180,9 +184,11 @@ function dicomwebTiles(series: DicomwebSeries): TileSource {
  * The rectangle `r` of a level's total pixel matrix as RGB, from the tiles that meet it only.
  * Areas no tile covers (a sparse level) are white, as bare glass is.
  */
-async function assemble(source: TileSource, level: WsiLevel, r: PixelRect): Promise<{ rgb: Buffer; tiles: number; transferSyntaxUid: string }> {
-  const canvas = Buffer.alloc(r.width * r.height * 3, 255);
+async function assemble(imageId: string, source: TileSource, level: WsiLevel, r: PixelRect): Promise<{ rgb: Buffer; tiles: number; transferSyntaxUid: string }> {
+  if (level.tileWidth * level.tileHeight > MAX_TILE_PIXELS) throw refuse("PAYLOAD_TOO_LARGE", imageId, `level ${level.index}'s tiles are ${level.tileWidth}×${level.tileHeight}, over ${MAX_TILE_PIXELS} pixels each`);
   const tiles = tilesIn(level, r);
+  if (tiles.length > MAX_TILES_PER_PICTURE) throw refuse("PAYLOAD_TOO_LARGE", imageId, `a picture of level ${level.index} would need ${tiles.length} tiles of ${level.tileWidth}×${level.tileHeight} (at most ${MAX_TILES_PER_PICTURE} are read for one picture)`);
+  const canvas = Buffer.alloc(r.width * r.height * 3, 255);
   const read = await source(level, tiles);
   for (const [k, t] of tiles.entries()) paste(canvas, r, read.rgb[k]!, t, level);
   return { rgb: canvas, tiles: tiles.length, transferSyntaxUid: read.transferSyntaxUid };

@@ -30,14 +30,19 @@ export interface Rect {
  * The most tissue-rich cells of a grid laid over the overview (`rgb`, width × height, 3
  * channels): each cell is `side` overview pixels square, scored by the mean darkness
  * (255 − luminance) of its pixels, since stained tissue is darker than the bright glass
- * around it. The `count` best cells with any tissue are chosen, best first (ties in reading
+ * around it (whole cells only: a partial one at the right or bottom edge is left out). The `count` best cells with any tissue are chosen, best first (ties in reading
  * order), as rectangles of the overview.
  */
 export function tissueRichCells(rgb: Buffer, width: number, height: number, side: number, count: number): Array<Rect & { score: number }> {
   const s = Math.max(1, Math.floor(side));
   const cells: Array<Rect & { score: number }> = [];
-  for (let y0 = 0; y0 + s <= height || (y0 === 0 && height > 0); y0 += s) {
-    for (let x0 = 0; x0 + s <= width || (x0 === 0 && width > 0); x0 += s) {
+  // Whole cells only (a partial one at the right or bottom edge is not scored), unless the overview is smaller than one.
+  const across = Math.max(1, Math.floor(width / s));
+  const down = Math.max(1, Math.floor(height / s));
+  for (let gy = 0; gy < down; gy++) {
+    for (let gx = 0; gx < across; gx++) {
+      const x0 = gx * s;
+      const y0 = gy * s;
       const w = Math.min(s, width - x0);
       const h = Math.min(s, height - y0);
       let dark = 0;
@@ -48,9 +53,7 @@ export function tissueRichCells(rgb: Buffer, width: number, height: number, side
         }
       }
       cells.push({ x: x0, y: y0, width: w, height: h, score: dark / (w * h) / 255 });
-      if (x0 + s > width) break;
     }
-    if (y0 + s > height) break;
   }
   return cells
     .filter((c) => c.score > 0.02)
