@@ -35,23 +35,25 @@ export async function slideFromInstance(imageId: string, dicom: ParsedDicom, cap
     }
     return { rgb, transferSyntaxUid };
   };
-  try {
-    return await pyramidPictures(imageId, [{ uid, meta }], ids, source, caption, {
-      longSide: limits.modelLongSide ?? 1536,
-      maxPixels: limits.maxPixels,
-      maxDecodedBytes: limits.maxDecodedBytes,
-      regions: limits.cellRegions ?? false,
-      ...(limits.pictures ? { pictures: limits.pictures } : {}),
-    });
-  } finally {
-    // The thread lets go of the object now rather than when its next object arrives.
-    await dicom.render([]).catch(() => undefined);
-  }
+  const pictures = await pyramidPictures(imageId, [{ uid, meta }], ids, source, caption, {
+    longSide: limits.modelLongSide ?? 1536,
+    maxPixels: limits.maxPixels,
+    maxDecodedBytes: limits.maxDecodedBytes,
+    regions: limits.cellRegions ?? false,
+    ...(limits.pictures ? { pictures: limits.pictures } : {}),
+  });
+  // The thread lets go of the object now (a refusal leaves it, like any refused object, until the thread's next object or idle end).
+  await dicom.render([]);
+  return pictures;
 }
 
 function rgbaToRgb(rgba: Buffer, pixels: number): Buffer {
   const out = Buffer.alloc(pixels * 3);
-  for (let p = 0; p < pixels; p++) rgba.copy(out, p * 3, p * 4, p * 4 + 3);
+  for (let p = 0, i = 0, o = 0; p < pixels; p++, i += 4, o += 3) {
+    out[o] = rgba[i]!;
+    out[o + 1] = rgba[i + 1]!;
+    out[o + 2] = rgba[i + 2]!;
+  }
   return out;
 }
 
