@@ -23,14 +23,15 @@ export function dicomizerMissing(): string | null {
 
 /**
  * A tiled pyramidal TIFF as a VL Whole Slide Microscopy series, by Debian's OrthancWSIDicomizer
- * (its tiles are reused as they are: JPEG tiles stay JPEG), one Part 10 object per level.
+ * (its tiles are reused as they are: JPEG tiles stay JPEG, unless `options` ask for
+ * another compression with --reencode), one Part 10 object per level.
  */
-export async function dicomizeTiff(tiff: string): Promise<Buffer[]> {
+export async function dicomizeTiff(tiff: string, options: readonly string[] = []): Promise<Buffer[]> {
   const missing = dicomizerMissing();
   if (missing) throw new Error(missing);
   const dir = await mkdtemp(path.join(tmpdir(), "medmmv-wsi-"));
   try {
-    await promisify(execFile)(DICOMIZER!, ["--folder", dir, tiff], { timeout: 120_000 });
+    await promisify(execFile)(DICOMIZER!, ["--folder", dir, ...options, tiff], { timeout: 120_000 });
     const files = (await readdir(dir)).sort();
     return await Promise.all(files.map((f) => readFile(path.join(dir, f))));
   } finally {

@@ -27,6 +27,7 @@ const frameRequests: Array<{ instance: string; frames: number[] }> = [];
 /** Each level's instance UID and frame count, from Orthanc's own QIDO answer. */
 let levels: Array<{ uid: string; frames: number; columns: number }> = [];
 let study: string;
+let j2kStudy: string;
 /** The dicomized Part 10 objects, one per level (finest first). */
 let files: Buffer[] = [];
 const calls: Array<{ text: string; images: string[] }> = [];
@@ -68,11 +69,18 @@ beforeAll(async () => {
     orthanc = await startOrthanc();
     files = await dicomizeTiff(tiff);
     for (const file of files) await orthanc.store(file);
+    // A second, smaller slide whose tiles are JPEG 2000 (re-encoded by the dicomizer): decoded by the decode pool.
+    const small = path.join(dir, "small.tiff");
+    await sharp(source, { raw: { width: W, height: H, channels: 3 } }).resize(1500, 1000, { fit: "fill" }).tiff({ tile: true, pyramid: true, tileWidth: 256, tileHeight: 256, compression: "jpeg", quality: 90 }).toFile(small);
+    for (const file of await dicomizeTiff(small, ["--compression", "jpeg2000", "--reencode", "1"])) await orthanc.store(file);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
-  const studies = (await (await fetch(`${orthanc.dicomweb}/studies`)).json()) as Array<Record<string, { Value: unknown[] }>>;
-  study = String(studies[0]!["0020000D"]!.Value[0]);
+  // The two slides are two studies: the large one is the one whose series holds six levels.
+  const studies = (await (await fetch(`${orthanc.dicomweb}/studies?includefield=00201208`)).json()) as Array<Record<string, { Value: unknown[] }>>;
+  const byInstances = [...studies].sort((a, b) => Number(b["00201208"]?.Value[0] ?? 0) - Number(a["00201208"]?.Value[0] ?? 0));
+  study = String(byInstances[0]!["0020000D"]!.Value[0]);
+  j2kStudy = String(byInstances[1]!["0020000D"]!.Value[0]);
   const series = (await (await fetch(`${orthanc.dicomweb}/studies/${study}/series`)).json()) as Array<Record<string, { Value: unknown[] }>>;
   const seriesUid = String(series[0]!["0020000E"]!.Value[0]);
   for (const i of (await (await fetch(`${orthanc.dicomweb}/studies/${study}/series/${seriesUid}/instances`)).json()) as Array<Record<string, { Value: unknown[] }>>) {
@@ -230,6 +238,20 @@ describe("whole-slide images: OrthancWSIDicomizer → Orthanc → a pyramid read
     expect(res.status).toBe(201);
     const result = DiagnosisResult.parse(await res.json());
     expect((await storedImages(result.caseId)).map((i) => i.dicom!.wsi!.role)).toEqual(["overview", "region", "region", "region"]);
+  }, 120_000);
+
+  it("a slide of JPEG 2000 tiles is decoded by the decode pool, tile by tile as stored", async () => {
+    calls.length = 0;
+    const res = await t.api("/diagnose", { method: "POST", json: { ...slideCase("What does this slide show overall?"), images: [{ id: "slide", dicomweb: { server: root, study: j2kStudy, accessToken: "pacs-token" } }] } });
+    expect(res.status).toBe(201);
+    const result = DiagnosisResult.parse(await res.json());
+    const [stored] = await storedImages(result.caseId);
+    expect(stored!.dicom!.transferSyntaxUid).toMatch(/^1\.2\.840\.10008\.1\.2\.4\.9[01]$/);
+    expect(stored!.dicom!.wsi).toMatchObject({ role: "overview", level: 0, totalColumns: 1500, totalRows: 1000, tiles: 24 });
+    // OrthancWSIDicomizer labels its re-encoded JPEG 2000 tiles YBR_FULL_422 although they hold RGB: read as RGB, and said so.
+    expect(stored!.dicom!.warnings?.[0]).toMatch(/labelled YBR_FULL_422.*read as RGB/);
+    const overview = await rgbOf(calls[0]!.images[0]!);
+    expect(correlation([...overview.data], [...(await reference(1500, 1000))])).toBeGreaterThanOrEqual(0.9);
   }, 120_000);
 });
 

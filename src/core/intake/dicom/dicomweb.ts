@@ -252,12 +252,14 @@ export async function instanceMetadata(s: DicomwebSeries, uid: string): Promise<
  * `stored` asks for the frames as the server holds them (`transfer-syntax=*`: JPEG tiles come
  * as JPEG); otherwise the server sends them uncompressed (explicit VR little endian).
  */
-export async function instanceFrames(s: DicomwebSeries, uid: string, numbers: readonly number[], stored: boolean): Promise<Buffer[]> {
+export async function instanceFrames(s: DicomwebSeries, uid: string, numbers: readonly number[], stored: boolean): Promise<{ parts: Buffer[]; transferSyntaxUid?: string }> {
   const accept = `multipart/related; type="application/octet-stream"${stored ? "; transfer-syntax=*" : ""}`;
   const { body, contentType } = await get(`${s.url}/instances/${uid}/frames/${numbers.join(",")}`, accept, s.ref, s.options, s.imageId);
   const parts = splitMultipartRelated(body, contentType);
   if (parts.length !== numbers.length) throw refuse("UNPROCESSABLE", s.imageId, `the frame answer holds ${parts.length} parts for ${numbers.length} frames asked`);
-  return parts;
+  // The syntax the frames are in, as the answer's type names it (e.g. type="image/jp2; transfer-syntax=1.2.840.10008.1.2.4.90").
+  const ts = /transfer-syntax=([0-9.]+)/i.exec(contentType)?.[1];
+  return { parts, ...(ts && isDicomUid(ts) ? { transferSyntaxUid: ts } : {}) };
 }
 
 /**

@@ -2,6 +2,7 @@ import type { LoadedImage } from "../../contracts/clinical-case.js";
 import type { ParsedDicom, SlideHeader } from "./dicom-worker.js";
 import type { QidoItem } from "./dicomweb.js";
 import type { PictureBudget } from "./picture-budget.js";
+import { rgbaToRgb } from "./tile-object.js";
 import { pyramidPictures, type TileSource } from "./whole-slide.js";
 
 /** Bytes of RGBA tiles asked of the decoding thread at once. */
@@ -45,16 +46,6 @@ export async function slideFromInstance(imageId: string, dicom: ParsedDicom, cap
   // The thread lets go of the object now (a refusal leaves it, like any refused object, until the thread's next object or idle end).
   await dicom.render([]);
   return pictures;
-}
-
-function rgbaToRgb(rgba: Buffer, pixels: number): Buffer {
-  const out = Buffer.alloc(pixels * 3);
-  for (let p = 0, i = 0, o = 0; p < pixels; p++, i += 4, o += 3) {
-    out[o] = rgba[i]!;
-    out[o + 1] = rgba[i + 1]!;
-    out[o + 2] = rgba[i + 2]!;
-  }
-  return out;
 }
 
 /** The parsed header in the DICOM JSON form the pyramid reader takes from a PACS's metadata. */

@@ -2,6 +2,9 @@ import sharp from "sharp";
 import { MedmmvError, type ErrorCode } from "../../contracts/errors.js";
 import type { LoadedImage, PixelRect, WsiProvenance } from "../../contracts/clinical-case.js";
 import { dicomPicture } from "./dicom-picture.js";
+import { DecodeWorkerFailure } from "./decode-pool.js";
+import { withParsedDicom } from "./dicom-worker.js";
+import { rgbaToRgb, tileObject } from "./tile-object.js";
 import { declaredCodestreamSize } from "./codestream-size.js";
 import { instanceFrames, instanceMetadata, WSI_SOP_CLASS, type DicomwebSeries, type QidoItem } from "./dicomweb.js";
 import { reservePictures, type PictureBudget } from "./picture-budget.js";
@@ -17,6 +20,8 @@ export interface WholeSlideOptions {
   maxDecodedBytes?: number;
   /** The case asks about cells: regions at a finer level are sent besides the overview. */
   regions: boolean;
+  /** Whose case this is: compressed tiles are decoded by the decode pool, which serves tenants in turn. */
+  tenant?: string;
   pictures?: PictureBudget;
 }
 
@@ -44,11 +49,11 @@ export async function readWholeSlide(series: DicomwebSeries, caption: string | u
   const metadata: Array<{ uid: string; meta: QidoItem }> = [];
   for (const i of wsi) metadata.push({ uid: i.uid, meta: await instanceMetadata(series, i.uid) });
   const ids = { study: series.ref.study, series: series.url.split("/").pop()! };
-  return pyramidPictures(imageId, metadata, ids, dicomwebTiles(series), caption, o);
+  return pyramidPictures(imageId, metadata, ids, dicomwebTiles(series, o.tenant ?? ""), caption, o);
 }
 
 /** Reads the tiles of a level as RGB (tileWidth × tileHeight × 3 each), in the order given. */
-export type TileSource = (level: WsiLevel, tiles: readonly WsiTile[]) => Promise<{ rgb: Buffer[]; transferSyntaxUid: string }>;
+export type TileSource = (level: WsiLevel, tiles: readonly WsiTile[]) => Promise<{ rgb: Buffer[]; transferSyntaxUid: string; warnings?: string[] }>;
 
 /**
  * The pictures of a slide, whatever holds its tiles (a PACS, or one instance sent whole): the
@@ -82,7 +87,7 @@ export async function pyramidPictures(imageId: string, metadata: Array<{ uid: st
   const shown = { width: Math.max(1, Math.round(ov.width * fit)), height: Math.max(1, Math.round(ov.height * fit)) };
   const common = { levels: levels.length, overviewId: imageId, overviewWidth: shown.width, overviewHeight: shown.height, ...iccAndOptics(optics) };
   const out: LoadedImage[] = [
-    await picture(imageId, overview.rgb, ov.width, ov.height, shown, overview.transferSyntaxUid, ids, ov, [caption, `whole-slide microscopy (SM), overview: level ${ov.index} of ${levels.length} (0 = full resolution), ${ov.width}×${ov.height} pixels${spacingText(ov)}`], {
+    await picture(imageId, overview.rgb, ov.width, ov.height, shown, overview, ids, ov, [caption, `whole-slide microscopy (SM), overview: level ${ov.index} of ${levels.length} (0 = full resolution), ${ov.width}×${ov.height} pixels${spacingText(ov)}`], {
       role: "overview", level: ov.index, totalColumns: ov.width, totalRows: ov.height, ...spacing(ov), region: whole, overviewRegion: { x: 0, y: 0, ...shown }, tiles: overview.tiles, levelFrames: ov.frames, ...common,
     }),
   ];
@@ -105,7 +110,7 @@ export async function pyramidPictures(imageId: string, metadata: Array<{ uid: st
     const id = `${imageId}-region${k + 1}`;
     const zoomText = (zoomed.width / shown.width).toFixed(1);
     out.push(
-      await picture(id, read.rgb, region.width, region.height, { width: region.width, height: region.height }, read.transferSyntaxUid, ids, zoomed, [caption, `whole-slide microscopy (SM), region ${k + 1} of ${cells.length} at level ${zoomed.index} (${zoomText}× the overview${spacingText(zoomed)}): x ${region.x}, y ${region.y}, ${region.width}×${region.height} of the level's ${zoomed.width}×${zoomed.height}; on the overview "${imageId}" at x ${overviewRegion.x}, y ${overviewRegion.y}, ${overviewRegion.width}×${overviewRegion.height}`], {
+      await picture(id, read.rgb, region.width, region.height, { width: region.width, height: region.height }, read, ids, zoomed, [caption, `whole-slide microscopy (SM), region ${k + 1} of ${cells.length} at level ${zoomed.index} (${zoomText}× the overview${spacingText(zoomed)}): x ${region.x}, y ${region.y}, ${region.width}×${region.height} of the level's ${zoomed.width}×${zoomed.height}; on the overview "${imageId}" at x ${overviewRegion.x}, y ${overviewRegion.y}, ${overviewRegion.width}×${overviewRegion.height}`], {
         role: "region", level: zoomed.index, totalColumns: zoomed.width, totalRows: zoomed.height, ...spacing(zoomed), region, overviewRegion, tiles: read.tiles, levelFrames: zoomed.frames,
         selection: `rank ${k + 1} of the overview's ${Math.round(REGION_SIDE / zoom)}-pixel grid cells by tissue (mean darkness ${cell.score.toFixed(3)})`, ...common,
       }),
@@ -134,11 +139,11 @@ function scaleRect(r: PixelRect, sx: number, sy: number): PixelRect {
 }
 
 /** A picture of the slide as PNG, with its provenance (the level's first instance stands for the level). */
-async function picture(id: string, rgb: Buffer, width: number, height: number, shown: { width: number; height: number }, transferSyntaxUid: string, ids: { study?: string; series?: string }, level: WsiLevel, describe: Array<string | undefined>, wsi: WsiProvenance): Promise<LoadedImage> {
+async function picture(id: string, rgb: Buffer, width: number, height: number, shown: { width: number; height: number }, read: { transferSyntaxUid: string; warnings: string[] }, ids: { study?: string; series?: string }, level: WsiLevel, describe: Array<string | undefined>, wsi: WsiProvenance): Promise<LoadedImage> {
   let img = sharp(rgb, { raw: { width, height, channels: 3 } });
   if (shown.width !== width || shown.height !== height) img = img.resize(shown.width, shown.height, { fit: "fill" });
   const png = await img.png().toBuffer();
-  return dicomPicture(id, png, shown.width, shown.height, describe, { sopInstanceUid: level.instances[0]!, ...(ids.series ? { seriesInstanceUid: ids.series } : {}), ...(ids.study ? { studyInstanceUid: ids.study } : {}), modality: "SM", transferSyntaxUid, frame: 1, frames: 1, wsi });
+  return dicomPicture(id, png, shown.width, shown.height, describe, { sopInstanceUid: level.instances[0]!, ...(ids.series ? { seriesInstanceUid: ids.series } : {}), ...(ids.study ? { studyInstanceUid: ids.study } : {}), modality: "SM", transferSyntaxUid: read.transferSyntaxUid, frame: 1, frames: 1, ...(read.warnings.length ? { warnings: read.warnings } : {}), wsi });
 }
 
 /** Frames asked for in one request: a multipart answer of that many stays well under the byte cap. */
@@ -147,16 +152,24 @@ function framesPerRequest(series: DicomwebSeries, level: WsiLevel): number {
   return Math.max(1, Math.min(64, Math.floor(series.options.maxBytes / (raw * 1.1 + 1024))));
 }
 
+/** Codestream syntaxes the decode pool's renderer decodes (besides JPEG baseline, which libvips decodes here). */
+const POOL_SYNTAXES = new Set([
+  "1.2.840.10008.1.2.4.51", "1.2.840.10008.1.2.4.57", "1.2.840.10008.1.2.4.70", "1.2.840.10008.1.2.4.80", "1.2.840.10008.1.2.4.81",
+  "1.2.840.10008.1.2.4.90", "1.2.840.10008.1.2.4.91", "1.2.840.10008.1.2.4.201", "1.2.840.10008.1.2.4.202", "1.2.840.10008.1.2.4.203",
+]);
+
 /**
- * Tiles from a PACS by WADO-RS frame retrieval, several frames of an instance per request,
- * as stored (JPEG tiles stay JPEG on the wire, decoded here after their SOF is checked); a
- * frame in a codec this reader does not run on tiles (JPEG 2000, …) is asked for again
- * uncompressed, which the server transcodes.
+ * Tiles from a PACS by WADO-RS frame retrieval, several frames of an instance per request, as
+ * stored: JPEG tiles stay JPEG on the wire and are decoded here after their SOF is checked;
+ * tiles in another codec the renderer has (JPEG 2000, HTJ2K, JPEG-LS, JPEG lossless) are
+ * decoded by the decode pool, wrapped as one small multi-frame object (tile-object.ts); any
+ * other frame is asked for again uncompressed, which the server may transcode.
  */
-function dicomwebTiles(series: DicomwebSeries): TileSource {
+function dicomwebTiles(series: DicomwebSeries, tenant: string): TileSource {
   return async (level, tiles) => {
     const rgb: Buffer[] = new Array(tiles.length);
-    let allJpeg = true;
+    const syntaxes = new Set<string>();
+    const warnings = new Set<string>();
     const perInstance = new Map<string, number[]>();
     for (const [k, t] of tiles.entries()) perInstance.set(t.instance, [...(perInstance.get(t.instance) ?? []), k]);
     const batch = framesPerRequest(series, level);
@@ -164,34 +177,79 @@ function dicomwebTiles(series: DicomwebSeries): TileSource {
       for (let k = 0; k < indexes.length; k += batch) {
         const chunk = indexes.slice(k, k + batch);
         const stored = await instanceFrames(series, uid, chunk.map((j) => tiles[j]!.frame), true);
-        const decoded = await Promise.all(stored.map((b) => tileRgb(series.imageId, b, level)));
+        const ts = stored.transferSyntaxUid;
+        let decoded: Array<{ rgb: Buffer; kind: "jpeg" | "raw" } | null>;
+        if (ts && POOL_SYNTAXES.has(ts)) {
+          decoded = (await poolTiles(series.imageId, tenant, ts, level, stored.parts, warnings)).map((t) => ({ rgb: t, kind: "raw" }));
+          syntaxes.add(ts);
+        } else {
+          decoded = await Promise.all(stored.parts.map((b) => tileRgb(series.imageId, b, level)));
+        }
         const missing = chunk.filter((_, j) => decoded[j] === null);
-        const plain = missing.length ? await instanceFrames(series, uid, missing.map((j) => tiles[j]!.frame), false) : [];
+        const plain = missing.length ? (await instanceFrames(series, uid, missing.map((j) => tiles[j]!.frame), false)).parts : [];
         for (const [j, at] of chunk.entries()) {
           let tile = decoded[j] ?? null;
-          if (tile === null) tile = await tileRgb(series.imageId, plain[missing.indexOf(at)]!, level);
+          if (tile === null) {
+            tile = await tileRgb(series.imageId, plain[missing.indexOf(at)]!, level);
+            syntaxes.add(EXPLICIT_LE);
+          }
           if (tile === null) throw refuse("UNSUPPORTED_MEDIA", series.imageId, `frame ${tiles[at]!.frame} of a level-${level.index} instance is neither JPEG nor ${level.tileWidth}×${level.tileHeight} uncompressed pixels, even when asked uncompressed`);
-          if (tile.kind !== "jpeg") allJpeg = false;
+          if (tile.kind === "jpeg") syntaxes.add(JPEG_BASELINE);
           rgb[at] = tile.rgb;
         }
       }
     }
-    return { rgb, transferSyntaxUid: allJpeg ? JPEG_BASELINE : EXPLICIT_LE };
+    return { rgb, transferSyntaxUid: syntaxes.size === 1 ? [...syntaxes][0]! : [...syntaxes].join(" + ") || EXPLICIT_LE, warnings: [...warnings] };
   };
+}
+
+/**
+ * The photometric interpretation a JPEG 2000 tile is decoded with. YBR_FULL_422 describes
+ * subsampled chroma, which a codestream of full-resolution components without a multiple
+ * component transform (COD's MCT = 0) cannot hold: such tiles (OrthancWSIDicomizer writes them
+ * when it re-encodes JPEG tiles) are RGB, and are read so, with a warning in provenance.
+ */
+export function j2kPhotometric(tsUid: string, photometric: string, codestream: Buffer): string {
+  if (!/^1\.2\.840\.10008\.1\.2\.4\.(90|91|201|202|203)$/.test(tsUid) || photometric !== "YBR_FULL_422") return photometric;
+  const siz = codestream.indexOf(Buffer.from([0xff, 0x51]));
+  if (siz === -1 || siz + 40 > codestream.length) return photometric;
+  // COD follows SIZ in the main header: searched for after SIZ's own segment.
+  const cod = codestream.indexOf(Buffer.from([0xff, 0x52]), siz + 2 + codestream.readUInt16BE(siz + 2));
+  if (cod === -1 || cod + 8 >= codestream.length) return photometric;
+  const components = codestream.readUInt16BE(siz + 38);
+  const subsampled = Array.from({ length: Math.min(components, 4) }, (_, c) => codestream.subarray(siz + 41 + 3 * c, siz + 43 + 3 * c)).some((b) => b.length < 2 || b[0] !== 1 || b[1] !== 1);
+  return !subsampled && codestream[cod + 8] === 0 ? "RGB" : photometric;
+}
+
+/** Compressed tiles decoded by the decode pool (its codecs, limits and time limit), each checked against the tile size first. */
+async function poolTiles(imageId: string, tenant: string, tsUid: string, level: WsiLevel, codestreams: Buffer[], warnings: Set<string>): Promise<Buffer[]> {
+  for (const c of codestreams) {
+    const d = declaredCodestreamSize(c);
+    if (!d || d.width !== level.tileWidth || d.height !== level.tileHeight) throw refuse("INVALID_INPUT", imageId, `a level-${level.index} tile's codestream declares ${d?.width ?? "?"}×${d?.height ?? "?"} where the header says ${level.tileWidth}×${level.tileHeight}; refused before decoding`);
+  }
+  const photometric = j2kPhotometric(tsUid, level.photometric, codestreams[0]!);
+  if (photometric !== level.photometric) warnings.add(`level ${level.index}'s tiles are labelled ${level.photometric}, but their JPEG 2000 codestreams hold full-resolution components without a colour transform; read as RGB`);
+  const file = tileObject(tsUid, { rows: level.tileHeight, columns: level.tileWidth, samplesPerPixel: level.samplesPerPixel, photometric }, codestreams);
+  try {
+    const frames = await withParsedDicom(tenant, file, [], (dicom) => dicom.render(codestreams.map((_, k) => ({ frame: k, window: null }))));
+    return frames.map((f) => rgbaToRgb(Buffer.from(f.pixels), f.width * f.height));
+  } catch (e) {
+    throw refuse(e instanceof DecodeWorkerFailure && e.kind === "timeout" ? "UNPROCESSABLE" : "INVALID_INPUT", imageId, `level ${level.index}'s tiles cannot be decoded (${(e instanceof Error ? e.message : String(e)).split("\n")[0]!.slice(0, 200)})`);
+  }
 }
 
 /**
  * The rectangle `r` of a level's total pixel matrix as RGB, from the tiles that meet it only.
  * Areas no tile covers (a sparse level) are white, as bare glass is.
  */
-async function assemble(imageId: string, source: TileSource, level: WsiLevel, r: PixelRect): Promise<{ rgb: Buffer; tiles: number; transferSyntaxUid: string }> {
+async function assemble(imageId: string, source: TileSource, level: WsiLevel, r: PixelRect): Promise<{ rgb: Buffer; tiles: number; transferSyntaxUid: string; warnings: string[] }> {
   if (level.tileWidth * level.tileHeight > MAX_TILE_PIXELS) throw refuse("PAYLOAD_TOO_LARGE", imageId, `level ${level.index}'s tiles are ${level.tileWidth}×${level.tileHeight}, over ${MAX_TILE_PIXELS} pixels each`);
   const tiles = tilesIn(level, r);
   if (tiles.length > MAX_TILES_PER_PICTURE) throw refuse("PAYLOAD_TOO_LARGE", imageId, `a picture of level ${level.index} would need ${tiles.length} tiles of ${level.tileWidth}×${level.tileHeight} (at most ${MAX_TILES_PER_PICTURE} are read for one picture)`);
   const canvas = Buffer.alloc(r.width * r.height * 3, 255);
   const read = await source(level, tiles);
   for (const [k, t] of tiles.entries()) paste(canvas, r, read.rgb[k]!, t, level);
-  return { rgb: canvas, tiles: tiles.length, transferSyntaxUid: read.transferSyntaxUid };
+  return { rgb: canvas, tiles: tiles.length, transferSyntaxUid: read.transferSyntaxUid, warnings: read.warnings ?? [] };
 }
 
 /**

@@ -25,6 +25,8 @@ export interface WsiLevel {
   tileHeight: number;
   samplesPerPixel: number;
   bitsAllocated: number;
+  /** PhotometricInterpretation of the tiles (needed to decode a compressed one). */
+  photometric: string;
   /** PixelSpacing (row spacing, column spacing) in mm, from the shared functional groups. */
   pixelSpacingMm?: [number, number];
   /** Frames the level holds, all instances together. */
@@ -100,6 +102,7 @@ export function pyramidLevels(metadata: Array<{ uid: string; meta: QidoItem }>):
         index: 0, width, height, tileWidth, tileHeight,
         samplesPerPixel: num(meta, "00280002") ?? 1,
         bitsAllocated: num(meta, "00280100") ?? 8,
+        photometric: str(meta, "00280004") ?? ((num(meta, "00280002") ?? 1) === 1 ? "MONOCHROME2" : "RGB"),
         ...(spacing?.length === 2 && spacing.every((n) => Number.isFinite(n) && n > 0) ? { pixelSpacingMm: [spacing[0]!, spacing[1]!] as [number, number] } : {}),
         frames: 0, tiles: [], instances: [],
         organisation: str(meta, "00209311") === "TILED_FULL" ? "TILED_FULL" : "TILED_SPARSE",
