@@ -148,7 +148,7 @@ export async function prepareImages(input: ImageInput, opts: PrepareImageOptions
   if (input.dicomweb !== undefined && input.data === undefined && input.path === undefined) {
     const series = await locateSeries(input.id, input.dicomweb, { servers: [], maxInstances: DEFAULT_DICOM_FRAMES, timeoutMs: 20_000, attempts: 3, ...opts.dicomweb, maxBytes: opts.maxBytes, ...(opts.pictures ? { pictures: opts.pictures } : {}) });
     // A whole slide is a pyramid of tiled levels: read as one, never instance by instance.
-    if (isWholeSlideSeries(series)) return readWholeSlide(series, input.caption, { longSide: opts.modelLongSide ?? DEFAULT_MODEL_LONG_SIDE, maxPixels: opts.maxPixels, regions: opts.cellRegions ?? false, ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}), ...(opts.pictures ? { pictures: opts.pictures } : {}) });
+    if (isWholeSlideSeries(series)) return readWholeSlide(series, input.caption, { longSide: opts.modelLongSide ?? DEFAULT_MODEL_LONG_SIDE, maxPixels: opts.maxPixels, maxDecodedBytes: dicomLimits.maxDecodedBytes, regions: opts.cellRegions ?? false, ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}), ...(opts.pictures ? { pictures: opts.pictures } : {}) });
     const instances = fetchInstances(series);
     const rendered = [];
     // One instance fetched, then rendered (reserving its pictures), then the next: a series
