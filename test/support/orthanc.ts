@@ -3,9 +3,10 @@
  * loopback ports, with a throwaway storage folder and its own JSON configuration.
  * `.ci/run` installs the packages (orthanc, orthanc-dicomweb).
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { promisify } from "node:util";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { closedPort } from "./closed-port.js";
@@ -13,6 +14,30 @@ import { until } from "./until.js";
 
 const ORTHANC = ["/usr/sbin/Orthanc", "/usr/bin/Orthanc"].find((p) => existsSync(p));
 const PLUGIN = ["/usr/share/orthanc/plugins/libOrthancDicomWeb.so", "/usr/lib/orthanc/libOrthancDicomWeb.so.1.7"].find((p) => existsSync(p));
+
+const DICOMIZER = ["/usr/bin/OrthancWSIDicomizer"].find((p) => existsSync(p));
+
+export function dicomizerMissing(): string | null {
+  return DICOMIZER ? null : "OrthancWSIDicomizer is not installed (apt-get install orthanc-wsi; .ci/run does)";
+}
+
+/**
+ * A tiled pyramidal TIFF as a VL Whole Slide Microscopy series, by Debian's OrthancWSIDicomizer
+ * (its tiles are reused as they are: JPEG tiles stay JPEG, unless `options` ask for
+ * another compression with --reencode), one Part 10 object per level.
+ */
+export async function dicomizeTiff(tiff: string, options: readonly string[] = []): Promise<Buffer[]> {
+  const missing = dicomizerMissing();
+  if (missing) throw new Error(missing);
+  const dir = await mkdtemp(path.join(tmpdir(), "medmmv-wsi-"));
+  try {
+    await promisify(execFile)(DICOMIZER!, ["--folder", dir, ...options, tiff], { timeout: 120_000 });
+    const files = (await readdir(dir)).sort();
+    return await Promise.all(files.map((f) => readFile(path.join(dir, f))));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
 
 export interface OrthancServer {
   /** The DICOMweb root, e.g. http://127.0.0.1:41234/dicom-web */

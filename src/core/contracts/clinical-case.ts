@@ -95,6 +95,45 @@ export interface DicomProvenance {
   window?: { center: number; width: number; source: string };
   /** What the reader forgave in the object (e.g. implicit VR under an explicit-VR transfer syntax). */
   warnings?: string[];
+  /** Present when the picture was assembled from a whole-slide image's pyramid (docs/imaging.md#whole-slide-images). */
+  wsi?: WsiProvenance;
+}
+
+/** A rectangle in pixels: x, y of its top-left corner, then its size. */
+export interface PixelRect {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+/** Where a whole-slide picture comes from: its level, that level's spacing, and the region of it. */
+export interface WsiProvenance {
+  role: "overview" | "region";
+  /** 0 = full resolution; `levels` in the pyramid. */
+  level: number;
+  levels: number;
+  /** The level's total pixel matrix. */
+  totalColumns: number;
+  totalRows: number;
+  /** PixelSpacing of the level (row, column), mm. */
+  pixelSpacingMm?: [number, number];
+  /** The region in the level's total pixel matrix. */
+  region: PixelRect;
+  /** The same region in the overview picture's coordinates (the whole overview for the overview). */
+  overviewRegion: PixelRect;
+  /** The overview picture's id and size, so a viewer can draw the region on it. */
+  overviewId: string;
+  overviewWidth: number;
+  overviewHeight: number;
+  /** Tiles (frames) fetched for this picture, of the level's frames. */
+  tiles: number;
+  levelFrames: number;
+  /** Why this region was chosen (regions only). */
+  selection?: string;
+  /** ICC profile: whether the series carries one, and what was done with it. */
+  iccProfile: string;
+  opticalPaths: Array<{ id?: string; description?: string; illumination?: string }>;
 }
 
 /** An image after loading: bytes checked, MIME from magic bytes. */

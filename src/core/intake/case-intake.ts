@@ -6,6 +6,7 @@ import { fhirOrigin } from "../contracts/fhir-origin.js";
 import { fhirError, type FhirIssueType, type RefusalCode } from "./fhir/fhir-error.js";
 import { prepareImages, type PrepareImageOptions } from "./images.js";
 import { ctWindowsAskedFor } from "./dicom/windows.js";
+import { asksAboutCells } from "./dicom/wsi-regions.js";
 
 /**
  * Whole-case intake, shared by every way a case arrives (JSON body, multipart upload, case
@@ -32,7 +33,13 @@ export async function prepareCase(c: ClinicalCase, opts: PrepareImageOptions): P
   // A CT is rendered at soft tissue, plus lung and bone windows when the question needs them.
   // Every picture is reserved from this budget before it is decoded, so a case of many DICOM
   // objects, frames or instances is refused before it decodes more than it may send.
-  opts = { ...opts, extraCtWindows: ctWindowsAskedFor(`${rest.question}\n${rest.notes ?? ""}`), pictures: { left: MAX_PICTURES, max: MAX_PICTURES } };
+  // Checked before any image, so an unknown pathway id is a 400 before any fetch or model
+  // call; an id stays an id (the stored case and every checkpoint carry the name, not a copy).
+  const pathway = rest.pathway !== undefined ? loadPathway(rest.pathway) : undefined;
+  // A whole slide sends finer regions besides its overview when the case (or a step of its pathway) asks about cells.
+  const text = `${rest.question}\n${rest.notes ?? ""}`;
+  const cellRegions = asksAboutCells([text, ...(pathway?.steps.map((st) => st.question) ?? [])].join("\n"));
+  opts = { ...opts, extraCtWindows: ctWindowsAskedFor(text), cellRegions, pictures: { left: MAX_PICTURES, max: MAX_PICTURES } };
   const loaded = (await Promise.all(images.map((img) => prepareImages(img, opts).catch((e: unknown) => Promise.reject(atFhirElement(e, imagePaths[img.id])))))).flat();
   // A DICOM object becomes several pictures (its frames): the case's limits hold for those.
   if (loaded.length > MAX_PICTURES) {
@@ -43,9 +50,6 @@ export async function prepareCase(c: ClinicalCase, opts: PrepareImageOptions): P
     if (ids.has(img.id)) throw new MedmmvError("INVALID_INPUT", `image id "${img.id}" appears more than once (a DICOM frame is named <id>-frame<n>); give each image a unique id`);
     ids.add(img.id);
   }
-  // Checked here, so an unknown pathway id is a 400 before any model call; an id stays an
-  // id (the stored case and every checkpoint carry the name, not a copy of the file).
-  if (rest.pathway !== undefined) loadPathway(rest.pathway);
   return { ...rest, id: id ?? `case-${randomUUID()}`, images: loaded };
 }
 

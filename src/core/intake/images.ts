@@ -5,7 +5,8 @@ import { MedmmvError } from "../contracts/errors.js";
 import type { ImageInput, LoadedImage } from "../contracts/clinical-case.js";
 import { DEFAULT_MAX_DECODED_BYTES, decodeImage } from "./image-decoder.js";
 import { isDicomPart10, renderDicom, reservePictures, type PictureBudget } from "./dicom/render-dicom.js";
-import { fetchDicomweb, type DicomwebOptions } from "./dicom/dicomweb.js";
+import { fetchInstances, isWholeSlideSeries, locateSeries, type DicomwebOptions } from "./dicom/dicomweb.js";
+import { readWholeSlide } from "./dicom/whole-slide.js";
 
 export type ImageMime = LoadedImage["mimeType"];
 
@@ -22,6 +23,10 @@ export interface PrepareImageOptions {
   dicomweb?: Omit<DicomwebOptions, "maxBytes">;
   /** Whose case this is (the API key's owner): DICOM decoding serves tenants in turn. */
   tenant?: string;
+  /** The long side a model reads (MEDMMV_IMAGE_MODEL_LONG_SIDE): a whole slide's overview level fits it. */
+  modelLongSide?: number;
+  /** The case asks about cells (set by prepareCase from its text): a whole slide sends finer regions too. */
+  cellRegions?: boolean;
   /** The case's pictures still free (set by prepareCase): every picture is reserved before it is decoded. */
   pictures?: PictureBudget;
   /** Folder that relative `path`s are resolved against (the case file's folder for the CLI). */
@@ -135,11 +140,16 @@ export async function prepareImages(input: ImageInput, opts: PrepareImageOptions
     maxFrames: opts.maxDicomFrames ?? DEFAULT_DICOM_FRAMES,
     maxDecodedBytes: opts.maxDecodedBytes ?? DEFAULT_MAX_DECODED_BYTES,
     ...(opts.extraCtWindows ? { extraCtWindows: opts.extraCtWindows } : {}),
+    modelLongSide: opts.modelLongSide ?? DEFAULT_MODEL_LONG_SIDE,
+    ...(opts.cellRegions ? { cellRegions: true } : {}),
     ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
     ...(opts.pictures ? { pictures: opts.pictures } : {}),
   };
   if (input.dicomweb !== undefined && input.data === undefined && input.path === undefined) {
-    const instances = fetchDicomweb(input.id, input.dicomweb, { servers: [], maxInstances: DEFAULT_DICOM_FRAMES, timeoutMs: 20_000, attempts: 3, ...opts.dicomweb, maxBytes: opts.maxBytes, ...(opts.pictures ? { pictures: opts.pictures } : {}) });
+    const series = await locateSeries(input.id, input.dicomweb, { servers: [], maxInstances: DEFAULT_DICOM_FRAMES, timeoutMs: 20_000, attempts: 3, ...opts.dicomweb, maxBytes: opts.maxBytes, ...(opts.pictures ? { pictures: opts.pictures } : {}) });
+    // A whole slide is a pyramid of tiled levels: read as one, never instance by instance.
+    if (isWholeSlideSeries(series)) return readWholeSlide(series, input.caption, { longSide: opts.modelLongSide ?? DEFAULT_MODEL_LONG_SIDE, maxPixels: opts.maxPixels, maxDecodedBytes: dicomLimits.maxDecodedBytes, regions: opts.cellRegions ?? false, ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}), ...(opts.pictures ? { pictures: opts.pictures } : {}) });
+    const instances = fetchInstances(series);
     const rendered = [];
     // One instance fetched, then rendered (reserving its pictures), then the next: a series
     // past the case's budget stops at the first instance that would not fit.
@@ -151,6 +161,9 @@ export async function prepareImages(input: ImageInput, opts: PrepareImageOptions
   reservePictures(opts.pictures, 1, input.id);
   return [await decodedImage(input, buf, opts)];
 }
+
+/** MEDMMV_IMAGE_MODEL_LONG_SIDE's default, for callers that do not pass the setting. */
+const DEFAULT_MODEL_LONG_SIDE = 1536;
 
 /** Frames of one multi-frame DICOM object sent by default. */
 export const DEFAULT_DICOM_FRAMES = 4;

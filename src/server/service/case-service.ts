@@ -187,6 +187,7 @@ export class CaseService {
       maxPixels: this.#config.http.maxImagePixels,
       maxDecodedBytes: this.#config.http.maxImageDecodedBytes,
       maxDicomFrames: this.#config.images.dicomMaxFrames,
+      modelLongSide: this.#config.images.modelLongSide,
       // An API-key caller uses its own token for the PACS; an EHR that signed its call is trusted with it.
       dicomweb: { ...this.#config.images.dicomweb, ...(req.pacsStanding === "ehr" ? {} : { tokenlessServers: this.#config.images.dicomwebTenantServers[req.owner] ?? [] }) },
       tenant: req.owner,

@@ -65,6 +65,9 @@ pre, .pre { white-space: pre-wrap; word-break: break-word; font: 12px/1.5 ui-mon
 .source { border: 1px solid var(--line); border-radius: 6px; padding: 8px; margin: 8px 0; }
 .source .agent { font-weight: 600; }
 .source img, .case-images img { max-width: 100%; max-height: 260px; border: 1px solid var(--line); border-radius: 4px; background: #000; display: block; margin: 6px 0; image-rendering: auto; }
+.wsi-overview { position: relative; display: inline-block; }
+.wsi-overview img { margin: 0; }
+.wsi-region { position: absolute; box-sizing: border-box; border: 2px solid #ffd400; color: #ffd400; font: bold 11px sans-serif; line-height: 1; padding: 1px; }
 .warn { color: var(--warn); }
 .bad { color: var(--bad); }
 .ok { color: var(--ok); }

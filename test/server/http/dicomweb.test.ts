@@ -3,9 +3,8 @@ import { createServer, type Server } from "node:http";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../../src/core/contracts/diagnosis-result.js";
-import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
-import type { ScriptFn } from "../../../src/scripted/scripted-openai-server.js";
 import { openReady, useChromium } from "../../support/browser.js";
+import { recordingImageDoctor } from "./recording-scenario.js";
 import { startOrthanc, type OrthancServer } from "../../support/orthanc.js";
 import { dicomFile, expectedGrey, LOSSLESS, PHI_CANARIES, syntheticCt, transcode } from "../../core/intake/dicom/dicom-fixtures.js";
 import { createHash } from "node:crypto";
@@ -38,16 +37,8 @@ beforeAll(async () => {
     const uids = { StudyInstanceUID: "2.25.3", SeriesInstanceUID: "2.25.30", SOPInstanceUID: `2.25.300${k + 1}`, InstanceNumber: String(k + 1) };
     await orthanc.store(await transcode(syntheticCt(undefined, uids).file, ts));
   }
-  const base = clinicalScenario({ rolloutAnswers: ["B", "B", "B"] });
-  const record = (agent: string) => {
-    const fn = base.agents[agent] as ScriptFn;
-    return (req: Parameters<ScriptFn>[0]) => {
-      calls.push({ text: req.text, images: req.images });
-      return fn(req);
-    };
-  };
   t = await startTestServer({
-    scenario: { ...base, agents: { ...base.agents, "image-doctor": record("image-doctor") } },
+    scenario: recordingImageDoctor(calls),
     env: {
       ...VIEW_ENV,
       MEDMMV_DICOMWEB_SERVERS: orthanc.dicomweb,

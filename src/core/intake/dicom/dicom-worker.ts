@@ -7,6 +7,14 @@ export interface ParsedHeader {
   hasPixelData: boolean;
   pixelBytes: number;
   transferSyntaxUid: string;
+  /** A whole-slide instance's tile positions (1-based column, row per frame), spacing and optics. */
+  slide?: SlideHeader;
+}
+
+export interface SlideHeader {
+  positions: Array<[number, number]> | null;
+  pixelSpacing: [number, number] | null;
+  opticalPaths: Array<{ iccProfile: boolean; id?: string; description?: string; illumination?: string }>;
 }
 
 export interface RenderedFrame {
@@ -36,7 +44,8 @@ export class DicomWorkerError extends Error {
 
 export interface ParsedDicom {
   header: ParsedHeader;
-  render(items: RenderItem[]): Promise<RenderedFrame[]>;
+  /** Render frames; `more` keeps the object in the thread for another call (the last call omits it). */
+  render(items: RenderItem[], more?: boolean): Promise<RenderedFrame[]>;
 }
 
 let nextId = 1;
@@ -54,9 +63,9 @@ export function withParsedDicom<T>(tenant: string, bytes: Buffer, attributes: re
     if (!r.ok) throw new DicomWorkerError(r.error ?? "unreadable", undefined, "parse");
     const header = r as unknown as ParsedHeader;
     return work({
-      header: { elements: header.elements, hasPixelData: header.hasPixelData, pixelBytes: header.pixelBytes, transferSyntaxUid: header.transferSyntaxUid },
-      async render(items) {
-        const out = await lease.ask({ id, op: "render", items });
+      header: { elements: header.elements, hasPixelData: header.hasPixelData, pixelBytes: header.pixelBytes, transferSyntaxUid: header.transferSyntaxUid, ...(header.slide ? { slide: header.slide } : {}) },
+      async render(items, more) {
+        const out = await lease.ask({ id, op: "render", items, ...(more ? { more: true } : {}) });
         if (!out.ok) throw new DicomWorkerError(out.error ?? "undecodable", typeof out.frame === "number" ? out.frame : undefined, "render");
         return out.frames as RenderedFrame[];
       },

@@ -120,9 +120,9 @@ async function get(url: string, accept: string, ref: DicomwebRef, o: DicomwebOpt
   }
 }
 
-type QidoItem = Record<string, { vr?: string; Value?: unknown[] } | undefined>;
+export type QidoItem = Record<string, { vr?: string; Value?: unknown[] } | undefined>;
 
-function tagValue(item: QidoItem, tag: string): string | number | undefined {
+export function tagValue(item: QidoItem, tag: string): string | number | undefined {
   const v = item[tag]?.Value?.[0];
   return typeof v === "string" || typeof v === "number" ? v : undefined;
 }
@@ -193,13 +193,25 @@ export function splitMultipartRelated(body: Buffer, contentType: string): Buffer
   return parts;
 }
 
+/** The SOP Class of a VL Whole Slide Microscopy image: one pyramid level per instance. */
+export const WSI_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.77.1.6";
+
+/** A located series: its URL under the configured root and its instances by InstanceNumber. */
+export interface DicomwebSeries {
+  imageId: string;
+  ref: DicomwebRef;
+  options: DicomwebOptions;
+  /** `{root}/studies/{study}/series/{series}`, built from validated UIDs only. */
+  url: string;
+  instances: Array<{ uid: string; number: number; sopClassUid?: string }>;
+}
+
 /**
- * A DICOMweb reference as Part 10 objects, one at a time: QIDO-RS picks the series (when not
- * named) and its instances, WADO-RS fetches each only when the caller asks for the next, so a
- * caller that stops (the case's picture budget is spent) fetches nothing more. A server off
- * the allow-list is refused before any request.
+ * Where a DICOMweb reference points: the server checked against the allow-list (and the
+ * caller's standing) before any request, the series chosen by QIDO-RS when not named, its
+ * instances listed. Every UID from the server is validated before it becomes a path.
  */
-export async function* fetchDicomweb(imageId: string, ref: DicomwebRef, o: DicomwebOptions): AsyncGenerator<{ file: Buffer; index: number; count: number }> {
+export async function locateSeries(imageId: string, ref: DicomwebRef, o: DicomwebOptions): Promise<DicomwebSeries> {
   const allowed = allowedDicomwebServer(ref.server, o.servers);
   if (allowed === null) {
     throw new MedmmvError("INVALID_INPUT", `image "${imageId}" (DICOMweb): server ${originOf(ref.server)} is not in MEDMMV_DICOMWEB_SERVERS; it was not contacted`, { details: { imageId } });
@@ -213,12 +225,51 @@ export async function* fetchDicomweb(imageId: string, ref: DicomwebRef, o: Dicom
   const study = `${base}/studies/${ref.study}`;
   const series = ref.series ?? chooseSeries(await qido(`${study}/series`, ref, o, imageId));
   if (!series) throw refuse("NOT_FOUND", imageId, "the study has no series (with a well-formed SeriesInstanceUID)");
-  const instances = (await qido(`${study}/series/${series}/instances`, ref, o, imageId))
-    .map((i) => ({ uid: tagValue(i, "00080018"), number: Number(tagValue(i, "00200013") ?? 0) }))
-    .filter((i): i is { uid: string; number: number } => isDicomUid(i.uid))
+  const url = `${study}/series/${series}`;
+  const instances = (await qido(`${url}/instances`, ref, o, imageId))
+    .map((i) => ({ uid: tagValue(i, "00080018"), number: Number(tagValue(i, "00200013") ?? 0), sopClassUid: tagValue(i, "00080016") }))
+    .filter((i): i is { uid: string; number: number; sopClassUid: string | undefined } => isDicomUid(i.uid))
+    .map(({ sopClassUid, ...i }) => (typeof sopClassUid === "string" ? { ...i, sopClassUid } : i))
     .sort((a, b) => a.number - b.number || a.uid.localeCompare(b.uid));
   if (instances.length === 0) throw refuse("NOT_FOUND", imageId, "the series has no instances (with a well-formed SOPInstanceUID)");
-  const chosen = representativeFrames(instances.length, o.maxInstances).map((k) => instances[k]!);
+  return { imageId, ref, options: o, url, instances };
+}
+
+/** Whether a located series holds whole-slide images (read as a pyramid, not instance by instance). */
+export function isWholeSlideSeries(s: DicomwebSeries): boolean {
+  return s.instances.some((i) => i.sopClassUid === WSI_SOP_CLASS);
+}
+
+/** An instance's header as DICOM JSON (WADO-RS metadata), without its pixel data. */
+export async function instanceMetadata(s: DicomwebSeries, uid: string): Promise<QidoItem> {
+  const items = await qido(`${s.url}/instances/${uid}/metadata`, s.ref, s.options, s.imageId);
+  if (items.length !== 1) throw refuse("UNPROCESSABLE", s.imageId, `the metadata answer for an instance holds ${items.length} datasets, not one`);
+  return items[0]!;
+}
+
+/**
+ * Frames of an instance by WADO-RS frame retrieval (`/frames/1,2,…`), in the order asked.
+ * `stored` asks for the frames as the server holds them (`transfer-syntax=*`: JPEG tiles come
+ * as JPEG); otherwise the server sends them uncompressed (explicit VR little endian).
+ */
+export async function instanceFrames(s: DicomwebSeries, uid: string, numbers: readonly number[], stored: boolean): Promise<{ parts: Buffer[]; transferSyntaxUid?: string }> {
+  const accept = `multipart/related; type="application/octet-stream"${stored ? "; transfer-syntax=*" : ""}`;
+  const { body, contentType } = await get(`${s.url}/instances/${uid}/frames/${numbers.join(",")}`, accept, s.ref, s.options, s.imageId);
+  const parts = splitMultipartRelated(body, contentType);
+  if (parts.length !== numbers.length) throw refuse("UNPROCESSABLE", s.imageId, `the frame answer holds ${parts.length} parts for ${numbers.length} frames asked`);
+  // The syntax the frames are in, as the answer's type names it (e.g. type="image/jp2; transfer-syntax=1.2.840.10008.1.2.4.90").
+  const ts = /transfer-syntax=([0-9.]+)/i.exec(contentType)?.[1];
+  return { parts, ...(ts && isDicomUid(ts) ? { transferSyntaxUid: ts } : {}) };
+}
+
+/**
+ * A located series' instances as Part 10 objects, one at a time: WADO-RS fetches each only
+ * when the caller asks for the next, so a caller that stops (the case's picture budget is
+ * spent) fetches nothing more.
+ */
+export async function* fetchInstances(s: DicomwebSeries): AsyncGenerator<{ file: Buffer; index: number; count: number }> {
+  const { imageId, ref, options: o } = s;
+  const chosen = representativeFrames(s.instances.length, o.maxInstances).map((k) => s.instances[k]!);
   // Each instance is at least one picture: refuse before fetching what the case could not send.
   if (o.pictures && chosen.length > o.pictures.left) {
     throw new MedmmvError("PAYLOAD_TOO_LARGE", `image "${imageId}" (DICOMweb): its ${chosen.length} instances would take the case past ${o.pictures.max} pictures; nothing was fetched`, { details: { imageId, pictures: chosen.length, left: o.pictures.left, max: o.pictures.max } });
@@ -227,9 +278,14 @@ export async function* fetchDicomweb(imageId: string, ref: DicomwebRef, o: Dicom
     if (o.pictures && o.pictures.left < 1) {
       throw new MedmmvError("PAYLOAD_TOO_LARGE", `image "${imageId}" (DICOMweb): the case's ${o.pictures.max} pictures are spent after ${index} of the series' ${chosen.length} instances; the rest were not fetched`, { details: { imageId, fetched: index, instances: chosen.length, max: o.pictures.max } });
     }
-    const { body, contentType } = await get(`${study}/series/${series}/instances/${inst.uid}`, 'multipart/related; type="application/dicom"; transfer-syntax=*', ref, o, imageId);
+    const { body, contentType } = await get(`${s.url}/instances/${inst.uid}`, 'multipart/related; type="application/dicom"; transfer-syntax=*', ref, o, imageId);
     const parts = splitMultipartRelated(body, contentType);
     if (parts.length !== 1) throw refuse("UNPROCESSABLE", imageId, `the WADO-RS answer for an instance holds ${parts.length} parts, not one DICOM object`);
     yield { file: parts[0]!, index, count: chosen.length };
   }
+}
+
+/** A DICOMweb reference as Part 10 objects, one at a time (locateSeries, then fetchInstances). */
+export async function* fetchDicomweb(imageId: string, ref: DicomwebRef, o: DicomwebOptions): AsyncGenerator<{ file: Buffer; index: number; count: number }> {
+  yield* fetchInstances(await locateSeries(imageId, ref, o));
 }

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { promisify } from "node:util";
 import { inflateRaw } from "node:zlib";
 import { MedmmvError } from "../../contracts/errors.js";
@@ -6,6 +5,10 @@ import { loadSharp } from "../image-decoder.js";
 import type { DicomProvenance, LoadedImage } from "../../contracts/clinical-case.js";
 import { CONTEXT_ATTRIBUTES, deidentifiedContext } from "./deidentified-context.js";
 import { DecodeWorkerFailure } from "./decode-pool.js";
+import { dicomPicture } from "./dicom-picture.js";
+import { reservePictures, type PictureBudget } from "./picture-budget.js";
+import { WSI_SOP_CLASS } from "./dicomweb.js";
+import { slideFromInstance } from "./whole-slide-instance.js";
 import { declaredCodestreamSize } from "./codestream-size.js";
 import { DatasetShapeError, DEFAULT_WALK_LIMITS, DEFLATED_LE, EXPLICIT_LE, explicitVr, IMPLICIT_LE, implicitToExplicit, readFileMeta, walkPart10, withTransferSyntax, type DatasetShape } from "./dataset-walk.js";
 import { DicomWorkerError, withParsedDicom, type ParsedDicom, type RenderedFrame } from "./dicom-worker.js";
@@ -59,6 +62,10 @@ export const MAX_DICOM_FRAMES_DECLARED = 10_000;
 
 export interface DicomLimits {
   maxPixels: number;
+  /** The long side a model reads: a whole-slide instance's overview fits it (default 1536). */
+  modelLongSide?: number;
+  /** The case asks about cells: a whole-slide instance sends finer regions too. */
+  cellRegions?: boolean;
   /** Frames rendered per object (representative frames beyond it). */
   maxFrames: number;
   /** Bytes the rendered RGBA pictures of one object may take together. */
@@ -90,23 +97,11 @@ function int(v: unknown): number | undefined {
 const HEADER_ATTRIBUTES = [
   "Rows", "Columns", "NumberOfFrames", "SamplesPerPixel", "BitsAllocated", "PhotometricInterpretation", "Modality",
   "BurnedInAnnotation", "WindowCenter", "WindowWidth", "SOPInstanceUID", "SeriesInstanceUID", "StudyInstanceUID",
+  "SOPClassUID", "TotalPixelMatrixColumns", "TotalPixelMatrixRows", "DimensionOrganizationType", "ImageType",
   ...CONTEXT_ATTRIBUTES,
 ];
 
-/** Pictures a case may still take; each object reserves its renderings before it decodes them. */
-export interface PictureBudget {
-  left: number;
-  readonly max: number;
-}
-
-/** Reserve `n` pictures of the case's budget, or refuse (413) before anything is decoded. */
-export function reservePictures(budget: PictureBudget | undefined, n: number, imageId: string): void {
-  if (!budget) return;
-  if (n > budget.left) {
-    throw new MedmmvError("PAYLOAD_TOO_LARGE", `image "${imageId}": its ${n} picture(s) would take the case past ${budget.max} pictures (DICOM frames and instances count one each); send fewer images or frames`, { details: { imageId, pictures: n, left: budget.left, max: budget.max } });
-  }
-  budget.left -= n;
-}
+export { reservePictures, type PictureBudget };
 
 /**
  * A DICOM Part 10 object as pictures for the model: representative frames, each windowed by
@@ -118,13 +113,18 @@ export async function renderDicom(imageId: string, buf: Buffer, caption: string 
   const checked = await checkedStructure(imageId, buf, limits);
   // Parsing and decoding run in the decode pool's threads (decode-pool.ts): a large compressed
   // frame takes hundreds of milliseconds of WebAssembly, which must not stall the event loop.
-  let plan: RenderPlan;
+  let plan: RenderPlan | LoadedImage[];
   try {
-    plan = await withParsedDicom(limits.tenant ?? "", checked.file, HEADER_ATTRIBUTES, (dicom) => renderParsed(imageId, checked, limits, dicom));
+    plan = await withParsedDicom(limits.tenant ?? "", checked.file, HEADER_ATTRIBUTES, async (dicom) => {
+      // A whole-slide instance sent alone is one pyramid level: read as a slide, not as frames.
+      if (text(dicom.header.elements.SOPClassUID) !== WSI_SOP_CLASS) return renderParsed(imageId, checked, limits, dicom);
+      checkPixelData(imageId, checked, dicom, checkedPixels(imageId, checked, limits, dicom));
+      return slideFromInstance(imageId, dicom, caption, limits);
+    });
   } catch (e) {
     throw decodeRefusal(imageId, e);
   }
-  return encodePictures(imageId, caption, plan);
+  return Array.isArray(plan) ? plan : encodePictures(imageId, caption, plan);
 }
 
 /** The file as the parser will read it, its structure walked within limits, and what the walk found. */
@@ -234,7 +234,11 @@ interface RenderPlan {
   warnings: string[];
 }
 
-async function renderParsed(imageId: string, checked: CheckedFile, limits: DicomLimits, dicom: ParsedDicom): Promise<RenderPlan> {
+/**
+ * The parsed header checked before any frame is decoded: a syntax we read, pixel data, no
+ * burned-in annotation, a frame size and count within the limits.
+ */
+function checkedPixels(imageId: string, checked: CheckedFile, limits: DicomLimits, dicom: ParsedDicom): { rows: number; columns: number; frames: number; tsUid: string } {
   const { elements } = dicom.header;
   const tsUid = checked.transferSyntaxUid;
   if (!TRANSFER_SYNTAXES[tsUid]) {
@@ -254,7 +258,25 @@ async function renderParsed(imageId: string, checked: CheckedFile, limits: Dicom
   if (rows * columns > limits.maxPixels) {
     throw refuse("PAYLOAD_TOO_LARGE", imageId, `a frame is ${columns}×${rows} (${rows * columns} pixels); the limit is ${limits.maxPixels} pixels`, { width: columns, height: rows, maxPixels: limits.maxPixels });
   }
+  return { rows, columns, frames, tsUid };
+}
 
+/** The pixel data against the header: uncompressed data holding every frame, every codestream declaring the header's size. */
+function checkPixelData(imageId: string, checked: CheckedFile, dicom: ParsedDicom, { rows, columns, frames, tsUid }: { rows: number; columns: number; frames: number; tsUid: string }): void {
+  const { elements } = dicom.header;
+  // Uncompressed pixel data must hold every frame the header claims; a renderer would pad it.
+  if (UNCOMPRESSED.has(tsUid)) {
+    const need = rows * columns * frames * (int(elements.SamplesPerPixel) ?? 1) * Math.ceil((int(elements.BitsAllocated) ?? 16) / 8);
+    const have = Math.min(dicom.header.pixelBytes, bytesAfterPixelDataTag(checked.file, dicom.header.transferSyntaxUid));
+    if (have < need) throw refuse("INVALID_INPUT", imageId, `the pixel data holds ${have} bytes where Rows × Columns × frames need ${need}; the file is truncated`, { pixelBytes: have, expected: need });
+  }
+  checkCodestreams(imageId, checked, tsUid, rows, columns, frames);
+}
+
+async function renderParsed(imageId: string, checked: CheckedFile, limits: DicomLimits, dicom: ParsedDicom): Promise<RenderPlan> {
+  const { elements } = dicom.header;
+  const dims = checkedPixels(imageId, checked, limits, dicom);
+  const { rows, columns, frames, tsUid } = dims;
   const own = objectWindow(elements);
   const monochrome = /^MONOCHROME[12]$/.test(text(elements.PhotometricInterpretation) ?? "");
   const chosen = representativeFrames(frames, limits.maxFrames);
@@ -266,13 +288,7 @@ async function renderParsed(imageId: string, checked: CheckedFile, limits: Dicom
   if (decodedBytes > limits.maxDecodedBytes) {
     throw refuse("PAYLOAD_TOO_LARGE", imageId, `${renderings.length} renderings of ${columns}×${rows} decode to ${decodedBytes} bytes; the limit is ${limits.maxDecodedBytes} bytes of pixels per image — send fewer frames or a smaller object`, { decodedBytes, maxDecodedBytes: limits.maxDecodedBytes });
   }
-  // Uncompressed pixel data must hold every frame the header claims; a renderer would pad it.
-  if (UNCOMPRESSED.has(tsUid)) {
-    const need = rows * columns * frames * (int(elements.SamplesPerPixel) ?? 1) * Math.ceil((int(elements.BitsAllocated) ?? 16) / 8);
-    const have = Math.min(dicom.header.pixelBytes, bytesAfterPixelDataTag(checked.file, dicom.header.transferSyntaxUid));
-    if (have < need) throw refuse("INVALID_INPUT", imageId, `the pixel data holds ${have} bytes where Rows × Columns × frames need ${need}; the file is truncated`, { pixelBytes: have, expected: need });
-  }
-  checkCodestreams(imageId, checked, tsUid, rows, columns, frames);
+  checkPixelData(imageId, checked, dicom, dims);
   reservePictures(limits.pictures, renderings.length, imageId);
   const pictures = await dicom.render(renderings.map(({ frame, window }) => ({ frame, window: window ? { center: window.center, width: window.width } : null })));
   return { elements, tsUid, frames, monochrome, chosen, renderings, pictures, warnings: checked.warnings };
@@ -302,16 +318,7 @@ async function encodePictures(imageId: string, caption: string | undefined, plan
       ...(warnings.length ? { warnings } : {}),
     };
     const describe = [caption, `DICOM${context ? ` ${context}` : ""}`, frames > 1 ? `frame ${frame + 1} of ${frames}` : "", used ? `window C${used.center}/W${used.width} (${used.source})` : ""];
-    out.push({
-      id: `${chosen.length > 1 ? `${imageId}-frame${frame + 1}` : imageId}${suffix}`,
-      mimeType: "image/png",
-      data: png.toString("base64"),
-      sha256: createHash("sha256").update(png).digest("hex"),
-      width: rendered.width,
-      height: rendered.height,
-      caption: describe.filter(Boolean).join("; ").slice(0, 2000),
-      dicom: provenance,
-    });
+    out.push(dicomPicture(`${chosen.length > 1 ? `${imageId}-frame${frame + 1}` : imageId}${suffix}`, png, rendered.width, rendered.height, describe, provenance));
   }
   return out;
 }

@@ -4,8 +4,8 @@
 // itself, whatever loads the TypeScript. One object at a time (the pool lends a thread to one
 // object); a new "header" forgets the previous object.
 // Protocol:
-//   { id, op: "header", bytes, attributes: [names] } → { id, ok, elements (only `attributes`, as plain strings/numbers), hasPixelData, pixelBytes, transferSyntaxUid }
-//   { id, op: "render", items: [{ frame, window: { center, width } | null }] } → { id, ok, frames: [{ width, height, pixels, window }] }
+//   { id, op: "header", bytes, attributes: [names] } → { id, ok, elements (only `attributes`, as plain strings/numbers), slide? (a whole-slide instance's tile positions and optics), hasPixelData, pixelBytes, transferSyntaxUid }
+//   { id, op: "render", items: [{ frame, window: { center, width } | null }], more? } (more: the object is kept for another render) → { id, ok, frames: [{ width, height, pixels, window }] }
 // Every reply carries `wasmBytes`, the codecs' WebAssembly memory, so the pool can replace a
 // thread whose memory has grown past its bound.
 import { createRequire } from "node:module";
@@ -58,6 +58,43 @@ function plain(v, depth = 0) {
   return undefined;
 }
 
+const WSI_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.77.1.6";
+/** Most per-frame positions sent back (as many frames as an object may declare). */
+const MAX_POSITIONS = 10000;
+
+/** A sequence's first item (dcmjs gives a sequence as an array, a one-item one sometimes as the item). */
+function first(v) {
+  return Array.isArray(v) ? v[0] : v && typeof v === "object" ? v : undefined;
+}
+
+/**
+ * What a whole-slide instance says about its tiles and optics, as plain bounded values: each
+ * frame's place in the total pixel matrix (PlanePositionSlideSequence, 1-based) when the
+ * frames carry one, the level's PixelSpacing, and the optical paths (an ICC profile only as
+ * present or not).
+ */
+function slideHeader(all) {
+  const perFrame = Array.isArray(all.PerFrameFunctionalGroupsSequence) ? all.PerFrameFunctionalGroupsSequence.slice(0, MAX_POSITIONS) : [];
+  const positions = perFrame.map((g) => {
+    const p = first(g?.PlanePositionSlideSequence);
+    const c = Number(p?.ColumnPositionInTotalImagePixelMatrix);
+    const r = Number(p?.RowPositionInTotalImagePixelMatrix);
+    return Number.isFinite(c) && Number.isFinite(r) ? [c, r] : null;
+  });
+  const spacing = first(first(all.SharedFunctionalGroupsSequence)?.PixelMeasuresSequence)?.PixelSpacing;
+  const paths = (Array.isArray(all.OpticalPathSequence) ? all.OpticalPathSequence : all.OpticalPathSequence ? [all.OpticalPathSequence] : []).slice(0, 8);
+  return {
+    positions: positions.length && positions.every((p) => p !== null) ? positions : null,
+    pixelSpacing: Array.isArray(spacing) && spacing.length === 2 ? spacing.map(Number) : null,
+    opticalPaths: paths.map((p) => ({
+      iccProfile: p.ICCProfile !== undefined,
+      id: typeof p.OpticalPathIdentifier === "string" ? p.OpticalPathIdentifier.slice(0, 64) : undefined,
+      description: typeof p.OpticalPathDescription === "string" ? p.OpticalPathDescription.slice(0, 200) : undefined,
+      illumination: typeof first(p.IlluminationTypeCodeSequence)?.CodeMeaning === "string" ? first(p.IlluminationTypeCodeSequence).CodeMeaning.slice(0, 200) : undefined,
+    })),
+  };
+}
+
 function reply(body, transfer) {
   parentPort.postMessage({ ...body, wasmBytes: wasmBytes() }, transfer);
 }
@@ -79,7 +116,7 @@ parentPort.on("message", async (job) => {
         const v = plain(all[name]);
         if (v !== undefined) elements[name] = v;
       }
-      reply({ id: job.id, ok: true, elements, hasPixelData: all.PixelData !== undefined, pixelBytes: pixelBytes(all.PixelData), transferSyntaxUid: image.getTransferSyntaxUid() });
+      reply({ id: job.id, ok: true, elements, ...(all.SOPClassUID === WSI_SOP_CLASS ? { slide: slideHeader(all) } : {}), hasPixelData: all.PixelData !== undefined, pixelBytes: pixelBytes(all.PixelData), transferSyntaxUid: image.getTransferSyntaxUid() });
     } else if (job.op === "render") {
       const frames = [];
       for (const item of job.items) {
@@ -92,7 +129,8 @@ parentPort.on("message", async (job) => {
         }
         frames.push({ width: r.width, height: r.height, pixels: r.pixels, window: r.windowLevel ? { center: r.windowLevel.getLevel(), width: r.windowLevel.getWindow() } : null });
       }
-      current = null;
+      // Kept only when the caller has more frames to ask for (a whole slide's tiles, in batches).
+      if (!job.more) current = null;
       reply({ id: job.id, ok: true, frames }, frames.map((f) => f.pixels));
     }
   } catch (e) {

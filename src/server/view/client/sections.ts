@@ -274,13 +274,54 @@ export function renderCase(payload: ViewPayload): HTMLElement {
   append(s, h("h3", null, "Notes"), c.notes ? h("pre", { class: "notes", attrs: { "data-testid": "notes" } }, c.notes) : h("p", { class: "muted" }, "none"));
   if (c.images.length) {
     const box = h("div", { class: "case-images grid2" });
+    const regions = wsiRegionsByOverview(c.images);
     for (const im of c.images) {
       const img = dataImage(im.dataUri, im.caption ?? im.id);
-      append(box, h("figure", null, img ?? h("p", { class: "muted small" }, "not embedded"), h("figcaption", { class: "small" }, h("span", { class: "chip" }, im.id), im.caption ? ` ${im.caption}` : ""), ...(im.dicom ? [dicomProvenance(im.dicom)] : [])));
+      const drawn = img && regions.has(im.id) ? withRegionBoxes(img, regions.get(im.id)!) : img;
+      append(box, h("figure", null, drawn ?? h("p", { class: "muted small" }, "not embedded"), h("figcaption", { class: "small" }, h("span", { class: "chip" }, im.id), im.caption ? ` ${im.caption}` : ""), ...(im.dicom ? [dicomProvenance(im.dicom)] : [])));
     }
     append(s, h("h3", null, "Images"), box);
   }
   return s;
+}
+
+type WsiRegion = NonNullable<ViewDicomProvenance["wsi"]> & { imageId: string };
+
+/** The regions of whole slides sent at a finer level, by the id of the overview they were chosen on. */
+function wsiRegionsByOverview(images: ReadonlyArray<{ id: string; dicom?: ViewDicomProvenance }>): Map<string, WsiRegion[]> {
+  const out = new Map<string, WsiRegion[]>();
+  for (const im of images) {
+    const w = im.dicom?.wsi;
+    if (w?.role === "region") out.set(w.overviewId, [...(out.get(w.overviewId) ?? []), { ...w, imageId: im.id }]);
+  }
+  return out;
+}
+
+/** The overview with a numbered box over each region sent at a finer level (positions through the CSSOM: the CSP forbids style attributes). */
+function withRegionBoxes(img: HTMLImageElement, regions: readonly WsiRegion[]): HTMLElement {
+  const wrap = h("div", { class: "wsi-overview" }, img);
+  for (const [k, r] of regions.entries()) {
+    const box = h("div", { class: "wsi-region", title: `${r.imageId}: x ${r.region.x}, y ${r.region.y}, ${r.region.width}×${r.region.height} at level ${r.level}`, attrs: { "data-testid": "wsi-region" } }, String(k + 1));
+    box.style.left = `${(r.overviewRegion.x / r.overviewWidth) * 100}%`;
+    box.style.top = `${(r.overviewRegion.y / r.overviewHeight) * 100}%`;
+    box.style.width = `${(r.overviewRegion.width / r.overviewWidth) * 100}%`;
+    box.style.height = `${(r.overviewRegion.height / r.overviewHeight) * 100}%`;
+    append(wrap, box);
+  }
+  return wrap;
+}
+
+/** Where a whole-slide picture comes from: its level and spacing, the region, the tiles read, the optics. */
+function wsiRows(w: NonNullable<ViewDicomProvenance["wsi"]>): Array<[string, string]> {
+  return [
+    ["Whole-slide", `${w.role}, level ${w.level} of ${w.levels} (0 = full resolution), ${w.totalColumns}×${w.totalRows}`],
+    ["Pixel spacing", w.pixelSpacingMm ? `${w.pixelSpacingMm[0]} × ${w.pixelSpacingMm[1]} mm` : "—"],
+    ["Region", `x ${w.region.x}, y ${w.region.y}, ${w.region.width}×${w.region.height}; on the overview x ${w.overviewRegion.x}, y ${w.overviewRegion.y}, ${w.overviewRegion.width}×${w.overviewRegion.height}`],
+    ["Tiles read", `${w.tiles} of the level's ${w.levelFrames} frames`],
+    ...(w.selection ? [["Chosen by", w.selection] as [string, string]] : []),
+    ["ICC profile", w.iccProfile],
+    ["Optical path", w.opticalPaths.map((p) => [p.id, p.description, p.illumination].filter(Boolean).join(", ")).join("; ") || "—"],
+  ];
 }
 
 /** The DICOM origin of a rendering, beside it: UIDs, frame and the window it was drawn with. */
@@ -289,7 +330,7 @@ function dicomProvenance(d: ViewDicomProvenance): HTMLElement {
     ["SOP Instance UID", d.sopInstanceUid],
     ["Series", d.seriesInstanceUid ?? "—"],
     ["Study", d.studyInstanceUid ?? "—"],
-    ["Frame", `${d.frame} of ${d.frames}`],
+    ...(d.wsi ? wsiRows(d.wsi) : [["Frame", `${d.frame} of ${d.frames}`] as [string, string]]),
     ["Window", d.window ? `C${d.window.center} / W${d.window.width} (${d.window.source})` : "colour, no window"],
     // What the reader forgave in the object (e.g. implicit VR under an explicit-VR syntax).
     ...(d.warnings ?? []).map((w): [string, string] => ["Read with a warning", w]),

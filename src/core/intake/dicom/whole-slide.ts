@@ -1,0 +1,302 @@
+import sharp from "sharp";
+import { MedmmvError, type ErrorCode } from "../../contracts/errors.js";
+import type { LoadedImage, PixelRect, WsiProvenance } from "../../contracts/clinical-case.js";
+import { dicomPicture } from "./dicom-picture.js";
+import { DecodeWorkerFailure } from "./decode-pool.js";
+import { withParsedDicom } from "./dicom-worker.js";
+import { rgbaToRgb, tileObject } from "./tile-object.js";
+import { declaredCodestreamSize } from "./codestream-size.js";
+import { instanceFrames, instanceMetadata, WSI_SOP_CLASS, type DicomwebSeries, type QidoItem } from "./dicomweb.js";
+import { reservePictures, type PictureBudget } from "./picture-budget.js";
+import { overviewLevel, pyramidLevels, tilesIn, wsiOptics, WsiShapeError, type WsiLevel, type WsiOptics, type WsiTile } from "./wsi-levels.js";
+import { MAX_REGIONS, REGION_SIDE, REGION_ZOOM, tissueRichCells } from "./wsi-regions.js";
+
+export interface WholeSlideOptions {
+  /** The long side a model reads (MEDMMV_IMAGE_MODEL_LONG_SIDE): the overview's level fits it. */
+  longSide: number;
+  /** Pixels a level read whole may have (MEDMMV_MAX_IMAGE_PIXELS). */
+  maxPixels: number;
+  /** Bytes the overview's RGB pixels may take (MEDMMV_MAX_IMAGE_DECODED_BYTES). */
+  maxDecodedBytes?: number;
+  /** The case asks about cells: regions at a finer level are sent besides the overview. */
+  regions: boolean;
+  /** Whose case this is: compressed tiles are decoded by the decode pool, which serves tenants in turn. */
+  tenant?: string;
+  pictures?: PictureBudget;
+}
+
+/** Pyramid levels (instances) a series may have before it is refused unread. */
+const MAX_WSI_INSTANCES = 64;
+/** Tiles one picture may be assembled from (a 2048² overview of 256² tiles needs 64; tiny tiles would mean thousands of requests). */
+export const MAX_TILES_PER_PICTURE = 1024;
+/** Pixels of one tile: a codec allocates by it. */
+const MAX_TILE_PIXELS = 4096 * 4096;
+const JPEG_BASELINE = "1.2.840.10008.1.2.4.50";
+const EXPLICIT_LE = "1.2.840.10008.1.2.1";
+
+function refuse(code: ErrorCode, imageId: string, why: string, details?: Record<string, unknown>): MedmmvError {
+  return new MedmmvError(code, `image "${imageId}" (whole-slide image): ${why}`, { details: { imageId, ...details } });
+}
+
+/**
+ * A VL Whole Slide Microscopy series read as a pyramid over DICOMweb: each level's metadata
+ * (never its pixel data), then only the tiles of the levels used, by frame retrieval.
+ */
+export async function readWholeSlide(series: DicomwebSeries, caption: string | undefined, o: WholeSlideOptions): Promise<LoadedImage[]> {
+  const { imageId } = series;
+  const wsi = series.instances.filter((i) => i.sopClassUid === WSI_SOP_CLASS);
+  if (wsi.length > MAX_WSI_INSTANCES) throw refuse("PAYLOAD_TOO_LARGE", imageId, `the series has ${wsi.length} whole-slide instances; at most ${MAX_WSI_INSTANCES} pyramid levels are read`);
+  const metadata: Array<{ uid: string; meta: QidoItem }> = [];
+  for (const i of wsi) metadata.push({ uid: i.uid, meta: await instanceMetadata(series, i.uid) });
+  const ids = { study: series.ref.study, series: series.url.split("/").pop()! };
+  return pyramidPictures(imageId, metadata, ids, dicomwebTiles(series, o.tenant ?? ""), caption, o);
+}
+
+/** Reads the tiles of a level as RGB (tileWidth × tileHeight × 3 each), in the order given. */
+export type TileSource = (level: WsiLevel, tiles: readonly WsiTile[]) => Promise<{ rgb: Buffer[]; transferSyntaxUid: string; warnings?: string[] }>;
+
+/**
+ * The pictures of a slide, whatever holds its tiles (a PACS, or one instance sent whole): the
+ * overview is the finest level that fits the model's long side, assembled from its tiles;
+ * when the case asks about cells, a few of the overview's most tissue-rich areas are read at
+ * a finer level as well (wsi-regions.ts). Each picture's provenance gives its level, spacing
+ * and region.
+ */
+export async function pyramidPictures(imageId: string, metadata: Array<{ uid: string; meta: QidoItem }>, ids: { study?: string; series?: string }, source: TileSource, caption: string | undefined, o: WholeSlideOptions): Promise<LoadedImage[]> {
+  let levels: WsiLevel[];
+  try {
+    levels = pyramidLevels(metadata);
+  } catch (e) {
+    if (e instanceof WsiShapeError) throw refuse("INVALID_INPUT", imageId, e.message);
+    throw e;
+  }
+  if (levels.length === 0) throw refuse("NOT_FOUND", imageId, "the slide has no pyramid level (only label, overview or thumbnail images)");
+  for (const l of levels) {
+    if (l.bitsAllocated !== 8 || (l.samplesPerPixel !== 1 && l.samplesPerPixel !== 3)) throw refuse("UNSUPPORTED_MEDIA", imageId, `level ${l.index} has ${l.samplesPerPixel} samples of ${l.bitsAllocated} bits; whole-slide tiles are read as 8-bit grey or colour`);
+  }
+  const optics = wsiOptics(metadata.map((m) => m.meta));
+  const ov = overviewLevel(levels, o.longSide > 0 ? o.longSide : 2048);
+  if (ov.width * ov.height > o.maxPixels) throw refuse("PAYLOAD_TOO_LARGE", imageId, `its coarsest level is ${ov.width}×${ov.height}, over ${o.maxPixels} pixels; the slide has no level small enough to read whole`);
+  if (o.maxDecodedBytes !== undefined && ov.width * ov.height * 3 > o.maxDecodedBytes) throw refuse("PAYLOAD_TOO_LARGE", imageId, `its coarsest level of ${ov.width}×${ov.height} decodes to ${ov.width * ov.height * 3} bytes, over ${o.maxDecodedBytes}; send the slide's pyramid (e.g. from a PACS over DICOMweb)`);
+  reservePictures(o.pictures, 1, imageId);
+
+  const whole = { x: 0, y: 0, width: ov.width, height: ov.height };
+  const overview = await assemble(imageId, source, ov, whole);
+  // The overview is sent at most at the model's long side (the coarsest level may be larger).
+  const fit = o.longSide > 0 ? Math.min(1, o.longSide / Math.max(ov.width, ov.height)) : 1;
+  const shown = { width: Math.max(1, Math.round(ov.width * fit)), height: Math.max(1, Math.round(ov.height * fit)) };
+  const common = { levels: levels.length, overviewId: imageId, overviewWidth: shown.width, overviewHeight: shown.height, ...iccAndOptics(optics) };
+  const out: LoadedImage[] = [
+    await picture(imageId, overview.rgb, ov.width, ov.height, shown, overview, ids, ov, [caption, `whole-slide microscopy (SM), overview: level ${ov.index} of ${levels.length} (0 = full resolution), ${ov.width}×${ov.height} pixels${spacingText(ov)}`], {
+      role: "overview", level: ov.index, totalColumns: ov.width, totalRows: ov.height, ...spacing(ov), region: whole, overviewRegion: { x: 0, y: 0, ...shown }, tiles: overview.tiles, levelFrames: ov.frames, ...common,
+    }),
+  ];
+  if (!o.regions) return out;
+
+  // The region level: at most REGION_ZOOM times finer than the overview's; a slide of one level is zoomed within it.
+  const finer = levels.filter((l) => l.width > shown.width * 1.5);
+  const zoomed = finer.find((l) => l.width <= shown.width * REGION_ZOOM * 1.01) ?? finer[finer.length - 1];
+  const room = Math.min(MAX_REGIONS, o.pictures?.left ?? MAX_REGIONS);
+  if (!zoomed || room < 1) return out;
+  const zoom = zoomed.width / ov.width;
+  const cells = tissueRichCells(overview.rgb, ov.width, ov.height, REGION_SIDE / zoom, room);
+  reservePictures(o.pictures, cells.length, imageId);
+  for (const [k, cell] of cells.entries()) {
+    const x = Math.min(Math.round(cell.x * zoom), zoomed.width - 1);
+    const y = Math.min(Math.round(cell.y * zoom), zoomed.height - 1);
+    const region = { x, y, width: Math.min(REGION_SIDE, zoomed.width - x), height: Math.min(REGION_SIDE, zoomed.height - y) };
+    const read = await assemble(imageId, source, zoomed, region);
+    const overviewRegion = scaleRect(region, shown.width / zoomed.width, shown.height / zoomed.height);
+    const id = `${imageId}-region${k + 1}`;
+    const zoomText = (zoomed.width / shown.width).toFixed(1);
+    out.push(
+      await picture(id, read.rgb, region.width, region.height, { width: region.width, height: region.height }, read, ids, zoomed, [caption, `whole-slide microscopy (SM), region ${k + 1} of ${cells.length} at level ${zoomed.index} (${zoomText}× the overview${spacingText(zoomed)}): x ${region.x}, y ${region.y}, ${region.width}×${region.height} of the level's ${zoomed.width}×${zoomed.height}; on the overview "${imageId}" at x ${overviewRegion.x}, y ${overviewRegion.y}, ${overviewRegion.width}×${overviewRegion.height}`], {
+        role: "region", level: zoomed.index, totalColumns: zoomed.width, totalRows: zoomed.height, ...spacing(zoomed), region, overviewRegion, tiles: read.tiles, levelFrames: zoomed.frames,
+        selection: `rank ${k + 1} of the overview's ${Math.round(REGION_SIDE / zoom)}-pixel grid cells by tissue (mean darkness ${cell.score.toFixed(3)})`, ...common,
+      }),
+    );
+  }
+  return out;
+}
+
+function spacing(l: WsiLevel): { pixelSpacingMm?: [number, number] } {
+  return l.pixelSpacingMm ? { pixelSpacingMm: l.pixelSpacingMm } : {};
+}
+
+function spacingText(l: WsiLevel): string {
+  return l.pixelSpacingMm ? `, ${(l.pixelSpacingMm[1] * 1000).toFixed(2)} µm per pixel` : "";
+}
+
+function iccAndOptics(optics: WsiOptics): Pick<WsiProvenance, "iccProfile" | "opticalPaths"> {
+  // sharp cannot take an input ICC profile for raw pixels assembled from tiles, so it is recorded, not applied.
+  return { iccProfile: optics.iccProfile ? "present in OpticalPathSequence; recorded, not applied (pixels sent as stored)" : "none", opticalPaths: optics.opticalPaths };
+}
+
+function scaleRect(r: PixelRect, sx: number, sy: number): PixelRect {
+  const x = Math.floor(r.x * sx);
+  const y = Math.floor(r.y * sy);
+  return { x, y, width: Math.max(1, Math.round((r.x + r.width) * sx) - x), height: Math.max(1, Math.round((r.y + r.height) * sy) - y) };
+}
+
+/** A picture of the slide as PNG, with its provenance (the level's first instance stands for the level). */
+async function picture(id: string, rgb: Buffer, width: number, height: number, shown: { width: number; height: number }, read: { transferSyntaxUid: string; warnings: string[] }, ids: { study?: string; series?: string }, level: WsiLevel, describe: Array<string | undefined>, wsi: WsiProvenance): Promise<LoadedImage> {
+  let img = sharp(rgb, { raw: { width, height, channels: 3 } });
+  if (shown.width !== width || shown.height !== height) img = img.resize(shown.width, shown.height, { fit: "fill" });
+  const png = await img.png().toBuffer();
+  return dicomPicture(id, png, shown.width, shown.height, describe, { sopInstanceUid: level.instances[0]!, ...(ids.series ? { seriesInstanceUid: ids.series } : {}), ...(ids.study ? { studyInstanceUid: ids.study } : {}), modality: "SM", transferSyntaxUid: read.transferSyntaxUid, frame: 1, frames: 1, ...(read.warnings.length ? { warnings: read.warnings } : {}), wsi });
+}
+
+/** Frames asked for in one request: a multipart answer of that many stays well under the byte cap. */
+function framesPerRequest(series: DicomwebSeries, level: WsiLevel): number {
+  const raw = level.tileWidth * level.tileHeight * level.samplesPerPixel;
+  return Math.max(1, Math.min(64, Math.floor(series.options.maxBytes / (raw * 1.1 + 1024))));
+}
+
+/** Codestream syntaxes the decode pool's renderer decodes (besides JPEG baseline, which libvips decodes here). */
+const POOL_SYNTAXES = new Set([
+  "1.2.840.10008.1.2.4.51", "1.2.840.10008.1.2.4.57", "1.2.840.10008.1.2.4.70", "1.2.840.10008.1.2.4.80", "1.2.840.10008.1.2.4.81",
+  "1.2.840.10008.1.2.4.90", "1.2.840.10008.1.2.4.91", "1.2.840.10008.1.2.4.201", "1.2.840.10008.1.2.4.202", "1.2.840.10008.1.2.4.203",
+]);
+
+/**
+ * Tiles from a PACS by WADO-RS frame retrieval, several frames of an instance per request, as
+ * stored: JPEG tiles stay JPEG on the wire and are decoded here after their SOF is checked;
+ * tiles in another codec the renderer has (JPEG 2000, HTJ2K, JPEG-LS, JPEG lossless) are
+ * decoded by the decode pool, wrapped as one small multi-frame object (tile-object.ts); any
+ * other frame is asked for again uncompressed, which the server may transcode.
+ */
+function dicomwebTiles(series: DicomwebSeries, tenant: string): TileSource {
+  return async (level, tiles) => {
+    const rgb: Buffer[] = new Array(tiles.length);
+    const syntaxes = new Set<string>();
+    const warnings = new Set<string>();
+    const perInstance = new Map<string, number[]>();
+    for (const [k, t] of tiles.entries()) perInstance.set(t.instance, [...(perInstance.get(t.instance) ?? []), k]);
+    const batch = framesPerRequest(series, level);
+    for (const [uid, indexes] of perInstance) {
+      for (let k = 0; k < indexes.length; k += batch) {
+        const chunk = indexes.slice(k, k + batch);
+        const stored = await instanceFrames(series, uid, chunk.map((j) => tiles[j]!.frame), true);
+        const ts = stored.transferSyntaxUid;
+        let decoded: Array<{ rgb: Buffer; kind: "jpeg" | "raw" } | null>;
+        if (ts && POOL_SYNTAXES.has(ts)) {
+          decoded = (await poolTiles(series.imageId, tenant, ts, level, stored.parts, warnings)).map((t) => ({ rgb: t, kind: "raw" }));
+          syntaxes.add(ts);
+        } else {
+          decoded = await Promise.all(stored.parts.map((b) => tileRgb(series.imageId, b, level)));
+        }
+        const missing = chunk.filter((_, j) => decoded[j] === null);
+        const plain = missing.length ? (await instanceFrames(series, uid, missing.map((j) => tiles[j]!.frame), false)).parts : [];
+        for (const [j, at] of chunk.entries()) {
+          let tile = decoded[j] ?? null;
+          if (tile === null) {
+            tile = await tileRgb(series.imageId, plain[missing.indexOf(at)]!, level);
+            syntaxes.add(EXPLICIT_LE);
+          }
+          if (tile === null) throw refuse("UNSUPPORTED_MEDIA", series.imageId, `frame ${tiles[at]!.frame} of a level-${level.index} instance is neither JPEG nor ${level.tileWidth}×${level.tileHeight} uncompressed pixels, even when asked uncompressed`);
+          if (tile.kind === "jpeg") syntaxes.add(JPEG_BASELINE);
+          rgb[at] = tile.rgb;
+        }
+      }
+    }
+    return { rgb, transferSyntaxUid: syntaxes.size === 1 ? [...syntaxes][0]! : [...syntaxes].join(" + ") || EXPLICIT_LE, warnings: [...warnings] };
+  };
+}
+
+/**
+ * The photometric interpretation a JPEG 2000 tile is decoded with. YBR_FULL_422 describes
+ * subsampled chroma, which a codestream of full-resolution components without a multiple
+ * component transform (COD's MCT = 0) cannot hold: such tiles (OrthancWSIDicomizer writes them
+ * when it re-encodes JPEG tiles) are RGB, and are read so, with a warning in provenance.
+ */
+export function j2kPhotometric(tsUid: string, photometric: string, codestream: Buffer): string {
+  if (!/^1\.2\.840\.10008\.1\.2\.4\.(90|91|201|202|203)$/.test(tsUid) || photometric !== "YBR_FULL_422") return photometric;
+  const siz = codestream.indexOf(Buffer.from([0xff, 0x51]));
+  if (siz === -1 || siz + 40 > codestream.length) return photometric;
+  // COD follows SIZ in the main header: searched for after SIZ's own segment.
+  const cod = codestream.indexOf(Buffer.from([0xff, 0x52]), siz + 2 + codestream.readUInt16BE(siz + 2));
+  if (cod === -1 || cod + 8 >= codestream.length) return photometric;
+  const components = codestream.readUInt16BE(siz + 38);
+  const subsampled = Array.from({ length: Math.min(components, 4) }, (_, c) => codestream.subarray(siz + 41 + 3 * c, siz + 43 + 3 * c)).some((b) => b.length < 2 || b[0] !== 1 || b[1] !== 1);
+  return !subsampled && codestream[cod + 8] === 0 ? "RGB" : photometric;
+}
+
+/** Compressed tiles decoded by the decode pool (its codecs, limits and time limit), each checked against the tile size first. */
+async function poolTiles(imageId: string, tenant: string, tsUid: string, level: WsiLevel, codestreams: Buffer[], warnings: Set<string>): Promise<Buffer[]> {
+  for (const c of codestreams) {
+    const d = declaredCodestreamSize(c);
+    if (!d || d.width !== level.tileWidth || d.height !== level.tileHeight) throw refuse("INVALID_INPUT", imageId, `a level-${level.index} tile's codestream declares ${d?.width ?? "?"}×${d?.height ?? "?"} where the header says ${level.tileWidth}×${level.tileHeight}; refused before decoding`);
+  }
+  const photometric = j2kPhotometric(tsUid, level.photometric, codestreams[0]!);
+  if (photometric !== level.photometric) warnings.add(`level ${level.index}'s tiles are labelled ${level.photometric}, but their JPEG 2000 codestreams hold full-resolution components without a colour transform; read as RGB`);
+  const file = tileObject(tsUid, { rows: level.tileHeight, columns: level.tileWidth, samplesPerPixel: level.samplesPerPixel, photometric }, codestreams);
+  try {
+    const frames = await withParsedDicom(tenant, file, [], (dicom) => dicom.render(codestreams.map((_, k) => ({ frame: k, window: null }))));
+    return frames.map((f) => rgbaToRgb(Buffer.from(f.pixels), f.width * f.height));
+  } catch (e) {
+    throw refuse(e instanceof DecodeWorkerFailure && e.kind === "timeout" ? "UNPROCESSABLE" : "INVALID_INPUT", imageId, `level ${level.index}'s tiles cannot be decoded (${(e instanceof Error ? e.message : String(e)).split("\n")[0]!.slice(0, 200)})`);
+  }
+}
+
+/**
+ * The rectangle `r` of a level's total pixel matrix as RGB, from the tiles that meet it only.
+ * Areas no tile covers (a sparse level) are white, as bare glass is.
+ */
+async function assemble(imageId: string, source: TileSource, level: WsiLevel, r: PixelRect): Promise<{ rgb: Buffer; tiles: number; transferSyntaxUid: string; warnings: string[] }> {
+  if (level.tileWidth * level.tileHeight > MAX_TILE_PIXELS) throw refuse("PAYLOAD_TOO_LARGE", imageId, `level ${level.index}'s tiles are ${level.tileWidth}×${level.tileHeight}, over ${MAX_TILE_PIXELS} pixels each`);
+  const tiles = tilesIn(level, r);
+  if (tiles.length > MAX_TILES_PER_PICTURE) throw refuse("PAYLOAD_TOO_LARGE", imageId, `a picture of level ${level.index} would need ${tiles.length} tiles of ${level.tileWidth}×${level.tileHeight} (at most ${MAX_TILES_PER_PICTURE} are read for one picture)`);
+  const canvas = Buffer.alloc(r.width * r.height * 3, 255);
+  const read = await source(level, tiles);
+  for (const [k, t] of tiles.entries()) paste(canvas, r, read.rgb[k]!, t, level);
+  return { rgb: canvas, tiles: tiles.length, transferSyntaxUid: read.transferSyntaxUid, warnings: read.warnings ?? [] };
+}
+
+/**
+ * One tile as RGB (tileWidth × tileHeight × 3), or null when it is neither JPEG nor plain 8-bit
+ * pixels. A JPEG's own frame header must declare the tile's size before it is decoded (a tile
+ * claiming 60000² would otherwise reach the codec), and libvips is held to that many pixels.
+ */
+async function tileRgb(imageId: string, bytes: Buffer, level: WsiLevel): Promise<{ rgb: Buffer; kind: "jpeg" | "raw" } | null> {
+  const { tileWidth: w, tileHeight: h } = level;
+  if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) {
+    const declared = declaredCodestreamSize(bytes);
+    if (!declared || declared.width !== w || declared.height !== h) {
+      throw refuse("INVALID_INPUT", imageId, `a level-${level.index} tile's JPEG declares ${declared?.width ?? "?"}×${declared?.height ?? "?"} where the header says ${w}×${h}; refused before decoding`);
+    }
+    try {
+      const { data, info } = await sharp(bytes, { limitInputPixels: w * h, failOn: "error" }).removeAlpha().toColourspace("srgb").raw().toBuffer({ resolveWithObject: true });
+      return { rgb: info.channels === 3 ? data : toRgb(data, info.channels, w * h), kind: "jpeg" };
+    } catch (e) {
+      throw refuse("INVALID_INPUT", imageId, `a level-${level.index} tile cannot be decoded (${(e instanceof Error ? e.message : String(e)).split("\n")[0]!.slice(0, 200)})`);
+    }
+  }
+  const need = w * h * level.samplesPerPixel;
+  // An uncompressed frame (an odd length is padded by one byte).
+  if (bytes.length === need || bytes.length === need + 1) return { rgb: level.samplesPerPixel === 3 ? bytes.subarray(0, need) : toRgb(bytes, 1, w * h), kind: "raw" };
+  return null;
+}
+
+function toRgb(data: Buffer, channels: number, pixels: number): Buffer {
+  const out = Buffer.alloc(pixels * 3);
+  for (let p = 0; p < pixels; p++) {
+    const v = data[p * channels]!;
+    out[p * 3] = v;
+    out[p * 3 + 1] = channels >= 3 ? data[p * channels + 1]! : v;
+    out[p * 3 + 2] = channels >= 3 ? data[p * channels + 2]! : v;
+  }
+  return out;
+}
+
+/** Copy the part of `tile` that falls inside `r` onto the canvas of `r`. */
+function paste(canvas: Buffer, r: PixelRect, tile: Buffer, t: WsiTile, level: WsiLevel): void {
+  const x0 = Math.max(r.x, t.x);
+  const x1 = Math.min(r.x + r.width, t.x + level.tileWidth, level.width);
+  const y0 = Math.max(r.y, t.y);
+  const y1 = Math.min(r.y + r.height, t.y + level.tileHeight, level.height);
+  if (x1 <= x0) return;
+  for (let y = y0; y < y1; y++) {
+    const from = ((y - t.y) * level.tileWidth + (x0 - t.x)) * 3;
+    tile.copy(canvas, ((y - r.y) * r.width + (x0 - r.x)) * 3, from, from + (x1 - x0) * 3);
+  }
+}

@@ -1,0 +1,84 @@
+import sharp from "sharp";
+import { describe, expect, it } from "vitest";
+import type { QidoItem } from "../../../../src/core/intake/dicom/dicomweb.js";
+import { pyramidPictures, type TileSource } from "../../../../src/core/intake/dicom/whole-slide.js";
+import type { WsiLevel, WsiTile } from "../../../../src/core/intake/dicom/wsi-levels.js";
+
+const v = (...x: unknown[]) => ({ Value: x });
+
+/** A TILED_FULL level of `w` × `h` in `tile`² tiles. */
+function level(uid: string, w: number, h: number, tile: number): { uid: string; meta: QidoItem } {
+  const frames = Math.ceil(w / tile) * Math.ceil(h / tile);
+  return { uid, meta: { "00480006": v(w), "00480007": v(h), "00280011": v(tile), "00280010": v(tile), "00280008": v(frames), "00280002": v(3), "00280100": v(8), "00209311": v("TILED_FULL") } };
+}
+
+/** The slide's colour at (x, y) of a level `scale` times coarser than 1024 wide: a pattern any misplaced tile breaks. */
+function colour(x: number, y: number, scale: number): [number, number, number] {
+  const X = x * scale;
+  const Y = y * scale;
+  const dark = X > 600 ? 80 : 0; // stained tissue: darker right of x 600
+  return [150 + ((X * 7 + Y * 3) % 50) - dark, 150 + (Y % 40) - dark, 220 - dark];
+}
+
+/** Tiles cut from the pattern (beyond the matrix: black, which must never show), noting each one asked for. */
+function patternTiles(asked: WsiTile[]): TileSource {
+  return async (l: WsiLevel, tiles) => {
+    asked.push(...tiles);
+    const scale = 1024 / l.width;
+    return {
+      transferSyntaxUid: "1.2.840.10008.1.2.1",
+      rgb: tiles.map((t) => {
+        const b = Buffer.alloc(l.tileWidth * l.tileHeight * 3);
+        for (let y = 0; y < l.tileHeight; y++) for (let x = 0; x < l.tileWidth; x++) {
+          if (t.x + x < l.width && t.y + y < l.height) b.set(colour(t.x + x, t.y + y, scale), (y * l.tileWidth + x) * 3);
+        }
+        return b;
+      }),
+    };
+  };
+}
+
+async function pixels(data: string): Promise<{ data: Buffer; width: number; height: number }> {
+  const { data: raw, info } = await sharp(Buffer.from(data, "base64")).raw().toBuffer({ resolveWithObject: true });
+  return { data: raw, width: info.width, height: info.height };
+}
+
+describe("whole-slide pictures from a tile source", () => {
+  const slide = [level("1.1", 1024, 600, 128), level("1.2", 256, 150, 128)];
+
+  it("assembles the overview from TILED_FULL tiles exactly, edge tiles cropped, and only its level's tiles are read", async () => {
+    const asked: WsiTile[] = [];
+    const [overview] = await pyramidPictures("s", slide, {}, patternTiles(asked), undefined, { longSide: 300, maxPixels: 1e7, regions: false });
+    const got = await pixels(overview!.data);
+    expect([got.width, got.height]).toEqual([256, 150]);
+    for (let y = 0; y < 150; y++) for (let x = 0; x < 256; x++) expect([...got.data.subarray((y * 256 + x) * 3, (y * 256 + x) * 3 + 3)]).toEqual(colour(x, y, 4));
+    expect(asked.map((t) => `${t.instance}/${t.frame}`)).toEqual(["1.2/1", "1.2/2", "1.2/3", "1.2/4"]);
+    expect(overview!.dicom!.wsi).toMatchObject({ role: "overview", level: 1, levels: 2, tiles: 4, levelFrames: 4 });
+  });
+
+  it("regions come from the finer level where the overview is darkest, reserved from the picture budget, each exactly what the level holds", async () => {
+    const asked: WsiTile[] = [];
+    const pictures = { left: 3, max: 16 };
+    const out = await pyramidPictures("s", slide, {}, patternTiles(asked), undefined, { longSide: 300, maxPixels: 1e7, regions: true, pictures });
+    // One overview and what was left: two regions.
+    expect(out.map((p) => p.id)).toEqual(["s", "s-region1", "s-region2"]);
+    expect(pictures.left).toBe(0);
+    // The grid's whole cells are the overview's two 128² squares: the right one (mostly right of x 600, darker) first.
+    expect(out.slice(1).map((p) => p.dicom!.wsi!.region)).toEqual([{ x: 512, y: 0, width: 512, height: 512 }, { x: 0, y: 0, width: 512, height: 512 }]);
+    for (const p of out.slice(1)) {
+      const { region, overviewRegion } = p.dicom!.wsi!;
+      expect(overviewRegion).toEqual({ x: region.x / 4, y: region.y / 4, width: region.width / 4, height: region.height / 4 });
+      const got = await pixels(p.data);
+      for (const [x, y] of [[0, 0], [region.width - 1, region.height - 1], [37, 11]] as const) {
+        expect([...got.data.subarray((y * got.width + x) * 3, (y * got.width + x) * 3 + 3)]).toEqual(colour(region.x + x, region.y + y, 1));
+      }
+    }
+  });
+
+  it("refuses tiles too small to be worth thousands of requests, before reading any", async () => {
+    const asked: WsiTile[] = [];
+    const tiny = [level("2.1", 512, 512, 8)];
+    await expect(pyramidPictures("s", tiny, {}, patternTiles(asked), undefined, { longSide: 1536, maxPixels: 1e7, regions: false })).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    expect(asked).toHaveLength(0);
+  });
+});

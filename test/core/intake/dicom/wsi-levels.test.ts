@@ -1,0 +1,69 @@
+import { describe, expect, it } from "vitest";
+import type { QidoItem } from "../../../../src/core/intake/dicom/dicomweb.js";
+import { overviewLevel, pyramidLevels, tilesIn, wsiOptics } from "../../../../src/core/intake/dicom/wsi-levels.js";
+import { asksAboutCells, tissueRichCells } from "../../../../src/core/intake/dicom/wsi-regions.js";
+
+const v = (...x: unknown[]) => ({ Value: x });
+
+/** DICOM JSON of one whole-slide instance: a total matrix, a tile size, frames and extras. */
+function instance(total: [number, number], tile: [number, number], frames: number, extra: QidoItem = {}): QidoItem {
+  return { "00480006": v(total[0]), "00480007": v(total[1]), "00280011": v(tile[0]), "00280010": v(tile[1]), "00280008": v(frames), "00280002": v(3), "00280100": v(8), ...extra };
+}
+
+describe("whole-slide pyramid levels from DICOM JSON metadata", () => {
+  it("TILED_FULL: frames fill the tile grid in row-major order; a concatenation's later part starts at its frame offset", () => {
+    // 1000 × 600 in 256² tiles: 4 across, 3 down, 12 frames, split over two instances (8 + 4).
+    const full = v("TILED_FULL");
+    const levels = pyramidLevels([
+      { uid: "1.1", meta: instance([1000, 600], [256, 256], 8, { "00209311": full }) },
+      { uid: "1.2", meta: instance([1000, 600], [256, 256], 4, { "00209311": full, "00209228": v(8) }) },
+      { uid: "2.1", meta: instance([250, 150], [256, 256], 1, { "00209311": full }) },
+    ]);
+    expect(levels.map((l) => [l.index, l.width, l.frames, l.organisation])).toEqual([[0, 1000, 12, "TILED_FULL"], [1, 250, 1, "TILED_FULL"]]);
+    const fine = levels[0]!;
+    expect(fine.tiles.find((t) => t.instance === "1.1" && t.frame === 6)).toMatchObject({ x: 256, y: 256 }); // 6th frame: row 1, column 1
+    expect(fine.tiles.find((t) => t.instance === "1.2" && t.frame === 1)).toMatchObject({ x: 0, y: 512 }); // 9th of the level
+    // A region of 50² at (780, 520) meets one tile only: the last (its edge past the matrix); one across a corner meets four.
+    expect(tilesIn(fine, { x: 780, y: 520, width: 50, height: 50 })).toEqual([{ x: 768, y: 512, instance: "1.2", frame: 4 }]);
+    expect(tilesIn(fine, { x: 700, y: 500, width: 100, height: 100 })).toHaveLength(4);
+  });
+
+  it("TILED_SPARSE: tiles placed by PlanePositionSlideSequence (1-based), a repeated place (another focal plane) skipped; label images left out", () => {
+    const at = (c: number, r: number) => ({ "0048021A": v({ "0048021E": v(c), "0048021F": v(r) }) });
+    const levels = pyramidLevels([
+      { uid: "3.1", meta: instance([512, 512], [256, 256], 3, { "00209311": v("TILED_SPARSE"), "52009230": v(at(257, 257), at(1, 1), at(257, 257)), "52009229": v({ "00289110": v({ "00280030": v(0.0005, 0.0005) }) }) }) },
+      { uid: "9.9", meta: instance([300, 100], [300, 100], 1, { "00080008": v("ORIGINAL", "PRIMARY", "LABEL", "NONE") }) },
+    ]);
+    expect(levels).toHaveLength(1);
+    expect(levels[0]!.tiles).toEqual([{ x: 256, y: 256, instance: "3.1", frame: 1 }, { x: 0, y: 0, instance: "3.1", frame: 2 }]);
+    expect(levels[0]!.pixelSpacingMm).toEqual([0.0005, 0.0005]);
+  });
+
+  it("the overview is the finest level that fits the long side, else the coarsest; optics are read", () => {
+    const levels = pyramidLevels([4000, 2000, 1000, 500].map((w, k) => ({ uid: `4.${k}`, meta: instance([w, w / 2], [256, 256], 1) })));
+    expect(overviewLevel(levels, 1536).width).toBe(1000);
+    expect(overviewLevel(levels, 400).width).toBe(500);
+    const optics = wsiOptics([{ "00480105": v({ "00282000": { vr: "OB", BulkDataURI: "http://x/bulk" }, "00480106": v("1"), "00220016": v({ "00080104": v("Brightfield illumination") }) }) }]);
+    expect(optics).toEqual({ iccProfile: true, opticalPaths: [{ id: "1", illumination: "Brightfield illumination" }] });
+  });
+});
+
+describe("regions for questions about cells", () => {
+  it("asks about cells by its words, not by any mention of a slide", () => {
+    for (const q of ["Estimate the cellularity", "What proportion are blasts?", "Describe the nuclear morphology", "Any mitoses?", "atypical cells"]) expect(asksAboutCells(q), q).toBe(true);
+    for (const q of ["What does the slide show overall?", "Is the architecture preserved?"]) expect(asksAboutCells(q), q).toBe(false);
+  });
+
+  it("picks the darkest (most tissue-rich) cells of the grid, best first, none of bare glass", () => {
+    // 40 × 20 RGB, white, with a dark 10 × 10 block at (20, 10) and a grey one at (0, 0).
+    const w = 40;
+    const h = 20;
+    const rgb = Buffer.alloc(w * h * 3, 255);
+    for (let y = 0; y < 10; y++) for (let x = 0; x < 10; x++) {
+      rgb.fill(60, ((y + 10) * w + x + 20) * 3, ((y + 10) * w + x + 21) * 3);
+      rgb.fill(180, (y * w + x) * 3, (y * w + x + 1) * 3);
+    }
+    const cells = tissueRichCells(rgb, w, h, 10, 3);
+    expect(cells.map((c) => [c.x, c.y])).toEqual([[20, 10], [0, 0]]);
+  });
+});
