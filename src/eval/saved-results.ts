@@ -1,17 +1,11 @@
 import { createHash } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import type { DiagnosisResult } from "../core/contracts/diagnosis-result.js";
 import { writeJsonAtomic } from "./manifest.js";
+import type { SavedDiagnosis } from "./methods/types.js";
 
 /** Where `--save-results` writes each item's whole result, inside the run folder. */
 export const SAVED_RESULTS_DIR = "results";
-
-/** One MedMMV item's DiagnosisResult with everything the agents found (not only the selected path's subgraph). */
-export interface SavedDiagnosis {
-  result: DiagnosisResult;
-  fullEvidenceGraph: Record<string, unknown> | null;
-}
 
 /**
  * The file of one (item, run): dataset ids can hold any character (slashes, `#p1` of a

@@ -1,10 +1,16 @@
 import type { PreparedCase } from "../../core/contracts/clinical-case.js";
 import type { EvalItem } from "../datasets/types.js";
 import type { ResultRecord } from "../results-file.js";
-import type { SavedDiagnosis } from "../saved-results.js";
+import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
 
 export const METHOD_NAMES = ["medmmv", "cot", "self-consistency", "stagewise"] as const;
 export type MethodName = (typeof METHOD_NAMES)[number];
+
+/** One MedMMV item's DiagnosisResult with everything the agents found (not only the selected path's subgraph). */
+export interface SavedDiagnosis {
+  result: DiagnosisResult;
+  fullEvidenceGraph: Record<string, unknown> | null;
+}
 
 /** What a method produced for one item; the runner adds the gold answer, grading and ratings. */
 export type MethodOutput = Pick<ResultRecord, "status" | "answer" | "usage" | "cu" | "answerSupport" | "stability" | "hallucinations" | "errors" | "error" | "abstentionReason" | "stagewise" | "healthbench"> & {

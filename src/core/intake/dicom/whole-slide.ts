@@ -1,4 +1,4 @@
-import sharp from "sharp";
+import { loadSharp } from "../image-decoder.js";
 import { MedmmvError, type ErrorCode } from "../../contracts/errors.js";
 import type { LoadedImage, PixelRect, WsiProvenance } from "../../contracts/clinical-case.js";
 import { dicomPicture } from "./dicom-picture.js";
@@ -140,6 +140,7 @@ function scaleRect(r: PixelRect, sx: number, sy: number): PixelRect {
 
 /** A picture of the slide as PNG, with its provenance (the level's first instance stands for the level). */
 async function picture(id: string, rgb: Buffer, width: number, height: number, shown: { width: number; height: number }, read: { transferSyntaxUid: string; warnings: string[] }, ids: { study?: string; series?: string }, level: WsiLevel, describe: Array<string | undefined>, wsi: WsiProvenance): Promise<LoadedImage> {
+  const sharp = await loadSharp();
   let img = sharp(rgb, { raw: { width, height, channels: 3 } });
   if (shown.width !== width || shown.height !== height) img = img.resize(shown.width, shown.height, { fit: "fill" });
   const png = await img.png().toBuffer();
@@ -265,7 +266,7 @@ async function tileRgb(imageId: string, bytes: Buffer, level: WsiLevel): Promise
       throw refuse("INVALID_INPUT", imageId, `a level-${level.index} tile's JPEG declares ${declared?.width ?? "?"}×${declared?.height ?? "?"} where the header says ${w}×${h}; refused before decoding`);
     }
     try {
-      const { data, info } = await sharp(bytes, { limitInputPixels: w * h, failOn: "error" }).removeAlpha().toColourspace("srgb").raw().toBuffer({ resolveWithObject: true });
+      const { data, info } = await (await loadSharp())(bytes, { limitInputPixels: w * h, failOn: "error" }).removeAlpha().toColourspace("srgb").raw().toBuffer({ resolveWithObject: true });
       return { rgb: info.channels === 3 ? data : toRgb(data, info.channels, w * h), kind: "jpeg" };
     } catch (e) {
       throw refuse("INVALID_INPUT", imageId, `a level-${level.index} tile cannot be decoded (${(e instanceof Error ? e.message : String(e)).split("\n")[0]!.slice(0, 200)})`);
