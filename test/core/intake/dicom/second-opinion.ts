@@ -4,7 +4,7 @@
  * its pixels are correlated with ours. Objects are made from the synthetic fixtures with
  * Debian's DICOM tools (dcmtk's dcmconv, dcmcjpeg, dcmcrle).
  */
-import { execFile } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -16,7 +16,8 @@ export const PYTHON = "/usr/bin/python3";
 
 /** Why the second opinion cannot be had on this machine, or null. */
 export function secondOpinionMissing(): string | null {
-  if (!existsSync(PYTHON)) return "/usr/bin/python3 is missing (apt-get install python3-pydicom)";
+  if (!existsSync(PYTHON)) return "/usr/bin/python3 is missing (apt-get install python3-pydicom python3-numpy)";
+  if (spawnSync(PYTHON, ["-c", "import pydicom, numpy"]).status !== 0) return "pydicom or numpy is missing under /usr/bin/python3 (apt-get install python3-pydicom python3-numpy)";
   for (const tool of ["dcmconv", "dcmcjpeg", "dcmcrle"]) if (!["/usr/bin", "/usr/local/bin"].some((d) => existsSync(path.join(d, tool)))) return `${tool} is missing (apt-get install dcmtk)`;
   return null;
 }
