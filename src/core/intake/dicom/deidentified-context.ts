@@ -47,8 +47,10 @@ function texts(v: unknown): string[] {
   return out;
 }
 
+/** The first value of a plain attribute (Modality, StudyDescription…): never split on "=", which separates a person name's groups only. */
 function text(v: unknown): string | undefined {
-  return texts(v)[0];
+  const first = Array.isArray(v) ? v[0] : v;
+  return typeof first === "string" ? first : texts(first)[0];
 }
 
 /** Letters of scripts written without spaces between words (a name is found inside a run of them). */
@@ -57,7 +59,8 @@ const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script
 /**
  * Every name part (≥ 2 characters) of every identifying value, lower-cased: the parts between
  * separators (`^`, spaces, hyphens, apostrophes) and each hyphenated or apostrophised name
- * whole and joined (`smith-quayle`, `smithquayle`), as the FHIR scrubber splits names.
+ * whole and joined (`smith-quayle`, `smithquayle`). (The FHIR scrubber, fhir/deidentify.ts, splits on its
+ * own rules: apostrophised names whole, and it folds diacritics; the two are not shared.)
  */
 function identifyingWords(elements: Record<string, unknown>): { words: Set<string>; unspaced: string[] } {
   const words = new Set<string>();

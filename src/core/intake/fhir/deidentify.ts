@@ -123,8 +123,7 @@ function nameBase(part: string): string {
 
 /**
  * The parts of one written name, as they may appear alone in text: "Anna-Lena de Vries" →
- * Anna-Lena, Anna, Lena, de, Vries. Shared with DICOM header de-identification, which splits
- * PN values the same way.
+ * Anna-Lena, Anna, Lena, de, Vries.
  */
 export function splitNameParts(written: string): string[] {
   const out: string[] = [];

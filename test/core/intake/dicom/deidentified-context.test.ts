@@ -28,6 +28,8 @@ describe("de-identified DICOM context", () => {
   it("reads BodyPartExamined only from its defined terms, and the ideographic and phonetic name groups", () => {
     expect(deidentifiedContext({ Modality: "CT", BodyPartExamined: "CHEST" })).toBe("CT · body part chest");
     expect(deidentifiedContext({ Modality: "CT", BodyPartExamined: "QUAYLE" })).toBe("CT");
+    // "=" separates a person name's groups only: a description that holds one is kept whole.
+    expect(deidentifiedContext({ Modality: "CT", StudyDescription: "CT abdomen contrast=yes" })).toBe("CT · study: CT abdomen contrast=yes");
     const pn = { PatientName: [{ Alphabetic: "Yamada^Taro", Ideographic: "山田^太郎", Phonetic: "やまだ^たろう" }], StudyDescription: "頭部CT 山田 やまだ様 Yamada" };
     expect(deidentifiedContext(pn)).toBe("study: 頭部CT 様");
   });
