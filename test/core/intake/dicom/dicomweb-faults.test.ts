@@ -114,7 +114,8 @@ describe("DICOMweb bodies are read inside the retry and its timeouts", () => {
       res.writeHead(200, { "content-type": type, "content-length": String(body.length) });
       res.end(body);
     });
-    const [img] = await prepareImages(ref(), opts());
+    // A generous per-attempt limit: this test is about the retry, and a loaded machine must not turn the good answer into a timeout.
+    const [img] = await prepareImages(ref(), opts({ timeoutMs: 30_000 }));
     expect(img!.width).toBe(32);
     expect(wadoCalls()).toBe(2);
   });
