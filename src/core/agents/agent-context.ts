@@ -4,7 +4,7 @@ import { neutraliseDelimiters } from "../contracts/prompt-fence.js";
 import type { LlmClient, CallContext, Role } from "../llm/model-client.js";
 import type { PromptLibrary } from "../llm/prompt-template.js";
 import { imagePart, type ChatMessage, type ContentPart } from "../llm/messages.js";
-import { SCHEMA_LEAD } from "../llm/prompt-layout.js";
+import { CASE_END, EVIDENCE_END, SCHEMA_LEAD } from "../llm/prompt-layout.js";
 import type { SearchProvider } from "../search/search-provider.js";
 import { renderPathwayForPrompt } from "../pathways/render-pathway.js";
 
@@ -33,7 +33,7 @@ export function renderCaseBlock(c: PreparedCase): string {
   if (c.images.length) lines.push(`Images: ${c.images.map((i) => (i.caption ? `${neutralise(i.id)} (${neutralise(i.caption)})` : neutralise(i.id))).join("; ")}`);
   const pathway = renderPathwayForPrompt(c.pathway);
   if (pathway) lines.push(neutralise(pathway));
-  lines.push("CASE>>>");
+  lines.push(CASE_END);
   return lines.join("\n");
 }
 
@@ -114,7 +114,7 @@ function systemMessage(prompts: PromptLibrary): ChatMessage {
 export function buildMessages(deps: AgentDeps, c: PreparedCase, req: PromptRequest): ChatMessage[] {
   const template = deps.prompts.get(req.agent);
   const schemaBlock = `${SCHEMA_LEAD}${schemaText(req.schema)}`;
-  const evidence = req.evidence === undefined ? "" : `Evidence graph (ids in brackets):\n<<<EVIDENCE\n${req.evidence}\nEVIDENCE>>>\n\n`;
+  const evidence = req.evidence === undefined ? "" : `Evidence graph (ids in brackets):\n<<<EVIDENCE\n${req.evidence}\n${EVIDENCE_END}\n\n`;
   // A template without the slot (an embedding program's own) gets the schema last.
   const [task, variable] = template.slots.includes(RESPONSE_SCHEMA_SLOT) ? template.renderAround(RESPONSE_SCHEMA_SLOT, req.slots) : [`${template.render(req.slots)}\n\n`, ""];
   const shared = `${caseBlock(c)}\n\n${evidence}${task}${schemaBlock}`;

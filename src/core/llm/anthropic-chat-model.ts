@@ -2,7 +2,7 @@ import { ChatAnthropic } from "@langchain/anthropic";
 import type { CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
 import { HumanMessage, SystemMessage, type BaseMessage, type MessageContent } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
-import { SCHEMA_LEAD } from "./prompt-layout.js";
+import { CASE_END, EVIDENCE_END, SCHEMA_LEAD } from "./prompt-layout.js";
 
 /**
  * Anthropic caches only what a request marks: a `cache_control` breakpoint ends a prefix
@@ -22,8 +22,6 @@ import { SCHEMA_LEAD } from "./prompt-layout.js";
  * come first in the prefix, so the cache is shared by the calls of one agent.
  */
 const EPHEMERAL = { type: "ephemeral" } as const;
-const CASE_END = "CASE>>>";
-const EVIDENCE_END = "EVIDENCE>>>";
 
 type TextBlock = { type: "text"; text: string; cache_control?: typeof EPHEMERAL };
 

@@ -44,8 +44,9 @@ export const GOOGLE_GENAI_DEFAULT_BASE_URL = "https://generativelanguage.googlea
  * `ChatGoogleGenerativeAI` for `anthropic:` and `google-genai:` models, or what the embedding
  * program handed in. Each role may name its own provider, endpoint and key (a mixed-vendor
  * panel), and the rollouts may be spread over several models (`rolloutModel`).
- * One instance per (role, model, temperature), built on first use and reused: a chat model
- * holds its SDK client (and its keep-alive connections), and ChatOpenAI has no per-call temperature.
+ * One instance per (role, model, settings: temperature, output budget, reasoning effort), built
+ * on first use and reused: a chat model holds its SDK client (and its keep-alive connections),
+ * and ChatOpenAI has no per-call temperature.
  */
 export class RoleModels {
   private readonly built = new Map<string, BaseChatModel>();
@@ -180,6 +181,8 @@ export class RoleModels {
         // The SDK's fetch is wrapped for the size cap and the reply tap (model-fetch.ts).
         clientOptions: { timeout, fetch: guardedFetch() },
       });
+    // Gemini's SDK takes no fetch of ours: its replies have no size cap or reply tap (usage comes from
+    // LangChain's usage metadata), and its timeout is our per-attempt abort alone (gemini-chat-model.ts).
     if (t.provider === "google-genai")
       return new AbortableChatGoogleGenerativeAI({ ...common, ...(maxTokens !== undefined ? { maxOutputTokens: maxTokens } : {}), apiKey: t.apiKey ?? undefined, baseUrl: t.baseUrl ?? GOOGLE_GENAI_DEFAULT_BASE_URL });
     if (t.provider === "azure_openai") {

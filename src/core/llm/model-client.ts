@@ -106,8 +106,8 @@ function describeBadOutput(err: unknown): string {
 }
 
 /**
- * Role-based access to LangChain chat models (ChatOpenAI / AzureChatOpenAI, or the
- * embedding program's own). The wire is the chat model's; what stays ours: one retry layer,
+ * Role-based access to LangChain chat models (ChatOpenAI / AzureChatOpenAI, LangChain's own
+ * ChatAnthropic and ChatGoogleGenerativeAI, or the embedding program's own). The wire is the chat model's; what stays ours: one retry layer,
  * a process-wide fair limiter, structured output validated with zod and re-asked at most
  * twice, usage per agent, a content-addressed response cache for deterministic calls, and
  * run names and metadata for tracing.
@@ -116,7 +116,7 @@ export class LlmClient {
   private readonly roles: RoleModels;
   /** The call options asking our own models for each schema, rendered once (schema conversion is not free). */
   private readonly formats: StructuredOutputFormats;
-  /** The embedding program's models: structured-output runnables per model, schema and name, built once. */
+  /** Models that ask for JSON their own way (the embedding program's, Anthropic's, Gemini's): structured-output runnables per model, schema and name, built once. */
   private readonly runnables = new WeakMap<BaseChatModel, WeakMap<z.ZodType, Map<string, StructuredRunnable>>>();
 
   constructor(
@@ -182,8 +182,9 @@ export class LlmClient {
 
   /**
    * What one attempt sends: our own ChatOpenAI/Azure models get the structured-output call
-   * options directly (rendered once, structured-output.ts); a chat model of the embedding
-   * program's goes through its own `withStructuredOutput`, whatever provider it speaks.
+   * options directly (rendered once, structured-output.ts); Anthropic's and Gemini's
+   * integrations, and a chat model of the embedding program's, go through their own
+   * `withStructuredOutput` (the provider's method, or the configured one).
    */
   private structuredRunnable(call: StructuredCall<z.ZodType>, method: StructuredMethod, maxOutputTokens: number | null): StructuredRunnable {
     const model = this.roles.get(call.role, call.temperature, call.model, maxOutputTokens);
@@ -263,7 +264,8 @@ export class LlmClient {
         // What the previous try had to teach has been learned: the calls waiting on it may go.
         while (releases.length) releases.pop()!();
         // The first call to a model (and the first with several images) goes alone; the others wait for what it reveals.
-        // A model whose profile the operator stated has nothing left to discover: its calls go at once.
+        // A model with any entry in MEDMMV_MODEL_PROFILES (even an empty one) opts out of this wait: its calls go at once
+        // (and still learn from what their replies reveal).
         const endpointUrl = this.profileOf(call.role, call.model) === null || this.cfg.profiles?.[model] ? null : this.roles.endpoint(call.role, call.model);
         if (endpointUrl !== null) {
           const pioneer = await firstContact(endpointUrl, model, "any");

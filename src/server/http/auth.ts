@@ -35,7 +35,8 @@ export const OPEN_OWNER = "local";
 const OPEN_ROLES: ReadonlySet<Role> = new Set(["clinician", "admin"]);
 const CLINICIAN: ReadonlySet<Role> = new Set(["clinician"]);
 
-function sha256(text: string): Buffer {
+/** The digest keys and tokens are kept and compared as (never the secret itself). */
+export function sha256(text: string): Buffer {
   return createHash("sha256").update(text, "utf8").digest();
 }
 

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { MedmmvError } from "../../core/contracts/errors.js";
 import type { LoadedImage } from "../../core/contracts/clinical-case.js";
-import type { CaseEvent, CaseProgress, CaseRecord, CaseStatus, CaseSummary, ConversationTurn, NewCase, NewTurn } from "./case-store.js";
+import type { CaseEvent, CaseProgress, CaseRecord, CaseStatus, ConversationTurn, NewCase, NewTurn } from "./case-store.js";
 import { TERMINAL_STATUSES } from "./roles/case-records.js";
 
 /**
@@ -118,24 +118,6 @@ export function recordFromRow(r: CaseRow): CaseRecord {
     error: (r.error ?? null) as CaseRecord["error"],
     idempotencyKey: r.idempotency_key,
     requestHash: r.request_hash,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-  };
-}
-
-export interface SummaryRow {
-  id: string;
-  status: string;
-  answer: unknown;
-  created_at: string;
-  updated_at: string;
-}
-
-export function summaryFromRow(r: SummaryRow): CaseSummary {
-  return {
-    id: r.id,
-    status: r.status as CaseStatus,
-    answer: (r.answer ?? null) as CaseSummary["answer"],
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

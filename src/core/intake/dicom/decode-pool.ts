@@ -77,10 +77,6 @@ export function configureDecodePool(o: Partial<DecodePoolOptions>): void {
   options = { ...options, ...o };
 }
 
-export function decodePoolOptions(): DecodePoolOptions {
-  return options;
-}
-
 function startSlot(): Slot {
   const worker = new Worker(new URL("./render-worker.mjs", import.meta.url), {
     resourceLimits: { maxOldGenerationSizeMb: options.heapMb, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },

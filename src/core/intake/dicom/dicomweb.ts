@@ -216,7 +216,7 @@ export async function locateSeries(imageId: string, ref: DicomwebRef, o: Dicomwe
   if (allowed === null) {
     throw new MedmmvError("INVALID_INPUT", `image "${imageId}" (DICOMweb): server ${originOf(ref.server)} is not in MEDMMV_DICOMWEB_SERVERS; it was not contacted`, { details: { imageId } });
   }
-  if (o.tokenlessServers && !ref.accessToken && !o.tokenlessServers.some((s) => normaliseDicomwebUrl(s) === normaliseDicomwebUrl(allowed))) {
+  if (o.tokenlessServers && !ref.accessToken && !isAllowedDicomwebServer(allowed, o.tokenlessServers)) {
     throw refuse("FORBIDDEN", imageId, "a caller authenticated by API key must send its own accessToken for the PACS (this service does not lend its own standing); send dicomweb.accessToken, or have the operator list the server for your key in MEDMMV_DICOMWEB_TENANT_SERVERS");
   }
   if (!isDicomUid(ref.study) || (ref.series !== undefined && !isDicomUid(ref.series))) throw refuse("INVALID_INPUT", imageId, "the study or series is not a DICOM UID");
@@ -283,9 +283,4 @@ export async function* fetchInstances(s: DicomwebSeries): AsyncGenerator<{ file:
     if (parts.length !== 1) throw refuse("UNPROCESSABLE", imageId, `the WADO-RS answer for an instance holds ${parts.length} parts, not one DICOM object`);
     yield { file: parts[0]!, index, count: chosen.length };
   }
-}
-
-/** A DICOMweb reference as Part 10 objects, one at a time (locateSeries, then fetchInstances). */
-export async function* fetchDicomweb(imageId: string, ref: DicomwebRef, o: DicomwebOptions): AsyncGenerator<{ file: Buffer; index: number; count: number }> {
-  yield* fetchInstances(await locateSeries(imageId, ref, o));
 }

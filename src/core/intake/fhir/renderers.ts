@@ -197,7 +197,7 @@ const observation: Renderer<"Observation"> = (r, ctx) => {
   return { group, date, text: dated(text, day(date)), ...(key ? { series: { key: `${group}|${key}`, reading: dated(reading.slice(0, 120), day(date)) } } : {}) };
 };
 
-/** A Medication's name: its code's text or display, else the name of the product it is made of. */
+/** A Medication's name: its code's text or display. */
 function medicationText(m: Record<string, unknown> | undefined): string | undefined {
   if (!m || m.resourceType !== "Medication") return undefined;
   return conceptText(m.code as z.infer<typeof CodeableConcept> | undefined);

@@ -73,25 +73,19 @@ function since(rest: RenderedLine[]): string {
   return first ? ` since ${first.slice(0, 10)}` : "";
 }
 
+/** Lines handled between chances to yield the event loop. */
+const STEP = 64;
+
 /**
  * The notes within `budget` characters, filled in clinical order (GROUPS): what is true now,
  * then the latest of each measurement with its trend, recent care, documents, history.
  * Within a section the most recent come first, so what the budget cuts is the oldest.
  * Every line still starts with the resource it came from; a trend or condensed line names
  * the latest.
+ *
+ * A generator that yields between bounded slices of work (STEP lines), so the server reads a
+ * large record in slices and the event loop keeps answering.
  */
-export function summariseNotes(input: RenderedLine[], budget: number): NotesSummary {
-  const steps = summariseNotesSteps(input, budget);
-  for (;;) {
-    const r = steps.next();
-    if (r.done) return r.value;
-  }
-}
-
-/** Lines handled between chances to yield the event loop. */
-const STEP = 64;
-
-/** summariseNotes as a generator that yields between bounded slices of work (the server reads a large record in slices). */
 export function* summariseNotesSteps(input: RenderedLine[], budget: number): Generator<void, NotesSummary> {
   const summarised: Record<string, number> = {};
   const leftOut: Record<string, number> = {};

@@ -47,9 +47,9 @@ function frame(ev: CaseEvent): string {
  */
 export const eventRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string; pool?: StreamPoolOf }> = async (app, { service, access, heartbeatMs, config, openStreams, path = "/cases/:id/events", pool = keyStreamPool }) => {
   // Open streams per key in this process: each holds a socket and a subscription for as long as
-  // the client likes, so one key could otherwise hold thousands (429 past the cap). The count is
-  // the app's, shared with the audit page's stream (RouteDeps.openStreams); `pool` says which of
-  // the key's counts a request's stream goes to.
+  // the client likes, so one key could otherwise hold thousands (429 past the cap). The counts are
+  // the app's (RouteDeps.openStreams); `pool` picks which one a stream goes to: the key's own by
+  // default, or, for the audit page's stream, the key's view-link pool with its own smaller cap.
   app.get(
     path,
     {

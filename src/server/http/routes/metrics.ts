@@ -1,12 +1,9 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { MedmmvError } from "../../../core/contracts/errors.js";
 import type { ServiceMetrics } from "../../engine/service-metrics.js";
-import { BEARER, type Authenticate } from "../auth.js";
+import { BEARER, sha256, type Authenticate } from "../auth.js";
 import type { RequestGate } from "../plugins/request-gate.js";
-
-const digest = (s: string): Buffer => createHash("sha256").update(s).digest();
-
 
 /**
  * Every request's route template, method, status and latency, recorded on the way out with
@@ -28,11 +25,11 @@ export function recordHttpMetrics(app: FastifyInstance, metrics: ServiceMetrics)
  * because Prometheus scrapes every replica and the gate's budgets are shared across replicas.
  */
 function metricsTokenAuth(token: string): Authenticate {
-  const expected = digest(token);
+  const expected = sha256(token);
   const owner = `metrics:${randomBytes(8).toString("hex")}`;
   return async (request) => {
     const given = BEARER.exec(request.headers.authorization ?? "")?.[1] ?? "";
-    if (!timingSafeEqual(digest(given), expected)) throw new MedmmvError("UNAUTHORIZED", "GET /metrics needs MEDMMV_METRICS_TOKEN as a bearer token (`Authorization: Bearer <token>`)");
+    if (!timingSafeEqual(sha256(given), expected)) throw new MedmmvError("UNAUTHORIZED", "GET /metrics needs MEDMMV_METRICS_TOKEN as a bearer token (`Authorization: Bearer <token>`)");
     return owner;
   };
 }

@@ -186,7 +186,8 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
 
   // The case's events for the live page, under this page's authentication (EventSource sends no Authorization header).
   // Streams opened with a link count against the key's links' own cap, so whoever holds a link
-  // (an EHR user, for up to a day) cannot use up the streams of the key itself.
+  // (an EHR user, for up to a day) cannot use up the streams of the key itself. The page always
+  // streams through a link (it signs one even when opened with the key), so its stream is in that pool.
   const viewStreamPool: StreamPoolOf = (request) => {
     if (!byLink.has(request)) return keyStreamPool(request, config);
     const max = config.http.maxViewLinkStreamsPerKey;
