@@ -16,7 +16,8 @@ type Flat = Record<string, string | number | boolean>;
 
 /** Scalars as they are; objects and arrays as JSON; null and undefined left out (neither format has them). */
 export function flattenAttributes(attrs: Record<string, unknown> | undefined): Flat {
-  const out: Flat = {};
+  // No prototype: an attribute named "__proto__" or "toString" is an attribute like any other.
+  const out: Flat = Object.create(null) as Flat;
   for (const [k, v] of Object.entries(attrs ?? {})) {
     if (v === null || v === undefined) continue;
     if (typeof v === "string" || typeof v === "boolean") out[k] = v;

@@ -59,6 +59,15 @@ describe("GraphML", () => {
     expect(back.getNodeAttributes("f:st")).toEqual(expected(g.nodes[0]!.attributes));
     expect(back.getEdgeAttributes("e3")).toMatchObject({ relation: "suggests", weight: 2.5 });
   });
+
+  it("an attribute named like an Object method is written only where a node has it", () => {
+    const g = tricky();
+    g.nodes[0]!.attributes = { ...g.nodes[0]!.attributes, toString: "kept" };
+    const xml = toGraphml(g);
+    expect(xml).not.toContain("native code");
+    expect(xml.match(/<data key="n\d+">kept<\/data>/g)).toHaveLength(1);
+    expect(parseGraphml(MultiDirectedGraph, xml).getNodeAttribute("f:st", "toString")).toBe("kept");
+  });
 });
 
 describe("GEXF", () => {
