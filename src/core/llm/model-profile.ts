@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { catalogEntry } from "./model-catalog.js";
+import { parseModelSpec } from "./model-spec.js";
 
 /**
  * What medmmv knows about one configured model before it sends anything: which parameters
@@ -124,7 +125,7 @@ export function chatModelSettings(profile: ModelProfile, temperature: number, ma
   const kwargs: Record<string, unknown> = {};
   if (profile.temperature) out.temperature = temperature;
   if (maxOutputTokens !== null) {
-    const langChainName: TokenParameter = langChainSendsCompletionTokens(profile.model) ? "max_completion_tokens" : "max_tokens";
+    const langChainName: TokenParameter = langChainSendsCompletionTokens(parseModelSpec(profile.model).model) ? "max_completion_tokens" : "max_tokens";
     if (langChainName === profile.tokenParameter) out.maxTokens = maxOutputTokens;
     else kwargs[profile.tokenParameter] = maxOutputTokens;
   }

@@ -27,6 +27,8 @@ describe("model profiles", () => {
     const gpt4o = resolveProfile("gpt-4o", inputs, "low");
     expect(gpt4o).toMatchObject({ temperature: true, reasoning: false, tokenParameter: "max_tokens", reasoningEffort: null });
     expect(chatModelSettings(gpt4o, 0.7, null)).toEqual({ temperature: 0.7 });
+    // LangChain names the budget from the model name it sends (without the provider prefix): so does the profile.
+    expect(chatModelSettings(resolveProfile("openai:gpt-5-mini", inputs, null), 0.7, 4096)).toEqual({ maxTokens: 4096 });
     expect(catalogEntry("openai:o3")).toMatchObject({ provider: "openai", temperature: false, reasoning: true });
     expect(catalogEntry("gpt-5-mini-2025-08-07")?.id).toBe("gpt-5-mini");
   });
