@@ -9,15 +9,17 @@
 //
 // Plain JavaScript on purpose: it runs before anything that could load TypeScript.
 import { createHash } from "node:crypto";
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync, writeSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ENTRY = path.join(ROOT, "src", "cli", "main.ts");
 const CACHE = path.join(ROOT, "node_modules", ".cache", "medmmv-cli");
-/** A cached build unused for this long is removed when another is written (a running `serve` may still load chunks of its own). */
+/** A cached build unused (not started from) for this long is removed when another is written (a running `serve` may still load chunks of its own). */
 const KEEP_MS = 24 * 3600 * 1000;
+/** How long an empty lock (created, its pid not yet written) counts as held. */
+const EMPTY_LOCK_MS = 60_000;
 /** In each build: { "chunk-….js": ["src/…", "node_modules/…", …] }. */
 export const SOURCES_FILE = "sources.json";
 
@@ -63,6 +65,9 @@ function takeLock(lock) {
       if (e.code !== "EEXIST") return false;
       const holder = Number(readFileSync(lock, { encoding: "utf8", flag: "r" }).trim() || "0");
       if (holder > 0 && alive(holder)) return false;
+      // An empty lock is a builder between creating it and writing its pid: held, unless it is old
+      // (a builder that died in that instant).
+      if (!(holder > 0) && Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? 0) < EMPTY_LOCK_MS) return false;
       rmSync(lock, { force: true });
     }
   }
@@ -130,7 +135,16 @@ export async function cliBundle() {
     const stamp = sourceStamp();
     const dir = path.join(CACHE, stamp);
     const main = path.join(dir, "main.js");
-    if (existsSync(main)) return pathToFileURL(main).href;
+    if (existsSync(main)) {
+      // Marked as used, so pruning (by age) never removes a build a running process started from today.
+      try {
+        const now = new Date();
+        utimesSync(dir, now, now);
+      } catch {
+        // a read-only cache (the Docker image): nothing prunes it either
+      }
+      return pathToFileURL(main).href;
+    }
     mkdirSync(CACHE, { recursive: true });
     const lock = path.join(CACHE, `${stamp}.lock`);
     if (!takeLock(lock)) return null;
