@@ -13,7 +13,7 @@
  * boundary they share, so that is not simulated.
  */
 import { createHash } from "node:crypto";
-import { isRecord } from "./vendor-relay.js";
+import { isRecord } from "../core/contracts/is-record.js";
 
 export const MAX_CACHE_BREAKPOINTS = 4;
 const FIVE_MINUTES_MS = 5 * 60_000;

@@ -10,7 +10,9 @@
  */
 import type http from "node:http";
 import { AnthropicPromptCache, countBreakpoints, MAX_CACHE_BREAKPOINTS } from "./anthropic-prompt-cache.js";
-import { agentOf, countImages, estimateTokens, replyParts, isRecord, readJsonBody, relayForChoice, writeJson, type ProviderErrors } from "./vendor-relay.js";
+import { isRecord } from "../core/contracts/is-record.js";
+import { estimateTokens } from "./scripted-wire.js";
+import { agentOf, countImages, replyParts, readJsonBody, relayForChoice, writeJson, type ProviderErrors } from "./vendor-relay.js";
 
 export const ANTHROPIC_MESSAGES_PATH = "/v1/messages";
 

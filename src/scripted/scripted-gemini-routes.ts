@@ -13,7 +13,9 @@
  */
 import type http from "node:http";
 import { SimulatedPromptCache } from "./prompt-cache.js";
-import { agentOf, countImages, estimateTokens, replyParts, isRecord, readJsonBody, relayForChoice, writeJson, type ProviderErrors } from "./vendor-relay.js";
+import { isRecord } from "../core/contracts/is-record.js";
+import { estimateTokens } from "./scripted-wire.js";
+import { agentOf, countImages, replyParts, readJsonBody, relayForChoice, writeJson, type ProviderErrors } from "./vendor-relay.js";
 
 export const GEMINI_PATH = /^\/(v1beta|v1)\/models\/([^/:]+):generateContent$/;
 

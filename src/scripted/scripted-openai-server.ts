@@ -26,6 +26,8 @@ import {
 import { SimulatedPromptCache, type PromptCacheOptions } from "./prompt-cache.js";
 import { PROSE_REPLY, azureFilterResult, judgeRequest, type ProviderOptions, type ProviderProfile } from "./provider-profiles.js";
 import { ScriptedVendorRoutes } from "./scripted-vendor-routes.js";
+import { isRecord } from "../core/contracts/is-record.js";
+import { AGENT_MARKER, estimateTokens } from "./scripted-wire.js";
 
 export type { Fault, FaultKind } from "./faults.js";
 export { PROVIDER_PROFILES, type ProviderOptions, type ProviderProfile } from "./provider-profiles.js";
@@ -174,11 +176,7 @@ export interface ScriptedOpenAI {
 }
 
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
-const MARKER = /medmmv-agent:\s*([a-z0-9-]+)/;
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 
 export function isRawReply(v: unknown): v is RawReply {
   return isRecord(v) && v.__raw === true && typeof v.body === "string";
@@ -240,7 +238,7 @@ function parseMessages(messages: unknown[]): ParsedMessages {
     if (m.role === "system" || m.role === "developer") systemTexts.push(...own);
   }
   const text = texts.join("\n");
-  const found = MARKER.exec(systemTexts.join("\n")) ?? MARKER.exec(text);
+  const found = AGENT_MARKER.exec(systemTexts.join("\n")) ?? AGENT_MARKER.exec(text);
   return { text, images, imageDetails, imagesPerMessage, agent: found?.[1] ?? "unknown" };
 }
 
@@ -259,9 +257,6 @@ function chosenTool(body: Record<string, unknown>): { mode: "content" | "tool"; 
   return { mode: "tool", toolName: name };
 }
 
-function estimateTokens(chars: number): number {
-  return Math.ceil(chars / 4);
-}
 
 function serialize(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value);

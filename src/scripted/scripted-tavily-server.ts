@@ -18,6 +18,7 @@ import {
   type Fault,
   type FaultKind,
 } from "./faults.js";
+import { isRecord } from "../core/contracts/is-record.js";
 
 export type { Fault, FaultKind } from "./faults.js";
 
@@ -89,9 +90,6 @@ export const TAVILY_AGENT = "tavily";
 const MAX_BODY_BYTES = 1024 * 1024;
 const DEFAULT_MAX_RESULTS = 5;
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 
 function tavilyError(message: string): string {
   return JSON.stringify({ detail: { error: message } });

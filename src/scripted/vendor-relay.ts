@@ -8,6 +8,8 @@
  */
 import type http from "node:http";
 import { readBody, writeJson, writeRaw } from "./faults.js";
+import { isRecord } from "../core/contracts/is-record.js";
+import { AGENT_MARKER } from "./scripted-wire.js";
 
 export const MAX_VENDOR_BODY_BYTES = 64 * 1024 * 1024;
 
@@ -17,9 +19,6 @@ export type RelayOutcome =
   | { kind: "dropped" }
   | { kind: "client-gone" };
 
-export function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 
 /** The request body as JSON, or the reason it is not (answered by the caller in the provider's error shape). */
 export async function readJsonBody(req: http.IncomingMessage): Promise<{ ok: true; body: unknown } | { ok: false; status: number; message: string } | null> {
@@ -149,7 +148,6 @@ export function countImages(messages: ReadonlyArray<Record<string, unknown>>): n
   return messages.reduce((n, m) => n + (Array.isArray(m.content) ? m.content.filter((p: { type?: unknown }) => p.type === "image_url").length : 0), 0);
 }
 
-const MARKER = /medmmv-agent:\s*([a-z0-9-]+)/;
 
 /**
  * The agent a chat request is for, as the scripted chat route routes it (the marker in the
@@ -157,11 +155,7 @@ const MARKER = /medmmv-agent:\s*([a-z0-9-]+)/;
  */
 export function agentOf(messages: ReadonlyArray<Record<string, unknown>>): string {
   const text = (m: Record<string, unknown>) => (typeof m.content === "string" ? m.content : Array.isArray(m.content) ? m.content.map((p: { text?: unknown }) => (typeof p.text === "string" ? p.text : "")).join("\n") : "");
-  const found = MARKER.exec(messages.filter((m) => m.role === "system").map(text).join("\n")) ?? MARKER.exec(messages.map(text).join("\n"));
+  const found = AGENT_MARKER.exec(messages.filter((m) => m.role === "system").map(text).join("\n")) ?? AGENT_MARKER.exec(messages.map(text).join("\n"));
   return found?.[1] ?? "unknown";
 }
 
-/** Four characters a token, as the scripted chat-completions route counts. */
-export function estimateTokens(chars: number): number {
-  return Math.ceil(chars / 4);
-}

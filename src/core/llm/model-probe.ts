@@ -5,6 +5,7 @@ import { readCappedBody } from "../net/read-capped-body.js";
 import { parseJsonObject } from "./reply-json.js";
 import { OPENAI_DEFAULT_BASE_URL } from "./chat-models.js";
 import type { TokenParameter } from "./model-profile.js";
+import { isRecord } from "../contracts/is-record.js";
 
 /**
  * `medmmv models check`: a handful of tiny requests (at most 10 per model) that find out
@@ -41,9 +42,6 @@ interface Exchange {
   error: string | null;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 
 function endpointOf(cfg: Config["llm"], model: string): { url: string; headers: Record<string, string> } {
   const az = cfg.azure;

@@ -1,4 +1,5 @@
 import { causes } from "../contracts/errors.js";
+import { isRecord } from "../contracts/is-record.js";
 
 /**
  * What a provider's refusal of a request says, read from its error body as each provider
@@ -19,9 +20,6 @@ export interface FilterCategory {
   severity: string | null;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 
 /** The error object of a body: OpenAI's `{ error: {...} }`, or vLLM's flat `{ object: "error", message }`. */
 function errorObject(body: unknown): Record<string, unknown> | null {

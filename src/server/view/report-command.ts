@@ -5,13 +5,11 @@ import type { LoadedImage } from "../../core/contracts/clinical-case.js";
 import { MedmmvError } from "../../core/contracts/errors.js";
 import type { StoredCaseInput } from "../store/case-store.js";
 import { renderCaseViewHtml, type CaseViewCaseInput, type CaseViewImageInput, type CaseViewInput } from "./render-view.js";
+import { isRecord } from "../../core/contracts/is-record.js";
 
 /** What `medmmv report` needs: the result, the full graph when known, the case when known. */
 export type ReportInput = Omit<CaseViewInput, "mode" | "nonce">;
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 
 function caseFrom(v: unknown): CaseViewCaseInput | null {
   if (!isRecord(v) || typeof v.question !== "string") return null;
