@@ -234,23 +234,26 @@ export class SqliteStore implements CaseStore {
 
   async listCases(q: ListCasesQuery): Promise<{ items: CaseSummary[]; nextCursor: string | null }> {
     const limit = checkLimit(q.limit);
-    const args: unknown[] = [];
-    const bind = (v: unknown) => (args.push(v), "?");
-    const where = caseSearchWhere(q, { param: bind, instant: bind, contains: (col, needle) => `instr(${col}, ${bind(needle)}) > 0` });
-    const rows = this.#run("listCases", () =>
-      this.#stmt(`SELECT ${SUMMARY_SELECT} FROM medmmv_cases WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?`).all(...args, limit + 1),
-    ) as SearchRow[];
+    const { sql, args } = this.#searchSql(q, limit);
+    const rows = this.#run("listCases", () => this.#stmt(sql).all(...args)) as SearchRow[];
     const p = page(rows, limit);
     return { items: p.rows.map(summaryFromSearchRow), nextCursor: p.nextCursor };
   }
 
   /** The query plan of a search, for the bench (EXPLAIN QUERY PLAN). */
   explainListCases(q: ListCasesQuery): string {
+    const { sql, args } = this.#searchSql(q, q.limit);
+    const rows = this.#database().prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as Array<{ detail: string }>;
+    return rows.map((r) => r.detail).join("\n");
+  }
+
+  /** One search's SQL and its arguments, for the search and for its query plan alike. */
+  #searchSql(q: ListCasesQuery, limit: number): { sql: string; args: unknown[] } {
     const args: unknown[] = [];
     const bind = (v: unknown) => (args.push(v), "?");
     const where = caseSearchWhere(q, { param: bind, instant: bind, contains: (col, needle) => `instr(${col}, ${bind(needle)}) > 0` });
-    const rows = this.#database().prepare(`EXPLAIN QUERY PLAN SELECT ${SUMMARY_SELECT} FROM medmmv_cases WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?`).all(...args, q.limit + 1) as Array<{ detail: string }>;
-    return rows.map((r) => r.detail).join("\n");
+    args.push(limit + 1);
+    return { sql: `SELECT ${SUMMARY_SELECT} FROM medmmv_cases WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?`, args };
   }
 
   async adoptCases(owner: string, tenant: string, submittedBy: string): Promise<number> {
