@@ -31,5 +31,5 @@ export async function modelsCheckCommand(opts: { json?: boolean }): Promise<numb
     const shown = checks.map(({ model, temperature, structuredOutput, imagesPerRequest, reasoning, tokenParameter, problem, settings }) => ({ model, temperature, structuredOutput, imagesPerRequest, reasoning, tokenParameter, problem, settings }));
     process.stdout.write(JSON.stringify(shown.length === 1 ? shown[0] : shown, null, 2) + "\n");
   } else process.stdout.write(checks.map(formatCheck).join("\n\n") + "\n");
-  return checks.some((c) => c.problem) ? EXIT.failed : EXIT.ok;
+  return checks.some((c) => c.problem && c.problem.kind !== "not-probed") ? EXIT.failed : EXIT.ok;
 }

@@ -6,6 +6,7 @@ import { parseJsonObject } from "./reply-json.js";
 import { OPENAI_DEFAULT_BASE_URL } from "./chat-models.js";
 import type { TokenParameter } from "./model-profile.js";
 import { isRecord } from "../contracts/is-record.js";
+import { parseModelSpec } from "./model-spec.js";
 
 /**
  * `medmmv models check`: a handful of tiny requests (at most 10 per model) that find out
@@ -24,8 +25,12 @@ export interface ModelCheck {
   reasoning: boolean | null;
   tokenParameter: TokenParameter | null;
   requests: number;
-  /** Why the model could not be checked: `unreachable` (URL), `unauthorized` (key), `not-found` (URL or model name). */
-  problem: { kind: "unreachable" | "unauthorized" | "not-found" | "failed"; message: string } | null;
+  /**
+   * Why the model could not be checked: `unreachable` (URL), `unauthorized` (key), `not-found`
+   * (URL or model name); `not-probed`: an anthropic: or google-genai: model, reached through
+   * LangChain's own integration, which this probe (it speaks the chat-completions API) does not test.
+   */
+  problem: { kind: "unreachable" | "unauthorized" | "not-found" | "failed" | "not-probed"; message: string } | null;
   /** The settings to use with this model (environment variables). */
   settings: Record<string, string>;
 }
@@ -64,11 +69,19 @@ function okJson(value: unknown): boolean {
 }
 
 export async function checkModel(cfg: Config["llm"], model: string, timeoutMs = Math.min(cfg.timeoutMs, 60_000)): Promise<ModelCheck> {
-  const { url, headers } = endpointOf(cfg, model);
+  const out: ModelCheck = { model, temperature: null, structuredOutput: null, imagesPerRequest: null, reasoning: null, tokenParameter: null, requests: 0, problem: null, settings: {} };
+  // The name on the wire is the model's own (openai:gpt-5 → gpt-5); Claude and Gemini by their own APIs are not probed here.
+  const spec = parseModelSpec(model);
+  if (spec.provider === "anthropic" || spec.provider === "google-genai") {
+    out.problem = { kind: "not-probed", message: `${model} is reached through LangChain's ${spec.provider} integration, not a chat-completions endpoint; models check does not probe it (docs/models.md says what it takes)` };
+    return out;
+  }
+  const wireModel = spec.model;
+  const { url, headers } = endpointOf(cfg, wireModel);
   let requests = 0;
   const send = async (extra: Record<string, unknown>, content: unknown = 'Reply with the JSON object {"ok": true} and nothing else.'): Promise<Exchange> => {
     requests++;
-    const body = { model, messages: [{ role: "system", content: `You answer health-check requests. ${MARK}` }, { role: "user", content }], ...extra };
+    const body = { model: wireModel, messages: [{ role: "system", content: `You answer health-check requests. ${MARK}` }, { role: "user", content }], ...extra };
     try {
       const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
       const bytes = await readCappedBody(res, MAX_PROBE_BYTES);
@@ -83,7 +96,6 @@ export async function checkModel(cfg: Config["llm"], model: string, timeoutMs = 
       return { status: 0, body: null, error: networkCode(err) ?? (err as Error).name ?? "error" };
     }
   };
-  const out: ModelCheck = { model, temperature: null, structuredOutput: null, imagesPerRequest: null, reasoning: null, tokenParameter: null, requests: 0, problem: null, settings: {} };
 
   // 1. Can we talk to it at all? No optional parameter, so only the endpoint, key or name can fail.
   const plain = await send({});

@@ -234,4 +234,14 @@ describe("medmmv models check", () => {
     expect(badKey).toMatchObject({ problem: { kind: "unauthorized" }, requests: 1, temperature: null });
     expect(badKey.problem?.message).toContain("OPENAI_API_KEY");
   });
+
+  it("sends a prefixed model by its own name, and does not send Claude or Gemini through the chat-completions endpoint", async () => {
+    const c = await check("openai-reasoning", { MEDMMV_MODEL: "openai:probe-model" });
+    expect(c).toMatchObject({ model: "openai:probe-model", temperature: false, problem: null });
+    expect(servers.model.stats().log.every((l) => l.model === "probe-model")).toBe(true);
+    servers.model.reset();
+    const claude = await checkModel(servers.config({ MEDMMV_MODEL: "anthropic:claude-sonnet-4-5", ANTHROPIC_API_KEY: "k" }).llm, "anthropic:claude-sonnet-4-5");
+    expect(claude).toMatchObject({ problem: { kind: "not-probed" }, requests: 0 });
+    expect(servers.model.stats().total).toBe(0);
+  });
 });
