@@ -132,12 +132,18 @@ export class UsageMeter {
 
   /** Fold in a snapshot made by another meter (a resumed branch, a sub-run). */
   absorb(u: Usage): void {
+    // The snapshot's total is rounded to 1e-6 USD; its agents' costs are not. Summing rounded
+    // totals of many branches (k rollouts, every refined path) would drift from the calls' cost.
+    let costUsd = 0;
+    let everyAgentPriced = true;
     for (const [agent, t] of Object.entries(u.byAgent)) {
       const a = (this.byAgent[agent] ??= emptyAgent());
       a.calls += t.calls;
       a.promptTokens! += t.promptTokens ?? 0;
       a.completionTokens! += t.completionTokens ?? 0;
       a.costUsd! += t.costUsd ?? 0;
+      costUsd += t.costUsd ?? 0;
+      if (typeof t.costUsd !== "number") everyAgentPriced = false;
       a.latencyMs! += t.latencyMs ?? 0;
       a.failures! += t.failures ?? 0;
       a.cacheHits! += t.cacheHits ?? 0;
@@ -155,7 +161,7 @@ export class UsageMeter {
     this.imageBytes += u.imageBytes ?? 0;
     this.imageTokens += u.imageTokens ?? 0;
     this.reasoningTokens += u.reasoningTokens ?? 0;
-    this.costUsd += u.costUsd;
+    this.costUsd += everyAgentPriced ? costUsd : u.costUsd;
     this.cacheHits += u.cacheHits ?? 0;
     this.observeChain(u.criticalPathCalls ?? 0);
   }
