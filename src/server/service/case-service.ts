@@ -522,10 +522,9 @@ export class CaseService {
       .then(async () => {
         const run = this.#runs.get(id);
         if (this.#deleting.has(id) || run?.deleted) return;
-        const event = await this.#store.appendEvent(id, type, data);
-        this.#engine.publishEvent(event);
         const progress = run?.tracker.observe(type, data);
-        if (progress) await this.#store.setProgress(id, progress);
+        const event = await this.#store.appendEvent(id, type, data, progress ?? undefined);
+        this.#engine.publishEvent(event);
       })
       .catch((err: unknown) => {
         this.#log.warn({ caseId: id, event: type, code: describeError(err).code }, "could not record a case event");

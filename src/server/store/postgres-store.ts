@@ -402,18 +402,21 @@ export class PostgresStore implements CaseStore {
     }
   }
 
-  async appendEvent(caseId: string, type: string, data: Record<string, unknown>): Promise<CaseEvent> {
+  async appendEvent(caseId: string, type: string, data: Record<string, unknown>, progress?: CaseProgress): Promise<CaseEvent> {
     // One statement: the UPDATE takes the case row lock, so concurrent appends queue up
-    // and each sees the previous counter value.
+    // and each sees the previous counter value. Progress, when given, changes in the same row.
+    const at = nowIso();
     const rows = await this.#query(
       "appendEvent",
       `WITH bumped AS (
-         UPDATE ${this.#t.cases} SET last_seq = last_seq + 1 WHERE id = $1 RETURNING last_seq
+         UPDATE ${this.#t.cases}
+            SET last_seq = last_seq + 1${progress ? ", progress = $5::jsonb, updated_at = $4" : ""}
+          WHERE id = $1 RETURNING last_seq
        )
        INSERT INTO ${this.#t.events} (case_id, seq, type, data, at)
        SELECT $1, last_seq, $2, $3::jsonb, $4 FROM bumped
        RETURNING case_id, seq, type, data, at`,
-      [caseId, type, jsonParam(data), nowIso()],
+      progress ? [caseId, type, jsonParam(data), at, jsonParam(progress)] : [caseId, type, jsonParam(data), at],
     );
     const r = rows[0];
     if (!r) throw notFound(caseId);

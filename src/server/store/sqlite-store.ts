@@ -35,9 +35,39 @@ export interface SqliteStoreOptions {
 
 /** SqliteSaver creates its tables lazily; we want them before the first deleteCase. */
 class StoreSqliteSaver extends SqliteSaver {
+  constructor(db: Database.Database) {
+    super(preparedOnce(db));
+  }
+
   ensureTables(): void {
     this.setup();
   }
+}
+
+/**
+ * The connection as the checkpointer sees it: `prepare` hands back the statement it
+ * prepared before for the same SQL. SqliteSaver prepares its INSERTs anew on every
+ * checkpoint and every task's writes (several per superstep of every case); a statement
+ * is reusable once run, and the saver only runs them (`run`, `get`, `all`, never `iterate`,
+ * which would hold one busy).
+ */
+function preparedOnce(db: Database.Database): Database.Database {
+  const statements = new Map<string, Database.Statement>();
+  const prepare = (sql: string): Database.Statement => {
+    let stmt = statements.get(sql);
+    if (!stmt) {
+      stmt = db.prepare(sql);
+      statements.set(sql, stmt);
+    }
+    return stmt;
+  };
+  return new Proxy(db, {
+    get(target, property) {
+      if (property === "prepare") return prepare;
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }
 
 type Json = string | null;
@@ -391,12 +421,14 @@ export class SqliteStore implements CaseStore {
     }, "deleteCase");
   }
 
-  async appendEvent(caseId: string, type: string, data: Record<string, unknown>): Promise<CaseEvent> {
+  async appendEvent(caseId: string, type: string, data: Record<string, unknown>, progress?: CaseProgress): Promise<CaseEvent> {
     const at = nowIso();
     const row = this.#write(() => {
       // The per-case counter row is the serialisation point: seq has no gaps or repeats.
-      const bumped = this.#stmt("UPDATE medmmv_cases SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq").get(
-        caseId,
+      const bumped = (
+        progress
+          ? this.#stmt("UPDATE medmmv_cases SET last_seq = last_seq + 1, progress = ?, updated_at = ? WHERE id = ? RETURNING last_seq").get(toJson(progress), at, caseId)
+          : this.#stmt("UPDATE medmmv_cases SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq").get(caseId)
       ) as { last_seq: number } | undefined;
       if (!bumped) return undefined;
       this.#stmt("INSERT INTO medmmv_case_events (case_id, seq, type, data, at) VALUES (?, ?, ?, ?, ?)").run(

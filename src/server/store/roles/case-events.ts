@@ -22,8 +22,11 @@ export interface CaseEvent {
 }
 
 export interface CaseEvents {
-  /** Append an event; the store assigns seq. */
-  appendEvent(caseId: string, type: string, data: Record<string, unknown>): Promise<CaseEvent>;
+  /**
+   * Append an event; the store assigns seq. With `progress`, the case's progress is set in
+   * the same write (one transaction per pipeline event instead of two).
+   */
+  appendEvent(caseId: string, type: string, data: Record<string, unknown>, progress?: CaseProgress): Promise<CaseEvent>;
   /** Events with seq > afterSeq, in order. */
   listEvents(caseId: string, afterSeq?: number): Promise<CaseEvent[]>;
   /** Overwrite the case's progress (kept on the case row, read back with the case). */

@@ -30,6 +30,21 @@ export function describeCaseEventsConformance(name: string, makeStore: () => Pro
         expect(await store.listEvents("missing")).toEqual([]);
       });
 
+      it("an event with progress sets the case's progress in the same write; one without leaves it", async () => {
+        await store.createCase(makeNewCase("prog"));
+        const before = (await store.getCase("prog"))!;
+        const e1 = await store.appendEvent("prog", "rollout", { index: 0 }, { step: "rollouts", done: 1, total: 5 });
+        expect(e1).toMatchObject({ seq: 1, type: "rollout", data: { index: 0 } });
+        const after = (await store.getCase("prog"))!;
+        expect(after.progress).toEqual({ step: "rollouts", done: 1, total: 5 });
+        expect(Date.parse(after.updatedAt)).toBeGreaterThanOrEqual(Date.parse(before.updatedAt));
+        const e2 = await store.appendEvent("prog", "note", {});
+        expect(e2.seq).toBe(2);
+        expect((await store.getCase("prog"))!.progress).toEqual({ step: "rollouts", done: 1, total: 5 });
+        await expect(store.appendEvent("no-such-case", "rollout", {}, { step: "rollouts", done: 1, total: 5 })).rejects.toMatchObject({ code: "NOT_FOUND" });
+        expect(await store.listEvents("prog")).toEqual([e1, e2]);
+      });
+
       it("assigns gap-free, unique seqs under 50 concurrent appends", async () => {
         await store.createCase(makeNewCase("burst"));
         const events = await Promise.all(
