@@ -1,5 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { readCappedBody } from "../net/read-capped-body.js";
+import { Readable } from "node:stream";
+import type { ReadableStream as NodeReadableStream } from "node:stream/web";
+import { asFetchError, readCappedStream, send, sendable, type WireExchange } from "./model-transport.js";
 
 /**
  * The fetch under the OpenAI SDK (ChatOpenAI's `configuration.fetch`). The SDK builds the
@@ -9,7 +11,8 @@ import { readCappedBody } from "../net/read-capped-body.js";
  *
  * The reply is parsed once, here: the SDK is handed a Response whose `json()` returns the
  * object already parsed, so what we read from the wire (usage details LangChain drops,
- * finish_reason, a refusal, an error body) costs no second JSON.parse.
+ * finish_reason, a refusal, an error body) costs no second JSON.parse. The request itself goes
+ * out through model-transport.ts, not fetch (the CPU of fetch's own layer, per call).
  */
 
 /** A reply larger than this is refused. */
@@ -75,18 +78,19 @@ class ParsedResponse extends Response {
   }
 }
 
-function headersOf(from: Response): Headers {
+/** The reply's headers as the SDK should see them: the body it gets is decoded and whole. */
+function headersOf(from: WireExchange, json: boolean): Headers {
   const headers = new Headers(from.headers);
   headers.delete("content-length");
   headers.delete("content-encoding");
-  headers.set("content-type", "application/json");
+  if (json) headers.set("content-type", "application/json");
   return headers;
 }
 
 /** A reply the SDK will read as an HTTP error with this status (and so our retry layer too). */
-function providerFault(from: Response, status: number, message: string): Response {
+function providerFault(from: WireExchange, status: number, message: string): Response {
   const body = { error: { message, type: "provider_fault", code: null } };
-  return new ParsedResponse(body, JSON.stringify(body), { status, headers: headersOf(from) });
+  return new ParsedResponse(body, JSON.stringify(body), { status, headers: headersOf(from, true) });
 }
 
 interface WireReply {
@@ -107,12 +111,31 @@ interface WireReply {
  * and never sent (a proxy may refuse a bearer token it does not know).
  */
 export function guardedFetch(opts: { withoutAuthorization?: boolean } = {}): typeof fetch {
+  const dropAuthorization = opts.withoutAuthorization === true;
   return async (input, init) => {
-    if (!opts.withoutAuthorization || !init) return guardReply(await fetch(input, init));
+    const signal = init?.signal;
+    const exchange = sendable(input, init) ? await send(input as string | URL, init, { dropAuthorization }) : await viaFetch(input, init, dropAuthorization);
+    try {
+      return await guardReply(exchange);
+    } catch (err) {
+      // The connection failed or was aborted mid-reply: what fetch's body reader rejects with.
+      exchange.body.destroy();
+      throw asFetchError(err, signal, "terminated");
+    }
+  };
+}
+
+/** A request the transport does not carry (a Request object, a stream body): fetch sends it. */
+async function viaFetch(input: Parameters<typeof fetch>[0], init: RequestInit | undefined, dropAuthorization: boolean): Promise<WireExchange> {
+  let sent = init;
+  if (dropAuthorization && init) {
     const headers = new Headers(init.headers);
     headers.delete("authorization");
-    return guardReply(await fetch(input, { ...init, headers }));
-  };
+    sent = { ...init, headers };
+  }
+  const res = await fetch(input, sent);
+  const body = res.body ? Readable.fromWeb(res.body as NodeReadableStream<Uint8Array>) : Readable.from([]);
+  return { status: res.status, statusText: res.statusText, headers: res.headers, body };
 }
 
 function count(v: unknown): number | undefined {
@@ -120,10 +143,9 @@ function count(v: unknown): number | undefined {
 }
 
 /** A refused request: its body is read (bounded) for the reason the provider states, then handed on as the SDK expects. */
-async function readRejection(res: Response): Promise<Response> {
+async function readRejection(res: WireExchange): Promise<Response> {
   const tap = taps.getStore();
-  if (!tap || !res.body) return res;
-  const bytes = await readCappedBody(res, MAX_ERROR_BYTES);
+  const bytes = await readCappedStream(res.body, res.headers.get("content-length"), MAX_ERROR_BYTES);
   const text = bytes === null ? "" : bytes.toString("utf8");
   let body: unknown = null;
   try {
@@ -131,17 +153,20 @@ async function readRejection(res: Response): Promise<Response> {
   } catch {
     body = null;
   }
-  tap.rejected = { status: res.status, body };
-  const headers = new Headers(res.headers);
-  headers.delete("content-length");
-  headers.delete("content-encoding");
-  return new ParsedResponse(body, text, { status: res.status, statusText: res.statusText, headers });
+  if (tap) tap.rejected = { status: res.status, body };
+  return new ParsedResponse(body, text, { status: res.status, statusText: res.statusText, headers: headersOf(res, false) });
 }
 
-async function guardReply(res: Response): Promise<Response> {
-  if (!res.ok) return readRejection(res);
-  if (!res.body) return res;
-  const bytes = await readCappedBody(res, MAX_REPLY_BYTES);
+/** Statuses whose reply has no body to read (a Response refuses one). */
+const NO_BODY = new Set([204, 205, 304]);
+
+async function guardReply(res: WireExchange): Promise<Response> {
+  if (res.status < 200 || res.status > 299) return readRejection(res);
+  if (NO_BODY.has(res.status)) {
+    res.body.resume();
+    return new Response(null, { status: res.status, statusText: res.statusText, headers: headersOf(res, false) });
+  }
+  const bytes = await readCappedStream(res.body, res.headers.get("content-length"), MAX_REPLY_BYTES);
   if (bytes === null) return providerFault(res, 502, `the model's reply is larger than ${MAX_REPLY_BYTES} bytes`);
   const text = bytes.toString("utf8");
   let reply: WireReply | null = null;
@@ -173,5 +198,5 @@ async function guardReply(res: Response): Promise<Response> {
     if (typeof choice?.finish_reason === "string") tap.finishReason = choice.finish_reason;
     if (choice?.content_filter_results !== undefined) tap.contentFilterResults = choice.content_filter_results;
   }
-  return new ParsedResponse(reply, text, { status: res.status, statusText: res.statusText, headers: headersOf(res) });
+  return new ParsedResponse(reply, text, { status: res.status, statusText: res.statusText, headers: headersOf(res, true) });
 }

@@ -13,6 +13,7 @@ import { LlmClient, type LlmClientOptions } from "../../../src/core/llm/model-cl
 import { FairLimiter } from "../../../src/core/llm/limiter.js";
 import { CallChain, UsageMeter } from "../../../src/core/llm/usage.js";
 import { imagePart, type ChatMessage } from "../../../src/core/llm/messages.js";
+import { recordHttpRequests } from "../../support/http-requests.js";
 import { MAX_REPLY_BYTES } from "../../../src/core/llm/model-fetch.js";
 import { MedmmvError } from "../../../src/core/contracts/errors.js";
 import { until } from "../../support/until.js";
@@ -138,18 +139,14 @@ describe("structured output through the chat model", () => {
 });
 
 describe("nothing leaves for the internet", () => {
-  it("no tokenizer download, no tracing upload: every fetch of a call in each mode goes to the configured endpoint", async () => {
-    const urls: string[] = [];
-    const real = globalThis.fetch;
-    globalThis.fetch = ((input: Parameters<typeof fetch>[0], init?: RequestInit) => {
-      urls.push(typeof input === "string" ? input : input instanceof URL ? input.href : input.url);
-      return real(input, init);
-    }) as typeof fetch;
+  it("no tokenizer download, no tracing upload: every HTTP request of a call in each mode goes to the configured endpoint", async () => {
+    const recorder = recordHttpRequests();
     try {
       for (const method of ["jsonSchema", "functionCalling", "jsonMode"]) await ask(client({ MEDMMV_STRUCTURED_OUTPUT: method }));
     } finally {
-      globalThis.fetch = real;
+      recorder.stop();
     }
+    const urls = recorder.requests.map((r) => r.url);
     expect(urls).toHaveLength(3);
     expect(urls.every((u) => u.startsWith(`${server.baseUrl}/chat/completions`))).toBe(true);
   });
@@ -290,10 +287,12 @@ describe("first-run failures name the fix", () => {
     expect(err.details).toMatchObject({ fix: expect.stringContaining("OPENAI_BASE_URL") });
   });
 
-  it("a port fetch refuses (9, discard): says so and names OPENAI_BASE_URL", async () => {
+  it("a port fetch would refuse outright (9, discard) is tried like any other: nothing listens there, so it names OPENAI_BASE_URL", async () => {
+    // Model calls do not go through fetch (model-transport.ts), whose blocked-ports list would
+    // refuse port 9 before connecting; here the connection itself is refused.
     const err = await failure(ask(client({ MEDMMV_LLM_MAX_ATTEMPTS: "1" }, {}, "http://127.0.0.1:9/v1")));
     expect(err.details).toMatchObject({ endpoint: "http://127.0.0.1:9/v1/chat/completions" });
-    expect(err.message).toContain("blocked port");
+    expect(err.message).toContain("ECONNREFUSED");
     expect(err.message).toContain("OPENAI_BASE_URL");
   });
 

@@ -11,6 +11,7 @@ import { renderCaseBlock } from "../../../src/core/agents/agent-context.js";
 import { openStore } from "../../../src/server/store/open-store.js";
 import type { CaseStore } from "../../../src/server/store/case-store.js";
 import type { ResponseCache } from "../../../src/core/llm/model-client.js";
+import { recordHttpRequests } from "../../support/http-requests.js";
 
 /**
  * The efficiency switches of the pipeline (issue 7), checked on the real HTTP path against
@@ -192,20 +193,15 @@ describe("prompt order for provider prompt caches", () => {
 
 describe("order of the first calls", () => {
   it("asks the evidence agents before the rollouts, so the longer chain's replies are read first", async () => {
-    // The order fetch is called in, in this process: the rollouts' replies are not needed
-    // before the evidence graph's, so they must not queue ahead of the text doctor's.
-    const asked: string[] = [];
-    const realFetch = globalThis.fetch;
-    globalThis.fetch = (input, init) => {
-      const agent = typeof init?.body === "string" ? /medmmv-agent: ([\w-]+)/.exec(init.body)?.[1] : undefined;
-      if (agent) asked.push(agent);
-      return realFetch(input, init);
-    };
+    // The order the requests are started in, in this process: the rollouts' replies are not
+    // needed before the evidence graph's, so they must not queue ahead of the text doctor's.
+    const recorder = recordHttpRequests();
     try {
       await run({ rolloutAnswers: ["B", "C", "B", "B", "A"], identicalReasoning: false }, { adaptive: false });
     } finally {
-      globalThis.fetch = realFetch;
+      recorder.stop();
     }
+    const asked = recorder.requests.map((r) => /medmmv-agent: ([\w-]+)/.exec(r.body)?.[1]).filter((a): a is string => a !== undefined);
     const firstRollout = asked.indexOf("rollout");
     expect(firstRollout).toBeGreaterThan(-1);
     expect(asked.indexOf("text-doctor")).toBeGreaterThan(-1);
