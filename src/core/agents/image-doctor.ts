@@ -42,7 +42,7 @@ const MAX_IMAGE_REVISIONS = 1;
 
 /** Model output, rendered into a MODEL_OUTPUT fence: it must not be able to close it. */
 function renderFindings(f: ImageFindings): string {
-  return neutralise(f.findings.map((x, i) => `index ${i}: [${x.imageId}] ${x.label} — ${x.location}${x.size ? `, ${x.size}` : ""}; ${x.characteristics}`).join("\n") || "(no findings)");
+  return neutralise(f.findings.map((x, i) => `index ${i}: [${x.imageId}] ${x.label} | ${x.location}${x.size ? `, ${x.size}` : ""}; ${x.characteristics}`).join("\n") || "(no findings)");
 }
 
 /**

@@ -25,7 +25,7 @@ export const neutralizeDelimiters = neutraliseDelimiters;
 function clean(text: string, cap: number): string {
   const flat = neutralizeDelimiters(text).replace(/[\p{Cc}\p{Zl}\p{Zp}\s]+/gu, " ").trim();
   const chars = Array.from(flat);
-  return chars.length <= cap ? flat : chars.slice(0, cap - 1).join("") + "…";
+  return chars.length <= cap ? flat : chars.slice(0, cap - 3).join("") + "...";
 }
 
 function isUntrusted(n: Readonly<EvidenceNode>): boolean {
@@ -48,7 +48,7 @@ function nodeLine(n: Readonly<EvidenceNode>): string {
   parts.push(`from: ${[...new Set(n.sources.map((s) => s.agent))].sort().join(", ")}`);
   const flag = n.sources.find((s) => s.flagged)?.flagged;
   if (flag) parts.push(`flagged: ${clean(flag, FIELD_CAP.flag)}`);
-  return parts.join(" — ");
+  return parts.join(" | ");
 }
 
 function edgeLine(e: EvidenceEdge): string {

@@ -110,7 +110,7 @@ export interface CaseScript {
 /** Evidence ids by normalised label, read from the evidence graph rendered into the prompt. */
 function evidenceIds(text: string): Map<string, string> {
   const out = new Map<string, string>();
-  for (const m of text.matchAll(/^\[((?:f|k|h):[0-9a-f]{12})\] \([a-z]+\/[a-z-]+\) (.+?)(?: — |$)/gm)) out.set(norm(m[2]!), m[1]!);
+  for (const m of text.matchAll(/^\[((?:f|k|h):[0-9a-f]{12})\] \([a-z]+\/[a-z-]+\) (.+?)(?: \| |$)/gm)) out.set(norm(m[2]!), m[1]!);
   return out;
 }
 
@@ -124,7 +124,7 @@ function claimTexts(block: string): Array<{ id: string; text: string }> {
 }
 
 function renderedFindings(f: ScriptedImageFinding): string {
-  return `[${f.imageId}] ${f.label} — ${f.location}${f.size ? `, ${f.size}` : ""}; ${f.characteristics}`;
+  return `[${f.imageId}] ${f.label} | ${f.location}${f.size ? `, ${f.size}` : ""}; ${f.characteristics}`;
 }
 
 function findingOut(f: ScriptedImageFinding) {

@@ -27,7 +27,7 @@ describe("renderEvidenceForPrompt", () => {
     const { g, fever, cough, lit, hyp, gone } = caseGraph();
     const text = renderEvidenceForPrompt(g);
     const lines = text.split("\n");
-    expect(lines).toContain(`[${fever}] (finding/symptom) Fever for 3 days — quote: "fever for 3 days" — from: text-doctor`);
+    expect(lines).toContain(`[${fever}] (finding/symptom) Fever for 3 days | quote: "fever for 3 days" | from: text-doctor`);
     expect(text).toContain(`[${cough}] (finding/symptom) Productive cough`);
     expect(text).toContain(`[${hyp}] (hypothesis/diagnosis) Community-acquired pneumonia`);
     expect(text).not.toContain(gone); // retracted node and its edge are left out
