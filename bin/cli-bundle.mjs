@@ -77,6 +77,10 @@ function takeLock(lock) {
 async function build(dir) {
   const { build: esbuild } = await import("esbuild");
   const { readFile } = await import("node:fs/promises");
+  // The build lives under node_modules, where Node finds no package scope: without this, every
+  // chunk's format is detected by compiling it as CommonJS first, then again as a module.
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, "package.json"), '{ "type": "module" }\n');
   const { metafile } = await esbuild({
     absWorkingDir: ROOT,
     metafile: true,
