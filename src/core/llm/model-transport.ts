@@ -14,8 +14,13 @@ import { Agent, interceptors, request } from "undici";
  * cause (ECONNREFUSED, a reset…) underneath, which is what the SDK and our retry layer read.
  */
 
-/** One connection pool for every model endpoint of the process (keep-alive, as fetch's was). */
-const dispatcher = new Agent().compose(interceptors.redirect({ maxRedirections: 20 }));
+/**
+ * One connection pool for every model endpoint of the process (keep-alive, as fetch's was).
+ * No clock of its own: undici would give up on a reply's headers or body after 300 s, while
+ * a reasoning model may think longer and MEDMMV_LLM_TIMEOUT_MS may allow it; the per-attempt
+ * timeout (retry.ts, through the abort signal) is the one that ends a call.
+ */
+const dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 }).compose(interceptors.redirect({ maxRedirections: 20 }));
 
 export interface WireExchange {
   status: number;
