@@ -35,8 +35,9 @@ export interface SqliteStoreOptions {
 
 /** SqliteSaver creates its tables lazily; we want them before the first deleteCase. */
 class StoreSqliteSaver extends SqliteSaver {
-  constructor(db: Database.Database) {
-    super(preparedOnce(db));
+  /** `prepare`: the store's own, so the saver reuses its statements (see withPrepare). */
+  constructor(db: Database.Database, prepare: Prepare) {
+    super(withPrepare(db, prepare));
   }
 
   ensureTables(): void {
@@ -44,16 +45,12 @@ class StoreSqliteSaver extends SqliteSaver {
   }
 }
 
-/**
- * The connection as the checkpointer sees it: `prepare` hands back the statement it
- * prepared before for the same SQL. SqliteSaver prepares its INSERTs anew on every
- * checkpoint and every task's writes (several per superstep of every case); a statement
- * is reusable once run, and the saver only runs them (`run`, `get`, `all`, never `iterate`,
- * which would hold one busy).
- */
-function preparedOnce(db: Database.Database): Database.Database {
+type Prepare = (sql: string) => Database.Statement;
+
+/** One connection's `prepare`, handing back the statement it prepared before for the same SQL. */
+function preparedOnce(db: Database.Database): Prepare {
   const statements = new Map<string, Database.Statement>();
-  const prepare = (sql: string): Database.Statement => {
+  return (sql) => {
     let stmt = statements.get(sql);
     if (!stmt) {
       stmt = db.prepare(sql);
@@ -61,6 +58,15 @@ function preparedOnce(db: Database.Database): Database.Database {
     }
     return stmt;
   };
+}
+
+/**
+ * The connection as the checkpointer sees it, with the store's `prepare`. SqliteSaver
+ * prepares its INSERTs anew on every checkpoint and every task's writes (several per
+ * superstep of every case); a statement is reusable once run, and the saver only runs them
+ * (`run`, `get`, `all`, never `iterate`, which would hold one busy).
+ */
+function withPrepare(db: Database.Database, prepare: Prepare): Database.Database {
   return new Proxy(db, {
     get(target, property) {
       if (property === "prepare") return prepare;
@@ -132,7 +138,7 @@ export class SqliteStore implements CaseStore {
   readonly #dataDir: string;
   #db: Database.Database | null = null;
   #saver: StoreSqliteSaver | null = null;
-  readonly #statements = new Map<string, Database.Statement>();
+  #prepare: Prepare | null = null;
 
   constructor(opts: SqliteStoreOptions) {
     this.#dataDir = opts.dataDir;
@@ -180,9 +186,11 @@ export class SqliteStore implements CaseStore {
           conn.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`);
         })
         .immediate();
-      const saver = new StoreSqliteSaver(conn);
+      const prepare = preparedOnce(conn);
+      const saver = new StoreSqliteSaver(conn, prepare);
       saver.ensureTables();
       this.#db = conn;
+      this.#prepare = prepare;
       this.#saver = saver;
     } catch (e) {
       if (db?.open) db.close();
@@ -194,7 +202,7 @@ export class SqliteStore implements CaseStore {
     const db = this.#db;
     this.#db = null;
     this.#saver = null;
-    this.#statements.clear();
+    this.#prepare = null;
     if (db?.open) db.close();
   }
 
@@ -526,12 +534,8 @@ export class SqliteStore implements CaseStore {
   }
 
   #stmt(sql: string): Database.Statement {
-    let s = this.#statements.get(sql);
-    if (!s) {
-      s = this.#database().prepare(sql);
-      this.#statements.set(sql, s);
-    }
-    return s;
+    if (!this.#prepare) throw closedError();
+    return this.#prepare(sql);
   }
 
   #run<T>(op: string, fn: () => T): T {
