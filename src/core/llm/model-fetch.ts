@@ -1,7 +1,8 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
-import { asFetchError, readCappedStream, send, sendable, type WireExchange } from "./model-transport.js";
+import { readCappedStream } from "../net/read-capped-body.js";
+import { asFetchError, send, sendable, type WireExchange } from "./model-transport.js";
 
 /**
  * The fetch under the OpenAI SDK (ChatOpenAI's `configuration.fetch`). The SDK builds the

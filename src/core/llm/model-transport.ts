@@ -87,26 +87,3 @@ export async function send(input: string | URL, init: RequestInit, opts: { dropA
     throw asFetchError(err, signal, "fetch failed");
   }
 }
-
-/**
- * A reply body read whole, but never past `maxBytes` (counted after decompression): a declared
- * Content-Length over the cap is refused before reading, a body that grows past it is dropped
- * at the chunk that crosses it. Null when the cap was hit.
- */
-export async function readCappedStream(body: Readable, declaredLength: string | null, maxBytes: number): Promise<Buffer | null> {
-  if (Number(declaredLength) > maxBytes) {
-    body.destroy();
-    return null;
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) {
-      body.destroy();
-      return null;
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, size);
-}

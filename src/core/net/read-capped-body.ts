@@ -1,28 +1,33 @@
+import { Readable } from "node:stream";
+import type { ReadableStream as NodeReadableStream } from "node:stream/web";
+
 /**
  * A response body read whole, but never past `maxBytes`: a declared Content-Length over the cap
- * is refused before reading, and a body that grows past it is cancelled at the chunk that
+ * is refused before reading, and a body that grows past it is dropped at the chunk that
  * crosses it, so a hostile or broken server cannot make us buffer more than the cap. Returns
  * null when the cap was hit (the caller says what that means at its site); an absent body is
  * empty.
  */
 export async function readCappedBody(res: Response, maxBytes: number): Promise<Buffer | null> {
-  if (Number(res.headers.get("content-length")) > maxBytes) {
-    await res.body?.cancel().catch(() => undefined);
+  if (!res.body) return Number(res.headers.get("content-length")) > maxBytes ? null : Buffer.alloc(0);
+  return readCappedStream(Readable.fromWeb(res.body as NodeReadableStream<Uint8Array>), res.headers.get("content-length"), maxBytes);
+}
+
+/** The same for a Node stream (an undici `request` reply), given the reply's Content-Length. */
+export async function readCappedStream(body: Readable, declaredLength: string | null, maxBytes: number): Promise<Buffer | null> {
+  if (Number(declaredLength) > maxBytes) {
+    body.destroy();
     return null;
   }
-  if (!res.body) return Buffer.alloc(0);
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
+  const chunks: Buffer[] = [];
   let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length;
     if (size > maxBytes) {
-      await reader.cancel().catch(() => undefined);
+      body.destroy();
       return null;
     }
-    chunks.push(value);
+    chunks.push(chunk);
   }
-  return Buffer.concat(chunks);
+  return Buffer.concat(chunks, size);
 }
