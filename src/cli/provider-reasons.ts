@@ -1,15 +1,13 @@
-import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
+import type { CallbackHandlerMethods } from "@langchain/core/callbacks/base";
 
 /**
  * The provider's own words on a refused model call, for the CLI: its user is the operator
  * (the service keeps these for its server log, and tells the case's owner only the code and
  * a safe message). Each distinct reason is printed once, however many calls met it.
  */
-export function printProviderReasons(write: (line: string) => void = (line) => process.stderr.write(line)): BaseCallbackHandler {
+export function printProviderReasons(write: (line: string) => void = (line) => process.stderr.write(line)): CallbackHandlerMethods {
   const seen = new Set<string>();
-  // A handler instance, not the bare methods: LangChain would wrap bare methods in a new
-  // handler class (and a new id) on every model call.
-  return BaseCallbackHandler.fromMethods({
+  return {
     handleLLMError(err: Error, _runId: string, _parentRunId?: string, tags?: string[]) {
       const e = err as Error & { status?: unknown };
       const agent = tags?.find((t) => t.startsWith("medmmv."))?.slice("medmmv.".length) ?? "model call";
@@ -19,5 +17,5 @@ export function printProviderReasons(write: (line: string) => void = (line) => p
       seen.add(key);
       write(`medmmv: ${agent}: the provider said${typeof e.status === "number" ? ` (HTTP ${e.status})` : ""}: ${reason}\n`);
     },
-  });
+  };
 }

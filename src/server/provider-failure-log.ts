@@ -1,4 +1,4 @@
-import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
+import type { CallbackHandlerMethods } from "@langchain/core/callbacks/base";
 import type { Logger } from "pino";
 import type { Config } from "../core/config.js";
 
@@ -22,11 +22,9 @@ export function providerText(message: unknown): string {
  * endpoint, the HTTP status and the provider's message (results and events say only what
  * failed and what to do, docs/operations.md#threat-model). One line per failed attempt.
  */
-export function providerFailureLog(config: Config, logger: Logger): BaseCallbackHandler {
+export function providerFailureLog(config: Config, logger: Logger): CallbackHandlerMethods {
   const endpoint = config.llm.azure ? (config.llm.azure.endpoint ?? `https://${config.llm.azure.instanceName}.openai.azure.com`) : (config.llm.baseUrl ?? "https://api.openai.com/v1");
-  // A handler instance, not the bare methods: LangChain would wrap bare methods in a new
-  // handler class (and a new id) on every model call.
-  return BaseCallbackHandler.fromMethods({
+  return {
     handleLLMError(err: Error, _runId: string, _parentRunId?: string, tags?: string[]) {
       const e = err as Error & { status?: unknown; code?: unknown };
       logger.warn(
@@ -41,5 +39,5 @@ export function providerFailureLog(config: Config, logger: Logger): BaseCallback
         "model call failed",
       );
     },
-  });
+  };
 }

@@ -1,5 +1,6 @@
 import { describeZodIssues } from "../contracts/zod-issues.js";
 import { createHash } from "node:crypto";
+import { BaseCallbackHandler, type CallbackHandlerMethods } from "@langchain/core/callbacks/base";
 import type { Callbacks } from "@langchain/core/callbacks/manager";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
@@ -118,13 +119,15 @@ export class LlmClient {
   private readonly formats: StructuredOutputFormats;
   /** Models that ask for JSON their own way (the embedding program's, Anthropic's, Gemini's): structured-output runnables per model, schema and name, built once. */
   private readonly runnables = new WeakMap<BaseChatModel, WeakMap<z.ZodType, Map<string, StructuredRunnable>>>();
+  private readonly options: LlmClientOptions;
 
   constructor(
     private readonly cfg: Config["llm"],
     private readonly limiter: FairLimiter,
     private readonly cache: ResponseCache | null = null,
-    private readonly options: LlmClientOptions = {},
+    options: LlmClientOptions = {},
   ) {
+    this.options = { ...options, callbacks: asHandlers(options.callbacks) };
     this.roles = new RoleModels(cfg, options.chatModels);
     this.formats = new StructuredOutputFormats(cfg.structuredOutput);
   }
@@ -420,4 +423,14 @@ export class LlmClient {
 /** At most 8 problems: enough for the model to fix its reply, short enough to re-ask with. */
 function formatZodIssues(err: z.ZodError): string {
   return describeZodIssues(err, 8).message;
+}
+
+/**
+ * Callback handlers as instances, made once. LangChain wraps a bare object of methods in a
+ * new handler class (with a new uuid) on every model call it is given to: 2.8 % of the
+ * service's CPU under 64 concurrent cases when the server's failure log was such an object.
+ */
+function asHandlers(callbacks: Callbacks | undefined): Callbacks | undefined {
+  if (!Array.isArray(callbacks)) return callbacks;
+  return callbacks.map((c) => (c instanceof BaseCallbackHandler ? c : BaseCallbackHandler.fromMethods(c as CallbackHandlerMethods)));
 }

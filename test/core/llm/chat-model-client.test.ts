@@ -259,6 +259,21 @@ function allRuns(run: Run): Run[] {
 }
 
 describe("tracing", () => {
+  it("callbacks handed in as bare methods become one handler for the client, not a new one per model call", async () => {
+    const seen = new Set<unknown>();
+    const methods = {
+      handleChatModelStart(this: unknown) {
+        seen.add(this);
+      },
+    };
+    const llm = client({}, { callbacks: [methods] });
+    await ask(llm, ctx("case-a"));
+    await ask(llm, ctx("case-b"));
+    expect(server.stats().total).toBe(2);
+    expect(seen.size).toBe(1);
+    expect([...seen][0]).not.toBe(methods);
+  });
+
   it("every model run is named medmmv.<agent> with the case id in its metadata, seen by a tracer handed in", async () => {
     const tracer = new RecordingTracer();
     await ask(client({}, { callbacks: [tracer] }), ctx("case-42"));
