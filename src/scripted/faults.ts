@@ -15,6 +15,7 @@ import { seededRandom } from "../core/seeded-random.js";
 export const FAULT_KINDS = [
   "status",
   "hang",
+  "hold",
   "reset",
   "malformed-json",
   "truncated-json",
@@ -27,6 +28,8 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
 export type FaultAction =
   | { kind: "status"; status: number; retryAfterSec?: number; body?: string }
   | { kind: "hang" }
+  /** Held until the test lets it go (`releaseHeld`), then answered, or dropped, as the test says. */
+  | { kind: "hold" }
   | { kind: "reset" }
   | { kind: "malformed-json" }
   | { kind: "truncated-json" }
@@ -49,6 +52,9 @@ export interface FaultMatcher {
 }
 
 export type Fault = FaultAction & FaultMatcher;
+
+/** How a test lets held calls go: answered as scripted, or their connection dropped. */
+export type HeldRelease = "answer" | "drop";
 
 export interface FaultContext {
   agent: string;
@@ -163,6 +169,7 @@ export class HttpHarness {
   private closed?: Promise<void>;
   private inFlightByKey = new Map<string, number>();
   private readonly active = new Set<() => void>();
+  private readonly held = new Set<(how: HeldRelease) => void>();
   inFlight = 0;
   peakInFlight = 0;
   peakInFlightByKey = new Map<string, number>();
@@ -253,6 +260,33 @@ export class HttpHarness {
       this.timers.add(timer);
       call.signal.addEventListener("abort", done, { once: true });
     });
+  }
+
+  /**
+   * Hold a call until releaseHeld() says how it ends. A test that needs a case to stay
+   * running while it looks (a page, a stream) holds it for exactly as long as it looks,
+   * instead of waiting out a timeout. A call that ends first (client gone, server closed)
+   * resolves as "drop".
+   */
+  hold(call: TrackedCall): Promise<HeldRelease> {
+    if (call.signal.aborted) return Promise.resolve("drop");
+    return new Promise((resolve) => {
+      const release = (how: HeldRelease): void => {
+        this.held.delete(release);
+        call.signal.removeEventListener("abort", onAbort);
+        resolve(how);
+      };
+      const onAbort = (): void => release("drop");
+      this.held.add(release);
+      call.signal.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  /** Let every held call go; how many there were. */
+  releaseHeld(how: HeldRelease): number {
+    const all = [...this.held];
+    for (const release of all) release(how);
+    return all.length;
   }
 
   resetCounters(): void {

@@ -21,6 +21,7 @@ import {
   writeJson,
   type Fault,
   type FaultKind,
+  type HeldRelease,
   type TrackedCall,
 } from "./faults.js";
 import { SimulatedPromptCache, type PromptCacheOptions } from "./prompt-cache.js";
@@ -168,6 +169,8 @@ export interface ScriptedOpenAI {
   setProvider(profile: ProviderProfile, options?: ProviderOptions): void;
   addFault(fault: Fault): void;
   clearFaults(): void;
+  /** Let calls held by a "hold" fault go: answered as scripted, or dropped; how many there were. */
+  releaseHeld(how?: HeldRelease): number;
   stats(): ScriptedOpenAIStats;
   /** Zero counters, per-agent call indices, the log, the prompt cache and the fault PRNG (faults stay). */
   reset(): void;
@@ -398,6 +401,10 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
     }
     await harness.sleep(latencyMs + (fault?.kind === "latency" ? fault.ms : 0), call);
     if (call.signal.aborted) return;
+    if (fault?.kind === "hold" && (await harness.hold(call)) === "drop") {
+      dropConnection(call, res);
+      return;
+    }
 
     if (fault?.kind === "hang") return; // the client gives up; begin() records the disconnect
     if (fault?.kind === "reset") {
@@ -570,6 +577,7 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
     },
     addFault: (f) => faults.add(f),
     clearFaults: () => faults.clear(),
+    releaseHeld: (how = "answer") => harness.releaseHeld(how),
     stats: () => ({
       total,
       byAgent: Object.fromEntries(byAgent),

@@ -17,6 +17,7 @@ import {
   writeJson,
   type Fault,
   type FaultKind,
+  type HeldRelease,
 } from "./faults.js";
 import { isRecord } from "../core/contracts/is-record.js";
 
@@ -81,6 +82,8 @@ export interface ScriptedTavily {
   setLatency(ms: number): void;
   addFault(fault: Fault): void;
   clearFaults(): void;
+  /** Let calls held by a "hold" fault go: answered as scripted, or dropped; how many there were. */
+  releaseHeld(how?: HeldRelease): number;
   stats(): ScriptedTavilyStats;
   reset(): void;
 }
@@ -210,6 +213,10 @@ export async function startScriptedTavily(opts: ScriptedTavilyOptions = {}): Pro
     }
     await harness.sleep(latencyMs + (fault?.kind === "latency" ? fault.ms : 0), call);
     if (call.signal.aborted) return;
+    if (fault?.kind === "hold" && (await harness.hold(call)) === "drop") {
+      dropConnection(call, res);
+      return;
+    }
 
     if (fault?.kind === "hang") return;
     if (fault?.kind === "reset") {
@@ -281,6 +288,7 @@ export async function startScriptedTavily(opts: ScriptedTavilyOptions = {}): Pro
     },
     addFault: (f) => faults.add(f),
     clearFaults: () => faults.clear(),
+    releaseHeld: (how = "answer") => harness.releaseHeld(how),
     stats: () => ({
       total,
       inFlight: harness.inFlight,

@@ -294,6 +294,29 @@ describe("scripted OpenAI server: faults", () => {
     expect(s.stats().disconnects).toBe(1);
   });
 
+  it("hold: the call waits until the test lets it go, then is answered or dropped as the test says", async () => {
+    const s = await openai({ scenario: { agents: { rollout: { answer: "A" } } } });
+    s.addFault({ kind: "hold", agent: "rollout", times: 2 });
+    expect(s.releaseHeld()).toBe(0);
+    const first = post(s.baseUrl, chatBody("rollout"));
+    await expect.poll(() => s.stats().faultsInjected.hold).toBe(1);
+    expect(s.stats().inFlight).toBe(1);
+    expect(s.releaseHeld("answer")).toBe(1);
+    expect(await contentOf(await first)).toBe(JSON.stringify({ answer: "A" }));
+
+    const second = settle(post(s.baseUrl, chatBody("rollout")));
+    await expect.poll(() => s.stats().faultsInjected.hold).toBe(2);
+    expect(s.releaseHeld("drop")).toBe(1);
+    expect(await second).toMatchObject({ ok: false });
+    // Both holds are retired: the next call is answered at once.
+    expect(await contentOf(await post(s.baseUrl, chatBody("rollout")))).toBe(JSON.stringify({ answer: "A" }));
+    expect(s.stats().log.map((e) => [e.fault, e.status])).toEqual([
+      ["hold", 200],
+      ["hold", 0],
+      [null, 200],
+    ]);
+  });
+
   it("reset drops the connection without a reply and is not a client disconnect", async () => {
     const s = await openai({ scenario: { agents: { rollout: { answer: "A" } } } });
     s.addFault({ kind: "reset", times: 1 });

@@ -7,8 +7,8 @@ import type { ViewLive } from "../../../src/server/view/view-payload.js";
 let t: TestServer;
 
 beforeAll(async () => {
-  // A hung model call holds a case running until its attempt times out (then the retry answers).
-  t = await startTestServer({ env: { ...VIEW_ENV, MEDMMV_LLM_TIMEOUT_MS: "8000", MEDMMV_LLM_MAX_ATTEMPTS: "2" } });
+  // A held model call keeps a case running until the test lets it go (releaseHeld), then answers.
+  t = await startTestServer({ env: VIEW_ENV });
 });
 afterAll(async () => {
   await t.close();
@@ -29,11 +29,11 @@ function liveData(html: string): ViewLive {
 
 describe("the audit page of a case that has not finished", () => {
   it("is a live page (not a 409): it names where to follow the case and where the finished view will be, under the link's own token", async () => {
-    t.openai.addFault({ kind: "hang", agent: "rollout", textIncludes: "LIVE-PAGE-MARKER", times: 1 });
+    t.openai.addFault({ kind: "hold", agent: "rollout", textIncludes: "LIVE-PAGE-MARKER", times: 1 });
     const accepted = await t.api("/diagnose", { method: "POST", json: chestPain({ notes: `${chestPain().notes} LIVE-PAGE-MARKER` }), headers: { prefer: "respond-async" } });
     expect(accepted.status).toBe(202);
     const caseId = (await json<{ caseId: string }>(accepted)).caseId;
-    await until(() => (t.openai.stats().faultsInjected.hang > 0 ? true : undefined), 10_000, "the hung call is in flight");
+    await until(() => (t.openai.stats().faultsInjected.hold > 0 ? true : undefined), 10_000, "the held call is in flight");
     const link = await signedLink(caseId);
 
     const page = await fetch(`${t.base}${link}`);
@@ -56,6 +56,8 @@ describe("the audit page of a case that has not finished", () => {
     // The stream, authenticated by the link alone (EventSource sends no Authorization header), runs to the final event.
     const stream = await fetch(`${t.base}${live.eventsUrl}`, { headers: { accept: "text/event-stream" } });
     expect(stream.status).toBe(200);
+    // Let the held call answer only now, so the stream sees the case run to its end.
+    expect(t.openai.releaseHeld("answer")).toBe(1);
     const { events } = await readSse(stream, { timeoutMs: 60_000 });
     expect(events.map((e) => e.event)).toContain("rollout");
     expect(events.at(-1)).toMatchObject({ event: "final", data: { data: { status: "completed" } } });

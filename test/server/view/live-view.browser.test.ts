@@ -15,14 +15,15 @@ const browser = useChromium();
 let t: TestServer;
 
 beforeAll(async () => {
-  // A hung model call holds the case running until its attempt times out (15 s: ample for Chromium to open the page on a loaded machine); the retry then answers.
-  t = await startTestServer({ scenario: clinicalScenario({ rolloutAnswers: ["Inferior ST-elevation myocardial infarction"] }), env: { ...VIEW_ENV, MEDMMV_LLM_TIMEOUT_MS: "15000", MEDMMV_LLM_MAX_ATTEMPTS: "2" } });
+  // A held model call keeps the case running for exactly as long as the test looks at the page:
+  // the test lets it go (releaseHeld) once it has seen the live progress, on any machine's pace.
+  t = await startTestServer({ scenario: clinicalScenario({ rolloutAnswers: ["Inferior ST-elevation myocardial infarction"] }), env: { ...VIEW_ENV, MEDMMV_LLM_MAX_ATTEMPTS: "2" } });
 });
 afterAll(async () => {
   await t.close();
 });
 
-/** The card's link of a new case for `record`, once the case is held at its hung model call. */
+/** The card's link of a new case for `record`, once the case is held at a model call. */
 async function runningCaseLink(record: Record<string, unknown>): Promise<string> {
   const hook = await fetch(`${t.base}/cds-services/medmmv-diagnosis`, {
     method: "POST",
@@ -32,8 +33,8 @@ async function runningCaseLink(record: Record<string, unknown>): Promise<string>
   expect(hook.status).toBe(200);
   const card = (await json<{ cards: Array<{ summary: string; links: Array<{ url: string }> }> }>(hook)).cards[0]!;
   expect(card.summary).toBe("medmmv started analysing this record");
-  const hangs = t.openai.stats().faultsInjected.hang;
-  await until(() => (t.openai.stats().faultsInjected.hang > hangs ? true : undefined), 10_000, "the case is held at a hung model call");
+  const holds = t.openai.stats().faultsInjected.hold;
+  await until(() => (t.openai.stats().faultsInjected.hold > holds ? true : undefined), 10_000, "the case is held at a model call");
   return card.links[0]!.url;
 }
 
@@ -41,7 +42,7 @@ const live = (p: import("playwright-core").Page) => p.evaluate(() => (window as 
 
 describe("the CDS card's link while the case runs", () => {
   it("shows the progress live, then the finished audit view appears in the same page", async () => {
-    t.openai.addFault({ kind: "hang", agent: "rollout", times: 1 });
+    t.openai.addFault({ kind: "hold", agent: "rollout", times: 1 });
     const link = await runningCaseLink(prefetch());
 
     const page = await browser().newPage();
@@ -57,7 +58,8 @@ describe("the CDS card's link while the case runs", () => {
       // No audit view yet: the page is the progress.
       expect(await page.$("[data-testid=path-panel]")).toBeNull();
 
-      // The held call times out, the retry answers, the rest of the pipeline streams in, and the audit view replaces the progress.
+      // The held call is let go and answers, the rest of the pipeline streams in, and the audit view replaces the progress.
+      expect(t.openai.releaseHeld("answer")).toBe(1);
       await page.waitForFunction(() => (window as unknown as { __medmmvView?: ViewState }).__medmmvView?.ready === true, null, { timeout: 60_000 });
       const done = (await live(page))!;
       expect(done).toMatchObject({ finished: true, stopped: null, status: "completed" });
@@ -75,8 +77,8 @@ describe("the CDS card's link while the case runs", () => {
   });
 
   it("a case that fails while the page is open: the page shows why", async () => {
-    // The held call's retry and every other rollout are refused: the pipeline reports the failure.
-    t.openai.addFault({ kind: "hang", agent: "rollout", times: 1 });
+    // The held call's connection is dropped once the page is open; its retry and every other rollout are refused: the pipeline reports the failure.
+    t.openai.addFault({ kind: "hold", agent: "rollout", times: 1 });
     t.openai.addFault({ kind: "status", status: 400, agent: "rollout" });
     const record = { ...prefetch(), allergies: null }; // another record than the first test's (null: the EHR has none)
     const page = await browser().newPage();
@@ -85,6 +87,7 @@ describe("the CDS card's link while the case runs", () => {
       await page.goto(await runningCaseLink(record));
       await page.waitForFunction(() => ((window as unknown as { __medmmvLive?: LiveState }).__medmmvLive?.events ?? 0) > 0, null, { timeout: 30_000 });
       expect((await live(page))!.status).toMatch(/^(queued|running)$/);
+      expect(t.openai.releaseHeld("drop")).toBe(1);
       await page.waitForFunction(() => (window as unknown as { __medmmvView?: ViewState }).__medmmvView?.ready === true, null, { timeout: 60_000 });
       expect(await live(page)).toMatchObject({ finished: true, status: "failed" });
       expect(await page.textContent("body")).toMatch(/Error [A-Z_]+: /);
