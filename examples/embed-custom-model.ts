@@ -44,8 +44,9 @@ async function main(): Promise<void> {
     const mine = (want: { temperature: number }) =>
       new ChatOpenAI({ model: modelName, temperature: want.temperature, apiKey: process.env.MY_API_KEY ?? "none", maxRetries: 0, configuration: { baseURL } });
     const counter = new RunCounter();
-    // No model variables needed: every role is yours. Config still carries k, repairs, timeouts.
-    const config = loadConfig({ MEDMMV_LOG_LEVEL: "silent", MEDMMV_CACHE: "off" });
+    // No model variables needed: every role is yours. Config still carries k, repairs, timeouts
+    // and retries, read from your environment (MEDMMV_K, MEDMMV_LLM_MAX_ATTEMPTS, …) like the CLI's.
+    const config = loadConfig({ ...process.env, MEDMMV_LOG_LEVEL: "silent", MEDMMV_CACHE: "off" });
     const pipeline = new Pipeline(config, { chatModels: { executor: mine, vision: mine, judge: mine({ temperature: 0 }) }, callbacks: [counter] });
     const c = await loadCaseFile(fileURLToPath(new URL("./chest-pain.json", import.meta.url)), { maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
     const { result } = await pipeline.run(c, pipelineOptions(config));

@@ -10,7 +10,7 @@
  * Native and asset-serving packages stay external and load from node_modules.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -23,7 +23,7 @@ const BUNDLE_DIR = path.join(ROOT, "test-artifacts", ".bundles");
 /** Packages that must load from node_modules: native addons, and packages that read their own files. */
 const EXTERNAL = ["better-sqlite3", "pg", "pg-native", "esbuild", "playwright-core", "@fastify/swagger-ui", "tsx", "bullmq", "ioredis", "msgpackr", "msgpackr-extract"];
 
-export type EntryKind = "server" | "cli";
+export type EntryKind = "server" | "cli" | "embed-example";
 
 export interface Bundle {
   file: string;
@@ -34,6 +34,8 @@ const ENTRY: Record<EntryKind, string> = {
   // server.ts starts itself only when it is the main module, so the bundle calls serve().
   server: `import { serve } from ${JSON.stringify(path.join(ROOT, "src/server/server.ts"))};\nawait serve();\n`,
   cli: `import ${JSON.stringify(path.join(ROOT, "src/cli/main.ts"))};\n`,
+  // The embedding example as .ci/run runs it (through tsx there): the program a user copies.
+  "embed-example": `import ${JSON.stringify(path.join(ROOT, "examples/embed-custom-model.ts"))};\n`,
 };
 
 /** Bundle an entry point to a file of its own (test files run in parallel; names never clash). */
@@ -55,7 +57,7 @@ export async function bundleEntry(kind: EntryKind): Promise<Bundle> {
       {
         name: "pin-import-meta-url",
         setup(b) {
-          b.onLoad({ filter: /[\\/]src[\\/].*\.ts$/ }, async (args) => {
+          b.onLoad({ filter: /[\\/](src|examples)[\\/].*\.ts$/ }, async (args) => {
             const source = await readFile(args.path, "utf8");
             return { contents: source.replaceAll("import.meta.url", JSON.stringify(pathToFileURL(args.path).href)), loader: "ts" };
           });
@@ -64,6 +66,26 @@ export async function bundleEntry(kind: EntryKind): Promise<Bundle> {
     ],
   });
   return { file, remove: () => rm(file, { force: true }) };
+}
+
+const shared = new Map<EntryKind, Promise<Bundle>>();
+
+/**
+ * One bundle of an entry point for every file of this test process (a worker runs several
+ * files: isolate is off), removed when the process exits. For tests that start the server as
+ * it ships, without a bundle of their own to remove.
+ */
+export function sharedBundle(kind: EntryKind): Promise<Bundle> {
+  let bundle = shared.get(kind);
+  if (!bundle) {
+    bundle = bundleEntry(kind);
+    shared.set(kind, bundle);
+    bundle.then(
+      (b) => process.once("exit", () => rmSync(b.file, { force: true })),
+      () => shared.delete(kind),
+    );
+  }
+  return bundle;
 }
 
 /** Variables of the test runner's environment that would change the child's behaviour. */
