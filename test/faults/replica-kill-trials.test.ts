@@ -12,13 +12,13 @@ import { until } from "../support/until.js";
 import { startThrowawayPostgres, startThrowawayRedis, type ThrowawayService } from "../support/throwaway-services.js";
 import { recordPaidCalls, repaidCalls, type PaidCalls } from "../support/paid-calls.js";
 import pg from "pg";
-import { faultTrials } from "../support/fault-trials.js";
+import { FULL_FAULT_TRIALS, faultTrials } from "../support/fault-trials.js";
 
 /**
  * Three replicas on Postgres + Redis (the BullMQ engine), real processes, the scripted model
  * at a realistic latency: SIGKILL to a random replica mid-run (3 times in `npm test`, 10 in
- * `npm run reliability`: test/support/fault-trials.ts), one Redis restart without persistence and one Postgres restart, each with 30
- * cases in flight. Every accepted case must finish exactly once (one stored result, one final
+ * `npm run reliability`: test/support/fault-trials.ts), one Redis restart without persistence and one Postgres restart, each with 16
+ * cases in flight (30 in `npm run reliability`). Every accepted case must finish exactly once (one stored result, one final
  * event), none lost, no call paid twice beyond the checkpoint its case resumed from, and
  * the provider cap must hold at the scripted server — all counted there.
  * Postgres and Redis are the test's own (their own ports), so restarting them disturbs no
@@ -27,8 +27,12 @@ import { faultTrials } from "../support/fault-trials.js";
 const TRIALS = faultTrials();
 const SEED = Number(process.env.MEDMMV_FAULT_SEED ?? 20_251_202) || 20_251_202;
 const KEY = "replica-kill-trials-key-0123456789";
-const CASES = 30;
 const CAP = 8;
+// Cases per trial: 30 in `npm run reliability`; 16 in `npm test`, still two per slot of the cap,
+// so the provider cap stays saturated and a kill at any of the drawn call counts (20-139 of the
+// ~320 calls of a trial) finds calls in flight. Every invariant is checked per case either way;
+// the smaller set halves the trials' CPU (three replicas, Postgres and Redis: ~100 s a run).
+const CASES = TRIALS >= FULL_FAULT_TRIALS ? 30 : 16;
 // A quarter second a call: slow enough that a kill always finds calls in flight, fast enough for 12 trials in minutes.
 const LATENCY_MS = 250;
 const api = keyedFetch(KEY);
