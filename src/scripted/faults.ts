@@ -268,7 +268,7 @@ export class HttpHarness {
    * instead of waiting out a timeout. A call that ends first (client gone, server closed)
    * resolves as "drop".
    */
-  hold(call: TrackedCall): Promise<HeldRelease> {
+  private hold(call: TrackedCall): Promise<HeldRelease> {
     if (call.signal.aborted) return Promise.resolve("drop");
     return new Promise((resolve) => {
       const release = (how: HeldRelease): void => {
@@ -287,6 +287,30 @@ export class HttpHarness {
     const all = [...this.held];
     for (const release of all) release(how);
     return all.length;
+  }
+
+  /** Calls a hold fault is holding now (a test waits for this before it lets them go). */
+  get heldCount(): number {
+    return this.held.size;
+  }
+
+  /**
+   * The faults that act on the connection once a call's latency is over, the same on every
+   * scripted server: a hold waits for the test (then the call goes on, or its connection drops),
+   * a hang never answers, a reset drops the connection. True when the call is over and the
+   * route must not answer it.
+   */
+  async endedByConnectionFault(fault: Fault | undefined, call: TrackedCall, res: http.ServerResponse): Promise<boolean> {
+    if (fault?.kind === "hold" && (await this.hold(call)) === "drop") {
+      dropConnection(call, res);
+      return true;
+    }
+    if (fault?.kind === "hang") return true; // the client gives up; begin() records the disconnect
+    if (fault?.kind === "reset") {
+      dropConnection(call, res);
+      return true;
+    }
+    return false;
   }
 
   resetCounters(): void {

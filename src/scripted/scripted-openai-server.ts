@@ -13,7 +13,6 @@ import {
   FaultPlan,
   HttpHarness,
   MALFORMED_JSON_TEXT,
-  dropConnection,
   nowMs,
   readBody,
   respond,
@@ -115,6 +114,8 @@ export interface ScriptedOpenAIStats {
   total: number;
   byAgent: Record<string, number>;
   inFlight: number;
+  /** Calls a "hold" fault is holding now, waiting for releaseHeld. */
+  held: number;
   peakInFlight: number;
   peakInFlightByAgent: Record<string, number>;
   disconnects: number;
@@ -401,16 +402,7 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
     }
     await harness.sleep(latencyMs + (fault?.kind === "latency" ? fault.ms : 0), call);
     if (call.signal.aborted) return;
-    if (fault?.kind === "hold" && (await harness.hold(call)) === "drop") {
-      dropConnection(call, res);
-      return;
-    }
-
-    if (fault?.kind === "hang") return; // the client gives up; begin() records the disconnect
-    if (fault?.kind === "reset") {
-      dropConnection(call, res);
-      return;
-    }
+    if (await harness.endedByConnectionFault(fault, call, res)) return;
     if (fault?.kind === "status") {
       const { type, code } = errorTypeFor(fault.status);
       const headers: Record<string, string> = {};
@@ -582,6 +574,7 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
       total,
       byAgent: Object.fromEntries(byAgent),
       inFlight: harness.inFlight,
+      held: harness.heldCount,
       peakInFlight: harness.peakInFlight,
       peakInFlightByAgent: Object.fromEntries(harness.peakInFlightByKey),
       disconnects: harness.disconnects,

@@ -9,7 +9,6 @@ import {
   FaultPlan,
   HttpHarness,
   MALFORMED_JSON_TEXT,
-  dropConnection,
   nowMs,
   readBody,
   respond,
@@ -58,6 +57,8 @@ export interface TavilyCallLog {
 export interface ScriptedTavilyStats {
   total: number;
   inFlight: number;
+  /** Calls a "hold" fault is holding now, waiting for releaseHeld. */
+  held: number;
   peakInFlight: number;
   disconnects: number;
   /** Requests refused before searching (no key, wrong key, bad body, no query). */
@@ -213,16 +214,7 @@ export async function startScriptedTavily(opts: ScriptedTavilyOptions = {}): Pro
     }
     await harness.sleep(latencyMs + (fault?.kind === "latency" ? fault.ms : 0), call);
     if (call.signal.aborted) return;
-    if (fault?.kind === "hold" && (await harness.hold(call)) === "drop") {
-      dropConnection(call, res);
-      return;
-    }
-
-    if (fault?.kind === "hang") return;
-    if (fault?.kind === "reset") {
-      dropConnection(call, res);
-      return;
-    }
+    if (await harness.endedByConnectionFault(fault, call, res)) return;
     if (fault?.kind === "status") {
       const headers: Record<string, string> = {};
       if (fault.retryAfterSec !== undefined) headers["retry-after"] = String(fault.retryAfterSec);
@@ -292,6 +284,7 @@ export async function startScriptedTavily(opts: ScriptedTavilyOptions = {}): Pro
     stats: () => ({
       total,
       inFlight: harness.inFlight,
+      held: harness.heldCount,
       peakInFlight: harness.peakInFlight,
       disconnects: harness.disconnects,
       rejected,

@@ -295,19 +295,21 @@ describe("scripted OpenAI server: faults", () => {
   });
 
   it("hold: the call waits until the test lets it go, then is answered or dropped as the test says", async () => {
-    const s = await openai({ scenario: { agents: { rollout: { answer: "A" } } } });
+    // With a latency, the fault is picked before the call is held: a test waits for `held`.
+    const s = await openai({ scenario: { agents: { rollout: { answer: "A" } } }, latencyMs: 50 });
     s.addFault({ kind: "hold", agent: "rollout", times: 2 });
     expect(s.releaseHeld()).toBe(0);
     const first = post(s.baseUrl, chatBody("rollout"));
-    await expect.poll(() => s.stats().faultsInjected.hold).toBe(1);
-    expect(s.stats().inFlight).toBe(1);
+    await expect.poll(() => s.stats().held).toBe(1);
+    expect(s.stats()).toMatchObject({ inFlight: 1, faultsInjected: { hold: 1 } });
     expect(s.releaseHeld("answer")).toBe(1);
     expect(await contentOf(await first)).toBe(JSON.stringify({ answer: "A" }));
 
     const second = settle(post(s.baseUrl, chatBody("rollout")));
-    await expect.poll(() => s.stats().faultsInjected.hold).toBe(2);
+    await expect.poll(() => s.stats().held).toBe(1);
     expect(s.releaseHeld("drop")).toBe(1);
     expect(await second).toMatchObject({ ok: false });
+    expect(s.stats()).toMatchObject({ held: 0, faultsInjected: { hold: 2 } });
     // Both holds are retired: the next call is answered at once.
     expect(await contentOf(await post(s.baseUrl, chatBody("rollout")))).toBe(JSON.stringify({ answer: "A" }));
     expect(s.stats().log.map((e) => [e.fault, e.status])).toEqual([
@@ -522,6 +524,16 @@ describe("scripted Tavily server", () => {
     ).rejects.toThrow();
     await expect.poll(() => t.stats().disconnects).toBe(1);
     expect(t.stats().faultsInjected).toMatchObject({ status: 1, "malformed-json": 1, hang: 1 });
+  });
+
+  it("holds a search until the test lets it go, as the model server does", async () => {
+    const t = await tavily({ latencyMs: 20 });
+    t.addFault({ kind: "hold", times: 1 });
+    const held = search(t.baseUrl, { api_key: "k", query: "q" });
+    await expect.poll(() => t.stats().held).toBe(1);
+    expect(t.releaseHeld()).toBe(1);
+    expect((await held).status).toBe(200);
+    expect(t.stats()).toMatchObject({ held: 0, faultsInjected: { hold: 1 } });
   });
 
   it("counts overlapping searches and closes promptly with one hung", async () => {

@@ -33,7 +33,7 @@ describe("the audit page of a case that has not finished", () => {
     const accepted = await t.api("/diagnose", { method: "POST", json: chestPain({ notes: `${chestPain().notes} LIVE-PAGE-MARKER` }), headers: { prefer: "respond-async" } });
     expect(accepted.status).toBe(202);
     const caseId = (await json<{ caseId: string }>(accepted)).caseId;
-    await until(() => (t.openai.stats().faultsInjected.hold > 0 ? true : undefined), 10_000, "the held call is in flight");
+    await until(() => (t.openai.stats().held > 0 ? true : undefined), 10_000, "the held call is in flight");
     const link = await signedLink(caseId);
 
     const page = await fetch(`${t.base}${link}`);

@@ -33,8 +33,7 @@ async function runningCaseLink(record: Record<string, unknown>): Promise<string>
   expect(hook.status).toBe(200);
   const card = (await json<{ cards: Array<{ summary: string; links: Array<{ url: string }> }> }>(hook)).cards[0]!;
   expect(card.summary).toBe("medmmv started analysing this record");
-  const holds = t.openai.stats().faultsInjected.hold;
-  await until(() => (t.openai.stats().faultsInjected.hold > holds ? true : undefined), 10_000, "the case is held at a model call");
+  await until(() => (t.openai.stats().held > 0 ? true : undefined), 10_000, "the case is held at a model call");
   return card.links[0]!.url;
 }
 
