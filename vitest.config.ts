@@ -16,5 +16,7 @@ export default defineConfig({
     isolate: false,
     // ... except the process-wide lessons a model server taught, which each file starts without.
     setupFiles: ["test/support/per-file-state.ts"],
+    // The bundles test processes start children from are removed once those processes end.
+    globalSetup: ["test/support/sweep-bundles.ts"],
   },
 });

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CaseEvent } from "../../src/server/store/case-store.js";
 import { SqliteStore } from "../../src/server/store/sqlite-store.js";
-import { bundleEntry, startBundledServer, type Bundle, type BundledServer } from "../support/bundled-process.js";
+import { sharedBundle, startBundledServer, type Bundle, type BundledServer } from "../support/bundled-process.js";
 import { clinicalScenario } from "../../src/scripted/clinical-scenario.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
 import { startScriptedOpenAI } from "../../src/scripted/scripted-openai-server.js";
@@ -29,12 +29,12 @@ let bundle: Bundle;
 let dir: string;
 
 beforeAll(async () => {
-  bundle = await bundleEntry("server");
+  bundle = await sharedBundle("server");
   dir = await mkdtemp(path.join(tmpdir(), "medmmv-quarantine-"));
 });
 afterAll(async ({}, suite) => {
   recordReliability("crash-quarantine", rows, suite);
-  await Promise.all([bundle?.remove(), rm(dir, { recursive: true, force: true })]);
+  await rm(dir, { recursive: true, force: true });
 });
 
 async function storedEvents(id: string): Promise<CaseEvent[]> {

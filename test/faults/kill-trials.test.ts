@@ -9,7 +9,7 @@ import type { EvalSummary } from "../../src/eval/summary.js";
 import { SqliteStore } from "../../src/server/store/sqlite-store.js";
 import { SQLITE_FILE_NAME } from "../../src/core/database/database-names.js";
 import { TERMINAL_STATUSES, type CaseStatus } from "../../src/server/store/case-store.js";
-import { bundleEntry, spawnBundle, startBundledServer, type Bundle } from "../support/bundled-process.js";
+import { sharedBundle, spawnBundle, startBundledServer, type Bundle } from "../support/bundled-process.js";
 import { caseBlock, clinicalScenario } from "../../src/scripted/clinical-scenario.js";
 import { createPrng, nowMs } from "../../src/scripted/faults.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
@@ -40,11 +40,11 @@ let cliBundle: Bundle;
 const scratch: string[] = [];
 
 beforeAll(async () => {
-  [serverBundle, cliBundle] = await Promise.all([bundleEntry("server"), bundleEntry("cli")]);
+  [serverBundle, cliBundle] = await Promise.all([sharedBundle("server"), sharedBundle("cli")]);
 });
 afterAll(async ({}, suite) => {
   recordReliability("kill-trials", rows, suite);
-  await Promise.all([serverBundle?.remove(), cliBundle?.remove(), ...scratch.map((d) => rm(d, { recursive: true, force: true }))]);
+  await Promise.all(scratch.map((d) => rm(d, { recursive: true, force: true })));
 });
 
 async function tempDir(prefix: string): Promise<string> {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CaseEvent } from "../../src/server/store/case-store.js";
 import { PostgresStore } from "../../src/server/store/postgres-store.js";
-import { bundleEntry, startBundledServer, type Bundle, type BundledServer } from "../support/bundled-process.js";
+import { sharedBundle, startBundledServer, type Bundle, type BundledServer } from "../support/bundled-process.js";
 import { clinicalScenario } from "../../src/scripted/clinical-scenario.js";
 import { createPrng } from "../../src/scripted/faults.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
@@ -64,7 +64,7 @@ function env(): Record<string, string> {
 }
 
 beforeAll(async () => {
-  [bundle, pgService, redis] = await Promise.all([bundleEntry("server"), startThrowawayPostgres(), startThrowawayRedis()]);
+  [bundle, pgService, redis] = await Promise.all([sharedBundle("server"), startThrowawayPostgres(), startThrowawayRedis()]);
   paid = recordPaidCalls(clinicalScenario({ rolloutAnswers: ["B", "B", "A"], repairsNeeded: { A: 1 } }), (req) => /fits (trial \d+ case \d+)\?/.exec(req.text)?.[1] ?? null);
   openai = await startScriptedOpenAI({ scenario: paid.scenario, latencyMs: LATENCY_MS });
   for (let i = 0; i < 3; i++) replicas.push(await startBundledServer(bundle, env()));
@@ -74,7 +74,7 @@ afterAll(async ({}, suite) => {
   recordReliability("replica-kill-trials", rows, suite);
   for (const r of replicas) await r.kill("SIGKILL");
   await openai?.close();
-  await Promise.all([redis?.stop(), pgService?.stop(), bundle?.remove()]);
+  await Promise.all([redis?.stop(), pgService?.stop()]);
 }, 60_000);
 
 async function submitSpread(n: number, tag: string): Promise<string[]> {

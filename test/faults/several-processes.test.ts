@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClinicalCase } from "../../src/core/contracts/clinical-case.js";
 import type { CaseEvent } from "../../src/server/store/case-store.js";
 import { SqliteStore } from "../../src/server/store/sqlite-store.js";
-import { bundleEntry, spawnBundle, startBundledServer, type Bundle, type BundledServer } from "../support/bundled-process.js";
+import { sharedBundle, spawnBundle, startBundledServer, type Bundle, type BundledServer } from "../support/bundled-process.js";
 import { clinicalScenario } from "../../src/scripted/clinical-scenario.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../../src/scripted/scripted-openai-server.js";
@@ -30,11 +30,11 @@ let cliBundle: Bundle;
 const scratch: string[] = [];
 
 beforeAll(async () => {
-  [bundle, cliBundle] = await Promise.all([bundleEntry("server"), bundleEntry("cli")]);
+  [bundle, cliBundle] = await Promise.all([sharedBundle("server"), sharedBundle("cli")]);
 });
 afterAll(async ({}, suite) => {
   recordReliability("several-processes", rows, suite);
-  await Promise.all([bundle?.remove(), cliBundle?.remove(), ...scratch.map((d) => rm(d, { recursive: true, force: true }))]);
+  await Promise.all(scratch.map((d) => rm(d, { recursive: true, force: true })));
 });
 
 /** The JSON log lines a process wrote so far. */

@@ -4,14 +4,14 @@
  * Kill trials start a fresh process dozens of times. Through tsx each start costs 5–6 s
  * on a two-core machine (most of it transpiling and resolving thousands of module files),
  * so the trials would not fit in CI. Instead the real entry points are bundled once per
- * test file with esbuild (a dependency already, for the audit view): the same sources,
+ * test process with esbuild (a dependency already, for the audit view): the same sources,
  * transpiled ahead of time. `import.meta.url` is pinned to each source file's own URL,
  * so prompts, package.json and the view assets resolve exactly as they do under tsx.
  * Native and asset-serving packages stay external and load from node_modules.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, rmSync } from "node:fs";
-import { readFile, rm } from "node:fs/promises";
+import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
@@ -27,7 +27,6 @@ export type EntryKind = "server" | "cli" | "embed-example";
 
 export interface Bundle {
   file: string;
-  remove(): Promise<void>;
 }
 
 const ENTRY: Record<EntryKind, string> = {
@@ -38,8 +37,8 @@ const ENTRY: Record<EntryKind, string> = {
   "embed-example": `import ${JSON.stringify(path.join(ROOT, "examples/embed-custom-model.ts"))};\n`,
 };
 
-/** Bundle an entry point to a file of its own (test files run in parallel; names never clash). */
-export async function bundleEntry(kind: EntryKind): Promise<Bundle> {
+/** Bundle an entry point to a file of its own (test processes run in parallel; names never clash). */
+async function bundleEntry(kind: EntryKind): Promise<Bundle> {
   mkdirSync(BUNDLE_DIR, { recursive: true });
   const file = path.join(BUNDLE_DIR, `${kind}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}.mjs`);
   await build({
@@ -65,27 +64,65 @@ export async function bundleEntry(kind: EntryKind): Promise<Bundle> {
       },
     ],
   });
-  return { file, remove: () => rm(file, { force: true }) };
+  return { file };
 }
 
 const shared = new Map<EntryKind, Promise<Bundle>>();
 
 /**
- * One bundle of an entry point for every file of this test process (a worker runs several
- * files: isolate is off), removed when the process exits. For tests that start the server as
- * it ships, without a bundle of their own to remove.
+ * The bundle of an entry point, built once for every file of this test process (a worker runs
+ * several files: isolate is off). The same sources make the same bundle, so no test needs one
+ * of its own; each build is a few seconds of esbuild's CPU. Vitest ends its workers without an
+ * exit event, so the files are removed by the run's global teardown (sweepBundles).
  */
 export function sharedBundle(kind: EntryKind): Promise<Bundle> {
   let bundle = shared.get(kind);
   if (!bundle) {
     bundle = bundleEntry(kind);
     shared.set(kind, bundle);
-    bundle.then(
-      (b) => process.once("exit", () => rmSync(b.file, { force: true })),
-      () => shared.delete(kind),
-    );
+    bundle.catch(() => shared.delete(kind));
   }
   return bundle;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** The parent of a process, where /proc says (Linux); null elsewhere or when it has ended. */
+function parentOf(pid: number): number | null {
+  try {
+    // /proc/PID/stat: "pid (comm) state ppid …"; comm may hold spaces and parentheses.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Remove the bundles of test processes that have ended (each file is named after its pid), so
+ * runs do not pile them up; a bundle of a process still running another vitest run is left.
+ * `runOver`: this run's tests are done, so its own workers' bundles go too (vitest ends them
+ * after the global teardown). vitest.config.ts runs it before and after every run (globalSetup).
+ */
+export function sweepBundles(runOver = false): void {
+  let names: string[];
+  try {
+    names = readdirSync(BUNDLE_DIR);
+  } catch {
+    return; // no bundle was ever built here
+  }
+  for (const name of names) {
+    const pid = Number(/^[a-z-]+?-(\d+)-/.exec(name)?.[1]);
+    if (!Number.isInteger(pid)) continue;
+    if (!alive(pid) || (runOver && parentOf(pid) === process.pid)) rmSync(path.join(BUNDLE_DIR, name), { force: true });
+  }
 }
 
 /** Variables of the test runner's environment that would change the child's behaviour. */

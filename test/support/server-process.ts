@@ -5,31 +5,15 @@
  * same code as under tsx, started in about a second instead of 5–6 s of transpiling, and the
  * signal reaches the server itself, not a wrapper.
  */
-import type { ChildProcess } from "node:child_process";
 import { TERMINAL_STATUSES, type CaseStatus } from "../../src/server/store/case-store.js";
-import { sharedBundle, startBundledServer } from "./bundled-process.js";
+import { sharedBundle, startBundledServer, type BundledServer } from "./bundled-process.js";
 import { until } from "./until.js";
 
-export interface ServerProcess {
-  /** e.g. http://127.0.0.1:41234 */
-  address: string;
-  child: ChildProcess;
-  /** Everything the process wrote to stdout and stderr so far. */
-  output(): string;
-  /** Send a signal and wait for the process to exit. */
-  kill(signal: NodeJS.Signals): Promise<void>;
-}
+/** A started server process: its address, its output so far, `kill(signal)` that waits for the exit. */
+export type ServerProcess = BundledServer;
 
 export async function spawnServer(env: Record<string, string>, opts: { startTimeoutMs?: number } = {}): Promise<ServerProcess> {
-  const server = await startBundledServer(await sharedBundle("server"), { HOST: "127.0.0.1", PORT: "0", ...env }, { startTimeoutMs: opts.startTimeoutMs ?? 45_000 });
-  return {
-    address: server.address,
-    child: server.child,
-    output: server.output,
-    async kill(signal) {
-      await server.kill(signal);
-    },
-  };
+  return startBundledServer(await sharedBundle("server"), env, { startTimeoutMs: opts.startTimeoutMs ?? 45_000 });
 }
 
 /** The environment of a server child process pointed at a scripted model, with one API key. */

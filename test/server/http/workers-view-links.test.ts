@@ -6,7 +6,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import { startScriptedOpenAI } from "../../../src/scripted/scripted-openai-server.js";
-import { bundleEntry, spawnBundle } from "../../support/bundled-process.js";
+import { sharedBundle, spawnBundle } from "../../support/bundled-process.js";
 import { recordReliability, type ReliabilityRow } from "../../support/reliability-recorder.js";
 import { childServerEnv, keyedFetch } from "../../support/server-process.js";
 import { until } from "../../support/until.js";
@@ -36,7 +36,7 @@ function getOnNewConnection(url: string): Promise<number> {
 
 describe("serve --workers shares one view-link secret", () => {
   it(`a link made on one worker opens on every worker (${OPENS} fresh connections, no secret configured)`, async () => {
-    const [cli, openai, dir] = await Promise.all([bundleEntry("cli"), startScriptedOpenAI({ scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }) }), mkdtemp(path.join(tmpdir(), "medmmv-workers-links-"))]);
+    const [cli, openai, dir] = await Promise.all([sharedBundle("cli"), startScriptedOpenAI({ scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }) }), mkdtemp(path.join(tmpdir(), "medmmv-workers-links-"))]);
     const env = childServerEnv({ openaiBaseUrl: openai.baseUrl, dataDir: dir, apiKey: KEY }, { HOST: "127.0.0.1", PORT: "0", MEDMMV_VIEW_LINK_SECRET: "", REDIS_URL: TEST_REDIS_URL, MEDMMV_REDIS_PREFIX: redisPrefix("workers-links") });
     const run = spawnBundle(cli, ["serve", "--workers", "2"], env);
     const logLines = () =>
@@ -72,7 +72,7 @@ describe("serve --workers shares one view-link secret", () => {
       expect((await run.kill("SIGTERM")).code).toBe(0);
     } finally {
       await run.kill("SIGKILL");
-      await Promise.all([cli.remove(), openai.close(), rm(dir, { recursive: true, force: true })]);
+      await Promise.all([openai.close(), rm(dir, { recursive: true, force: true })]);
     }
   });
 });
