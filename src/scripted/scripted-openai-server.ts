@@ -181,7 +181,6 @@ export interface ScriptedOpenAI {
 
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
-
 export function isRawReply(v: unknown): v is RawReply {
   return isRecord(v) && v.__raw === true && typeof v.body === "string";
 }
@@ -260,7 +259,6 @@ function chosenTool(body: Record<string, unknown>): { mode: "content" | "tool"; 
   const name = isRecord(first) && isRecord(first.function) && typeof first.function.name === "string" ? first.function.name : "tool";
   return { mode: "tool", toolName: name };
 }
-
 
 function serialize(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value);

@@ -94,7 +94,6 @@ export const TAVILY_AGENT = "tavily";
 const MAX_BODY_BYTES = 1024 * 1024;
 const DEFAULT_MAX_RESULTS = 5;
 
-
 function tavilyError(message: string): string {
   return JSON.stringify({ detail: { error: message } });
 }

@@ -19,7 +19,6 @@ export type RelayOutcome =
   | { kind: "dropped" }
   | { kind: "client-gone" };
 
-
 /** The request body as JSON, or the reason it is not (answered by the caller in the provider's error shape). */
 export async function readJsonBody(req: http.IncomingMessage): Promise<{ ok: true; body: unknown } | { ok: false; status: number; message: string } | null> {
   const read = await readBody(req, MAX_VENDOR_BODY_BYTES);
@@ -147,7 +146,6 @@ export function replyParts(choice: ChatChoice): { text: string; calls: Array<{ n
 export function countImages(messages: ReadonlyArray<Record<string, unknown>>): number {
   return messages.reduce((n, m) => n + (Array.isArray(m.content) ? m.content.filter((p: { type?: unknown }) => p.type === "image_url").length : 0), 0);
 }
-
 
 /**
  * The agent a chat request is for, as the scripted chat route routes it (the marker in the

@@ -47,7 +47,6 @@ interface Exchange {
   error: string | null;
 }
 
-
 function endpointOf(cfg: Config["llm"], model: string): { url: string; headers: Record<string, string> } {
   const az = cfg.azure;
   if (az) {

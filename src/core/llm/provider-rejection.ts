@@ -20,7 +20,6 @@ export interface FilterCategory {
   severity: string | null;
 }
 
-
 /** The error object of a body: OpenAI's `{ error: {...} }`, or vLLM's flat `{ object: "error", message }`. */
 function errorObject(body: unknown): Record<string, unknown> | null {
   if (!isRecord(body)) return null;

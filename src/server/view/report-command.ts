@@ -10,7 +10,6 @@ import { isRecord } from "../../core/contracts/is-record.js";
 /** What `medmmv report` needs: the result, the full graph when known, the case when known. */
 export type ReportInput = Omit<CaseViewInput, "mode" | "nonce">;
 
-
 function caseFrom(v: unknown): CaseViewCaseInput | null {
   if (!isRecord(v) || typeof v.question !== "string") return null;
   const images: CaseViewImageInput[] = Array.isArray(v.images)
