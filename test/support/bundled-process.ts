@@ -72,7 +72,7 @@ const shared = new Map<EntryKind, Promise<Bundle>>();
 /**
  * The bundle of an entry point, built once for every file of this test process (a worker runs
  * several files: isolate is off). The same sources make the same bundle, so no test needs one
- * of its own; each build is a few seconds of esbuild's CPU. Vitest ends its workers without an
+ * of its own (a build takes ~2 s, ~1 s of CPU, here). Vitest ends its workers without an
  * exit event, so the files are removed by the run's global teardown (sweepBundles).
  */
 export function sharedBundle(kind: EntryKind): Promise<Bundle> {
