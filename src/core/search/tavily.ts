@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { TavilyClient } from "@tavily/core";
-import axios, { type AxiosError } from "axios";
+import type { AxiosError, AxiosStatic } from "axios";
 import { z } from "zod";
 import type { Config } from "../config.js";
 import { MedmmvError } from "../contracts/errors.js";
@@ -23,7 +23,7 @@ interface TavilyAttempt {
 const attempts = new AsyncLocalStorage<TavilyAttempt>();
 let hooked = false;
 
-function hookAxios(): void {
+function hookAxios(axios: AxiosStatic): void {
   if (hooked) return;
   hooked = true;
   axios.interceptors.request.use((config) => {
@@ -98,11 +98,13 @@ export class TavilySearch implements SearchProvider {
     this.#apiKey = cfg.apiKey;
   }
 
-  /** Loaded on first use: the client pulls in axios and a tokenizer (~18 MB of heap) that a process without web search should not pay for. */
+  /** Loaded on first use, with axios: the client pulls in axios and a tokenizer (~18 MB of heap, ~0.5 MB of code to compile) that a process without web search should not pay for. */
   #tavily(): Promise<TavilyClient> {
     // An explicit key: the client would otherwise fall back to keyless mode or read the environment itself.
-    hookAxios();
-    this.#client ??= import("@tavily/core").then(({ tavily }) => tavily({ apiKey: this.#apiKey, apiBaseURL: this.cfg.baseUrl }));
+    this.#client ??= Promise.all([import("axios"), import("@tavily/core")]).then(([{ default: axios }, { tavily }]) => {
+      hookAxios(axios);
+      return tavily({ apiKey: this.#apiKey, apiBaseURL: this.cfg.baseUrl });
+    });
     return this.#client;
   }
 
