@@ -23,11 +23,11 @@ import type { ProgressSink } from "./progress.js";
 import { openRunSession } from "./run-session.js";
 import { buildRaters, rateOutput, type Rater } from "./raters.js";
 import { buildSummary, summaryMarkdown } from "./report.js";
-import { SUMMARY_JSON, SUMMARY_MD, type EvalSummary } from "./summary.js";
+import { SUMMARY_HTML, SUMMARY_JSON, SUMMARY_MD, type EvalSummary } from "./summary.js";
 import { compactResults, readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
 import { claimRunFolder, manifestSource } from "./run-folder.js";
 import { cacheScopeFor, runPipelines } from "./run-cache.js";
-import { SUMMARY_HTML, summaryHtml } from "./summary-html.js";
+import { loadSummaryPageOnFirstRequest, summaryPage } from "./summary-page.js";
 import { selectItems } from "./sampling.js";
 import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
@@ -391,9 +391,11 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   };
 
   progress?.start();
+  const stopPageLoad = loadSummaryPageOnFirstRequest();
   try {
     fatal = await runGated(tasks, gate, signal, (t, release) => runTask(t.x, t.run, release), () => session.abort(), () => budget.admit());
   } finally {
+    stopPageLoad();
     unwatch();
     session.end();
     await writer.close();
@@ -416,6 +418,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   await writeJsonAtomic(path.join(dir, SUMMARY_JSON), summary);
   const md = summaryMarkdown(summary);
   await writeJsonAtomic(path.join(dir, SUMMARY_MD), md);
+  const { summaryHtml } = await summaryPage();
   await writeJsonAtomic(path.join(dir, SUMMARY_HTML), await summaryHtml(summary, md));
   return { dir, summary, interrupted: signal.aborted && tasks.length > written, written, budgetReached: budget.stopped, spent: budget.total() };
 }

@@ -9,8 +9,6 @@ import type { TopLevelSpec } from "vega-lite";
  * (inline SVG and CSS, no script, a CSP that forbids every fetch) that reads offline.
  */
 
-export const SUMMARY_HTML = "summary.html";
-
 interface Plot {
   id: string;
   spec: TopLevelSpec;

@@ -9,6 +9,8 @@ import type { StudyIntervals } from "./study-intervals.js";
 
 export const SUMMARY_JSON = "summary.json";
 export const SUMMARY_MD = "summary.md";
+/** summary.md's tables as a self-contained HTML page with the plots (summary-html.ts). */
+export const SUMMARY_HTML = "summary.html";
 
 
 /** DIR/summary.json: the metrics plus everything needed to say what produced them. */

@@ -19,8 +19,8 @@ import type { ItemError } from "../datasets/types.js";
 import { writeJsonAtomic, type RunManifest } from "../manifest.js";
 import { noDiagnostics } from "../methods/types.js";
 import { buildSummary, summaryMarkdown } from "../report.js";
-import { SUMMARY_HTML, summaryHtml } from "../summary-html.js";
-import { SUMMARY_JSON, SUMMARY_MD, type EvalSummary } from "../summary.js";
+import { loadSummaryPageOnFirstRequest, summaryPage } from "../summary-page.js";
+import { SUMMARY_HTML, SUMMARY_JSON, SUMMARY_MD, type EvalSummary } from "../summary.js";
 import type { ProgressSink } from "../progress.js";
 import { openRunSession } from "../run-session.js";
 import { readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "../results-file.js";
@@ -329,9 +329,11 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
   };
 
   progress?.start();
+  const stopPageLoad = loadSummaryPageOnFirstRequest();
   try {
     fatal = await runGated(tasks, gate, signal, (t) => runTask(t.x, t.run, t.order), () => session.abort());
   } finally {
+    stopPageLoad();
     unwatch();
     session.end();
     await writer.close();
@@ -355,6 +357,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
   await writeJsonAtomic(path.join(dir, SUMMARY_JSON), summary);
   const md = summaryMarkdown(summary);
   await writeJsonAtomic(path.join(dir, SUMMARY_MD), md);
+  const { summaryHtml } = await summaryPage();
   await writeJsonAtomic(path.join(dir, SUMMARY_HTML), await summaryHtml(summary, md));
   return { dir, summary, interrupted: signal.aborted && tasks.length > written, written };
 }
