@@ -87,6 +87,22 @@ describe("what a command loads", () => {
     expect(r.modules.filter((m) => /^src\/(server|eval)\//.test(m) || /node_modules\/fastify\//.test(m))).toEqual([]);
   });
 
+  it("eval --method cot loads no web search client, and the summary page's renderer only to write the page", async () => {
+    const items = path.join(tmp(), "items.jsonl");
+    const options = { A: "Aortic dissection", B: "Acute coronary syndrome", C: "Pulmonary embolism" };
+    await writeFile(items, ["q1", "q2"].map((id) => JSON.stringify({ id, question: "Most likely diagnosis?", notes: "Chest pain radiating to the left arm.", options, answer: "B" })).join("\n") + "\n");
+    const out = path.join(tmp(), "eval-out");
+    // A search key is configured: before, the search provider it selects imported axios at start-up.
+    const r = await traced(["eval", "--dataset", "jsonl", "--input", items, "--method", "cot", "--out", out], { ...modelEnv(), TAVILY_API_KEY: "k", TAVILY_BASE_URL: "http://127.0.0.1:9" });
+    expect(r.stderr).not.toMatch(/Error/);
+    expect(r.code).toBe(0);
+    // CoT never searches: neither the Tavily client nor the axios it posts through is loaded.
+    expect(r.modules.filter((m) => /node_modules\/(axios|@tavily\/core|form-data|mime-db)\//.test(m))).toEqual([]);
+    // The page was written, so its renderer was loaded (while the first call was out: summary-page.ts).
+    expect(r.modules).toContain("src/eval/summary-html.ts");
+    expect(await readFile(path.join(out, "summary.html"), "utf8")).toMatch(/<table/);
+  });
+
   it("the same case with a DICOM image loads the codecs when the image needs them (the trace sees them)", async () => {
     const r = await traced(["diagnose", await exampleCase("dicom"), "--k", "2", "--json"], modelEnv());
     expect(r.stderr).not.toMatch(/Error/);
