@@ -85,6 +85,8 @@ describe("what a command loads", () => {
     expect(r.modules.some((m) => m.includes("node_modules/openai/"))).toBe(true);
     expect(r.modules.filter((m) => CODEC.test(m))).toEqual([]);
     expect(r.modules.filter((m) => /^src\/(server|eval)\//.test(m) || /node_modules\/fastify\//.test(m))).toEqual([]);
+    // Its models are on an OpenAI-compatible endpoint: Anthropic's and Gemini's integrations are not loaded.
+    expect(r.modules.filter((m) => /node_modules\/(@anthropic-ai|@langchain\/anthropic|@google\/generative-ai|@langchain\/google-genai)\//.test(m))).toEqual([]);
   });
 
   it("eval --method cot loads no web search client, and the summary page's renderer only to write the page", async () => {

@@ -2,8 +2,6 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import { AzureChatOpenAI, ChatOpenAI } from "@langchain/openai";
 import type { Config } from "../config.js";
 import { MedmmvError } from "../contracts/errors.js";
-import { CachingChatAnthropic } from "./anthropic-chat-model.js";
-import { AbortableChatGoogleGenerativeAI } from "./gemini-chat-model.js";
 import { guardedFetch } from "./model-fetch.js";
 import { parseModelSpec, type ModelProvider } from "./model-spec.js";
 import type { ChatModelSettings } from "./model-profile.js";
@@ -37,6 +35,24 @@ export interface ModelTarget {
 
 export const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com";
 export const GOOGLE_GENAI_DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com";
+
+/**
+ * Anthropic's and Gemini's LangChain integrations, with their SDKs (~0.8 MB of code to compile),
+ * are imported the first time a model of theirs is about to be called (`RoleModels.ready`): a
+ * process whose models are all on OpenAI-compatible endpoints never loads them.
+ */
+const integrations: { anthropic?: typeof import("./anthropic-chat-model.js"); google?: typeof import("./gemini-chat-model.js") } = {};
+
+async function loadIntegration(provider: ModelProvider): Promise<void> {
+  if (provider === "anthropic") integrations.anthropic ??= await import("./anthropic-chat-model.js");
+  else if (provider === "google-genai") integrations.google ??= await import("./gemini-chat-model.js");
+}
+
+function integration<K extends keyof typeof integrations>(name: K): NonNullable<(typeof integrations)[K]> {
+  const loaded = integrations[name];
+  if (!loaded) throw new MedmmvError("INTERNAL", `the ${name} chat model was asked for before RoleModels.ready() loaded its integration`);
+  return loaded;
+}
 
 /**
  * The chat model behind each role: `ChatOpenAI` on an OpenAI-compatible endpoint,
@@ -125,9 +141,15 @@ export class RoleModels {
     return `${(t.baseUrl ?? OPENAI_DEFAULT_BASE_URL).replace(/\/+$/, "")}/chat/completions`;
   }
 
+  /** Loads what `get` needs to build the model of a role (or a rollout model): its provider's integration. */
+  async ready(role: Role, spec?: string): Promise<void> {
+    if (!this.isCustom(role, spec)) await loadIntegration(this.target(role, spec).provider);
+  }
+
   /**
    * `spec`: another model than the role's own (a rollout model); unset, the role's.
    * `maxOutputTokens`: the output budget to send (null: none, the server's default).
+   * An Anthropic or Gemini model needs `ready` awaited first.
    */
   get(role: Role, temperature: number, spec?: string, maxOutputTokens: number | null = null): BaseChatModel {
     const own = this.custom[role];
@@ -171,7 +193,7 @@ export class RoleModels {
     if ((t.provider === "anthropic" || t.provider === "google-genai") && !t.apiKey)
       throw new MedmmvError("CONFIG_MISSING", `${t.spec} needs an API key: set ${t.provider === "anthropic" ? "ANTHROPIC_API_KEY" : "GOOGLE_API_KEY"} (or the role's own MEDMMV_<ROLE>_API_KEY)`);
     if (t.provider === "anthropic")
-      return new CachingChatAnthropic({
+      return new (integration("anthropic").CachingChatAnthropic)({
         ...common,
         // Anthropic's temperature runs from 0 to 1 (OpenAI's to 2): a higher rollout temperature is its most random.
         ...(temperature !== undefined ? { temperature: Math.min(temperature, 1) } : {}),
@@ -184,7 +206,7 @@ export class RoleModels {
     // Gemini's SDK takes no fetch of ours: its replies have no size cap or reply tap (usage comes from
     // LangChain's usage metadata), and its timeout is our per-attempt abort alone (gemini-chat-model.ts).
     if (t.provider === "google-genai")
-      return new AbortableChatGoogleGenerativeAI({ ...common, ...(maxTokens !== undefined ? { maxOutputTokens: maxTokens } : {}), apiKey: t.apiKey ?? undefined, baseUrl: t.baseUrl ?? GOOGLE_GENAI_DEFAULT_BASE_URL });
+      return new (integration("google").AbortableChatGoogleGenerativeAI)({ ...common, ...(maxTokens !== undefined ? { maxOutputTokens: maxTokens } : {}), apiKey: t.apiKey ?? undefined, baseUrl: t.baseUrl ?? GOOGLE_GENAI_DEFAULT_BASE_URL });
     if (t.provider === "azure_openai") {
       const az = this.cfg.azure;
       if (!t.apiKey || !t.baseUrl) throw new MedmmvError("CONFIG_MISSING", `${t.spec} is an Azure OpenAI deployment: set AZURE_OPENAI_API_KEY and AZURE_OPENAI_ENDPOINT (or AZURE_OPENAI_API_INSTANCE_NAME)`);

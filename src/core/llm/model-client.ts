@@ -283,6 +283,7 @@ export class LlmClient {
           sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
         }
         const method = profile?.structuredOutput[0] ?? this.cfg.structuredOutput;
+        await this.roles.ready(call.role, call.model);
         const runnable = this.structuredRunnable(call, method, maxOutputTokens);
         const started = Date.now();
         const lcMessages = toLangChainMessages(sent);

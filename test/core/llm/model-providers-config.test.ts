@@ -75,7 +75,9 @@ describe("RoleModels: each role on its own provider, endpoint and key", () => {
   }).llm;
   const roles = new RoleModels(cfg);
 
-  it("builds LangChain's own chat model for each provider", () => {
+  it("builds LangChain's own chat model for each provider", async () => {
+    // Anthropic's and Gemini's integrations are loaded by `ready`, as the client does before a call.
+    await Promise.all([roles.ready("vision"), roles.ready("judge")]);
     expect(roles.get("executor", 0.7)).toBeInstanceOf(ChatOpenAI);
     expect(roles.get("vision", 0)).toBeInstanceOf(AbortableChatGoogleGenerativeAI);
     expect(roles.get("judge", 0)).toBeInstanceOf(CachingChatAnthropic);
@@ -116,7 +118,8 @@ describe("RoleModels: each role on its own provider, endpoint and key", () => {
     expect(fc.structuredMethod("executor")).toBe("functionCalling");
   });
 
-  it("caps Anthropic's temperature at its maximum of 1", () => {
+  it("caps Anthropic's temperature at its maximum of 1", async () => {
+    await roles.ready("executor", "anthropic:claude-sonnet-4-5");
     const m = roles.get("executor", 1.4, "anthropic:claude-sonnet-4-5") as unknown as { temperature: number };
     expect(m.temperature).toBe(1);
   });
