@@ -53,7 +53,11 @@ describe("crash quarantine", () => {
   it(`a case that kills its process ${LIMIT} times fails once with RUN_CRASHED; every other case finishes; nothing runs it again`, async () => {
     const openai = await startScriptedOpenAI({ scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }), latencyMs: 30 });
     openai.addFault({ kind: "hang", textIncludes: MARKER });
-    const env = childServerEnv({ openaiBaseUrl: openai.baseUrl, dataDir: dir, apiKey: KEY }, { MEDMMV_MAX_RUN_STARTS: String(LIMIT), MEDMMV_RATE_LIMIT_PER_MIN: "100000" });
+    // The scripted models have profiles, so no first call goes alone: the hostile case's hanging call
+    // would otherwise be each process's first contact, and every other case would wait out
+    // FIRST_CONTACT_WAIT_MS (5 s) behind it, twice a run.
+    const profiles = JSON.stringify({ "scripted-executor": {}, "scripted-judge": {} });
+    const env = childServerEnv({ openaiBaseUrl: openai.baseUrl, dataDir: dir, apiKey: KEY }, { MEDMMV_MAX_RUN_STARTS: String(LIMIT), MEDMMV_RATE_LIMIT_PER_MIN: "100000", MEDMMV_MODEL_PROFILES: profiles });
     const servers: BundledServer[] = [];
     const others: string[] = [];
     try {
