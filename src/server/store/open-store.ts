@@ -1,7 +1,6 @@
 import type { Config } from "../../core/config.js";
 import type { CaseStore } from "./case-store.js";
 import { checkDatabaseUrl, explainStoreOpenError } from "../../core/database/database-errors.js";
-import { PostgresStore } from "./postgres-store.js";
 import { SqliteStore } from "./sqlite-store.js";
 
 export interface OpenStoreOptions {
@@ -9,11 +8,14 @@ export interface OpenStoreOptions {
   pgSchema?: string;
 }
 
-/** Postgres when a database URL is configured, else the embedded SQLite file under dataDir; initialised. */
+/**
+ * Postgres when a database URL is configured, else the embedded SQLite file under dataDir; initialised.
+ * The Postgres store (pg and its checkpointer, ~60 ms to load) is imported only when it is the one used.
+ */
 export async function openStore(config: Pick<Config["store"], "databaseUrl" | "dataDir">, opts: OpenStoreOptions = {}): Promise<CaseStore> {
   if (config.databaseUrl) checkDatabaseUrl(config.databaseUrl);
   const store: CaseStore = config.databaseUrl
-    ? new PostgresStore({ connectionString: config.databaseUrl, schema: opts.pgSchema })
+    ? new (await import("./postgres-store.js")).PostgresStore({ connectionString: config.databaseUrl, schema: opts.pgSchema })
     : new SqliteStore({ dataDir: config.dataDir });
   try {
     await store.init();

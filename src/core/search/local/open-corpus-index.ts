@@ -1,13 +1,15 @@
 import type { Config } from "../../config.js";
 import { checkDatabaseUrl, explainStoreOpenError } from "../../database/database-errors.js";
 import type { CorpusIndex } from "./corpus-index.js";
-import { PostgresCorpusIndex } from "./postgres-corpus-index.js";
 import { SqliteCorpusIndex } from "./sqlite-corpus-index.js";
 
 export interface OpenCorpusIndexOptions {
   /** Postgres schema (default "public"); tests use a throwaway one. */
   pgSchema?: string;
 }
+
+/** The Postgres index's module, imported only where it is used: pg takes ~60 ms to load, which a SQLite deployment should not pay. */
+const postgresIndex = () => import("./postgres-corpus-index.js");
 
 /**
  * The corpus index on the configured store: Postgres with a database URL, else the embedded
@@ -16,7 +18,7 @@ export interface OpenCorpusIndexOptions {
 export async function openCorpusIndex(store: Pick<Config["store"], "databaseUrl" | "dataDir">, opts: OpenCorpusIndexOptions = {}): Promise<CorpusIndex> {
   if (store.databaseUrl) checkDatabaseUrl(store.databaseUrl);
   const index: CorpusIndex = store.databaseUrl
-    ? new PostgresCorpusIndex({ connectionString: store.databaseUrl, schema: opts.pgSchema })
+    ? new (await postgresIndex()).PostgresCorpusIndex({ connectionString: store.databaseUrl, schema: opts.pgSchema })
     : new SqliteCorpusIndex(store.dataDir);
   try {
     await index.init();
@@ -35,7 +37,7 @@ export async function hasIndexedCorpus(store: Pick<Config["store"], "databaseUrl
   if (!store.databaseUrl) return SqliteCorpusIndex.hasCorpus(store.dataDir);
   checkDatabaseUrl(store.databaseUrl);
   try {
-    return await PostgresCorpusIndex.hasCorpus({ connectionString: store.databaseUrl, schema: opts.pgSchema });
+    return await (await postgresIndex()).PostgresCorpusIndex.hasCorpus({ connectionString: store.databaseUrl, schema: opts.pgSchema });
   } catch (e) {
     throw explainStoreOpenError(e, store);
   }
