@@ -5,6 +5,7 @@ import { TERMINAL_STATUSES } from "../../src/server/store/case-store.js";
 import { startTestServer, until, type TestServer } from "../server/http/http-harness.js";
 import { gifWithCanvas, jpegWithCanvas, pngWithCanvas, smallPng, webpWithCanvas } from "../../src/scripted/image-bytes.js";
 import { recordReliability, type ReliabilityRow } from "../support/reliability-recorder.js";
+import { fuzzShare } from "../support/fault-trials.js";
 
 /**
  * Property-based fuzzing of POST /diagnose: thousands of generated bodies — wrong types,
@@ -17,6 +18,8 @@ const MAX_IMAGE_BYTES = 64 * 1024;
 const MAX_BODY_BYTES = 1024 * 1024;
 const MAX_PIXELS = 4_000_000;
 const SEED = 0x6d65646d;
+/** Half of each category in `npm test`, all of it in `npm run reliability` (test/support/fault-trials.ts). */
+const SHARE = fuzzShare();
 
 let t: TestServer;
 const accepted: string[] = [];
@@ -499,7 +502,8 @@ describe("POST /diagnose under fuzzing", () => {
     ["content types, query and headers", envelope, 250],
     ["valid cases", valid, 120],
   ];
-  for (const [name, arb, runs] of CATEGORIES) {
+  for (const [name, arb, allRuns] of CATEGORIES) {
+    const runs = Math.ceil(allRuns * SHARE);
     it(`${name}: ${runs} bodies, each a 4xx with a JSON message or (valid) a 202 and a stored case`, async () => {
       await fuzz(name, arb, runs);
     }, 120_000);
@@ -520,8 +524,8 @@ describe("POST /diagnose under fuzzing", () => {
     });
   });
 
-  it("sent at least 2,000 bodies; the server never logged a 5xx; every accepted case reached a terminal state", async () => {
-    expect(sent).toBeGreaterThanOrEqual(2_000);
+  it(`sent at least ${Math.floor(2_000 * SHARE)} bodies; the server never logged a 5xx; every accepted case reached a terminal state`, async () => {
+    expect(sent).toBeGreaterThanOrEqual(Math.floor(2_000 * SHARE));
     // The widest fan-out a client may ask for: 32 rollouts listening on one case signal.
     const wide = await t.api("/diagnose?k=32&maxRepairs=0", { method: "POST", json: baseCase(), headers: { prefer: "respond-async" } });
     expect(wide.status).toBe(202);

@@ -1,4 +1,6 @@
 /**
+ * How big the long runs are in `npm test` and in `npm run reliability`.
+ *
  * Trials per kind of the kill trials (test/faults/kill-trials.test.ts, replica-kill-trials.test.ts).
  *
  * `npm test` runs NPM_TEST_FAULT_TRIALS of each: every trial kills at a kill point of its own
@@ -14,4 +16,19 @@ export const FULL_FAULT_TRIALS = 10;
 export function faultTrials(): number {
   const n = Number(process.env.MEDMMV_FAULT_TRIALS);
   return Number.isInteger(n) && n >= 1 ? n : NPM_TEST_FAULT_TRIALS;
+}
+
+/**
+ * The share of the POST /diagnose fuzz's bodies (test/abuse/fuzz-diagnose.test.ts, 2,000+ in all)
+ * that a run sends. `npm test` sends half of each category: every category and generator still
+ * runs, from the same seed (the first half of the same sequence), and every property is checked
+ * on each body. `npm run reliability` runs the abuse suite with all of them before it writes
+ * RELIABILITY.md. MEDMMV_FUZZ_SHARE (0 < share ≤ 1) overrides both.
+ */
+export const NPM_TEST_FUZZ_SHARE = 0.5;
+export const FULL_FUZZ_SHARE = 1;
+
+export function fuzzShare(): number {
+  const share = Number(process.env.MEDMMV_FUZZ_SHARE);
+  return share > 0 && share <= 1 ? share : NPM_TEST_FUZZ_SHARE;
 }

@@ -10,9 +10,10 @@
  * carrying the hash of exactly those rows. Otherwise nothing is written and the exit code
  * is 1, naming the artefacts and the tests that did not pass.
  *
- * The kill trials run 3 times per kind in `npm test`; so that the report's figures come from
- * the full count, `npm run reliability` first runs the fault suite with FULL_FAULT_TRIALS
- * (test/support/fault-trials.ts; MEDMMV_FAULT_TRIALS overrides), then writes the report.
+ * The kill trials run 3 times per kind in `npm test`, and the fuzz sends half its bodies; so that
+ * the report's figures come from the full count, `npm run reliability` first runs the fault suite
+ * with FULL_FAULT_TRIALS and the abuse suite with every fuzz body (test/support/fault-trials.ts;
+ * MEDMMV_FAULT_TRIALS and MEDMMV_FUZZ_SHARE override), then writes the report.
  *
  * Options: --report-only (write from the artefacts as they are); for the report's own test,
  * --dir <artefacts> --out <file> (implies --report-only).
@@ -26,7 +27,7 @@ import type { LoadReport } from "../../load/load.js";
 import type { SoakReport } from "../../load/soak.js";
 import { describeMachine, machineInfo } from "../../src/scripted/machine-info.js";
 import { rowsDigest, statusFileOf, type ReliabilityRow, type ReliabilityRunStatus } from "./reliability-recorder.js";
-import { FULL_FAULT_TRIALS } from "./fault-trials.js";
+import { FULL_FAULT_TRIALS, FULL_FUZZ_SHARE } from "./fault-trials.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { values: args } = parseArgs({ options: { dir: { type: "string" }, out: { type: "string" }, "report-only": { type: "boolean" } } });
@@ -35,6 +36,9 @@ if (!args.dir && !args["report-only"]) {
   process.stderr.write(`reliability: running the fault suite with ${trials} trials per kind (npx vitest run test/faults)\n`);
   // Its rows are recorded only if it passes; a failure shows in the report's refusal below.
   spawnSync("npx", ["vitest", "run", "test/faults"], { cwd: ROOT, stdio: "inherit", env: { ...process.env, MEDMMV_FAULT_TRIALS: trials } });
+  const share = process.env.MEDMMV_FUZZ_SHARE ?? String(FULL_FUZZ_SHARE);
+  process.stderr.write(`reliability: running the abuse suite with ${share} of the fuzz's bodies (npx vitest run test/abuse)\n`);
+  spawnSync("npx", ["vitest", "run", "test/abuse"], { cwd: ROOT, stdio: "inherit", env: { ...process.env, MEDMMV_FUZZ_SHARE: share } });
 }
 const DIR = args.dir ? path.resolve(args.dir) : path.join(ROOT, "test-artifacts", "reliability");
 const OUT = args.out ? path.resolve(args.out) : path.join(ROOT, "RELIABILITY.md");
