@@ -1,3 +1,4 @@
+import { SCRIPTED_MODEL_PROFILES } from "../../src/scripted/scripted-config.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -56,8 +57,7 @@ describe("crash quarantine", () => {
     // The scripted models have profiles, so no first call goes alone: the hostile case's hanging call
     // would otherwise be each process's first contact, and every other case would wait out
     // FIRST_CONTACT_WAIT_MS (5 s) behind it, twice a run.
-    const profiles = JSON.stringify({ "scripted-executor": {}, "scripted-judge": {} });
-    const env = childServerEnv({ openaiBaseUrl: openai.baseUrl, dataDir: dir, apiKey: KEY }, { MEDMMV_MAX_RUN_STARTS: String(LIMIT), MEDMMV_RATE_LIMIT_PER_MIN: "100000", MEDMMV_MODEL_PROFILES: profiles });
+    const env = childServerEnv({ openaiBaseUrl: openai.baseUrl, dataDir: dir, apiKey: KEY }, { MEDMMV_MAX_RUN_STARTS: String(LIMIT), MEDMMV_RATE_LIMIT_PER_MIN: "100000", MEDMMV_MODEL_PROFILES: SCRIPTED_MODEL_PROFILES });
     const servers: BundledServer[] = [];
     const others: string[] = [];
     try {

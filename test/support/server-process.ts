@@ -1,10 +1,11 @@
 /**
- * The server as it ships (`serve()` of src/server/server.ts) in a child process, for tests that
- * must stop it for real (SIGKILL: no shutdown hooks, no flushing; SIGTERM: the graceful path).
- * It runs from this test process's one bundle of the sources (support/bundled-process.ts): the
- * same code as under tsx, started in about a second instead of 5–6 s of transpiling, and the
- * signal reaches the server itself, not a wrapper.
+ * The server as it ships (`medmmv serve`) in a child process, for tests that must stop it for
+ * real (SIGKILL: no shutdown hooks, no flushing; SIGTERM: the graceful path). It runs from the
+ * CLI's cached build of the sources (support/bundled-process.ts): the same code as under tsx,
+ * started in about a second instead of 5–6 s of transpiling, and the signal reaches the server
+ * itself, not a wrapper.
  */
+import { SCRIPTED_MODELS } from "../../src/scripted/scripted-config.js";
 import { TERMINAL_STATUSES, type CaseStatus } from "../../src/server/store/case-store.js";
 import { sharedBundle, startBundledServer, type BundledServer } from "./bundled-process.js";
 import { until } from "./until.js";
@@ -21,8 +22,8 @@ export function childServerEnv(opts: { openaiBaseUrl: string; dataDir: string; a
   return {
     OPENAI_BASE_URL: opts.openaiBaseUrl,
     OPENAI_API_KEY: "test-key",
-    MEDMMV_MODEL: "scripted-executor",
-    MEDMMV_JUDGE_MODEL: "scripted-judge",
+    MEDMMV_MODEL: SCRIPTED_MODELS.executor,
+    MEDMMV_JUDGE_MODEL: SCRIPTED_MODELS.judge,
     MEDMMV_DATA_DIR: opts.dataDir,
     MEDMMV_API_KEYS: opts.apiKey,
     MEDMMV_K: "3",

@@ -1,3 +1,4 @@
+import { SCRIPTED_MODEL_PROFILES } from "../../../src/scripted/scripted-config.js";
 import { describe, expect, it } from "vitest";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
@@ -49,7 +50,7 @@ async function fullGraph(heldDoctor: "text-doctor" | "image-doctor", heldAnalysi
   const image = await prepareImage({ id: "img1", data: smallPng().toString("base64") }, { maxBytes: 1e6, maxPixels: 1e6, allowPath: false });
   // The scripted model's profile is stated, so its first calls are not held back one at a time
   // (docs/models.md): the race below needs both doctors' first calls in flight together.
-  const cfg = servers.config({ MEDMMV_MODEL_PROFILES: JSON.stringify({ "scripted-executor": {}, "scripted-judge": {} }) });
+  const cfg = servers.config({ MEDMMV_MODEL_PROFILES: SCRIPTED_MODEL_PROFILES });
   const emit = (type: string, data: Record<string, unknown>) => {
     if (type === "evidence" && (data.agent === "text-doctor" || data.agent === "image-doctor")) doctors.push(data.agent);
   };

@@ -1,3 +1,4 @@
+import { SCRIPTED_MODEL_PROFILES } from "../../../src/scripted/scripted-config.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -19,7 +20,7 @@ describe("cancellation", () => {
   beforeAll(async () => {
     // The scripted models' profiles are stated, as an operator would for models the catalog does not know: no first
     // call goes alone (model-adaptation.ts), so every call of the case is in flight, and unanswered, when it is deleted.
-    t = await startTestServer({ env: { MEDMMV_MODEL_PROFILES: JSON.stringify({ "scripted-executor": {}, "scripted-judge": {} }) } });
+    t = await startTestServer({ env: { MEDMMV_MODEL_PROFILES: SCRIPTED_MODEL_PROFILES } });
   });
   afterAll(() => t.close());
 

@@ -1,3 +1,4 @@
+import { SCRIPTED_MODEL_PROFILES } from "../../../src/scripted/scripted-config.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -26,7 +27,7 @@ let proc: ServerProcess | null = null;
 function env(): Record<string, string> {
   // The scripted models' profiles are stated, as an operator would for models the catalog does not know: their first
   // call does not go alone (model-adaptation.ts), so the hanging image-doctor does not hold the rollouts back.
-  return childServerEnv({ openaiBaseUrl: openai.baseUrl, dataDir, apiKey: KEY }, { MEDMMV_MAX_REPAIRS: "1", MEDMMV_MODEL_PROFILES: JSON.stringify({ "scripted-executor": {}, "scripted-judge": {} }) });
+  return childServerEnv({ openaiBaseUrl: openai.baseUrl, dataDir, apiKey: KEY }, { MEDMMV_MAX_REPAIRS: "1", MEDMMV_MODEL_PROFILES: SCRIPTED_MODEL_PROFILES });
 }
 
 const api = keyedFetch(KEY);
