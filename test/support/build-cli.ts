@@ -5,15 +5,13 @@
  * moment in several workers, and all but the builder would run through tsx meanwhile.
  */
 import { execFile } from "node:child_process";
-import { fileURLToPath } from "node:url";
-
-const BIN = fileURLToPath(new URL("../../bin/medmmv.js", import.meta.url));
+import { MEDMMV_BIN } from "./medmmv-cli.js";
 
 export default async function setup(): Promise<void> {
   // `--version` loads nothing beyond the command table: the run builds the bundle (if the sources
   // changed since the last build) and checks that it starts.
   await new Promise<void>((resolve, reject) => {
-    execFile(process.execPath, [BIN, "--version"], { env: { ...process.env, NODE_OPTIONS: "" }, timeout: 120_000 }, (err, _stdout, stderr) =>
+    execFile(process.execPath, [MEDMMV_BIN, "--version"], { env: { ...process.env, NODE_OPTIONS: "" }, timeout: 120_000 }, (err, _stdout, stderr) =>
       err ? reject(new Error(`building the CLI's bundle failed: ${err.message}\n${stderr}`)) : resolve(),
     );
   });

@@ -17,6 +17,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
+import { MEDMMV_BIN } from "./medmmv-cli.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 /** Inside the repository (so bare imports of the externals resolve to its node_modules), git-ignored. */
@@ -33,9 +34,6 @@ export interface Bundle {
   /** The arguments before the caller's: the CLI's command (`serve`). */
   args: string[];
 }
-
-/** The CLI as a user runs it (the `medmmv` bin link). */
-const BIN = path.join(ROOT, "bin", "medmmv.js");
 
 /** The embedding example as .ci/run runs it (through tsx there): the program a user copies. */
 const EXAMPLE_ENTRY = `import ${JSON.stringify(path.join(ROOT, "examples/embed-custom-model.ts"))};\n`;
@@ -81,8 +79,8 @@ let example: Promise<Bundle> | null = null;
  * teardown (sweepBundles).
  */
 export function sharedBundle(kind: EntryKind): Promise<Bundle> {
-  if (kind === "cli") return Promise.resolve({ file: BIN, args: [] });
-  if (kind === "server") return Promise.resolve({ file: BIN, args: ["serve"] });
+  if (kind === "cli") return Promise.resolve({ file: MEDMMV_BIN, args: [] });
+  if (kind === "server") return Promise.resolve({ file: MEDMMV_BIN, args: ["serve"] });
   if (!example) {
     example = bundleExample();
     example.catch(() => (example = null));

@@ -2,7 +2,8 @@ import { execFile, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const BIN = fileURLToPath(new URL("../../bin/medmmv.js", import.meta.url));
+/** The CLI as a user runs it (what the `medmmv` bin link runs). */
+export const MEDMMV_BIN = fileURLToPath(new URL("../../bin/medmmv.js", import.meta.url));
 
 /**
  * The test process's environment without what would configure a child's model, search or
@@ -31,7 +32,7 @@ export interface MedmmvCliRun {
  */
 export function medmmvCli(args: string[], env: Record<string, string>, input = "", started?: (child: ChildProcess) => void, opts: { timeoutMs?: number } = {}): Promise<MedmmvCliRun> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...cleanEnv(), ...env }, timeout: opts.timeoutMs ?? 90_000 }, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [MEDMMV_BIN, ...args], { cwd: ROOT, env: { ...cleanEnv(), ...env }, timeout: opts.timeoutMs ?? 90_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, signal: (err as { signal?: string } | null)?.signal ?? null, stdout, stderr });
     });
     started?.(child);
