@@ -123,8 +123,11 @@ async function checkpointsAt(ids: readonly string[], at: number): Promise<Map<st
   }
 }
 
-/** One trial: 30 cases in flight, `fault` once the scripted server has seen `afterCalls` more calls; then every case must finish exactly once. */
-async function trial(kind: string, afterCalls: number, fault: () => Promise<void>, faultAt: "before" | "after" = "after"): Promise<void> {
+/**
+ * One trial: 30 cases in flight, `fault` once the scripted server has seen `afterCalls` more calls; then every case must finish exactly once.
+ * A fault that does more after its moment (a kill, then the replica's restart) returns the moment.
+ */
+async function trial(kind: string, afterCalls: number, fault: () => Promise<number | void>, faultAt: "before" | "after" = "after"): Promise<void> {
   trialNo++;
   // Every replica alive before the trial: one that died by itself is a finding, shown with its last words.
   for (const r of replicas) {
@@ -138,8 +141,8 @@ async function trial(kind: string, afterCalls: number, fault: () => Promise<void
   // The fault's moment: a kill is over when the process has exited; a restart of Postgres or
   // Redis begins when it is asked for (runs go on writing checkpoints until it bites).
   let at = Date.now();
-  await fault();
-  if (faultAt === "after") at = Date.now();
+  const moment = await fault();
+  if (faultAt === "after") at = moment ?? Date.now();
   const resumedFrom = await checkpointsAt(ids, at);
   const views = await waitTerminal(api, replicas[0]!.address, ids, 60_000).catch(async (err: unknown) => {
     // What the replicas complained about, to tell a lost case from a slow one.
@@ -178,7 +181,12 @@ describe("three replicas on Postgres + Redis, faults mid-run", () => {
       const afterCalls = 20 + Math.floor(random() * 120);
       await trial(`SIGKILL to replica ${victim + 1}`, afterCalls, async () => {
         await replicas[victim]!.kill("SIGKILL");
+        // The kill's moment is its exit, not the end of the restart: a restart slower than the job
+        // lock (1.5 s; a loaded machine) lets the peers take the dead replica's cases over first, and
+        // the checkpoints they then write are after the resume, not what it resumed from.
+        const killedAt = Date.now();
         replicas[victim] = await startBundledServer(bundle, env());
+        return killedAt;
       });
     }, 180_000);
   }
