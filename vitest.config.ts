@@ -16,8 +16,8 @@ export default defineConfig({
     isolate: false,
     // ... except the process-wide lessons a model server taught, which each file starts without.
     setupFiles: ["test/support/per-file-state.ts"],
-    // The CLI's bundle, which the CLI children start from, is built once before the test
-    // processes start; the bundles of test processes are removed once those processes end.
+    // The CLI's bundle, which the CLI and server children start from, is built once before the
+    // test processes start; the example's bundles are removed once their processes end.
     globalSetup: ["test/support/build-cli.ts", "test/support/sweep-bundles.ts"],
   },
 });

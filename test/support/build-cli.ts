@@ -1,7 +1,7 @@
 /**
  * vitest `globalSetup`: the CLI's bundle of the sources (bin/cli-bundle.mjs) is built once,
- * before any test process starts. Every CLI child of the run (medmmv-cli.ts: `bin/medmmv.js` as a
- * user runs it) then starts from it; otherwise the first children would build it at the same
+ * before any test process starts. Every CLI and server child of the run then starts from it
+ * (bundled-process.ts, medmmv-cli.ts); otherwise the first children would build it at the same
  * moment in several workers, and all but the builder would run through tsx meanwhile.
  */
 import { execFile } from "node:child_process";

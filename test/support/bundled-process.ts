@@ -3,11 +3,13 @@
  *
  * Kill trials start a fresh process dozens of times. Through tsx each start costs 5–6 s
  * on a two-core machine (most of it transpiling and resolving thousands of module files),
- * so the trials would not fit in CI. Instead the real entry points are bundled once per
- * test process with esbuild (a dependency already, for the audit view): the same sources,
- * transpiled ahead of time. `import.meta.url` is pinned to each source file's own URL,
- * so prompts, package.json and the view assets resolve exactly as they do under tsx.
- * Native and asset-serving packages stay external and load from node_modules.
+ * so the trials would not fit in CI. Instead they run the CLI as a user does, `bin/medmmv.js`
+ * (`medmmv serve` for a server): it runs from the CLI's own esbuild build of the sources,
+ * split at every `await import()` so a command loads only what it uses, built once per version
+ * of the sources for every process (bin/cli-bundle.mjs; the run's global setup builds it before
+ * any test starts, test/support/build-cli.ts). The embedding example is not part of the CLI:
+ * it is bundled here, once per test process, with `import.meta.url` pinned to each source
+ * file's own URL, so prompts, package.json and the view assets resolve as they do under tsx.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -15,6 +17,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
+import { MEDMMV_BIN } from "./medmmv-cli.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 /** Inside the repository (so bare imports of the externals resolve to its node_modules), git-ignored. */
@@ -26,23 +29,22 @@ const EXTERNAL = ["better-sqlite3", "pg", "pg-native", "esbuild", "playwright-co
 export type EntryKind = "server" | "cli" | "embed-example";
 
 export interface Bundle {
+  /** The script node runs. */
   file: string;
+  /** The arguments before the caller's: the CLI's command (`serve`). */
+  args: string[];
 }
 
-const ENTRY: Record<EntryKind, string> = {
-  // server.ts starts itself only when it is the main module, so the bundle calls serve().
-  server: `import { serve } from ${JSON.stringify(path.join(ROOT, "src/server/server.ts"))};\nawait serve();\n`,
-  cli: `import ${JSON.stringify(path.join(ROOT, "src/cli/main.ts"))};\n`,
-  // The embedding example as .ci/run runs it (through tsx there): the program a user copies.
-  "embed-example": `import ${JSON.stringify(path.join(ROOT, "examples/embed-custom-model.ts"))};\n`,
-};
+/** The embedding example as .ci/run runs it (through tsx there): the program a user copies. */
+const EXAMPLE_ENTRY = `import ${JSON.stringify(path.join(ROOT, "examples/embed-custom-model.ts"))};\n`;
 
-/** Bundle an entry point to a file of its own (test processes run in parallel; names never clash). */
-async function bundleEntry(kind: EntryKind): Promise<Bundle> {
+/** Bundle the embedding example to a file of its own (test processes run in parallel; names never clash). */
+async function bundleExample(): Promise<Bundle> {
+  const kind = "embed-example";
   mkdirSync(BUNDLE_DIR, { recursive: true });
   const file = path.join(BUNDLE_DIR, `${kind}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}.mjs`);
   await build({
-    stdin: { contents: ENTRY[kind], resolveDir: ROOT, loader: "ts", sourcefile: `${kind}-entry.ts` },
+    stdin: { contents: EXAMPLE_ENTRY, resolveDir: ROOT, loader: "ts", sourcefile: `${kind}-entry.ts` },
     bundle: true,
     platform: "node",
     format: "esm",
@@ -64,25 +66,26 @@ async function bundleEntry(kind: EntryKind): Promise<Bundle> {
       },
     ],
   });
-  return { file };
+  return { file, args: [] };
 }
 
-const shared = new Map<EntryKind, Promise<Bundle>>();
+let example: Promise<Bundle> | null = null;
 
 /**
- * The bundle of an entry point, built once for every file of this test process (a worker runs
- * several files: isolate is off). The same sources make the same bundle, so no test needs one
- * of its own (a build takes ~2 s, ~1 s of CPU, here). Vitest ends its workers without an
- * exit event, so the files are removed by the run's global teardown (sweepBundles).
+ * What a child of `kind` runs: the CLI (`medmmv …`), the server (`medmmv serve`), or the
+ * embedding example's bundle, built once for every file of this test process (a worker runs
+ * several files: isolate is off; a build takes ~2 s, ~1 s of CPU, here). Vitest ends its
+ * workers without an exit event, so the example's bundles are removed by the run's global
+ * teardown (sweepBundles).
  */
 export function sharedBundle(kind: EntryKind): Promise<Bundle> {
-  let bundle = shared.get(kind);
-  if (!bundle) {
-    bundle = bundleEntry(kind);
-    shared.set(kind, bundle);
-    bundle.catch(() => shared.delete(kind));
+  if (kind === "cli") return Promise.resolve({ file: MEDMMV_BIN, args: [] });
+  if (kind === "server") return Promise.resolve({ file: MEDMMV_BIN, args: ["serve"] });
+  if (!example) {
+    example = bundleExample();
+    example.catch(() => (example = null));
   }
-  return bundle;
+  return example;
 }
 
 function alive(pid: number): boolean {
@@ -143,7 +146,7 @@ export interface ChildRun {
 }
 
 export function spawnBundle(bundle: Bundle, args: string[], env: Record<string, string>, opts: { maxMs?: number } = {}): ChildRun {
-  const child = spawn(process.execPath, [bundle.file, ...args], { cwd: ROOT, env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [bundle.file, ...bundle.args, ...args], { cwd: ROOT, env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout!.on("data", (c: Buffer) => (out += c.toString("utf8")));
   child.stderr!.on("data", (c: Buffer) => (out += c.toString("utf8")));

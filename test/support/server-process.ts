@@ -1,9 +1,9 @@
 /**
- * The server as it ships (`serve()` of src/server/server.ts) in a child process, for tests that
- * must stop it for real (SIGKILL: no shutdown hooks, no flushing; SIGTERM: the graceful path).
- * It runs from this test process's one bundle of the sources (support/bundled-process.ts): the
- * same code as under tsx, started in about a second instead of 5–6 s of transpiling, and the
- * signal reaches the server itself, not a wrapper.
+ * The server as it ships (`medmmv serve`) in a child process, for tests that must stop it for
+ * real (SIGKILL: no shutdown hooks, no flushing; SIGTERM: the graceful path). It runs from the
+ * CLI's cached build of the sources (support/bundled-process.ts): the same code as under tsx,
+ * started in about a second instead of 5–6 s of transpiling, and the signal reaches the server
+ * itself, not a wrapper.
  */
 import { SCRIPTED_MODELS } from "../../src/scripted/scripted-config.js";
 import { TERMINAL_STATUSES, type CaseStatus } from "../../src/server/store/case-store.js";
