@@ -46,24 +46,31 @@ export interface ClippedMean {
   bootstrapStd: number | null;
 }
 
+/** The mean of example scores (each weighted by its count in a resample, 1 without counts), clipped to [0, 1]. */
+function weightedClippedMean(values: readonly number[], counts: Uint32Array | null): number {
+  let s = 0;
+  let m = 0;
+  for (let i = 0; i < values.length; i++) {
+    const k = counts ? counts[i]! : 1;
+    s += k * values[i]!;
+    m += k;
+  }
+  return clip01(s / m);
+}
+
+/** The clipped mean of example scores alone, without its bootstrap: the point figure; null without examples. */
+export function clippedMeanScore(values: readonly number[]): number | null {
+  return values.length === 0 ? null : weightedClippedMean(values, null);
+}
+
 /** The clipped mean of example scores with its bootstrap (2,000 resamples, seed 1, like every other interval here). */
 export function clippedMean(values: readonly number[]): ClippedMean {
   const n = values.length;
   if (n === 0) return { score: null, n: 0, ci: null, bootstrapStd: null };
-  const mean = (counts: Uint32Array | null) => {
-    let s = 0;
-    let m = 0;
-    for (let i = 0; i < n; i++) {
-      const k = counts ? counts[i]! : 1;
-      s += k * values[i]!;
-      m += k;
-    }
-    return clip01(s / m);
-  };
-  const [resampled] = resampledStatistics(n, (counts) => [mean(counts)], 1);
+  const [resampled] = resampledStatistics(n, (counts) => [weightedClippedMean(values, counts)], 1);
   const draws = resampled!.values;
   const avg = draws.reduce((a, b) => a + b, 0) / draws.length;
   const std = Math.sqrt(draws.reduce((a, b) => a + (b - avg) ** 2, 0) / draws.length);
   const ci = percentileInterval(resampled!, n, "bootstrap");
-  return { score: mean(null), n, ci: ci ?? null, bootstrapStd: std };
+  return { score: clippedMeanScore(values), n, ci: ci ?? null, bootstrapStd: std };
 }

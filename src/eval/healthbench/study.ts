@@ -1,7 +1,7 @@
 import { ciText, markdownTable, pct, percentRow } from "../report-table.js";
 import type { EvalStudy } from "../study.js";
 import type { ClippedMean } from "./scoring.js";
-import { computeHealthBench, type HealthBenchSummary } from "./summary.js";
+import { computeHealthBench, healthbenchScores, type HealthBenchSummary } from "./summary.js";
 
 function rowsOf(label: string, by: Record<string, ClippedMean>): string[][] {
   return Object.entries(by).map(([k, m]) => [`${label}${k}`, String(m.n), pct(m.score), ciText(m.ci), m.bootstrapStd === null ? "—" : (m.bootstrapStd * 100).toFixed(2)]);
@@ -42,8 +42,8 @@ export const healthbenchStudy: EvalStudy = {
         table: "HealthBench",
         figures: [{ name: "overall score" }, ...axes.map((a) => ({ name: `axis: ${a}` }))],
         values: (rs) => {
-          const x = computeHealthBench(rs);
-          return [x?.overall.score ?? null, ...axes.map((a) => x?.axes[a]?.score ?? null)];
+          const x = healthbenchScores(rs);
+          return [x?.overall ?? null, ...axes.map((a) => x?.axes[a] ?? null)];
         },
       },
     ];

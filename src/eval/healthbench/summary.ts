@@ -1,5 +1,5 @@
 import type { ResultRecord } from "../results-file.js";
-import { clippedMean, type ClippedMean } from "./scoring.js";
+import { clippedMean, clippedMeanScore, type ClippedMean } from "./scoring.js";
 import { HEALTHBENCH_GOLD } from "./types.js";
 
 /** summary.json `healthbench`: HealthBench's figures over the graded examples of a run. */
@@ -20,8 +20,16 @@ export interface HealthBenchSummary {
   costPerExampleUsd: number | null;
 }
 
-/** HealthBench's figures from a run's records; null without HealthBench records. */
-export function computeHealthBench(records: readonly ResultRecord[]): HealthBenchSummary | null {
+/** The HealthBench records of a run, the graded ones, and the example scores every figure is a clipped mean of. */
+interface ExampleScores {
+  examples: number;
+  graded: readonly ResultRecord[];
+  overall: number[];
+  /** Tag → the scores under it (an example tag: its examples' overall scores; a rubric tag: their scores over its criteria), tags sorted. */
+  byTag: Array<[string, number[]]>;
+}
+
+function exampleScores(records: readonly ResultRecord[]): ExampleScores | null {
   const hb = records.filter((r) => r.healthbench !== undefined || r.gold.text === HEALTHBENCH_GOLD);
   if (hb.length === 0) return null;
   const graded = hb.filter((r) => r.status !== "failed" && r.healthbench && r.healthbench.score !== null);
@@ -32,22 +40,43 @@ export function computeHealthBench(records: readonly ResultRecord[]): HealthBenc
     for (const t of new Set(h.exampleTags)) push(t, h.score!);
     for (const [t, v] of Object.entries(h.tagScores)) if (v !== null) push(t, v);
   }
+  return { examples: hb.length, graded, overall: graded.map((r) => r.healthbench!.score!), byTag: [...byTag].sort(([a], [b]) => (a < b ? -1 : 1)) };
+}
+
+/** HealthBench's figures from a run's records; null without HealthBench records. */
+export function computeHealthBench(records: readonly ResultRecord[]): HealthBenchSummary | null {
+  const x = exampleScores(records);
+  if (!x) return null;
   const themes: HealthBenchSummary["themes"] = {};
   const axes: HealthBenchSummary["axes"] = {};
   const otherTags: HealthBenchSummary["otherTags"] = {};
-  for (const [tag, values] of [...byTag].sort(([a], [b]) => (a < b ? -1 : 1))) {
+  for (const [tag, values] of x.byTag) {
     const m = clippedMean(values);
     if (tag.startsWith("theme:")) themes[tag.slice("theme:".length)] = m;
     else if (tag.startsWith("axis:")) axes[tag.slice("axis:".length)] = m;
     else otherTags[tag] = m;
   }
+  const { graded } = x;
   return {
     graded: graded.length,
-    ungraded: hb.length - graded.length,
-    overall: clippedMean(graded.map((r) => r.healthbench!.score!)),
+    ungraded: x.examples - graded.length,
+    overall: clippedMean(x.overall),
     themes,
     axes,
     otherTags,
     costPerExampleUsd: graded.length ? graded.reduce((s, r) => s + r.usage.costUsd, 0) / graded.length : null,
   };
+}
+
+/**
+ * The overall and per-axis scores alone, without their bootstraps: what a paired bootstrap
+ * recomputes on each of its resamples. (Through computeHealthBench every resample ran a
+ * bootstrap of its own per tag: resamples × tags × resamples, minutes for a few hundred examples.)
+ */
+export function healthbenchScores(records: readonly ResultRecord[]): { overall: number | null; axes: Record<string, number | null> } | null {
+  const x = exampleScores(records);
+  if (!x) return null;
+  const axes: Record<string, number | null> = {};
+  for (const [tag, values] of x.byTag) if (tag.startsWith("axis:")) axes[tag.slice("axis:".length)] = clippedMeanScore(values);
+  return { overall: clippedMeanScore(x.overall), axes };
 }

@@ -3,6 +3,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { getAdapter, isItemError, type EvalItem, type ItemError } from "../../../src/eval/datasets/index.js";
 import { clippedMean, rubricScore, scoreExample } from "../../../src/eval/healthbench/scoring.js";
+import { computeHealthBench } from "../../../src/eval/healthbench/summary.js";
 import { HEALTHBENCH_GOLD } from "../../../src/eval/healthbench/types.js";
 import { pairedFigures } from "../../../src/eval/paired-figures.js";
 import { readResults } from "../../../src/eval/results-file.js";
@@ -179,5 +180,30 @@ describe("two HealthBench runs in eval report", () => {
     expect(overall).toMatchObject({ mcnemar: null, pFrom: "bootstrap" });
     expect(overall.difference!.ci!.lo).toBeGreaterThanOrEqual(0);
     expect(t!.figures[1]!.difference!.value).toBe(0);
+  });
+
+  it("resample the point scores only: the figures of 300 examples over 10 axes are the runs' own, paired in one bootstrap", () => {
+    // Each paired resample once ran computeHealthBench, a 2,000-resample bootstrap per tag of its
+    // own: 2,000 × 11 × 2,000 × 300 steps here, far past the test's timeout. The point scores are
+    // what a resample needs, and they are the summary's.
+    const axes = Array.from({ length: 10 }, (_, k) => `axis:a${k}`);
+    const rec = (id: string, i: number, shift: number) =>
+      resultRecord(id, 0, "completed", {
+        gold: { kind: "open", text: HEALTHBENCH_GOLD },
+        healthbench: { promptId: id, exampleTags: [`theme:t${i % 3}`], grades: [], score: ((i * 37 + shift) % 100) / 100, tagScores: Object.fromEntries(axes.map((a, k) => [a, ((i * (k + 3) + shift) % 11) / 10])) },
+      });
+    const a = Array.from({ length: 300 }, (_, i) => rec(`e${i}`, i, 0));
+    const b = Array.from({ length: 300 }, (_, i) => rec(`e${i}`, i, 5));
+    const [t] = pairedFigures(["a", "b"], [a, b]);
+    const [sa, sb] = [computeHealthBench(a)!, computeHealthBench(b)!];
+    expect(t!.figures.map((f) => f.name)).toEqual(["overall score", ...axes.map((x) => x.replace("axis:", "axis: "))]);
+    expect(t!.figures[0]!.a).toBeCloseTo(sa.overall.score!, 12);
+    expect(t!.figures[0]!.b).toBeCloseTo(sb.overall.score!, 12);
+    for (const [k, x] of axes.entries()) {
+      const f = t!.figures[k + 1]!;
+      expect(f.a).toBeCloseTo(sa.axes[x.slice("axis:".length)]!.score!, 12);
+      expect(f.b).toBeCloseTo(sb.axes[x.slice("axis:".length)]!.score!, 12);
+      expect(f.difference!.ci).not.toBeNull();
+    }
   });
 });
