@@ -27,7 +27,7 @@ import { faultTrials } from "../support/fault-trials.js";
  * item must reach a terminal state exactly once, and work finished before the kill must
  * not be done again — counted at the scripted model server.
  *
- * Trials per kind: test/support/fault-trials.ts (3 in `npm test`, 10 in `npm run reliability`,
+ * Trials per kind: test/support/fault-trials.ts (2 in `npm test`, 10 in `npm run reliability`,
  * MEDMMV_FAULT_TRIALS overrides); kill points: MEDMMV_FAULT_SEED.
  */
 const TRIALS = faultTrials();

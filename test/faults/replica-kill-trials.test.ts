@@ -16,7 +16,7 @@ import { FULL_FAULT_TRIALS, faultTrials } from "../support/fault-trials.js";
 
 /**
  * Three replicas on Postgres + Redis (the BullMQ engine), real processes, the scripted model
- * at a realistic latency: SIGKILL to a random replica mid-run (3 times in `npm test`, 10 in
+ * at a realistic latency: SIGKILL to a random replica mid-run (twice in `npm test`, 10 in
  * `npm run reliability`: test/support/fault-trials.ts), one Redis restart without persistence and one Postgres restart, each with 16
  * cases in flight (30 in `npm run reliability`). Every accepted case must finish exactly once (one stored result, one final
  * event), none lost, no call paid twice beyond the checkpoint its case resumed from, and
