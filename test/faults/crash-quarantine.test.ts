@@ -1,4 +1,3 @@
-import { SCRIPTED_MODEL_PROFILES } from "../../src/scripted/scripted-config.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -12,6 +11,7 @@ import { startScriptedOpenAI } from "../../src/scripted/scripted-openai-server.j
 import { childServerEnv, keyedFetch, submitAsync, waitTerminal } from "../support/server-process.js";
 import { chestPain } from "../server/http/http-harness.js";
 import { until } from "../support/until.js";
+import { SCRIPTED_MODEL_PROFILES } from "../../src/scripted/scripted-config.js";
 
 /**
  * The crash quarantine, with real processes: a case whose run takes its process down (here:

@@ -10,7 +10,8 @@
  * carrying the hash of exactly those rows. Otherwise nothing is written and the exit code
  * is 1, naming the artefacts and the tests that did not pass.
  *
- * The kill trials run 3 times per kind in `npm test`, and the fuzz sends half its bodies; so that
+ * `npm test` runs fewer kill trials per kind and sends part of the fuzz's bodies
+ * (NPM_TEST_FAULT_TRIALS, NPM_TEST_FUZZ_SHARE); so that
  * the report's figures come from the full count, `npm run reliability` first runs the fault suite
  * with FULL_FAULT_TRIALS and the abuse suite with every fuzz body (test/support/fault-trials.ts;
  * MEDMMV_FAULT_TRIALS and MEDMMV_FUZZ_SHARE override), then writes the report.

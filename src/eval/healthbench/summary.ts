@@ -22,7 +22,8 @@ export interface HealthBenchSummary {
 
 /** The HealthBench records of a run, the graded ones, and the example scores every figure is a clipped mean of. */
 interface ExampleScores {
-  examples: number;
+  /** How many HealthBench records the run has, graded or not. */
+  recordCount: number;
   graded: readonly ResultRecord[];
   overall: number[];
   /** Tag → the scores under it (an example tag: its examples' overall scores; a rubric tag: their scores over its criteria), tags sorted. */
@@ -40,7 +41,7 @@ function exampleScores(records: readonly ResultRecord[]): ExampleScores | null {
     for (const t of new Set(h.exampleTags)) push(t, h.score!);
     for (const [t, v] of Object.entries(h.tagScores)) if (v !== null) push(t, v);
   }
-  return { examples: hb.length, graded, overall: graded.map((r) => r.healthbench!.score!), byTag: [...byTag].sort(([a], [b]) => (a < b ? -1 : 1)) };
+  return { recordCount: hb.length, graded, overall: graded.map((r) => r.healthbench!.score!), byTag: [...byTag].sort(([a], [b]) => (a < b ? -1 : 1)) };
 }
 
 /** HealthBench's figures from a run's records; null without HealthBench records. */
@@ -59,7 +60,7 @@ export function computeHealthBench(records: readonly ResultRecord[]): HealthBenc
   const { graded } = x;
   return {
     graded: graded.length,
-    ungraded: x.examples - graded.length,
+    ungraded: x.recordCount - graded.length,
     overall: clippedMean(x.overall),
     themes,
     axes,

@@ -1,4 +1,3 @@
-import { SCRIPTED_MODEL_PROFILES } from "../../../src/scripted/scripted-config.js";
 import { describe, expect, it } from "vitest";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
@@ -8,6 +7,7 @@ import { smallPng } from "../../../src/scripted/image-bytes.js";
 import { until } from "../../support/until.js";
 import { Pipeline, pipelineOptions } from "../../../src/core/workflow/pipeline.js";
 import { prepareImage } from "../../../src/core/intake/images.js";
+import { SCRIPTED_MODEL_PROFILES } from "../../../src/scripted/scripted-config.js";
 
 /**
  * The evidence graph is the same whichever evidence agent or search answers first: its

@@ -184,8 +184,8 @@ describe("two HealthBench runs in eval report", () => {
 
   it("resample the point scores only: the figures of 300 examples over 10 axes are the runs' own, paired in one bootstrap", () => {
     // Each paired resample once ran computeHealthBench, a 2,000-resample bootstrap per tag of its
-    // own: 2,000 × 11 × 2,000 × 300 steps here, far past the test's timeout. The point scores are
-    // what a resample needs, and they are the summary's.
+    // own: 2,000 × 11 × 2,000 × 300 steps here, which blocked the process for minutes (then failed
+    // the timeout). The point scores are what a resample needs, and they are the summary's.
     const axes = Array.from({ length: 10 }, (_, k) => `axis:a${k}`);
     const rec = (id: string, i: number, shift: number) =>
       resultRecord(id, 0, "completed", {

@@ -1,4 +1,3 @@
-import { SCRIPTED_MODEL_PROFILES } from "../../../src/scripted/scripted-config.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -7,6 +6,7 @@ import { untilCheckpointed } from "../../support/checkpoint-writes.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import { startScriptedOpenAI, type ScriptedOpenAI } from "../../../src/scripted/scripted-openai-server.js";
 import { chestPain, json, startTestServer, until, withDelays, type TestServer } from "./http-harness.js";
+import { SCRIPTED_MODEL_PROFILES } from "../../../src/scripted/scripted-config.js";
 
 /** Text-doctor's first call is slow, so a case sits mid-flight after its rollouts are done. */
 const slowEvidence = () => withDelays(clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }), { "text-doctor": (req) => (req.callIndex === 0 ? 4_000 : 0) });

@@ -1,4 +1,3 @@
-import { SCRIPTED_MODEL_PROFILES } from "../../../src/scripted/scripted-config.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -10,6 +9,7 @@ import { childServerEnv, keyedFetch, spawnServer, type ServerProcess } from "../
 import { chestPain, until, withDelays } from "../http/http-harness.js";
 import { pngWithCanvas } from "../../../src/scripted/image-bytes.js";
 import { untilCheckpointedInFile } from "../../support/checkpoint-writes.js";
+import { SCRIPTED_MODEL_PROFILES } from "../../../src/scripted/scripted-config.js";
 
 const KEY = "kill-test-key-0123456789abcdefghijkl";
 
