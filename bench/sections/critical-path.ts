@@ -4,6 +4,7 @@ import { DISTINCT_ANSWERS, distinctScenario, type BenchScenarioOptions } from ".
 import { benchCase } from "../harness/cases.js";
 import { cpuMsSince, median, sum } from "../harness/stats.js";
 import { fmt, pct, span, table, type SectionReport } from "../harness/report.js";
+import { excessBreakdown, type ExcessBreakdown } from "../harness/excess-breakdown.js";
 
 export const TARGET_RATIO = 1.05;
 const K = 5;
@@ -43,7 +44,7 @@ export async function criticalPath(ctx: BenchContext): Promise<SectionReport> {
 
   const rows: Array<Array<string | number>> = [];
   const verdicts = [];
-  const medians = new Map<string, { ratio: number; chain: number; excess: number; cpu: number; rollouts: number }>();
+  const medians = new Map<string, { ratio: number; chain: number; excess: number; cpu: number; rollouts: number; breakdown: ExcessBreakdown | null }>();
   const searchPairs: number[] = [];
   for (const s of [...SCENARIOS, ADAPTIVE]) {
     await ctx.servers.setScenario(s.scenario);
@@ -52,12 +53,17 @@ export async function criticalPath(ctx: BenchContext): Promise<SectionReport> {
     const excess: number[] = [];
     const cpus: number[] = [];
     const rollouts: number[] = [];
+    const breakdowns: Array<ExcessBreakdown | null> = [];
     for (let i = 0; i < runs; i++) {
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       const { result } = await pipeline.run(benchCase(`cp-${s.name.replace(/\W+/g, "-")}-${i}`), pipelineOptions(cfg, s.overrides));
-      const wall = performance.now() - t0;
+      const t1 = performance.now();
+      const wall = t1 - t0;
       const cpu = cpuMsSince(cpu0);
+      // After the clock stopped: the servers' log of this case's calls, on the clock they stamp with.
+      const log = await ctx.servers.stats(true);
+      breakdowns.push(excessBreakdown([...log.model.log, ...log.search.log], performance.timeOrigin + t0, performance.timeOrigin + t1, L, result.usage.criticalPathCalls ?? 0));
       if (result.status !== "completed") throw new Error(`critical-path case ended ${result.status}: ${JSON.stringify(result.error ?? result.provenance.failures)}`);
       const cp = result.usage.criticalPathCalls ?? 0;
       const ratio = wall / (L * cp);
@@ -73,7 +79,9 @@ export async function criticalPath(ctx: BenchContext): Promise<SectionReport> {
       ctx.log(`critical path: ${s.name} run ${i + 1}: wall ${wall.toFixed(0)} ms, chain ${cp}, ratio ${ratio.toFixed(3)}`);
     }
     const med = median(ratios);
-    medians.set(s.name, { ratio: med, chain: median(chains), excess: median(excess), cpu: median(cpus), rollouts: median(rollouts) });
+    // The breakdown of one run, not medians of parts (those would not add up): the run whose ratio is the median.
+    const medianRun = [...ratios.keys()].sort((a, b) => ratios[a]! - ratios[b]!)[Math.floor((ratios.length - 1) / 2)]!;
+    medians.set(s.name, { ratio: med, chain: median(chains), excess: median(excess), cpu: median(cpus), rollouts: median(rollouts), breakdown: breakdowns[medianRun] ?? null });
     verdicts.push({ target: `critical-path ratio ≤ ${TARGET_RATIO} (${s.name}, median of ${runs})`, measured: `${fmt(med, 3)} (max ${fmt(Math.max(...ratios), 3)})`, met: med <= TARGET_RATIO });
   }
   // The adaptive case against the same scenario sampled all at once: a second round that
@@ -88,10 +96,20 @@ export async function criticalPath(ctx: BenchContext): Promise<SectionReport> {
   });
 
   const cpuShareOfExcess = sum([...medians.values()].map((m) => m.cpu)) / sum([...medians.values()].map((m) => m.excess));
+  const breakdownRows = [...medians].flatMap(([name, m]) => {
+    const b = m.breakdown;
+    if (!b) return [];
+    const total = b.startupMs + b.betweenLinksMs + b.wavesBeyondLMs + b.afterLastReplyMs;
+    return [[name, b.waves, fmt(b.startupMs, 1), fmt(b.betweenLinksMs, 1), fmt(b.betweenLinksMs / Math.max(1, b.waves - 1), 1), fmt(b.wavesBeyondLMs, 1), fmt(b.afterLastReplyMs, 1), fmt(total, 1)]];
+  });
   const body = [
     `L = ${L} ms for every model call and every search (the scripted servers run in a child process). k = ${K} rollouts with distinct reasoning (answers ${DISTINCT_ANSWERS.join(", ")}), so ${K} paths are refined in parallel; the long invented case (the planner asked for ${span(searchPairs)} search pairs) with one 128×128 image; every path needs the given number of repairs (maxRepairs 3). The last scenario runs in adaptive mode: its first round (${DISTINCT_ANSWERS.slice(0, 3).join(", ")}) disagrees, so the remaining rollouts are sampled. The critical path is \`usage.criticalPathCalls\`, the longest chain of dependent model/search calls the pipeline recorded in that case. Cases run one at a time, after one unmeasured warm-up case of each scenario.`,
     "",
     table(["scenario", "run", "rollouts", "paths", "repairs", "search pairs", "calls", "chain", "wall ms", "L × chain ms", "excess ms", "client CPU ms", "ratio"], rows),
+    "",
+    "**Where the excess goes** (the run with the median ratio of each scenario), from the scripted servers' log of the case's calls (bench/harness/excess-breakdown.ts): the calls fall into one wave per link of the chain; *start-up* is from `pipeline.run()` to the last call of the first link reaching the provider (the rollouts, which wait for the evidence agents to send first); *between links* is, summed over the links, from the last reply of one wave to the last call of the next reaching the provider (the pipeline reading replies and building the next requests: with several paths in a link, their CPU queues on one thread); *waves beyond L* is, summed, each wave's time from its last call's arrival to its last reply, less L (the scripted provider's own: its timer fires late by about a millisecond, and it builds the reply); *after the last reply* is until the result is returned (the last node, select-path). The four add up to the excess.",
+    "",
+    breakdownRows.length ? table(["scenario", "links", "start-up ms", "between links ms", "per link ms", "waves beyond L ms", "after the last reply ms", "excess ms"], breakdownRows) : "(no run's log fell into one wave per link)",
     "",
     `Median ratio per scenario: ${[...medians].map(([name, m]) => `${name} ${fmt(m.ratio, 3)}`).join(", ")}. In adaptive mode with a disagreeing first round ${fmt(adaptive.rollouts, 0)} rollouts were sampled and the chain was ${fmt(adaptive.chain, 0)} links against ${fmt(oneRepair.chain, 0)} when all k rollouts are sampled at once (${adaptive.chain <= oneRepair.chain ? "no extra link" : `${fmt(adaptive.chain - oneRepair.chain, 0)} extra`}). "client CPU ms" is the CPU the pipeline process used during the case; summed over the scenarios' medians it is ${pct(cpuShareOfExcess, 0)} of the excess (CPU spent while no call was in flight adds to the wall time; CPU spent during calls does not).`,
   ].join("\n");
