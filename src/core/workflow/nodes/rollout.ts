@@ -29,6 +29,9 @@ export function rolloutNode(deps: WorkflowDeps) {
     // and text doctors' are the first links of the longer chain: replies are read in the
     // order they were asked for, and one queued behind five rollouts waits for their CPU.
     // (After nodeCallContext, which lifts the run signal's listener limit for the superstep.)
+    // undici writes a request on an idle keep-alive socket one event-loop turn after it is
+    // dispatched (docs/architecture.md, "On the wire"), so all seven leave together; what this
+    // orders is the CPU: the evidence agents' requests are built, and their replies read, first.
     if (task.startDepth === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     const emit = deps.hooks.emitter(config);
     const reportRound = (answer: string | null) => {
