@@ -93,6 +93,12 @@ async function build(dir) {
     outdir: dir,
     external: EXTERNAL,
     sourcemap: "linked",
+    // Whitespace and syntax only, names kept (libraries read class and function names): a
+    // command compiles what it loads before it can start, and the smaller text compiles faster
+    // (eval's first model call 515 -> 465 ms after spawn, median of 5). The linked source map
+    // still points profiles and stack traces at the sources.
+    minifyWhitespace: true,
+    minifySyntax: true,
     logLevel: "silent",
     // CommonJS packages inside an ESM bundle still call require() for node built-ins.
     banner: { js: 'import { createRequire as __medmmvCreateRequire } from "node:module"; const require = __medmmvCreateRequire(import.meta.url);' },
