@@ -133,6 +133,14 @@ export function emptyFaultCounts(): Record<FaultKind, number> {
   return Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
 }
 
+/** A promise's outcome as a value: a failure waits, unreported, until the caller looks at it. */
+export function settled<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  return p.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+}
+
 /** Epoch milliseconds with sub-millisecond resolution, so overlapping calls can be ordered. */
 export function nowMs(): number {
   return performance.timeOrigin + performance.now();
@@ -246,19 +254,46 @@ export class HttpHarness {
     return call;
   }
 
-  /** Wait `ms`, or less if the call ends first; the timer never outlives close(). */
-  sleep(ms: number, call: TrackedCall): Promise<void> {
-    if (ms <= 0 || call.signal.aborted) return Promise.resolve();
+  /**
+   * Wait until `ms` after `since` (nowMs() clock; default now), or less if the call ends first;
+   * the timer never outlives close(). A provider's latency runs from the request's arrival, so
+   * a caller passes the arrival: the reply is due at arrival + L whatever this server did with
+   * the request meanwhile. A timer fires up to a millisecond late (whole milliseconds, and only
+   * when the event loop next looks), so it is set a millisecond short and the rest is waited
+   * out in event-loop turns: the reply leaves at the deadline, never before it and not a
+   * millisecond after (measured: each link of a case's chain came back ~2 ms beyond L).
+   */
+  sleep(ms: number, call: TrackedCall, since: number = nowMs()): Promise<void> {
+    const deadline = since + ms;
+    if (ms <= 0 || call.signal.aborted || nowMs() >= deadline) return Promise.resolve();
     return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      let turn: NodeJS.Immediate | undefined;
       const done = (): void => {
-        clearTimeout(timer);
-        this.timers.delete(timer);
+        if (timer) {
+          clearTimeout(timer);
+          this.timers.delete(timer);
+        }
+        if (turn) clearImmediate(turn);
         call.signal.removeEventListener("abort", done);
         resolve();
       };
-      const timer = setTimeout(done, ms);
-      this.timers.add(timer);
+      const step = (): void => {
+        if (timer) this.timers.delete(timer);
+        timer = undefined;
+        turn = undefined;
+        const left = deadline - nowMs();
+        if (left <= 0 || call.signal.aborted) {
+          done();
+        } else if (left > 2) {
+          timer = setTimeout(step, Math.floor(left) - 1);
+          this.timers.add(timer);
+        } else {
+          turn = setImmediate(step);
+        }
+      };
       call.signal.addEventListener("abort", done, { once: true });
+      step();
     });
   }
 

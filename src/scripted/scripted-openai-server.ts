@@ -14,6 +14,7 @@ import {
   HttpHarness,
   MALFORMED_JSON_TEXT,
   nowMs,
+  settled,
   readBody,
   respond,
   truncateJson,
@@ -386,7 +387,7 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
     entry.rulesBroken = verdict.breaks;
     for (const rule of verdict.breaks) if (revealed.has(rule)) brokenAfterReveal.push({ globalIndex, agent, rule });
     if (verdict.refusal) {
-      await harness.sleep(latencyMs, call);
+      await harness.sleep(latencyMs, call, entry.start);
       if (call.signal.aborted) return;
       send(verdict.refusal.status, JSON.stringify(verdict.refusal.body));
       revealed.add(verdict.refusal.reveals);
@@ -398,7 +399,117 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
       harness.faultsInjected[fault.kind]++;
       entry.fault = fault.kind;
     }
-    await harness.sleep(latencyMs + (fault?.kind === "latency" ? fault.ms : 0), call);
+    const messages = body.messages;
+    /** The reply as the script (or the fault that garbles it) makes it; null when the call ended meanwhile. */
+    const compose = async (): Promise<{ status: number; payload: string; headers?: Record<string, string> } | null> => {
+      const scripted: ScriptedRequest = {
+        agent,
+        callIndex,
+        globalIndex,
+        body,
+        messages,
+        text: parsed.text,
+        images: parsed.images,
+        temperature,
+        model,
+        mode,
+        toolName,
+        signal: call.signal,
+      };
+
+      let text: string;
+      let finishReason = mode === "tool" ? "tool_calls" : "stop";
+      let replyMode = mode;
+      const kind = fault?.kind;
+      if (verdict.prose) {
+        // The provider ignored the requested format: the model answers as it likes, in prose.
+        text = PROSE_REPLY;
+        replyMode = "content";
+        finishReason = "stop";
+      } else if (kind === "schema-violation") {
+        text = JSON.stringify({ unexpected: true });
+      } else if (kind === "malformed-json") {
+        // In tool mode this is a model that answered in prose instead of calling the tool.
+        text = MALFORMED_JSON_TEXT;
+        replyMode = "content";
+        finishReason = "stop";
+      } else if (kind === "tool-args-not-json") {
+        text = "{oops: this is not json";
+        replyMode = "tool";
+        finishReason = "tool_calls";
+      } else {
+        let value: unknown;
+        try {
+          value = await runScript(scenario.agents[agent] ?? scenario.fallback, scripted);
+        } catch (err) {
+          const status = err instanceof ScriptError ? err.status : 500;
+          const code = err instanceof ScriptError ? err.code : "script_error";
+          const message = err instanceof Error ? err.message : String(err);
+          return { status, payload: JSON.stringify(openAIError(`scripted server: ${message}`, errorTypeFor(status).type, code)) };
+        }
+        if (call.signal.aborted) return null;
+        if (isRawReply(value)) return { status: value.status ?? 200, payload: value.body, headers: value.headers ?? {} };
+        text = serialize(value);
+        if (kind === "truncated-json") {
+          text = truncateJson(text);
+          finishReason = "length";
+        }
+      }
+
+      const message: Record<string, unknown> = { role: "assistant", refusal: null };
+      if (replyMode === "tool") {
+        message.content = null;
+        message.tool_calls = [
+          { id: `call_scripted_${globalIndex}`, type: "function", function: { name: toolName ?? "tool", arguments: text } },
+        ];
+      } else {
+        message.content = text;
+      }
+      // Azure filters a reply it has begun: 200, no content, finish_reason content_filter.
+      const filteredReply = provider === "azure" && providerOptions.completionFilter?.test(text) === true;
+      if (filteredReply) {
+        message.content = null;
+        delete message.tool_calls;
+        finishReason = "content_filter";
+      }
+      const imageTokens = statesImageTokens ? parsed.imageDetails.reduce((n, d) => n + scriptedImageTokens(d), 0) : null;
+      const promptTokens = estimateTokens(parsed.text.length) + (imageTokens ?? 0);
+      const reasoningTokens = provider === "openai-reasoning" ? (providerOptions.reasoningTokens ?? 64) : null;
+      const completionTokens = (filteredReply ? 0 : estimateTokens(text.length)) + (reasoningTokens ?? 0);
+      const cachedTokens = promptCache?.lookup(messages, promptTokens) ?? null;
+      entry.promptTokens = promptTokens;
+      entry.completionTokens = completionTokens;
+      entry.cachedTokens = cachedTokens ?? 0;
+      return {
+        status: 200,
+        payload: JSON.stringify({
+          id: `chatcmpl-scripted-${globalIndex}`,
+          object: "chat.completion",
+          created: Math.floor(Date.now() / 1000),
+          model,
+          system_fingerprint: "scripted",
+          choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason, ...(filteredReply ? { content_filter_results: azureFilterResult("self_harm") } : {}) }],
+          usage: {
+            prompt_tokens: promptTokens,
+            completion_tokens: completionTokens,
+            total_tokens: promptTokens + completionTokens,
+            ...(cachedTokens !== null || imageTokens !== null
+              ? { prompt_tokens_details: { ...(cachedTokens !== null ? { cached_tokens: cachedTokens, audio_tokens: 0 } : {}), ...(imageTokens !== null ? { image_tokens: imageTokens } : {}) } }
+              : {}),
+            ...(reasoningTokens !== null ? { completion_tokens_details: { reasoning_tokens: reasoningTokens } } : {}),
+          },
+        }),
+      };
+    };
+
+    // A provider's latency includes writing its answer: when the script would run anyway (no
+    // fault that replaces or withholds the reply), the reply is composed while the call waits
+    // out L, so a burst of calls due together is not answered one script after another past
+    // L. Without latency (the tests' default) the order is as it always was: the wait, then
+    // the script.
+    const composeEarly = latencyMs > 0 && !verdict.prose && (fault === undefined || fault.kind === "latency" || fault.kind === "truncated-json");
+    const composing = composeEarly ? settled(compose()) : null;
+    await harness.sleep(latencyMs + (fault?.kind === "latency" ? fault.ms : 0), call, entry.start);
     if (call.signal.aborted) return;
     if (await harness.endedByConnectionFault(fault, call, res)) return;
     if (fault?.kind === "status") {
@@ -410,108 +521,10 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
       return;
     }
 
-    const scripted: ScriptedRequest = {
-      agent,
-      callIndex,
-      globalIndex,
-      body,
-      messages: body.messages,
-      text: parsed.text,
-      images: parsed.images,
-      temperature,
-      model,
-      mode,
-      toolName,
-      signal: call.signal,
-    };
-
-    let text: string;
-    let finishReason = mode === "tool" ? "tool_calls" : "stop";
-    let replyMode = mode;
-    const kind = fault?.kind;
-    if (verdict.prose) {
-      // The provider ignored the requested format: the model answers as it likes, in prose.
-      text = PROSE_REPLY;
-      replyMode = "content";
-      finishReason = "stop";
-    } else if (kind === "schema-violation") {
-      text = JSON.stringify({ unexpected: true });
-    } else if (kind === "malformed-json") {
-      // In tool mode this is a model that answered in prose instead of calling the tool.
-      text = MALFORMED_JSON_TEXT;
-      replyMode = "content";
-      finishReason = "stop";
-    } else if (kind === "tool-args-not-json") {
-      text = "{oops: this is not json";
-      replyMode = "tool";
-      finishReason = "tool_calls";
-    } else {
-      let value: unknown;
-      try {
-        value = await runScript(scenario.agents[agent] ?? scenario.fallback, scripted);
-      } catch (err) {
-        const status = err instanceof ScriptError ? err.status : 500;
-        const code = err instanceof ScriptError ? err.code : "script_error";
-        const message = err instanceof Error ? err.message : String(err);
-        send(status, JSON.stringify(openAIError(`scripted server: ${message}`, errorTypeFor(status).type, code)));
-        return;
-      }
-      if (call.signal.aborted) return;
-      if (isRawReply(value)) {
-        send(value.status ?? 200, value.body, value.headers ?? {});
-        return;
-      }
-      text = serialize(value);
-      if (kind === "truncated-json") {
-        text = truncateJson(text);
-        finishReason = "length";
-      }
-    }
-
-    const message: Record<string, unknown> = { role: "assistant", refusal: null };
-    if (replyMode === "tool") {
-      message.content = null;
-      message.tool_calls = [
-        { id: `call_scripted_${globalIndex}`, type: "function", function: { name: toolName ?? "tool", arguments: text } },
-      ];
-    } else {
-      message.content = text;
-    }
-    // Azure filters a reply it has begun: 200, no content, finish_reason content_filter.
-    const filteredReply = provider === "azure" && providerOptions.completionFilter?.test(text) === true;
-    if (filteredReply) {
-      message.content = null;
-      delete message.tool_calls;
-      finishReason = "content_filter";
-    }
-    const imageTokens = statesImageTokens ? parsed.imageDetails.reduce((n, d) => n + scriptedImageTokens(d), 0) : null;
-    const promptTokens = estimateTokens(parsed.text.length) + (imageTokens ?? 0);
-    const reasoningTokens = provider === "openai-reasoning" ? (providerOptions.reasoningTokens ?? 64) : null;
-    const completionTokens = (filteredReply ? 0 : estimateTokens(text.length)) + (reasoningTokens ?? 0);
-    const cachedTokens = promptCache?.lookup(body.messages, promptTokens) ?? null;
-    entry.promptTokens = promptTokens;
-    entry.completionTokens = completionTokens;
-    entry.cachedTokens = cachedTokens ?? 0;
-    send(
-      200,
-      JSON.stringify({
-        id: `chatcmpl-scripted-${globalIndex}`,
-        object: "chat.completion",
-        created: Math.floor(Date.now() / 1000),
-        model,
-        system_fingerprint: "scripted",
-        choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason, ...(filteredReply ? { content_filter_results: azureFilterResult("self_harm") } : {}) }],
-        usage: {
-          prompt_tokens: promptTokens,
-          completion_tokens: completionTokens,
-          total_tokens: promptTokens + completionTokens,
-          ...(cachedTokens !== null || imageTokens !== null
-            ? { prompt_tokens_details: { ...(cachedTokens !== null ? { cached_tokens: cachedTokens, audio_tokens: 0 } : {}), ...(imageTokens !== null ? { image_tokens: imageTokens } : {}) } }
-            : {}),
-          ...(reasoningTokens !== null ? { completion_tokens_details: { reasoning_tokens: reasoningTokens } } : {}),
-        },
-      }),
-    );
+    const reply = composing ? await composing : await settled(compose());
+    if (!reply.ok) throw reply.error;
+    if (call.signal.aborted || reply.value === null) return;
+    send(reply.value.status, reply.value.payload, reply.value.headers);
     if (verdict.prose) revealed.add(verdict.prose.reveals);
   };
 

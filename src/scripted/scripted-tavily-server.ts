@@ -10,6 +10,7 @@ import {
   HttpHarness,
   MALFORMED_JSON_TEXT,
   nowMs,
+  settled,
   readBody,
   respond,
   truncateJson,
@@ -211,7 +212,43 @@ export async function startScriptedTavily(opts: ScriptedTavilyOptions = {}): Pro
       harness.faultsInjected[fault.kind]++;
       entry.fault = fault.kind;
     }
-    await harness.sleep(latencyMs + (fault?.kind === "latency" ? fault.ms : 0), call);
+    /** The results as the script makes them, as the body to send; null when the call ended meanwhile. */
+    const compose = async (): Promise<{ status: number; payload: string } | null> => {
+      let results: TavilyResult[];
+      try {
+        const request: TavilyRequest = {
+          query,
+          maxResults,
+          searchDepth: typeof body.search_depth === "string" ? body.search_depth : "basic",
+          includeAnswer: body.include_answer === true || typeof body.include_answer === "string",
+          apiKey,
+          callIndex,
+          body,
+          signal: call.signal,
+        };
+        results = opts.results ? await opts.results(request) : defaultTavilyResults(query);
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        return { status: 500, payload: tavilyError(`Scripted search failed: ${message}`) };
+      }
+      if (call.signal.aborted) return null;
+      const withRaw = body.include_raw_content === true;
+      const payload = JSON.stringify({
+        query,
+        follow_up_questions: null,
+        answer: null,
+        images: [],
+        results: results.slice(0, maxResults).map((r) => (withRaw ? { raw_content: null, ...r } : r)),
+        // What the provider reports as its time: L, the answer being ready when it is due.
+        response_time: Math.round(Math.max(nowMs() - entry.start, latencyMs + (fault?.kind === "latency" ? fault.ms : 0))) / 1000,
+      });
+      return { status: 200, payload: fault?.kind === "truncated-json" ? truncateJson(payload) : payload };
+    };
+
+    // As the model server does (scripted-openai-server.ts): with a latency, results that would
+    // be sent anyway are made while the call waits it out, not one search after another past L.
+    const composing = latencyMs > 0 && (fault === undefined || fault.kind === "latency" || fault.kind === "truncated-json") ? settled(compose()) : null;
+    await harness.sleep(latencyMs + (fault?.kind === "latency" ? fault.ms : 0), call, entry.start);
     if (call.signal.aborted) return;
     if (await harness.endedByConnectionFault(fault, call, res)) return;
     if (fault?.kind === "status") {
@@ -230,34 +267,10 @@ export async function startScriptedTavily(opts: ScriptedTavilyOptions = {}): Pro
       return;
     }
 
-    let results: TavilyResult[];
-    try {
-      const request: TavilyRequest = {
-        query,
-        maxResults,
-        searchDepth: typeof body.search_depth === "string" ? body.search_depth : "basic",
-        includeAnswer: body.include_answer === true || typeof body.include_answer === "string",
-        apiKey,
-        callIndex,
-        body,
-        signal: call.signal,
-      };
-      results = opts.results ? await opts.results(request) : defaultTavilyResults(query);
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      send(500, tavilyError(`Scripted search failed: ${message}`));
-      return;
-    }
-    const withRaw = body.include_raw_content === true;
-    const payload = JSON.stringify({
-      query,
-      follow_up_questions: null,
-      answer: null,
-      images: [],
-      results: results.slice(0, maxResults).map((r) => (withRaw ? { raw_content: null, ...r } : r)),
-      response_time: Math.round(nowMs() - entry.start) / 1000,
-    });
-    send(200, fault?.kind === "truncated-json" ? truncateJson(payload) : payload);
+    const reply = composing ? await composing : await settled(compose());
+    if (!reply.ok) throw reply.error;
+    if (call.signal.aborted || reply.value === null) return;
+    send(reply.value.status, reply.value.payload);
   };
 
   const harness = new HttpHarness(async (req, res) => {

@@ -3,7 +3,7 @@ import { ChatOpenAI } from "@langchain/openai";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 
-import { FaultPlan } from "../../src/scripted/faults.js";
+import { FaultPlan, nowMs } from "../../src/scripted/faults.js";
 import {
   rawReply,
   startScriptedOpenAI,
@@ -369,6 +369,36 @@ describe("scripted OpenAI server: faults", () => {
     s.setLatency(0);
     // The fault applied once: counted, not timed (a busy machine can make a plain reply slow).
     expect(s.stats().faultsInjected.latency).toBe(1);
+  });
+
+  it("a latency runs from the request's arrival, and the reply is composed while the call waits it out", async () => {
+    // Long enough that "composed before the reply was due" cannot be an accident of a fast
+    // machine: the old order (wait, then script) composed every reply after start + L.
+    const L = 1_000;
+    const composedAt: number[] = [];
+    const s = await openai({
+      scenario: {
+        agents: {
+          rollout: () => {
+            composedAt.push(nowMs());
+            return { a: 1 };
+          },
+        },
+      },
+      latencyMs: L,
+    });
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: 8 }, async () => contentOf(await post(s.baseUrl, chatBody("rollout")))));
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(L);
+    const log = s.stats().log;
+    expect(log).toHaveLength(8);
+    expect(composedAt).toHaveLength(8);
+    for (const call of log) {
+      // Never early: the wait's timer is set short and the rest waited out in event-loop turns.
+      expect(call.end! - call.start).toBeGreaterThanOrEqual(L);
+    }
+    // Every reply was written before any was due.
+    expect(Math.max(...composedAt)).toBeLessThan(Math.min(...log.map((c) => c.start)) + L);
   });
 
   it("probabilistic faults are reproducible for a seed and differ across seeds", async () => {
