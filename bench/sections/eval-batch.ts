@@ -135,6 +135,7 @@ export async function evalBatch(ctx: BenchContext): Promise<SectionReport> {
     table(["method", "items", "completed", "concurrency", "L ms", "mean chain", "session s", "process s", "items/s", "bound items/s", "of bound", "CLI CPU ms/item"], rows),
     "",
     `- **bound** = concurrency ÷ (L × mean critical path per item), from each item's \`usage.criticalPathCalls\` in results.jsonl.`,
+    `- The bound treats the items as a fluid. In whole items, ${cot.items} of them over ${cot.concurrency} lanes take at least ${Math.ceil(cot.items / cot.concurrency)} rounds, so no schedule reaches more than ${pct(cot.items / (Math.ceil(cot.items / cot.concurrency) * cot.concurrency), 1)} of it at this size (every chain at its mean); the process's start (Node, then the model client's modules), the first call to the model, which goes alone (what the server's rules are is learned from its answer before the other calls go: one L), and the final report come on top.`,
     `- **CLI CPU ms/item** is the CLI process's user + system CPU time (bash's \`times\` after it exits, start-up included) over the items.`,
     `- **process s** is the CLI process's wall time measured by the benchmark from spawn to exit (start-up and the final report included); items/s and the verdicts use it. **session s** is the runner's own \`summary.json\` elapsedMs, shown beside it: the start-up and report took ${fmt(cot.processSeconds - cot.sessionSeconds, 1)} s (cot) and ${fmt(full.processSeconds - full.sessionSeconds, 1)} s (full method).`,
   ].join("\n");
