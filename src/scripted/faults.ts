@@ -258,38 +258,33 @@ export class HttpHarness {
    * Wait until `ms` after `since` (nowMs() clock; default now), or less if the call ends first;
    * the timer never outlives close(). A provider's latency runs from the request's arrival, so
    * a caller passes the arrival: the reply is due at arrival + L whatever this server did with
-   * the request meanwhile. A timer fires up to a millisecond late (whole milliseconds, and only
-   * when the event loop next looks), so it is set a millisecond short and the rest is waited
-   * out in event-loop turns: the reply leaves at the deadline, never before it and not a
-   * millisecond after (measured: each link of a case's chain came back ~2 ms beyond L).
+   * the request meanwhile. Never early: a timer counts from the event loop's clock, which can
+   * be behind, so the deadline is checked again when it fires. It may fire up to about a
+   * millisecond late; waiting out that millisecond in event-loop turns was tried and cost the
+   * batch benchmark more (the server process spinning beside the client) than it gained.
    */
   sleep(ms: number, call: TrackedCall, since: number = nowMs()): Promise<void> {
     const deadline = since + ms;
     if (ms <= 0 || call.signal.aborted || nowMs() >= deadline) return Promise.resolve();
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined;
-      let turn: NodeJS.Immediate | undefined;
       const done = (): void => {
         if (timer) {
           clearTimeout(timer);
           this.timers.delete(timer);
         }
-        if (turn) clearImmediate(turn);
         call.signal.removeEventListener("abort", done);
         resolve();
       };
       const step = (): void => {
         if (timer) this.timers.delete(timer);
         timer = undefined;
-        turn = undefined;
         const left = deadline - nowMs();
         if (left <= 0 || call.signal.aborted) {
           done();
-        } else if (left > 2) {
-          timer = setTimeout(step, Math.floor(left) - 1);
-          this.timers.add(timer);
         } else {
-          turn = setImmediate(step);
+          timer = setTimeout(step, Math.ceil(left));
+          this.timers.add(timer);
         }
       };
       call.signal.addEventListener("abort", done, { once: true });

@@ -394,7 +394,7 @@ describe("scripted OpenAI server: faults", () => {
     expect(log).toHaveLength(8);
     expect(composedAt).toHaveLength(8);
     for (const call of log) {
-      // Never early: the wait's timer is set short and the rest waited out in event-loop turns.
+      // Never early, though a timer counts from the event loop's clock, which can be behind.
       expect(call.end! - call.start).toBeGreaterThanOrEqual(L);
     }
     // Every reply was written before any was due.
