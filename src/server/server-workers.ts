@@ -30,7 +30,12 @@ export async function serveWorkers(config: Config, workers: number): Promise<num
   const restarts: number[] = [];
   let stopping = false;
   let exitCode = 0;
-  const running = (): Worker[] => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+  // The workers not yet exited, kept here: cluster.workers drops a worker only once it has both
+  // exited and disconnected, in either order, so on the last worker's 'exit' it could still list
+  // it, the stop below never resolved, and the primary ended with Node's exit code 13 (a
+  // top-level await left pending) instead of 0.
+  const live = new Set<Worker>();
+  const running = (): Worker[] => [...live];
   // One view-link secret for every worker, or a link made by one worker is refused by the next
   // (the connections are dealt out in turn). Without MEDMMV_VIEW_LINK_SECRET the primary makes
   // one, once, and hands it to each worker (and each replacement) in its environment.
@@ -38,6 +43,7 @@ export async function serveWorkers(config: Config, workers: number): Promise<num
   if (!config.http.viewLinkSecret) log.info("MEDMMV_VIEW_LINK_SECRET unset: the workers share a random one; view links end with this server");
   const fork = (): void => {
     const worker = cluster.fork({ MEDMMV_VIEW_LINK_SECRET: viewLinkSecret });
+    live.add(worker);
     log.info({ workerPid: worker.process.pid }, "worker started");
   };
 
@@ -56,6 +62,7 @@ export async function serveWorkers(config: Config, workers: number): Promise<num
     };
 
     cluster.on("exit", (worker, code, signal) => {
+      live.delete(worker);
       if (stopping) {
         log.info({ workerPid: worker.process.pid, code, signal }, "worker stopped");
         if (running().length === 0) resolve(exitCode);
