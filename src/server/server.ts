@@ -95,6 +95,7 @@ export async function buildServerApp(
       return owner ? `owner:${owner}` : null;
     },
   });
+  await pipeline.ready();
   const service = new CaseService({ config, store, pipeline, logger, metrics });
   engine = service.engine;
   const app: FastifyInstance = Fastify({

@@ -89,7 +89,7 @@ describe("what a command loads", () => {
     expect(r.modules.filter((m) => /node_modules\/(@anthropic-ai|@langchain\/anthropic|@google\/generative-ai|@langchain\/google-genai)\//.test(m))).toEqual([]);
   });
 
-  it("eval --method cot loads no web search client and no Postgres client, and the summary page's renderer only to write the page", async () => {
+  it("eval --method cot loads no web search client, no Postgres client and no LangGraph, and the summary page's renderer only to write the page", async () => {
     const items = path.join(tmp(), "items.jsonl");
     const options = { A: "Aortic dissection", B: "Acute coronary syndrome", C: "Pulmonary embolism" };
     await writeFile(items, ["q1", "q2"].map((id) => JSON.stringify({ id, question: "Most likely diagnosis?", notes: "Chest pain radiating to the left arm.", options, answer: "B" })).join("\n") + "\n");
@@ -100,6 +100,8 @@ describe("what a command loads", () => {
     expect(r.code).toBe(0);
     // CoT never searches: neither the Tavily client nor the axios it posts through is loaded.
     expect(r.modules.filter((m) => /node_modules\/(axios|@tavily\/core|form-data|mime-db)\//.test(m))).toEqual([]);
+    // It never runs the pipeline's workflow: neither LangGraph nor the workflow's nodes are loaded.
+    expect(r.modules.filter((m) => /node_modules\/@langchain\/langgraph\/|^src\/core\/workflow\/(graph|state)\.ts$|^src\/core\/workflow\/nodes\//.test(m))).toEqual([]);
     // Its response cache is in the embedded SQLite store: the Postgres client is not loaded.
     expect(r.modules.filter((m) => /node_modules\/(pg|pg-pool|pg-protocol)\//.test(m))).toEqual([]);
     // The page was written, so its renderer was loaded (while the first call was out: summary-page.ts).

@@ -9,7 +9,7 @@ import { PromptLibrary } from "../llm/prompt-template.js";
 import type { SearchProvider } from "../search/search-provider.js";
 import { createSearchProvider } from "../search/create-search-provider.js";
 import { VERSION } from "../version.js";
-import { buildWorkflow, type Workflow } from "./graph.js";
+import type { Workflow } from "./graph.js";
 import { RunHooks, type EmitEvent } from "./run-context.js";
 import { ImageVault } from "../intake/image-vault.js";
 import { AdaptiveRounds } from "./adaptive-rounds.js";
@@ -69,7 +69,13 @@ export interface PipelineDeps {
  * built once (compiling per case grows the heap, langgraphjs #1746) and shared by cases.
  */
 export class Pipeline {
-  readonly workflow: Workflow;
+  /**
+   * The compiled workflow, made on the first run (or by ready()). It brings LangGraph and every
+   * agent node, and an eval of another method (chain of thought, self-consistency, stage-wise)
+   * uses this pipeline's clients, prompts and limiter without ever running it.
+   */
+  #workflow: Promise<Workflow> | null = null;
+  readonly #checkpointer: BaseCheckpointSaver | undefined;
   readonly hooks = new RunHooks();
   readonly images: ImageVault;
   readonly rounds = new AdaptiveRounds();
@@ -90,10 +96,28 @@ export class Pipeline {
     this.llm = new LlmClient(config.llm, this.limiter, deps.cache ?? null, { chatModels: deps.chatModels, callbacks: deps.callbacks });
     this.prompts = deps.prompts ?? new PromptLibrary();
     this.search = deps.search ?? createSearchProvider(config);
-    this.workflow = buildWorkflow(
-      { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: config.llm.prices, hooks: this.hooks, images: this.images, rounds: this.rounds, spending: this.spending, version: VERSION },
-      deps.checkpointer,
+    this.#checkpointer = deps.checkpointer;
+  }
+
+  /** Load and compile the workflow now (a server at start, so its first case does not wait for it). */
+  async ready(): Promise<void> {
+    await this.#compiled();
+  }
+
+  #compiled(): Promise<Workflow> {
+    this.#workflow ??= import("./graph.js").then(
+      ({ buildWorkflow }) =>
+        buildWorkflow(
+          { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: this.config.llm.prices, hooks: this.hooks, images: this.images, rounds: this.rounds, spending: this.spending, version: VERSION },
+          this.#checkpointer,
+        ),
+      (err: unknown) => {
+        // A load that failed is tried again by the next run rather than failing every later one.
+        this.#workflow = null;
+        throw err;
+      },
     );
+    return this.#workflow;
   }
 
   /** Run a case from the start (or, with a checkpointer and `resume`, continue its thread). */
@@ -105,16 +129,17 @@ export class Pipeline {
     this.rounds.open(threadId, { resumed: run.resume === true });
     this.spending.open(threadId);
     try {
+      const workflow = await this.#compiled();
       const held = await this.images.hold(c);
       const input = run.resume ? null : { caseInput: held, options, startedAt: new Date().toISOString() };
       // A resumed thread whose checkpoint is gone (or never written) starts over.
       let useInput = input;
       if (run.resume) {
-        const snapshot = await this.workflow.getState({ configurable: { thread_id: threadId } }).catch(() => null);
+        const snapshot = await workflow.getState({ configurable: { thread_id: threadId } }).catch(() => null);
         if (!snapshot || !snapshot.values || !(snapshot.values as { caseInput?: unknown }).caseInput)
           useInput = { caseInput: held, options, startedAt: new Date().toISOString() };
       }
-      const state = await this.workflow.invoke(useInput, { configurable: { thread_id: threadId }, signal: run.signal, recursionLimit: 50 });
+      const state = await workflow.invoke(useInput, { configurable: { thread_id: threadId }, signal: run.signal, recursionLimit: 50 });
       const result = state.result;
       if (!result) throw new MedmmvError("PIPELINE_FAILED", "the workflow ended without a result");
       return { result, fullEvidenceGraph: state.evidence?.graph ?? null };
