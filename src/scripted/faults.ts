@@ -133,12 +133,30 @@ export function emptyFaultCounts(): Record<FaultKind, number> {
   return Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
 }
 
-/** A promise's outcome as a value: a failure waits, unreported, until the caller looks at it. */
-export function settled<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
-  return p.then(
+/** Whether the script's reply is what a call under this fault sends (as it is, or cut short): none, a latency, a truncation. */
+export function keepsScriptedReply(fault: Fault | undefined): boolean {
+  return fault === undefined || fault.kind === "latency" || fault.kind === "truncated-json";
+}
+
+/**
+ * The reply `compose` makes, for a call to send once its wait is over: ask for it then. A
+ * provider's latency includes writing its answer, so with `early` (the call waits a latency
+ * and will send this reply) it is composed at once, beside the wait, and a burst of calls due
+ * together is not answered one script after another past L; a failure waits, unreported,
+ * until the reply is asked for. Otherwise it is composed when asked for: a script runs only
+ * for a call that gets that far, in the order the suites' scripts and faults always had.
+ */
+export function composeReply<T>(compose: () => Promise<T>, early: boolean): () => Promise<T> {
+  if (!early) return compose;
+  const made = compose().then(
     (value) => ({ ok: true as const, value }),
     (error: unknown) => ({ ok: false as const, error }),
   );
+  return async () => {
+    const r = await made;
+    if (!r.ok) throw r.error;
+    return r.value;
+  };
 }
 
 /** Epoch milliseconds with sub-millisecond resolution, so overlapping calls can be ordered. */

@@ -14,7 +14,8 @@ import {
   HttpHarness,
   MALFORMED_JSON_TEXT,
   nowMs,
-  settled,
+  composeReply,
+  keepsScriptedReply,
   readBody,
   respond,
   truncateJson,
@@ -502,13 +503,8 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
       };
     };
 
-    // A provider's latency includes writing its answer: when the script would run anyway (no
-    // fault that replaces or withholds the reply), the reply is composed while the call waits
-    // out L, so a burst of calls due together is not answered one script after another past
-    // L. Without latency (the tests' default) the order is as it always was: the wait, then
-    // the script.
-    const composeEarly = latencyMs > 0 && !verdict.prose && (fault === undefined || fault.kind === "latency" || fault.kind === "truncated-json");
-    const composing = composeEarly ? settled(compose()) : null;
+    // Written while the call waits out its latency when the script's reply is what it will send.
+    const reply = composeReply(compose, latencyMs > 0 && !verdict.prose && keepsScriptedReply(fault));
     await harness.sleep(latencyMs + (fault?.kind === "latency" ? fault.ms : 0), call, entry.start);
     if (call.signal.aborted) return;
     if (await harness.endedByConnectionFault(fault, call, res)) return;
@@ -521,10 +517,9 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
       return;
     }
 
-    const reply = composing ? await composing : await settled(compose());
-    if (!reply.ok) throw reply.error;
-    if (call.signal.aborted || reply.value === null) return;
-    send(reply.value.status, reply.value.payload, reply.value.headers);
+    const made = await reply();
+    if (call.signal.aborted || made === null) return;
+    send(made.status, made.payload, made.headers);
     if (verdict.prose) revealed.add(verdict.prose.reveals);
   };
 

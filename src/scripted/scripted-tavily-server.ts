@@ -10,7 +10,8 @@ import {
   HttpHarness,
   MALFORMED_JSON_TEXT,
   nowMs,
-  settled,
+  composeReply,
+  keepsScriptedReply,
   readBody,
   respond,
   truncateJson,
@@ -212,6 +213,7 @@ export async function startScriptedTavily(opts: ScriptedTavilyOptions = {}): Pro
       harness.faultsInjected[fault.kind]++;
       entry.fault = fault.kind;
     }
+    const wait = latencyMs + (fault?.kind === "latency" ? fault.ms : 0);
     /** The results as the script makes them, as the body to send; null when the call ended meanwhile. */
     const compose = async (): Promise<{ status: number; payload: string } | null> => {
       let results: TavilyResult[];
@@ -240,15 +242,14 @@ export async function startScriptedTavily(opts: ScriptedTavilyOptions = {}): Pro
         images: [],
         results: results.slice(0, maxResults).map((r) => (withRaw ? { raw_content: null, ...r } : r)),
         // What the provider reports as its time: L, the answer being ready when it is due.
-        response_time: Math.round(Math.max(nowMs() - entry.start, latencyMs + (fault?.kind === "latency" ? fault.ms : 0))) / 1000,
+        response_time: Math.round(Math.max(nowMs() - entry.start, wait)) / 1000,
       });
       return { status: 200, payload: fault?.kind === "truncated-json" ? truncateJson(payload) : payload };
     };
 
-    // As the model server does (scripted-openai-server.ts): with a latency, results that would
-    // be sent anyway are made while the call waits it out, not one search after another past L.
-    const composing = latencyMs > 0 && (fault === undefined || fault.kind === "latency" || fault.kind === "truncated-json") ? settled(compose()) : null;
-    await harness.sleep(latencyMs + (fault?.kind === "latency" ? fault.ms : 0), call, entry.start);
+    // Written while the call waits out its latency when the script's results are what it will send.
+    const reply = composeReply(compose, latencyMs > 0 && keepsScriptedReply(fault));
+    await harness.sleep(wait, call, entry.start);
     if (call.signal.aborted) return;
     if (await harness.endedByConnectionFault(fault, call, res)) return;
     if (fault?.kind === "status") {
@@ -267,10 +268,9 @@ export async function startScriptedTavily(opts: ScriptedTavilyOptions = {}): Pro
       return;
     }
 
-    const reply = composing ? await composing : await settled(compose());
-    if (!reply.ok) throw reply.error;
-    if (call.signal.aborted || reply.value === null) return;
-    send(reply.value.status, reply.value.payload);
+    const made = await reply();
+    if (call.signal.aborted || made === null) return;
+    send(made.status, made.payload);
   };
 
   const harness = new HttpHarness(async (req, res) => {
