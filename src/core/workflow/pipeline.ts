@@ -105,18 +105,18 @@ export class Pipeline {
   }
 
   #compiled(): Promise<Workflow> {
-    this.#workflow ??= import("./graph.js").then(
-      ({ buildWorkflow }) =>
+    this.#workflow ??= import("./graph.js")
+      .then(({ buildWorkflow }) =>
         buildWorkflow(
           { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: this.config.llm.prices, hooks: this.hooks, images: this.images, rounds: this.rounds, spending: this.spending, version: VERSION },
           this.#checkpointer,
         ),
-      (err: unknown) => {
-        // A load that failed is tried again by the next run rather than failing every later one.
+      )
+      .catch((err: unknown) => {
+        // A load or compile that failed is tried again by the next run rather than failing every later one.
         this.#workflow = null;
         throw err;
-      },
-    );
+      });
     return this.#workflow;
   }
 
