@@ -11,10 +11,12 @@ import type { ScriptedCallLog } from "../../src/scripted/scripted-openai-server.
  * beside it: the deleted case's calls in flight are cut (the model server sees the
  * disconnect), its queued calls never start, nothing is retried over a window longer than
  * a call plus its backoff — and the other case finishes untouched.
+ *
+ * The deleted case's calls after the first N are held open by the scripted server (a
+ * "hold" fault), so the DELETE lands while they are in flight however slow the machine is;
+ * waiting to catch a call in the first moments of its latency raced the poll.
  */
 const LATENCY_MS = 400;
-/** A call started this recently is still open when the DELETE lands (the rest of its latency is the margin). */
-const FRESH_MS = 100;
 /** Longer than a call and its first retry backoff: a retry or a queued call would show up. */
 const QUIET_WINDOW_MS = 1_500;
 const MARK_DELETED = "Cancellation-marker-7Q";
@@ -34,8 +36,6 @@ beforeAll(async () => {
     },
   });
   t.openai.setLatency(LATENCY_MS);
-  // Tags the deleted case's calls in the scripted server's log (a zero-length "latency" fault).
-  t.openai.addFault({ kind: "latency", ms: 0, textIncludes: MARK_DELETED });
 });
 afterAll(async ({}, suite) => {
   if (outcomes.length)
@@ -50,13 +50,17 @@ afterAll(async ({}, suite) => {
   await t?.close();
 });
 
-const ofDeleted = (c: ScriptedCallLog) => c.fault === "latency";
+/** The deleted case's calls: its first N answered (a zero-length "latency" fault tags them in the log), the rest held. */
+const ofDeleted = (c: ScriptedCallLog) => c.fault === "latency" || c.fault === "hold";
 
 describe("DELETE of a running case", () => {
   // After how many answered calls of the deleted case the DELETE comes: stage 1, evidence, refinement.
   for (const answeredBefore of [0, 4, 8]) {
     it(`after ${answeredBefore} answered calls: in-flight calls aborted, no further calls, the neighbour unaffected`, async () => {
       t.openai.reset();
+      t.openai.clearFaults();
+      if (answeredBefore > 0) t.openai.addFault({ kind: "latency", ms: 0, textIncludes: MARK_DELETED, times: answeredBefore });
+      t.openai.addFault({ kind: "hold", textIncludes: MARK_DELETED });
       const doomed = await t.api("/diagnose", {
         method: "POST",
         json: chestPain({ question: `Which diagnosis fits best? (${MARK_DELETED})` }),
@@ -68,12 +72,11 @@ describe("DELETE of a running case", () => {
       const doomedId = (await json<{ caseId: string }>(doomed)).caseId;
       const neighbourId = (await json<{ caseId: string }>(neighbour)).caseId;
 
-      const fresh = (c: ScriptedCallLog) => c.end === null && nowMs() - c.start < FRESH_MS;
       await until(() => {
-        const log = t.openai.stats().log.filter(ofDeleted);
-        return log.filter((c) => c.status === 200).length >= answeredBefore && log.some(fresh) ? true : undefined;
-      }, 20_000, `${answeredBefore} answered calls and one just started`);
-      const open = t.openai.stats().log.filter(ofDeleted).filter(fresh);
+        const s = t.openai.stats();
+        return s.log.filter(ofDeleted).filter((c) => c.status === 200).length === answeredBefore && s.held > 0 ? true : undefined;
+      }, 20_000, `${answeredBefore} answered calls and one held open`);
+      const open = t.openai.stats().log.filter(ofDeleted).filter((c) => c.end === null);
       expect(open.length).toBeGreaterThan(0);
 
       const del = await t.api(`/cases/${doomedId}`, { method: "DELETE" });
