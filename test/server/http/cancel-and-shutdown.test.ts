@@ -26,16 +26,17 @@ describe("cancellation", () => {
 
   it("DELETE of a running case aborts its in-flight model calls and purges it", async () => {
     t.openai.reset();
-    t.openai.setLatency(5_000);
+    // Every call is held open until its client leaves: only the DELETE can end them, however slow the machine.
+    t.openai.addFault({ kind: "hold" });
     try {
       const res = await t.api("/diagnose", { method: "POST", json: chestPain(), headers: { prefer: "respond-async" } });
       expect(res.status).toBe(202);
       const { caseId } = await json<{ caseId: string }>(res);
-      await until(() => (t.openai.stats().inFlight >= 3 ? true : undefined), 5_000, "calls in flight");
+      await until(() => (t.openai.stats().held >= 3 ? true : undefined), 5_000, "calls held in flight");
       const started = Date.now();
       const del = await t.api(`/cases/${caseId}`, { method: "DELETE" });
       expect(del.status).toBe(204);
-      // Well before the scripted replies would have arrived: the calls were cut, not awaited.
+      // Well before the service would give up waiting for the run to unwind (10 s): the calls were cut, not awaited.
       expect(Date.now() - started).toBeLessThan(4_000);
       await until(() => (t.openai.stats().inFlight === 0 ? true : undefined), 3_000, "connections closed");
       const stats = t.openai.stats();
@@ -47,7 +48,8 @@ describe("cancellation", () => {
       await until(() => (t.server.service.isRunning(caseId) ? undefined : true), 5_000, "the purged case's run to end");
       expect(t.openai.stats().total).toBe(calls);
     } finally {
-      t.openai.setLatency(0);
+      t.openai.clearFaults();
+      t.openai.releaseHeld("drop");
     }
   });
 
