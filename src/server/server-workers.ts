@@ -35,7 +35,6 @@ export async function serveWorkers(config: Config, workers: number): Promise<num
   // it, the stop below never resolved, and the primary ended with Node's exit code 13 (a
   // top-level await left pending) instead of 0.
   const live = new Set<Worker>();
-  const running = (): Worker[] => [...live];
   // One view-link secret for every worker, or a link made by one worker is refused by the next
   // (the connections are dealt out in turn). Without MEDMMV_VIEW_LINK_SECRET the primary makes
   // one, once, and hands it to each worker (and each replacement) in its environment.
@@ -52,12 +51,11 @@ export async function serveWorkers(config: Config, workers: number): Promise<num
       if (stopping) return;
       stopping = true;
       exitCode = code;
-      const left = running();
-      if (left.length === 0) resolve(exitCode);
-      for (const w of left) w.process.kill("SIGTERM");
+      if (live.size === 0) resolve(exitCode);
+      for (const w of live) w.process.kill("SIGTERM");
       // A worker stuck in its shutdown must not keep the server up forever.
       setTimeout(() => {
-        for (const w of running()) w.process.kill("SIGKILL");
+        for (const w of live) w.process.kill("SIGKILL");
       }, STOP_TIMEOUT_MS).unref();
     };
 
@@ -65,7 +63,7 @@ export async function serveWorkers(config: Config, workers: number): Promise<num
       live.delete(worker);
       if (stopping) {
         log.info({ workerPid: worker.process.pid, code, signal }, "worker stopped");
-        if (running().length === 0) resolve(exitCode);
+        if (live.size === 0) resolve(exitCode);
         return;
       }
       const now = Date.now();
