@@ -32,13 +32,13 @@ describe("cancellation", () => {
       const res = await t.api("/diagnose", { method: "POST", json: chestPain(), headers: { prefer: "respond-async" } });
       expect(res.status).toBe(202);
       const { caseId } = await json<{ caseId: string }>(res);
-      await until(() => (t.openai.stats().held >= 3 ? true : undefined), 5_000, "calls held in flight");
+      await until(() => (t.openai.stats().held >= 3 ? true : undefined), 30_000, "calls held in flight");
       const started = Date.now();
       const del = await t.api(`/cases/${caseId}`, { method: "DELETE" });
       expect(del.status).toBe(204);
       // Well before the service would give up waiting for the run to unwind (10 s): the calls were cut, not awaited.
       expect(Date.now() - started).toBeLessThan(4_000);
-      await until(() => (t.openai.stats().inFlight === 0 ? true : undefined), 3_000, "connections closed");
+      await until(() => (t.openai.stats().inFlight === 0 ? true : undefined), 10_000, "connections closed");
       const stats = t.openai.stats();
       expect(stats.disconnects).toBeGreaterThanOrEqual(3);
       expect(stats.log.every((c) => c.status === 0)).toBe(true); // none was answered
