@@ -1,13 +1,12 @@
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import type { AgentDeps } from "../core/agents/agent-context.js";
 import type { Usage } from "../core/contracts/diagnosis-result.js";
 import { prepareCase } from "../core/intake/case-intake.js";
 import { withCatalogPrices, type Config } from "../core/config.js";
 import { describeError, MedmmvError } from "../core/contracts/errors.js";
-import { pipelineOptions, type PipelineOverrides } from "../core/workflow/pipeline.js";
+import type { PipelineOverrides } from "../core/workflow/pipeline.js";
 import type { PipelineOptions } from "../core/workflow/state.js";
-import { LlmClient, type ResponseCache } from "../core/llm/model-client.js";
+import type { ResponseCache } from "../core/llm/model-client.js";
 import { addUsage, UsageMeter } from "../core/llm/usage.js";
 import { VERSION } from "../core/version.js";
 import { openSearchProvider } from "../core/search/create-search-provider.js";
@@ -15,10 +14,7 @@ import type { SearchProvider } from "../core/search/search-provider.js";
 import { isCorrect } from "./answer-match.js";
 import { getAdapter, isItemError, type EvalItem, type ItemError, type JsonlFieldMap } from "./datasets/index.js";
 import { writeJsonAtomic, type RunManifest } from "./manifest.js";
-import { cotMethod } from "./methods/cot.js";
-import { medmmvMethod } from "./methods/medmmv.js";
-import { selfConsistencyMethod } from "./methods/self-consistency.js";
-import { failedOutput, METHOD_NAMES, noDiagnostics, type EvalMethod, type MethodName, type MethodOutput } from "./methods/types.js";
+import { failedOutput, METHOD_NAMES, noDiagnostics, type MethodName, type MethodOutput } from "./methods/types.js";
 import type { ProgressSink } from "./progress.js";
 import { openRunSession } from "./run-session.js";
 import { buildRaters, rateOutput, type Rater } from "./raters.js";
@@ -26,17 +22,16 @@ import { buildSummary, summaryMarkdown } from "./report.js";
 import { SUMMARY_HTML, SUMMARY_JSON, SUMMARY_MD, type EvalSummary } from "./summary.js";
 import { compactResults, readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "./results-file.js";
 import { claimRunFolder, manifestSource } from "./run-folder.js";
-import { cacheScopeFor, runPipelines } from "./run-cache.js";
+import { cacheScopeFor } from "./run-cache.js";
 import { loadSummaryPageOnFirstRequest, summaryPage } from "./summary-page.js";
 import { selectItems } from "./sampling.js";
-import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
-import { stagewiseLabel, stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
+import { stagewiseLabel, type StagewiseOptions } from "./stagewise/stagewise-method.js";
 import { runGated } from "./gated-tasks.js";
+import { itemMethods, type ItemMethodSettings } from "./item-methods.js";
+import { ItemWorkerPool, type ItemProcessStats, type ItemWorkerEntry } from "./item-workers.js";
 import { saveDiagnosis } from "./saved-results.js";
 import { assertRunPriced, RunBudget, type ItemSpend } from "./run-budget.js";
-import { rubricGradedMethod } from "./healthbench/grading-method.js";
 import { expandProbes, probeConfig, probeLabel } from "./probes/expand-items.js";
-import { referencePromptLibrary } from "./probes/reference-prompts.js";
 import { HYPOTHESIS_KINDS, type HypothesisKind } from "./probes/types.js";
 
 export interface EvalRunOptions {
@@ -81,6 +76,8 @@ export interface EvalRunOptions {
   /** --max-cost / --max-tokens: stop starting items once the run's spending reaches them (run-budget.ts). */
   maxCostUsd?: number;
   maxTokens?: number;
+  /** --workers: answer the items in this many processes (item-workers.ts); 1 (the default): in this one. */
+  workers?: number;
 }
 
 export interface EvalRunDeps {
@@ -93,6 +90,8 @@ export interface EvalRunDeps {
   cache?: ResponseCache | null;
   /** Minimum time between two cuts of the item concurrency. */
   throttleCooldownMs?: number;
+  /** How to start an item process when `workers` > 1 (the CLI: itself). */
+  itemWorkerEntry?: ItemWorkerEntry;
 }
 
 export interface EvalRunResult {
@@ -106,6 +105,8 @@ export interface EvalRunResult {
   budgetReached: boolean;
   /** What the run folder's records spent in all (tokens, dollars at the configured prices). */
   spent: ItemSpend;
+  /** With --workers: each item process and the items it answered. */
+  itemProcesses?: ItemProcessStats[];
 }
 
 /** What one record cost: its method's usage and its raters'. */
@@ -184,6 +185,11 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   check(o.dataset !== "healthbench" || (method !== "stagewise" && !o.stageJudge), "--dataset healthbench grades replies by their rubric: use --method medmmv, cot or self-consistency, without --stage-judge");
   check(!o.stageJudge || method === "medmmv" || method === "cot", "--stage-judge applies to --method medmmv or cot (stagewise judges its stages anyway)");
   check(o.traces === undefined || (method === "stagewise" && o.dataset === "clinhallu"), "--traces needs --dataset clinhallu --method stagewise");
+  const workers = o.workers ?? 1;
+  check(Number.isInteger(workers) && workers >= 1, "--workers must be an integer ≥ 1");
+  // Their phases are checkpointed into results.jsonl as they finish, by the runner's one writer.
+  check(workers === 1 || (method !== "stagewise" && !o.stageJudge), "--method stagewise and --stage-judge run in one process (they checkpoint each phase as it ends): leave out --workers");
+  check(workers === 1 || deps.itemWorkerEntry !== undefined, "--workers needs a way to start the item processes (EvalRunDeps.itemWorkerEntry)");
   const sw: StagewiseOptions = { format: "structured", replace: null, retries: 2, temperature: 0.7, ...o.stagewise };
   const adapter = getAdapter(o.dataset);
   const input = path.resolve(o.input);
@@ -191,31 +197,14 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   await mkdir(dir, { recursive: true });
   const resultsPath = path.join(dir, RESULTS_FILE);
 
-  const popts = pipelineOptions(config, o.pipeline);
   // One pipeline per run, each seeing the response cache through its run's namespace: runs are fresh draws, never each other's replay.
   const cacheScope = await cacheScopeFor(dir, o);
   const search = await openSearchProvider(config);
-  // --hypothesis-warning off: the prompts as Dr-LLaVA's reference words them (no "a claim to check").
-  const prompts = o.hypothesisWarning === false ? { prompts: referencePromptLibrary() } : {};
-  const pipelineFor = runPipelines(config, deps.cache ?? null, cacheScope, { search, ...prompts });
+  const settings: ItemMethodSettings = { dataset: o.dataset, method, pipeline: o.pipeline, stagewise: sw, stageJudge: o.stageJudge, hypothesisWarning: o.hypothesisWarning, saveResults: o.saveResults };
+  const { popts, pipelineFor, methodFor } = itemMethods(settings, config, { cache: deps.cache ?? null, cacheScope, search });
   const pipeline = pipelineFor(0);
-  const agentDepsFor = (run: number): AgentDeps => ({ llm: pipelineFor(run).llm, prompts: pipeline.prompts, search });
-  const agentDeps = agentDepsFor(0);
   const raterModels = [...new Set(o.raters ?? [])];
   const raters: Rater[] = buildRaters(config, { prompts: pipeline.prompts, search: pipeline.search }, pipeline.limiter, raterModels);
-  // Self-consistency samples one prompt k times: a response cache would hand back the first sample k times.
-  const scDeps: AgentDeps = { ...agentDeps, llm: new LlmClient(config.llm, pipeline.limiter, null, pipeline.llm.clientOptions) };
-  const answerMethodFor = (run: number): EvalMethod => {
-    const agentDeps = agentDepsFor(run);
-    if (method === "stagewise") return stagewiseMethod(agentDeps, config.llm.prices, sw);
-    if (o.stageJudge) return stageJudgeMethod(method === "cot" ? cotMethod(agentDeps, config.llm.prices, { staged: true }) : medmmvMethod(pipelineFor(run), { ...popts, seed: popts.seed + run }, { steps: true, keepDiagnosis: o.saveResults }), agentDeps, config.llm.prices, { letterShortcut: sw.letterShortcut });
-    if (method === "cot") return cotMethod(agentDeps, config.llm.prices);
-    if (method === "self-consistency") return selfConsistencyMethod(scDeps, config.llm.prices, { k: popts.k, temperature: popts.rolloutTemperature });
-    // Each run its own seed, so `--select random` draws afresh per run.
-    return medmmvMethod(pipelineFor(run), { ...popts, seed: popts.seed + run }, { keepDiagnosis: o.saveResults });
-  };
-  // HealthBench: every reply is graded against its item's rubric (src/eval/healthbench/).
-  const methodFor = (run: number): EvalMethod => (o.dataset === "healthbench" ? rubricGradedMethod(answerMethodFor(run), agentDepsFor(run), config.llm.prices) : answerMethodFor(run));
   const promptNames = [...methodFor(0).prompts, ...(raters.length ? ["rater"] : [])];
 
   const manifest: RunManifest = {
@@ -276,6 +265,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   let checkpoints = 0;
 
   const writer = await ResultsWriter.open(resultsPath);
+  const pool = workers > 1 ? new ItemWorkerPool({ count: ItemWorkerPool.size(workers, config), entry: deps.itemWorkerEntry!, config, settings, cacheScope, cache: deps.cache ?? null, onRateLimited: () => gate.onRateLimited() }) : null;
   // Every model client of this run shares the pipeline's limiter, which hears each 429.
   const unwatch = pipeline.limiter.onRateLimited(() => gate.onRateLimited());
 
@@ -342,7 +332,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     }
     // Runs of one item may be in flight together: give each its own case id (the pipeline's thread key).
     prepared = { ...prepared, id: `${prepared.id}:r${run}` };
-    const m = methodFor(run);
+    const m = pool ? pool.method(methodFor(run), item, run) : methodFor(run);
     let usage: Usage | null = null;
     let out: MethodOutput;
     let attempts = 0;
@@ -392,11 +382,16 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
 
   progress?.start();
   const stopPageLoad = loadSummaryPageOnFirstRequest();
+  const stopPool = () => pool?.abort();
+  signal.addEventListener("abort", stopPool, { once: true });
   try {
+    await pool?.ready();
     fatal = await runGated(tasks, gate, signal, (t, release) => runTask(t.x, t.run, release), () => session.abort(), () => budget.admit());
   } finally {
     stopPageLoad();
     unwatch();
+    signal.removeEventListener("abort", stopPool);
+    await pool?.close();
     session.end();
     await writer.close();
   }
@@ -420,5 +415,5 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   await writeJsonAtomic(path.join(dir, SUMMARY_MD), md);
   const { summaryHtml } = await summaryPage();
   await writeJsonAtomic(path.join(dir, SUMMARY_HTML), await summaryHtml(summary, md));
-  return { dir, summary, interrupted: signal.aborted && tasks.length > written, written, budgetReached: budget.stopped, spent: budget.total() };
+  return { dir, summary, interrupted: signal.aborted && tasks.length > written, written, budgetReached: budget.stopped, spent: budget.total(), ...(pool ? { itemProcesses: pool.stats() } : {}) };
 }
