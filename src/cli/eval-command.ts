@@ -67,6 +67,7 @@ export interface EvalCliOptions extends StagewiseCliOptions {
   replayCache?: string;
   maxCost?: number;
   maxTokens?: number;
+  workers?: number;
 }
 
 /** A commander parser for a positive amount of dollars. */
@@ -125,6 +126,7 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
     ...(o.saveResults ? { saveResults: true } : {}),
     ...(o.maxCost !== undefined ? { maxCostUsd: o.maxCost } : {}),
     ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
+    ...(o.workers !== undefined ? { workers: o.workers } : {}),
     ...Object.assign({}, ...STUDIES.map((st) => st.runOptions?.({ ...o }) ?? {})),
   };
 }
@@ -159,6 +161,7 @@ const NOT_FOR_CONVERSATIONS: Array<[keyof EvalCliOptions, string]> = [
   // The conversation runner schedules whole conversations and has no spending limit yet.
   ["maxCost", "--max-cost"],
   ["maxTokens", "--max-tokens"],
+  ["workers", "--workers"],
 ];
 
 async function evalAction(o: EvalCliOptions): Promise<number> {
@@ -192,9 +195,17 @@ async function evalAction(o: EvalCliOptions): Promise<number> {
     if ((CONVERSATION_DATASETS as readonly string[]).includes(o.dataset)) return await conversationEval(o, opts, config, cache, ctrl.signal);
     const { runEval } = await import("../eval/runner.js");
     const { summaryMarkdown } = await import("../eval/report.js");
-    const { summary, interrupted, dir, budgetReached, spent } = await runEval(opts, { config, signal: ctrl.signal, progress: process.stderr, cache });
+    const { summary, interrupted, dir, budgetReached, spent, itemProcesses } = await runEval(opts, {
+      config,
+      signal: ctrl.signal,
+      progress: process.stderr,
+      cache,
+      // Item processes are this command again (`medmmv eval-worker`), started the way this one was.
+      itemWorkerEntry: { script: process.argv[1]!, execArgv: process.execArgv },
+    });
     process.stdout.write(o.json ? JSON.stringify(summary, null, 2) + "\n" : summaryMarkdown(summary) + "\n");
     process.stderr.write(`medmmv eval: results in ${path.join(dir, "results.jsonl")}, summary in ${path.join(dir, "summary.json")} and summary.md\n`);
+    if (itemProcesses) process.stderr.write(`medmmv eval: ${itemProcesses.length} item processes answered ${itemProcesses.map((p) => p.items).join(" + ")} items\n`);
     if (budgetReached) {
       process.stderr.write(`medmmv eval: budget reached (${spent.tokens} tokens, $${spent.costUsd.toFixed(4)} spent by the run): no more items were started; --resume with a larger --max-cost/--max-tokens (or none) continues\n`);
       return EXIT.interrupted;
@@ -334,6 +345,7 @@ export function registerEvalCommands(program: Command): void {
     .option("--no-web-search", "ablation: no web-search evidence")
     .addOption(new Option("--select <rule>", "how the final path is chosen").choices(["cu", "random", "majority"]))
     .option("--concurrency <n>", "items in flight (lowered automatically when the provider rate-limits)", int(1, 256), 4)
+    .option("--workers <n>", "answer the items in N processes, one per core to use (the full method is CPU-bound on one core near its concurrency); MEDMMV_MAX_CONCURRENCY is split between them; not with --method stagewise or --stage-judge", int(1, 64))
     .option("--resume", "continue the run in --out: skip finished items, retry failed ones")
     .option("--replay-cache <dir>", "let run r answer from the response cache of run r of this finished eval folder (otherwise every run is a fresh draw)")
     .option("--max-cost <usd>", "stop starting items once the run's cost (at MEDMMV_PRICES) plus what the items in flight are expected to cost reaches USD; running items finish", usd)

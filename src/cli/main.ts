@@ -122,6 +122,13 @@ program
 if (commandNamed(process.argv.slice(2)) === "eval") (await import("./eval-command.js")).registerEvalCommands(program);
 else program.command("eval").description(EVAL_SUMMARY);
 registerCorpusCommands(program);
+// One item process of `medmmv eval --workers N`, started by the eval itself (src/eval/item-workers.ts).
+program.command("eval-worker", { hidden: true }).action(async () => {
+  const { runItemWorker } = await import("../eval/item-worker.js");
+  await runItemWorker();
+  // Its runner is done with it: open sockets of the model client must not keep it alive.
+  process.exit(0);
+});
 
 /** The command the arguments name: the first operand, or the one after `help` (`medmmv help eval`). */
 function commandNamed(args: string[]): string | undefined {

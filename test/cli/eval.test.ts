@@ -127,7 +127,7 @@ describe("medmmv eval (CLI)", () => {
     expect(await readFile(path.join(tmp, "cache-2", "summary.md"), "utf8")).toMatch(/^> Served wholly from the response cache/m);
   });
 
-  it("--cache all turns the store's response cache on over MEDMMV_CACHE=off: the replaying re-run makes no model call", async () => {
+  it("--cache all turns the store's response cache on over MEDMMV_CACHE=off: the replaying re-run makes no model call, also with the items in two processes", async () => {
     const input = path.join(SAMPLES, "medmcqa.jsonl");
     const items = await readItems("medmcqa", input);
     servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
@@ -143,6 +143,12 @@ describe("medmmv eval (CLI)", () => {
     expect(second.code).toBe(0);
     expect(servers.model.stats().total).toBe(paid);
     expect((JSON.parse(second.stdout) as EvalSummary).usage.total.llmCalls).toBe(0);
+    // --workers: the item processes (this CLI again, `eval-worker`) ask the store's cache through it; stdout stays the summary's.
+    const third = await medmmv([...args("flag-3"), "--replay-cache", path.join(tmp, "flag-1"), "--workers", "2"], env).done;
+    expect(third.code).toBe(0);
+    expect(third.stderr).toMatch(new RegExp(`2 item processes answered [1-9]\\d* \\+ [1-9]\\d* items`));
+    expect(servers.model.stats().total).toBe(paid);
+    expect(JSON.parse(third.stdout) as EvalSummary).toMatchObject({ accuracy: 1, records: items.length, usage: { total: { llmCalls: 0 } } });
   });
 
   it("eval report prints the runs side by side with deltas", async () => {

@@ -1,0 +1,197 @@
+import { execFileSync } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ResponseCache } from "../../src/core/llm/model-client.js";
+import { readResults, type ResultRecord } from "../../src/eval/results-file.js";
+import { runEval, type EvalRunOptions } from "../../src/eval/runner.js";
+import type { EvalItem } from "../../src/eval/datasets/index.js";
+import { useScriptedServers } from "../support/scripted-servers-fixture.js";
+import { answerByItem, evalScenario, fakeImages, readItems, SAMPLES } from "./eval-fixtures.js";
+
+// `medmmv eval --workers N`: the items answered in item processes started from the CLI's
+// own entry (bin/medmmv.js, the bundle test/support/build-cli.ts built), as the CLI starts them.
+const servers = useScriptedServers({ scenario: evalScenario({}) });
+const ENTRY = { script: fileURLToPath(new URL("../../bin/medmmv.js", import.meta.url)), execArgv: [] };
+const INPUT = path.join(SAMPLES, "medxpertqa_mm.jsonl");
+let tmp: string;
+let images: string;
+let items: EvalItem[];
+
+beforeAll(async () => {
+  tmp = await mkdtemp(path.join(tmpdir(), "medmmv-item-workers-"));
+  // The MedXpertQA MM sample ships without its images: stand-ins with the real names, so each item carries pictures across the processes.
+  images = path.join(tmp, "images");
+  const names = (await readFile(INPUT, "utf8")).split("\n").filter(Boolean).flatMap((l) => (JSON.parse(l) as { images: string[] }).images);
+  await fakeImages(images, names);
+  items = await readItems("medxpertqa", INPUT, { imagesDir: images });
+});
+afterAll(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+let outCount = 0;
+const freshOut = () => path.join(tmp, `out-${++outCount}`);
+
+/** Every other item answered right, so a record moved to the wrong item would show. */
+function alternateAnswers(): void {
+  servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, (it) => (items.indexOf(it) % 2 === 0 ? "gold" : "wrong")) }));
+}
+
+function run(o: Partial<EvalRunOptions>, env: Record<string, string> = {}, deps: { cache?: ResponseCache; signal?: AbortSignal } = {}) {
+  return runEval({ dataset: "medxpertqa", input: INPUT, images, out: freshOut(), concurrency: 4, ...o }, { config: servers.config({ MEDMMV_LLM_BACKOFF_BASE_MS: "5", ...env }), progress: null, itemWorkerEntry: ENTRY, ...deps });
+}
+
+/** What an item's answer is, wherever it was answered. */
+function outcome(r: ResultRecord) {
+  return { id: r.id, run: r.run, status: r.status, answer: r.answer, correct: r.correct, llmCalls: r.usage.llmCalls, criticalPathCalls: r.usage.criticalPathCalls, cu: r.cu, hallucinations: r.hallucinations };
+}
+
+async function outcomes(dir: string) {
+  const { records } = await readResults(path.join(dir, "results.jsonl"));
+  return records.map(outcome).sort((a, b) => a.id.localeCompare(b.id) || a.run - b.run);
+}
+
+/** The item processes this test's process has now (children running `eval-worker`). */
+function itemProcessPids(): number[] {
+  let out = "";
+  try {
+    out = execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(process.pid)], { encoding: "utf8" });
+  } catch {
+    return []; // ps exits 1 when there are none
+  }
+  return out
+    .split("\n")
+    .filter((l) => l.includes("eval-worker"))
+    .map((l) => Number(l.trim().split(/\s+/)[0]));
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function until(cond: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe("medmmv eval --workers", () => {
+  it("answers every item in two processes as one process does, images and saved results included", async () => {
+    alternateAnswers();
+    const one = await run({ runs: 2 });
+    const two = await run({ runs: 2, workers: 2, saveResults: true });
+    expect(two.summary.records).toBe(8);
+    expect(await outcomes(two.dir)).toEqual(await outcomes(one.dir));
+    expect(two.summary.accuracy).toBe(one.summary.accuracy);
+    expect(one.summary.accuracy).toBe(0.5);
+    // Both processes answered items; neither is this one, and both are gone once the run returns.
+    const procs = two.itemProcesses!;
+    expect(procs).toHaveLength(2);
+    expect(procs.every((p) => p.items > 0 && p.pid !== process.pid)).toBe(true);
+    expect(procs.reduce((n, p) => n + p.items, 0)).toBe(8);
+    expect(procs.some((p) => alive(p.pid))).toBe(false);
+    // The DiagnosisResult crossed back whole: the runner wrote it, and it names its item's answer.
+    const { records } = await readResults(path.join(two.dir, "results.jsonl"));
+    for (const r of records) {
+      const saved = JSON.parse(await readFile(path.join(two.dir, r.resultFile!), "utf8")) as { answer: { option: string } | null; fullEvidenceGraph: { nodes: unknown[] } | null };
+      expect(saved.answer?.option).toBe(r.answer?.option);
+      expect(saved.fullEvidenceGraph?.nodes.length).toBeGreaterThan(0);
+    }
+  });
+
+  it("keeps the response cache in the runner: what the processes stored, a replay serves", async () => {
+    alternateAnswers();
+    const store = new Map<string, Record<string, unknown>>();
+    const cache: ResponseCache = { get: async (k) => store.get(k) ?? null, put: async (k, v) => void store.set(k, v) };
+    const env = { MEDMMV_CACHE: "deterministic" };
+    const first = await run({ workers: 2 }, env, { cache });
+    const paid = servers.model.stats().total;
+    expect(store.size).toBeGreaterThan(0);
+    expect([...store.keys()].every((k) => k.startsWith("eval:"))).toBe(true);
+    servers.model.reset();
+    const replay = await run({ workers: 2, replayCache: first.dir }, env, { cache });
+    // Only the sampled rollouts (temperature > 0) are paid again.
+    expect(servers.model.stats().total).toBeLessThan(paid);
+    expect(await outcomes(replay.dir)).toEqual((await outcomes(first.dir)).map((o) => ({ ...o, llmCalls: expect.any(Number), criticalPathCalls: expect.any(Number) })));
+  });
+
+  it("splits MEDMMV_MAX_CONCURRENCY between the processes, and starts no more processes than it allows calls", async () => {
+    alternateAnswers();
+    servers.model.setLatency(30);
+    const r = await run({ workers: 3 }, { MEDMMV_MAX_CONCURRENCY: "2" });
+    expect(r.itemProcesses).toHaveLength(2);
+    expect(r.summary.failed).toBe(0);
+    expect(servers.model.stats().peakInFlight).toBeLessThanOrEqual(2);
+  });
+
+  it("hands the 429s a process hears to the runner's throttle", async () => {
+    alternateAnswers();
+    servers.model.addFault({ kind: "status", status: 429, retryAfterSec: 0, times: 2 });
+    const r = await run({ workers: 2 });
+    expect(servers.model.stats().faultsInjected.status).toBe(2);
+    expect(r.summary.throttle?.rateLimited).toBeGreaterThanOrEqual(1);
+    expect(r.summary.failed).toBe(0);
+  });
+
+  it("fails only the items of a process that dies, replaces it, and --resume finishes them", async () => {
+    alternateAnswers();
+    const out = freshOut();
+    // Every call waits until released: the two processes each hold one item when one is killed.
+    servers.model.addFault({ kind: "hold" });
+    const running = runEval({ dataset: "medxpertqa", input: INPUT, images, out, concurrency: 2, workers: 2 }, { config: servers.config(), progress: null, itemWorkerEntry: ENTRY });
+    try {
+      await until(() => servers.model.stats().held >= 2 && itemProcessPids().length === 2, "a held call from each item process");
+      const [victim] = itemProcessPids();
+      process.kill(victim!, "SIGKILL");
+      await until(() => !alive(victim!) && itemProcessPids().length === 2, "the killed process gone and its replacement started");
+    } finally {
+      servers.model.clearFaults();
+      servers.model.releaseHeld("answer");
+    }
+    const r = await running;
+    const { records } = await readResults(path.join(out, "results.jsonl"));
+    const failed = records.filter((x) => x.status === "failed");
+    expect(failed).toHaveLength(1);
+    expect(failed[0]!.error).toMatchObject({ code: "INTERNAL", message: expect.stringContaining("exited") });
+    expect(records.filter((x) => x.status === "completed")).toHaveLength(3);
+    expect(r.itemProcesses).toHaveLength(3);
+    const resumed = await runEval({ dataset: "medxpertqa", input: INPUT, images, out, concurrency: 2, workers: 2, resume: true }, { config: servers.config(), progress: null, itemWorkerEntry: ENTRY });
+    expect(resumed.written).toBe(1);
+    expect(resumed.summary.failed).toBe(0);
+    expect(resumed.summary.records).toBe(4);
+    expect(resumed.summary.correct).toBe(2);
+  });
+
+  it("a cancelled run stops its processes and records nothing in flight", async () => {
+    alternateAnswers();
+    servers.model.addFault({ kind: "hold" });
+    const ctrl = new AbortController();
+    const running = run({ workers: 2 }, {}, { signal: ctrl.signal });
+    try {
+      await until(() => servers.model.stats().held >= 1, "a held call");
+      ctrl.abort();
+      const r = await running;
+      expect(r.interrupted).toBe(true);
+      expect(r.written).toBe(0);
+      expect(itemProcessPids()).toEqual([]);
+    } finally {
+      servers.model.releaseHeld("drop");
+    }
+  });
+
+  it("refuses --workers for the methods that checkpoint into results.jsonl", async () => {
+    await expect(run({ method: "stagewise", workers: 2 })).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("--workers") });
+    await expect(run({ method: "cot", stageJudge: true, workers: 2 })).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    expect(itemProcessPids()).toEqual([]);
+  });
+});
