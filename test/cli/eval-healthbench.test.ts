@@ -27,4 +27,13 @@ describe("medmmv eval --dataset healthbench (CLI)", () => {
       expect(r.stdout, row).toMatch(new RegExp(`\\| ${row}\\s+\\|\\s+\\d \\|\\s+\\d+\\.\\d \\|\\s+\\[\\d+\\.\\d–\\d+\\.\\d\\] \\|`));
     expect(servers.model.stats().byAgent["rubric-grader"]).toBe(15);
   });
+
+  it("grades the same in two item processes (each item's rubric crosses with it)", async () => {
+    const env = { OPENAI_BASE_URL: servers.model.baseUrl, OPENAI_API_KEY: "k", MEDMMV_MODEL: "scripted", MEDMMV_CACHE: "off", MEDMMV_LOG_LEVEL: "silent" };
+    const r = await medmmvCli(["eval", "--dataset", "healthbench", "--input", path.join(HEALTHBENCH_DIR, "healthbench-synthetic.jsonl"), "--method", "cot", "--workers", "2", "--out", path.join(tmp, "hb-workers")], env, "", undefined, { timeoutMs: 60_000 });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/2 item processes answered [1-9]\d* \+ [1-9]\d* items/);
+    expect(r.stdout).toMatch(/\| overall\s+\|\s+4 \|\s+45\.8 \|\s+\[\d+\.\d–\d+\.\d\] \|/);
+    expect(servers.model.stats().byAgent["rubric-grader"]).toBe(15);
+  });
 });
