@@ -62,6 +62,7 @@ describe("medmmv CLI options and usage errors", () => {
     ["report without --out", ["report", "result.json"], /required option '-o, --out <file>' not specified/],
     ["an unknown option", ["eval", "report", runA, "--jsn"], /unknown option '--jsn'/],
     ["an unknown command", ["diagnos"], /unknown command 'diagnos'/],
+    ["eval --workers 0", ["eval", "--dataset", "medqa", "--input", "x.jsonl", "--out", "o", "--workers", "0"], /option '--workers <n>' argument '0' is invalid. expected an integer from 1 to 64/],
     // A conversation eval takes none of the probe, judge, stage-wise, rater or sampling flags; --order only it takes.
     ...(
       [
@@ -76,6 +77,8 @@ describe("medmmv CLI options and usage errors", () => {
         ["--sample", "5"],
         ["--stratify", "order"],
         ["--field-map", "{}"],
+        // Conversations run in one process: the conversation runner has no item processes.
+        ["--workers", "2"],
       ] as string[][]
     ).map((flag): [string, string[], RegExp] => [`eval --dataset drllava ${flag[0]}`, ["eval", "--dataset", "drllava", "--input", "x.json", "--out", "o", ...flag], new RegExp(`${flag[0]} does not apply to --dataset drllava`)]),
     ["eval --dataset medqa --order si", ["eval", "--dataset", "medqa", "--input", "x.jsonl", "--out", "o", "--order", "si"], /--order applies to --dataset drllava\|conversation only/],
