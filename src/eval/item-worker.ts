@@ -51,6 +51,9 @@ export async function runItemWorker(): Promise<void> {
     }
   };
 
+  // Ctrl-C reaches every process of the terminal's group: the runner decides what it means
+  // (stop starting items, then quit), and this process ends when the runner tells it or goes.
+  process.on("SIGINT", () => undefined);
   await new Promise<void>((resolve) => {
     process.on("disconnect", () => {
       ctrl.abort();

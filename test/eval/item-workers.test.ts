@@ -172,6 +172,26 @@ describe("medmmv eval --workers", () => {
     expect(resumed.summary.correct).toBe(2);
   });
 
+  it("an item process lives through the terminal's Ctrl-C (SIGINT): the runner decides what it means", async () => {
+    alternateAnswers();
+    servers.model.addFault({ kind: "hold" });
+    const running = run({ workers: 2, concurrency: 2 });
+    try {
+      await until(() => servers.model.stats().held >= 2 && itemProcessPids().length === 2, "a held call from each item process");
+      const pids = itemProcessPids();
+      for (const pid of pids) process.kill(pid, "SIGINT");
+      // Without its handler a process dies of the signal at once, failing the item it holds (checked: 2 failed).
+      servers.model.clearFaults();
+      servers.model.releaseHeld("answer");
+      const r = await running;
+      expect(r.summary.failed).toBe(0);
+      expect(r.itemProcesses!.map((p) => p.pid).sort()).toEqual([...pids].sort());
+    } finally {
+      servers.model.clearFaults();
+      servers.model.releaseHeld("drop");
+    }
+  });
+
   it("a cancelled run stops its processes and records nothing in flight", async () => {
     alternateAnswers();
     servers.model.addFault({ kind: "hold" });
