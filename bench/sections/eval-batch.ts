@@ -114,7 +114,7 @@ export async function evalBatch(ctx: BenchContext): Promise<SectionReport> {
   const fullItems = ctx.quick ? 32 : 500;
   const oneProcess = await runEvalCli(ctx, { method: "medmmv", items: fullItems, concurrency: 16, latencyMs: ctx.latencyMs, workers: 1 });
   ctx.log(`eval medmmv: ${oneProcess.items} items in ${oneProcess.processSeconds.toFixed(1)} s`);
-  // The full method as the docs say to run it on a host of several cores: one item process per core.
+  // The full method with one item process per core of this machine (the scripted provider shares them).
   const full = await runEvalCli(ctx, { method: "medmmv", items: fullItems, concurrency: 16, latencyMs: ctx.latencyMs, workers: ctx.cores });
   ctx.log(`eval medmmv --workers ${ctx.cores}: ${full.items} items in ${full.processSeconds.toFixed(1)} s`);
   runs.push(cot, oneProcess, full);

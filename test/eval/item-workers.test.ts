@@ -2,19 +2,21 @@ import { execFileSync } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ResponseCache } from "../../src/core/llm/model-client.js";
 import { readResults, type ResultRecord } from "../../src/eval/results-file.js";
 import { runEval, type EvalRunOptions } from "../../src/eval/runner.js";
 import type { EvalItem } from "../../src/eval/datasets/index.js";
+import { alive } from "../support/bundled-process.js";
+import { MEDMMV_BIN } from "../support/medmmv-cli.js";
 import { useScriptedServers } from "../support/scripted-servers-fixture.js";
+import { until } from "../support/until.js";
 import { answerByItem, evalScenario, fakeImages, readItems, SAMPLES } from "./eval-fixtures.js";
 
 // `medmmv eval --workers N`: the items answered in item processes started from the CLI's
 // own entry (bin/medmmv.js, the bundle test/support/build-cli.ts built), as the CLI starts them.
 const servers = useScriptedServers({ scenario: evalScenario({}) });
-const ENTRY = { script: fileURLToPath(new URL("../../bin/medmmv.js", import.meta.url)), execArgv: [] };
+const ENTRY = { script: MEDMMV_BIN, execArgv: [] };
 const INPUT = path.join(SAMPLES, "medxpertqa_mm.jsonl");
 let tmp: string;
 let images: string;
@@ -66,23 +68,6 @@ function itemProcessPids(): number[] {
     .split("\n")
     .filter((l) => l.includes("eval-worker"))
     .map((l) => Number(l.trim().split(/\s+/)[0]));
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function until(cond: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 describe("medmmv eval --workers", () => {
@@ -150,10 +135,10 @@ describe("medmmv eval --workers", () => {
     servers.model.addFault({ kind: "hold" });
     const running = runEval({ dataset: "medxpertqa", input: INPUT, images, out, concurrency: 2, workers: 2 }, { config: servers.config(), progress: null, itemWorkerEntry: ENTRY });
     try {
-      await until(() => servers.model.stats().held >= 2 && itemProcessPids().length === 2, "a held call from each item process");
+      await until(() => (servers.model.stats().held >= 2 && itemProcessPids().length === 2) || undefined, 30_000, "a held call from each item process");
       const [victim] = itemProcessPids();
       process.kill(victim!, "SIGKILL");
-      await until(() => !alive(victim!) && itemProcessPids().length === 2, "the killed process gone and its replacement started");
+      await until(() => (!alive(victim!) && itemProcessPids().length === 2) || undefined, 30_000, "the killed process gone and its replacement started");
     } finally {
       servers.model.clearFaults();
       servers.model.releaseHeld("answer");
@@ -177,7 +162,7 @@ describe("medmmv eval --workers", () => {
     servers.model.addFault({ kind: "hold" });
     const running = run({ workers: 2, concurrency: 2 });
     try {
-      await until(() => servers.model.stats().held >= 2 && itemProcessPids().length === 2, "a held call from each item process");
+      await until(() => (servers.model.stats().held >= 2 && itemProcessPids().length === 2) || undefined, 30_000, "a held call from each item process");
       const pids = itemProcessPids();
       for (const pid of pids) process.kill(pid, "SIGINT");
       // Without its handler a process dies of the signal at once, failing the item it holds (checked: 2 failed).
@@ -198,7 +183,7 @@ describe("medmmv eval --workers", () => {
     const ctrl = new AbortController();
     const running = run({ workers: 2 }, {}, { signal: ctrl.signal });
     try {
-      await until(() => servers.model.stats().held >= 1, "a held call");
+      await until(() => servers.model.stats().held >= 1 || undefined, 30_000, "a held call");
       ctrl.abort();
       const r = await running;
       expect(r.interrupted).toBe(true);

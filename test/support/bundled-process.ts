@@ -88,7 +88,8 @@ export function sharedBundle(kind: EntryKind): Promise<Bundle> {
   return example;
 }
 
-function alive(pid: number): boolean {
+/** Whether a process of this pid exists (EPERM: it does, under another user). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
