@@ -3,8 +3,9 @@ import { UsageMeter } from "../core/llm/usage.js";
 import type { ResultRecord } from "./results-file.js";
 import type { EvalMetrics, UsageTotals } from "./metrics-types.js";
 import { STUDIES } from "./studies.js";
-import { abstentionFigures, confidenceFigures, costPerCorrect, meanInterval, shareInterval } from "./record-stats.js";
+import { abstentionFigures, confidenceFigures, costPerCorrect, meanIntervals, shareInterval } from "./record-stats.js";
 import { wilson } from "./stats/proportion.js";
+import type { Interval } from "./stats/interval.js";
 import { rolloutsByModel } from "./rollout-models.js";
 
 function rolloutModelsOf(records: readonly ResultRecord[]): Pick<EvalMetrics, "rolloutsByModel"> {
@@ -158,12 +159,7 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
     hallucinations: {
       ...hall,
       perItem: { visual: per(hall.visual), knowledge: per(hall.knowledge), reasoning: per(hall.reasoning), total: per(hall.total) },
-      perItemCi: {
-        visual: meanInterval(records, (r) => r.hallucinations?.visual ?? 0),
-        knowledge: meanInterval(records, (r) => r.hallucinations?.knowledge ?? 0),
-        reasoning: meanInterval(records, (r) => r.hallucinations?.reasoning ?? 0),
-        total: meanInterval(records, (r) => r.hallucinations?.total ?? 0),
-      },
+      perItemCi: hallucinationIntervals(records),
     },
     confidence: confidenceFigures(records),
     abstention: abstentionFigures(records),
@@ -184,4 +180,14 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
     reliability,
     ...Object.assign({}, ...STUDIES.map((st) => st.metrics?.(records) ?? {})),
   };
+}
+
+/** The four stages' flagged claims per item, with their intervals from one set of resamples. */
+function hallucinationIntervals(records: readonly ResultRecord[]): Record<"visual" | "knowledge" | "reasoning" | "total", Interval | null> {
+  const stages = ["visual", "knowledge", "reasoning", "total"] as const;
+  const cis = meanIntervals(
+    records,
+    stages.map((stage) => (r: ResultRecord) => r.hallucinations?.[stage] ?? 0),
+  );
+  return { visual: cis[0]!, knowledge: cis[1]!, reasoning: cis[2]!, total: cis[3]! };
 }
