@@ -19,6 +19,7 @@ import { startBenchServers } from "./harness/servers.js";
 import { makeConfig, type BenchContext } from "./harness/context.js";
 import { renderMarkdown } from "./harness/markdown.js";
 import { machineInfo } from "../src/scripted/machine-info.js";
+import { measureHostSpeed } from "./harness/host-speed.js";
 import type { SectionReport } from "./harness/report.js";
 import { criticalPath } from "./sections/critical-path.js";
 import { cpuShare } from "./sections/cpu-share.js";
@@ -64,6 +65,8 @@ if (!Number.isFinite(latencyMs) || latencyMs < 1) throw new Error("--latency mus
 const argsNote = `${latencyMs !== 200 ? ` --latency ${latencyMs}` : ""}${values.quick ? " --quick" : ""}`;
 
 const machineBefore = machineInfo();
+// Before anything else runs, so that nothing of the benchmark's own competes with it.
+const hostSpeed = await measureHostSpeed();
 const servers = await startBenchServers();
 const ctx: BenchContext = {
   servers,
@@ -89,7 +92,7 @@ try {
   await servers.close();
 }
 
-const markdown = renderMarkdown({ reports, machineBefore, machineAfter: machineInfo(), totalSeconds: (Date.now() - started) / 1000, latencyMs, argsNote, partial: only !== null });
+const markdown = renderMarkdown({ reports, machineBefore, hostSpeed, machineAfter: machineInfo(), totalSeconds: (Date.now() - started) / 1000, latencyMs, argsNote, partial: only !== null });
 const out = values.out ?? (only ? null : path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "BENCHMARKS.md"));
 if (out) {
   await writeFile(out, markdown);

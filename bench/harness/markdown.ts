@@ -1,8 +1,9 @@
 import { VERSION } from "../../src/core/version.js";
 import type { MachineInfo } from "../../src/scripted/machine-info.js";
+import type { HostSpeed } from "./host-speed.js";
 import { table, yesNo, type SectionReport } from "./report.js";
 
-export function renderMarkdown(o: { reports: SectionReport[]; machineBefore: MachineInfo; machineAfter: MachineInfo; totalSeconds: number; latencyMs: number; argsNote: string; partial: boolean }): string {
+export function renderMarkdown(o: { reports: SectionReport[]; machineBefore: MachineInfo; hostSpeed: HostSpeed; machineAfter: MachineInfo; totalSeconds: number; latencyMs: number; argsNote: string; partial: boolean }): string {
   const m = o.machineBefore;
   const load = (x: MachineInfo) => x.loadavg.map((v) => v.toFixed(2)).join(" / ");
   const verdicts = o.reports.flatMap((r) => r.verdicts.map((v) => [v.target, v.measured, yesNo(v.met), `[${r.title}](#${anchor(r.title)})`]));
@@ -27,11 +28,13 @@ export function renderMarkdown(o: { reports: SectionReport[]; machineBefore: Mac
         ["OS", m.platform],
         ["load average (1/5/15 min) at start", load(m)],
         ["load average (1/5/15 min) at end", load(o.machineAfter)],
+        ["host speed: `node -e 0`, spawn to exit (median of 5)", `${o.hostSpeed.nodeStartMs.toFixed(0)} ms`],
+        ["host speed: a fixed JSON workload, one thread (median of 5)", `${o.hostSpeed.workloadMs.toFixed(0)} ms`],
       ],
       ["l", "l"],
     ),
     "",
-    "The load average counts other work on the machine during the run (on a shared machine, other processes compete for the same cores); wall-clock figures are sensitive to it, CPU-time figures much less.",
+    "The load average counts other work on the machine during the run (on a shared machine, other processes compete for the same cores); wall-clock figures are sensitive to it, CPU-time figures much less. The two host-speed rows (bench/harness/host-speed.ts, measured before the sections) tell how fast this host runs Node on the day: the same machine kind is not equally fast from one day to the next, and every wall-clock and CPU figure below moves with them, so compare reports of different days through them before reading a change of the code into a change of a figure.",
     "",
     "## Targets",
     "",
