@@ -86,6 +86,24 @@ export type Lesson =
   | { kind: "structuredOutput"; failed: StructuredMethod; why: string }
   | { kind: "imageLimit"; limit: number };
 
+/**
+ * The origins of the providers whose own API the catalog describes (model-catalog.ts reads the
+ * first-party providers' entries): a model of the catalog served there has its rules known
+ * before any reply, so its first call need not go alone — on OpenAI's API the catalog's rules
+ * for gpt-5 are OpenAI's own, and the wait would cost every CLI run one whole model call (many
+ * seconds for a reasoning model). A catalog name served anywhere else (an Azure deployment, vLLM,
+ * a compatibility layer such as Anthropic's, which ignores response_format) may differ, and its
+ * first call still goes alone.
+ */
+const CATALOG_ORIGINS: Readonly<Record<string, string>> = { openai: "https://api.openai.com" };
+
+/** Whether `endpoint` is the catalog's own provider for `profile`'s model (see CATALOG_ORIGINS). */
+export function rulesKnownBeforeFirstReply(profile: Pick<ModelProfile, "catalog">, endpoint: string): boolean {
+  const origin = profile.catalog === null ? undefined : CATALOG_ORIGINS[profile.catalog];
+  if (origin === undefined || !URL.canParse(endpoint)) return false;
+  return new URL(endpoint).origin === origin;
+}
+
 const contacted = new Set<string>();
 const contacting = new Map<string, Promise<void>>();
 

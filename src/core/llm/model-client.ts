@@ -15,7 +15,7 @@ import { withReplyTap, type ReplyTap } from "./model-fetch.js";
 import { StructuredOutputFormats } from "./structured-output.js";
 import { explainProviderFailure, modelFailure } from "./provider-errors.js";
 import { rejectionOf, type Rejection } from "./provider-rejection.js";
-import { adaptationOf, firstContact, learn, type Adaptation } from "./model-adaptation.js";
+import { adaptationOf, firstContact, learn, rulesKnownBeforeFirstReply, type Adaptation } from "./model-adaptation.js";
 import type { ModelProfile, StructuredMethod } from "./model-profile.js";
 import { roleProfile } from "./role-profiles.js";
 import { fitImages, imageCount } from "./compose-images.js";
@@ -267,9 +267,11 @@ export class LlmClient {
         // What the previous try had to teach has been learned: the calls waiting on it may go.
         while (releases.length) releases.pop()!();
         // The first call to a model (and the first with several images) goes alone; the others wait for what it reveals.
-        // A model with any entry in MEDMMV_MODEL_PROFILES (even an empty one) opts out of this wait: its calls go at once
-        // (and still learn from what their replies reveal).
-        const endpointUrl = this.profileOf(call.role, call.model) === null || this.cfg.profiles?.[model] ? null : this.roles.endpoint(call.role, call.model);
+        // A model with any entry in MEDMMV_MODEL_PROFILES (even an empty one), and a catalog model on its own provider's
+        // API, opt out of this wait: their calls go at once (and still learn from what their replies reveal).
+        const known = this.profileOf(call.role, call.model);
+        const endpoint = this.roles.endpoint(call.role, call.model);
+        const endpointUrl = known === null || endpoint === null || this.cfg.profiles?.[model] || rulesKnownBeforeFirstReply(known, endpoint) ? null : endpoint;
         if (endpointUrl !== null) {
           const pioneer = await firstContact(endpointUrl, model, "any");
           if (pioneer) releases.push(pioneer);
@@ -397,7 +399,6 @@ export class LlmClient {
           ask++;
           continue;
         }
-        const endpoint = this.roles.endpoint(call.role, call.model);
         if (candidate === undefined && profile && endpoint !== null && lessons < MAX_LESSONS && isProse(out.raw, out.tap)) {
           // Prose although a structured mode was asked for: the server ignores it. The next mode, for good.
           lessons++;

@@ -5,7 +5,7 @@ import { catalogEntry } from "../../../src/core/llm/model-catalog.js";
 import { chatModelSettings, resolveProfile } from "../../../src/core/llm/model-profile.js";
 import { readRejection } from "../../../src/core/llm/provider-rejection.js";
 import { fitImages, imageCount } from "../../../src/core/llm/compose-images.js";
-import { forgetAdaptations } from "../../../src/core/llm/model-adaptation.js";
+import { forgetAdaptations, rulesKnownBeforeFirstReply } from "../../../src/core/llm/model-adaptation.js";
 import { imagePart, type ChatMessage } from "../../../src/core/llm/messages.js";
 import { LlmClient } from "../../../src/core/llm/model-client.js";
 import { FairLimiter } from "../../../src/core/llm/limiter.js";
@@ -45,6 +45,23 @@ describe("model profiles", () => {
     expect(cfg.llm.prices["Qwen2.5-VL-7B-Instruct"]).toBeUndefined();
     const own = loadConfig({ OPENAI_BASE_URL: "http://x/v1", MEDMMV_MODEL: "gpt-4o", MEDMMV_PRICES: '{"gpt-4o":{"input":1,"output":2}}' });
     expect(own.llm.prices["gpt-4o"]).toEqual({ input: 1, output: 2 });
+  });
+
+  it("a catalog model's first call waits for nothing on its own provider's API only: anywhere else its first call goes alone", () => {
+    const mini = resolveProfile("gpt-5-mini", inputs, null);
+    expect(rulesKnownBeforeFirstReply(mini, "https://api.openai.com/v1/chat/completions")).toBe(true);
+    expect(rulesKnownBeforeFirstReply(resolveProfile("openai:gpt-4o", inputs, null), "https://api.openai.com/v1/chat/completions")).toBe(true);
+    // The same name behind a local server, an Azure deployment, plain HTTP or a look-alike host: the catalog does not describe that server.
+    expect(rulesKnownBeforeFirstReply(mini, "http://127.0.0.1:8000/v1/chat/completions")).toBe(false);
+    expect(rulesKnownBeforeFirstReply(mini, "https://team.openai.azure.com/openai/deployments/gpt-5-mini/chat/completions")).toBe(false);
+    expect(rulesKnownBeforeFirstReply(mini, "http://api.openai.com/v1/chat/completions")).toBe(false);
+    expect(rulesKnownBeforeFirstReply(mini, "https://api.openai.com.example.org/v1/chat/completions")).toBe(false);
+    // Anthropic's OpenAI-compatible layer ignores response_format although the catalog knows its models; an unknown model is unknown everywhere.
+    const claude = resolveProfile("claude-sonnet-4-20250514", inputs, null);
+    expect(claude.catalog).toBe("anthropic");
+    expect(rulesKnownBeforeFirstReply(claude, "https://api.anthropic.com/v1/chat/completions")).toBe(false);
+    expect(rulesKnownBeforeFirstReply(resolveProfile("Qwen2.5-VL-7B-Instruct", inputs, null), "https://api.openai.com/v1/chat/completions")).toBe(false);
+    expect(rulesKnownBeforeFirstReply(mini, "not a url")).toBe(false);
   });
 
   it("MEDMMV_MODEL_PROFILES and MEDMMV_REASONING_EFFORT are checked and read per model and role", () => {
