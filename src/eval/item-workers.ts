@@ -126,6 +126,10 @@ export class ItemWorkerPool {
     const p = live.reduce((a, b) => (b.tasks.size < a.tasks.size ? b : a));
     const task = this.nextTask++;
     const result = new Promise<MethodOutput>((resolve, reject) => p.tasks.set(task, { resolve, reject }));
+    // A process that exits before it is set up rejects both its set-up and this task; the caller
+    // then hears the set-up's error below, and the task's own rejection must not go unhandled
+    // (Node ends the eval on an unhandled rejection).
+    result.catch(() => undefined);
     try {
       await p.ready;
     } catch (err) {

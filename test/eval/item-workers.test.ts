@@ -1,10 +1,11 @@
 import { execFileSync } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ResponseCache } from "../../src/core/llm/model-client.js";
 import { readResults, type ResultRecord } from "../../src/eval/results-file.js";
+import { ItemWorkerPool } from "../../src/eval/item-workers.js";
 import { runEval, type EvalRunOptions } from "../../src/eval/runner.js";
 import type { EvalItem } from "../../src/eval/datasets/index.js";
 import { alive } from "../support/bundled-process.js";
@@ -192,6 +193,21 @@ describe("medmmv eval --workers", () => {
     } finally {
       servers.model.releaseHeld("drop");
     }
+  });
+
+  it("an item waiting for a process that dies before it is set up fails with the exit, and nothing is left unhandled", async () => {
+    // A stand-in entry that exits at once, before it says "started": the first process and each replacement.
+    const dying = path.join(tmp, "dies-at-start.mjs");
+    await writeFile(dying, "process.exit(3);\n");
+    const settings = { dataset: "medxpertqa", method: "cot" as const, stagewise: { format: "structured" as const, replace: null, retries: 2, temperature: 0.7 } };
+    const pool = new ItemWorkerPool({ count: 1, entry: { script: dying, execArgv: [] }, config: servers.config(), settings, cacheScope: "eval:test", cache: null, onRateLimited: () => undefined });
+    const inner = { name: "cot" as const, prompts: [], run: async () => Promise.reject(new Error("answered in this process")) };
+    const prepared = { id: items[0]!.case.id } as never;
+    // Sent before the process has exited: it waits for the set-up that never comes.
+    await expect(pool.method(inner, items[0]!, 0).run(prepared, new AbortController().signal)).rejects.toMatchObject({ code: "INTERNAL", message: expect.stringContaining("code 3") });
+    await expect(pool.ready()).rejects.toMatchObject({ code: "INTERNAL" });
+    await pool.close();
+    expect(itemProcessPids()).toEqual([]);
   });
 
   it("refuses --workers for the methods that checkpoint into results.jsonl", async () => {
