@@ -29,13 +29,19 @@ function workloadOnce(payload: unknown): number {
   return performance.now() - t0;
 }
 
-export async function measureHostSpeed(): Promise<HostSpeed> {
+/** Spawn to exit of `node -e 0`, `runs` times: Node's own start, what every CLI start pays first. */
+export async function nodeStartTimes(runs: number): Promise<number[]> {
   const starts: number[] = [];
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < runs; i++) {
     const { code, ms } = await runNode(["-e", "0"]);
     if (code !== 0) throw new Error(`node -e 0 exited ${code}`);
     starts.push(ms);
   }
+  return starts;
+}
+
+export async function measureHostSpeed(): Promise<HostSpeed> {
+  const starts = await nodeStartTimes(5);
   const payload = fixedPayload();
   workloadOnce(payload); // compiled and warmed before the timed runs
   const runs = Array.from({ length: 5 }, () => workloadOnce(payload));

@@ -1,5 +1,6 @@
 import type { BenchContext } from "../harness/context.js";
-import { runMedmmv, runNode } from "../harness/cli-process.js";
+import { runMedmmv } from "../harness/cli-process.js";
+import { nodeStartTimes } from "../harness/host-speed.js";
 import { median } from "../harness/stats.js";
 import { fmt, table, type SectionReport } from "../harness/report.js";
 
@@ -24,8 +25,7 @@ export async function cliStartup(ctx: BenchContext): Promise<SectionReport> {
   // The first run after the sources change builds the CLI's bundle: not what is measured, but shown.
   const first = await runMedmmv(["--version"]);
   if (first.code !== 0) throw new Error(`medmmv --version exited ${first.code}: ${first.stderr}`);
-  const node: number[] = [];
-  for (let i = 0; i < RUNS; i++) node.push((await runNode(["-e", "0"])).ms);
+  const node = await nodeStartTimes(RUNS);
   const rows: Array<Array<string | number>> = [["`node -e 0` (Node's own start)", "", fmt(median(node), 0), fmt(Math.max(...node), 0)]];
   const verdicts = [];
   for (const c of COMMANDS) {
