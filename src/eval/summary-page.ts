@@ -3,9 +3,10 @@ import { subscribe, unsubscribe } from "node:diagnostics_channel";
 // summary.html's renderer (summary-html.ts) brings vega and vega-lite: about 1.8 MB of code,
 // a tenth of a second to compile and evaluate. A run needs it only when it ends. Imported with
 // the runner, it delayed every eval's first model call by that much; imported at the end, it
-// delays the summary. So it is loaded while the run's first model request is out: the run's
-// other opening calls wait for that one (the first contact with a model goes alone,
-// core/llm/model-adaptation.ts), so the process has nothing else to do then.
+// delays the summary. So it is loaded while the run's first model request is out: the run then
+// waits on the model, and for most models its other opening calls wait for that first one too
+// (the first contact with a model goes alone, core/llm/model-adaptation.ts; a catalog model on
+// its own provider's API does not wait, and then the load overlaps the opening calls' replies).
 
 type SummaryHtmlModule = typeof import("./summary-html.js");
 
