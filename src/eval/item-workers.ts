@@ -69,7 +69,14 @@ export class ItemWorkerPool {
     },
   ) {
     const cap = o.config.llm.maxConcurrency;
-    for (let i = 0; i < o.count; i++) this.procs.push(this.start(Math.floor(cap / o.count) + (i < cap % o.count ? 1 : 0)));
+    try {
+      for (let i = 0; i < o.count; i++) this.procs.push(this.start(Math.floor(cap / o.count) + (i < cap % o.count ? 1 : 0)));
+    } catch (err) {
+      // A fork that throws leaves no pool for the caller to close: the processes already started go with it, unreplaced.
+      this.closing = true;
+      for (const p of this.procs) p.child.kill();
+      throw err;
+    }
   }
 
   /** The process count a run may use: never more processes than model calls it may have in flight. */
@@ -207,8 +214,16 @@ export class ItemWorkerPool {
     p.tasks.clear();
     if (this.closing || this.restarts >= MAX_RESTARTS) return;
     this.restarts++;
-    const i = this.procs.indexOf(p);
+    let replacement: ItemProcess;
+    try {
+      replacement = this.start(p.config.llm.maxConcurrency);
+    } catch (err) {
+      // Thrown in an exit handler, a failed fork would end the eval: the run goes on with the processes it has
+      // (none left: each item then fails, and --resume runs it again).
+      process.emitWarning(`an item process could not be replaced: ${describeError(err).message}`, { code: "MEDMMV_ITEM_PROCESS_NOT_REPLACED" });
+      return;
+    }
     this.retired.push({ pid: p.child.pid ?? 0, items: p.items });
-    this.procs[i] = this.start(p.config.llm.maxConcurrency);
+    this.procs[this.procs.indexOf(p)] = replacement;
   }
 }

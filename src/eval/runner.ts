@@ -257,6 +257,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
       if (!done.has(key)) tasks.push({ x: s.x, run });
     }
 
+  // The results file first: a run that cannot write it has opened nothing else.
+  const writer = await ResultsWriter.open(resultsPath);
   const session = openRunSession({ planned, done, concurrency, deps });
   const budget = new RunBudget({ maxCostUsd: o.maxCostUsd, maxTokens: o.maxTokens }, session.resumed.map(recordSpend));
   const { startedAt, state, gate, progress, signal } = session;
@@ -264,10 +266,9 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   let written = 0;
   let checkpoints = 0;
 
-  const writer = await ResultsWriter.open(resultsPath);
-  const pool = workers > 1 ? new ItemWorkerPool({ count: ItemWorkerPool.size(workers, config), entry: deps.itemWorkerEntry!, config, settings, cacheScope, cache: deps.cache ?? null, onRateLimited: () => gate.onRateLimited() }) : null;
-  // Every model client of this run shares the pipeline's limiter, which hears each 429.
-  const unwatch = pipeline.limiter.onRateLimited(() => gate.onRateLimited());
+  // Started in the try below, whose finally ends everything the run opened: a fork can throw
+  // (the process table or memory is full), and the writer and the session must not outlive it.
+  let pool: ItemWorkerPool | null = null;
 
   const runTask = async (x: EvalItem | ItemError, run: number, release: () => void): Promise<void> => {
     budget.started();
@@ -384,7 +385,10 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const stopPageLoad = loadSummaryPageOnFirstRequest();
   const stopPool = () => pool?.abort();
   signal.addEventListener("abort", stopPool, { once: true });
+  // Every model client of this run shares the pipeline's limiter, which hears each 429.
+  const unwatch = pipeline.limiter.onRateLimited(() => gate.onRateLimited());
   try {
+    if (workers > 1) pool = new ItemWorkerPool({ count: ItemWorkerPool.size(workers, config), entry: deps.itemWorkerEntry!, config, settings, cacheScope, cache: deps.cache ?? null, onRateLimited: () => gate.onRateLimited() });
     await pool?.ready();
     fatal = await runGated(tasks, gate, signal, (t, release) => runTask(t.x, t.run, release), () => session.abort(), () => budget.admit());
   } finally {

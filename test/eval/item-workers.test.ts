@@ -1,4 +1,6 @@
 import { execFileSync } from "node:child_process";
+import { getEventListeners } from "node:events";
+import { readdirSync, readlinkSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -69,6 +71,18 @@ function itemProcessPids(): number[] {
     .split("\n")
     .filter((l) => l.includes("eval-worker"))
     .map((l) => Number(l.trim().split(/\s+/)[0]));
+}
+
+/** The files under `dir` this process holds open (its descriptors, as Linux lists them). */
+function openFilesUnder(dir: string): string[] {
+  return readdirSync("/proc/self/fd").flatMap((fd) => {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      return target.startsWith(dir + path.sep) ? [target] : [];
+    } catch {
+      return []; // closed between the listing and the read
+    }
+  });
 }
 
 describe("medmmv eval --workers", () => {
@@ -208,6 +222,58 @@ describe("medmmv eval --workers", () => {
     await expect(pool.ready()).rejects.toMatchObject({ code: "INTERNAL" });
     await pool.close();
     expect(itemProcessPids()).toEqual([]);
+  });
+
+  it("a fork that throws ends the run with its error and leaves nothing open: no item process, no handle on results.jsonl, no listener on the caller's signal", async () => {
+    // The second fork throws, as fork does when the process table or memory is full; the first process has started.
+    let forks = 0;
+    const entry = {
+      script: MEDMMV_BIN,
+      get execArgv(): string[] {
+        if (++forks > 1) throw new Error("spawn EAGAIN (the second fork)");
+        return [];
+      },
+    };
+    const caller = new AbortController();
+    const out = freshOut();
+    const running = runEval({ dataset: "medxpertqa", input: INPUT, images, out, concurrency: 2, workers: 2 }, { config: servers.config(), progress: null, itemWorkerEntry: entry, signal: caller.signal });
+    await expect(running).rejects.toThrow("spawn EAGAIN (the second fork)");
+    expect(forks).toBe(2);
+    // The process started before the throw is stopped with it (it would otherwise wait for its set-up until this process ends).
+    await until(() => (itemProcessPids().length === 0 ? true : undefined), 30_000, "the first item process to exit");
+    expect(openFilesUnder(out)).toEqual([]);
+    expect(getEventListeners(caller.signal, "abort")).toEqual([]);
+  });
+
+  it("a replacement whose fork throws is given up with a warning, not thrown out of the exit handler", async () => {
+    const dying = path.join(tmp, "dies-at-start-too.mjs");
+    await writeFile(dying, "process.exit(3);\n");
+    let forks = 0;
+    const entry = {
+      script: dying,
+      get execArgv(): string[] {
+        if (++forks > 1) throw new Error("spawn EAGAIN (the replacement's fork)");
+        return [];
+      },
+    };
+    const warned: Array<Error & { code?: string }> = [];
+    const onWarning = (w: Error) => warned.push(w);
+    process.on("warning", onWarning);
+    try {
+      const settings = { dataset: "medxpertqa", method: "cot" as const, stagewise: { format: "structured" as const, replace: null, retries: 2, temperature: 0.7 } };
+      const pool = new ItemWorkerPool({ count: 1, entry, config: servers.config(), settings, cacheScope: "eval:test", cache: null, onRateLimited: () => undefined });
+      await expect(pool.ready()).rejects.toMatchObject({ code: "INTERNAL", message: expect.stringContaining("code 3") });
+      const warning = await until(() => warned.find((w) => w.code === "MEDMMV_ITEM_PROCESS_NOT_REPLACED"), 10_000, "the warning");
+      expect(warning.message).toContain("spawn EAGAIN (the replacement's fork)");
+      expect(forks).toBe(2);
+      // No process left to answer: an item fails with that, and close() returns.
+      const inner = { name: "cot" as const, prompts: [], run: async () => Promise.reject(new Error("answered in this process")) };
+      await expect(pool.method(inner, items[0]!, 0).run({ id: items[0]!.case.id } as never, new AbortController().signal)).rejects.toMatchObject({ code: "INTERNAL", message: expect.stringContaining("every item process") });
+      expect(pool.stats()).toHaveLength(1);
+      await pool.close();
+    } finally {
+      process.off("warning", onWarning);
+    }
   });
 
   it("refuses --workers for the methods that checkpoint into results.jsonl", async () => {
