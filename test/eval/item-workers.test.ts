@@ -73,6 +73,19 @@ function itemProcessPids(): number[] {
     .map((l) => Number(l.trim().split(/\s+/)[0]));
 }
 
+/** An entry whose first fork starts `script` and whose later forks throw `message` (the pool reads execArgv once per fork). */
+function forkThrowsAfterFirst(script: string, message: string): { entry: { script: string; execArgv: string[] }; forks: () => number } {
+  let forks = 0;
+  const entry = {
+    script,
+    get execArgv(): string[] {
+      if (++forks > 1) throw new Error(message);
+      return [];
+    },
+  };
+  return { entry, forks: () => forks };
+}
+
 /** The files under `dir` this process holds open (its descriptors, as Linux lists them). */
 function openFilesUnder(dir: string): string[] {
   return readdirSync("/proc/self/fd").flatMap((fd) => {
@@ -226,19 +239,12 @@ describe("medmmv eval --workers", () => {
 
   it("a fork that throws ends the run with its error and leaves nothing open: no item process, no handle on results.jsonl, no listener on the caller's signal", async () => {
     // The second fork throws, as fork does when the process table or memory is full; the first process has started.
-    let forks = 0;
-    const entry = {
-      script: MEDMMV_BIN,
-      get execArgv(): string[] {
-        if (++forks > 1) throw new Error("spawn EAGAIN (the second fork)");
-        return [];
-      },
-    };
+    const { entry, forks } = forkThrowsAfterFirst(MEDMMV_BIN, "spawn EAGAIN (the second fork)");
     const caller = new AbortController();
     const out = freshOut();
     const running = runEval({ dataset: "medxpertqa", input: INPUT, images, out, concurrency: 2, workers: 2 }, { config: servers.config(), progress: null, itemWorkerEntry: entry, signal: caller.signal });
     await expect(running).rejects.toThrow("spawn EAGAIN (the second fork)");
-    expect(forks).toBe(2);
+    expect(forks()).toBe(2);
     // The process started before the throw is stopped with it (it would otherwise wait for its set-up until this process ends).
     await until(() => (itemProcessPids().length === 0 ? true : undefined), 30_000, "the first item process to exit");
     expect(openFilesUnder(out)).toEqual([]);
@@ -248,14 +254,7 @@ describe("medmmv eval --workers", () => {
   it("a replacement whose fork throws is given up with a warning, not thrown out of the exit handler", async () => {
     const dying = path.join(tmp, "dies-at-start-too.mjs");
     await writeFile(dying, "process.exit(3);\n");
-    let forks = 0;
-    const entry = {
-      script: dying,
-      get execArgv(): string[] {
-        if (++forks > 1) throw new Error("spawn EAGAIN (the replacement's fork)");
-        return [];
-      },
-    };
+    const { entry, forks } = forkThrowsAfterFirst(dying, "spawn EAGAIN (the replacement's fork)");
     const warned: Array<Error & { code?: string }> = [];
     const onWarning = (w: Error) => warned.push(w);
     process.on("warning", onWarning);
@@ -265,7 +264,7 @@ describe("medmmv eval --workers", () => {
       await expect(pool.ready()).rejects.toMatchObject({ code: "INTERNAL", message: expect.stringContaining("code 3") });
       const warning = await until(() => warned.find((w) => w.code === "MEDMMV_ITEM_PROCESS_NOT_REPLACED"), 10_000, "the warning");
       expect(warning.message).toContain("spawn EAGAIN (the replacement's fork)");
-      expect(forks).toBe(2);
+      expect(forks()).toBe(2);
       // No process left to answer: an item fails with that, and close() returns.
       const inner = { name: "cot" as const, prompts: [], run: async () => Promise.reject(new Error("answered in this process")) };
       await expect(pool.method(inner, items[0]!, 0).run({ id: items[0]!.case.id } as never, new AbortController().signal)).rejects.toMatchObject({ code: "INTERNAL", message: expect.stringContaining("every item process") });
