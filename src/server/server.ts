@@ -80,7 +80,7 @@ export async function buildServerApp(
 ): Promise<{ app: FastifyInstance; service: CaseService }> {
   const search = await openSearchProvider(config, { pgSchema: opts.storeOptions?.pgSchema });
   // Model calls inside the provider budget every replica shares (src/server/engine/provider-budget.ts).
-  const provider = openProviderLimiter(config, logger);
+  const provider = await openProviderLimiter(config, logger);
   let engine: CaseService["engine"] | null = null;
   const metrics = new ServiceMetrics({ store, engine: () => engine });
   const pipeline = new Pipeline(config, {
@@ -96,7 +96,7 @@ export async function buildServerApp(
     },
   });
   await pipeline.ready();
-  const service = new CaseService({ config, store, pipeline, logger, metrics });
+  const service = await CaseService.open({ config, store, pipeline, logger, metrics });
   engine = service.engine;
   const app: FastifyInstance = Fastify({
     loggerInstance: logger as FastifyBaseLogger,

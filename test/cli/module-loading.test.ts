@@ -1,3 +1,4 @@
+import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -10,8 +11,8 @@ import { syntheticCt } from "../core/intake/dicom/dicom-fixtures.js";
 
 // What each command loads, recorded in the CLI's own process as a user runs it: a command
 // pays at start for every module it imports, so `--help` must not load the pipeline,
-// `diagnose` must not load the server or the eval harness, and nothing may load an image
-// codec before an image needs one.
+// `diagnose` must not load the server or the eval harness, `serve` loads Redis's clients only
+// for Redis, and nothing may load an image codec before an image needs one.
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const TRACE = pathToFileURL(path.join(ROOT, "test/support/module-trace.mjs")).href;
@@ -30,10 +31,10 @@ afterAll(() => model.close());
  * relative. A chunk of the CLI's bundle (bin/cli-bundle.mjs) stands for the sources built into
  * it, so the list reads the same whether the CLI ran from its bundle or through tsx.
  */
-async function traced(args: string[], env: Record<string, string> = {}) {
+async function traced(args: string[], env: Record<string, string> = {}, started?: (child: ChildProcess) => void) {
   const file = path.join(tmp(), "modules.txt");
   await writeFile(file, "");
-  const run = await medmmvCli(args, { ...env, NODE_OPTIONS: `--import=${TRACE}`, MODULE_TRACE_FILE: file });
+  const run = await medmmvCli(args, { ...env, NODE_OPTIONS: `--import=${TRACE}`, MODULE_TRACE_FILE: file }, "", started);
   const root = pathToFileURL(ROOT).href;
   const loaded = [...new Set((await readFile(file, "utf8")).split("\n").filter(Boolean))].map((u) => (u.startsWith(root) ? u.slice(root.length) : u));
   const modules = new Set<string>();
@@ -107,6 +108,22 @@ describe("what a command loads", () => {
     // The page was written, so its renderer was loaded (while the first call was out: summary-page.ts).
     expect(r.modules).toContain("src/eval/summary-html.ts");
     expect(await readFile(path.join(out, "summary.html"), "utf8")).toMatch(/<table/);
+  });
+
+  it("serve without REDIS_URL listens without loading BullMQ, ioredis or the Redis semaphore", async () => {
+    // Stopped (SIGTERM, a clean shutdown) once it says it listens: what it loaded by then is what every start pays.
+    const stopOnceListening = (child: ChildProcess) => {
+      let out = "";
+      child.stdout!.on("data", (c: Buffer) => {
+        out += c.toString("utf8");
+        if (out.includes('"medmmv listening"') && child.exitCode === null && !child.killed) child.kill("SIGTERM");
+      });
+    };
+    const r = await traced(["serve"], { ...modelEnv(), MEDMMV_DATA_DIR: path.join(tmp(), "serve-data"), HOST: "127.0.0.1", PORT: "0" }, stopOnceListening);
+    expect(r.stdout).toContain('"medmmv listening"');
+    expect(r.code).toBe(0);
+    expect(r.modules).toContain("src/server/server.ts");
+    expect(r.modules.filter((m) => /node_modules\/(bullmq|ioredis|@ioredis\/commands|redis-semaphore|msgpackr|cron-parser)\//.test(m) || /^src\/server\/engine\/(bullmq-engine|redis-provider-budget|redis-connection)\.ts$/.test(m))).toEqual([]);
   });
 
   it("the same case with a DICOM image loads the codecs when the image needs them (the trace sees them)", async () => {

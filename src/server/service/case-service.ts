@@ -136,18 +136,27 @@ export class CaseService {
   #closing = false;
   #started: Promise<void> | null = null;
 
-  constructor(deps: CaseServiceDeps) {
+  /** The service on the engine its config names (opening it may load BullMQ: src/server/engine/open-engine.ts). */
+  static async open(deps: CaseServiceDeps): Promise<CaseService> {
+    // The engine gives a case up only once it runs cases, after start(): the service exists by then.
+    let service: CaseService | null = null;
+    const engine = await openEngine(deps.config.engine, {
+      store: deps.store,
+      logger: deps.logger,
+      onGiveUp: (id, reason) => service!.#quarantine(id, reason),
+    });
+    service = new CaseService(deps, engine);
+    return service;
+  }
+
+  private constructor(deps: CaseServiceDeps, engine: CaseEngine) {
     this.#config = deps.config;
     configureDecodePool(deps.config.images.decodePool);
     this.#store = deps.store;
     this.#pipeline = deps.pipeline;
     this.#log = deps.logger;
     this.#metrics = deps.metrics ?? null;
-    this.#engine = openEngine(deps.config.engine, {
-      store: deps.store,
-      logger: deps.logger,
-      onGiveUp: (id, reason) => this.#quarantine(id, reason),
-    });
+    this.#engine = engine;
     this.#engine.onEvent((event) => this.hub.publish(event));
     this.#engine.onDeleted((id) => this.#onDeleted(id));
   }

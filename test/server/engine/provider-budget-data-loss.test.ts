@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import pino from "pino";
 import { afterAll, describe, expect, it } from "vitest";
-import { RedisProviderBudget } from "../../../src/server/engine/provider-budget.js";
+import { RedisProviderBudget } from "../../../src/server/engine/redis-provider-budget.js";
 import { TEST_REDIS_URL, redisPrefix } from "../../support/redis-prefix.js";
 import { until } from "../../support/until.js";
 

@@ -1,6 +1,6 @@
 import rateLimit from "@fastify/rate-limit";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import type { Config } from "../../../core/config.js";
 import { isMedmmvError, MedmmvError } from "../../../core/contracts/errors.js";
 import type { Authenticate } from "../auth.js";
@@ -34,7 +34,12 @@ export class RequestGate {
 
   /** Registers the rate-limit plugin once, on the root, with no hooks of its own (this class calls it). */
   static async register(app: FastifyInstance, config: Config): Promise<RequestGate> {
-    const redis = config.redis.url ? new Redis(config.redis.url, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false }) : null;
+    let redis: Redis | null = null;
+    if (config.redis.url) {
+      // ioredis only for a server that counts in Redis: loading it costs every other start.
+      const ioredis = await import("ioredis");
+      redis = new ioredis.Redis(config.redis.url, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false });
+    }
     if (redis) {
       // An unreachable Redis fails the requests it counts (503), it does not crash the server.
       redis.on("error", (err: unknown) => app.log.warn({ code: (err as { code?: string }).code ?? "REDIS_ERROR" }, "rate-limit store: Redis error"));
