@@ -1,4 +1,6 @@
 import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -25,4 +27,37 @@ export function runNode(argv: string[], env: Record<string, string> = { PATH: pr
     child.on("error", reject);
     child.on("exit", (code) => resolve({ code, stderr: err, ms: performance.now() - t0 }));
   });
+}
+
+/**
+ * `medmmv serve` from spawn to its "medmmv listening" log line, on a fresh data directory (the
+ * embedded store, no Redis), then stopped with SIGTERM and waited for.
+ */
+export async function serveStartMs(env: Record<string, string>): Promise<number> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), "medmmv-bench-serve-"));
+  try {
+    return await new Promise<number>((resolve, reject) => {
+      const t0 = performance.now();
+      const child = spawn(process.execPath, [MEDMMV_BIN, "serve"], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? "", ...env, MEDMMV_DATA_DIR: dataDir, HOST: "127.0.0.1", PORT: "0" },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      let err = "";
+      let listeningMs: number | null = null;
+      child.stdout.on("data", (d: Buffer) => {
+        if (listeningMs !== null) return;
+        out += d.toString();
+        if (!out.includes('"medmmv listening"')) return;
+        listeningMs = performance.now() - t0;
+        child.kill("SIGTERM");
+      });
+      child.stderr.on("data", (d: Buffer) => (err = (err + d.toString()).slice(-4000)));
+      child.on("error", reject);
+      child.on("exit", (code) => (listeningMs === null ? reject(new Error(`medmmv serve exited ${code} before listening: ${err}`)) : resolve(listeningMs)));
+    });
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
 }
