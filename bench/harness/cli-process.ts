@@ -29,6 +29,9 @@ export function runNode(argv: string[], env: Record<string, string> = { PATH: pr
   });
 }
 
+/** How long a stopped server may take to exit before the benchmark kills it and fails. */
+const STOP_GRACE_MS = 30_000;
+
 /**
  * `medmmv serve` from spawn to its "medmmv listening" log line, on a fresh data directory (the
  * embedded store, no Redis), then stopped with SIGTERM and waited for.
@@ -46,16 +49,28 @@ export async function serveStartMs(env: Record<string, string>): Promise<number>
       let out = "";
       let err = "";
       let listeningMs: number | null = null;
+      let stopGuard: NodeJS.Timeout | undefined;
+      let stuck = false;
       child.stdout.on("data", (d: Buffer) => {
         if (listeningMs !== null) return;
         out += d.toString();
         if (!out.includes('"medmmv listening"')) return;
         listeningMs = performance.now() - t0;
         child.kill("SIGTERM");
+        // A server that ignores SIGTERM would hang the benchmark: it is killed, and the run fails saying so.
+        stopGuard = setTimeout(() => {
+          stuck = true;
+          child.kill("SIGKILL");
+        }, STOP_GRACE_MS);
       });
       child.stderr.on("data", (d: Buffer) => (err = (err + d.toString()).slice(-4000)));
       child.on("error", reject);
-      child.on("exit", (code) => (listeningMs === null ? reject(new Error(`medmmv serve exited ${code} before listening: ${err}`)) : resolve(listeningMs)));
+      child.on("exit", (code) => {
+        clearTimeout(stopGuard);
+        if (listeningMs === null) reject(new Error(`medmmv serve exited ${code} before listening: ${err}`));
+        else if (stuck) reject(new Error(`medmmv serve did not stop within ${STOP_GRACE_MS} ms of SIGTERM: ${err}`));
+        else resolve(listeningMs);
+      });
     });
   } finally {
     await rm(dataDir, { recursive: true, force: true });
