@@ -2514,6 +2514,7 @@ export interface operations {
                                 code: string;
                                 message: string;
                             };
+                            cluster?: string | null;
                             models?: {
                                 rollouts: string[];
                                 verdicts: string | null;
@@ -2527,6 +2528,48 @@ export interface operations {
                             };
                             rgm: number;
                             entropy: number;
+                            clusters?: {
+                                key: string;
+                                canonical: string;
+                                rollouts: number[];
+                                /** @enum {string} */
+                                rule: "identical" | "normalised" | "abbreviation" | "judge" | "option";
+                                wordings?: string[];
+                            }[];
+                            lexical?: {
+                                distribution: {
+                                    [key: string]: number;
+                                };
+                                rgm: number;
+                                entropy: number;
+                            };
+                        };
+                        differential?: {
+                            rank: number;
+                            answer: {
+                                option: string | null;
+                                text: string;
+                            };
+                            wordings: string[];
+                            rollouts: number;
+                            of: number;
+                            share: number;
+                            bestCu: number | null;
+                            candidateIndex: number | null;
+                            cluster?: string;
+                            code?: {
+                                system: string;
+                                code: string;
+                                display: string;
+                            };
+                        }[];
+                        reply?: {
+                            text: string;
+                            claims: {
+                                text: string;
+                                verdict: string;
+                            }[];
+                            removedClaims: number;
                         };
                         hallucinations: {
                             pathId: string;
@@ -2610,6 +2653,17 @@ export interface operations {
                                 duplicates: {
                                     [key: string]: number;
                                 };
+                            };
+                            answerClusters?: {
+                                /** @enum {string} */
+                                judge: "not-needed" | "answered" | "failed" | "out-of-contract";
+                                asked: string[];
+                                rationale?: string;
+                                note?: string;
+                                merged: {
+                                    rule: string;
+                                    wordings: string[];
+                                }[];
                             };
                             evidenceChecks?: {
                                 textDoctor: {
@@ -3435,6 +3489,7 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 };
+                                cluster?: string | null;
                                 models?: {
                                     rollouts: string[];
                                     verdicts: string | null;
@@ -3448,6 +3503,48 @@ export interface operations {
                                 };
                                 rgm: number;
                                 entropy: number;
+                                clusters?: {
+                                    key: string;
+                                    canonical: string;
+                                    rollouts: number[];
+                                    /** @enum {string} */
+                                    rule: "identical" | "normalised" | "abbreviation" | "judge" | "option";
+                                    wordings?: string[];
+                                }[];
+                                lexical?: {
+                                    distribution: {
+                                        [key: string]: number;
+                                    };
+                                    rgm: number;
+                                    entropy: number;
+                                };
+                            };
+                            differential?: {
+                                rank: number;
+                                answer: {
+                                    option: string | null;
+                                    text: string;
+                                };
+                                wordings: string[];
+                                rollouts: number;
+                                of: number;
+                                share: number;
+                                bestCu: number | null;
+                                candidateIndex: number | null;
+                                cluster?: string;
+                                code?: {
+                                    system: string;
+                                    code: string;
+                                    display: string;
+                                };
+                            }[];
+                            reply?: {
+                                text: string;
+                                claims: {
+                                    text: string;
+                                    verdict: string;
+                                }[];
+                                removedClaims: number;
                             };
                             hallucinations: {
                                 pathId: string;
@@ -3531,6 +3628,17 @@ export interface operations {
                                     duplicates: {
                                         [key: string]: number;
                                     };
+                                };
+                                answerClusters?: {
+                                    /** @enum {string} */
+                                    judge: "not-needed" | "answered" | "failed" | "out-of-contract";
+                                    asked: string[];
+                                    rationale?: string;
+                                    note?: string;
+                                    merged: {
+                                        rule: string;
+                                        wordings: string[];
+                                    }[];
                                 };
                                 evidenceChecks?: {
                                     textDoctor: {

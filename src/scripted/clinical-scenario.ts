@@ -22,6 +22,29 @@ export interface ClinicalScenarioOptions {
   fabricateQuote?: boolean;
   /** Make each rollout's reasoning identical for equal answers (default true), so dedupe applies. */
   identicalReasoning?: boolean;
+  /**
+   * What the equivalence judge knows: wordings that mean the same, one array per meaning
+   * (compared case-insensitively). Answers in none of them are grouped by their lower-cased text.
+   */
+  synonyms?: string[][];
+  /** Answer the equivalence judge with this instead (a garbage reply, for tests of the contract). */
+  judgeReply?: unknown;
+}
+
+/**
+ * The equivalence judge by its contract (docs/architecture.md#scores): reads the numbered
+ * answers of the prompt ("1. Inferior STEMI") and groups their numbers by meaning.
+ */
+export function judgeEquivalence(text: string, synonyms: readonly string[][] = []): { groups: number[][]; rationale: string } {
+  const block = /<<<MODEL_OUTPUT\n([\s\S]*?)\nMODEL_OUTPUT>>>/.exec(text.slice(text.indexOf("medmmv-agent:")))?.[1] ?? "";
+  const answers = [...block.matchAll(/^(\d+)\. (.*)$/gm)].map((m) => ({ n: Number(m[1]), text: m[2]!.trim().toLowerCase() }));
+  const meaning = (a: string) => {
+    const i = synonyms.findIndex((words) => words.some((w) => w.toLowerCase() === a));
+    return i >= 0 ? `synonyms:${i}` : `text:${a}`;
+  };
+  const groups = new Map<string, number[]>();
+  for (const a of answers) groups.set(meaning(a.text), [...(groups.get(meaning(a.text)) ?? []), a.n]);
+  return { groups: [...groups.values()], rationale: "Grouped by the diagnosis each answer names." };
 }
 
 export const FABRICATED_QUOTE = "patient reports a recent trip to the Amazon basin";
@@ -177,6 +200,7 @@ export function clinicalScenario(o: ClinicalScenarioOptions = {}): Scenario {
         const to = o.repairTo?.[from] ?? from;
         return path(req.text, to, " (revised)");
       },
+      "equivalence-judge": (req) => (o.judgeReply !== undefined ? o.judgeReply : judgeEquivalence(req.text, o.synonyms)),
       "coherence-judge": (req) => {
         const a = pathAnswer(req.text);
         return { coherence: o.coherence?.[a] ?? 0.8, rationale: "Each step follows from the previous one." };

@@ -73,6 +73,8 @@ export const Candidate = z.object({
   selected: z.boolean(),
   hdReports: z.array(HdReport),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
+  /** The answer cluster of its final answer (stability.clusters[].key; the initial answer's when no final path). */
+  cluster: z.string().nullable().optional(),
   /** The models behind this path: of the rollouts that produced it, of its verdicts (null: no hallucination check ran) and of its repairs (null: none). */
   models: z.object({ rollouts: z.array(z.string()), verdicts: z.string().nullable(), repairs: z.string().nullable() }).optional(),
 });
@@ -130,6 +132,49 @@ export const Usage = z.object({
 });
 export type Usage = z.infer<typeof Usage>;
 
+/** Rollout answers that mean the same (docs/architecture.md#scores); `rollouts` index stability.rolloutAnswers. */
+export const AnswerClusterSchema = z.object({
+  key: z.string(),
+  canonical: z.string(),
+  rollouts: z.array(z.number().int()),
+  rule: z.enum(["identical", "normalised", "abbreviation", "judge", "option"]),
+  wordings: z.array(z.string()).optional(),
+});
+
+/** A diagnosis of the ranked differential: one answer cluster with its support, best first. */
+export const DifferentialEntry = z.object({
+  rank: z.number().int(),
+  answer: z.object({ option: z.string().nullable(), text: z.string() }),
+  wordings: z.array(z.string()),
+  rollouts: z.number().int(),
+  of: z.number().int(),
+  share: z.number(),
+  bestCu: z.number().nullable(),
+  candidateIndex: z.number().int().nullable(),
+  cluster: z.string().optional(),
+  /** A terminology code the configured server returned for the wording (never one the model wrote). */
+  code: z.object({ system: z.string(), code: z.string(), display: z.string() }).optional(),
+});
+export type DifferentialEntry = z.infer<typeof DifferentialEntry>;
+
+/** The reply a person reads for an open-ended question, its claims as the hallucination detector judged them. */
+export const ComposedReply = z.object({
+  text: z.string(),
+  claims: z.array(z.object({ text: z.string(), verdict: z.string() })),
+  removedClaims: z.number().int(),
+});
+export type ComposedReply = z.infer<typeof ComposedReply>;
+
+/** How the rollout answers were clustered: the judge's part and which wordings were merged by which rule. */
+export const AnswerClusteringNote = z.object({
+  judge: z.enum(["not-needed", "answered", "failed", "out-of-contract"]),
+  /** The wordings shown to the judge, numbered from 1. */
+  asked: z.array(z.string()),
+  rationale: z.string().optional(),
+  note: z.string().optional(),
+  merged: z.array(z.object({ rule: z.string(), wordings: z.array(z.string()) })),
+});
+
 export const BranchFailure = z.object({
   branch: z.string(),
   code: z.string(),
@@ -152,7 +197,15 @@ export const DiagnosisResult = z.object({
     distribution: z.record(z.string(), z.number()),
     rgm: z.number(),
     entropy: z.number(),
+    /** The rollout answers grouped by meaning; distribution, rgm and entropy are over these (absent in results stored before clusters). */
+    clusters: z.array(AnswerClusterSchema).optional(),
+    /** The same figures over the lexical answer keys (what distribution, rgm and entropy were before clusters). */
+    lexical: z.object({ distribution: z.record(z.string(), z.number()), rgm: z.number(), entropy: z.number() }).optional(),
   }),
+  /** The answer clusters ranked, best first (rank 1 is the result's answer); [] when there is no answer. Absent in results stored before it. */
+  differential: z.array(DifferentialEntry).optional(),
+  /** For an open-ended question when a reply was composed: what a person reads, only verified claims in it. */
+  reply: ComposedReply.optional(),
   hallucinations: z.array(Hallucination),
   usage: Usage,
   provenance: z.object({
@@ -168,6 +221,8 @@ export const DiagnosisResult = z.object({
     ignoredResources: z.array(IgnoredResource).optional(),
     /** Cases from a FHIR Bundle: how the record was summarised to the notes budget (counts per resource type). */
     fhirNotes: FhirNotesSummary.optional(),
+    /** How the rollout answers were compared by meaning (equivalence judge, merge rules). */
+    answerClusters: AnswerClusteringNote.optional(),
     /** What the checks on evidence agents did: fabricated quotes dropped, image findings flagged/revised. */
     evidenceChecks: z
       .object({

@@ -68,3 +68,21 @@ export function stabilityReport(answers: readonly (string | null)[]): {
   const distribution = answerDistribution(answers);
   return { rolloutAnswers: [...answers], distribution, rgm: rgm(answers), entropy: entropyBits(distribution) };
 }
+
+/**
+ * The `stability` block over answer clusters (answer-clusters.ts): the distribution, RGM and
+ * entropy take each rollout's cluster key, so "Inferior STEMI" and "inferior wall MI" count as
+ * one answer; the same figures over the lexical keys stay beside them as `lexical`.
+ */
+export function clusteredStabilityReport<C>(lexicalAnswers: readonly (string | null)[], clusterKeys: readonly (string | null)[], clusters: C[]) {
+  const byCluster = stabilityReport(clusterKeys);
+  const lexical = stabilityReport(lexicalAnswers);
+  return {
+    rolloutAnswers: [...lexicalAnswers],
+    distribution: byCluster.distribution,
+    rgm: byCluster.rgm,
+    entropy: byCluster.entropy,
+    clusters,
+    lexical: { distribution: lexical.distribution, rgm: lexical.rgm, entropy: lexical.entropy },
+  };
+}

@@ -14,8 +14,8 @@ export function firstRoundSettled(answers: Array<string | null>): boolean {
 
 export type RoundDecision = { settled: true } | { settled: false; depth: number };
 
-interface Round {
-  answers: Map<number, string | null>;
+interface Round<A = unknown> {
+  answers: Map<number, A | null>;
   depths: number[];
   decided: Promise<RoundDecision>;
   decide(d: RoundDecision): void;
@@ -50,15 +50,24 @@ export class AdaptiveRounds {
     this.byThread.delete(threadId);
   }
 
-  /** A first-round rollout finished (answer null when it failed) at call-chain depth `depth`. */
-  report(threadId: string, index: number, answer: string | null, depth: number): void {
-    const round = this.byThread.get(threadId);
-    if (!round || index >= ADAPTIVE_FIRST_ROUND || round.answers.has(index)) return;
+  /**
+   * A first-round rollout finished (answer null when it failed) at call-chain depth `depth`.
+   * To the report that completes the round: its answers (by rollout index) and deepest chain;
+   * that caller decides whether they agree (by meaning: answer-clustering.ts) and calls settle.
+   */
+  report<A>(threadId: string, index: number, answer: A | null, depth: number): { answers: Array<A | null>; depth: number } | null {
+    const round = this.byThread.get(threadId) as Round<A> | undefined;
+    if (!round || index >= ADAPTIVE_FIRST_ROUND || round.answers.has(index)) return null;
     round.answers.set(index, answer);
     round.depths.push(depth);
-    if (round.answers.size < ADAPTIVE_FIRST_ROUND) return;
-    const answers = [...round.answers.values()];
-    round.decide(firstRoundSettled(answers) ? { settled: true } : { settled: false, depth: Math.max(0, ...round.depths) });
+    if (round.answers.size < ADAPTIVE_FIRST_ROUND) return null;
+    const answers = Array.from({ length: ADAPTIVE_FIRST_ROUND }, (_, i) => round.answers.get(i) ?? null);
+    return { answers, depth: Math.max(0, ...round.depths) };
+  }
+
+  /** The first round's outcome, for the second-round rollouts waiting on it. */
+  settle(threadId: string, d: RoundDecision): void {
+    this.byThread.get(threadId)?.decide(d);
   }
 
   /** For a second-round rollout: wait for the first round's outcome (or the case's end). */

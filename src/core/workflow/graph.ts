@@ -31,7 +31,7 @@ function rolloutSends(state: PipelineStateValue, indices: number[], startDepth: 
 
 /** After the join: refinement of each planned path, or straight to the result (or, for an old checkpoint, another adaptive round). */
 export function routePlan(state: PipelineStateValue): Send[] | "select-path" {
-  const joinDepth = Math.max(state.evidence?.depth ?? 0, ...state.rollouts.map((r) => r.depth));
+  const joinDepth = Math.max(state.evidence?.depth ?? 0, state.answerClusters?.depth ?? 0, ...state.rollouts.map((r) => r.depth));
   if (state.pendingRollouts.length > 0) return rolloutSends(state, state.pendingRollouts, joinDepth);
   if (state.plan.length === 0 || !state.evidence) return "select-path";
   return state.plan.map(
@@ -52,7 +52,7 @@ export function buildWorkflow(deps: WorkflowDeps, checkpointer?: BaseCheckpointS
   return new StateGraph(PipelineState)
     .addNode("rollout", rolloutNode(deps))
     .addNode("build-evidence", buildEvidenceNode(deps))
-    .addNode("plan-refinement", planRefinementNode())
+    .addNode("plan-refinement", planRefinementNode(deps))
     .addNode("refine-path", refinePathNode(deps))
     .addNode("select-path", selectPathNode(deps))
     .addConditionalEdges(START, routeStart, ["rollout", "build-evidence"])

@@ -13,6 +13,7 @@ import type { Workflow } from "./graph.js";
 import { RunHooks, type EmitEvent } from "./run-context.js";
 import { ImageVault } from "../intake/image-vault.js";
 import { AdaptiveRounds } from "./adaptive-rounds.js";
+import { AnswerClusterings } from "./answer-clustering.js";
 import type { PipelineOptions } from "./state.js";
 import { CaseSpending, assertBudgetPriced } from "./case-budget.js";
 
@@ -79,6 +80,7 @@ export class Pipeline {
   readonly hooks = new RunHooks();
   readonly images: ImageVault;
   readonly rounds = new AdaptiveRounds();
+  readonly clusterings = new AnswerClusterings();
   readonly spending = new CaseSpending();
   readonly limiter: FairLimiter;
   readonly llm: LlmClient;
@@ -108,7 +110,7 @@ export class Pipeline {
     this.#workflow ??= import("./graph.js")
       .then(({ buildWorkflow }) =>
         buildWorkflow(
-          { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: this.config.llm.prices, hooks: this.hooks, images: this.images, rounds: this.rounds, spending: this.spending, version: VERSION },
+          { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: this.config.llm.prices, hooks: this.hooks, images: this.images, rounds: this.rounds, clusterings: this.clusterings, spending: this.spending, version: VERSION },
           this.#checkpointer,
         ),
       )
@@ -127,6 +129,7 @@ export class Pipeline {
     const cacheScope = this.#cacheScope ? ((await this.#cacheScope(threadId).catch(() => null)) ?? `case:${threadId}`) : undefined;
     this.hooks.set(threadId, { emit: run.emit ?? (() => undefined), cacheScope });
     this.rounds.open(threadId, { resumed: run.resume === true });
+    this.clusterings.open(threadId, options.ablations.noExpansion ? 1 : options.k);
     this.spending.open(threadId);
     try {
       const workflow = await this.#compiled();
@@ -149,6 +152,7 @@ export class Pipeline {
     } finally {
       this.hooks.delete(threadId);
       this.rounds.close(threadId);
+      this.clusterings.close(threadId);
       this.spending.close(threadId);
       this.images.release(threadId);
     }

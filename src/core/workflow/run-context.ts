@@ -7,6 +7,7 @@ import type { AgentDeps } from "../agents/agent-context.js";
 import type { PromptLibrary } from "../llm/prompt-template.js";
 import type { ImageVault } from "../intake/image-vault.js";
 import type { AdaptiveRounds } from "./adaptive-rounds.js";
+import type { AnswerClusterings } from "./answer-clustering.js";
 import type { CaseSpending } from "./case-budget.js";
 
 /** A pipeline event, as streamed to SSE subscribers and stored in the case history. */
@@ -46,6 +47,8 @@ export interface WorkflowDeps {
   images: ImageVault;
   /** Coordination of the adaptive rounds of running cases (in memory, like hooks). */
   rounds: AdaptiveRounds;
+  /** Which rollout branch of a running case finishes last and clusters the answers (in memory, like rounds). */
+  clusterings: AnswerClusterings;
   /** What each running case's refine branches have spent so far (for its budget). */
   spending: CaseSpending;
   version: string;

@@ -4,6 +4,7 @@ import type { BranchFailure, DiagnosisResult, HdReport, CuScores, Usage } from "
 import type { PathOutput } from "../contracts/reasoning-path.js";
 import type { SerializedEvidenceGraph } from "../evidence/evidence-graph.js";
 import type { CaseBudget, Spend } from "./case-budget.js";
+import type { AnswerClusterRecord } from "./answer-clustering.js";
 
 /** Options a case runs with (config defaults, overridden per request / per eval run). */
 export interface PipelineOptions {
@@ -101,6 +102,8 @@ export const PipelineState = Annotation.Root({
   refined: append<RefinedPath>(),
   evidence: Annotation<EvidenceRecord | null>({ reducer: (_a, b) => b, default: () => null }),
   plan: Annotation<PlannedPath[]>({ reducer: (_a, b) => b, default: () => [] }),
+  /** The rollout answers clustered by meaning (answer-clustering.ts); null until known (and in older checkpoints). */
+  answerClusters: Annotation<AnswerClusterRecord | null>({ reducer: (_a, b) => b, default: () => null }),
   /**
    * Rollout indices requested by the last planning step: only for adaptive cases whose
    * checkpoint predates sending every rollout at START (adaptive-rounds.ts).

@@ -10,7 +10,7 @@
  */
 import type { Scenario } from "../scripted-openai-server.js";
 import type { TavilyRequest, TavilyResult } from "../scripted-tavily-server.js";
-import { optionLetters, optionText } from "../clinical-scenario.js";
+import { judgeEquivalence, optionLetters, optionText } from "../clinical-scenario.js";
 // Labels are compared in the product's own normal form, so a script cannot drift from it.
 import { normalizeLabel as norm } from "../../core/evidence/ids.js";
 
@@ -260,6 +260,7 @@ export function caseAgents(s: CaseScript): Scenario["agents"] {
       if (!to) throw new Error(`the ${s.name} script has no path matching the one to repair`);
       return pathOutput(req.text, to);
     },
+    "equivalence-judge": (req) => judgeEquivalence(req.text),
     "coherence-judge": (req) => {
       const p = pathIn(firstModelOutput(req.text));
       return p ? { coherence: p.coherence, rationale: p.rationale } : { coherence: 0.5, rationale: "The path is not one this script knows." };

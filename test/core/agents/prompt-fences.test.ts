@@ -5,6 +5,7 @@ import type { PathOutput } from "../../../src/core/contracts/reasoning-path.js";
 import { renderCaseBlock } from "../../../src/core/agents/agent-context.js";
 import { renderPathForPrompt } from "../../../src/core/agents/path-rendering.js";
 import { renderSearchResults } from "../../../src/core/agents/web-search.js";
+import { numberAnswers } from "../../../src/core/agents/equivalence-judge.js";
 import { EvidenceGraph } from "../../../src/core/evidence/evidence-graph.js";
 import { renderEvidenceForPrompt, UNTRUSTED_CLOSE, UNTRUSTED_OPEN } from "../../../src/core/evidence/render-for-prompt.js";
 import { recordReliability, type ReliabilityRow } from "../../support/reliability-recorder.js";
@@ -73,6 +74,7 @@ const FENCES: Record<string, (text: string) => string> = {
     return lines.filter((l) => l !== UNTRUSTED_OPEN && l !== UNTRUSTED_CLOSE).join("\n");
   },
   "model output": (text) => renderPathForPrompt(pathOf(text)),
+  "judged answers": (text) => numberAnswers([text, "Pericarditis"]),
   "search content": (text) => renderSearchResults([{ title: text, url: `https://ref.example/${text}`, content: text }]),
 };
 

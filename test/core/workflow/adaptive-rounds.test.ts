@@ -9,20 +9,23 @@ describe("adaptive rounds", () => {
     expect(firstRoundSettled(["B", "B"])).toBe(false);
   });
 
-  it("tells the second round to stand down when the first agrees, and where to start its chain when not", async () => {
+  it("hands the completed first round to its last rollout, which tells the second round to stand down or where to start its chain", async () => {
     const rounds = new AdaptiveRounds();
     rounds.open("agree", { resumed: false });
     const waiting = rounds.decision("agree");
-    rounds.report("agree", 0, "B", 1);
-    rounds.report("agree", 1, "B", 1);
-    rounds.report("agree", 1, "C", 1); // a repeated report of one rollout changes nothing
-    rounds.report("agree", 2, "B", 2);
+    expect(rounds.report("agree", 0, "B", 1)).toBeNull();
+    expect(rounds.report("agree", 1, "B", 1)).toBeNull();
+    expect(rounds.report("agree", 1, "C", 1)).toBeNull(); // a repeated report of one rollout changes nothing
+    expect(rounds.report("agree", 2, "B", 2)).toEqual({ answers: ["B", "B", "B"], depth: 2 });
+    rounds.settle("agree", { settled: true });
+    rounds.settle("agree", { settled: false, depth: 9 }); // the first decision stands
     await expect(waiting).resolves.toEqual({ settled: true });
 
     rounds.open("split", { resumed: false });
     rounds.report("split", 0, "B", 1);
     rounds.report("split", 1, null, 3);
-    rounds.report("split", 2, "B", 1);
+    expect(rounds.report("split", 2, "B", 1)).toEqual({ answers: ["B", null, "B"], depth: 3 });
+    rounds.settle("split", { settled: false, depth: 3 });
     await expect(rounds.decision("split")).resolves.toEqual({ settled: false, depth: 3 });
   });
 

@@ -3,9 +3,11 @@ import { runRollout } from "../../agents/rollout.js";
 import { describeError } from "../../contracts/errors.js";
 import { UsageMeter } from "../../llm/usage.js";
 import { nodeCallContext, type WorkflowDeps } from "../run-context.js";
-import type { PipelineStateUpdate, RolloutTask } from "../state.js";
+import type { PipelineStateUpdate, RolloutRecord, RolloutTask } from "../state.js";
 import { ADAPTIVE_FIRST_ROUND } from "../adaptive-rounds.js";
-import { answerKey } from "./plan-refinement.js";
+import { clusterAnswers } from "../answer-clustering.js";
+import type { PathOutput } from "../../contracts/reasoning-path.js";
+import type { PreparedCase } from "../../contracts/clinical-case.js";
 
 /**
  * One rollout branch (Send). Errors are caught here and returned as a record: a throwing
@@ -16,11 +18,15 @@ export function rolloutNode(deps: WorkflowDeps) {
     const started = Date.now();
     const threadId = config.configurable?.thread_id as string | undefined;
     const adaptive = task.options.adaptive && !task.options.ablations.noExpansion && threadId !== undefined;
+    const c = deps.images.hydrate(task.caseInput);
     let startDepth = task.startDepth;
     if (adaptive && task.index >= ADAPTIVE_FIRST_ROUND) {
       // Second adaptive round: run only if the first round disagreed (adaptive-rounds.ts).
       const round = await deps.rounds.decision(threadId, config.signal);
-      if (round.settled) return { rollouts: [{ index: task.index, path: null, skipped: true, usage: new UsageMeter(deps.prices).snapshot(0), depth: startDepth }] };
+      if (round.settled) {
+        const record: RolloutRecord = { index: task.index, path: null, skipped: true, usage: new UsageMeter(deps.prices).snapshot(0), depth: startDepth };
+        return { rollouts: [record], ...(await clusterIfLast(deps, config, c, record)) };
+      }
       startDepth = Math.max(startDepth, round.depth);
     }
     const ctx = nodeCallContext(deps, config, task.caseInput.id, startDepth);
@@ -34,26 +40,55 @@ export function rolloutNode(deps: WorkflowDeps) {
     // orders is the CPU: the evidence agents' requests are built, and their replies read, first.
     if (task.startDepth === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     const emit = deps.hooks.emitter(config);
-    const reportRound = (answer: string | null) => {
-      if (adaptive && task.index < ADAPTIVE_FIRST_ROUND) deps.rounds.report(threadId, task.index, answer, ctx.chain.depth);
+    // The first round's answers decide the second round by meaning: the rollout that completes
+    // the round asks the equivalence judge when the rules leave them apart (one call, remembered
+    // for the case's final clustering), then tells the waiting rollouts.
+    const reportRound = async (answer: PathOutput["answer"] | null) => {
+      if (!adaptive || task.index >= ADAPTIVE_FIRST_ROUND) return;
+      const round = deps.rounds.report(threadId, task.index, answer, ctx.chain.depth);
+      if (!round) return;
+      try {
+        const { clusters } = await clusterAnswers(deps.agents, ctx, c, round.answers, deps.clusterings.memo(threadId));
+        const agreed = round.answers.every((a) => a !== null) && clusters.length === 1;
+        deps.rounds.settle(threadId, agreed ? { settled: true } : { settled: false, depth: Math.max(round.depth, ctx.chain.depth) });
+      } finally {
+        deps.rounds.settle(threadId, { settled: false, depth: Math.max(round.depth, ctx.chain.depth) });
+      }
     };
     const model = deps.agents.llm.rolloutModel(task.index);
+    let record: RolloutRecord;
     try {
       const path = await runRollout(deps.agents, ctx, {
         model,
-        case: deps.images.hydrate(task.caseInput),
+        case: c,
         index: task.index,
         k: task.options.k,
         temperature: task.options.rolloutTemperature,
       });
       emit("rollout", { index: task.index, answer: path.answer.option ?? path.answer.text.slice(0, 80), steps: path.steps.length });
-      reportRound(answerKey(path));
-      return { rollouts: [{ index: task.index, path, model, usage: ctx.meter.snapshot(Date.now() - started), depth: ctx.chain.depth }] };
+      await reportRound(path.answer);
+      record = { index: task.index, path, model, usage: ctx.meter.snapshot(Date.now() - started), depth: ctx.chain.depth };
     } catch (err) {
       const error = describeError(err);
       emit("branch-failed", { branch: `rollout-${task.index}`, ...error });
-      reportRound(null);
-      return { rollouts: [{ index: task.index, path: null, model, error, usage: ctx.meter.snapshot(Date.now() - started), depth: ctx.chain.depth }] };
+      await reportRound(null);
+      record = { index: task.index, path: null, model, error, usage: ctx.meter.snapshot(Date.now() - started), depth: ctx.chain.depth };
     }
+    return { rollouts: [record], ...(await clusterIfLast(deps, config, c, record)) };
   };
+}
+
+/**
+ * The last rollout branch of a case to end clusters every answer (answer-clustering.ts), on
+ * a chain that starts after the deepest rollout; the others return nothing here.
+ */
+async function clusterIfLast(deps: WorkflowDeps, config: RunnableConfig, c: PreparedCase, record: RolloutRecord): Promise<PipelineStateUpdate> {
+  const threadId = config.configurable?.thread_id as string | undefined;
+  const all = deps.clusterings.arrive(threadId, record.index, record.path?.answer ?? null, record.depth, record.skipped === true);
+  if (!all) return {};
+  const started = Date.now();
+  const ctx = nodeCallContext(deps, config, c.id, all.depth);
+  const { clusters, judge } = await clusterAnswers(deps.agents, ctx, c, all.answers, deps.clusterings.memo(threadId));
+  const usage = ctx.meter.snapshot(Date.now() - started);
+  return { answerClusters: { covers: all.covers, clusters, judge, usage: usage.llmCalls > 0 ? usage : null, depth: ctx.chain.depth } };
 }

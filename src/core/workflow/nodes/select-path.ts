@@ -2,11 +2,14 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { DISCLAIMER, DiagnosisResult, type BranchFailure, type Candidate, type Hallucination } from "../../contracts/diagnosis-result.js";
 import { EvidenceGraph } from "../../evidence/evidence-graph.js";
 import { answerSupport, selectBest } from "../../scoring/cu.js";
-import { stabilityReport } from "../../scoring/stability.js";
+import { clusteredStabilityReport } from "../../scoring/stability.js";
+import { buildClusters, ruleGroups } from "../../scoring/answer-clusters.js";
+import { rankDifferential } from "../../scoring/differential.js";
+import type { AnswerClusterRecord } from "../answer-clustering.js";
 import { UsageMeter } from "../../llm/usage.js";
 import type { WorkflowDeps } from "../run-context.js";
 import type { PipelineOptions, PipelineStateUpdate, PipelineStateValue, RefinedPath } from "../state.js";
-import { answerKey } from "./plan-refinement.js";
+import { answerKey, clusterIndexOf } from "./plan-refinement.js";
 import { toResultPath } from "./refine-path.js";
 import { scanForInjection } from "../../agents/untrusted-content.js";
 import { fhirIgnoredResources } from "../../contracts/fhir-origin.js";
@@ -15,7 +18,7 @@ import { describeLabels } from "../../pathways/consistency.js";
 import { decideOutcome } from "../abstention.js";
 
 /** Agents whose prompt versions go into provenance. */
-const PROMPTS_USED = ["system", "rollout", "text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge"];
+const PROMPTS_USED = ["system", "rollout", "text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge", "equivalence-judge"];
 
 /** Deterministic PRNG for --select random (reproducible ablations). */
 function seeded(seed: number): () => number {
@@ -26,23 +29,23 @@ function seeded(seed: number): () => number {
   };
 }
 
-function pickIndex(refined: RefinedPath[], mode: "cu" | "random" | "majority", seed: number): number | null {
+function pickIndex(refined: RefinedPath[], mode: "cu" | "random" | "majority", seed: number, clusterOf: (p: RefinedPath["final"]) => string | null): number | null {
   const live = refined.map((r, i) => ({ r, i })).filter((x) => x.r.scores !== null);
   if (live.length === 0) return null;
   if (mode === "random") return live[Math.floor(seeded(seed)() * live.length)]!.i;
   if (mode === "majority") {
     const votes = new Map<string, number>();
     for (const { r } of live) {
-      const a = answerKey(r.final) ?? "";
+      const a = clusterOf(r.final) ?? "";
       votes.set(a, (votes.get(a) ?? 0) + r.multiplicity);
     }
     const top = Math.max(...votes.values());
-    const winners = live.filter((x) => votes.get(answerKey(x.r.final) ?? "") === top);
+    const winners = live.filter((x) => votes.get(clusterOf(x.r.final) ?? "") === top);
     winners.sort((a, b) => b.r.scores!.cu - a.r.scores!.cu || a.i - b.i);
     return winners[0]!.i;
   }
-  // Tie-break by answer frequency counts each path with its multiplicity (identical rollouts refined once).
-  const expanded = live.flatMap(({ r, i }) => Array.from({ length: r.multiplicity }, () => ({ index: i, answer: answerKey(r.final), cu: r.scores!.cu })));
+  // Tie-break by answer frequency (answer clusters) counts each path with its multiplicity (identical rollouts refined once).
+  const expanded = live.flatMap(({ r, i }) => Array.from({ length: r.multiplicity }, () => ({ index: i, answer: clusterOf(r.final), cu: r.scores!.cu })));
   return selectBest(expanded);
 }
 
@@ -64,14 +67,17 @@ export function selectPathNode(deps: WorkflowDeps) {
       failures.push({ branch: "refine", code: "INTERNAL", message: `${state.plan.length} paths planned but ${refined.length} refined` });
 
     const meter = new UsageMeter(deps.prices);
-    for (const u of [...rollouts.map((r) => r.usage), ...(evidence ? [evidence.usage] : []), ...refined.map((r) => r.usage)]) meter.absorb(u);
-    const chosen = pickIndex(refined, opts.select, opts.seed);
+    for (const u of [...rollouts.map((r) => r.usage), ...(evidence ? [evidence.usage] : []), ...refined.map((r) => r.usage), ...(state.answerClusters?.usage ? [state.answerClusters.usage] : [])]) meter.absorb(u);
+    const clustering = state.answerClusters ?? ruleClusters(rollouts);
+    const index = clusterIndexOf(clustering, rollouts);
+    const clusterOf = (p: RefinedPath["final"]) => index.keyOf(p?.answer ?? null);
+    const chosen = pickIndex(refined, opts.select, opts.seed, clusterOf);
     const sel = chosen === null ? null : refined[chosen]!;
     const finalAnswer = sel?.final?.answer ?? null;
 
-    const scored = refined.flatMap((r, i) => (r.scores ? [{ index: i, answer: answerKey(r.final), cu: r.scores.cu, weight: r.multiplicity }] : []));
+    const scored = refined.flatMap((r, i) => (r.scores ? [{ index: i, answer: clusterOf(r.final), cu: r.scores.cu, weight: r.multiplicity }] : []));
     const expanded = scored.flatMap((s) => Array.from({ length: s.weight }, () => s));
-    const support = sel ? answerSupport(expanded, answerKey(sel.final)) : null;
+    const support = sel ? answerSupport(expanded, clusterOf(sel.final)) : null;
 
     const llm = deps.agents.llm;
     const rolloutModel = new Map(rollouts.map((r) => [r.index, r.model ?? llm.rolloutModel(r.index)]));
@@ -82,6 +88,7 @@ export function selectPathNode(deps: WorkflowDeps) {
       finalAnswer: answerKey(r.final),
       repairs: r.repairs,
       multiplicity: r.multiplicity,
+      cluster: clusterOf(r.final ?? r.initial),
       scores: r.scores,
       selected: i === chosen,
       hdReports: r.hdReports,
@@ -133,7 +140,20 @@ export function selectPathNode(deps: WorkflowDeps) {
       path: sel?.final ? toResultPath(sel.pathId, sel.final, sel.hdReports.at(-1)) : null,
       evidenceGraph: sel ? (full.supportingSubgraph(sel.evidenceIds).export()) : null,
       candidates,
-      stability: stabilityReport(rollouts.map((r) => answerKey(r.path))),
+      stability: clusteredStabilityReport(
+        rollouts.map((r) => answerKey(r.path)),
+        rollouts.map((r) => index.keyOf(r.path?.answer ?? null)),
+        clustering.clusters.map((cl) => ({ key: cl.key, canonical: cl.canonical, rollouts: cl.rollouts, rule: cl.rule, wordings: cl.wordings })),
+      ),
+      differential:
+        status === "failed" || !finalAnswer
+          ? []
+          : rankDifferential(
+              clustering.clusters,
+              candidates.map((cand, i) => ({ cluster: cand.cluster ?? null, cu: cand.scores?.cu ?? null, answer: refined[i]!.final?.answer ?? null })),
+              clusterOf(sel!.final),
+              (letter) => c.options?.[letter] ?? letter,
+            ),
       hallucinations,
       usage: meter.snapshot(Date.parse(finishedAt) - Date.parse(state.startedAt)),
       provenance: {
@@ -159,6 +179,7 @@ export function selectPathNode(deps: WorkflowDeps) {
         failures,
         ...fhirIgnoredResources(c),
         untrustedContent: untrusted,
+        answerClusters: clusteringNote(clustering),
         ...(evidence
           ? { evidenceChecks: { textDoctor: evidence.textDoctor, imageDoctor: evidence.imageChecks, webSearch: { pairsPlanned: evidence.search.pairsPlanned, pairsSearched: evidence.search.pairsSearched } } }
           : {}),
@@ -171,6 +192,24 @@ export function selectPathNode(deps: WorkflowDeps) {
       disclaimer: DISCLAIMER,
     };
     return { result: DiagnosisResult.parse(result) };
+  };
+}
+
+/** Clusters from the merge rules alone, for a state without any (no rollout reached the join). */
+function ruleClusters(rollouts: readonly { index: number; path: RefinedPath["final"] }[]): AnswerClusterRecord {
+  const answers = Array.from({ length: Math.max(0, ...rollouts.map((r) => r.index + 1)) }, (_, i) => rollouts.find((r) => r.index === i)?.path?.answer ?? null);
+  return { covers: rollouts.map((r) => r.index), clusters: buildClusters(answers, ruleGroups(answers), null), judge: { status: "not-needed", asked: [] }, usage: null, depth: 0 };
+}
+
+/** provenance.answerClusters: what the judge did and which wordings were merged by which rule. */
+function clusteringNote(record: AnswerClusterRecord): NonNullable<DiagnosisResult["provenance"]["answerClusters"]> {
+  const j = record.judge;
+  return {
+    judge: j.status,
+    asked: j.asked,
+    ...(j.rationale ? { rationale: j.rationale } : {}),
+    ...(j.note ? { note: j.note } : {}),
+    merged: record.clusters.filter((cl) => cl.wordings.length > 1).map((cl) => ({ rule: cl.rule, wordings: cl.wordings })),
   };
 }
 
