@@ -6,6 +6,18 @@ const num = (x: number | null | undefined, d = 2) => (x === null || x === undefi
 /** Failures whose message says what the provider or the model decided (a filter, a refusal, a limit). */
 const EXPLAINED_FAILURES = new Set(["CONTENT_FILTERED", "MODEL_REFUSED", "MODEL_PARAMETER_UNSUPPORTED", "CONTEXT_TOO_LONG", "OUTPUT_TRUNCATED"]);
 
+/** How the answers were grouped by meaning, when that differs from the letters or strings (stability.clusters). */
+function clusterNote(r: DiagnosisResult): string {
+  const clusters = r.stability.clusters;
+  const lexical = r.stability.lexical;
+  if (!clusters || !lexical || clusters.every((c) => c.rule === "option" || (c.wordings ?? []).length <= 1)) {
+    const judge = r.provenance.answerClusters;
+    return judge?.note ? `  (${judge.note})` : "";
+  }
+  const judge = r.provenance.answerClusters;
+  return `  over ${clusters.length} answer clusters (${clusters.map((c) => `${c.rollouts.length}× ${c.canonical} [${c.rule}]`).join(", ")}; lexical entropy ${num(lexical.entropy)})${judge?.note ? `; ${judge.note}` : ""}`;
+}
+
 /** The human-readable summary printed by `medmmv diagnose` and `medmmv demo`. */
 export function formatSummary(r: DiagnosisResult): string {
   const out: string[] = [];
@@ -19,6 +31,15 @@ export function formatSummary(r: DiagnosisResult): string {
       out.push(`  ${i + 1}. [${s.stage}] ${s.text}`);
       for (const c of s.claims) out.push(`       ${c.verdict === "supported" ? "✓" : c.verdict === "contradicted" ? "✗" : "?"} ${c.text}${c.evidence.length ? `  ← ${c.evidence.join(", ")}` : ""}`);
     });
+  }
+  const differential = r.differential ?? [];
+  if (differential.length) {
+    out.push("", "Differential (runs that named it; best path's CU):");
+    for (const d of differential)
+      out.push(
+        `  ${d.rank}. ${d.answer.option ? `(${d.answer.option}) ` : ""}${d.answer.text}   ${d.rollouts} of ${d.of} runs   CU ${num(d.bestCu)}${d.candidateIndex !== null ? ` (${r.candidates[d.candidateIndex]?.pathId ?? "?"})` : ""}` +
+          `${d.code ? `   ${d.code.code} ${d.code.display}` : ""}${d.wordings.length > 1 ? `\n       also worded: ${d.wordings.filter((w) => w !== d.answer.text).join("; ")}` : ""}`,
+      );
   }
   out.push("", "Candidates (S_evidence + S_coherence − P_repair = CU):");
   for (const c of r.candidates) {
@@ -36,7 +57,7 @@ export function formatSummary(r: DiagnosisResult): string {
   out.push(
     `Evidence: ${g?.nodes?.length ?? 0} nodes, ${g?.edges?.length ?? 0} edges in the selected path's subgraph; web search ${r.provenance.search?.enabled ? (r.provenance.search.provider === "local" ? "on (local corpus, offline)" : "on") : `off (${r.provenance.search?.note ?? "disabled"})`}`,
   );
-  out.push(`Stability: rollouts ${r.stability.rolloutAnswers.map((a) => a ?? "×").join(" ")}  RGM ${num(r.stability.rgm)}  entropy ${num(r.stability.entropy)}`);
+  out.push(`Stability: rollouts ${r.stability.rolloutAnswers.map((a) => a ?? "×").join(" ")}  RGM ${num(r.stability.rgm)}  entropy ${num(r.stability.entropy)}${clusterNote(r)}`);
   // A mixed panel: which model gave which rollout answer.
   const rolloutModels = r.provenance.rolloutModels ?? [];
   if (new Set(rolloutModels).size > 1) out.push(`Rollout models: ${rolloutModels.map((m, i) => `${r.stability.rolloutAnswers[i] ?? "×"} ${m}`).join("; ")}`);

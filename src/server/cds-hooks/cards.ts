@@ -30,6 +30,22 @@ const KEY_WORDS: Record<string, string> = {
   allergies: "allergies and intolerances",
 };
 
+/** Diagnoses of the differential the card lists (the audit view has them all). */
+const CARD_DIFFERENTIAL = 3;
+
+/**
+ * The ranked differential in the card's detail: each diagnosis with the runs that named it
+ * ("4 of 5 runs") and its best path's CU, so the clinician sees what else was considered and
+ * how often. Nothing for a result stored before differentials existed.
+ */
+function differentialDetail(r: DiagnosisResult): string | undefined {
+  const rows = (r.differential ?? []).slice(0, CARD_DIFFERENTIAL);
+  if (!rows.length) return undefined;
+  const line = (d: NonNullable<DiagnosisResult["differential"]>[number]) =>
+    `${d.rank}. ${d.answer.option ? `(${d.answer.option}) ` : ""}${d.answer.text} — ${d.rollouts} of ${d.of} runs${d.bestCu !== null ? `, best path CU ${d.bestCu.toFixed(2)}` : ""}${d.code ? ` [${d.code.code}]` : ""}`;
+  return `**Differential:**\n${rows.map(line).join("\n")}`;
+}
+
 /** The card of a finished case: the answer (or why there is none), how well it is supported, the audit view. */
 export function resultCard(r: DiagnosisResult, viewUrl: string, notRead: readonly NotRead[] = []): Card {
   const support = r.answerSupport;
@@ -46,6 +62,7 @@ export function resultCard(r: DiagnosisResult, viewUrl: string, notRead: readonl
     r.abstentionReason ? `**Abstained:** ${r.abstentionReason}` : undefined,
     r.error ? `**Failed:** ${r.error.message}` : undefined,
     r.path ? `**Reasoning:** ${r.path.summary}` : undefined,
+    differentialDetail(r),
     notReadDetail(notRead),
     `_${r.disclaimer}_`,
   ].filter(Boolean);

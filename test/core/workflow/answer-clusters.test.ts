@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Pipeline, pipelineOptions, type PipelineOverrides } from "../../../src/core/workflow/pipeline.js";
 import { clinicalScenario, type ClinicalScenarioOptions } from "../../../src/scripted/clinical-scenario.js";
+import { formatSummary } from "../../../src/cli/format-summary.js";
 import { chestPainCase } from "../../support/sample-cases.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 
@@ -52,6 +53,9 @@ describe("answers compared by meaning", () => {
     expect(result.candidates.filter((c) => c.cluster === "inferior stemi")).toHaveLength(4);
     expect(result.provenance.answerClusters).toMatchObject({ judge: "answered", asked: FIVE, merged: [{ rule: "judge", wordings: STEMI }] });
     expect(result.usage.byAgent["equivalence-judge"]?.calls).toBe(1);
+    const summary = formatSummary(result);
+    expect(summary).toMatch(/1\. Inferior STEMI {3}4 of 5 runs/);
+    expect(summary).toContain("2 answer clusters (4× Inferior STEMI [judge], 1× Acute pericarditis [identical]");
 
     // The same case in one wording: no judge call, and the same critical path.
     const same = await run({ rolloutAnswers: ["Inferior STEMI"] }, SEARCH_ON, "case-open-same");

@@ -92,7 +92,8 @@ beforeAll(async () => {
   strict = await fakeFhirServer(["Condition"]);
   noPatients = await fakeFhirServer(["Patient"]);
   t = await startInjectServer({
-    scenario: clinicalScenario({ rolloutAnswers: ["Inferior ST-elevation myocardial infarction"] }),
+    // Three runs: the STEMI in two wordings (one written with an abbreviation), pericarditis once.
+    scenario: clinicalScenario({ rolloutAnswers: ["Inferior ST-elevation myocardial infarction", "Inferior STEMI", "Acute pericarditis"], identicalReasoning: false }),
     env: { MEDMMV_CDS_JWKS: jwks, MEDMMV_CDS_ISSUERS: ISS, MEDMMV_FHIR_SERVERS: [listed.base, strict.base, noPatients.base].join(","), MEDMMV_CORS_ORIGINS: SANDBOX, MEDMMV_PUBLIC_URL: PUBLIC_URL, MEDMMV_AUTH_FAILURES_PER_MIN: "10000" },
     // This suite sends dozens of refused tokens on purpose; the failed-attempt budget has its own test below.
   });
@@ -169,6 +170,8 @@ describe("CDS Hooks 2.0", () => {
     expect(card.indicator).toBe("info");
     expect(new URL(card.links![0]!.url).pathname).toBe(link.pathname);
     expect(card.detail).toContain("Decision support for clinicians; not a diagnosis.");
+    // The detail lists the differential with how many runs named each diagnosis.
+    expect(card.detail).toMatch(/\*\*Differential:\*\*\n1\. Inferior ST-elevation myocardial infarction — 2 of 3 runs, best path CU \d\.\d\d\n2\. Acute pericarditis — 1 of 3 runs/);
   });
 
   it("a record with no dated fact is the same record on the next call: its second call answers from the stored case, without model calls", async () => {

@@ -1,5 +1,5 @@
 // Uses app.inject: FHIR request/response shapes, export bundles and OperationOutcomes need no socket.
-import type { Bundle, ClinicalImpression, OperationOutcome, Provenance } from "fhir/r4.js";
+import type { Bundle, ClinicalImpression, Condition, OperationOutcome, Provenance } from "fhir/r4.js";
 import { Fhir } from "fhir";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiagnosisResult } from "../../../src/core/contracts/diagnosis-result.js";
@@ -119,6 +119,14 @@ describe("POST /diagnose with application/fhir+json", () => {
       const prompts = Object.fromEntries(prov.entity!.filter((e) => e.what.identifier?.system?.startsWith("urn:medmmv:prompt:")).map((e) => [e.what.identifier!.system!.slice("urn:medmmv:prompt:".length), e.what.identifier!.value]));
       expect(prompts).toEqual(result.provenance.prompts);
       expect(prov.entity!.find((e) => e.what.identifier?.system === "urn:medmmv:config")?.what.identifier?.value).toContain('"k":3');
+      // The differential: the leading diagnosis provisional, with the runs behind it.
+      const conditions = bundle.entry!.map((e) => e.resource!).filter((x) => x.resourceType === "Condition") as unknown as Condition[];
+      expect(conditions.length).toBe(result.differential!.length);
+      expect(conditions[0]!.verificationStatus!.coding![0]!.code).toBe("provisional");
+      expect(conditions[0]!.code!.text).toBe(result.differential![0]!.answer.text);
+      expect(conditions[0]!.subject).toEqual({ reference: "Patient/stemi-1" });
+      expect(conditions[0]!.note![0]!.text).toMatch(new RegExp(`^differential rank 1: ${result.differential![0]!.rollouts} of 3 runs`));
+      for (const cond of conditions.slice(1)) expect(cond.verificationStatus!.coding![0]!.code).toBe("differential");
       // Exporting again gives the same bundle (stable ids).
       expect(await json(await t.api(`/cases/${result.caseId}/fhir`))).toEqual(bundle);
     });

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Bundle, ClinicalImpression, ClinicalImpressionFinding, Provenance, ProvenanceAgent, ProvenanceEntity } from "fhir/r4.js";
+import type { Bundle, ClinicalImpression, Condition, ClinicalImpressionFinding, Provenance, ProvenanceAgent, ProvenanceEntity } from "fhir/r4.js";
 import { canonicalJson } from "../../contracts/canonical-json.js";
 import type { EvidenceNodeAttributes } from "../../contracts/evidence.js";
 import type { DiagnosisResult } from "../../contracts/diagnosis-result.js";
@@ -50,6 +50,29 @@ function notes(result: DiagnosisResult): NonNullable<ClinicalImpression["note"]>
   return out;
 }
 
+/**
+ * The ranked differential as Conditions (docs/api.md#fhir-export): the leading diagnosis
+ * "provisional", the others "differential" (R4 condition-ver-status), each naming its rank,
+ * the runs that gave it and its best path's CU, its code only when a terminology server
+ * returned one, and the impression it came from as its evidence.
+ */
+function differentialConditions(c: ExportableCase, subject: ClinicalImpression["subject"], impressionId: string): Condition[] {
+  const r = c.result;
+  return (r.differential ?? []).map((d) => ({
+    resourceType: "Condition",
+    id: stableUuid(c.id, `Condition-${d.rank}`),
+    identifier: [{ system: "urn:medmmv:differential", value: `${c.id}#${d.rank}` }],
+    verificationStatus: {
+      coding: [{ system: "http://terminology.hl7.org/CodeSystem/condition-ver-status", code: d.rank === 1 ? "provisional" : "differential", display: d.rank === 1 ? "Provisional" : "Differential" }],
+    },
+    code: { text: d.answer.text, ...(d.code ? { coding: [{ system: d.code.system, code: d.code.code, display: d.code.display }] } : {}) },
+    subject,
+    recordedDate: r.provenance.finishedAt,
+    evidence: [{ detail: [{ reference: `urn:uuid:${impressionId}` }] }],
+    note: [{ text: `differential rank ${d.rank}: ${d.rollouts} of ${d.of} runs${d.bestCu !== null ? `; best path CU ${d.bestCu.toFixed(3)}` : ""}${d.wordings.length > 1 ? `; also worded ${d.wordings.filter((w) => w !== d.answer.text).join("; ")}` : ""}` }],
+  }));
+}
+
 export interface ExportableCase {
   id: string;
   input: Pick<ClinicalCase, "question" | "metadata">;
@@ -58,10 +81,11 @@ export interface ExportableCase {
 
 /**
  * A finished case as FHIR R4: a collection Bundle with the ClinicalImpression (answer,
- * supported findings, support and abstention) and the Provenance of that impression
- * (models by role, prompt hashes, configuration, when it was recorded).
+ * supported findings, support and abstention), the Provenance of that impression
+ * (models by role, prompt hashes, configuration, when it was recorded), and the ranked
+ * differential as Conditions.
  */
-export function resultToFhirBundle(c: ExportableCase): Bundle<ClinicalImpression | Provenance> {
+export function resultToFhirBundle(c: ExportableCase): Bundle<ClinicalImpression | Provenance | Condition> {
   const r = c.result;
   const origin = fhirOrigin(c.input);
   const impressionId = stableUuid(c.id, "ClinicalImpression");
@@ -117,6 +141,7 @@ export function resultToFhirBundle(c: ExportableCase): Bundle<ClinicalImpression
     entity: entities,
   };
 
+  const conditions = differentialConditions(c, impression.subject, impressionId);
   return {
     resourceType: "Bundle",
     id: stableUuid(c.id, "Bundle"),
@@ -125,6 +150,7 @@ export function resultToFhirBundle(c: ExportableCase): Bundle<ClinicalImpression
     entry: [
       { fullUrl: `urn:uuid:${impressionId}`, resource: impression },
       { fullUrl: `urn:uuid:${provenanceId}`, resource: provenance },
+      ...conditions.map((resource) => ({ fullUrl: `urn:uuid:${resource.id}`, resource })),
     ],
   };
 }
