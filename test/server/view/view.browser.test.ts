@@ -328,6 +328,16 @@ describe("audit view in Chromium", () => {
     expect(rows.filter((r) => r.selected).map((r) => r.pathId)).toEqual([run.result.path!.id]);
   });
 
+  it("shows the differential ranked as stored in the result, with the runs behind each diagnosis", async () => {
+    const diff = run.result.differential!;
+    expect(diff.length).toBeGreaterThan(0);
+    const rows = await page.$$eval("[data-testid=differential-table] tbody tr", (trs) =>
+      trs.map((r) => Object.fromEntries(Array.from(r.querySelectorAll("td")).map((td) => [(td as HTMLElement).dataset.col, td.textContent ?? ""]))),
+    );
+    expect(rows.map((r) => [r.rank, r.diagnosis, r.runs])).toEqual(diff.map((d) => [String(d.rank), `${d.answer.option ? `(${d.answer.option}) ` : ""}${d.answer.text}`, `${d.rollouts} of ${d.of}`]));
+    expect(rows.map((r) => r.path)).toEqual(diff.map((d) => (d.candidateIndex === null ? "" : run.result.candidates[d.candidateIndex]!.pathId)));
+  });
+
   it("shows each path's repair history with the diff every repair caused", async () => {
     const repaired = run.result.candidates.filter((c) => c.repairs > 0);
     expect(repaired.length).toBeGreaterThan(0);

@@ -5,6 +5,7 @@ import { startLive } from "./live.js";
 import { renderNodePanel } from "./node-panel.js";
 import { AGENT_COLORS, KIND_STYLE, RELATION_COLORS } from "./palette.js";
 import { renderPathPanel, type ClaimRef } from "./path-panel.js";
+import { renderDifferential } from "./differential-section.js";
 import { renderCandidates, renderCase, renderHallucinations, renderHeader, renderProvenance, renderRepairs, renderStability, renderTurns, renderUsage } from "./sections.js";
 
 declare global {
@@ -166,6 +167,7 @@ function main(payload: ViewPayload): void {
   hallucinations.classList.add("wide");
   append(
     mainEl,
+    renderDifferential(r),
     renderCandidates(r),
     renderRepairs(r),
     hallucinations,
