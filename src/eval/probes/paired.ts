@@ -1,5 +1,5 @@
 import path from "node:path";
-import { normalizeAnswer } from "../answer-match.js";
+import { expandedWording } from "../../core/scoring/answer-clusters.js";
 import { readResults, RESULTS_FILE, type ResultRecord } from "../results-file.js";
 import { chosenOption } from "./robustness.js";
 
@@ -17,11 +17,16 @@ export interface PairedComparison {
 
 const pairKey = (r: ResultRecord) => `${r.run}\u0000${r.permutation?.baseId ?? r.id}`;
 
-/** The answer in a form that survives re-lettering: the dataset option, else the normalised text. */
+/**
+ * The answer in a form that survives re-lettering: the dataset option, else the text as the
+ * answer clusters' rules read it (case, punctuation, articles, listed abbreviations), so a
+ * probe that only rewords an open answer ("Inferior MI" for "inferior myocardial infarction")
+ * does not count as a change. Rewordings only a model can see stay counted as changes.
+ */
 function answerKey(r: ResultRecord): string | null {
   const option = chosenOption(r);
   if (option !== null) return `option:${option}`;
-  const text = r.answer ? normalizeAnswer(r.answer.text) : "";
+  const text = r.answer ? expandedWording(r.answer.text) : "";
   return text === "" ? null : `text:${text}`;
 }
 

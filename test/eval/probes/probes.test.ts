@@ -262,6 +262,19 @@ describe("pairing a probe run with the clean run", () => {
     expect(pairRecords(clean, probe)).toEqual({ paired: 3, unpaired: 2, changed: 2, correctToWrong: 1, wrongToCorrect: 1 });
   });
 
+  it("an open answer only reworded (case, punctuation, a listed abbreviation) is not a change; another diagnosis is", () => {
+    const clean = [
+      resultRecord("a", 0, "completed", { answer: { option: null, text: "Inferior myocardial infarction" }, correct: true }),
+      resultRecord("b", 0, "completed", { answer: { option: null, text: "Inferior myocardial infarction" }, correct: true }),
+    ];
+    const hyp = { hypothesis: { kind: "cq-w" as const, option: "B", template: "cq-1" } };
+    const probe = [
+      resultRecord("a", 0, "completed", { ...hyp, answer: { option: null, text: "inferior MI." }, correct: true }),
+      resultRecord("b", 0, "completed", { ...hyp, answer: { option: null, text: "Acute pericarditis" }, correct: false }),
+    ];
+    expect(pairRecords(clean, probe)).toEqual({ paired: 2, unpaired: 0, changed: 1, correctToWrong: 1, wrongToCorrect: 0 });
+  });
+
   it("a shuffled record pairs with its item and compares the option, not the letter", () => {
     const clean = [resultRecord("a", 0, "completed", { answer: { option: "A", text: "alpha" }, correct: true })];
     const letters = { A: "B", B: "A" };
