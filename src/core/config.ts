@@ -60,6 +60,10 @@ export const EnvSchema = z.object({
   MEDMMV_K: z.coerce.number().int().min(1).max(32).default(5).describe("Number of diagnostic rollouts k."),
   MEDMMV_MAX_REPAIRS: z.coerce.number().int().min(0).max(10).default(3).describe("AutoRepair budget per path."),
   MEDMMV_ADAPTIVE: z.enum(["true", "false", "1", "0"]).default("false").describe("Adaptive rollouts by default (a request or a CLI flag may still choose): rollouts in rounds, stopping after the first 3 when they agree."),
+  MEDMMV_COMPOSE_REPLY: z
+    .enum(["true", "false", "1", "0"])
+    .default("false")
+    .describe("For open-ended questions, compose the verified reply a person reads (DiagnosisResult.reply) by default (a request may still choose): two more calls on the critical path, a composer and the hallucination detector."),
   MEDMMV_CU_WEIGHTS: csvNumbers(3).default([1, 1, 1]).describe("Combined Uncertainty weights w_e,w_c,w_r (three comma-separated non-negative numbers)."),
   MEDMMV_MAX_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16).describe("Model calls in flight, shared fairly between cases: across every replica with REDIS_URL, per process without."),
   MEDMMV_ROLLOUT_TEMPERATURE: z.coerce.number().min(0).max(2).default(0.7).describe("Sampling temperature of the k rollouts; judges run at 0."),
@@ -203,6 +207,8 @@ export interface Config {
     k: number;
     maxRepairs: number;
     adaptive: boolean;
+    /** Compose the verified reply of open-ended questions by default (absent: off). */
+    composeReply?: boolean;
     weights: [number, number, number];
     /** The per-case budget of a request that names none (null: unlimited). */
     caseBudget: { maxTokens: number | null; maxCostUsd: number | null };
@@ -391,7 +397,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: e.MEDMMV_SEARCH_TIMEOUT_MS,
       maxPairs: e.MEDMMV_MAX_SEARCH_PAIRS,
     },
-    pipeline: { k: e.MEDMMV_K, maxRepairs: e.MEDMMV_MAX_REPAIRS, adaptive: e.MEDMMV_ADAPTIVE === "true" || e.MEDMMV_ADAPTIVE === "1", weights: [w[0]!, w[1]!, w[2]!], caseBudget: { maxTokens: e.MEDMMV_CASE_MAX_TOKENS ?? null, maxCostUsd: e.MEDMMV_CASE_MAX_COST_USD ?? null } },
+    pipeline: { k: e.MEDMMV_K, maxRepairs: e.MEDMMV_MAX_REPAIRS, adaptive: e.MEDMMV_ADAPTIVE === "true" || e.MEDMMV_ADAPTIVE === "1", composeReply: e.MEDMMV_COMPOSE_REPLY === "true" || e.MEDMMV_COMPOSE_REPLY === "1", weights: [w[0]!, w[1]!, w[2]!], caseBudget: { maxTokens: e.MEDMMV_CASE_MAX_TOKENS ?? null, maxCostUsd: e.MEDMMV_CASE_MAX_COST_USD ?? null } },
     store: storeOf(e),
     engine: {
       redisUrl: e.REDIS_URL ?? null,

@@ -58,8 +58,9 @@ export function itemMethods(s: ItemMethodSettings, config: Config, deps: { cache
     if (s.stageJudge) return stageJudgeMethod(s.method === "cot" ? cotMethod(agentDeps, prices, { staged: true }) : medmmvMethod(pipelineFor(run), { ...popts, seed: popts.seed + run }, { steps: true, keepDiagnosis: s.saveResults }), agentDeps, prices, { letterShortcut: sw.letterShortcut });
     if (s.method === "cot") return cotMethod(agentDeps, prices);
     if (s.method === "self-consistency") return selfConsistencyMethod(scDeps, prices, { k: popts.k, temperature: popts.rolloutTemperature });
-    // Each run its own seed, so `--select random` draws afresh per run.
-    return medmmvMethod(pipelineFor(run), { ...popts, seed: popts.seed + run }, { keepDiagnosis: s.saveResults });
+    // Each run its own seed, so `--select random` draws afresh per run. HealthBench grades the
+    // reply a person reads: the composed, verified one.
+    return medmmvMethod(pipelineFor(run), { ...popts, seed: popts.seed + run, ...(s.dataset === "healthbench" ? { composeReply: true } : {}) }, { keepDiagnosis: s.saveResults });
   };
   // HealthBench: every reply is graded against its item's rubric (src/eval/healthbench/).
   const methodFor = (run: number): EvalMethod => (s.dataset === "healthbench" ? rubricGradedMethod(answerMethodFor(run), agentDepsFor(run), prices) : answerMethodFor(run));

@@ -29,6 +29,10 @@ export interface ClinicalScenarioOptions {
   synonyms?: string[][];
   /** Answer the equivalence judge with this instead (a garbage reply, for tests of the contract). */
   judgeReply?: unknown;
+  /** Statements the reply composer adds after its own (e.g. one the detector rejects). */
+  extraReplyStatements?: Array<{ text: string; kind: "finding" | "knowledge" | "uncertainty" | "advice" }>;
+  /** The detector finds claims containing any of these texts unsupported (no evidence). */
+  unsupportedClaims?: string[];
 }
 
 /**
@@ -181,6 +185,8 @@ export function clinicalScenario(o: ClinicalScenarioOptions = {}): Scenario {
         const claimIds = [...req.text.matchAll(/claimId (s\d+c\d+):/g)].map((m) => m[1]!);
         const answer = pathAnswer(req.text);
         const flagged = attemptOf(req.text) <= (o.repairsNeeded?.[answer] ?? 0);
+        const claimText = (id: string) => new RegExp(`claimId ${id}: (.*)`).exec(req.text)?.[1] ?? "";
+        const rejected = (id: string) => (o.unsupportedClaims ?? []).some((t) => claimText(id).includes(t));
         return {
           hallucinationDetected: flagged,
           recommendation: flagged ? "revise: a claim contradicts the evidence" : "accept",
@@ -189,8 +195,8 @@ export function clinicalScenario(o: ClinicalScenarioOptions = {}): Scenario {
           improvementInstructions: flagged ? ["Ground the conclusion in the listed findings."] : [],
           claims: claimIds.map((id, i) => ({
             claimId: id,
-            verdict: flagged && i === claimIds.length - 1 ? "contradicted" : evidence.length ? "supported" : "unsupported",
-            evidence: evidence.length ? [evidence[i % evidence.length]!] : [],
+            verdict: flagged && i === claimIds.length - 1 ? "contradicted" : evidence.length && !rejected(id) ? "supported" : "unsupported",
+            evidence: evidence.length && !rejected(id) ? [evidence[i % evidence.length]!] : [],
             stage: i === 0 ? "reasoning" : "knowledge",
           })),
         };
@@ -199,6 +205,19 @@ export function clinicalScenario(o: ClinicalScenarioOptions = {}): Scenario {
         const from = pathAnswer(req.text);
         const to = o.repairTo?.[from] ?? from;
         return path(req.text, to, " (revised)");
+      },
+      "reply-composer": (req) => {
+        const answer = pathAnswer(req.text);
+        const fact = quotableClauses(req.text)[0] ?? "the presenting findings";
+        return {
+          statements: [
+            { text: `The most likely answer is ${answer}.`, kind: "knowledge" },
+            { text: `The case reports ${fact.toLowerCase()}.`, kind: "finding" },
+            { text: "Other answers came up in some runs and cannot be excluded on this record alone.", kind: "uncertainty" },
+            { text: "Confirm with the examination and tests the treating team would order next.", kind: "advice" },
+            ...(o.extraReplyStatements ?? []),
+          ],
+        };
       },
       "equivalence-judge": (req) => (o.judgeReply !== undefined ? o.judgeReply : judgeEquivalence(req.text, o.synonyms)),
       "coherence-judge": (req) => {

@@ -8,11 +8,13 @@ import { buildEvidenceNode } from "./nodes/build-evidence.js";
 import { planRefinementNode } from "./nodes/plan-refinement.js";
 import { refinePathNode } from "./nodes/refine-path.js";
 import { selectPathNode } from "./nodes/select-path.js";
+import { composeReplyNode, wantsReply } from "./nodes/compose-reply.js";
 
 /**
  * Wiring only (docs/architecture.md#house-style). Stage 1 rollouts (Send ×k) and evidence construction start
  * together from START; both join at plan-refinement, which fans out one refine branch
- * per distinct path (Send); select-path assembles the result.
+ * per distinct path (Send); select-path assembles the result, and compose-reply writes the
+ * verified reply of an open-ended question when the case asks for one.
  */
 
 /**
@@ -59,8 +61,10 @@ export function buildWorkflow(deps: WorkflowDeps, checkpointer?: BaseCheckpointS
     .addEdge("rollout", "plan-refinement")
     .addEdge("build-evidence", "plan-refinement")
     .addConditionalEdges("plan-refinement", routePlan, ["rollout", "refine-path", "select-path"])
+    .addNode("compose-reply", composeReplyNode(deps))
     .addEdge("refine-path", "select-path")
-    .addEdge("select-path", END)
+    .addConditionalEdges("select-path", (state: PipelineStateValue) => (wantsReply(state) ? "compose-reply" : END), ["compose-reply", END])
+    .addEdge("compose-reply", END)
     .compile({ checkpointer });
 }
 

@@ -32,6 +32,7 @@ export function pipelineOptions(config: Config, o: PipelineOverrides = {}): Pipe
     adaptive: o.adaptive ?? config.pipeline.adaptive,
     dedupe: o.dedupe ?? true,
     select: o.select ?? "cu",
+    composeReply: o.composeReply ?? config.pipeline.composeReply ?? false,
     seed: o.seed ?? 1,
     ablations: { noExpansion: false, noHd: false, noTextDoctor: false, noImageDoctor: false, noWebSearch: false, ...o.ablations },
     budget,

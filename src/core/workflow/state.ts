@@ -20,6 +20,8 @@ export interface PipelineOptions {
   select: "cu" | "random" | "majority";
   seed: number;
   ablations: { noExpansion: boolean; noHd: boolean; noTextDoctor: boolean; noImageDoctor: boolean; noWebSearch: boolean };
+  /** Compose a verified reply for an open-ended question (nodes/compose-reply.ts); absent in older checkpoints: off. */
+  composeReply?: boolean;
   /** Per-case budget; absent in checkpoints written before budgets existed. */
   budget?: CaseBudget;
 }

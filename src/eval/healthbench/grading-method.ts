@@ -24,11 +24,12 @@ export function rubricGradedMethod(inner: EvalMethod, deps: AgentDeps, prices: P
       const hb = rc?.item.healthbench;
       if (!hb) throw new MedmmvError("INTERNAL", "a HealthBench item needs its rubric in the runner's item context");
       const out = await inner.run(c, signal, rc);
-      if (out.status === "failed" || !out.answer?.text.trim()) return out;
+      if (out.status === "failed" || !(out.reply ?? out.answer?.text ?? "").trim()) return out;
       const started = Date.now();
       const meter = new UsageMeter(prices);
       const ctx = { caseKey: c.id, meter, chain: new CallChain(meter), signal };
-      const reply = out.answer.text;
+      // What a person would read: MedMMV's composed reply (only verified claims in it), CoT's full answer.
+      const reply = out.reply ?? out.answer?.text ?? "";
       let grades: CriterionGrade[];
       try {
         grades = await Promise.all(

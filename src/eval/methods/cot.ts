@@ -46,7 +46,9 @@ export function cotMethod(deps: AgentDeps, prices: Prices, opts: { staged?: bool
         }
         const out = await runCot(deps, ctx, c, { temperature: 0 });
         const answer = commitAnswer(out, c.options, hypothesisStatements(c));
-        return { ...base, status: "completed", answer, usage: meter.snapshot(Date.now() - started), rationale: rationaleOf(out, answer) };
+        // An open question's reply is the whole answer a person would read, not the short answer alone (HealthBench grades it).
+        const open = !c.options || Object.keys(c.options).length === 0;
+        return { ...base, status: "completed", answer, usage: meter.snapshot(Date.now() - started), rationale: rationaleOf(out, answer), ...(open ? { reply: `${out.reasoning.trim()}\n\n${answer.text}`.trim() } : {}) };
       } catch (err) {
         if (signal.aborted) throw err instanceof MedmmvError ? err : new MedmmvError("ABORTED", "eval cancelled", { cause: err });
         return { ...base, status: "failed", answer: null, usage: meter.snapshot(Date.now() - started), error: describeError(err), rationale: "" };

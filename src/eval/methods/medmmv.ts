@@ -9,7 +9,7 @@ import { UsageMeter } from "../../core/llm/usage.js";
 import { failedOutput, NO_HALLUCINATIONS, type EvalMethod, type MethodOutput } from "./types.js";
 
 /** The prompts the MedMMV pipeline renders (mirrors its provenance list). */
-export const MEDMMV_PROMPTS = ["system", "rollout", "text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge"];
+export const MEDMMV_PROMPTS = ["system", "rollout", "text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge", "equivalence-judge", "reply-composer"];
 
 /**
  * The full pipeline; `seed` varies per run so `--select random` draws differently in each run.
@@ -59,6 +59,7 @@ export function fromDiagnosis(r: DiagnosisResult): MethodOutput {
     rationale: rationaleOf(r),
   };
   if (r.error) out.error = r.error;
+  if (r.reply) out.reply = r.reply.text;
   if (r.abstentionReason) out.abstentionReason = r.abstentionReason;
   return out;
 }

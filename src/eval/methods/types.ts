@@ -16,6 +16,8 @@ export interface SavedDiagnosis {
 export type MethodOutput = Pick<ResultRecord, "status" | "answer" | "usage" | "cu" | "answerSupport" | "stability" | "hallucinations" | "errors" | "error" | "abstentionReason" | "stagewise" | "healthbench"> & {
   /** The reasoning and answer as a rater should read them. */
   rationale: string;
+  /** The reply a person reads (MedMMV's composed, verified reply; CoT's full answer); graded by HealthBench instead of the short answer. */
+  reply?: string;
   /** Set by methods that grade themselves (stage-wise: ClinHallu's answer judge); otherwise the runner grades. */
   correct?: boolean;
   /** The final path's steps with their stage tags (MedMMV, staged CoT), for --stage-judge. */

@@ -20,7 +20,8 @@ export function demoScenario(): Scenario {
   const route = (agent: string) => (req: ScriptedRequest) => {
     const block = caseBlock(req.text);
     const hit = scripted.find((x) => x.s.matches(block));
-    const script = hit ? hit.agents[agent] : generic[agent];
+    // An agent a case's script does not write for (the reply composer) answers generically.
+    const script = hit ? (hit.agents[agent] ?? generic[agent]) : generic[agent];
     if (typeof script !== "function") throw new Error(`no demo script for agent ${agent}`);
     return script(req);
   };

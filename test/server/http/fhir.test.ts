@@ -93,7 +93,7 @@ describe("POST /diagnose with application/fhir+json", () => {
       const res = await t.api(`/cases/${result.caseId}/fhir`);
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toMatch(/^application\/fhir\+json/);
-      const bundle = (await res.json()) as Bundle<ClinicalImpression | Provenance>;
+      const bundle = (await res.json()) as Bundle<ClinicalImpression | Provenance | Condition>;
       // FHIR.js validates against the R4 StructureDefinitions (cardinality, types, required value sets).
       const report = new Fhir().validate(bundle);
       expect(report.messages.filter((m) => m.severity === "error")).toEqual([]);
@@ -120,7 +120,7 @@ describe("POST /diagnose with application/fhir+json", () => {
       expect(prompts).toEqual(result.provenance.prompts);
       expect(prov.entity!.find((e) => e.what.identifier?.system === "urn:medmmv:config")?.what.identifier?.value).toContain('"k":3');
       // The differential: the leading diagnosis provisional, with the runs behind it.
-      const conditions = bundle.entry!.map((e) => e.resource!).filter((x) => x.resourceType === "Condition") as unknown as Condition[];
+      const conditions = bundle.entry!.map((e) => e.resource!).filter((x): x is Condition => x.resourceType === "Condition");
       expect(conditions.length).toBe(result.differential!.length);
       expect(conditions[0]!.verificationStatus!.coding![0]!.code).toBe("provisional");
       expect(conditions[0]!.code!.text).toBe(result.differential![0]!.answer.text);

@@ -12,9 +12,9 @@ const FhirBundleBody = z
   .object({
     resourceType: z.literal("Bundle"),
     type: z.string().describe('"collection"'),
-    entry: z.array(z.object({ fullUrl: z.string().optional(), resource: z.object({ resourceType: z.enum(["ClinicalImpression", "Provenance"]) }).optional() })).optional(),
+    entry: z.array(z.object({ fullUrl: z.string().optional(), resource: z.object({ resourceType: z.enum(["ClinicalImpression", "Provenance", "Condition"]) }).optional() })).optional(),
   })
-  .describe("FhirBundle: a FHIR R4 Bundle (collection) with a ClinicalImpression and its Provenance");
+  .describe("FhirBundle: a FHIR R4 Bundle (collection) with a ClinicalImpression, its Provenance, and the ranked differential as Conditions (provisional, then differential)");
 
 /** A finished case as FHIR R4, for EHRs that store decision-support results as resources. */
 export const fhirRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service, access }) => {
