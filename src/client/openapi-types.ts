@@ -2207,6 +2207,8 @@ export interface operations {
                 maxCostUsd?: number;
                 /** @description Sample rollouts in rounds and stop early when the first round agrees: fewer model calls, same answer on agreeing cases (default MEDMMV_ADAPTIVE) */
                 adaptive?: "true" | "false";
+                /** @description Open-ended questions: compose the verified reply a person reads (result.reply; its factual statements checked by the hallucination detector, unsupported ones left out): two more calls on the critical path (default MEDMMV_COMPOSE_REPLY) */
+                composeReply?: "true" | "false";
                 /** @description FHIR Bundle requests only: the question (default "What is the most likely diagnosis?") */
                 question?: string;
                 /** @description FHIR Bundle requests only: an answer option as "LETTER:text", repeated per option */

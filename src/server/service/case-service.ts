@@ -30,6 +30,8 @@ export interface CaseOverrides {
   k?: number;
   maxRepairs?: number;
   adaptive?: boolean;
+  /** Compose the verified reply of an open-ended question (default MEDMMV_COMPOSE_REPLY). */
+  composeReply?: boolean;
   /** The case's budget; each limit defaults to the server's (MEDMMV_CASE_MAX_*). */
   maxTokens?: number;
   maxCostUsd?: number;

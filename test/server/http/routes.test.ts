@@ -109,6 +109,23 @@ describe("POST /diagnose", () => {
     expect((await diagnose("k=5&adaptive=true")).rollouts).toBe(5);
   });
 
+  it("honours ?composeReply on an open-ended question: the result carries the verified reply", async () => {
+    const { options: _options, ...open } = chestPain();
+    t.openai.setScenario(clinicalScenario({ rolloutAnswers: ["Inferior STEMI"] }));
+    try {
+      const res = await t.api("/diagnose?k=2&composeReply=true", { method: "POST", json: open });
+      expect(res.status).toBe(201);
+      const result = DiagnosisResult.parse(await res.json());
+      expect(result.reply!.text).toMatch(/^The most likely answer is Inferior STEMI\./);
+      expect(result.reply!.removedClaims).toBe(0);
+      expect(result.differential![0]).toMatchObject({ answer: { text: "Inferior STEMI" }, rollouts: 2, of: 2 });
+    } finally {
+      t.openai.setScenario(clinicalScenario({ rolloutAnswers: ["B", "B", "A"] }));
+    }
+    const bad = await t.api("/diagnose?composeReply=yes", { method: "POST", json: chestPain() });
+    expect(bad.status).toBe(400);
+  });
+
   it("refuses a malformed ?adaptive with a 400 that says what to send", async () => {
     const res = await t.api("/diagnose?adaptive=yes", { method: "POST", json: chestPain() });
     expect(res.status).toBe(400);

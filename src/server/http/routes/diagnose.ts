@@ -21,6 +21,11 @@ const DiagnoseQuery = z.object({
     .transform((v) => v === "true")
     .optional()
     .describe("Sample rollouts in rounds and stop early when the first round agrees: fewer model calls, same answer on agreeing cases (default MEDMMV_ADAPTIVE)"),
+  composeReply: z
+    .enum(["true", "false"], { error: 'composeReply must be "true" or "false"' })
+    .transform((v) => v === "true")
+    .optional()
+    .describe("Open-ended questions: compose the verified reply a person reads (result.reply; its factual statements checked by the hallucination detector, unsupported ones left out): two more calls on the critical path (default MEDMMV_COMPOSE_REPLY)"),
   question: z.string().max(20_000).optional().describe('FHIR Bundle requests only: the question (default "What is the most likely diagnosis?")'),
   option: z.union([z.string(), z.array(z.string())]).optional().describe('FHIR Bundle requests only: an answer option as "LETTER:text", repeated per option'),
 });
