@@ -13,6 +13,7 @@ import { runPipelines } from "./run-cache.js";
 import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
 import { rubricGradedMethod } from "./healthbench/grading-method.js";
+import { openMatchedMethod } from "./open/open-match-method.js";
 
 /** The run settings that decide how an item is answered: the same in the runner and in its item processes. */
 export interface ItemMethodSettings {
@@ -23,6 +24,8 @@ export interface ItemMethodSettings {
   stageJudge?: boolean;
   hypothesisWarning?: boolean;
   saveResults?: boolean;
+  /** --open: open answers graded by meaning against the gold text (src/eval/open/). */
+  open?: boolean;
 }
 
 export interface ItemMethods {
@@ -63,6 +66,9 @@ export function itemMethods(s: ItemMethodSettings, config: Config, deps: { cache
     return medmmvMethod(pipelineFor(run), { ...popts, seed: popts.seed + run, ...(s.dataset === "healthbench" ? { composeReply: true } : {}) }, { keepDiagnosis: s.saveResults });
   };
   // HealthBench: every reply is graded against its item's rubric (src/eval/healthbench/).
-  const methodFor = (run: number): EvalMethod => (s.dataset === "healthbench" ? rubricGradedMethod(answerMethodFor(run), agentDepsFor(run), prices) : answerMethodFor(run));
+  const methodFor = (run: number): EvalMethod => {
+    if (s.dataset === "healthbench") return rubricGradedMethod(answerMethodFor(run), agentDepsFor(run), prices);
+    return s.open ? openMatchedMethod(answerMethodFor(run), agentDepsFor(run), prices) : answerMethodFor(run);
+  };
   return { popts, pipelineFor, methodFor };
 }

@@ -1,5 +1,6 @@
 import { open, readFile, rename, truncate, type FileHandle } from "node:fs/promises";
 import type { HealthBenchRecord } from "./healthbench/types.js";
+import type { OpenMatchRecord } from "./open/types.js";
 import type { Usage } from "../core/contracts/diagnosis-result.js";
 import { MedmmvError } from "../core/contracts/errors.js";
 import type { GoldAnswer } from "./datasets/types.js";
@@ -55,6 +56,8 @@ export interface ResultRecord {
   stagewise?: StagewiseRecord;
   /** HealthBench: the rubric grader's verdicts and the reply's scores (src/eval/healthbench/). */
   healthbench?: HealthBenchRecord;
+  /** --open: how the open answer was matched with the gold text, and what exact match said (src/eval/open/). */
+  openMatch?: OpenMatchRecord;
   /** The final path's steps with their stage tags (kept on a --stage-judge checkpoint, so judging resumes without re-running the method). */
   steps?: Array<{ text: string; stage: Stage }>;
   /** --save-results (MedMMV): the item's DiagnosisResult with its full evidence graph, relative to the run folder (`medmmv report` renders it). */

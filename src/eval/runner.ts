@@ -33,6 +33,7 @@ import { saveDiagnosis } from "./saved-results.js";
 import { assertRunPriced, RunBudget, type ItemSpend } from "./run-budget.js";
 import { expandProbes, probeConfig, probeLabel } from "./probes/expand-items.js";
 import { HYPOTHESIS_KINDS, type HypothesisKind } from "./probes/types.js";
+import { openEndedItem } from "./open/open-items.js";
 
 export interface EvalRunOptions {
   dataset: string;
@@ -78,6 +79,8 @@ export interface EvalRunOptions {
   maxTokens?: number;
   /** --workers: answer the items in this many processes (item-workers.ts); 1 (the default): in this one. */
   workers?: number;
+  /** --open: multiple-choice items asked without their options, open answers graded by the equivalence judge (src/eval/open/). */
+  open?: boolean;
 }
 
 export interface EvalRunDeps {
@@ -200,7 +203,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   // One pipeline per run, each seeing the response cache through its run's namespace: runs are fresh draws, never each other's replay.
   const cacheScope = await cacheScopeFor(dir, o);
   const search = await openSearchProvider(config);
-  const settings: ItemMethodSettings = { dataset: o.dataset, method, pipeline: o.pipeline, stagewise: sw, stageJudge: o.stageJudge, hypothesisWarning: o.hypothesisWarning, saveResults: o.saveResults };
+  const settings: ItemMethodSettings = { dataset: o.dataset, method, pipeline: o.pipeline, stagewise: sw, stageJudge: o.stageJudge, hypothesisWarning: o.hypothesisWarning, saveResults: o.saveResults, ...(o.open ? { open: true } : {}) };
   const { popts, pipelineFor, methodFor } = itemMethods(settings, config, { cache: deps.cache ?? null, cacheScope, search });
   const pipeline = pipelineFor(0);
   const raterModels = [...new Set(o.raters ?? [])];
@@ -212,7 +215,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     copBase: o.copBase ?? "auto",
     fieldMap: o.fieldMap ?? null,
     method,
-    label: (method === "stagewise" ? stagewiseLabel(sw, o.traces !== undefined) : labelFor(method, popts) + (o.stageJudge ? " + stage judge" : "")) + probeLabel(probeOpts) + (o.hypothesisWarning === false ? " [no hypothesis warning]" : ""),
+    label: (method === "stagewise" ? stagewiseLabel(sw, o.traces !== undefined) : labelFor(method, popts) + (o.stageJudge ? " + stage judge" : "")) + probeLabel(probeOpts) + (o.hypothesisWarning === false ? " [no hypothesis warning]" : "") + (o.open ? " [open-ended]" : ""),
     runs,
     concurrency,
     selection: { sample: o.sample ?? null, stratify: o.stratify ?? [], seed: o.seed ?? 1, limit: o.limit ?? null },
@@ -220,6 +223,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
       ...(method === "stagewise" ? { structuredOutput: config.llm.structuredOutput, ...sw, traces: o.traces ? path.resolve(o.traces) : null } : { ...methodConfig(method, popts, config, pipeline.search.name), ...(o.stageJudge ? { stageJudge: true } : {}) }),
       ...(probes ? { probes } : {}),
       ...(o.hypothesisWarning === false ? { hypothesisWarning: false } : {}),
+      ...(o.open ? { open: true } : {}),
     },
     models: method === "medmmv" ? pipeline.llm.models() : method === "stagewise" || o.stageJudge ? { executor: pipeline.llm.modelFor("executor"), judge: pipeline.llm.modelFor("judge") } : { executor: pipeline.llm.modelFor("executor") },
     raters: raterModels,
@@ -234,7 +238,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const existing = await claimRunFolder(dir, manifest, o.resume, config);
 
   const all: Array<EvalItem | ItemError> = [];
-  for await (const x of adapter.read(input, { imagesDir: o.images, missingImages: o.missingImages, medmcqaCopBase: o.copBase, fieldMap: o.fieldMap, tracesFile: o.traces })) all.push(x);
+  for await (const x of adapter.read(input, { imagesDir: o.images, missingImages: o.missingImages, medmcqaCopBase: o.copBase, fieldMap: o.fieldMap, tracesFile: o.traces })) all.push(o.open && !isItemError(x) ? openEndedItem(x) : x);
   const details = adapter.describe?.() ?? {};
   const { selected: drawn, report: selection } = selectItems(
     all.map((x) => ({ id: x.id, strata: isItemError(x) ? {} : x.strata, x })),

@@ -2,6 +2,7 @@ import { conversationStudy } from "./conversation/study.js";
 import { healthbenchStudy } from "./healthbench/study.js";
 import { probesStudy } from "./probes/study.js";
 import { stagewiseStudy } from "./stagewise/study.js";
+import { openStudy } from "./open/study.js";
 import type { EvalStudy } from "./study.js";
 
 /**
@@ -9,4 +10,4 @@ import type { EvalStudy } from "./study.js";
  * and eval command iterate over this list. The order is the order of their summary.json
  * fields, summary.md sections within a slot, report rows and flags.
  */
-export const STUDIES: readonly EvalStudy[] = [probesStudy, stagewiseStudy, conversationStudy, healthbenchStudy];
+export const STUDIES: readonly EvalStudy[] = [probesStudy, stagewiseStudy, conversationStudy, healthbenchStudy, openStudy];

@@ -1,5 +1,6 @@
 import type { EvalMetrics } from "./metrics-types.js";
 import type { HealthBenchSummary } from "./healthbench/summary.js";
+import type { OpenMatchSummary } from "./open/types.js";
 import type { SelectionReport } from "./sampling.js";
 import type { StagewiseSummary } from "./stagewise/metrics.js";
 import type { ThrottleStats } from "./throttle.js";
@@ -51,6 +52,8 @@ export interface EvalSummary extends EvalMetrics {
   conversation?: Partial<Record<QuestionOrder, ConversationMetrics>>;
   /** HealthBench (docs/evaluation.md#healthbench): the clipped mean score, its theme and axis breakdowns, cost per example. */
   healthbench?: HealthBenchSummary;
+  /** --open: the equivalence matcher against exact match on the items both graded. */
+  openMatch?: OpenMatchSummary;
   /** 95 % bootstrap intervals (over items) of the studies' figures: H_V/H_K/H_R, A_Q/A_C/A_D/H_cc, the robustness rates. */
   studyIntervals?: StudyIntervals;
 }

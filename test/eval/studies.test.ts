@@ -7,7 +7,7 @@ describe("registered eval studies", () => {
   it("have distinct names", () => {
     const names = STUDIES.map((s) => s.name);
     expect(new Set(names).size).toBe(names.length);
-    expect(names).toEqual(["probes", "stagewise", "conversation", "healthbench"]);
+    expect(names).toEqual(["probes", "stagewise", "conversation", "healthbench", "open"]);
   });
 
   it("each flag a study declares is an option of `medmmv eval`, once, with the study's description", () => {
@@ -24,6 +24,6 @@ describe("registered eval studies", () => {
 
   it("a study without records of its kind adds nothing but its always-present keys", () => {
     const parts = STUDIES.map((s) => ({ ...s.metrics?.([]), ...s.summary?.([]) }));
-    expect(parts).toEqual([{ robustness: null }, {}, {}, {}]);
+    expect(parts).toEqual([{ robustness: null }, {}, {}, {}, {}]);
   });
 });
