@@ -33,6 +33,7 @@ import { fhirIntake } from "./sections/fhir-intake.js";
 import { replicas } from "./sections/replicas.js";
 import { cliStartup } from "./sections/cli-startup.js";
 import { caseSearch } from "./sections/case-search.js";
+import { openEnded } from "./sections/open-ended.js";
 
 const SECTIONS: Record<string, (ctx: BenchContext) => Promise<SectionReport>> = {
   "cpu-share": cpuShare,
@@ -47,6 +48,7 @@ const SECTIONS: Record<string, (ctx: BenchContext) => Promise<SectionReport>> = 
   replicas,
   "cli-startup": cliStartup,
   "case-search": caseSearch,
+  "open-ended": openEnded,
 };
 
 const { values } = parseArgs({
