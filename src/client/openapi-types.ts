@@ -2667,6 +2667,12 @@ export interface operations {
                                     wordings: string[];
                                 }[];
                             };
+                            terminology?: {
+                                valueSet: string;
+                                looked: number;
+                                coded: number;
+                                note?: string;
+                            };
                             evidenceChecks?: {
                                 textDoctor: {
                                     accepted: number;
@@ -3641,6 +3647,12 @@ export interface operations {
                                         rule: string;
                                         wordings: string[];
                                     }[];
+                                };
+                                terminology?: {
+                                    valueSet: string;
+                                    looked: number;
+                                    coded: number;
+                                    note?: string;
                                 };
                                 evidenceChecks?: {
                                     textDoctor: {

@@ -72,6 +72,17 @@ export const EnvSchema = z.object({
   MEDMMV_LLM_MAX_RETRY_AFTER_MS: z.coerce.number().int().min(0).default(60_000).describe("The longest Retry-After we are willing to wait; beyond it the call fails at once as retryable."),
   MEDMMV_LLM_BACKOFF_BASE_MS: z.coerce.number().int().min(0).default(500).describe("Base delay of the backoff between model-call attempts."),
   MEDMMV_SEARCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000).describe("Per-attempt timeout of a search call."),
+  MEDMMV_TERMINOLOGY_URL: z
+    .string()
+    .url()
+    .optional()
+    .describe("A FHIR terminology server's base URL: each diagnosis of the differential is looked up there (`ValueSet/$expand?filter=`) and coded only with what the server returns. Unset: no coding. Only the diagnosis wording is sent."),
+  MEDMMV_TERMINOLOGY_VALUESET: z
+    .string()
+    .min(1)
+    .default("http://snomed.info/sct?fhir_vs=isa/404684003")
+    .describe("The value set the differential is coded from (its canonical URL; default SNOMED CT clinical findings; e.g. an ICD-10-CM value set)."),
+  MEDMMV_TERMINOLOGY_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000).describe("Timeout of one terminology lookup."),
   MEDMMV_MAX_SEARCH_PAIRS: z.coerce.number().int().min(0).max(8).default(8).describe("Most pairs of facts WebSearch looks up per case."),
   MEDMMV_PRICES: z.string().optional().describe("JSON object: { \"model-name\": { \"input\": usdPerMTok, \"cachedInput\": usdPerMTok, \"output\": usdPerMTok } } (cachedInput optional: the rate of prompt tokens the provider served from its prompt cache; unset, they cost `input`), for costUsd in usage."),
   MEDMMV_PRICES_FILE: z.string().optional().describe("A JSON file of prices in the MEDMMV_PRICES format; MEDMMV_PRICES entries override its models."),
@@ -203,6 +214,8 @@ export interface Config {
     timeoutMs: number;
     maxPairs: number;
   };
+  /** FHIR terminology coding of the differential (absent or url null: none). */
+  terminology?: { url: string | null; valueSet: string; timeoutMs: number };
   pipeline: {
     k: number;
     maxRepairs: number;
@@ -397,6 +410,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: e.MEDMMV_SEARCH_TIMEOUT_MS,
       maxPairs: e.MEDMMV_MAX_SEARCH_PAIRS,
     },
+    terminology: { url: e.MEDMMV_TERMINOLOGY_URL?.replace(/\/+$/, "") ?? null, valueSet: e.MEDMMV_TERMINOLOGY_VALUESET, timeoutMs: e.MEDMMV_TERMINOLOGY_TIMEOUT_MS },
     pipeline: { k: e.MEDMMV_K, maxRepairs: e.MEDMMV_MAX_REPAIRS, adaptive: e.MEDMMV_ADAPTIVE === "true" || e.MEDMMV_ADAPTIVE === "1", composeReply: e.MEDMMV_COMPOSE_REPLY === "true" || e.MEDMMV_COMPOSE_REPLY === "1", weights: [w[0]!, w[1]!, w[2]!], caseBudget: { maxTokens: e.MEDMMV_CASE_MAX_TOKENS ?? null, maxCostUsd: e.MEDMMV_CASE_MAX_COST_USD ?? null } },
     store: storeOf(e),
     engine: {

@@ -9,7 +9,8 @@ import { MedmmvError } from "../../src/core/contracts/errors.js";
 describe("loadConfig", () => {
   it("documented defaults with an empty environment; empty strings count as unset", () => {
     const c = loadConfig({ MEDMMV_K: "", OPENAI_BASE_URL: "" });
-    expect(c.pipeline).toEqual({ k: 5, maxRepairs: 3, adaptive: false, weights: [1, 1, 1], caseBudget: { maxTokens: null, maxCostUsd: null } });
+    expect(c.pipeline).toEqual({ k: 5, maxRepairs: 3, adaptive: false, composeReply: false, weights: [1, 1, 1], caseBudget: { maxTokens: null, maxCostUsd: null } });
+    expect(c.terminology).toEqual({ url: null, valueSet: "http://snomed.info/sct?fhir_vs=isa/404684003", timeoutMs: 5000 });
     expect(c.llm).toMatchObject({ baseUrl: null, structuredOutput: "jsonSchema", cache: "deterministic", maxConcurrency: 16, rolloutTemperature: 0.7 });
     expect(c.search.provider).toBe("none");
   });

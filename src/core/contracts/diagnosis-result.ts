@@ -223,6 +223,8 @@ export const DiagnosisResult = z.object({
     fhirNotes: FhirNotesSummary.optional(),
     /** How the rollout answers were compared by meaning (equivalence judge, merge rules). */
     answerClusters: AnswerClusteringNote.optional(),
+    /** MEDMMV_TERMINOLOGY_URL: the value set the differential was coded from, entries looked up and coded, and why lookups failed. */
+    terminology: z.object({ valueSet: z.string(), looked: z.number().int(), coded: z.number().int(), note: z.string().optional() }).optional(),
     /** What the checks on evidence agents did: fabricated quotes dropped, image findings flagged/revised. */
     evidenceChecks: z
       .object({

@@ -14,6 +14,7 @@ import { RunHooks, type EmitEvent } from "./run-context.js";
 import { ImageVault } from "../intake/image-vault.js";
 import { AdaptiveRounds } from "./adaptive-rounds.js";
 import { AnswerClusterings } from "./answer-clustering.js";
+import { ValueSetCoder } from "../terminology/valueset-expand.js";
 import type { PipelineOptions } from "./state.js";
 import { CaseSpending, assertBudgetPriced } from "./case-budget.js";
 
@@ -82,6 +83,7 @@ export class Pipeline {
   readonly images: ImageVault;
   readonly rounds = new AdaptiveRounds();
   readonly clusterings = new AnswerClusterings();
+  readonly terminology: ValueSetCoder | null;
   readonly spending = new CaseSpending();
   readonly limiter: FairLimiter;
   readonly llm: LlmClient;
@@ -100,6 +102,8 @@ export class Pipeline {
     this.prompts = deps.prompts ?? new PromptLibrary();
     this.search = deps.search ?? createSearchProvider(config);
     this.#checkpointer = deps.checkpointer;
+    const t = config.terminology;
+    this.terminology = t?.url ? new ValueSetCoder({ url: t.url, valueSet: t.valueSet, timeoutMs: t.timeoutMs }) : null;
   }
 
   /** Load and compile the workflow now (a server at start, so its first case does not wait for it). */
@@ -111,7 +115,7 @@ export class Pipeline {
     this.#workflow ??= import("./graph.js")
       .then(({ buildWorkflow }) =>
         buildWorkflow(
-          { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: this.config.llm.prices, hooks: this.hooks, images: this.images, rounds: this.rounds, clusterings: this.clusterings, spending: this.spending, version: VERSION },
+          { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: this.config.llm.prices, hooks: this.hooks, images: this.images, rounds: this.rounds, clusterings: this.clusterings, terminology: this.terminology, spending: this.spending, version: VERSION },
           this.#checkpointer,
         ),
       )

@@ -8,6 +8,7 @@ import type { PromptLibrary } from "../llm/prompt-template.js";
 import type { ImageVault } from "../intake/image-vault.js";
 import type { AdaptiveRounds } from "./adaptive-rounds.js";
 import type { AnswerClusterings } from "./answer-clustering.js";
+import type { ValueSetCoder } from "../terminology/valueset-expand.js";
 import type { CaseSpending } from "./case-budget.js";
 
 /** A pipeline event, as streamed to SSE subscribers and stored in the case history. */
@@ -49,6 +50,8 @@ export interface WorkflowDeps {
   rounds: AdaptiveRounds;
   /** Which rollout branch of a running case finishes last and clusters the answers (in memory, like rounds). */
   clusterings: AnswerClusterings;
+  /** The terminology server the differential is coded against (MEDMMV_TERMINOLOGY_URL); null: no coding. */
+  terminology: ValueSetCoder | null;
   /** What each running case's refine branches have spent so far (for its budget). */
   spending: CaseSpending;
   version: string;

@@ -5,6 +5,7 @@ import { answerSupport, selectBest } from "../../scoring/cu.js";
 import { clusteredStabilityReport } from "../../scoring/stability.js";
 import { buildClusters, ruleGroups } from "../../scoring/answer-clusters.js";
 import { rankDifferential } from "../../scoring/differential.js";
+import { codeDifferential, type TerminologyNote } from "../../terminology/code-differential.js";
 import type { AnswerClusterRecord } from "../answer-clustering.js";
 import { UsageMeter } from "../../llm/usage.js";
 import type { WorkflowDeps } from "../run-context.js";
@@ -51,7 +52,7 @@ function pickIndex(refined: RefinedPath[], mode: "cu" | "random" | "majority", s
 
 /** Final step: choose the path (CU argmax by default) and assemble the DiagnosisResult. */
 export function selectPathNode(deps: WorkflowDeps) {
-  return async (state: PipelineStateValue, _config: RunnableConfig): Promise<PipelineStateUpdate> => {
+  return async (state: PipelineStateValue, config: RunnableConfig): Promise<PipelineStateUpdate> => {
     const c = state.caseInput;
     const opts = state.options;
     const refined = [...state.refined].sort((a, b) => Number(a.pathId.slice(5)) - Number(b.pathId.slice(5)));
@@ -130,6 +131,19 @@ export function selectPathNode(deps: WorkflowDeps) {
     const full = evidence ? EvidenceGraph.import(evidence.graph) : new EvidenceGraph();
     const finishedAt = new Date().toISOString();
     const { status, abstentionReason, error } = decideOutcome({ selected: sel, refined, rollouts, options: c.options });
+    let differential =
+      status === "failed" || !finalAnswer
+        ? []
+        : rankDifferential(
+            clustering.clusters,
+            candidates.map((cand, i) => ({ cluster: cand.cluster ?? null, cu: cand.scores?.cu ?? null, answer: refined[i]!.final?.answer ?? null })),
+            clusterOf(sel!.final),
+            (letter) => c.options?.[letter] ?? letter,
+          );
+    // Codes only from the configured terminology server, never from a model (MEDMMV_TERMINOLOGY_URL).
+    let terminology: TerminologyNote | undefined;
+    if (deps.terminology && differential.length) ({ differential, note: terminology } = await codeDifferential(deps.terminology, differential, config.signal));
+
 
     const result: DiagnosisResult = {
       caseId: c.id,
@@ -145,15 +159,7 @@ export function selectPathNode(deps: WorkflowDeps) {
         rollouts.map((r) => index.keyOf(r.path?.answer ?? null)),
         clustering.clusters.map((cl) => ({ key: cl.key, canonical: cl.canonical, rollouts: cl.rollouts, rule: cl.rule, wordings: cl.wordings })),
       ),
-      differential:
-        status === "failed" || !finalAnswer
-          ? []
-          : rankDifferential(
-              clustering.clusters,
-              candidates.map((cand, i) => ({ cluster: cand.cluster ?? null, cu: cand.scores?.cu ?? null, answer: refined[i]!.final?.answer ?? null })),
-              clusterOf(sel!.final),
-              (letter) => c.options?.[letter] ?? letter,
-            ),
+      differential,
       hallucinations,
       usage: meter.snapshot(Date.parse(finishedAt) - Date.parse(state.startedAt)),
       provenance: {
@@ -180,6 +186,7 @@ export function selectPathNode(deps: WorkflowDeps) {
         ...fhirIgnoredResources(c),
         untrustedContent: untrusted,
         answerClusters: clusteringNote(clustering),
+        ...(terminology ? { terminology } : {}),
         ...(evidence
           ? { evidenceChecks: { textDoctor: evidence.textDoctor, imageDoctor: evidence.imageChecks, webSearch: { pairsPlanned: evidence.search.pairsPlanned, pairsSearched: evidence.search.pairsSearched } } }
           : {}),
