@@ -27,6 +27,7 @@ describe("self-consistency vote", () => {
     expect(voteKey({ option: "B", text: "x" })).toBe("B");
     expect(voteKey({ option: null, text: "Yes, the lungs are hyperinflated." })).toBe("yes");
     expect(voteKey({ option: null, text: "The Left Lung." })).toBe("left lung");
+    expect(voteKey({ option: null, text: "Inferior MI" })).toBe(voteKey({ option: null, text: "inferior myocardial infarction." }));
     expect(voteKey({ option: null, text: "..." })).toBeNull();
   });
 

@@ -5,15 +5,21 @@ import type { Prices } from "../../core/config.js";
 import { describeError, MedmmvError } from "../../core/contracts/errors.js";
 import { CallChain, UsageMeter } from "../../core/llm/usage.js";
 import { stabilityReport } from "../../core/scoring/stability.js";
-import { normalizeAnswer, normalizeYesNo } from "../answer-match.js";
+import { normalizeYesNo } from "../answer-match.js";
+import { expandedWording } from "../../core/scoring/answer-clusters.js";
 import { hypothesisStatements } from "../probes/hypothesis.js";
 import { commitAnswer, rationaleOf } from "./cot.js";
 import { NO_HALLUCINATIONS, type EvalMethod, type MethodOutput } from "./types.js";
 
-/** What two samples must share to count as the same vote: the letter, or the normalised open answer. */
+/**
+ * What two samples must share to count as the same vote: the letter, or the open answer as the
+ * answer-cluster rules read it (case, punctuation, articles, listed abbreviations written out:
+ * "Inferior MI" and "inferior myocardial infarction" are one vote). No model call: the
+ * baseline's votes are not judged by meaning as MedMMV's rollouts are.
+ */
 export function voteKey(answer: { option: string | null; text: string }): string | null {
   if (answer.option) return answer.option;
-  const t = normalizeYesNo(answer.text) ?? normalizeAnswer(answer.text);
+  const t = normalizeYesNo(answer.text) ?? expandedWording(answer.text);
   return t === "" ? null : t;
 }
 

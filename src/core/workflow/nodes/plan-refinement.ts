@@ -18,11 +18,16 @@ function pathSignature(p: PathOutput, cluster: string | null): string {
   return JSON.stringify([cluster, p.steps.map((s) => [s.stage, norm(s.text), s.claims.map(norm)])]);
 }
 
+/** The rollouts' answers by rollout index (null for a failed rollout or an index with none). */
+export function answersByIndex(rollouts: readonly Pick<RolloutRecord, "index" | "path">[]): Array<PathOutput["answer"] | null> {
+  const answers: Array<PathOutput["answer"] | null> = Array.from({ length: Math.max(0, ...rollouts.map((r) => r.index + 1)) }, () => null);
+  for (const r of rollouts) answers[r.index] = r.path?.answer ?? null;
+  return answers;
+}
+
 /** The index of the clusters of `record`, read against the rollouts it covers. */
 export function clusterIndexOf(record: AnswerClusterRecord, rollouts: readonly RolloutRecord[]): ClusterIndex {
-  const answers: Array<PathOutput["answer"] | null> = [];
-  for (const r of rollouts) answers[r.index] = r.path?.answer ?? null;
-  return new ClusterIndex(record.clusters, Array.from({ length: answers.length }, (_, i) => answers[i] ?? null));
+  return new ClusterIndex(record.clusters, answersByIndex(rollouts));
 }
 
 /** The clusters the rollout branches left in the state, when they cover exactly the rollouts that ran. */
@@ -47,11 +52,8 @@ export function planRefinementNode(deps: WorkflowDeps) {
     if (!record) {
       const joinDepth = Math.max(state.evidence?.depth ?? 0, ...done.map((r) => r.depth));
       const ctx = nodeCallContext(deps, config, state.caseInput.id, joinDepth);
-      const answers: Array<PathOutput["answer"] | null> = [];
-      for (const r of done) answers[r.index] = r.path?.answer ?? null;
-      const filled = Array.from({ length: answers.length }, (_, i) => answers[i] ?? null);
       const threadId = config.configurable?.thread_id as string | undefined;
-      const { clusters, judge } = await clusterAnswers(deps.agents, ctx, deps.images.hydrate(state.caseInput), filled, deps.clusterings.memo(threadId));
+      const { clusters, judge } = await clusterAnswers(deps.agents, ctx, deps.images.hydrate(state.caseInput), answersByIndex(done), deps.clusterings.memo(threadId));
       const usage = ctx.meter.snapshot(0);
       record = { covers: done.map((r) => r.index), clusters, judge, usage: usage.llmCalls > 0 ? usage : null, depth: ctx.chain.depth };
     }

@@ -9,8 +9,8 @@ import { codeDifferential, type TerminologyNote } from "../../terminology/code-d
 import type { AnswerClusterRecord } from "../answer-clustering.js";
 import { UsageMeter } from "../../llm/usage.js";
 import type { WorkflowDeps } from "../run-context.js";
-import type { PipelineOptions, PipelineStateUpdate, PipelineStateValue, RefinedPath } from "../state.js";
-import { answerKey, clusterIndexOf } from "./plan-refinement.js";
+import type { PipelineOptions, PipelineStateUpdate, PipelineStateValue, RefinedPath, RolloutRecord } from "../state.js";
+import { answerKey, answersByIndex, clusterIndexOf } from "./plan-refinement.js";
 import { toResultPath } from "./refine-path.js";
 import { scanForInjection } from "../../agents/untrusted-content.js";
 import { fhirIgnoredResources } from "../../contracts/fhir-origin.js";
@@ -203,8 +203,8 @@ export function selectPathNode(deps: WorkflowDeps) {
 }
 
 /** Clusters from the merge rules alone, for a state without any (no rollout reached the join). */
-function ruleClusters(rollouts: readonly { index: number; path: RefinedPath["final"] }[]): AnswerClusterRecord {
-  const answers = Array.from({ length: Math.max(0, ...rollouts.map((r) => r.index + 1)) }, (_, i) => rollouts.find((r) => r.index === i)?.path?.answer ?? null);
+function ruleClusters(rollouts: readonly RolloutRecord[]): AnswerClusterRecord {
+  const answers = answersByIndex(rollouts);
   return { covers: rollouts.map((r) => r.index), clusters: buildClusters(answers, ruleGroups(answers), null), judge: { status: "not-needed", asked: [] }, usage: null, depth: 0 };
 }
 
