@@ -46,6 +46,11 @@ function differentialDetail(r: DiagnosisResult): string | undefined {
   return `**Differential:**\n${rows.map(line).join("\n")}`;
 }
 
+/** The verified reply of an open-ended question, when one was composed (only supported statements are in it). */
+function replyDetail(r: DiagnosisResult): string | undefined {
+  return r.reply ? `**Reply:** ${r.reply.text}` : undefined;
+}
+
 /** The card of a finished case: the answer (or why there is none), how well it is supported, the audit view. */
 export function resultCard(r: DiagnosisResult, viewUrl: string, notRead: readonly NotRead[] = []): Card {
   const support = r.answerSupport;
@@ -61,7 +66,7 @@ export function resultCard(r: DiagnosisResult, viewUrl: string, notRead: readonl
     support !== null ? `**Support:** ${support.toFixed(2)} of the final reasoning paths' score` : undefined,
     r.abstentionReason ? `**Abstained:** ${r.abstentionReason}` : undefined,
     r.error ? `**Failed:** ${r.error.message}` : undefined,
-    r.path ? `**Reasoning:** ${r.path.summary}` : undefined,
+    replyDetail(r) ?? (r.path ? `**Reasoning:** ${r.path.summary}` : undefined),
     differentialDetail(r),
     notReadDetail(notRead),
     `_${r.disclaimer}_`,
