@@ -46,15 +46,22 @@ export function cotMethod(deps: AgentDeps, prices: Prices, opts: { staged?: bool
         }
         const out = await runCot(deps, ctx, c, { temperature: 0 });
         const answer = commitAnswer(out, c.options, hypothesisStatements(c));
-        // An open question's reply is the whole answer a person would read, not the short answer alone (HealthBench grades it).
-        const open = !c.options || Object.keys(c.options).length === 0;
-        return { ...base, status: "completed", answer, usage: meter.snapshot(Date.now() - started), rationale: rationaleOf(out, answer), ...(open ? { reply: `${out.reasoning.trim()}\n\n${answer.text}`.trim() } : {}) };
+        return { ...base, status: "completed", answer, usage: meter.snapshot(Date.now() - started), rationale: rationaleOf(out, answer), ...fullReply(c, out, answer) };
       } catch (err) {
         if (signal.aborted) throw err instanceof MedmmvError ? err : new MedmmvError("ABORTED", "eval cancelled", { cause: err });
         return { ...base, status: "failed", answer: null, usage: meter.snapshot(Date.now() - started), error: describeError(err), rationale: "" };
       }
     },
   };
+}
+
+/**
+ * An open question's reply: the whole answer a person would read (reasoning and answer), not the
+ * short answer alone — what HealthBench grades. Nothing for a multiple-choice question.
+ */
+export function fullReply(c: PreparedCase, out: CotOutput, answer: { text: string }): { reply?: string } {
+  const open = !c.options || Object.keys(c.options).length === 0;
+  return open ? { reply: `${out.reasoning.trim()}\n\n${answer.text}`.trim() } : {};
 }
 
 export function rationaleOf(out: CotOutput, answer: { option: string | null; text: string }): string {

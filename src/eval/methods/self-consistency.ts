@@ -8,7 +8,7 @@ import { stabilityReport } from "../../core/scoring/stability.js";
 import { normalizeYesNo } from "../answer-match.js";
 import { expandedWording } from "../../core/scoring/answer-clusters.js";
 import { hypothesisStatements } from "../probes/hypothesis.js";
-import { commitAnswer, rationaleOf } from "./cot.js";
+import { commitAnswer, fullReply, rationaleOf } from "./cot.js";
 import { NO_HALLUCINATIONS, type EvalMethod, type MethodOutput } from "./types.js";
 
 /**
@@ -100,6 +100,8 @@ export function selfConsistencyMethod(deps: AgentDeps, prices: Prices, opts: { k
         // Share of the successful samples that voted for the answer.
         answerSupport: keys.filter((k) => k === winner).length / ok.length,
         rationale: rationaleOf(chosen.out, chosen.answer),
+        // An open question's reply is the chosen sample's whole answer, as CoT's (HealthBench grades it).
+        ...fullReply(c, chosen.out, chosen.answer),
       };
     },
   };
