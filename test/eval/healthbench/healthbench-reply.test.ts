@@ -36,14 +36,20 @@ function recordingScenario(graded: string[]) {
   };
 }
 
+/** The scenario recording what the grader reads, and a file with the first synthetic example. */
+async function setUp(graded: string[]): Promise<{ dir: string; input: string }> {
+  servers.model.setScenario(recordingScenario(graded));
+  const dir = tmp();
+  const one = (await readFile(path.join(HEALTHBENCH_DIR, "healthbench-synthetic.jsonl"), "utf8")).split("\n")[0]!;
+  const input = path.join(dir, "one.jsonl");
+  await writeFile(input, `${one}\n`);
+  return { dir, input };
+}
+
 describe("HealthBench grades the reply a person reads", () => {
   it("MedMMV: the grader's prompt holds the composed reply, and a claim the detector rejected is not in it", async () => {
     const graded: string[] = [];
-    servers.model.setScenario(recordingScenario(graded));
-    const dir = tmp();
-    const one = (await readFile(path.join(HEALTHBENCH_DIR, "healthbench-synthetic.jsonl"), "utf8")).split("\n")[0]!;
-    const input = path.join(dir, "one.jsonl");
-    await writeFile(input, `${one}\n`);
+    const { dir, input } = await setUp(graded);
     const out = path.join(dir, "run");
     await runEval({ dataset: "healthbench", input, method: "medmmv", out, concurrency: 1, saveResults: true }, { config: servers.config({ MEDMMV_K: "2" }), progress: null });
     const { records } = await readResults(path.join(out, "results.jsonl"));
@@ -63,11 +69,7 @@ describe("HealthBench grades the reply a person reads", () => {
 
   it("CoT: the grader reads the whole answer, its reasoning included", async () => {
     const graded: string[] = [];
-    servers.model.setScenario(recordingScenario(graded));
-    const dir = tmp();
-    const one = (await readFile(path.join(HEALTHBENCH_DIR, "healthbench-synthetic.jsonl"), "utf8")).split("\n")[0]!;
-    const input = path.join(dir, "one.jsonl");
-    await writeFile(input, `${one}\n`);
+    const { dir, input } = await setUp(graded);
     await runEval({ dataset: "healthbench", input, method: "cot", out: path.join(dir, "run-cot"), concurrency: 1 }, { config: servers.config(), progress: null });
     expect(graded.length).toBeGreaterThan(0);
     for (const reply of graded) expect(reply.startsWith("Scripted reasoning.\n\n")).toBe(true);
