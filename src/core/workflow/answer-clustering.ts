@@ -1,10 +1,9 @@
 /**
  * Rollout answers clustered by meaning (scoring/answer-clusters.ts), with one equivalence-judge
- * call for what the rules leave apart. The call is made by the rollout branch that finishes
- * last, inside the superstep the evidence agents still run in: it adds a link to the critical
- * path only when the rollouts' chain plus the judge is longer than the evidence chain (a join
- * node would put it behind the whole evidence chain). plan-refinement clusters the answers
- * itself when that did not happen (a case resumed from a checkpoint).
+ * call for what the rules leave apart. The call is made in a branch sent beside the refine
+ * branches (nodes/cluster-answers.ts): refinement needs only the rule groups (paths are
+ * deduplicated by them), selection needs the clusters, so the judge runs while the paths are
+ * checked and adds no link to the critical path.
  */
 import type { PreparedCase } from "../contracts/clinical-case.js";
 import type { Usage } from "../contracts/diagnosis-result.js";
@@ -79,22 +78,16 @@ export async function clusterAnswers(
   return { clusters: buildClusters(answers, groups, judge.judged ?? null), judge };
 }
 
-interface Arrivals {
-  expected: number;
-  answers: Map<number, { answer: AnswerLike | null; depth: number; skipped: boolean }>;
-  memo: JudgeMemo;
-}
-
 /**
- * Which rollout branch of a running case is the last, so that it clusters the answers.
- * In memory, per case (thread id) and process, like AdaptiveRounds: coordination, not data.
+ * The judge verdicts of each running case, so that the final clustering reuses the verdict an
+ * agreeing adaptive first round already paid for. In memory, per case (thread id) and process,
+ * like AdaptiveRounds: coordination, not data (a resumed case merely asks again).
  */
 export class AnswerClusterings {
-  private readonly byThread = new Map<string, Arrivals>();
+  private readonly byThread = new Map<string, JudgeMemo>();
 
-  /** `expected`: the rollout branches sent (second-round ones that stand down arrive too). */
-  open(threadId: string, expected: number): void {
-    this.byThread.set(threadId, { expected, answers: new Map(), memo: new Map() });
+  open(threadId: string): void {
+    this.byThread.set(threadId, new Map());
   }
 
   close(threadId: string): void {
@@ -103,22 +96,6 @@ export class AnswerClusterings {
 
   /** The judge memo of a running case (a fresh one for a case not open here). */
   memo(threadId: string | undefined): JudgeMemo {
-    return (threadId && this.byThread.get(threadId)?.memo) || new Map();
-  }
-
-  /**
-   * A rollout branch ended: its answer (null when it failed; `skipped` when it stood down).
-   * Returns, to the branch that completes the set only, the answers by rollout index (skipped
-   * ones left out) and the deepest chain among them.
-   */
-  arrive(threadId: string | undefined, index: number, answer: AnswerLike | null, depth: number, skipped = false): { answers: (AnswerLike | null)[]; covers: number[]; depth: number } | null {
-    const a = threadId ? this.byThread.get(threadId) : undefined;
-    if (!a || a.answers.has(index)) return null;
-    a.answers.set(index, { answer, depth, skipped });
-    if (a.answers.size < a.expected) return null;
-    const ran = [...a.answers.entries()].filter(([, v]) => !v.skipped);
-    const covers = ran.map(([i]) => i).sort((x, y) => x - y);
-    const answers = Array.from({ length: (covers.at(-1) ?? -1) + 1 }, (_, i) => a.answers.get(i)?.answer ?? null);
-    return { answers, covers, depth: Math.max(0, ...ran.map(([, v]) => v.depth)) };
+    return (threadId && this.byThread.get(threadId)) || new Map();
   }
 }

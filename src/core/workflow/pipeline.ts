@@ -134,7 +134,7 @@ export class Pipeline {
     const cacheScope = this.#cacheScope ? ((await this.#cacheScope(threadId).catch(() => null)) ?? `case:${threadId}`) : undefined;
     this.hooks.set(threadId, { emit: run.emit ?? (() => undefined), cacheScope });
     this.rounds.open(threadId, { resumed: run.resume === true });
-    this.clusterings.open(threadId, options.ablations.noExpansion ? 1 : options.k);
+    this.clusterings.open(threadId);
     this.spending.open(threadId);
     try {
       const workflow = await this.#compiled();

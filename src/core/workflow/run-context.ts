@@ -48,7 +48,7 @@ export interface WorkflowDeps {
   images: ImageVault;
   /** Coordination of the adaptive rounds of running cases (in memory, like hooks). */
   rounds: AdaptiveRounds;
-  /** Which rollout branch of a running case finishes last and clusters the answers (in memory, like rounds). */
+  /** The equivalence judge's verdicts per running case, reused by the final clustering (in memory, like rounds). */
   clusterings: AnswerClusterings;
   /** The terminology server the differential is coded against (MEDMMV_TERMINOLOGY_URL); null: no coding. */
   terminology: ValueSetCoder | null;

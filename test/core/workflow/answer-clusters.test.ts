@@ -65,6 +65,15 @@ describe("answers compared by meaning", () => {
     expect(result.usage.criticalPathCalls).toBe(same.result.usage.criticalPathCalls);
   });
 
+  it("the judge runs beside refinement: no extra critical-path link even for a text-only case with search off", async () => {
+    const off = { k: 5, maxRepairs: 1, ablations: { noWebSearch: true } } satisfies PipelineOverrides;
+    const five = await run({ rolloutAnswers: FIVE, synonyms: [STEMI] }, off, "case-open-off");
+    const one = await run({ rolloutAnswers: ["Inferior STEMI"] }, off, "case-open-off-one");
+    expect(five.byAgent["equivalence-judge"]).toBe(1);
+    expect(five.result.stability.clusters!.map((c) => c.rollouts.length)).toEqual([4, 1]);
+    expect(five.result.usage.criticalPathCalls).toBe(one.result.usage.criticalPathCalls);
+  });
+
   it("case, punctuation, articles and listed abbreviations merge without a model call", async () => {
     const { result, byAgent } = await run({ rolloutAnswers: ["Inferior STEMI", "inferior STEMI.", "The inferior ST-elevation myocardial infarction"] }, { ...SEARCH_ON, k: 3 });
     expect(byAgent["equivalence-judge"]).toBeUndefined();

@@ -7,7 +7,6 @@ import type { PipelineStateUpdate, RolloutRecord, RolloutTask } from "../state.j
 import { ADAPTIVE_FIRST_ROUND } from "../adaptive-rounds.js";
 import { clusterAnswers } from "../answer-clustering.js";
 import type { PathOutput } from "../../contracts/reasoning-path.js";
-import type { PreparedCase } from "../../contracts/clinical-case.js";
 
 /**
  * One rollout branch (Send). Errors are caught here and returned as a record: a throwing
@@ -23,10 +22,7 @@ export function rolloutNode(deps: WorkflowDeps) {
     if (adaptive && task.index >= ADAPTIVE_FIRST_ROUND) {
       // Second adaptive round: run only if the first round disagreed (adaptive-rounds.ts).
       const round = await deps.rounds.decision(threadId, config.signal);
-      if (round.settled) {
-        const record: RolloutRecord = { index: task.index, path: null, skipped: true, usage: new UsageMeter(deps.prices).snapshot(0), depth: startDepth };
-        return { rollouts: [record], ...(await clusterIfLast(deps, config, c, record)) };
-      }
+      if (round.settled) return { rollouts: [{ index: task.index, path: null, skipped: true, usage: new UsageMeter(deps.prices).snapshot(0), depth: startDepth }] };
       startDepth = Math.max(startDepth, round.depth);
     }
     const ctx = nodeCallContext(deps, config, task.caseInput.id, startDepth);
@@ -42,7 +38,7 @@ export function rolloutNode(deps: WorkflowDeps) {
     const emit = deps.hooks.emitter(config);
     // The first round's answers decide the second round by meaning: the rollout that completes
     // the round asks the equivalence judge when the rules leave them apart (one call, remembered
-    // for the case's final clustering), then tells the waiting rollouts.
+    // for the case's final clustering, nodes/cluster-answers.ts), then tells the waiting rollouts.
     const reportRound = async (answer: PathOutput["answer"] | null) => {
       if (!adaptive || task.index >= ADAPTIVE_FIRST_ROUND) return;
       const round = deps.rounds.report(threadId, task.index, answer, ctx.chain.depth);
@@ -74,21 +70,6 @@ export function rolloutNode(deps: WorkflowDeps) {
       await reportRound(null);
       record = { index: task.index, path: null, model, error, usage: ctx.meter.snapshot(Date.now() - started), depth: ctx.chain.depth };
     }
-    return { rollouts: [record], ...(await clusterIfLast(deps, config, c, record)) };
+    return { rollouts: [record] };
   };
-}
-
-/**
- * The last rollout branch of a case to end clusters every answer (answer-clustering.ts), on
- * a chain that starts after the deepest rollout; the others return nothing here.
- */
-async function clusterIfLast(deps: WorkflowDeps, config: RunnableConfig, c: PreparedCase, record: RolloutRecord): Promise<PipelineStateUpdate> {
-  const threadId = config.configurable?.thread_id as string | undefined;
-  const all = deps.clusterings.arrive(threadId, record.index, record.path?.answer ?? null, record.depth, record.skipped === true);
-  if (!all) return {};
-  const started = Date.now();
-  const ctx = nodeCallContext(deps, config, c.id, all.depth);
-  const { clusters, judge } = await clusterAnswers(deps.agents, ctx, c, all.answers, deps.clusterings.memo(threadId));
-  const usage = ctx.meter.snapshot(Date.now() - started);
-  return { answerClusters: { covers: all.covers, clusters, judge, usage: usage.llmCalls > 0 ? usage : null, depth: ctx.chain.depth } };
 }

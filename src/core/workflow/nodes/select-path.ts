@@ -3,7 +3,6 @@ import { DISCLAIMER, DiagnosisResult, type BranchFailure, type Candidate, type H
 import { EvidenceGraph } from "../../evidence/evidence-graph.js";
 import { answerSupport, selectBest } from "../../scoring/cu.js";
 import { clusteredStabilityReport } from "../../scoring/stability.js";
-import { buildClusters, ruleGroups } from "../../scoring/answer-clusters.js";
 import { rankDifferential } from "../../scoring/differential.js";
 import { codeDifferential, type TerminologyNote } from "../../terminology/code-differential.js";
 import type { AnswerClusterRecord } from "../answer-clustering.js";
@@ -11,6 +10,7 @@ import { UsageMeter } from "../../llm/usage.js";
 import type { WorkflowDeps } from "../run-context.js";
 import type { PipelineOptions, PipelineStateUpdate, PipelineStateValue, RefinedPath, RolloutRecord } from "../state.js";
 import { answerKey, answersByIndex, clusterIndexOf } from "./plan-refinement.js";
+import { clusterRecord } from "./cluster-answers.js";
 import { toResultPath } from "./refine-path.js";
 import { scanForInjection } from "../../agents/untrusted-content.js";
 import { fhirIgnoredResources } from "../../contracts/fhir-origin.js";
@@ -67,9 +67,12 @@ export function selectPathNode(deps: WorkflowDeps) {
     if (refined.length !== state.plan.length)
       failures.push({ branch: "refine", code: "INTERNAL", message: `${state.plan.length} paths planned but ${refined.length} refined` });
 
+    // Clustered beside refinement (nodes/cluster-answers.ts); here only when nothing was refined.
+    const clustering =
+      currentClusters(state.answerClusters, rollouts) ??
+      (await clusterRecord(deps, config, { caseInput: c, answers: answersByIndex(rollouts), covers: rollouts.map((r) => r.index), startDepth: Math.max(evidence?.depth ?? 0, ...rollouts.map((r) => r.depth)) }));
     const meter = new UsageMeter(deps.prices);
-    for (const u of [...rollouts.map((r) => r.usage), ...(evidence ? [evidence.usage] : []), ...refined.map((r) => r.usage), ...(state.answerClusters?.usage ? [state.answerClusters.usage] : [])]) meter.absorb(u);
-    const clustering = state.answerClusters ?? ruleClusters(rollouts);
+    for (const u of [...rollouts.map((r) => r.usage), ...(evidence ? [evidence.usage] : []), ...refined.map((r) => r.usage), ...(clustering.usage ? [clustering.usage] : [])]) meter.absorb(u);
     const index = clusterIndexOf(clustering, rollouts);
     const clusterOf = (p: RefinedPath["final"]) => index.keyOf(p?.answer ?? null);
     const chosen = pickIndex(refined, opts.select, opts.seed, clusterOf);
@@ -202,10 +205,11 @@ export function selectPathNode(deps: WorkflowDeps) {
   };
 }
 
-/** Clusters from the merge rules alone, for a state without any (no rollout reached the join). */
-function ruleClusters(rollouts: readonly RolloutRecord[]): AnswerClusterRecord {
-  const answers = answersByIndex(rollouts);
-  return { covers: rollouts.map((r) => r.index), clusters: buildClusters(answers, ruleGroups(answers), null), judge: { status: "not-needed", asked: [] }, usage: null, depth: 0 };
+/** The clusters in the state when they cover exactly the rollouts that ran (not a stale record of an earlier round). */
+function currentClusters(record: AnswerClusterRecord | null, rollouts: readonly RolloutRecord[]): AnswerClusterRecord | null {
+  if (!record) return null;
+  const ran = rollouts.map((r) => r.index);
+  return record.covers.length === ran.length && record.covers.every((i, at) => i === ran[at]) ? record : null;
 }
 
 /** provenance.answerClusters: what the judge did and which wordings were merged by which rule. */
