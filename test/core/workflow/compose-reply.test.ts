@@ -34,6 +34,7 @@ describe("the composed reply", () => {
     expect(result.usage.llmCalls).toBe(servers.model.stats().total);
     expect(result.usage.criticalPathCalls).toBe(plain.result.usage.criticalPathCalls! + 2);
     expect(result.provenance.prompts["reply-composer"]).toMatch(/^sha256:/);
+    expect(result.provenance.config).toMatchObject({ composeReply: true });
   });
 
   it("is not composed for a multiple-choice question, and a failing composer leaves the result without one, said in provenance", async () => {

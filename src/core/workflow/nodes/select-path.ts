@@ -180,6 +180,7 @@ export function selectPathNode(deps: WorkflowDeps) {
           select: opts.select,
           ablations: opts.ablations,
           rolloutsSampled: rollouts.length,
+          ...(opts.composeReply ? { composeReply: true } : {}),
           ...modelBehaviourNote(deps.agents.llm.modelBehaviour()),
           ...(opts.budget && (opts.budget.maxTokens !== null || opts.budget.maxCostUsd !== null) ? { budget: opts.budget } : {}),
           ...(c.pathway ? { pathway: typeof c.pathway === "string" ? c.pathway : c.pathway.id } : {}),
