@@ -5,10 +5,16 @@ export interface ParsedHeader {
   /** Only the attributes asked for, as plain strings and numbers (person names as their groups). */
   elements: Record<string, unknown>;
   hasPixelData: boolean;
+  /** The object carries Float or Double Float Pixel Data (a parametric map) instead. */
+  floatPixelData: "float" | "double" | null;
   pixelBytes: number;
   transferSyntaxUid: string;
   /** A whole-slide instance's tile positions (1-based column, row per frame), spacing and optics. */
   slide?: SlideHeader;
+  /** Each frame's own VOI window (Frame VOI LUT functional group, else the top-level one): [center, width, 1 when from the functional groups]; null when no frame has one. */
+  frameWindows: Array<[number, number, number] | null> | null;
+  /** What the worker could not apply as the standard says (shown in provenance). */
+  warnings: string[];
 }
 
 export interface SlideHeader {
@@ -63,7 +69,16 @@ export function withParsedDicom<T>(tenant: string, bytes: Buffer, attributes: re
     if (!r.ok) throw new DicomWorkerError(r.error ?? "unreadable", undefined, "parse");
     const header = r as unknown as ParsedHeader;
     return work({
-      header: { elements: header.elements, hasPixelData: header.hasPixelData, pixelBytes: header.pixelBytes, transferSyntaxUid: header.transferSyntaxUid, ...(header.slide ? { slide: header.slide } : {}) },
+      header: {
+        elements: header.elements,
+        hasPixelData: header.hasPixelData,
+        floatPixelData: header.floatPixelData ?? null,
+        pixelBytes: header.pixelBytes,
+        transferSyntaxUid: header.transferSyntaxUid,
+        frameWindows: header.frameWindows ?? null,
+        warnings: header.warnings ?? [],
+        ...(header.slide ? { slide: header.slide } : {}),
+      },
       async render(items, more) {
         const out = await lease.ask({ id, op: "render", items, ...(more ? { more: true } : {}) });
         if (!out.ok) throw new DicomWorkerError(out.error ?? "undecodable", typeof out.frame === "number" ? out.frame : undefined, "render");
