@@ -61,7 +61,7 @@ let nextId = 1;
  * its header (just `attributes`) at once, its frames on request. The thread forgets the object
  * when the next one arrives; the pool's time limit covers all of `work`'s questions.
  */
-export function withParsedDicom<T>(tenant: string, bytes: Buffer, attributes: readonly string[], work: (dicom: ParsedDicom) => Promise<T>): Promise<T> {
+export function withParsedDicom<T>(tenant: string, bytes: Buffer, attributes: readonly string[], work: (dicom: ParsedDicom) => Promise<T>, signal?: AbortSignal): Promise<T> {
   return withDecodeWorker(tenant, async (lease) => {
     const id = nextId++;
     const copy = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
@@ -85,5 +85,5 @@ export function withParsedDicom<T>(tenant: string, bytes: Buffer, attributes: re
         return out.frames as RenderedFrame[];
       },
     });
-  });
+  }, signal);
 }

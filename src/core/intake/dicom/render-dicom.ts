@@ -76,6 +76,8 @@ export interface DicomLimits {
   tenant?: string;
   /** The case's pictures still free; renderings are reserved from it before decoding. */
   pictures?: PictureBudget;
+  /** The case's abort: a refused or cancelled case stops this object's decoding at once. */
+  signal?: AbortSignal;
 }
 
 function refuse(code: "INVALID_INPUT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA" | "UNPROCESSABLE", imageId: string, why: string, details?: Record<string, unknown>): MedmmvError {
@@ -123,8 +125,9 @@ export async function renderDicom(imageId: string, buf: Buffer, caption: string 
       if (text(dicom.header.elements.SOPClassUID) !== WSI_SOP_CLASS) return renderParsed(imageId, checked, limits, dicom);
       checkPixelData(imageId, checked, dicom, checkedPixels(imageId, checked, limits, dicom));
       return slideFromInstance(imageId, dicom, caption, limits);
-    });
+    }, limits.signal);
   } catch (e) {
+    if (limits.signal?.aborted) throw limits.signal.reason;
     throw decodeRefusal(imageId, e);
   }
   return Array.isArray(plan) ? plan : encodePictures(imageId, caption, plan);

@@ -22,19 +22,18 @@ function colour(x: number, y: number, scale: number): [number, number, number] {
 
 /** Tiles cut from the pattern (beyond the matrix: black, which must never show), noting each one asked for. */
 function patternTiles(asked: WsiTile[]): TileSource {
-  return async (l: WsiLevel, tiles) => {
+  return async (l: WsiLevel, tiles, sink) => {
     asked.push(...tiles);
     const scale = 1024 / l.width;
-    return {
-      transferSyntaxUid: "1.2.840.10008.1.2.1",
-      rgb: tiles.map((t) => {
-        const b = Buffer.alloc(l.tileWidth * l.tileHeight * 3);
-        for (let y = 0; y < l.tileHeight; y++) for (let x = 0; x < l.tileWidth; x++) {
-          if (t.x + x < l.width && t.y + y < l.height) b.set(colour(t.x + x, t.y + y, scale), (y * l.tileWidth + x) * 3);
-        }
-        return b;
-      }),
-    };
+    sink.reserve(tiles.length);
+    for (const [k, t] of tiles.entries()) {
+      const b = Buffer.alloc(l.tileWidth * l.tileHeight * 3);
+      for (let y = 0; y < l.tileHeight; y++) for (let x = 0; x < l.tileWidth; x++) {
+        if (t.x + x < l.width && t.y + y < l.height) b.set(colour(t.x + x, t.y + y, scale), (y * l.tileWidth + x) * 3);
+      }
+      sink.put(k, b);
+    }
+    return { transferSyntaxUid: "1.2.840.10008.1.2.1" };
   };
 }
 

@@ -21,8 +21,10 @@ describe("whole-slide pyramid levels from DICOM JSON metadata", () => {
     ]);
     expect(levels.map((l) => [l.index, l.width, l.frames, l.organisation])).toEqual([[0, 1000, 12, "TILED_FULL"], [1, 250, 1, "TILED_FULL"]]);
     const fine = levels[0]!;
-    expect(fine.tiles.find((t) => t.instance === "1.1" && t.frame === 6)).toMatchObject({ x: 256, y: 256 }); // 6th frame: row 1, column 1
-    expect(fine.tiles.find((t) => t.instance === "1.2" && t.frame === 1)).toMatchObject({ x: 0, y: 512 }); // 9th of the level
+    const all = tilesIn(fine, { x: 0, y: 0, width: 1000, height: 600 });
+    expect(all).toHaveLength(12);
+    expect(all.find((t) => t.instance === "1.1" && t.frame === 6)).toMatchObject({ x: 256, y: 256 }); // 6th frame: row 1, column 1
+    expect(all.find((t) => t.instance === "1.2" && t.frame === 1)).toMatchObject({ x: 0, y: 512 }); // 9th of the level
     // A region of 50² at (780, 520) meets one tile only: the last (its edge past the matrix); one across a corner meets four.
     expect(tilesIn(fine, { x: 780, y: 520, width: 50, height: 50 })).toEqual([{ x: 768, y: 512, instance: "1.2", frame: 4 }]);
     expect(tilesIn(fine, { x: 700, y: 500, width: 100, height: 100 })).toHaveLength(4);
