@@ -10,7 +10,7 @@ import { declaredCodestreamSize } from "./codestream-size.js";
 import { instanceFrames, instanceMetadataBytes, WSI_SOP_CLASS, type DicomwebSeries, type QidoItem } from "./dicomweb.js";
 import { reservePictures, type PictureBudget } from "./picture-budget.js";
 import { cellsIn, overviewLevel, pyramidLevels, tilesIn, wsiOptics, WsiShapeError, type WsiLevel, type WsiOptics, type WsiTile } from "./wsi-levels.js";
-import { MAX_REGIONS, REGION_SIDE, REGION_ZOOM, tissueRichCells } from "./wsi-regions.js";
+import { MAX_REGIONS, REGION_SIDE, REGION_ZOOM, tissueInFocusCells } from "./wsi-regions.js";
 
 export interface WholeSlideOptions {
   /** The long side a model reads (MEDMMV_IMAGE_MODEL_LONG_SIDE): the overview's level fits it. */
@@ -118,20 +118,26 @@ export async function pyramidPictures(imageId: string, metadata: Array<{ uid: st
     if (l.bitsAllocated !== 8 || (l.samplesPerPixel !== 1 && l.samplesPerPixel !== 3)) throw refuse("UNSUPPORTED_MEDIA", imageId, `level ${l.index} has ${l.samplesPerPixel} samples of ${l.bitsAllocated} bits; whole-slide tiles are read as 8-bit grey or colour`);
   }
   const optics = wsiOptics(metadata.map((m) => m.meta));
-  const ov = overviewLevel(levels, o.longSide > 0 ? o.longSide : 2048);
+  // A level is read whole only when its tiles are within the per-picture limits (tile count, decoded bytes, pixels).
+  const budget = o.maxDecodedBytes ?? DEFAULT_PICTURE_BYTES;
+  const whole = (l: WsiLevel) => ({ x: 0, y: 0, width: l.width, height: l.height });
+  const fits = (l: WsiLevel) => {
+    const cells = cellsIn(l, whole(l));
+    return cells <= MAX_TILES_PER_PICTURE && l.width * l.height <= o.maxPixels && l.width * l.height * 3 + cells * l.tileWidth * l.tileHeight * 3 <= budget;
+  };
+  const ov = overviewLevel(levels, o.longSide > 0 ? o.longSide : 2048, fits);
   if (ov.width * ov.height > o.maxPixels) throw refuse("PAYLOAD_TOO_LARGE", imageId, `its coarsest level is ${ov.width}×${ov.height}, over ${o.maxPixels} pixels; the slide has no level small enough to read whole`);
   if (o.maxDecodedBytes !== undefined && ov.width * ov.height * 3 > o.maxDecodedBytes) throw refuse("PAYLOAD_TOO_LARGE", imageId, `its coarsest level of ${ov.width}×${ov.height} decodes to ${ov.width * ov.height * 3} bytes, over ${o.maxDecodedBytes}; send the slide's pyramid (e.g. from a PACS over DICOMweb)`);
   reservePictures(o.pictures, 1, imageId);
 
-  const whole = { x: 0, y: 0, width: ov.width, height: ov.height };
-  const overview = await assemble(imageId, source, ov, whole, o);
+  const overview = await assemble(imageId, source, ov, whole(ov), o);
   // The overview is sent at most at the model's long side (the coarsest level may be larger).
   const fit = o.longSide > 0 ? Math.min(1, o.longSide / Math.max(ov.width, ov.height)) : 1;
   const shown = { width: Math.max(1, Math.round(ov.width * fit)), height: Math.max(1, Math.round(ov.height * fit)) };
   const common = { levels: levels.length, overviewId: imageId, overviewWidth: shown.width, overviewHeight: shown.height, ...iccAndOptics(optics) };
   const out: LoadedImage[] = [
     await picture(imageId, overview.rgb, ov.width, ov.height, shown, overview, ids, ov, [caption, `whole-slide microscopy (SM), overview: level ${ov.index} of ${levels.length} (0 = full resolution), ${ov.width}×${ov.height} pixels${spacingText(ov)}`], {
-      role: "overview", level: ov.index, totalColumns: ov.width, totalRows: ov.height, ...spacing(ov), region: whole, overviewRegion: { x: 0, y: 0, ...shown }, tiles: overview.tiles, levelFrames: ov.frames, ...common,
+      role: "overview", level: ov.index, totalColumns: ov.width, totalRows: ov.height, ...spacing(ov), region: whole(ov), overviewRegion: { x: 0, y: 0, ...shown }, tiles: overview.tiles, levelFrames: ov.frames, ...common,
     }),
   ];
   if (!o.regions) return out;
@@ -142,7 +148,7 @@ export async function pyramidPictures(imageId: string, metadata: Array<{ uid: st
   const room = Math.min(MAX_REGIONS, o.pictures?.left ?? MAX_REGIONS);
   if (!zoomed || room < 1) return out;
   const zoom = zoomed.width / ov.width;
-  const cells = tissueRichCells(overview.rgb, ov.width, ov.height, REGION_SIDE / zoom, room);
+  const cells = tissueInFocusCells(overview.rgb, ov.width, ov.height, REGION_SIDE / zoom, room);
   reservePictures(o.pictures, cells.length, imageId);
   for (const [k, cell] of cells.entries()) {
     const x = Math.min(Math.round(cell.x * zoom), zoomed.width - 1);
@@ -155,7 +161,7 @@ export async function pyramidPictures(imageId: string, metadata: Array<{ uid: st
     out.push(
       await picture(id, read.rgb, region.width, region.height, { width: region.width, height: region.height }, read, ids, zoomed, [caption, `whole-slide microscopy (SM), region ${k + 1} of ${cells.length} at level ${zoomed.index} (${zoomText}× the overview${spacingText(zoomed)}): x ${region.x}, y ${region.y}, ${region.width}×${region.height} of the level's ${zoomed.width}×${zoomed.height}; on the overview "${imageId}" at x ${overviewRegion.x}, y ${overviewRegion.y}, ${overviewRegion.width}×${overviewRegion.height}`], {
         role: "region", level: zoomed.index, totalColumns: zoomed.width, totalRows: zoomed.height, ...spacing(zoomed), region, overviewRegion, tiles: read.tiles, levelFrames: zoomed.frames,
-        selection: `rank ${k + 1} of the overview's ${Math.round(REGION_SIDE / zoom)}-pixel grid cells by tissue (mean darkness ${cell.score.toFixed(3)})`, ...common,
+        selection: `rank ${k + 1} by focus of the overview's ${cell.among} ${Math.round(REGION_SIDE / zoom)}-pixel grid cells that are mostly tissue: ${Math.round(cell.tissue * 100)} % tissue (saturation above Otsu's ${cell.threshold.toFixed(2)}, not darker than stain), focus ${cell.focus.toFixed(1)} (mean squared Laplacian of luminance)`, ...common,
       }),
     );
   }

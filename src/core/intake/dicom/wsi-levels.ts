@@ -184,12 +184,17 @@ export function wsiOptics(metadata: QidoItem[]): WsiOptics {
   };
 }
 
+/** How much larger than the model's long side a level may be and still be read for the overview (then scaled down). */
+export const OVERVIEW_OVERSIZE = 2;
+
 /**
- * The level read for the overview: the finest whose total pixel matrix fits `longSide` on its
- * long side (so nothing finer than the model reads is fetched); when none fits, the coarsest.
+ * The level read for the overview: the finest whose long side is within OVERVIEW_OVERSIZE × the
+ * model's and that `fits` (its tiles within the picture's limits) — read and scaled down, it
+ * keeps detail a coarser level lost (a 1587-pixel level beats a 793-pixel one for a 1536 model);
+ * when none does, the finest that fits `longSide` itself, else the coarsest.
  */
-export function overviewLevel(levels: readonly WsiLevel[], longSide: number): WsiLevel {
-  return levels.find((l) => Math.max(l.width, l.height) <= longSide) ?? levels[levels.length - 1]!;
+export function overviewLevel(levels: readonly WsiLevel[], longSide: number, fits: (l: WsiLevel) => boolean = () => true): WsiLevel {
+  return levels.find((l) => Math.max(l.width, l.height) <= longSide * OVERVIEW_OVERSIZE && fits(l)) ?? levels.find((l) => Math.max(l.width, l.height) <= longSide) ?? levels[levels.length - 1]!;
 }
 
 /** Grid cells of `level` that the rectangle meets: how many tiles at most a picture of it needs (computed, not listed). */
