@@ -127,6 +127,14 @@ describe("a PACS that lies about a slide's metadata", () => {
     expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(MAX_METADATA_BYTES_PER_SERIES);
   });
 
+  it("12 small metadata answers declaring 250,000-frame levels end in a clear 413 with no tile fetched", async () => {
+    handler = slide(12, (k) => level([256 * 500 + k, 256 * 500], 256, 250_000, { "00209311": v("TILED_FULL") }));
+    const e = await rejection(prepareImages(slideRef(), opts()));
+    expect(e.code).toBe("PAYLOAD_TOO_LARGE");
+    expect(metadataRequests()).toBe(12);
+    expect(frameRequests()).toBe(0);
+  });
+
   it("levels declaring 250,000 frames each are read without listing their tiles; a picture's tiles are computed for its cells only", () => {
     const metadata = Array.from({ length: 12 }, (_, k) => ({ uid: `2.25.7${k}`, meta: level([256 * 500 + k, 256 * 500], 256, 250_000, { "00209311": v("TILED_FULL") })[0]! }));
     const levels = pyramidLevels(metadata);
