@@ -50,6 +50,8 @@ export interface SubmitRequest {
   pacsStanding?: "ehr" | "caller";
   overrides?: CaseOverrides;
   idempotencyKey?: string | null;
+  /** The request's abort (the client went away): the case's image fetches and decodes stop. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -199,6 +201,7 @@ export class CaseService {
       dicomweb: { ...settings.dicomweb, ...(req.pacsStanding === "ehr" ? {} : { tokenlessServers: this.#config.images.dicomwebTenantServers[req.owner] ?? [] }) },
       tenant: req.owner,
       allowPath: false,
+      ...(req.signal ? { signal: req.signal } : {}),
     });
     const stored = toStoredInput(prepared);
     const overrides = { ...req.overrides };
