@@ -20,8 +20,8 @@ beforeAll(async () => {
       if (!res.writableEnded) abandoned.push(url);
     });
     const json = (b: unknown) => res.writeHead(200, { "content-type": "application/dicom+json" }).end(JSON.stringify(b));
-    if (url.endsWith("/studies/2.25.1/series")) return json([{ "0020000E": { vr: "UI", Value: ["2.25.10"] } }]);
-    if (url.endsWith("/instances")) return json([{ "00080018": { vr: "UI", Value: ["2.25.91"] }, "00200013": { vr: "IS", Value: [1] } }]);
+    if (url.endsWith("/studies/2.25.1/series")) json([{ "0020000E": { vr: "UI", Value: ["2.25.10"] } }]);
+    else if (url.endsWith("/instances")) json([{ "00080018": { vr: "UI", Value: ["2.25.91"] }, "00200013": { vr: "IS", Value: [1] } }]);
     // The instance: held open.
   });
   await new Promise<void>((r) => pacs.listen(0, "127.0.0.1", r));
