@@ -18,7 +18,7 @@ export const PYTHON = "/usr/bin/python3";
 export function secondOpinionMissing(): string | null {
   if (!existsSync(PYTHON)) return "/usr/bin/python3 is missing (apt-get install python3-pydicom python3-numpy)";
   if (spawnSync(PYTHON, ["-c", "import pydicom, numpy"]).status !== 0) return "pydicom or numpy is missing under /usr/bin/python3 (apt-get install python3-pydicom python3-numpy)";
-  for (const tool of ["dcmconv", "dcmcjpeg", "dcmcrle"]) if (!["/usr/bin", "/usr/local/bin"].some((d) => existsSync(path.join(d, tool)))) return `${tool} is missing (apt-get install dcmtk)`;
+  for (const tool of ["dcmconv", "dcmcjpeg", "dcmcrle", "dcmj2pnm"]) if (!["/usr/bin", "/usr/local/bin"].some((d) => existsSync(path.join(d, tool)))) return `${tool} is missing (apt-get install dcmtk)`;
   return null;
 }
 
@@ -190,4 +190,17 @@ export function perChannel(ours: ArrayLike<number>, theirs: ArrayLike<number>): 
     }
     return { r: correlation(a, b), meanDiff: a.reduce((s, x, i) => s + Math.abs(x - b[i]!), 0) / a.length };
   });
+}
+
+/** DCMTK's rendering of `file` (dcmj2pnm, the object's first window), as 8-bit grey values. */
+export async function dcmtkGrey(dir: string, file: Buffer, name: string): Promise<Buffer> {
+  const src = path.join(dir, `${name}-dcmtk.dcm`);
+  const out = path.join(dir, `${name}.pgm`);
+  await writeFile(src, file);
+  await run("dcmj2pnm", ["--use-window", "1", "--write-raw-pnm", src, out]);
+  const pgm = await readFile(out);
+  // P5\n<w> <h>\n255\n then the pixels.
+  let at = 0;
+  for (let fields = 0; fields < 4; at++) if (pgm[at] === 0x0a || pgm[at] === 0x20) fields++;
+  return pgm.subarray(at);
 }
