@@ -13,6 +13,8 @@ export interface ParsedHeader {
   slide?: SlideHeader;
   /** Each frame's own VOI window (Frame VOI LUT functional group, else the top-level one): [center, width, 1 when from the functional groups]; null when no frame has one. */
   frameWindows: Array<[number, number, number] | null> | null;
+  /** Where each frame sits (an enhanced object's Frame Content: stack, position, time point), for its caption; null when no frame says. */
+  frameContents: Array<string | null> | null;
   /** What the worker could not apply as the standard says (shown in provenance). */
   warnings: string[];
 }
@@ -76,6 +78,7 @@ export function withParsedDicom<T>(tenant: string, bytes: Buffer, attributes: re
         pixelBytes: header.pixelBytes,
         transferSyntaxUid: header.transferSyntaxUid,
         frameWindows: header.frameWindows ?? null,
+        frameContents: header.frameContents ?? null,
         warnings: header.warnings ?? [],
         ...(header.slide ? { slide: header.slide } : {}),
       },

@@ -45,6 +45,24 @@ export function frameValues(all, k) {
   };
 }
 
+/**
+ * Where frame `k` sits in an enhanced object, from its Frame Content (PS3.3 C.7.6.16.2.2): the
+ * stack and position within it, or the temporal position — words for the frame's caption
+ * ("stack 1, position 5"), or null when the object says nothing.
+ */
+export function frameContent(all, k) {
+  const c = frameMacro(all, k, "FrameContentSequence");
+  if (!c) return null;
+  const parts = [];
+  const stack = typeof c.StackID === "string" ? c.StackID.slice(0, 16) : undefined;
+  const position = num(c.InStackPositionNumber);
+  const temporal = num(c.TemporalPositionIndex);
+  if (stack !== undefined) parts.push(`stack ${stack}`);
+  if (position !== undefined) parts.push(`position ${position}`);
+  if (temporal !== undefined) parts.push(`time point ${temporal}`);
+  return parts.length ? parts.join(", ") : null;
+}
+
 /** Bytes of a DICOM OB/OW value as dcmjs gives it (an ArrayBuffer, a view, or an array of them). */
 export function valueBytes(v) {
   const part = Array.isArray(v) ? v.find((p) => p instanceof ArrayBuffer || ArrayBuffer.isView(p)) : v;

@@ -231,6 +231,7 @@ function decodeRefusal(imageId: string, e: unknown): unknown {
 
 interface RenderPlan {
   elements: Record<string, unknown>;
+  frameContents: Array<string | null> | null;
   tsUid: string;
   frames: number;
   monochrome: boolean;
@@ -321,12 +322,12 @@ async function renderParsed(imageId: string, checked: CheckedFile, limits: Dicom
   checkPixelData(imageId, checked, dicom, dims);
   reservePictures(limits.pictures, renderings.length, imageId);
   const pictures = await dicom.render(renderings.map(({ frame, window }) => ({ frame, window: window ? { center: window.center, width: window.width } : null })));
-  return { elements, tsUid, frames, monochrome, chosen, renderings, pictures, warnings: [...checked.warnings, ...dicom.header.warnings] };
+  return { elements, frameContents: dicom.header.frameContents, tsUid, frames, monochrome, chosen, renderings, pictures, warnings: [...checked.warnings, ...dicom.header.warnings] };
 }
 
 /** The rendered frames as PNG pictures of the case, with provenance and a de-identified caption. */
 async function encodePictures(imageId: string, caption: string | undefined, plan: RenderPlan): Promise<LoadedImage[]> {
-  const { elements, tsUid, frames, monochrome, chosen, renderings, pictures, warnings } = plan;
+  const { elements, frameContents, tsUid, frames, monochrome, chosen, renderings, pictures, warnings } = plan;
   const context = deidentifiedContext(elements);
   const out: LoadedImage[] = [];
   for (const [k, { frame, window, suffix }] of renderings.entries()) {
@@ -347,7 +348,7 @@ async function encodePictures(imageId: string, caption: string | undefined, plan
       ...(used ? { window: used } : {}),
       ...(warnings.length ? { warnings } : {}),
     };
-    const describe = [caption, `DICOM${context ? ` ${context}` : ""}`, frames > 1 ? `frame ${frame + 1} of ${frames}` : "", used ? `window C${used.center}/W${used.width} (${used.source})` : ""];
+    const describe = [caption, `DICOM${context ? ` ${context}` : ""}`, frames > 1 ? `frame ${frame + 1} of ${frames}${frameContents?.[frame] ? ` (${frameContents[frame]})` : ""}` : "", used ? `window C${used.center}/W${used.width} (${used.source})` : ""];
     out.push(dicomPicture(`${chosen.length > 1 ? `${imageId}-frame${frame + 1}` : imageId}${suffix}`, png, rendered.width, rendered.height, describe, provenance));
   }
   return out;

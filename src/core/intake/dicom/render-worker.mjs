@@ -4,14 +4,14 @@
 // itself, whatever loads the TypeScript. One object at a time (the pool lends a thread to one
 // object); a new "header" forgets the previous object.
 // Protocol:
-//   { id, op: "header", bytes, attributes: [names] } → { id, ok, elements (only `attributes`, as plain strings/numbers), slide? (a whole-slide instance's tile positions and optics), hasPixelData, floatPixelData ("float" | "double" | null), pixelBytes, transferSyntaxUid, frameWindows ([center, width, fromFunctionalGroups] | null per frame, or null), warnings }
+//   { id, op: "header", bytes, attributes: [names] } → { id, ok, elements (only `attributes`, as plain strings/numbers), slide? (a whole-slide instance's tile positions and optics), hasPixelData, floatPixelData ("float" | "double" | null), pixelBytes, transferSyntaxUid, frameWindows ([center, width, fromFunctionalGroups] | null per frame, or null), frameContents (words per frame, or null), warnings }
 //   { id, op: "wsi-metadata", bytes } → { id, ok, meta (wsi-metadata.mjs's summary) | error }
 //   { id, op: "render", items: [{ frame, window: { center, width } | null }], more? } (more: the object is kept for another render) → { id, ok, frames: [{ width, height, pixels, window }] }
 // Every reply carries `wasmBytes`, the codecs' WebAssembly memory, so the pool can replace a
 // thread whose memory has grown past its bound.
 import { createRequire } from "node:module";
 import { parentPort } from "node:worker_threads";
-import { expandSegmentedLut, firstItem, frameValues, jpegHoldsYcbcr, modalityLut, valueBytes } from "./frame-values.mjs";
+import { expandSegmentedLut, firstItem, frameContent, frameValues, jpegHoldsYcbcr, modalityLut, valueBytes } from "./frame-values.mjs";
 import { slimWsiMetadata } from "./wsi-metadata.mjs";
 
 // The codecs' memory is not reachable through dcmjs-imaging's API: note every memory a
@@ -210,6 +210,7 @@ parentPort.on("message", async (job) => {
       }
       const frameCount = Math.min(Math.max(1, Number(all.NumberOfFrames) || 1), MAX_POSITIONS);
       const frameWindows = Array.from({ length: frameCount }, (_, k) => frameValues(all, k).window);
+      const contents = Array.from({ length: frameCount }, (_, k) => frameContent(all, k));
       reply({
         id: job.id,
         ok: true,
@@ -220,6 +221,7 @@ parentPort.on("message", async (job) => {
         pixelBytes: pixelBytes(all.PixelData),
         transferSyntaxUid: image.getTransferSyntaxUid(),
         frameWindows: frameWindows.some((w) => w !== null) ? frameWindows.map((w) => (w ? [w.center, w.width, w.fromFunctionalGroups ? 1 : 0] : null)) : null,
+        frameContents: contents.some((c) => c !== null) ? contents : null,
         warnings,
       });
     } else if (job.op === "render") {

@@ -81,6 +81,8 @@ describe.skipIf(missing !== null)("scanner objects against a standard reading by
     expect(imgs).toHaveLength(2);
     for (const [k, img] of imgs.entries()) {
       expect(img.dicom!.window).toEqual({ center: 49, width: 102, source: "frame VOI LUT (functional groups)" });
+      // Its Frame Content says where the frame sits: the caption carries it.
+      expect(img.caption).toMatch(new RegExp(`frame ${k + 1} of 2 \\(stack \\w+, position \\d+\\)`));
       const ours = await ourPixels(img.data, 1);
       expect(correlation(ours, ref[k]!)).toBeGreaterThanOrEqual(0.99);
       expect(ours.reduce((s, x, i) => s + Math.abs(x - ref[k]![i]!), 0) / ours.length).toBeLessThanOrEqual(2);
