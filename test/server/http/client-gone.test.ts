@@ -2,6 +2,7 @@
 // A client that goes away while its case's images are being read stops that reading: the
 // PACS request in flight is dropped and nothing more is asked of it.
 import { createServer, type Server, type ServerResponse } from "node:http";
+import { until } from "../../support/until.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chestPain, startTestServer, type TestServer } from "./http-harness.js";
 
@@ -39,15 +40,11 @@ describe("a client that goes away during intake", () => {
   it("POST /diagnose closed while its DICOMweb image is fetched: the PACS request is dropped, none follows", async () => {
     const ctrl = new AbortController();
     const res = t.api("/diagnose", { method: "POST", json: chestPain({ images: [{ id: "ct", dicomweb: { server: root, study: "2.25.1", accessToken: "the-caller's-own" } }] }), signal: ctrl.signal }).catch((e: unknown) => e);
-    await until(() => requests.some((u) => u.endsWith("/instances/2.25.91")));
+    await until(() => requests.some((u) => u.endsWith("/instances/2.25.91")) || undefined);
     const asked = requests.length;
     ctrl.abort();
     await res;
-    await until(() => abandoned.some((u) => u.endsWith("/instances/2.25.91")));
+    await until(() => abandoned.some((u) => u.endsWith("/instances/2.25.91")) || undefined);
     expect(requests.length).toBe(asked);
   }, 20_000);
 });
-
-async function until(cond: () => boolean): Promise<void> {
-  while (!cond()) await new Promise((r) => setImmediate(r));
-}

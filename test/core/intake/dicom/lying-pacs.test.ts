@@ -6,6 +6,7 @@
  * controls), not how long it took. And a case refused for one image stops reading the others.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { until } from "../../../support/until.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { prepareCase } from "../../../../src/core/intake/case-intake.js";
 import { prepareImages, type PrepareImageOptions } from "../../../../src/core/intake/images.js";
@@ -162,11 +163,11 @@ describe("a refused or cancelled case stops reading its images", () => {
     handler = hanging();
     const ctrl = new AbortController();
     const read = rejection(prepareImages(slideRef(), opts({ signal: ctrl.signal, dicomweb: PATIENT })));
-    await until(() => frameRequests() === 1);
+    await until(() => frameRequests() === 1 || undefined);
     const asked = requests.length;
     ctrl.abort(new Error("cancelled"));
     await read;
-    await until(() => abandoned.length === 1);
+    await until(() => abandoned.length === 1 || undefined);
     expect(requests.length).toBe(asked);
   }, 20_000);
 
@@ -177,7 +178,10 @@ describe("a refused or cancelled case stops reading its images", () => {
     const mpeg = dicomFile({ modality: "OT", rows: 8, columns: 8, stored: new Uint8Array(64), transferSyntax: "1.2.840.10008.1.2.4.100" });
     handler = (req, res) => {
       const url = req.url!;
-      if (url.endsWith("/studies/2.25.2/series")) return void until(() => frameRequests() === 1).then(() => json(res, [{ "0020000E": v("2.25.20") }]));
+      if (url.endsWith("/studies/2.25.2/series")) return void until(() => frameRequests() === 1 || undefined).then(
+          () => json(res, [{ "0020000E": v("2.25.20") }]),
+          () => res.destroy(),
+        );
       if (url.endsWith("/series/2.25.20/instances")) return json(res, [{ "00080018": v("2.25.99"), "00200013": v(1) }]);
       if (url.endsWith("/instances/2.25.99")) {
         const b = "medmmv-boundary";
@@ -193,12 +197,7 @@ describe("a refused or cancelled case stops reading its images", () => {
     })) as { code?: string; message?: string };
     expect(e.code, e.message).toBe("UNSUPPORTED_MEDIA");
     // The slide's frame request in flight was dropped by the client, and nothing more was asked.
-    await until(() => abandoned.some((u) => u.includes("/frames/")));
+    await until(() => abandoned.some((u) => u.includes("/frames/")) || undefined);
     expect(requests.length).toBe(refusedAt);
   }, 20_000);
 });
-
-/** Wait until `cond` holds (conditions, never time, decide a test; vitest's timeout bounds it). */
-async function until(cond: () => boolean): Promise<void> {
-  while (!cond()) await new Promise((r) => setImmediate(r));
-}
