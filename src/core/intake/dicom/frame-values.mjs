@@ -126,6 +126,36 @@ export function expandSegmentedLut(words, entries) {
   return n === entries ? out : null;
 }
 
+/** JPEG 2000 and HTJ2K transfer syntaxes. */
+const J2K_SYNTAXES = new Set(["1.2.840.10008.1.2.4.90", "1.2.840.10008.1.2.4.91", "1.2.840.10008.1.2.4.201", "1.2.840.10008.1.2.4.202", "1.2.840.10008.1.2.4.203"]);
+
+/**
+ * Whether a JPEG 2000 codestream applies a multiple component transform (its COD segment's
+ * MCT byte, ISO 15444-1 A.6.1): true, false, or undefined when `bytes` holds no readable main header.
+ */
+export function j2kComponentTransform(bytes) {
+  const find = (a, b, from) => {
+    for (let i = from; i + 1 < bytes.length && i < 64 * 1024; i++) if (bytes[i] === a && bytes[i + 1] === b) return i;
+    return -1;
+  };
+  const siz = find(0xff, 0x51, 0);
+  if (siz === -1 || siz + 4 > bytes.length) return undefined;
+  const cod = find(0xff, 0x52, siz + 2 + ((bytes[siz + 2] << 8) | bytes[siz + 3]));
+  if (cod === -1 || cod + 8 >= bytes.length) return undefined;
+  return bytes[cod + 8] === 1;
+}
+
+/**
+ * The photometric interpretation a JPEG 2000 object's frames are rendered with: a stream with
+ * a multiple component transform is turned back into RGB by the codec itself (PS3.5 A.4.4:
+ * such objects are labelled YBR_ICT or YBR_RCT), so one labelled YBR_FULL or YBR_FULL_422 (a
+ * writer's error) must not be converted from YCbCr a second time; it is read as RGB.
+ */
+export function j2kPhotometric(tsUid, photometric, firstCodestream) {
+  if (!J2K_SYNTAXES.has(tsUid) || !/^YBR_FULL/.test(photometric ?? "") || !firstCodestream) return photometric;
+  return j2kComponentTransform(firstCodestream) === true ? "RGB" : photometric;
+}
+
 /**
  * Whether a JPEG codestream of three components holds YCbCr that the decoder must turn into
  * RGB, by the rules mature readers follow (PS3.5 8.2.1; libjpeg's markers, pydicom, GDCM):

@@ -11,7 +11,7 @@
 // thread whose memory has grown past its bound.
 import { createRequire } from "node:module";
 import { parentPort } from "node:worker_threads";
-import { expandSegmentedLut, firstItem, frameContent, frameValues, jpegHoldsYcbcr, modalityLut, valueBytes } from "./frame-values.mjs";
+import { expandSegmentedLut, firstItem, frameContent, frameValues, j2kPhotometric, jpegHoldsYcbcr, modalityLut, valueBytes } from "./frame-values.mjs";
 import { slimWsiMetadata } from "./wsi-metadata.mjs";
 
 // The codecs' memory is not reachable through dcmjs-imaging's API: note every memory a
@@ -203,6 +203,16 @@ parentPort.on("message", async (job) => {
       const warnings = [];
       if (all.PhotometricInterpretation === "PALETTE COLOR") expandSegmentedPalette(image, all);
       if (all.ModalityLUTSequence !== undefined) warnings.push(...applyModalityLut(image, all));
+      if (Number(all.SamplesPerPixel) === 3) {
+        const fragments = Array.isArray(all.PixelData) ? all.PixelData : [all.PixelData];
+        const firstCodestream = fragments.map(valueBytes).find((b) => b && b.length > 4 && b[0] === 0xff && b[1] === 0x4f);
+        const labelled = all.PhotometricInterpretation;
+        const read = j2kPhotometric(image.getTransferSyntaxUid(), labelled, firstCodestream);
+        if (read !== labelled) {
+          image.setElement("PhotometricInterpretation", read);
+          warnings.push(`labelled ${labelled}, but its JPEG 2000 codestream applies a component transform, which the codec undoes; read as RGB`);
+        }
+      }
       const elements = {};
       for (const name of job.attributes) {
         const v = plain(all[name]);

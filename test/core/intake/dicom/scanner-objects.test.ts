@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MedmmvError } from "../../../../src/core/contracts/errors.js";
 import { prepareCase } from "../../../../src/core/intake/case-intake.js";
 import { prepareImages } from "../../../../src/core/intake/images.js";
-import { dicomFile } from "./dicom-fixtures.js";
+import dcmjs from "dcmjs";
+import { dicomFile, LOSSLESS, transcode } from "./dicom-fixtures.js";
 import { correlation, dcmtkGrey, ourPixels, perChannel, secondOpinionMissing, standardReading } from "./second-opinion.js";
 
 const OPTS = { maxBytes: 10 * 1024 * 1024, maxPixels: 40_000_000, allowPath: false, maxDicomFrames: 16 } as const;
@@ -50,6 +51,23 @@ describe("colour JPEG: the colour transform from the header and the codestream t
     for (const { r, meanDiff } of perChannel(await ourPixels(img!.data, 3), await pngRgb("chelsea.png"))) {
       expect(r).toBeGreaterThanOrEqual(0.98);
       expect(meanDiff).toBeLessThanOrEqual(5);
+    }
+  });
+
+  it("JPEG 2000 labelled YBR_FULL over a stream with a component transform (the codec undoes it) is not converted twice", async () => {
+    const W = 48;
+    const H = 32;
+    const px = new Uint8Array(W * H * 3);
+    for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) px.set([x * 5, y * 7, 200 - x * 2], (y * W + x) * 3);
+    // dcmjs-codecs writes it RGB with MCT 1; relabelled YBR_FULL, as writers that should say YBR_ICT/RCT do.
+    const j2k = await transcode(dicomFile({ modality: "OT", rows: H, columns: W, stored: px, rgb: true }), LOSSLESS["JPEG 2000 Lossless"]);
+    const dict = dcmjs.data.DicomMessage.readFile(j2k.buffer.slice(j2k.byteOffset, j2k.byteOffset + j2k.byteLength) as ArrayBuffer);
+    dict.dict["00280004"]!.Value = ["YBR_FULL"];
+    const [img] = await render("j2k-ybr", Buffer.from(dict.write()));
+    expect(img!.dicom!.warnings?.[0]).toMatch(/labelled YBR_FULL, but its JPEG 2000 codestream applies a component transform/);
+    for (const { r, meanDiff } of perChannel(await ourPixels(img!.data, 3), px)) {
+      expect(r).toBeGreaterThanOrEqual(0.99);
+      expect(meanDiff).toBeLessThanOrEqual(1);
     }
   });
 
