@@ -17,6 +17,7 @@ import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { Serialized } from "@langchain/core/load/serializable";
 import { ChatOpenAI } from "@langchain/openai";
 import { loadCaseFile } from "../src/core/intake/load-case.js";
+import { intakeSettings } from "../src/core/intake/intake-settings.js";
 import { loadConfig } from "../src/core/config.js";
 import { Pipeline, pipelineOptions } from "../src/core/workflow/pipeline.js";
 import { clinicalScenario } from "../src/scripted/clinical-scenario.js";
@@ -48,7 +49,7 @@ async function main(): Promise<void> {
     // and retries, read from your environment (MEDMMV_K, MEDMMV_LLM_MAX_ATTEMPTS, …) like the CLI's.
     const config = loadConfig({ ...process.env, MEDMMV_LOG_LEVEL: "silent", MEDMMV_CACHE: "off" });
     const pipeline = new Pipeline(config, { chatModels: { executor: mine, vision: mine, judge: mine({ temperature: 0 }) }, callbacks: [counter] });
-    const c = await loadCaseFile(fileURLToPath(new URL("./chest-pain.json", import.meta.url)), { maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
+    const c = await loadCaseFile(fileURLToPath(new URL("./chest-pain.json", import.meta.url)), intakeSettings(config));
     const { result } = await pipeline.run(c, pipelineOptions(config));
     process.stdout.write(
       [

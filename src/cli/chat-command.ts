@@ -4,6 +4,7 @@ import type { Readable, Writable } from "node:stream";
 import { assertLlmConfigured, loadConfig } from "../core/config.js";
 import { isMedmmvError } from "../core/contracts/errors.js";
 import { loadCaseFile } from "../core/intake/load-case.js";
+import { intakeSettings } from "../core/intake/intake-settings.js";
 import { Pipeline, pipelineOptions } from "../core/workflow/pipeline.js";
 import { openSearchProvider } from "../core/search/create-search-provider.js";
 import { CallChain, UsageMeter } from "../core/llm/usage.js";
@@ -48,7 +49,7 @@ export async function chatCommand(file: string, opts: ChatOptions, io: { input: 
   try {
     config = loadConfig();
     assertLlmConfigured(config);
-    c = await loadCaseFile(file, { maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
+    c = await loadCaseFile(file, intakeSettings(config));
     // The operator's own file is read here, on the command line; the registry itself takes ids only.
     if (opts.pathway) c = { ...c, pathway: loadPathway(opts.pathway.endsWith(".json") ? JSON.parse(await readFile(opts.pathway, "utf8")) : opts.pathway) };
     if (opts.script) script = (await readFile(opts.script, "utf8")).split("\n").map(parseQuestionLine).filter((q): q is TurnRequest => q !== null);

@@ -2,6 +2,7 @@ import path from "node:path";
 import { loadConfig } from "../core/config.js";
 import { isMedmmvError } from "../core/contracts/errors.js";
 import { loadCaseFile } from "../core/intake/load-case.js";
+import { intakeSettings } from "../core/intake/intake-settings.js";
 import { Pipeline, pipelineOptions } from "../core/workflow/pipeline.js";
 import { DEMO_ISOLATION_ENV, startDemoBackends } from "./demo/demo-backends.js";
 import { DEMO_CASES } from "./demo/demo-cases.js";
@@ -42,7 +43,7 @@ export async function demoCommand(opts: { json?: boolean; out: string }): Promis
     const pipeline = new Pipeline(config);
     let failed = false;
     for (const [i, demo] of DEMO_CASES.entries()) {
-      const c = await loadCaseFile(demo.file, { maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
+      const c = await loadCaseFile(demo.file, intakeSettings(config));
       const { result, fullEvidenceGraph } = await pipeline.run(c, pipelineOptions(config));
       failed ||= result.status === "failed";
       const out = opts.out ? outputFor(opts.out, i, demo.slug) : undefined;

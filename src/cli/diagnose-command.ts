@@ -2,6 +2,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { isMedmmvError } from "../core/contracts/errors.js";
 import { loadCaseFile } from "../core/intake/load-case.js";
+import { intakeSettings } from "../core/intake/intake-settings.js";
 import { Pipeline, pipelineOptions } from "../core/workflow/pipeline.js";
 import { openSearchProvider } from "../core/search/create-search-provider.js";
 import type { SearchProvider } from "../core/search/search-provider.js";
@@ -23,7 +24,7 @@ export async function diagnoseCommand(file: string, opts: DiagnoseOptions): Prom
   if (!config) return EXIT.usage;
   let c;
   try {
-    c = await loadCaseFile(file, { maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
+    c = await loadCaseFile(file, intakeSettings(config));
   } catch (err) {
     process.stderr.write(`medmmv: ${file}: ${isMedmmvError(err) ? err.message : String(err)}\n`);
     return 2;

@@ -2,6 +2,7 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { Usage } from "../core/contracts/diagnosis-result.js";
 import { prepareCase } from "../core/intake/case-intake.js";
+import { intakeSettings } from "../core/intake/intake-settings.js";
 import { withCatalogPrices, type Config } from "../core/config.js";
 import { describeError, MedmmvError } from "../core/contracts/errors.js";
 import type { PipelineOverrides } from "../core/workflow/pipeline.js";
@@ -331,7 +332,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
 
     let prepared;
     try {
-      prepared = await prepareCase(item.case, { allowPath: true, maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
+      prepared = await prepareCase(item.case, { ...intakeSettings(config), allowPath: true });
     } catch (err) {
       return finish(failedOutput(describeError(err), emptyUsage(Date.now() - started)), 0);
     }

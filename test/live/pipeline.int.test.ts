@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../src/core/config.js";
 import { loadCaseFile } from "../../src/core/intake/load-case.js";
+import { intakeSettings } from "../../src/core/intake/intake-settings.js";
 import { Pipeline, pipelineOptions } from "../../src/core/workflow/pipeline.js";
 import { DiagnosisResult } from "../../src/core/contracts/diagnosis-result.js";
 
@@ -15,7 +16,7 @@ describe.runIf(live)("live endpoint", () => {
   it("diagnoses the example case end to end", async () => {
     const config = loadConfig();
     const file = fileURLToPath(new URL("../../examples/chest-pain.json", import.meta.url));
-    const c = await loadCaseFile(file, { maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
+    const c = await loadCaseFile(file, intakeSettings(config));
     const { result } = await new Pipeline(config).run(c, pipelineOptions(config, { k: 3, maxRepairs: 1 }));
     expect(() => DiagnosisResult.parse(result)).not.toThrow();
     expect(["completed", "abstained"]).toContain(result.status);

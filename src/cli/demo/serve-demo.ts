@@ -4,6 +4,7 @@ import path from "node:path";
 import { loadConfig } from "../../core/config.js";
 import { MedmmvError } from "../../core/contracts/errors.js";
 import { loadCaseFile } from "../../core/intake/load-case.js";
+import { intakeSettings, type IntakeSettings } from "../../core/intake/intake-settings.js";
 import { ApiKeys } from "../../server/http/auth.js";
 import { isLoopback, startServer, type RunningServer, type StartServerOptions } from "../../server/server.js";
 import { openStore } from "../../server/store/open-store.js";
@@ -53,9 +54,9 @@ async function demoApiKey(dir: string): Promise<string> {
 }
 
 /** The example file as a POST /diagnose body: image paths replaced by their bytes, every other field as written. */
-async function requestBody(file: string, maxBytes: number, maxPixels: number): Promise<Record<string, unknown>> {
+async function requestBody(file: string, settings: IntakeSettings): Promise<Record<string, unknown>> {
   const raw = JSON.parse(await readFile(file, "utf8")) as Record<string, unknown>;
-  const loaded = await loadCaseFile(file, { maxBytes, maxPixels });
+  const loaded = await loadCaseFile(file, settings);
   const byId = new Map(loaded.images.map((i) => [i.id, i]));
   const images = Array.isArray(raw.images)
     ? raw.images.map((img: { id: string; caption?: string }) => {
@@ -128,7 +129,7 @@ export async function startDemoService(env: Record<string, string | undefined>, 
 
     const submitted: Array<{ slug: string; caseId: string; questions?: readonly string[] }> = [];
     for (const demo of DEMO_CASES) {
-      const body = await requestBody(demo.file, config.http.maxImageBytes, config.http.maxImagePixels);
+      const body = await requestBody(demo.file, intakeSettings(config));
       // Same example, same key: a restart finds the stored case; an edited example is a new case.
       const digest = createHash("sha256").update(JSON.stringify(body)).digest("hex").slice(0, 16);
       const accepted = await api<{ caseId: string }>("/diagnose", {

@@ -39,8 +39,21 @@ export async function prepareCase(c: ClinicalCase, opts: PrepareImageOptions): P
   // A whole slide sends finer regions besides its overview when the case (or a step of its pathway) asks about cells.
   const text = `${rest.question}\n${rest.notes ?? ""}`;
   const cellRegions = asksAboutCells([text, ...(pathway?.steps.map((st) => st.question) ?? [])].join("\n"));
-  opts = { ...opts, extraCtWindows: ctWindowsAskedFor(text), cellRegions, pictures: { left: MAX_PICTURES, max: MAX_PICTURES } };
-  const loaded = (await Promise.all(images.map((img) => prepareImages(img, opts).catch((e: unknown) => Promise.reject(atFhirElement(e, imagePaths[img.id])))))).flat();
+  // The first image refused refuses the case: the others' fetches and decoding are aborted at
+  // once (a 415 must not leave a PACS being read and tiles decoded for a case already answered).
+  const refused = new AbortController();
+  const signal = opts.signal ? AbortSignal.any([opts.signal, refused.signal]) : refused.signal;
+  opts = { ...opts, extraCtWindows: ctWindowsAskedFor(text), cellRegions, pictures: { left: MAX_PICTURES, max: MAX_PICTURES }, signal };
+  const loaded = (
+    await Promise.all(
+      images.map((img) =>
+        prepareImages(img, opts).catch((e: unknown) => {
+          refused.abort(e);
+          return Promise.reject(atFhirElement(e, imagePaths[img.id]));
+        }),
+      ),
+    )
+  ).flat();
   // A DICOM object becomes several pictures (its frames): the case's limits hold for those.
   if (loaded.length > MAX_PICTURES) {
     throw new MedmmvError("PAYLOAD_TOO_LARGE", `the case's images make ${loaded.length} pictures (DICOM frames count one each); the limit is ${MAX_PICTURES} — send fewer images or frames`, { details: { pictures: loaded.length, max: MAX_PICTURES } });

@@ -29,6 +29,8 @@ export interface PrepareImageOptions {
   cellRegions?: boolean;
   /** The case's pictures still free (set by prepareCase): every picture is reserved before it is decoded. */
   pictures?: PictureBudget;
+  /** The case's abort (prepareCase aborts it when any image is refused): fetching and decoding stop at once. */
+  signal?: AbortSignal;
   /** Folder that relative `path`s are resolved against (the case file's folder for the CLI). */
   baseDir?: string;
   /** `path` is only for trusted local callers (CLI, eval); the HTTP API never sets this. */
@@ -144,11 +146,13 @@ export async function prepareImages(input: ImageInput, opts: PrepareImageOptions
     ...(opts.cellRegions ? { cellRegions: true } : {}),
     ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
     ...(opts.pictures ? { pictures: opts.pictures } : {}),
+    ...(opts.signal ? { signal: opts.signal } : {}),
   };
+  opts.signal?.throwIfAborted();
   if (input.dicomweb !== undefined && input.data === undefined && input.path === undefined) {
-    const series = await locateSeries(input.id, input.dicomweb, { servers: [], maxInstances: DEFAULT_DICOM_FRAMES, timeoutMs: 20_000, attempts: 3, ...opts.dicomweb, maxBytes: opts.maxBytes, ...(opts.pictures ? { pictures: opts.pictures } : {}) });
+    const series = await locateSeries(input.id, input.dicomweb, { servers: [], maxInstances: DEFAULT_DICOM_FRAMES, timeoutMs: 20_000, attempts: 3, ...opts.dicomweb, maxBytes: opts.maxBytes, ...(opts.pictures ? { pictures: opts.pictures } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
     // A whole slide is a pyramid of tiled levels: read as one, never instance by instance.
-    if (isWholeSlideSeries(series)) return readWholeSlide(series, input.caption, { longSide: opts.modelLongSide ?? DEFAULT_MODEL_LONG_SIDE, maxPixels: opts.maxPixels, maxDecodedBytes: dicomLimits.maxDecodedBytes, regions: opts.cellRegions ?? false, ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}), ...(opts.pictures ? { pictures: opts.pictures } : {}) });
+    if (isWholeSlideSeries(series)) return readWholeSlide(series, input.caption, { longSide: opts.modelLongSide ?? DEFAULT_MODEL_LONG_SIDE, maxPixels: opts.maxPixels, maxDecodedBytes: dicomLimits.maxDecodedBytes, regions: opts.cellRegions ?? false, ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}), ...(opts.pictures ? { pictures: opts.pictures } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
     const instances = fetchInstances(series);
     const rendered = [];
     // One instance fetched, then rendered (reserving its pictures), then the next: a series
@@ -158,6 +162,7 @@ export async function prepareImages(input: ImageInput, opts: PrepareImageOptions
   }
   const buf = await imageBytes(input, opts);
   if (isDicomPart10(buf)) return renderDicom(input.id, buf, input.caption, dicomLimits);
+  opts.signal?.throwIfAborted();
   reservePictures(opts.pictures, 1, input.id);
   return [await decodedImage(input, buf, opts)];
 }

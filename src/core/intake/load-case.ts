@@ -4,12 +4,14 @@ import { MedmmvError } from "../contracts/errors.js";
 import { prepareCase } from "./case-intake.js";
 import { describeZodIssues } from "../contracts/zod-issues.js";
 import { ClinicalCase, type PreparedCase } from "../contracts/clinical-case.js";
+import type { IntakeSettings } from "./intake-settings.js";
 
 /**
- * Read a ClinicalCase JSON file for the CLI. Image `path`s are resolved against the case
+ * Read a ClinicalCase JSON file for the CLI, with the same intake settings the server uses
+ * (intakeSettings: decoded bytes, DICOM frames, DICOMweb servers, …). Image `path`s are resolved against the case
  * file's folder, so a case and its images can be moved together.
  */
-export async function loadCaseFile(file: string, opts: { maxBytes: number; maxPixels: number }): Promise<PreparedCase> {
+export async function loadCaseFile(file: string, opts: IntakeSettings): Promise<PreparedCase> {
   const resolved = path.resolve(file);
   // A case holds at most 16 base64 images (4/3 of their bytes) plus text; anything far
   // larger is not a case file, and reading it whole would only waste memory.
@@ -53,8 +55,7 @@ export async function loadCaseFile(file: string, opts: { maxBytes: number; maxPi
   }
 
   return prepareCase(parsed.data, {
-    maxBytes: opts.maxBytes,
-    maxPixels: opts.maxPixels,
+    ...opts,
     baseDir: path.dirname(resolved),
     allowPath: true,
   });

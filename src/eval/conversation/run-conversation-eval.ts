@@ -4,6 +4,7 @@ import path from "node:path";
 import type { AgentDeps } from "../../core/agents/agent-context.js";
 import type { Usage } from "../../core/contracts/diagnosis-result.js";
 import { prepareCase } from "../../core/intake/case-intake.js";
+import { intakeSettings } from "../../core/intake/intake-settings.js";
 import type { PreparedCase } from "../../core/contracts/clinical-case.js";
 import type { Config } from "../../core/config.js";
 import { answerTurn, turnEvidence, type PriorTurn, type TurnEvidence } from "../../core/conversation/answer-turn.js";
@@ -250,7 +251,7 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
     const meter = new UsageMeter(config.llm.prices);
     let c: PreparedCase | null = null;
     try {
-      c = await prepareCase(x.item.case, { allowPath: true, maxBytes: config.http.maxImageBytes, maxPixels: config.http.maxImagePixels });
+      c = await prepareCase(x.item.case, { ...intakeSettings(config), allowPath: true });
       // Runs of one item may be in flight together: each its own case id (the pipeline's thread key).
       c = { ...c, id: `${c.id}:r${run}` };
       let evidence: TurnEvidence | null = null;

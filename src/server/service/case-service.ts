@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { assertLlmConfigured, type Config } from "../../core/config.js";
 import { configureDecodePool } from "../../core/intake/dicom/decode-pool.js";
 import { prepareCase } from "../../core/intake/case-intake.js";
+import { intakeSettings } from "../../core/intake/intake-settings.js";
 import type { ClinicalCase, PreparedCase } from "../../core/contracts/clinical-case.js";
 import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
 import { MedmmvError, describeError, isMedmmvError } from "../../core/contracts/errors.js";
@@ -51,6 +52,8 @@ export interface SubmitRequest {
   pacsStanding?: "ehr" | "caller";
   overrides?: CaseOverrides;
   idempotencyKey?: string | null;
+  /** The request's abort (the client went away): the case's image fetches and decodes stop. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -193,16 +196,14 @@ export class CaseService {
     // Case ids are chosen here so that one client's ids can never collide with, or
     // reveal, another's; the client's own id is kept in the metadata.
     const withClientId: ClinicalCase = clientId === undefined ? rest : { ...rest, metadata: { ...rest.metadata, clientId } };
+    const settings = intakeSettings(this.#config);
     const prepared = await prepareCase(withClientId, {
-      maxBytes: this.#config.http.maxImageBytes,
-      maxPixels: this.#config.http.maxImagePixels,
-      maxDecodedBytes: this.#config.http.maxImageDecodedBytes,
-      maxDicomFrames: this.#config.images.dicomMaxFrames,
-      modelLongSide: this.#config.images.modelLongSide,
+      ...settings,
       // An API-key caller uses its own token for the PACS; an EHR that signed its call is trusted with it.
-      dicomweb: { ...this.#config.images.dicomweb, ...(req.pacsStanding === "ehr" ? {} : { tokenlessServers: this.#config.images.dicomwebTenantServers[req.owner] ?? [] }) },
+      dicomweb: { ...settings.dicomweb, ...(req.pacsStanding === "ehr" ? {} : { tokenlessServers: this.#config.images.dicomwebTenantServers[req.owner] ?? [] }) },
       tenant: req.owner,
       allowPath: false,
+      ...(req.signal ? { signal: req.signal } : {}),
     });
     const stored = toStoredInput(prepared);
     const overrides = { ...req.overrides };

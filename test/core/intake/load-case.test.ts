@@ -4,10 +4,12 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCaseFile } from "../../../src/core/intake/load-case.js";
+import { intakeSettings } from "../../../src/core/intake/intake-settings.js";
+import { loadConfig } from "../../../src/core/config.js";
 import { MedmmvError } from "../../../src/core/contracts/errors.js";
 
 const IMAGES = fileURLToPath(new URL("../../../test/fixtures/benchmark-samples/images/", import.meta.url));
-const LIMITS = { maxBytes: 5 * 1024 * 1024, maxPixels: 40_000_000 };
+const LIMITS = { ...intakeSettings(loadConfig({})), maxBytes: 5 * 1024 * 1024, maxPixels: 40_000_000 };
 
 async function rejection(p: Promise<unknown>): Promise<MedmmvError> {
   const e = await p.then(

@@ -149,25 +149,26 @@ describe("whole-slide images: OrthancWSIDicomizer → Orthanc → a pyramid read
     const sent = calls[0]!.images;
     expect(sent).toHaveLength(1);
     const overview = await rgbOf(sent[0]!);
-    // 1536 holds the 1500 × 1000 level (a quarter of 6000 × 4000), the finest that fits.
-    expect([overview.width, overview.height]).toEqual([1500, 1000]);
-    const r = correlation(overview.data, await reference(1500, 1000));
+    // The 3000 × 2000 level (half of 6000 × 4000) is within 2 × 1536: read and scaled down to
+    // 1536 × 1024, it keeps detail the 1500 × 1000 level lost.
+    expect([overview.width, overview.height]).toEqual([1536, 1024]);
+    const r = correlation(overview.data, await reference(1536, 1024));
     expect(r).toBeGreaterThanOrEqual(0.9);
 
-    const used = levels.find((l) => l.columns === 1500)!;
+    const used = levels.find((l) => l.columns === 3000)!;
     const fetched = frameRequests.flatMap((q) => q.frames.map((f) => `${q.instance}/${f}`));
     expect(new Set(frameRequests.map((q) => q.instance))).toEqual(new Set([used.uid]));
     expect(fetched.length).toBeLessThanOrEqual(used.frames);
     expect(new Set(fetched).size).toBe(fetched.length);
 
     const [stored] = await storedImages(result.caseId);
-    expect(stored!.dicom!.wsi).toMatchObject({ role: "overview", totalColumns: 1500, totalRows: 1000, region: { x: 0, y: 0, width: 1500, height: 1000 }, levels: levels.length });
+    expect(stored!.dicom!.wsi).toMatchObject({ role: "overview", totalColumns: 3000, totalRows: 2000, region: { x: 0, y: 0, width: 3000, height: 2000 }, overviewWidth: 1536, overviewHeight: 1024, levels: levels.length });
     expect(stored!.dicom!.wsi!.pixelSpacingMm![0]).toBeGreaterThan(0);
     expect(stored!.dicom!.wsi!.opticalPaths[0]).toMatchObject({ illumination: "Brightfield illumination" });
     expect(stored!.dicom!.wsi!.iccProfile).toMatch(/recorded, not applied/);
   }, 120_000);
 
-  it("a question about cells adds regions at a finer level, chosen where tissue is richest, with their coordinates in provenance and on the audit view", async () => {
+  it("a question about cells adds regions at a finer level, chosen on tissue in focus, with their coordinates in provenance and on the audit view", async () => {
     calls.length = 0;
     frameRequests.length = 0;
     const res = await t.api("/diagnose", { method: "POST", json: slideCase("Estimate the cellularity and the proportion of blasts.") });
@@ -184,17 +185,22 @@ describe("whole-slide images: OrthancWSIDicomizer → Orthanc → a pyramid read
       // The regions lie in the dense right part of the tissue, where the nuclei are closest.
       const cx = wsi.region.x + wsi.region.width / 2;
       expect(cx).toBeGreaterThan(3600);
-      expect(wsi.overviewRegion.x).toBe(Math.floor(wsi.region.x / 4));
+      // On tissue: the region's corners are inside the ellipse of tissue, never on the glass around it.
+      for (const [x, y] of [[wsi.region.x, wsi.region.y], [wsi.region.x + 511, wsi.region.y], [wsi.region.x, wsi.region.y + 511], [wsi.region.x + 511, wsi.region.y + 511]] as const) {
+        expect(((x - 3000) / 2400) ** 2 + ((y - 2000) / 1500) ** 2, `corner (${x}, ${y})`).toBeLessThan(1);
+      }
+      expect(wsi.selection).toMatch(/by focus .* mostly tissue/);
+      expect(wsi.overviewRegion.x).toBe(Math.floor((wsi.region.x * 1536) / 6000));
       // The region is what the slide holds there (full resolution: the source itself).
       const got = await rgbOf(calls[0]!.images[k + 1]!);
       expect(correlation(got.data, await reference(512, 512, wsi.region))).toBeGreaterThanOrEqual(0.9);
     }
     // Frames of the two levels used only, each at most once per picture.
-    const overviewLevel = levels.find((l) => l.columns === 1500)!;
+    const overviewLevel = levels.find((l) => l.columns === 3000)!;
     const fetched = frameRequests.flatMap((q) => q.frames.map(() => q.instance));
     expect(new Set(fetched)).toEqual(new Set([overviewLevel.uid, full.uid]));
     expect(fetched.length).toBeLessThanOrEqual(overviewLevel.frames + full.frames);
-    // All 24 tiles of the 1500 × 1000 level; at full resolution only the 2 × 2 tiles of each 512-pixel region.
+    // All tiles of the 3000 × 2000 level; at full resolution only the 2 × 2 tiles of each 512-pixel region.
     expect(fetched.filter((u) => u === overviewLevel.uid)).toHaveLength(overviewLevel.frames);
     expect(fetched.filter((u) => u === full.uid)).toHaveLength(3 * 4);
 
@@ -204,7 +210,7 @@ describe("whole-slide images: OrthancWSIDicomizer → Orthanc → a pyramid read
     await openReady(page, t.base + url);
     const boxes = page.getByTestId("wsi-region");
     expect(await boxes.count()).toBe(3);
-    expect(await page.getByTestId("dicom-provenance").first().innerText()).toContain("level 2 of");
+    expect(await page.getByTestId("dicom-provenance").first().innerText()).toContain("level 1 of");
     await page.close();
   }, 120_000);
 

@@ -150,7 +150,9 @@ class Walker {
         }
       }
       if (len === UNDEFINED) {
-        if (group === 0x7fe0 && element === 0x0010 && depth === 0) pos = this.encapsulated(pos);
+        // Encapsulated pixel data: the object's own (depth 0), or an icon's inside IconImageSequence,
+        // which holds fragments, not items of a sequence.
+        if (group === 0x7fe0 && element === 0x0010) pos = this.encapsulated(pos, depth === 0);
         // A sequence, or UN holding one (read as implicit VR little endian, PS3.5 6.2.2).
         else pos = this.sequence(pos, UNDEFINED, depth + 1, implicit || vr === "UN");
         continue;
@@ -195,7 +197,7 @@ class Walker {
     return pos;
   }
 
-  private encapsulated(pos: number): number {
+  private encapsulated(pos: number, own: boolean): number {
     let first = true;
     for (;;) {
       this.need(pos, 8, "the pixel data's next fragment");
@@ -207,7 +209,7 @@ class Walker {
       this.count();
       pos += 8;
       this.need(pos, len, "a pixel data fragment");
-      if (!first) this.fragments.push({ offset: pos, length: len });
+      if (!first && own) this.fragments.push({ offset: pos, length: len });
       first = false;
       pos += len;
     }

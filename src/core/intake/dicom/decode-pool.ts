@@ -156,29 +156,56 @@ function release(slot: Slot): void {
 /**
  * Run `work` with a thread of the pool, after the objects of other tenants queued before it
  * had their turn. Past `objectTimeoutMs` the thread is ended, so the object's work stops
- * there, and `work`'s pending question fails with a DecodeWorkerFailure("timeout").
+ * there, and `work`'s pending question fails with a DecodeWorkerFailure("timeout"); when
+ * `signal` aborts (the case was refused or cancelled) the same happens at once, and an object
+ * still waiting leaves the queue.
  */
-export async function withDecodeWorker<T>(tenant: string, work: (lease: DecodeLease) => Promise<T>): Promise<T> {
-  const slot = await new Promise<Slot>((grant) => {
+export async function withDecodeWorker<T>(tenant: string, work: (lease: DecodeLease) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  signal?.throwIfAborted();
+  const slot = await new Promise<Slot>((grant, reject) => {
+    const waiter: Waiter = {
+      grant: (s) => {
+        signal?.removeEventListener("abort", leave);
+        grant(s);
+      },
+    };
+    // The case was refused or cancelled while this object waited: it leaves the queue unserved.
+    const leave = () => {
+      const queue = queues.get(tenant);
+      const at = queue?.indexOf(waiter) ?? -1;
+      if (at !== -1) queue!.splice(at, 1);
+      if (queue?.length === 0) {
+        queues.delete(tenant);
+        turns.splice(turns.indexOf(tenant), 1);
+      }
+      reject(signal!.reason);
+    };
+    signal?.addEventListener("abort", leave, { once: true });
     const queue = queues.get(tenant);
-    if (queue) queue.push({ grant });
+    if (queue) queue.push(waiter);
     else {
-      queues.set(tenant, [{ grant }]);
+      queues.set(tenant, [waiter]);
       turns.push(tenant);
     }
     dispatch();
   });
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
+  let stopped: Error | null = null;
+  /** End the object's work now: its thread is ended (decoding stops there) and its pending question fails. */
+  const stop = (e: Error) => {
+    if (stopped) return;
+    stopped = e;
     const w = slot.waiting;
     slot.waiting = null;
     retire(slot);
-    w?.reject(new DecodeWorkerFailure("timeout", `decoding took longer than ${options.objectTimeoutMs} ms`));
-  }, options.objectTimeoutMs);
+    w?.reject(e);
+  };
+  const timer = setTimeout(() => stop(new DecodeWorkerFailure("timeout", `decoding took longer than ${options.objectTimeoutMs} ms`)), options.objectTimeoutMs);
+  // A refused or cancelled case stops its decoding at once, not after the object's time limit.
+  const onAbort = () => stop(signal!.reason instanceof Error ? signal!.reason : new Error("aborted"));
+  signal?.addEventListener("abort", onAbort, { once: true });
   const lease: DecodeLease = {
     ask(message, transfer = []) {
-      if (timedOut) return Promise.reject(new DecodeWorkerFailure("timeout", `decoding took longer than ${options.objectTimeoutMs} ms`));
+      if (stopped) return Promise.reject(stopped);
       if (slot.retired) return Promise.reject(new DecodeWorkerFailure("crashed", "the decoder stopped"));
       return new Promise<WorkerReply>((resolve, reject) => {
         slot.waiting = { resolve, reject };
@@ -190,6 +217,7 @@ export async function withDecodeWorker<T>(tenant: string, work: (lease: DecodeLe
     return await work(lease);
   } finally {
     clearTimeout(timer);
+    signal?.removeEventListener("abort", onAbort);
     release(slot);
   }
 }

@@ -5,10 +5,18 @@ export interface ParsedHeader {
   /** Only the attributes asked for, as plain strings and numbers (person names as their groups). */
   elements: Record<string, unknown>;
   hasPixelData: boolean;
+  /** The object carries Float or Double Float Pixel Data (a parametric map) instead. */
+  floatPixelData: "float" | "double" | null;
   pixelBytes: number;
   transferSyntaxUid: string;
   /** A whole-slide instance's tile positions (1-based column, row per frame), spacing and optics. */
   slide?: SlideHeader;
+  /** Each frame's own VOI window (Frame VOI LUT functional group, else the top-level one): [center, width, 1 when from the functional groups]; null when no frame has one. */
+  frameWindows: Array<[number, number, number] | null> | null;
+  /** Where each frame sits (an enhanced object's Frame Content: stack, position, time point), for its caption; null when no frame says. */
+  frameContents: Array<string | null> | null;
+  /** What the worker could not apply as the standard says (shown in provenance). */
+  warnings: string[];
 }
 
 export interface SlideHeader {
@@ -55,7 +63,7 @@ let nextId = 1;
  * its header (just `attributes`) at once, its frames on request. The thread forgets the object
  * when the next one arrives; the pool's time limit covers all of `work`'s questions.
  */
-export function withParsedDicom<T>(tenant: string, bytes: Buffer, attributes: readonly string[], work: (dicom: ParsedDicom) => Promise<T>): Promise<T> {
+export function withParsedDicom<T>(tenant: string, bytes: Buffer, attributes: readonly string[], work: (dicom: ParsedDicom) => Promise<T>, signal?: AbortSignal): Promise<T> {
   return withDecodeWorker(tenant, async (lease) => {
     const id = nextId++;
     const copy = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
@@ -63,12 +71,22 @@ export function withParsedDicom<T>(tenant: string, bytes: Buffer, attributes: re
     if (!r.ok) throw new DicomWorkerError(r.error ?? "unreadable", undefined, "parse");
     const header = r as unknown as ParsedHeader;
     return work({
-      header: { elements: header.elements, hasPixelData: header.hasPixelData, pixelBytes: header.pixelBytes, transferSyntaxUid: header.transferSyntaxUid, ...(header.slide ? { slide: header.slide } : {}) },
+      header: {
+        elements: header.elements,
+        hasPixelData: header.hasPixelData,
+        floatPixelData: header.floatPixelData ?? null,
+        pixelBytes: header.pixelBytes,
+        transferSyntaxUid: header.transferSyntaxUid,
+        frameWindows: header.frameWindows ?? null,
+        frameContents: header.frameContents ?? null,
+        warnings: header.warnings ?? [],
+        ...(header.slide ? { slide: header.slide } : {}),
+      },
       async render(items, more) {
         const out = await lease.ask({ id, op: "render", items, ...(more ? { more: true } : {}) });
         if (!out.ok) throw new DicomWorkerError(out.error ?? "undecodable", typeof out.frame === "number" ? out.frame : undefined, "render");
         return out.frames as RenderedFrame[];
       },
     });
-  });
+  }, signal);
 }

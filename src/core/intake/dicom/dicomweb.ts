@@ -240,11 +240,18 @@ export function isWholeSlideSeries(s: DicomwebSeries): boolean {
   return s.instances.some((i) => i.sopClassUid === WSI_SOP_CLASS);
 }
 
-/** An instance's header as DICOM JSON (WADO-RS metadata), without its pixel data. */
-export async function instanceMetadata(s: DicomwebSeries, uid: string): Promise<QidoItem> {
-  const items = await qido(`${s.url}/instances/${uid}/metadata`, s.ref, s.options, s.imageId);
-  if (items.length !== 1) throw refuse("UNPROCESSABLE", s.imageId, `the metadata answer for an instance holds ${items.length} datasets, not one`);
-  return items[0]!;
+/**
+ * An instance's header as DICOM JSON (WADO-RS metadata), without its pixel data, as the bytes
+ * of the answer: at most `maxBytes` are read (413 past them), and the caller parses them where
+ * the heap can take it (whole-slide.ts: in a decode-pool thread).
+ */
+export async function instanceMetadataBytes(s: DicomwebSeries, uid: string, maxBytes: number): Promise<Buffer> {
+  try {
+    return (await get(`${s.url}/instances/${uid}/metadata`, "application/dicom+json", s.ref, { ...s.options, maxBytes: Math.min(maxBytes, s.options.maxBytes) }, s.imageId)).body;
+  } catch (e) {
+    if (e instanceof MedmmvError && e.code === "PAYLOAD_TOO_LARGE") throw refuse("PAYLOAD_TOO_LARGE", s.imageId, `an instance's metadata answer is larger than ${Math.min(maxBytes, s.options.maxBytes)} bytes; a whole-slide level's header is not that large`);
+    throw e;
+  }
 }
 
 /**

@@ -76,6 +76,8 @@ export interface DicomLimits {
   tenant?: string;
   /** The case's pictures still free; renderings are reserved from it before decoding. */
   pictures?: PictureBudget;
+  /** The case's abort: a refused or cancelled case stops this object's decoding at once. */
+  signal?: AbortSignal;
 }
 
 function refuse(code: "INVALID_INPUT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA" | "UNPROCESSABLE", imageId: string, why: string, details?: Record<string, unknown>): MedmmvError {
@@ -92,6 +94,9 @@ function int(v: unknown): number | undefined {
   const n = typeof first === "string" ? Number(first) : first;
   return typeof n === "number" && Number.isInteger(n) ? n : undefined;
 }
+
+/** Segmentation Storage: binary or fractional masks over other images (PS3.3 A.51). */
+const SEGMENTATION_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.66.4";
 
 /** The header attributes the main thread reads (the worker sends back these and no others). */
 const HEADER_ATTRIBUTES = [
@@ -120,8 +125,9 @@ export async function renderDicom(imageId: string, buf: Buffer, caption: string 
       if (text(dicom.header.elements.SOPClassUID) !== WSI_SOP_CLASS) return renderParsed(imageId, checked, limits, dicom);
       checkPixelData(imageId, checked, dicom, checkedPixels(imageId, checked, limits, dicom));
       return slideFromInstance(imageId, dicom, caption, limits);
-    });
+    }, limits.signal);
   } catch (e) {
+    if (limits.signal?.aborted) throw limits.signal.reason;
     throw decodeRefusal(imageId, e);
   }
   return Array.isArray(plan) ? plan : encodePictures(imageId, caption, plan);
@@ -225,6 +231,7 @@ function decodeRefusal(imageId: string, e: unknown): unknown {
 
 interface RenderPlan {
   elements: Record<string, unknown>;
+  frameContents: Array<string | null> | null;
   tsUid: string;
   frames: number;
   monochrome: boolean;
@@ -244,7 +251,14 @@ function checkedPixels(imageId: string, checked: CheckedFile, limits: DicomLimit
   if (!TRANSFER_SYNTAXES[tsUid]) {
     throw refuse("UNSUPPORTED_MEDIA", imageId, `transfer syntax ${tsUid} is not supported; send it uncompressed or as RLE, JPEG, JPEG-LS or JPEG 2000`, { transferSyntaxUid: tsUid });
   }
+  if (dicom.header.floatPixelData) {
+    throw refuse("UNSUPPORTED_MEDIA", imageId, `floating-point pixel data is not rendered (${dicom.header.floatPixelData === "double" ? "Double Float" : "Float"} Pixel Data, as a parametric map carries); send a rendered picture of it`, { problem: "floating-point-pixel-data" });
+  }
   if (!dicom.header.hasPixelData) throw refuse("INVALID_INPUT", imageId, "the object has no pixel data (a report or structured document, not an image)");
+  if (int(elements.BitsAllocated) === 1) {
+    const seg = text(elements.SOPClassUID) === SEGMENTATION_SOP_CLASS || text(elements.Modality) === "SEG";
+    throw refuse("UNSUPPORTED_MEDIA", imageId, seg ? "a 1-bit segmentation (SEG) is not rendered: its frames are masks over other images, not pictures; send the images it segments" : "1-bit pixel data is not rendered; send the image as 8 or 16 bits a sample", { problem: seg ? "segmentation" : "1-bit-pixel-data" });
+  }
   if (text(elements.BurnedInAnnotation)?.toUpperCase() === "YES") {
     throw refuse("UNPROCESSABLE", imageId, "BurnedInAnnotation is YES: the pixels may show the patient's name or ids, which must not reach a model; send a cleaned copy", { burnedInAnnotation: "YES" });
   }
@@ -266,11 +280,22 @@ function checkPixelData(imageId: string, checked: CheckedFile, dicom: ParsedDico
   const { elements } = dicom.header;
   // Uncompressed pixel data must hold every frame the header claims; a renderer would pad it.
   if (UNCOMPRESSED.has(tsUid)) {
-    const need = rows * columns * frames * (int(elements.SamplesPerPixel) ?? 1) * Math.ceil((int(elements.BitsAllocated) ?? 16) / 8);
+    const need = nativeFrameBytes(elements, rows, columns) * frames;
     const have = Math.min(dicom.header.pixelBytes, bytesAfterPixelDataTag(checked.file, dicom.header.transferSyntaxUid));
     if (have < need) throw refuse("INVALID_INPUT", imageId, `the pixel data holds ${have} bytes where Rows × Columns × frames need ${need}; the file is truncated`, { pixelBytes: have, expected: need });
   }
   checkCodestreams(imageId, checked, tsUid, rows, columns, frames);
+}
+
+/**
+ * Bytes one uncompressed frame takes: the subsampled YBR layouts store two samples a pixel
+ * (4:2:2) or one and a half (4:2:0) whatever SamplesPerPixel says (PS3.3 C.7.6.3.1.2).
+ */
+function nativeFrameBytes(elements: Record<string, unknown>, rows: number, columns: number): number {
+  const bytesPerSample = Math.ceil((int(elements.BitsAllocated) ?? 16) / 8);
+  const photometric = text(elements.PhotometricInterpretation) ?? "";
+  const samples = /_422$/.test(photometric) ? 2 : /_420$/.test(photometric) ? 1.5 : (int(elements.SamplesPerPixel) ?? 1);
+  return Math.ceil(rows * columns * samples) * bytesPerSample;
 }
 
 async function renderParsed(imageId: string, checked: CheckedFile, limits: DicomLimits, dicom: ParsedDicom): Promise<RenderPlan> {
@@ -280,10 +305,16 @@ async function renderParsed(imageId: string, checked: CheckedFile, limits: Dicom
   const own = objectWindow(elements);
   const monochrome = /^MONOCHROME[12]$/.test(text(elements.PhotometricInterpretation) ?? "");
   const chosen = representativeFrames(frames, limits.maxFrames);
-  const first: DicomWindow | null = monochrome ? (own ?? defaultWindow(text(elements.Modality))) : null;
+  // Each frame's own window first (an enhanced object's Frame VOI LUT, per frame where they
+  // differ), then the object's, then the modality's default; a question's windows on top.
+  const firstWindow = (frame: number): DicomWindow | null => {
+    if (!monochrome) return null;
+    const fw = dicom.header.frameWindows?.[frame];
+    if (fw) return { center: fw[0], width: fw[1], source: fw[2] ? "frame VOI LUT (functional groups)" : "object" };
+    return own ?? defaultWindow(text(elements.Modality));
+  };
   const extra = monochrome && text(elements.Modality) === "CT" ? (limits.extraCtWindows ?? []).map((name): DicomWindow => ({ ...CT_WINDOWS[name], source: `CT ${name} (asked for by the case)` })) : [];
-  const windows: Array<DicomWindow | null> = [first, ...extra];
-  const renderings = chosen.flatMap((frame) => windows.map((window, w) => ({ frame, window, suffix: w === 0 ? "" : `-${extraNames(limits)[w - 1]}` })));
+  const renderings = chosen.flatMap((frame) => [firstWindow(frame), ...extra].map((window, w) => ({ frame, window, suffix: w === 0 ? "" : `-${extraNames(limits)[w - 1]}` })));
   const decodedBytes = renderings.length * rows * columns * 4;
   if (decodedBytes > limits.maxDecodedBytes) {
     throw refuse("PAYLOAD_TOO_LARGE", imageId, `${renderings.length} renderings of ${columns}×${rows} decode to ${decodedBytes} bytes; the limit is ${limits.maxDecodedBytes} bytes of pixels per image — send fewer frames or a smaller object`, { decodedBytes, maxDecodedBytes: limits.maxDecodedBytes });
@@ -291,12 +322,12 @@ async function renderParsed(imageId: string, checked: CheckedFile, limits: Dicom
   checkPixelData(imageId, checked, dicom, dims);
   reservePictures(limits.pictures, renderings.length, imageId);
   const pictures = await dicom.render(renderings.map(({ frame, window }) => ({ frame, window: window ? { center: window.center, width: window.width } : null })));
-  return { elements, tsUid, frames, monochrome, chosen, renderings, pictures, warnings: checked.warnings };
+  return { elements, frameContents: dicom.header.frameContents, tsUid, frames, monochrome, chosen, renderings, pictures, warnings: [...checked.warnings, ...dicom.header.warnings] };
 }
 
 /** The rendered frames as PNG pictures of the case, with provenance and a de-identified caption. */
 async function encodePictures(imageId: string, caption: string | undefined, plan: RenderPlan): Promise<LoadedImage[]> {
-  const { elements, tsUid, frames, monochrome, chosen, renderings, pictures, warnings } = plan;
+  const { elements, frameContents, tsUid, frames, monochrome, chosen, renderings, pictures, warnings } = plan;
   const context = deidentifiedContext(elements);
   const out: LoadedImage[] = [];
   for (const [k, { frame, window, suffix }] of renderings.entries()) {
@@ -317,7 +348,7 @@ async function encodePictures(imageId: string, caption: string | undefined, plan
       ...(used ? { window: used } : {}),
       ...(warnings.length ? { warnings } : {}),
     };
-    const describe = [caption, `DICOM${context ? ` ${context}` : ""}`, frames > 1 ? `frame ${frame + 1} of ${frames}` : "", used ? `window C${used.center}/W${used.width} (${used.source})` : ""];
+    const describe = [caption, `DICOM${context ? ` ${context}` : ""}`, frames > 1 ? `frame ${frame + 1} of ${frames}${frameContents?.[frame] ? ` (${frameContents[frame]})` : ""}` : "", used ? `window C${used.center}/W${used.width} (${used.source})` : ""];
     out.push(dicomPicture(`${chosen.length > 1 ? `${imageId}-frame${frame + 1}` : imageId}${suffix}`, png, rendered.width, rendered.height, describe, provenance));
   }
   return out;

@@ -4,12 +4,15 @@
 // itself, whatever loads the TypeScript. One object at a time (the pool lends a thread to one
 // object); a new "header" forgets the previous object.
 // Protocol:
-//   { id, op: "header", bytes, attributes: [names] } → { id, ok, elements (only `attributes`, as plain strings/numbers), slide? (a whole-slide instance's tile positions and optics), hasPixelData, pixelBytes, transferSyntaxUid }
+//   { id, op: "header", bytes, attributes: [names] } → { id, ok, elements (only `attributes`, as plain strings/numbers), slide? (a whole-slide instance's tile positions and optics), hasPixelData, floatPixelData ("float" | "double" | null), pixelBytes, transferSyntaxUid, frameWindows ([center, width, fromFunctionalGroups] | null per frame, or null), frameContents (words per frame, or null), warnings }
+//   { id, op: "wsi-metadata", bytes } → { id, ok, meta (wsi-metadata.mjs's summary) | error }
 //   { id, op: "render", items: [{ frame, window: { center, width } | null }], more? } (more: the object is kept for another render) → { id, ok, frames: [{ width, height, pixels, window }] }
 // Every reply carries `wasmBytes`, the codecs' WebAssembly memory, so the pool can replace a
 // thread whose memory has grown past its bound.
 import { createRequire } from "node:module";
 import { parentPort } from "node:worker_threads";
+import { expandSegmentedLut, firstItem, frameContent, frameValues, j2kPhotometric, jpegHoldsYcbcr, modalityLut, valueBytes } from "./frame-values.mjs";
+import { slimWsiMetadata } from "./wsi-metadata.mjs";
 
 // The codecs' memory is not reachable through dcmjs-imaging's API: note every memory a
 // WebAssembly instance of this thread exports as it is created.
@@ -34,6 +37,21 @@ for (const logger of Object.values(dcmjs.log.getLoggers())) logger.setLevel("sil
 const { DicomImage, NativePixelDecoder, WindowLevel } = imaging;
 const ready = NativePixelDecoder.initializeAsync({ logNativeDecodersMessages: false });
 let current = null;
+/** The current object's PhotometricInterpretation as written (the renderer relabels JPEG frames RGB). */
+let currentPhotometric = "";
+
+// dcmjs-imaging asks libjpeg to convert every baseline frame to RGB, and libjpeg guesses the
+// stream's colour space when no Adobe marker says it: a frame labelled RGB without one is
+// taken for YCbCr and comes out magenta. The decoder is told instead, frame by frame, what
+// the codestream's markers and the header say together (frame-values.mjs, jpegHoldsYcbcr).
+const decodeJpeg = NativePixelDecoder.decodeJpeg;
+NativePixelDecoder.decodeJpeg = function (image, encoded, options) {
+  if (options?.convertColorspaceToRgb && image.getSamplesPerPixel?.() === 3) {
+    const bytes = encoded instanceof Uint8Array ? encoded : ArrayBuffer.isView(encoded) ? new Uint8Array(encoded.buffer, encoded.byteOffset, encoded.byteLength) : new Uint8Array(encoded);
+    if (jpegHoldsYcbcr(bytes, currentPhotometric) === false) return decodeJpeg.call(this, image, encoded, { ...options, convertColorspaceToRgb: false });
+  }
+  return decodeJpeg.call(this, image, encoded, options);
+};
 
 function pixelBytes(v) {
   const parts = Array.isArray(v) ? v : [v];
@@ -62,10 +80,7 @@ const WSI_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.77.1.6";
 /** Most per-frame positions sent back (as many frames as an object may declare). */
 const MAX_POSITIONS = 10000;
 
-/** A sequence's first item (dcmjs gives a sequence as an array, a one-item one sometimes as the item). */
-function first(v) {
-  return Array.isArray(v) ? v[0] : v && typeof v === "object" ? v : undefined;
-}
+const first = firstItem;
 
 /**
  * What a whole-slide instance says about its tiles and optics, as plain bounded values: each
@@ -95,6 +110,74 @@ function slideHeader(all) {
   };
 }
 
+/**
+ * A palette whose lookup tables are segmented (PS3.3 C.7.9.2; ultrasound scanners write them)
+ * given the plain tables the renderer reads, expanded once per object.
+ */
+function expandSegmentedPalette(image, all) {
+  for (const colour of ["Red", "Green", "Blue"]) {
+    if (all[`${colour}PaletteColorLookupTableData`] !== undefined) continue;
+    const bytes = valueBytes(all[`Segmented${colour}PaletteColorLookupTableData`]);
+    const descriptor = all[`${colour}PaletteColorLookupTableDescriptor`];
+    if (!bytes || !Array.isArray(descriptor)) continue;
+    const entries = Number(descriptor[0]) || 65536;
+    const words = new Uint16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + (bytes.byteLength & ~1)));
+    const table = expandSegmentedLut(words, entries);
+    if (!table) continue;
+    image.setElement(`${colour}PaletteColorLookupTableData`, Number(descriptor[2]) === 8 ? Uint8Array.from(table).buffer : table.buffer);
+  }
+}
+
+const NATIVE_LE = new Set(["1.2.840.10008.1.2", "1.2.840.10008.1.2.1"]);
+
+/**
+ * The Modality LUT Sequence applied (PS3.3 C.11.1): each stored value of a native greyscale
+ * object replaced by its table entry, so the renderer windows the output values, as it does
+ * a rescale. Other objects keep their stored values and say so in a warning.
+ */
+function applyModalityLut(image, all) {
+  const lut = modalityLut(all);
+  if (!lut) return ["the Modality LUT Sequence is unusable; the stored values are shown"];
+  const bitsAllocated = Number(all.BitsAllocated);
+  if (Number(all.SamplesPerPixel) !== 1 || !NATIVE_LE.has(image.getTransferSyntaxUid()) || (bitsAllocated !== 8 && bitsAllocated !== 16)) {
+    return ["the Modality LUT Sequence is applied only to uncompressed greyscale objects; the stored values are shown"];
+  }
+  const bytes = valueBytes(all.PixelData);
+  if (!bytes) return [];
+  const bitsStored = Number(all.BitsStored) || bitsAllocated;
+  const signed = Number(all.PixelRepresentation) === 1;
+  const count = Math.floor(bytes.byteLength / (bitsAllocated / 8));
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out = new Uint16Array(count);
+  const mask = bitsStored >= 32 ? 0xffffffff : (1 << bitsStored) - 1;
+  const last = lut.table.length - 1;
+  // The descriptor's first mapped value is written unsigned; for signed pixels it is read signed.
+  const firstMapped = signed && lut.firstMapped > 32767 ? lut.firstMapped - 65536 : lut.firstMapped;
+  for (let i = 0; i < count; i++) {
+    let v = (bitsAllocated === 8 ? view.getUint8(i) : view.getUint16(i * 2, true)) & mask;
+    if (signed && v & (1 << (bitsStored - 1))) v -= 1 << bitsStored;
+    out[i] = lut.table[Math.min(last, Math.max(0, v - firstMapped))];
+  }
+  image.setElement("PixelData", [out.buffer]);
+  image.setElement("BitsAllocated", 16);
+  image.setElement("BitsStored", 16);
+  image.setElement("HighBit", 15);
+  image.setElement("PixelRepresentation", 0);
+  image.setElement("RescaleSlope", 1);
+  image.setElement("RescaleIntercept", 0);
+  // The renderer windows an object without a window of its own to these (its frame value range).
+  let min = 65535;
+  let max = 0;
+  for (let i = 0; i < count; i++) {
+    if (out[i] < min) min = out[i];
+    if (out[i] > max) max = out[i];
+  }
+  image.setElement("SmallestImagePixelValue", min);
+  image.setElement("LargestImagePixelValue", max);
+  image.setElement("PixelPaddingValue", undefined);
+  return [];
+}
+
 function reply(body, transfer) {
   parentPort.postMessage({ ...body, wasmBytes: wasmBytes() }, transfer);
 }
@@ -102,6 +185,11 @@ function reply(body, transfer) {
 parentPort.on("message", async (job) => {
   await ready;
   try {
+    if (job.op === "wsi-metadata") {
+      // Parsed here, under this thread's limits; the main thread gets the summary only.
+      reply({ id: job.id, ok: true, ...slimWsiMetadata(new TextDecoder().decode(job.bytes)) });
+      return;
+    }
     if (job.op === "header") {
       current = null;
       const image = new DicomImage(job.bytes);
@@ -111,21 +199,61 @@ parentPort.on("message", async (job) => {
       // whatever PlanarConfiguration says (PS3.5 G.2; pydicom and DCMTK read it so); the
       // renderer follows PlanarConfiguration, so it is set to what the decoded frame is.
       if (image.getTransferSyntaxUid() === "1.2.840.10008.1.2.5" && Number(all.SamplesPerPixel) === 3) image.setElement("PlanarConfiguration", "1");
+      currentPhotometric = typeof all.PhotometricInterpretation === "string" ? all.PhotometricInterpretation : "";
+      const warnings = [];
+      if (all.PhotometricInterpretation === "PALETTE COLOR") expandSegmentedPalette(image, all);
+      if (all.ModalityLUTSequence !== undefined) warnings.push(...applyModalityLut(image, all));
+      if (Number(all.SamplesPerPixel) === 3) {
+        const fragments = Array.isArray(all.PixelData) ? all.PixelData : [all.PixelData];
+        const firstCodestream = fragments.map(valueBytes).find((b) => b && b.length > 4 && b[0] === 0xff && b[1] === 0x4f);
+        const labelled = all.PhotometricInterpretation;
+        const read = j2kPhotometric(image.getTransferSyntaxUid(), labelled, firstCodestream);
+        if (read !== labelled) {
+          image.setElement("PhotometricInterpretation", read);
+          warnings.push(`labelled ${labelled}, but its JPEG 2000 codestream applies a component transform, which the codec undoes; read as RGB`);
+        }
+      }
       const elements = {};
       for (const name of job.attributes) {
         const v = plain(all[name]);
         if (v !== undefined) elements[name] = v;
       }
-      reply({ id: job.id, ok: true, elements, ...(all.SOPClassUID === WSI_SOP_CLASS ? { slide: slideHeader(all) } : {}), hasPixelData: all.PixelData !== undefined, pixelBytes: pixelBytes(all.PixelData), transferSyntaxUid: image.getTransferSyntaxUid() });
+      const frameCount = Math.min(Math.max(1, Number(all.NumberOfFrames) || 1), MAX_POSITIONS);
+      const frameWindows = Array.from({ length: frameCount }, (_, k) => frameValues(all, k).window);
+      const contents = Array.from({ length: frameCount }, (_, k) => frameContent(all, k));
+      reply({
+        id: job.id,
+        ok: true,
+        elements,
+        ...(all.SOPClassUID === WSI_SOP_CLASS ? { slide: slideHeader(all) } : {}),
+        hasPixelData: all.PixelData !== undefined,
+        floatPixelData: all.FloatPixelData !== undefined ? "float" : all.DoubleFloatPixelData !== undefined ? "double" : null,
+        pixelBytes: pixelBytes(all.PixelData),
+        transferSyntaxUid: image.getTransferSyntaxUid(),
+        frameWindows: frameWindows.some((w) => w !== null) ? frameWindows.map((w) => (w ? [w.center, w.width, w.fromFunctionalGroups ? 1 : 0] : null)) : null,
+        frameContents: contents.some((c) => c !== null) ? contents : null,
+        warnings,
+      });
     } else if (job.op === "render") {
       const frames = [];
       for (const item of job.items) {
         let r;
         try {
+          // An enhanced object's rescale lives in its functional groups, per frame where they differ.
+          const values = frameValues(current.getElements(), item.frame);
+          current.setElement("RescaleSlope", values.slope);
+          current.setElement("RescaleIntercept", values.intercept);
           r = current.render({ frame: item.frame, renderOverlays: false, ...(item.window ? { windowLevel: new WindowLevel(item.window.width, item.window.center) } : {}) });
         } catch (e) {
           reply({ id: job.id, ok: false, frame: item.frame, error: message(e) });
           return;
+        }
+        // A frame of one value has no range to window by: the renderer widens its zero-width
+        // window to 1 centred on the value (a frame of two neighbouring values gets one centred
+        // half-way), which paints the frame white. It is drawn black, as readers draw an empty frame.
+        if (!item.window && r.windowLevel && r.windowLevel.getWindow() <= 1 && Number.isInteger(r.windowLevel.getLevel()) && currentPhotometric !== "MONOCHROME1") {
+          const level = r.windowLevel.getLevel();
+          r = current.render({ frame: item.frame, renderOverlays: false, windowLevel: new WindowLevel(1, level + 1) });
         }
         frames.push({ width: r.width, height: r.height, pixels: r.pixels, window: r.windowLevel ? { center: r.windowLevel.getLevel(), width: r.windowLevel.getWindow() } : null });
       }

@@ -14,6 +14,7 @@ export interface SlideInstanceLimits {
   modelLongSide?: number;
   cellRegions?: boolean;
   pictures?: PictureBudget;
+  signal?: AbortSignal;
 }
 
 /**
@@ -26,15 +27,15 @@ export async function slideFromInstance(imageId: string, dicom: ParsedDicom, cap
   const meta = asDicomJson(elements, slide);
   const uid = typeof elements.SOPInstanceUID === "string" ? elements.SOPInstanceUID : "(none)";
   const ids = { ...(typeof elements.StudyInstanceUID === "string" ? { study: elements.StudyInstanceUID } : {}), ...(typeof elements.SeriesInstanceUID === "string" ? { series: elements.SeriesInstanceUID } : {}) };
-  const source: TileSource = async (level, tiles) => {
+  const source: TileSource = async (level, tiles, sink) => {
     const batch = Math.max(1, Math.floor(TILE_BATCH_BYTES / (level.tileWidth * level.tileHeight * 4)));
-    const rgb: Buffer[] = [];
     for (let k = 0; k < tiles.length; k += batch) {
       const chunk = tiles.slice(k, k + batch);
+      sink.reserve(chunk.length);
       const frames = await dicom.render(chunk.map((t) => ({ frame: t.frame - 1, window: null })), true);
-      rgb.push(...frames.map((f) => rgbaToRgb(Buffer.from(f.pixels), f.width * f.height)));
+      for (const [j, f] of frames.entries()) sink.put(k + j, rgbaToRgb(Buffer.from(f.pixels), f.width * f.height));
     }
-    return { rgb, transferSyntaxUid };
+    return { transferSyntaxUid };
   };
   const pictures = await pyramidPictures(imageId, [{ uid, meta }], ids, source, caption, {
     longSide: limits.modelLongSide ?? 1536,
@@ -42,6 +43,7 @@ export async function slideFromInstance(imageId: string, dicom: ParsedDicom, cap
     maxDecodedBytes: limits.maxDecodedBytes,
     regions: limits.cellRegions ?? false,
     ...(limits.pictures ? { pictures: limits.pictures } : {}),
+    ...(limits.signal ? { signal: limits.signal } : {}),
   });
   // The thread lets go of the object now (a refusal leaves it, like any refused object, until the thread's next object or idle end).
   await dicom.render([]);

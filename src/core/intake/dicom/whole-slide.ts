@@ -4,12 +4,13 @@ import type { LoadedImage, PixelRect, WsiProvenance } from "../../contracts/clin
 import { dicomPicture } from "./dicom-picture.js";
 import { DecodeWorkerFailure } from "./decode-pool.js";
 import { withParsedDicom } from "./dicom-worker.js";
+import { withDecodeWorker } from "./decode-pool.js";
 import { rgbaToRgb, tileObject } from "./tile-object.js";
 import { declaredCodestreamSize } from "./codestream-size.js";
-import { instanceFrames, instanceMetadata, WSI_SOP_CLASS, type DicomwebSeries, type QidoItem } from "./dicomweb.js";
+import { instanceFrames, instanceMetadataBytes, WSI_SOP_CLASS, type DicomwebSeries, type QidoItem } from "./dicomweb.js";
 import { reservePictures, type PictureBudget } from "./picture-budget.js";
-import { overviewLevel, pyramidLevels, tilesIn, wsiOptics, WsiShapeError, type WsiLevel, type WsiOptics, type WsiTile } from "./wsi-levels.js";
-import { MAX_REGIONS, REGION_SIDE, REGION_ZOOM, tissueRichCells } from "./wsi-regions.js";
+import { cellsIn, overviewLevel, pyramidLevels, tilesIn, wsiOptics, WsiShapeError, type WsiLevel, type WsiOptics, type WsiTile } from "./wsi-levels.js";
+import { MAX_REGIONS, REGION_SIDE, REGION_ZOOM, tissueInFocusCells } from "./wsi-regions.js";
 
 export interface WholeSlideOptions {
   /** The long side a model reads (MEDMMV_IMAGE_MODEL_LONG_SIDE): the overview's level fits it. */
@@ -23,7 +24,16 @@ export interface WholeSlideOptions {
   /** Whose case this is: compressed tiles are decoded by the decode pool, which serves tenants in turn. */
   tenant?: string;
   pictures?: PictureBudget;
+  /** The case's abort: every fetch and decode of the slide stops when it fires. */
+  signal?: AbortSignal;
 }
+
+/** Bytes of one instance's metadata answer read at most (a level's header with every frame's position fits well within). */
+export const MAX_METADATA_BYTES_PER_INSTANCE = 8 * 1024 * 1024;
+/** Bytes of metadata answers read for one series, all instances together. */
+export const MAX_METADATA_BYTES_PER_SERIES = 32 * 1024 * 1024;
+/** The decoded-bytes budget of a picture when the caller gives none (MEDMMV_MAX_IMAGE_DECODED_BYTES's default). */
+const DEFAULT_PICTURE_BYTES = 100_000_000;
 
 /** Pyramid levels (instances) a series may have before it is refused unread. */
 const MAX_WSI_INSTANCES = 64;
@@ -47,13 +57,46 @@ export async function readWholeSlide(series: DicomwebSeries, caption: string | u
   const wsi = series.instances.filter((i) => i.sopClassUid === WSI_SOP_CLASS);
   if (wsi.length > MAX_WSI_INSTANCES) throw refuse("PAYLOAD_TOO_LARGE", imageId, `the series has ${wsi.length} whole-slide instances; at most ${MAX_WSI_INSTANCES} pyramid levels are read`);
   const metadata: Array<{ uid: string; meta: QidoItem }> = [];
-  for (const i of wsi) metadata.push({ uid: i.uid, meta: await instanceMetadata(series, i.uid) });
+  let read = 0;
+  for (const i of wsi) {
+    const bytes = await instanceMetadataBytes(series, i.uid, MAX_METADATA_BYTES_PER_INSTANCE);
+    read += bytes.length;
+    if (read > MAX_METADATA_BYTES_PER_SERIES) throw refuse("PAYLOAD_TOO_LARGE", imageId, `the series' metadata answers pass ${MAX_METADATA_BYTES_PER_SERIES} bytes after ${metadata.length + 1} of its ${wsi.length} whole-slide instances; a slide's headers are not that large`);
+    metadata.push({ uid: i.uid, meta: await slimMetadata(imageId, bytes, o) });
+  }
   const ids = { study: series.ref.study, series: series.url.split("/").pop()! };
   return pyramidPictures(imageId, metadata, ids, dicomwebTiles(series, o.tenant ?? ""), caption, o);
 }
 
-/** Reads the tiles of a level as RGB (tileWidth × tileHeight × 3 each), in the order given. */
-export type TileSource = (level: WsiLevel, tiles: readonly WsiTile[]) => Promise<{ rgb: Buffer[]; transferSyntaxUid: string; warnings?: string[] }>;
+/**
+ * A metadata answer parsed and reduced in a decode-pool thread (wsi-metadata.mjs): the JSON,
+ * many times its size once parsed, never reaches the main thread's heap, and its parse does
+ * not hold the event loop.
+ */
+async function slimMetadata(imageId: string, bytes: Buffer, o: WholeSlideOptions): Promise<QidoItem> {
+  const copy = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+  let r;
+  try {
+    r = await withDecodeWorker(o.tenant ?? "", (lease) => lease.ask({ id: 0, op: "wsi-metadata", bytes: copy }, [copy]), o.signal);
+  } catch (e) {
+    if (o.signal?.aborted) throw o.signal.reason;
+    throw refuse(e instanceof DecodeWorkerFailure && e.kind === "memory" ? "PAYLOAD_TOO_LARGE" : "UNPROCESSABLE", imageId, `an instance's metadata cannot be read (${e instanceof Error ? e.message : String(e)})`);
+  }
+  if (!r.ok || typeof r.error === "string" || typeof r.meta !== "object" || r.meta === null) throw refuse("UNPROCESSABLE", imageId, typeof r.error === "string" ? r.error : "an instance's metadata cannot be read");
+  return r.meta as QidoItem;
+}
+
+/** Where a tile source puts what it decodes: each tile is pasted as it comes and never kept. */
+export interface TileSink {
+  /** Called before `count` more tiles are fetched or decoded: refuses (413) past the picture's decoded-bytes budget, and stops when the case is aborted. */
+  reserve(count: number): void;
+  /** Tile `k` of the list asked for, tileWidth × tileHeight × 3 RGB: pasted at once. */
+  put(k: number, rgb: Buffer): void;
+  signal?: AbortSignal;
+}
+
+/** Reads the tiles of a level as RGB, handing each to the sink as it is decoded. */
+export type TileSource = (level: WsiLevel, tiles: readonly WsiTile[], sink: TileSink) => Promise<{ transferSyntaxUid: string; warnings?: string[] }>;
 
 /**
  * The pictures of a slide, whatever holds its tiles (a PACS, or one instance sent whole): the
@@ -75,20 +118,26 @@ export async function pyramidPictures(imageId: string, metadata: Array<{ uid: st
     if (l.bitsAllocated !== 8 || (l.samplesPerPixel !== 1 && l.samplesPerPixel !== 3)) throw refuse("UNSUPPORTED_MEDIA", imageId, `level ${l.index} has ${l.samplesPerPixel} samples of ${l.bitsAllocated} bits; whole-slide tiles are read as 8-bit grey or colour`);
   }
   const optics = wsiOptics(metadata.map((m) => m.meta));
-  const ov = overviewLevel(levels, o.longSide > 0 ? o.longSide : 2048);
+  // A level is read whole only when its tiles are within the per-picture limits (tile count, decoded bytes, pixels).
+  const budget = o.maxDecodedBytes ?? DEFAULT_PICTURE_BYTES;
+  const whole = (l: WsiLevel) => ({ x: 0, y: 0, width: l.width, height: l.height });
+  const fits = (l: WsiLevel) => {
+    const cells = cellsIn(l, whole(l));
+    return cells <= MAX_TILES_PER_PICTURE && l.width * l.height <= o.maxPixels && l.width * l.height * 3 + cells * l.tileWidth * l.tileHeight * 3 <= budget;
+  };
+  const ov = overviewLevel(levels, o.longSide > 0 ? o.longSide : 2048, fits);
   if (ov.width * ov.height > o.maxPixels) throw refuse("PAYLOAD_TOO_LARGE", imageId, `its coarsest level is ${ov.width}×${ov.height}, over ${o.maxPixels} pixels; the slide has no level small enough to read whole`);
   if (o.maxDecodedBytes !== undefined && ov.width * ov.height * 3 > o.maxDecodedBytes) throw refuse("PAYLOAD_TOO_LARGE", imageId, `its coarsest level of ${ov.width}×${ov.height} decodes to ${ov.width * ov.height * 3} bytes, over ${o.maxDecodedBytes}; send the slide's pyramid (e.g. from a PACS over DICOMweb)`);
   reservePictures(o.pictures, 1, imageId);
 
-  const whole = { x: 0, y: 0, width: ov.width, height: ov.height };
-  const overview = await assemble(imageId, source, ov, whole);
+  const overview = await assemble(imageId, source, ov, whole(ov), o);
   // The overview is sent at most at the model's long side (the coarsest level may be larger).
   const fit = o.longSide > 0 ? Math.min(1, o.longSide / Math.max(ov.width, ov.height)) : 1;
   const shown = { width: Math.max(1, Math.round(ov.width * fit)), height: Math.max(1, Math.round(ov.height * fit)) };
   const common = { levels: levels.length, overviewId: imageId, overviewWidth: shown.width, overviewHeight: shown.height, ...iccAndOptics(optics) };
   const out: LoadedImage[] = [
     await picture(imageId, overview.rgb, ov.width, ov.height, shown, overview, ids, ov, [caption, `whole-slide microscopy (SM), overview: level ${ov.index} of ${levels.length} (0 = full resolution), ${ov.width}×${ov.height} pixels${spacingText(ov)}`], {
-      role: "overview", level: ov.index, totalColumns: ov.width, totalRows: ov.height, ...spacing(ov), region: whole, overviewRegion: { x: 0, y: 0, ...shown }, tiles: overview.tiles, levelFrames: ov.frames, ...common,
+      role: "overview", level: ov.index, totalColumns: ov.width, totalRows: ov.height, ...spacing(ov), region: whole(ov), overviewRegion: { x: 0, y: 0, ...shown }, tiles: overview.tiles, levelFrames: ov.frames, ...common,
     }),
   ];
   if (!o.regions) return out;
@@ -99,20 +148,20 @@ export async function pyramidPictures(imageId: string, metadata: Array<{ uid: st
   const room = Math.min(MAX_REGIONS, o.pictures?.left ?? MAX_REGIONS);
   if (!zoomed || room < 1) return out;
   const zoom = zoomed.width / ov.width;
-  const cells = tissueRichCells(overview.rgb, ov.width, ov.height, REGION_SIDE / zoom, room);
+  const cells = tissueInFocusCells(overview.rgb, ov.width, ov.height, REGION_SIDE / zoom, room);
   reservePictures(o.pictures, cells.length, imageId);
   for (const [k, cell] of cells.entries()) {
     const x = Math.min(Math.round(cell.x * zoom), zoomed.width - 1);
     const y = Math.min(Math.round(cell.y * zoom), zoomed.height - 1);
     const region = { x, y, width: Math.min(REGION_SIDE, zoomed.width - x), height: Math.min(REGION_SIDE, zoomed.height - y) };
-    const read = await assemble(imageId, source, zoomed, region);
+    const read = await assemble(imageId, source, zoomed, region, o);
     const overviewRegion = scaleRect(region, shown.width / zoomed.width, shown.height / zoomed.height);
     const id = `${imageId}-region${k + 1}`;
     const zoomText = (zoomed.width / shown.width).toFixed(1);
     out.push(
       await picture(id, read.rgb, region.width, region.height, { width: region.width, height: region.height }, read, ids, zoomed, [caption, `whole-slide microscopy (SM), region ${k + 1} of ${cells.length} at level ${zoomed.index} (${zoomText}× the overview${spacingText(zoomed)}): x ${region.x}, y ${region.y}, ${region.width}×${region.height} of the level's ${zoomed.width}×${zoomed.height}; on the overview "${imageId}" at x ${overviewRegion.x}, y ${overviewRegion.y}, ${overviewRegion.width}×${overviewRegion.height}`], {
         role: "region", level: zoomed.index, totalColumns: zoomed.width, totalRows: zoomed.height, ...spacing(zoomed), region, overviewRegion, tiles: read.tiles, levelFrames: zoomed.frames,
-        selection: `rank ${k + 1} of the overview's ${Math.round(REGION_SIDE / zoom)}-pixel grid cells by tissue (mean darkness ${cell.score.toFixed(3)})`, ...common,
+        selection: `rank ${k + 1} by focus of the overview's ${cell.among} ${Math.round(REGION_SIDE / zoom)}-pixel grid cells that are mostly tissue: ${Math.round(cell.tissue * 100)} % tissue (saturation above Otsu's ${cell.threshold.toFixed(2)}, not darker than stain), focus ${cell.focus.toFixed(1)} (mean squared Laplacian of luminance)`, ...common,
       }),
     );
   }
@@ -167,40 +216,50 @@ const POOL_SYNTAXES = new Set([
  * other frame is asked for again uncompressed, which the server may transcode.
  */
 function dicomwebTiles(series: DicomwebSeries, tenant: string): TileSource {
-  return async (level, tiles) => {
-    const rgb: Buffer[] = new Array(tiles.length);
+  return async (level, tiles, sink) => {
     const syntaxes = new Set<string>();
     const warnings = new Set<string>();
     const perInstance = new Map<string, number[]>();
-    for (const [k, t] of tiles.entries()) perInstance.set(t.instance, [...(perInstance.get(t.instance) ?? []), k]);
+    for (const [k, t] of tiles.entries()) {
+      const list = perInstance.get(t.instance);
+      if (list) list.push(k);
+      else perInstance.set(t.instance, [k]);
+    }
     const batch = framesPerRequest(series, level);
     for (const [uid, indexes] of perInstance) {
       for (let k = 0; k < indexes.length; k += batch) {
         const chunk = indexes.slice(k, k + batch);
+        // The budget (and the case's abort) is checked before each fetch, not after the decoding.
+        sink.reserve(chunk.length);
         const stored = await instanceFrames(series, uid, chunk.map((j) => tiles[j]!.frame), true);
         const ts = stored.transferSyntaxUid;
-        let decoded: Array<{ rgb: Buffer; kind: "jpeg" | "raw" } | null>;
         if (ts && POOL_SYNTAXES.has(ts)) {
-          decoded = (await poolTiles(series.imageId, tenant, ts, level, stored.parts, warnings)).map((t) => ({ rgb: t, kind: "raw" }));
+          await poolTiles(series.imageId, tenant, ts, level, stored.parts, warnings, (j, rgb) => sink.put(chunk[j]!, rgb), sink.signal);
           syntaxes.add(ts);
-        } else {
-          decoded = await Promise.all(stored.parts.map((b) => tileRgb(series.imageId, b, level)));
+          continue;
         }
-        const missing = chunk.filter((_, j) => decoded[j] === null);
-        const plain = missing.length ? (await instanceFrames(series, uid, missing.map((j) => tiles[j]!.frame), false)).parts : [];
-        for (const [j, at] of chunk.entries()) {
-          let tile = decoded[j] ?? null;
-          if (tile === null) {
-            tile = await tileRgb(series.imageId, plain[missing.indexOf(at)]!, level);
-            syntaxes.add(EXPLICIT_LE);
+        // One tile decoded at a time and pasted before the next: a batch's decoded pixels are never all held.
+        const missing: number[] = [];
+        for (const [j, bytes] of stored.parts.entries()) {
+          sink.signal?.throwIfAborted();
+          const tile = await tileRgb(series.imageId, bytes, level);
+          if (tile === null) missing.push(j);
+          else {
+            syntaxes.add(tile.kind === "jpeg" ? JPEG_BASELINE : EXPLICIT_LE);
+            sink.put(chunk[j]!, tile.rgb);
           }
-          if (tile === null) throw refuse("UNSUPPORTED_MEDIA", series.imageId, `frame ${tiles[at]!.frame} of a level-${level.index} instance is neither JPEG nor ${level.tileWidth}×${level.tileHeight} uncompressed pixels, even when asked uncompressed`);
-          if (tile.kind === "jpeg") syntaxes.add(JPEG_BASELINE);
-          rgb[at] = tile.rgb;
+        }
+        if (missing.length === 0) continue;
+        const plain = (await instanceFrames(series, uid, missing.map((j) => tiles[chunk[j]!]!.frame), false)).parts;
+        for (const [m, j] of missing.entries()) {
+          const tile = await tileRgb(series.imageId, plain[m]!, level);
+          if (tile === null) throw refuse("UNSUPPORTED_MEDIA", series.imageId, `frame ${tiles[chunk[j]!]!.frame} of a level-${level.index} instance is neither JPEG nor ${level.tileWidth}×${level.tileHeight} uncompressed pixels, even when asked uncompressed`);
+          syntaxes.add(EXPLICIT_LE);
+          sink.put(chunk[j]!, tile.rgb);
         }
       }
     }
-    return { rgb, transferSyntaxUid: syntaxes.size === 1 ? [...syntaxes][0]! : [...syntaxes].join(" + ") || EXPLICIT_LE, warnings: [...warnings] };
+    return { transferSyntaxUid: syntaxes.size === 1 ? [...syntaxes][0]! : [...syntaxes].join(" + ") || EXPLICIT_LE, warnings: [...warnings] };
   };
 }
 
@@ -222,8 +281,14 @@ export function j2kPhotometric(tsUid: string, photometric: string, codestream: B
   return !subsampled && codestream[cod + 8] === 0 ? "RGB" : photometric;
 }
 
-/** Compressed tiles decoded by the decode pool (its codecs, limits and time limit), each checked against the tile size first. */
-async function poolTiles(imageId: string, tenant: string, tsUid: string, level: WsiLevel, codestreams: Buffer[], warnings: Set<string>): Promise<Buffer[]> {
+/** RGBA bytes of tiles the decoding thread is asked for at once. */
+const POOL_BATCH_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Compressed tiles decoded by the decode pool (its codecs, limits and time limit), each checked
+ * against the tile size first, a bounded batch at a time, each handed on as it comes back.
+ */
+async function poolTiles(imageId: string, tenant: string, tsUid: string, level: WsiLevel, codestreams: Buffer[], warnings: Set<string>, put: (j: number, rgb: Buffer) => void, signal?: AbortSignal): Promise<void> {
   for (const c of codestreams) {
     const d = declaredCodestreamSize(c);
     if (!d || d.width !== level.tileWidth || d.height !== level.tileHeight) throw refuse("INVALID_INPUT", imageId, `a level-${level.index} tile's codestream declares ${d?.width ?? "?"}×${d?.height ?? "?"} where the header says ${level.tileWidth}×${level.tileHeight}; refused before decoding`);
@@ -231,25 +296,61 @@ async function poolTiles(imageId: string, tenant: string, tsUid: string, level: 
   const photometric = j2kPhotometric(tsUid, level.photometric, codestreams[0]!);
   if (photometric !== level.photometric) warnings.add(`level ${level.index}'s tiles are labelled ${level.photometric}, but their JPEG 2000 codestreams hold full-resolution components without a colour transform; read as RGB`);
   const file = tileObject(tsUid, { rows: level.tileHeight, columns: level.tileWidth, samplesPerPixel: level.samplesPerPixel, photometric }, codestreams);
+  const batch = Math.max(1, Math.floor(POOL_BATCH_BYTES / (level.tileWidth * level.tileHeight * 4)));
   try {
-    const frames = await withParsedDicom(tenant, file, [], (dicom) => dicom.render(codestreams.map((_, k) => ({ frame: k, window: null }))));
-    return frames.map((f) => rgbaToRgb(Buffer.from(f.pixels), f.width * f.height));
+    await withParsedDicom(
+      tenant,
+      file,
+      [],
+      async (dicom) => {
+        for (let k = 0; k < codestreams.length; k += batch) {
+          const frames = await dicom.render(codestreams.slice(k, k + batch).map((_, j) => ({ frame: k + j, window: null })), true);
+          for (const [j, f] of frames.entries()) put(k + j, rgbaToRgb(Buffer.from(f.pixels), f.width * f.height));
+        }
+        await dicom.render([]);
+      },
+      signal,
+    );
   } catch (e) {
+    if (signal?.aborted) throw signal.reason;
+    if (e instanceof MedmmvError) throw e;
     throw refuse(e instanceof DecodeWorkerFailure && e.kind === "timeout" ? "UNPROCESSABLE" : "INVALID_INPUT", imageId, `level ${level.index}'s tiles cannot be decoded (${(e instanceof Error ? e.message : String(e)).split("\n")[0]!.slice(0, 200)})`);
   }
 }
 
 /**
- * The rectangle `r` of a level's total pixel matrix as RGB, from the tiles that meet it only.
- * Areas no tile covers (a sparse level) are white, as bare glass is.
+ * The rectangle `r` of a level's total pixel matrix as RGB, from the tiles that meet it only,
+ * each pasted as it is decoded. Before any fetch, the tiles needed (computed, not listed) and
+ * the bytes they decode to are held to the limits: a PACS that declares huge tiles or many of
+ * them is refused (413) unread. Areas no tile covers (a sparse level) are white, as bare glass is.
  */
-async function assemble(imageId: string, source: TileSource, level: WsiLevel, r: PixelRect): Promise<{ rgb: Buffer; tiles: number; transferSyntaxUid: string; warnings: string[] }> {
+async function assemble(imageId: string, source: TileSource, level: WsiLevel, r: PixelRect, o: WholeSlideOptions): Promise<{ rgb: Buffer; tiles: number; transferSyntaxUid: string; warnings: string[] }> {
   if (level.tileWidth * level.tileHeight > MAX_TILE_PIXELS) throw refuse("PAYLOAD_TOO_LARGE", imageId, `level ${level.index}'s tiles are ${level.tileWidth}×${level.tileHeight}, over ${MAX_TILE_PIXELS} pixels each`);
+  const cells = cellsIn(level, r);
+  if (cells > MAX_TILES_PER_PICTURE) throw refuse("PAYLOAD_TOO_LARGE", imageId, `a picture of level ${level.index} would need ${cells} tiles of ${level.tileWidth}×${level.tileHeight} (at most ${MAX_TILES_PER_PICTURE} are read for one picture)`);
   const tiles = tilesIn(level, r);
-  if (tiles.length > MAX_TILES_PER_PICTURE) throw refuse("PAYLOAD_TOO_LARGE", imageId, `a picture of level ${level.index} would need ${tiles.length} tiles of ${level.tileWidth}×${level.tileHeight} (at most ${MAX_TILES_PER_PICTURE} are read for one picture)`);
+  const budget = o.maxDecodedBytes ?? DEFAULT_PICTURE_BYTES;
+  const tileBytes = level.tileWidth * level.tileHeight * 3;
+  const need = r.width * r.height * 3 + tiles.length * tileBytes;
+  if (need > budget) throw refuse("PAYLOAD_TOO_LARGE", imageId, `a picture of level ${level.index} (${r.width}×${r.height}) needs ${tiles.length} tiles of ${level.tileWidth}×${level.tileHeight}: ${need} bytes decoded, over ${budget} (MEDMMV_MAX_IMAGE_DECODED_BYTES); nothing was fetched`, { decodedBytes: need, maxDecodedBytes: budget });
   const canvas = Buffer.alloc(r.width * r.height * 3, 255);
-  const read = await source(level, tiles);
-  for (const [k, t] of tiles.entries()) paste(canvas, r, read.rgb[k]!, t, level);
+  const pasted = new Uint8Array(tiles.length);
+  let reserved = r.width * r.height * 3;
+  const sink: TileSink = {
+    reserve(count) {
+      o.signal?.throwIfAborted();
+      reserved += count * tileBytes;
+      if (reserved > budget) throw refuse("PAYLOAD_TOO_LARGE", imageId, `level ${level.index}'s tiles decode past ${budget} bytes (MEDMMV_MAX_IMAGE_DECODED_BYTES); refused before fetching more`, { maxDecodedBytes: budget });
+    },
+    put(k, rgb) {
+      if (pasted[k] || rgb.length < tileBytes) throw refuse("UNPROCESSABLE", imageId, `level ${level.index}'s tile ${k + 1} came back ${pasted[k] ? "twice" : "short"}`);
+      pasted[k] = 1;
+      paste(canvas, r, rgb, tiles[k]!, level);
+    },
+    ...(o.signal ? { signal: o.signal } : {}),
+  };
+  const read = await source(level, tiles, sink);
+  if (pasted.some((p) => p === 0)) throw refuse("UNPROCESSABLE", imageId, `level ${level.index}'s tiles did not all come back`);
   return { rgb: canvas, tiles: tiles.length, transferSyntaxUid: read.transferSyntaxUid, warnings: read.warnings ?? [] };
 }
 

@@ -31,7 +31,14 @@ export interface WsiLevel {
   pixelSpacingMm?: [number, number];
   /** Frames the level holds, all instances together. */
   frames: number;
+  /** Tiles placed by their frames' positions (TILED_SPARSE, or frames that carry a position). */
   tiles: WsiTile[];
+  /**
+   * TILED_FULL instances, whose frames fill the tile grid row-major from `first` (0-based, the
+   * concatenation's frame offset): their tiles are computed for the cells a picture needs,
+   * never listed (a level may declare hundreds of thousands of frames).
+   */
+  grid: Array<{ instance: string; first: number; frames: number }>;
   instances: string[];
   organisation: "TILED_FULL" | "TILED_SPARSE";
 }
@@ -81,6 +88,9 @@ export class WsiShapeError extends Error {}
  */
 export function pyramidLevels(metadata: Array<{ uid: string; meta: QidoItem }>): WsiLevel[] {
   const bySize = new Map<string, WsiLevel>();
+  // The grid cells each level's tiles already hold: one set per level for all its instances,
+  // so placing is linear in the frames however many instances a level is split over.
+  const taken = new Map<WsiLevel, Set<number>>();
   for (const { uid, meta } of metadata) {
     const imageType = (meta["00080008"]?.Value ?? []).map(String);
     if (imageType.length >= 3 && NOT_PYRAMID.has(imageType[2]!.toUpperCase())) continue;
@@ -92,7 +102,7 @@ export function pyramidLevels(metadata: Array<{ uid: string; meta: QidoItem }>):
     if (!width || !height || !tileWidth || !tileHeight || width < 1 || height < 1 || tileWidth < 1 || tileHeight < 1) {
       throw new WsiShapeError("a whole-slide instance lacks TotalPixelMatrixColumns/Rows or Columns/Rows");
     }
-    if (frames < 1 || frames > MAX_LEVEL_FRAMES) throw new WsiShapeError(`a whole-slide instance declares ${frames} frames (at most ${MAX_LEVEL_FRAMES} are read)`);
+    if (!Number.isInteger(frames) || frames < 1 || frames > MAX_LEVEL_FRAMES) throw new WsiShapeError(`a whole-slide instance declares ${frames} frames (at most ${MAX_LEVEL_FRAMES} are read)`);
     const key = `${width}x${height}`;
     let level = bySize.get(key);
     if (!level) {
@@ -104,48 +114,57 @@ export function pyramidLevels(metadata: Array<{ uid: string; meta: QidoItem }>):
         bitsAllocated: num(meta, "00280100") ?? 8,
         photometric: str(meta, "00280004") ?? ((num(meta, "00280002") ?? 1) === 1 ? "MONOCHROME2" : "RGB"),
         ...(spacing?.length === 2 && spacing.every((n) => Number.isFinite(n) && n > 0) ? { pixelSpacingMm: [spacing[0]!, spacing[1]!] as [number, number] } : {}),
-        frames: 0, tiles: [], instances: [],
+        frames: 0, tiles: [], grid: [], instances: [],
         organisation: str(meta, "00209311") === "TILED_FULL" ? "TILED_FULL" : "TILED_SPARSE",
       };
       bySize.set(key, level);
+      taken.set(level, new Set());
     }
     if (level.tileWidth !== tileWidth || level.tileHeight !== tileHeight) throw new WsiShapeError("instances of one pyramid level have different tile sizes");
     level.frames += frames;
+    // A level split over many instances counts all their frames: the cap is the level's, not an instance's.
+    if (level.frames > MAX_LEVEL_FRAMES) throw new WsiShapeError(`a pyramid level of ${width}×${height} declares more than ${MAX_LEVEL_FRAMES} frames over its instances`);
     level.instances.push(uid);
-    placeTiles(level, uid, meta, frames);
+    placeTiles(level, uid, meta, frames, taken.get(level)!);
   }
   const levels = [...bySize.values()].sort((a, b) => b.width * b.height - a.width * a.height);
   levels.forEach((l, k) => (l.index = k));
   return levels;
 }
 
-function placeTiles(level: WsiLevel, uid: string, meta: QidoItem, frames: number): void {
-  const taken = new Set(level.tiles.map((t) => `${t.x},${t.y}`));
+/**
+ * Each frame of an instance at its place on the level's tile grid. A position off the grid
+ * (tiles that would overlap their neighbours) or outside the total pixel matrix is refused:
+ * a PACS that places tiles so is not describing a pyramid, and reading it would decode far
+ * more than the picture holds. A place already taken (another focal plane or optical path)
+ * keeps its first tile. Frames without positions fill the grid in row-major order (TILED_FULL)
+ * and are not listed here: tilesIn computes them. Linear in the frames.
+ */
+function placeTiles(level: WsiLevel, uid: string, meta: QidoItem, frames: number, taken: Set<number>): void {
   const perFrame = meta["52009230"]?.Value;
   const across = Math.ceil(level.width / level.tileWidth);
-  const down = Math.ceil(level.height / level.tileHeight);
   const offset = num(meta, "00209228") ?? 0;
-  for (let k = 0; k < frames; k++) {
-    let x: number;
-    let y: number;
+  const positionOf = (k: number) => {
     const group = Array.isArray(perFrame) ? perFrame[k] : undefined;
     const position = typeof group === "object" && group !== null ? item((group as QidoItem)["0048021A"]) : undefined;
     const column = num(position, "0048021E");
     const row = num(position, "0048021F");
-    if (column !== undefined && row !== undefined) {
-      x = column - 1;
-      y = row - 1;
-    } else {
-      const n = offset + k;
-      if (n >= across * down) continue; // a later focal plane or optical path
-      x = (n % across) * level.tileWidth;
-      y = Math.floor(n / across) * level.tileHeight;
-    }
-    // Outside the matrix, or off the tile grid: not a tile this reader can place.
-    if (x < 0 || y < 0 || x >= level.width || y >= level.height) continue;
-    const key = `${x},${y}`;
-    if (taken.has(key)) continue;
-    taken.add(key);
+    return column !== undefined && row !== undefined ? { column, row } : null;
+  };
+  if (!Array.isArray(perFrame) || positionOf(0) === null) {
+    level.grid.push({ instance: uid, first: offset, frames });
+    return;
+  }
+  for (let k = 0; k < frames; k++) {
+    const p = positionOf(k);
+    if (p === null) throw new WsiShapeError(`frame ${k + 1} of a level-${level.width}×${level.height} instance has no position where its others have one`);
+    const x = p.column - 1;
+    const y = p.row - 1;
+    if (x < 0 || y < 0 || x >= level.width || y >= level.height) throw new WsiShapeError(`frame ${k + 1} of a level-${level.width}×${level.height} instance is placed at (${p.column}, ${p.row}), outside its total pixel matrix`);
+    if (x % level.tileWidth !== 0 || y % level.tileHeight !== 0) throw new WsiShapeError(`frame ${k + 1} of a level-${level.width}×${level.height} instance is placed at (${p.column}, ${p.row}), off its ${level.tileWidth}×${level.tileHeight} tile grid (its tiles would overlap)`);
+    const cell = (y / level.tileHeight) * across + x / level.tileWidth;
+    if (taken.has(cell)) continue;
+    taken.add(cell);
     level.tiles.push({ x, y, instance: uid, frame: k + 1 });
   }
 }
@@ -165,15 +184,50 @@ export function wsiOptics(metadata: QidoItem[]): WsiOptics {
   };
 }
 
+/** How much larger than the model's long side a level may be and still be read for the overview (then scaled down). */
+export const OVERVIEW_OVERSIZE = 2;
+
 /**
- * The level read for the overview: the finest whose total pixel matrix fits `longSide` on its
- * long side (so nothing finer than the model reads is fetched); when none fits, the coarsest.
+ * The level read for the overview: the finest whose long side is within OVERVIEW_OVERSIZE × the
+ * model's and that `fits` (its tiles within the picture's limits) — read and scaled down, it
+ * keeps detail a coarser level lost (a 1587-pixel level beats a 793-pixel one for a 1536 model);
+ * when none does, the finest that fits `longSide` itself, else the coarsest.
  */
-export function overviewLevel(levels: readonly WsiLevel[], longSide: number): WsiLevel {
-  return levels.find((l) => Math.max(l.width, l.height) <= longSide) ?? levels[levels.length - 1]!;
+export function overviewLevel(levels: readonly WsiLevel[], longSide: number, fits: (l: WsiLevel) => boolean = () => true): WsiLevel {
+  return levels.find((l) => Math.max(l.width, l.height) <= longSide * OVERVIEW_OVERSIZE && fits(l)) ?? levels.find((l) => Math.max(l.width, l.height) <= longSide) ?? levels[levels.length - 1]!;
 }
 
-/** Tiles of `level` that meet the rectangle (x, y, w, h) of its total pixel matrix. */
+/** Grid cells of `level` that the rectangle meets: how many tiles at most a picture of it needs (computed, not listed). */
+export function cellsIn(level: WsiLevel, r: { x: number; y: number; width: number; height: number }): number {
+  const across = Math.ceil(Math.min(r.x + r.width, level.width) / level.tileWidth) - Math.floor(Math.max(0, r.x) / level.tileWidth);
+  const down = Math.ceil(Math.min(r.y + r.height, level.height) / level.tileHeight) - Math.floor(Math.max(0, r.y) / level.tileHeight);
+  return Math.max(0, across) * Math.max(0, down);
+}
+
+/**
+ * Tiles of `level` that meet the rectangle (x, y, w, h) of its total pixel matrix: placed tiles
+ * first, then the TILED_FULL instances' frames for the cells still empty (the first instance
+ * holding a cell wins). Work in the cells of the rectangle (call cellsIn first to bound it).
+ */
 export function tilesIn(level: WsiLevel, r: { x: number; y: number; width: number; height: number }): WsiTile[] {
-  return level.tiles.filter((t) => t.x < r.x + r.width && t.x + level.tileWidth > r.x && t.y < r.y + r.height && t.y + level.tileHeight > r.y);
+  const placed = level.tiles.filter((t) => t.x < r.x + r.width && t.x + level.tileWidth > r.x && t.y < r.y + r.height && t.y + level.tileHeight > r.y);
+  if (level.grid.length === 0) return placed;
+  const across = Math.ceil(level.width / level.tileWidth);
+  const held = new Set(placed.map((t) => `${t.x},${t.y}`));
+  const out = [...placed];
+  const cx0 = Math.floor(Math.max(0, r.x) / level.tileWidth);
+  const cx1 = Math.ceil(Math.min(r.x + r.width, level.width) / level.tileWidth);
+  const cy0 = Math.floor(Math.max(0, r.y) / level.tileHeight);
+  const cy1 = Math.ceil(Math.min(r.y + r.height, level.height) / level.tileHeight);
+  for (let cy = cy0; cy < cy1; cy++) {
+    for (let cx = cx0; cx < cx1; cx++) {
+      const x = cx * level.tileWidth;
+      const y = cy * level.tileHeight;
+      if (held.has(`${x},${y}`)) continue;
+      const n = cy * across + cx;
+      const part = level.grid.find((g) => n >= g.first && n < g.first + g.frames);
+      if (part) out.push({ x, y, instance: part.instance, frame: n - part.first + 1 });
+    }
+  }
+  return out;
 }

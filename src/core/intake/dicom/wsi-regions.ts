@@ -1,7 +1,7 @@
 /**
  * When a whole-slide question is about cells, the overview alone is too coarse: a few regions
- * are read at a finer level too. The rule for "about cells" and how regions are picked are
- * here (docs/imaging.md#whole-slide-images).
+ * are read at a finer level too. The rule for "about cells" and how regions are picked (tissue
+ * in focus) are here (docs/imaging.md#whole-slide-images).
  */
 
 /** Words that ask about cells rather than the architecture a slide's overview shows. */
@@ -26,37 +26,111 @@ export interface Rect {
   height: number;
 }
 
+/** Why a region was chosen: the measures its provenance reports. */
+export interface RegionChoice extends Rect {
+  /** Share of the cell's pixels that are tissue (0–1). */
+  tissue: number;
+  /** Mean squared Laplacian of the cell's luminance over its tissue pixels: sharp detail scores high, blur low. */
+  focus: number;
+  /** Tissue cells the choice was made among. */
+  among: number;
+  /** The saturation threshold (Otsu's, on the overview) above which a pixel counted as tissue. */
+  threshold: number;
+}
+
+/** Values below this brightness (0–1) are ink, pen marks or folded debris, never the stained tissue a pathologist reads. */
+const DARKEST_TISSUE = 0.2;
+/** A cell is a candidate when at least this share of it is tissue. */
+const MIN_TISSUE = 0.5;
+/** Saturation below this is glass, whatever Otsu's threshold says (a slide that is all tissue or all glass). */
+const MIN_SATURATION = 0.05;
+
 /**
- * The most tissue-rich cells of a grid laid over the overview (`rgb`, width × height, 3
- * channels): each cell is `side` overview pixels square, scored by the mean darkness
- * (255 − luminance) of its pixels, since stained tissue is darker than the bright glass
- * around it (whole cells only: a partial one at the right or bottom edge is left out). The `count` best cells with any tissue are chosen, best first (ties in reading
- * order), as rectangles of the overview.
+ * Where a pathologist would start on a slide's overview (`rgb`, width × height, 3 channels):
+ * a tissue mask first — stained tissue is coloured, glass is white or grey, so a pixel is tissue
+ * when its saturation is above Otsu's threshold of the overview's saturations (and above a
+ * floor) and it is not darker than stain (ink and blots are) — then, among the grid cells of
+ * `side` pixels that are mostly tissue, those in focus: the mean squared Laplacian of the
+ * luminance over the cell's tissue pixels, which an out-of-focus area lacks. The `count` best,
+ * best first (ties in reading order). Never background, never a dark blot.
  */
-export function tissueRichCells(rgb: Buffer, width: number, height: number, side: number, count: number): Array<Rect & { score: number }> {
+export function tissueInFocusCells(rgb: Buffer, width: number, height: number, side: number, count: number): RegionChoice[] {
+  const n = width * height;
+  const sat = new Float32Array(n);
+  const lum = new Float32Array(n);
+  const value = new Float32Array(n);
+  const histogram = new Uint32Array(256);
+  for (let p = 0; p < n; p++) {
+    const r = rgb[p * 3]!;
+    const g = rgb[p * 3 + 1]!;
+    const b = rgb[p * 3 + 2]!;
+    const max = Math.max(r, g, b);
+    const min = Math.min(r, g, b);
+    sat[p] = max === 0 ? 0 : (max - min) / max;
+    value[p] = max / 255;
+    lum[p] = 0.299 * r + 0.587 * g + 0.114 * b;
+    histogram[Math.min(255, Math.round(sat[p]! * 255))]!++;
+  }
+  const threshold = Math.max(MIN_SATURATION, otsu(histogram, n) / 255);
+  const tissue = new Uint8Array(n);
+  for (let p = 0; p < n; p++) tissue[p] = sat[p]! > threshold && value[p]! >= DARKEST_TISSUE ? 1 : 0;
+
   const s = Math.max(1, Math.floor(side));
-  const cells: Array<Rect & { score: number }> = [];
   // Whole cells only (a partial one at the right or bottom edge is not scored), unless the overview is smaller than one.
   const across = Math.max(1, Math.floor(width / s));
   const down = Math.max(1, Math.floor(height / s));
+  const candidates: Array<Omit<RegionChoice, "among" | "threshold">> = [];
   for (let gy = 0; gy < down; gy++) {
     for (let gx = 0; gx < across; gx++) {
       const x0 = gx * s;
       const y0 = gy * s;
       const w = Math.min(s, width - x0);
       const h = Math.min(s, height - y0);
-      let dark = 0;
+      let inTissue = 0;
+      let energy = 0;
+      let measured = 0;
       for (let y = y0; y < y0 + h; y++) {
         for (let x = x0; x < x0 + w; x++) {
-          const i = (y * width + x) * 3;
-          dark += 255 - (0.299 * rgb[i]! + 0.587 * rgb[i + 1]! + 0.114 * rgb[i + 2]!);
+          const p = y * width + x;
+          if (!tissue[p]) continue;
+          inTissue++;
+          if (x === 0 || y === 0 || x === width - 1 || y === height - 1) continue;
+          const lap = lum[p - 1]! + lum[p + 1]! + lum[p - width]! + lum[p + width]! - 4 * lum[p]!;
+          energy += lap * lap;
+          measured++;
         }
       }
-      cells.push({ x: x0, y: y0, width: w, height: h, score: dark / (w * h) / 255 });
+      const share = inTissue / (w * h);
+      if (share >= MIN_TISSUE) candidates.push({ x: x0, y: y0, width: w, height: h, tissue: share, focus: measured ? energy / measured : 0 });
     }
   }
-  return cells
-    .filter((c) => c.score > 0.02)
-    .sort((a, b) => b.score - a.score || a.y - b.y || a.x - b.x)
-    .slice(0, count);
+  return candidates
+    .sort((a, b) => b.focus - a.focus || a.y - b.y || a.x - b.x)
+    .slice(0, count)
+    .map((c) => ({ ...c, among: candidates.length, threshold }));
+}
+
+/** Otsu's threshold of a 256-bin histogram of `total` values: the bin that best splits it in two. */
+function otsu(histogram: Uint32Array, total: number): number {
+  let sum = 0;
+  for (let i = 0; i < 256; i++) sum += i * histogram[i]!;
+  let sumB = 0;
+  let weightB = 0;
+  let best = 0;
+  let bestBetween = -1;
+  for (let t = 0; t < 256; t++) {
+    weightB += histogram[t]!;
+    if (weightB === 0) continue;
+    const weightF = total - weightB;
+    if (weightF === 0) break;
+    sumB += t * histogram[t]!;
+    const meanB = sumB / weightB;
+    const meanF = (sum - sumB) / weightF;
+    const between = weightB * weightF * (meanB - meanF) ** 2;
+    if (between > bestBetween) {
+      bestBetween = between;
+      best = t;
+    }
+  }
+  return best;
 }

@@ -166,16 +166,27 @@ export const diagnoseRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { se
         request,
         "create",
         (s) => s.record.id,
-        () => {
+        async () => {
           const scope = requirePermission(request, "submit");
-          return service.submit({
-            owner: scope.owner,
-            tenant: scope.tenant,
-            submittedBy: request.principal!.keyId,
-            input: request.body,
-            overrides: request.query,
-            idempotencyKey: request.headers["idempotency-key"] ?? null,
-          });
+          // A client that goes away while its images are fetched and decoded stops that work.
+          const gone = new AbortController();
+          const onClose = () => {
+            if (!reply.raw.writableEnded) gone.abort(new MedmmvError("ABORTED", "the client closed the request"));
+          };
+          reply.raw.once("close", onClose);
+          try {
+            return await service.submit({
+              owner: scope.owner,
+              tenant: scope.tenant,
+              submittedBy: request.principal!.keyId,
+              input: request.body,
+              overrides: request.query,
+              idempotencyKey: request.headers["idempotency-key"] ?? null,
+              signal: gone.signal,
+            });
+          } finally {
+            reply.raw.off("close", onClose);
+          }
         },
         (s) => ({ replayed: s.replayed }),
       );

@@ -18,7 +18,7 @@ export const PYTHON = "/usr/bin/python3";
 export function secondOpinionMissing(): string | null {
   if (!existsSync(PYTHON)) return "/usr/bin/python3 is missing (apt-get install python3-pydicom python3-numpy)";
   if (spawnSync(PYTHON, ["-c", "import pydicom, numpy"]).status !== 0) return "pydicom or numpy is missing under /usr/bin/python3 (apt-get install python3-pydicom python3-numpy)";
-  for (const tool of ["dcmconv", "dcmcjpeg", "dcmcrle"]) if (!["/usr/bin", "/usr/local/bin"].some((d) => existsSync(path.join(d, tool)))) return `${tool} is missing (apt-get install dcmtk)`;
+  for (const tool of ["dcmconv", "dcmcjpeg", "dcmcrle", "dcmj2pnm"]) if (!["/usr/bin", "/usr/local/bin"].some((d) => existsSync(path.join(d, tool)))) return `${tool} is missing (apt-get install dcmtk)`;
   return null;
 }
 
@@ -115,4 +115,92 @@ export function implicitUnderExplicit(file: Buffer, datasetStart: number): Buffe
     }
   }
   return Buffer.concat(out);
+}
+
+const STANDARD_SCRIPT = `
+import json, sys, warnings
+import numpy as np
+import pydicom
+from pydicom.pixel_data_handlers.util import apply_color_lut, apply_modality_lut, convert_color_space
+warnings.simplefilter("ignore")
+ds = pydicom.dcmread(sys.argv[1])
+window = (float(sys.argv[2]), float(sys.argv[3])) if len(sys.argv) > 3 else None
+frames = int(getattr(ds, "NumberOfFrames", 1) or 1)
+pi = ds.PhotometricInterpretation
+a = ds.pixel_array
+out = []
+if pi == "PALETTE COLOR":
+    out = [(apply_color_lut(a, ds) >> 8).reshape(-1).tolist()]
+elif ds.SamplesPerPixel == 3:
+    if pi.startswith("YBR"):
+        a = convert_color_space(a, "YBR_FULL", "RGB")
+    out = [a.reshape(-1).tolist()]
+else:
+    stored = a.reshape((frames, ds.Rows, ds.Columns)).astype("int64")
+    # Only BitsStored bits hold the value, two's complement when signed (pydicom 2 keeps the others).
+    if ds.PixelRepresentation == 1 and ds.BitsStored < ds.BitsAllocated:
+        sign = 1 << (ds.BitsStored - 1)
+        stored = ((stored & ((1 << ds.BitsStored) - 1)) ^ sign) - sign
+    a = stored.astype("float64")
+    shared = ds.SharedFunctionalGroupsSequence[0] if "SharedFunctionalGroupsSequence" in ds else None
+    per = ds.PerFrameFunctionalGroupsSequence if "PerFrameFunctionalGroupsSequence" in ds else None
+    def macro(k, name):
+        if per is not None and name in per[k]: return per[k][name][0]
+        if shared is not None and name in shared: return shared[name][0]
+        return None
+    for k in range(frames):
+        pvt = macro(k, "PixelValueTransformationSequence")
+        voi = macro(k, "FrameVOILUTSequence")
+        if pvt is not None:
+            v = a[k] * float(pvt.RescaleSlope) + float(pvt.RescaleIntercept)
+        else:
+            v = apply_modality_lut(stored[k], ds).astype("float64")
+        c, w = window if window else ((float(voi.WindowCenter), float(voi.WindowWidth)) if voi is not None else (None, None))
+        if c is None:
+            lo, hi = v.min(), v.max()
+            g = (v - lo) / (hi - lo) * 255 if hi > lo else v * 0
+        else:
+            g = np.clip(((v - (c - 0.5)) / (w - 1) + 0.5) * 255, 0, 255)
+        out.append(g.reshape(-1).tolist())
+print(json.dumps(out))
+`;
+
+/**
+ * The pixels a standard reading gives, independently of our renderer, by pydicom and numpy:
+ * greyscale frames through each frame's Pixel Value Transformation (enhanced objects'
+ * functional groups, per frame over shared) or the Modality LUT, then its Frame VOI LUT
+ * window (or `window`, or the frame's value range); palette colour through its (segmented)
+ * lookup tables; YBR as RGB. One array per frame (greyscale) or one RGB array.
+ */
+export async function standardReading(dir: string, file: Buffer, name: string, window?: { center: number; width: number }): Promise<number[][]> {
+  const at = path.join(dir, `${name}-standard.dcm`);
+  await writeFile(at, file);
+  const { stdout } = await run(PYTHON, ["-c", STANDARD_SCRIPT, at, ...(window ? [String(window.center), String(window.width)] : [])], { maxBuffer: 64 * 1024 * 1024 });
+  return JSON.parse(stdout) as number[][];
+}
+
+/** Per channel of two interleaved RGB series: Pearson's r and the mean absolute difference. */
+export function perChannel(ours: ArrayLike<number>, theirs: ArrayLike<number>): Array<{ r: number; meanDiff: number }> {
+  return [0, 1, 2].map((c) => {
+    const a: number[] = [];
+    const b: number[] = [];
+    for (let i = c; i < ours.length; i += 3) {
+      a.push(ours[i]!);
+      b.push(theirs[i]!);
+    }
+    return { r: correlation(a, b), meanDiff: a.reduce((s, x, i) => s + Math.abs(x - b[i]!), 0) / a.length };
+  });
+}
+
+/** DCMTK's rendering of `file` (dcmj2pnm, the object's first window), as 8-bit grey values. */
+export async function dcmtkGrey(dir: string, file: Buffer, name: string): Promise<Buffer> {
+  const src = path.join(dir, `${name}-dcmtk.dcm`);
+  const out = path.join(dir, `${name}.pgm`);
+  await writeFile(src, file);
+  await run("dcmj2pnm", ["--use-window", "1", "--write-raw-pnm", src, out]);
+  const pgm = await readFile(out);
+  // P5\n<w> <h>\n255\n then the pixels.
+  let at = 0;
+  for (let fields = 0; fields < 4; at++) if (pgm[at] === 0x0a || pgm[at] === 0x20) fields++;
+  return pgm.subarray(at);
 }

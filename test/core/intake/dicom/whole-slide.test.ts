@@ -22,19 +22,18 @@ function colour(x: number, y: number, scale: number): [number, number, number] {
 
 /** Tiles cut from the pattern (beyond the matrix: black, which must never show), noting each one asked for. */
 function patternTiles(asked: WsiTile[]): TileSource {
-  return async (l: WsiLevel, tiles) => {
+  return async (l: WsiLevel, tiles, sink) => {
     asked.push(...tiles);
     const scale = 1024 / l.width;
-    return {
-      transferSyntaxUid: "1.2.840.10008.1.2.1",
-      rgb: tiles.map((t) => {
-        const b = Buffer.alloc(l.tileWidth * l.tileHeight * 3);
-        for (let y = 0; y < l.tileHeight; y++) for (let x = 0; x < l.tileWidth; x++) {
-          if (t.x + x < l.width && t.y + y < l.height) b.set(colour(t.x + x, t.y + y, scale), (y * l.tileWidth + x) * 3);
-        }
-        return b;
-      }),
-    };
+    sink.reserve(tiles.length);
+    for (const [k, t] of tiles.entries()) {
+      const b = Buffer.alloc(l.tileWidth * l.tileHeight * 3);
+      for (let y = 0; y < l.tileHeight; y++) for (let x = 0; x < l.tileWidth; x++) {
+        if (t.x + x < l.width && t.y + y < l.height) b.set(colour(t.x + x, t.y + y, scale), (y * l.tileWidth + x) * 3);
+      }
+      sink.put(k, b);
+    }
+    return { transferSyntaxUid: "1.2.840.10008.1.2.1" };
   };
 }
 
@@ -56,15 +55,16 @@ describe("whole-slide pictures from a tile source", () => {
     expect(overview!.dicom!.wsi).toMatchObject({ role: "overview", level: 1, levels: 2, tiles: 4, levelFrames: 4 });
   });
 
-  it("regions come from the finer level where the overview is darkest, reserved from the picture budget, each exactly what the level holds", async () => {
+  it("regions come from the finer level where the overview has stained tissue, reserved from the picture budget, each exactly what the level holds", async () => {
     const asked: WsiTile[] = [];
     const pictures = { left: 3, max: 16 };
     const out = await pyramidPictures("s", slide, {}, patternTiles(asked), undefined, { longSide: 300, maxPixels: 1e7, regions: true, pictures });
-    // One overview and what was left: two regions.
-    expect(out.map((p) => p.id)).toEqual(["s", "s-region1", "s-region2"]);
-    expect(pictures.left).toBe(0);
-    // The grid's whole cells are the overview's two 128² squares: the right one (mostly right of x 600, darker) first.
-    expect(out.slice(1).map((p) => p.dicom!.wsi!.region)).toEqual([{ x: 512, y: 0, width: 512, height: 512 }, { x: 0, y: 0, width: 512, height: 512 }]);
+    // The grid's whole cells are the overview's two 128² squares; only the right one (mostly
+    // right of x 600) is stained enough to be tissue by the overview's own Otsu threshold.
+    expect(out.map((p) => p.id)).toEqual(["s", "s-region1"]);
+    expect(pictures.left).toBe(1);
+    expect(out.slice(1).map((p) => p.dicom!.wsi!.region)).toEqual([{ x: 512, y: 0, width: 512, height: 512 }]);
+    expect(out[1]!.dicom!.wsi!.selection).toMatch(/^rank 1 by focus of the overview's 1 128-pixel grid cells that are mostly tissue: \d+ % tissue \(saturation above Otsu's/);
     for (const p of out.slice(1)) {
       const { region, overviewRegion } = p.dicom!.wsi!;
       expect(overviewRegion).toEqual({ x: region.x / 4, y: region.y / 4, width: region.width / 4, height: region.height / 4 });

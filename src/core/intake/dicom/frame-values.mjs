@@ -1,0 +1,195 @@
+// What the decode worker (render-worker.mjs) reads from a DICOM header beyond what
+// dcmjs-imaging reads itself: the functional groups of enhanced multi-frame objects, the
+// colour transform of a JPEG codestream, and segmented palette lookup tables. Plain
+// JavaScript, as the worker is; every function is pure and bounded by its input.
+
+/** A sequence's first item (dcmjs gives a sequence as an array, a one-item one sometimes as the item). */
+export function firstItem(v) {
+  return Array.isArray(v) ? v[0] : v && typeof v === "object" ? v : undefined;
+}
+
+function num(v) {
+  const x = Array.isArray(v) ? v[0] : v;
+  const n = typeof x === "string" ? Number(x) : x;
+  return typeof n === "number" && Number.isFinite(n) ? n : undefined;
+}
+
+/**
+ * A functional group macro of frame `k` (0-based): the Per-frame Functional Groups' item when
+ * the frame carries the macro, else the Shared Functional Groups' (PS3.3 C.7.6.16).
+ */
+export function frameMacro(all, k, name) {
+  // An item per frame, or the sequence cannot say which frame an item belongs to (dcmjs drops empty items).
+  const items = all.PerFrameFunctionalGroupsSequence;
+  const frames = Math.max(1, Number(all.NumberOfFrames) || 1);
+  const perFrame = Array.isArray(items) && items.length === frames ? items[k] : undefined;
+  return firstItem(perFrame?.[name]) ?? firstItem(firstItem(all.SharedFunctionalGroupsSequence)?.[name]);
+}
+
+/**
+ * Frame `k`'s pixel value transformation and VOI window, as the standard reads them: the
+ * functional groups of an enhanced object first (Pixel Value Transformation, Frame VOI LUT),
+ * then the top-level attributes a classic object carries.
+ */
+export function frameValues(all, k) {
+  const pvt = frameMacro(all, k, "PixelValueTransformationSequence");
+  const voi = frameMacro(all, k, "FrameVOILUTSequence");
+  const slope = num(pvt?.RescaleSlope) ?? num(all.RescaleSlope);
+  const intercept = num(pvt?.RescaleIntercept) ?? num(all.RescaleIntercept);
+  const center = num(voi?.WindowCenter) ?? num(all.WindowCenter);
+  const width = num(voi?.WindowWidth) ?? num(all.WindowWidth);
+  return {
+    slope: slope ?? 1,
+    intercept: intercept ?? 0,
+    window: center !== undefined && width !== undefined && width >= 1 ? { center, width, fromFunctionalGroups: num(voi?.WindowWidth) !== undefined } : null,
+  };
+}
+
+/**
+ * Where frame `k` sits in an enhanced object, from its Frame Content (PS3.3 C.7.6.16.2.2): the
+ * stack and position within it, or the temporal position — words for the frame's caption
+ * ("stack 1, position 5"), or null when the object says nothing.
+ */
+export function frameContent(all, k) {
+  const c = frameMacro(all, k, "FrameContentSequence");
+  if (!c) return null;
+  const parts = [];
+  const stack = typeof c.StackID === "string" ? c.StackID.slice(0, 16) : undefined;
+  const position = num(c.InStackPositionNumber);
+  const temporal = num(c.TemporalPositionIndex);
+  if (stack !== undefined) parts.push(`stack ${stack}`);
+  if (position !== undefined) parts.push(`position ${position}`);
+  if (temporal !== undefined) parts.push(`time point ${temporal}`);
+  return parts.length ? parts.join(", ") : null;
+}
+
+/** Bytes of a DICOM OB/OW value as dcmjs gives it (an ArrayBuffer, a view, or an array of them). */
+export function valueBytes(v) {
+  const part = Array.isArray(v) ? v.find((p) => p instanceof ArrayBuffer || ArrayBuffer.isView(p)) : v;
+  if (part instanceof ArrayBuffer) return new Uint8Array(part);
+  if (ArrayBuffer.isView(part)) return new Uint8Array(part.buffer, part.byteOffset, part.byteLength);
+  return undefined;
+}
+
+/**
+ * The Modality LUT Sequence's first item as a lookup (PS3.3 C.11.1): stored value → output
+ * value, clamped to the table's ends; undefined when the object has none or it is unusable.
+ */
+export function modalityLut(all) {
+  const item = firstItem(all.ModalityLUTSequence);
+  if (!item) return undefined;
+  const d = item.LUTDescriptor;
+  const entries = (num(Array.isArray(d) ? d[0] : undefined) || 65536);
+  const firstMapped = num(Array.isArray(d) ? d[1] : undefined) ?? 0;
+  const bits = num(Array.isArray(d) ? d[2] : undefined) ?? 16;
+  const bytes = valueBytes(item.LUTData);
+  let table;
+  if (bytes && bytes.length >= entries * 2 && bits > 8) table = new Uint16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + entries * 2));
+  else if (bytes && bytes.length >= entries) table = bits > 8 ? undefined : Uint8Array.from(bytes.subarray(0, entries));
+  else if (Array.isArray(item.LUTData) && item.LUTData.length >= entries && item.LUTData.every((x) => typeof x === "number")) table = Uint16Array.from(item.LUTData.slice(0, entries));
+  if (!table || table.length === 0) return undefined;
+  return { table, firstMapped, bits };
+}
+
+/**
+ * A segmented palette colour lookup table (PS3.3 C.7.9.2) expanded into its entries: discrete
+ * segments copy values, linear segments ramp from the previous value, indirect segments repeat
+ * earlier ones. Bounded: at most `entries` values are produced, an indirect segment may not
+ * point at another indirect one, and a malformed table ends the expansion (the renderer then
+ * refuses the object for missing LUT data rather than reading past it).
+ */
+export function expandSegmentedLut(words, entries) {
+  const out = new Uint16Array(entries);
+  let n = 0;
+  const run = (start, segments, nested) => {
+    let p = start;
+    for (let s = 0; s < segments && p < words.length && n < entries; s++) {
+      const op = words[p];
+      const len = words[p + 1] ?? 0;
+      if (op === 0) {
+        for (let i = 0; i < len && n < entries && p + 2 + i < words.length; i++) out[n++] = words[p + 2 + i];
+        p += 2 + len;
+      } else if (op === 1) {
+        const y0 = n > 0 ? out[n - 1] : 0;
+        const y1 = words[p + 2] ?? y0;
+        for (let i = 1; i <= len && n < entries; i++) out[n++] = Math.round(y0 + ((y1 - y0) * i) / len);
+        p += 3;
+      } else if (op === 2 && !nested) {
+        const offset = (words[p + 2] ?? 0) | ((words[p + 3] ?? 0) << 16);
+        run(offset, len, true);
+        p += 4;
+      } else return false;
+    }
+    return true;
+  };
+  run(0, Infinity, false);
+  return n === entries ? out : null;
+}
+
+/** JPEG 2000 and HTJ2K transfer syntaxes. */
+const J2K_SYNTAXES = new Set(["1.2.840.10008.1.2.4.90", "1.2.840.10008.1.2.4.91", "1.2.840.10008.1.2.4.201", "1.2.840.10008.1.2.4.202", "1.2.840.10008.1.2.4.203"]);
+
+/**
+ * Whether a JPEG 2000 codestream applies a multiple component transform (its COD segment's
+ * MCT byte, ISO 15444-1 A.6.1): true, false, or undefined when `bytes` holds no readable main header.
+ */
+export function j2kComponentTransform(bytes) {
+  const find = (a, b, from) => {
+    for (let i = from; i + 1 < bytes.length && i < 64 * 1024; i++) if (bytes[i] === a && bytes[i + 1] === b) return i;
+    return -1;
+  };
+  const siz = find(0xff, 0x51, 0);
+  if (siz === -1 || siz + 4 > bytes.length) return undefined;
+  const cod = find(0xff, 0x52, siz + 2 + ((bytes[siz + 2] << 8) | bytes[siz + 3]));
+  if (cod === -1 || cod + 8 >= bytes.length) return undefined;
+  return bytes[cod + 8] === 1;
+}
+
+/**
+ * The photometric interpretation a JPEG 2000 object's frames are rendered with: a stream with
+ * a multiple component transform is turned back into RGB by the codec itself (PS3.5 A.4.4:
+ * such objects are labelled YBR_ICT or YBR_RCT), so one labelled YBR_FULL or YBR_FULL_422 (a
+ * writer's error) must not be converted from YCbCr a second time; it is read as RGB.
+ */
+export function j2kPhotometric(tsUid, photometric, firstCodestream) {
+  if (!J2K_SYNTAXES.has(tsUid) || !/^YBR_FULL/.test(photometric ?? "") || !firstCodestream) return photometric;
+  return j2kComponentTransform(firstCodestream) === true ? "RGB" : photometric;
+}
+
+/**
+ * Whether a JPEG codestream of three components holds YCbCr that the decoder must turn into
+ * RGB, by the rules mature readers follow (PS3.5 8.2.1; libjpeg's markers, pydicom, GDCM):
+ * an Adobe APP14 marker says it outright (transform 0: RGB; 1: YCbCr); a JFIF APP0 marker
+ * means YCbCr; component ids 'R','G','B' mean RGB; otherwise the DICOM header decides —
+ * RGB is not transformed, YBR_* is. So a stream labelled RGB without markers is never
+ * converted, and a YCbCr stream with JFIF or APP14 under an RGB label is (the writer's error).
+ */
+export function jpegHoldsYcbcr(bytes, photometric) {
+  let p = 2;
+  let jfif = false;
+  let adobe;
+  let ids;
+  if (!(bytes[0] === 0xff && bytes[1] === 0xd8)) return undefined;
+  while (p + 4 <= bytes.length) {
+    if (bytes[p] !== 0xff) return undefined;
+    const marker = bytes[p + 1];
+    if (marker === 0xff) { p++; continue; }
+    if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) { p += 2; continue; }
+    const len = (bytes[p + 2] << 8) | bytes[p + 3];
+    const seg = p + 4;
+    if (marker === 0xe0 && len >= 7 && String.fromCharCode(...bytes.subarray(seg, seg + 5)) === "JFIF\0") jfif = true;
+    if (marker === 0xee && len >= 14 && String.fromCharCode(...bytes.subarray(seg, seg + 5)) === "Adobe") adobe = bytes[seg + 11];
+    const isSof = marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc;
+    if (isSof && len >= 8) {
+      const nf = bytes[seg + 5];
+      ids = Array.from({ length: nf }, (_, i) => bytes[seg + 6 + i * 3]);
+    }
+    if (marker === 0xda) break;
+    p += 2 + len;
+  }
+  if (!ids || ids.length !== 3) return undefined;
+  if (adobe !== undefined) return adobe !== 0;
+  if (jfif) return true;
+  if (ids[0] === 0x52 && ids[1] === 0x47 && ids[2] === 0x42) return false;
+  return String(photometric ?? "").startsWith("YBR");
+}
