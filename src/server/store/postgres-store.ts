@@ -8,6 +8,7 @@ import type {
   CaseProgress,
   CaseRecord,
   CaseStatus,
+  CardFeedbackOutcome,
   CaseStore,
   CaseSummary,
   ConversationTurn,
@@ -318,6 +319,10 @@ export class PostgresStore implements CaseStore {
 
   async uncountRunStart(id: string): Promise<void> {
     await this.#query("uncountRunStart", `UPDATE ${this.#t.cases} SET run_starts = run_starts - 1 WHERE id = $1 AND run_starts > 0`, [id]);
+  }
+
+  async setFeedback(id: string, outcome: CardFeedbackOutcome): Promise<boolean> {
+    return (await this.#query("setFeedback", `UPDATE ${this.#t.cases} SET feedback = $2 WHERE id = $1 RETURNING id`, [id, outcome])).length === 1;
   }
 
   async setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<boolean> {

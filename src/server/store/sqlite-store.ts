@@ -12,6 +12,7 @@ import type {
   CaseProgress,
   CaseRecord,
   CaseStatus,
+  CardFeedbackOutcome,
   CaseStore,
   CaseSummary,
   ConversationTurn,
@@ -370,6 +371,10 @@ export class SqliteStore implements CaseStore {
 
   async uncountRunStart(id: string): Promise<void> {
     this.#write(() => this.#stmt("UPDATE medmmv_cases SET run_starts = run_starts - 1 WHERE id = ? AND run_starts > 0").run(id), "uncountRunStart");
+  }
+
+  async setFeedback(id: string, outcome: CardFeedbackOutcome): Promise<boolean> {
+    return this.#write(() => this.#stmt("UPDATE medmmv_cases SET feedback = ? WHERE id = ?").run(outcome, id).changes === 1, "setFeedback");
   }
 
   async setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<boolean> {
