@@ -1,14 +1,14 @@
 /**
  * How sure a result is, in words: the one rule the audit view's header and the CDS card's
- * indicator both read (docs/api.md#how-sure-confident-uncertain-incomplete). Pure and
- * type-only in what it imports, so the view payload carries its answer to the browser.
+ * indicator both read (docs/api.md#how-sure-confident-uncertain-incomplete).
  *
  * - **incomplete**: part of the case was not examined: the analysis failed; an agent was
  *   stopped by the provider's content filter or refused by the model; an agent that reads the
  *   images or the notes failed, so an image or the notes were not read; or (a CDS call) part of
  *   the record could not be read.
  * - **uncertain**: everything was examined, but the answer is weak: no answer (abstained);
- *   the answer won at most half of the runs; under half of the final paths' score is behind it
+ *   the answer won at most half of the runs (the differential's first entry when the
+ *   result has one, else the rollouts whose answer has the selected answer's key); under half of the final paths' score is behind it
  *   (answerSupport < 0.5); a claim of the selected path is unsupported or contradicted by the
  *   evidence; a detected hallucination was left unresolved; or the case's budget cut repairs short.
  * - **confident**: none of the above.
@@ -16,34 +16,12 @@
 import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
 import type { PathOutput } from "../../core/contracts/reasoning-path.js";
 import { answerKey } from "../../core/workflow/nodes/plan-refinement.js";
+import type { AnswerState, AnswerSummary, NotExamined } from "./answer-summary.js";
 
-export type AnswerState = "confident" | "uncertain" | "incomplete";
+export type { AnswerState, AnswerSummary, NotExamined } from "./answer-summary.js";
 
 /** Below this share of the final paths' score behind the answer it is uncertain. */
 export const WEAK_SUPPORT = 0.5;
-
-/** A part of the case no agent read, and why (the provider's words stay in provenance.failures). */
-export interface NotExamined {
-  /** The agent (branch) that did not run to the end. */
-  agent: string;
-  /** What that leaves unread, in words: "the image", "the notes", "the literature". */
-  what: string;
-  /** "content filter", "model refused", or the failure's code. */
-  why: string;
-}
-
-export interface AnswerSummary {
-  state: AnswerState;
-  /** Each reason behind the state, in words (empty when confident). */
-  reasons: string[];
-  /** "(B) Acute pericarditis", or null without an answer. */
-  answer: string | null;
-  /** How many runs chose the answer, of how many (null without an answer or runs). */
-  runs: { chose: number; of: number } | null;
-  /** The selected path's claims by the detector's verdict (rejected: contradicted by the evidence). */
-  claims: { supported: number; unsupported: number; rejected: number };
-  notExamined: NotExamined[];
-}
 
 /** The part of a CDS Hooks call's record that was not read (fhir-fetch.ts NotRead). */
 export interface RecordNotRead {
@@ -52,7 +30,9 @@ export interface RecordNotRead {
 }
 
 const STOPPED: Record<string, string> = { CONTENT_FILTERED: "content filter", MODEL_REFUSED: "model refused" };
-const WHAT_AN_AGENT_READS: Record<string, string> = { "image-doctor": "the image", "text-doctor": "the notes", "web-search": "the literature" };
+/** What an agent reads. A failed ImageDoctor or TextDoctor leaves the image or the notes unread; a failed search is one source fewer, unless it was stopped. */
+const WHAT_AN_AGENT_READS: Record<string, string> = { "image-doctor": "the image", "text-doctor": "the notes" };
+const WHAT_ELSE: Record<string, string> = { "web-search": "the literature" };
 
 /** The runs behind the answer: issue 52's differential when the result has it, else the rollouts with the answer's key. */
 function runsBehind(r: DiagnosisResult): AnswerSummary["runs"] {
@@ -71,7 +51,7 @@ function notExamined(r: DiagnosisResult): NotExamined[] {
     const what = WHAT_AN_AGENT_READS[agent];
     // A failed rollout or repair is one path fewer, not an unread part of the case; a stopped one is still said.
     if (!what && !STOPPED[f.code]) continue;
-    const entry = { agent: f.branch, what: what ?? `the reasoning of ${f.branch}`, why: STOPPED[f.code] ?? f.code };
+    const entry = { agent, what: what ?? WHAT_ELSE[agent] ?? `the reasoning of ${f.branch}`, why: STOPPED[f.code] ?? f.code };
     if (!out.some((o) => o.what === entry.what && o.why === entry.why)) out.push(entry);
   }
   return out;

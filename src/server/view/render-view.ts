@@ -5,7 +5,8 @@ import { MedmmvError } from "../../core/contracts/errors.js";
 import { EvidenceGraph } from "../../core/evidence/evidence-graph.js";
 import { clientBundle } from "./build-client.js";
 import { VIEW_CSS } from "./view-css.js";
-import type { ViewCase, ViewDicomProvenance, ViewDownload, ViewGraph, ViewImage, ViewLive, ViewPayload, ViewTurn } from "./view-payload.js";
+import type { ViewCase, ViewDicomProvenance, ViewDownload, ViewGraph, ViewImage, ViewLive, ViewPayload, ViewRecord, ViewTurn } from "./view-payload.js";
+import { summariseAnswer } from "./answer-state.js";
 
 export interface CaseViewImageInput {
   id: string;
@@ -37,6 +38,8 @@ export interface CaseViewInput {
   turns?: ViewTurn[];
   /** Same-origin links to the evidence graph in analysts' formats (served pages). */
   downloads?: ViewDownload[];
+  /** The stored case's submitter and card feedback (served pages). */
+  record?: ViewRecord;
 }
 
 const DRAWABLE_IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
@@ -155,6 +158,8 @@ export function buildViewPayload(input: Omit<CaseViewInput, "nonce">): ViewPaylo
     graphIsFull: full !== null,
     subgraphNodeIds: (sub?.nodes ?? []).map((n) => n.key).filter((k) => present.has(k)),
     caseInput: viewCase(input.caseInput),
+    summary: summariseAnswer(result),
+    ...(input.record ? { record: input.record } : {}),
     ...(input.downloads?.length ? { downloads: input.downloads } : {}),
     ...(input.turns?.length ? { turns: input.turns.map(({ turn, question, answer, step, category, contextConflict, evidence }) => ({ turn, question, answer, step, category, contextConflict, evidence })) } : {}),
   };

@@ -88,7 +88,7 @@ details > summary { cursor: pointer; font-weight: 600; }
 .kv { display: grid; grid-template-columns: max-content 1fr; gap: 3px 14px; font-size: 12.5px; }
 .kv dt { color: var(--muted); }
 .kv dd { margin: 0; word-break: break-word; }
-.grid2 { display: grid; grid-template-columns: repeat(auto-fit, minmax(380px, 1fr)); gap: 14px; align-items: start; }
+.grid2 { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(380px, 100%), 1fr)); gap: 14px; align-items: start; }
 #usage td:first-child { white-space: nowrap; }
 .footer { grid-column: 1 / -1; color: var(--muted); font-size: 11px; text-align: center; }
 @media (max-width: 1100px) { main { grid-template-columns: 1fr; } }
@@ -98,4 +98,44 @@ ol.progress li { margin: 2px 0; }
 p.bad { color: #7f1d1d; font-weight: 600; }
 main.message { display: block; max-width: 720px; margin: 48px auto; background: var(--panel); border: 1px solid var(--line); border-radius: 8px; padding: 20px 24px; }
 main.message h1 { font-size: 20px; margin: 0 0 10px; }
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+section.summary { border: 1px solid var(--line); border-left: 6px solid #64748b; border-radius: 8px; padding: 10px 14px; background: var(--panel); }
+section.summary.state-confident { border-left-color: #15803d; }
+section.summary.state-uncertain { border-left-color: #b45309; background: #fffbeb; }
+section.summary.state-incomplete { border-left-color: #b91c1c; background: #fff5f5; }
+section.summary p { margin: 4px 0; }
+section.summary .state-line { font-size: 15px; font-weight: 600; }
+section.summary .facts { font-size: 15px; }
+.badge.state.confident { background: #dcfce7; color: #14532d; }
+.badge.state.uncertain { background: #fef3c7; color: #78350f; }
+.badge.state.incomplete { background: #fee2e2; color: #7f1d1d; }
+.not-examined { color: #7f1d1d; }
+.notation { color: var(--muted); }
+.claim-main { display: block; width: 100%; text-align: left; border: 0; background: transparent; padding: 0; font-size: 13px; }
+.chip.label { font-family: inherit; font-size: 11.5px; }
+button.zoom { display: block; padding: 0; border: 0; background: transparent; cursor: zoom-in; max-width: 100%; }
+figure.zoomed { grid-column: 1 / -1; }
+figure.zoomed button.zoom { cursor: zoom-out; }
+figure.zoomed img { max-height: none; width: 100%; }
+figure { margin: 0; min-width: 0; }
+.table-scroll { overflow-x: auto; }
+@media (max-width: 900px) {
+  main { padding: 10px; }
+  .grid2 { grid-template-columns: minmax(0, 1fr); }
+  #usage td:first-child { white-space: normal; }
+  #graph { height: 420px; }
+  header.top { padding: 10px; }
+  table { font-size: 12px; }
+  th, td { padding: 4px; word-break: break-word; }
+}
+@media print {
+  header.top { background: none; color: #000; }
+  header.top .meta { color: #333; }
+  main { display: block; padding: 0; }
+  section.panel, section.summary { break-inside: avoid; border-color: #999; margin-bottom: 10px; }
+  .toolbar, #graph-section .graph-wrap, .matches { display: none; }
+  pre { max-height: none; overflow: visible; }
+  details { display: block; }
+  a[href]::after { content: ""; }
+}
 `;

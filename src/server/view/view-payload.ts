@@ -2,6 +2,7 @@ import type { DicomProvenance } from "../../core/contracts/clinical-case.js";
 import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
 import type { EvidenceEdgeAttributes, EvidenceNodeAttributes } from "../../core/contracts/evidence.js";
 import type { ConversationTurn } from "../store/case-store.js";
+import type { AnswerSummary } from "./answer-summary.js";
 
 /**
  * The JSON the server embeds in the page and the browser bundle reads. Type-only on purpose:
@@ -61,6 +62,18 @@ export interface ViewPayload {
   turns?: ViewTurn[];
   /** The evidence graph as files for Gephi, Cytoscape desktop or networkx (served pages only). */
   downloads?: ViewDownload[];
+  /** How sure, in words (answer-state.ts, the rule the CDS card's indicator reads too). */
+  summary: AnswerSummary;
+  /** Who submitted the case, when, and what the EHR said its clinicians did with its card (served pages). */
+  record?: ViewRecord;
+}
+
+/** The stored case around the result: its submitter and the feedback on its CDS card. */
+export interface ViewRecord {
+  submittedBy: string;
+  createdAt: string;
+  /** Oldest first: "accepted" or "overridden: <reason>", when, and which EHR user. */
+  feedback: Array<{ at: string; text: string; by: string }>;
 }
 
 /** A same-origin download link of the page (its URL carries the page's signed-link token). */

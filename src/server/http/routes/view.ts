@@ -5,8 +5,10 @@ import { z } from "zod";
 import { isMedmmvError, MedmmvError } from "../../../core/contracts/errors.js";
 import { isTerminal } from "../../service/case-service.js";
 import { buildViewPayload, renderCaseViewHtml, renderLiveViewHtml, renderViewMessageHtml, newViewNonce, viewContentSecurityPolicy } from "../../view/render-view.js";
-import type { ViewLive } from "../../view/view-payload.js";
-import type { CaseRecord } from "../../store/case-store.js";
+import type { ViewLive, ViewRecord } from "../../view/view-payload.js";
+import type { AccessTrail, CaseRecord } from "../../store/case-store.js";
+import { feedbackText } from "../../cds-hooks/card-feedback.js";
+import { actorText } from "../../view/trail-words.js";
 import { sendError, toHttpError } from "../errors.js";
 import { eventRoutes, keyStreamPool, type StreamPoolOf } from "./events.js";
 import { evidenceGraphRoutes } from "./evidence-graph.js";
@@ -199,11 +201,23 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
 
   async function viewInput(record: CaseRecord) {
     const images = await Promise.all(record.input.images.map((i) => store.getImage(i.sha256)));
-    return { result: record.result!, fullEvidenceGraph: record.fullEvidenceGraph, caseInput: caseViewInputFromStored(record.input, images), turns: await store.listTurns(record.id) };
+    return {
+      result: record.result!,
+      fullEvidenceGraph: record.fullEvidenceGraph,
+      caseInput: caseViewInputFromStored(record.input, images),
+      turns: await store.listTurns(record.id),
+      record: { submittedBy: record.submittedBy, createdAt: record.createdAt, feedback: await cardFeedback(store, record) },
+    };
   }
 };
 
 const VIEW_PATH = "/cases/:id/view";
+
+/** The CDS card feedback on a case, from its access trail (where the feedback route writes it), oldest first. */
+export async function cardFeedback(store: AccessTrail, record: Pick<CaseRecord, "id" | "tenant">): Promise<ViewRecord["feedback"]> {
+  const page = await store.listAccess({ tenant: record.tenant, caseId: record.id, action: "feedback", limit: 100 });
+  return page.items.filter((e) => e.outcome === "success").map((e) => ({ at: e.at, text: feedbackText(e.detail), by: actorText(e.actor) }));
+}
 /** How long the token lasts that a page opened with an API key mints for its own script. */
 const LIVE_PAGE_TTL_SEC = 6 * 60 * 60;
 

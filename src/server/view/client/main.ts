@@ -6,6 +6,8 @@ import { renderNodePanel } from "./node-panel.js";
 import { AGENT_COLORS, KIND_STYLE, RELATION_COLORS } from "./palette.js";
 import { renderPathPanel, type ClaimRef } from "./path-panel.js";
 import { renderCandidates, renderCase, renderHallucinations, renderHeader, renderProvenance, renderRepairs, renderStability, renderTurns, renderUsage } from "./sections.js";
+import { renderSummary } from "./summary.js";
+import { renderEvidenceChecks } from "./evidence-checks.js";
 
 declare global {
   interface Window {
@@ -37,8 +39,13 @@ function legend(): HTMLElement {
     { class: "legend", attrs: { "data-testid": "legend" } },
     group("Source", ...Object.entries(AGENT_COLORS).map(([a, c]) => h("span", null, swatch(c), a))),
     group("Kind", ...Object.entries(KIND_STYLE).map(([k, s]) => h("span", null, h("span", { class: "shape" }, s.glyph), k))),
-    group("Relation", ...Object.entries(RELATION_COLORS).map(([r, c]) => h("span", null, swatch(c, true), r))),
-    group("Status", h("span", null, "\u2715 faded = retracted"), h("span", null, "larger, labelled = in the selected path's subgraph")),
+    group("Relation", ...Object.entries(RELATION_COLORS).map(([r, c]) => h("span", null, swatch(c, true), r)), h("span", null, "(contradicts: a thicker line)")),
+    group(
+      "Status",
+      h("span", null, "faded = outside the selected path (or not among the evidence of the claim you clicked)"),
+      h("span", null, "\u2715 in the label = retracted by a check"),
+      h("span", null, "larger, labelled = in the selected path's subgraph"),
+    ),
   );
 }
 
@@ -73,6 +80,10 @@ function main(payload: ViewPayload): void {
   for (const el of renderHeader(payload)) document.body.insertBefore(el, app);
   const mainEl = h("main");
   append(app, mainEl);
+  // How sure first, then the case itself, then the graph and the path, then the checks and the rest.
+  const summary = renderSummary(payload);
+  summary.classList.add("wide");
+  append(mainEl, summary, renderCase(payload));
 
   const graphSection = h("section", { class: "panel", attrs: { id: "graph-section" } }, h("h2", null, "Evidence graph"));
   const modeBtn = h("button", { attrs: { type: "button", "data-testid": "mode-toggle", "aria-pressed": "false" } });
@@ -81,7 +92,7 @@ function main(payload: ViewPayload): void {
   const matches = h("div", { class: "matches", attrs: { "data-testid": "matches" } });
   // Served pages: the graph as files for Gephi, Cytoscape desktop or networkx.
   const downloads = h("span", { class: "downloads", attrs: { "data-testid": "downloads" } }, ...(payload.downloads ?? []).flatMap((d) => [" ", downloadLink(d.url, d.label)]));
-  const container = h("div", { attrs: { id: "graph", "data-testid": "graph" } });
+  const container = h("div", { attrs: { id: "graph", "data-testid": "graph", role: "img", "aria-label": `Evidence graph: ${payload.graph.nodes.length} nodes, ${payload.graph.edges.length} edges; the selected path's claims and the search list the same nodes as text` } });
   const zoomIn = h("button", { attrs: { type: "button", "aria-label": "zoom in" } }, "+");
   const zoomOut = h("button", { attrs: { type: "button", "aria-label": "zoom out" } }, "\u2212");
   const zoomReset = h("button", { attrs: { type: "button", "aria-label": "reset view" } }, "fit");
@@ -109,6 +120,11 @@ function main(payload: ViewPayload): void {
     view.select(id);
     renderNodePanel(nodePanel, id, payload, view, timed(selectNode));
   };
+  /** An evidence id clicked in a claim: its provenance, brought into view. */
+  const showNode = (id: string) => {
+    selectNode(id);
+    nodePanel.scrollIntoView({ block: "nearest" });
+  };
   const onClaim = timed((ref: ClaimRef, el: HTMLElement) => {
     activeClaimEl?.classList.remove("active");
     activeClaimEl = el;
@@ -116,7 +132,7 @@ function main(payload: ViewPayload): void {
     state.activeClaim = ref.id;
     view.highlight(ref.claim.evidence);
   });
-  renderPathPanel(pathPanel, r, { onClaim, onNode: timed(selectNode), hasNode: (id) => view.graph.hasNode(id) });
+  renderPathPanel(pathPanel, r, { onClaim, onNode: timed(showNode), hasNode: (id) => view.graph.hasNode(id), labelOf: (id) => (view.graph.hasNode(id) ? String(view.graph.getNodeAttribute(id, "label")) : null) });
   renderNodePanel(nodePanel, null, payload, view, timed(selectNode));
 
   const showMode = () => {
@@ -166,12 +182,12 @@ function main(payload: ViewPayload): void {
   hallucinations.classList.add("wide");
   append(
     mainEl,
+    renderEvidenceChecks(r),
+    hallucinations,
     renderCandidates(r),
     renderRepairs(r),
-    hallucinations,
     h("div", { class: "grid2 wide" }, renderStability(r), renderUsage(r), renderProvenance(r)),
     renderTurns(payload),
-    renderCase(payload),
     h("p", { class: "footer" }, `medmmv ${r.provenance.version} \u00b7 self-contained page: nothing is loaded from the network`),
   );
 

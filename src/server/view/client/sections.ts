@@ -8,13 +8,12 @@ type Path = NonNullable<Result["path"]>;
 
 export function renderHeader(payload: ViewPayload): HTMLElement[] {
   const r = payload.result;
-  const answer = r.answer ? `${r.answer.option ? `(${r.answer.option}) ` : ""}${r.answer.text}` : "no answer";
   const header = h(
     "header",
     { class: "top" },
     h("h1", null, "Audit view \u2014 case ", h("span", { attrs: { "data-testid": "case-id" } }, r.caseId)),
-    h("span", { class: "answer" }, h("span", { class: `badge ${r.status}` }, r.status), " ", h("b", { attrs: { "data-testid": "answer" } }, answer)),
-    h("span", { class: "meta" }, `answer support ${fmt(r.answerSupport)}`),
+    h("span", { class: "meta" }, `analysis ${r.status}`),
+    ...(payload.record ? [h("span", { class: "meta", attrs: { "data-testid": "submitted-by" } }, `submitted by ${payload.record.submittedBy || "a local run"} at ${payload.record.createdAt}`)] : []),
     h(
       "span",
       { class: "meta" },
@@ -226,15 +225,13 @@ export function renderProvenance(r: Result): HTMLElement {
     h("h3", null, "Prompt versions"),
     kv(Object.entries(p.prompts).map(([name, hash]) => [name, h("span", { class: "chip" }, hash)])),
     h("h3", null, "Configuration"),
-    h("pre", null, JSON.stringify(p.config, null, 2)),
+    // Scrolls: focusable so a keyboard reaches it too.
+    h("pre", { attrs: { tabindex: "0", role: "region", "aria-label": "pipeline configuration" } }, JSON.stringify(p.config, null, 2)),
   );
-  const failures = p.failures ?? [];
-  // Which agent the provider's content filter stopped, or which the model refused: a reviewer must see it apart from outages.
-  const stopped = failures.filter((f) => f.code === "CONTENT_FILTERED" || f.code === "MODEL_REFUSED");
-  if (stopped.length)
-    append(s, h("h3", null, "Filtered or refused"), table(["agent", "code", "what the provider stated"], stopped.map((f) => h("tr", null, h("td", null, f.branch), h("td", null, f.code), h("td", null, f.message)))));
+  // Filtered and refused agents are at the top of the page (with the provider's words), once; here the other failures.
+  const failures = (p.failures ?? []).filter((f) => f.code !== "CONTENT_FILTERED" && f.code !== "MODEL_REFUSED");
   append(s, h("h3", null, "Branch failures"));
-  if (failures.length === 0) append(s, h("p", { class: "muted small" }, "none"));
+  if (failures.length === 0) append(s, h("p", { class: "muted small" }, (p.failures ?? []).length ? "none besides the filtered or refused agents named at the top" : "none"));
   else append(s, table(["branch", "code", "message"], failures.map((f) => h("tr", null, h("td", null, f.branch), h("td", null, f.code), h("td", null, f.message)))));
   const untrusted = p.untrustedContent ?? [];
   append(s, h("h3", null, "Untrusted content notes"));
@@ -275,14 +272,39 @@ export function renderCase(payload: ViewPayload): HTMLElement {
   if (c.images.length) {
     const box = h("div", { class: "case-images grid2" });
     const regions = wsiRegionsByOverview(c.images);
+    // An image no agent read says so beside it (ImageDoctor filtered, refused or failed).
+    const unread = payload.summary.notExamined.find((n) => n.what === "the image");
     for (const im of c.images) {
       const img = dataImage(im.dataUri, im.caption ?? im.id);
       const drawn = img && regions.has(im.id) ? withRegionBoxes(img, regions.get(im.id)!) : img;
-      append(box, h("figure", null, drawn ?? h("p", { class: "muted small" }, "not embedded"), h("figcaption", { class: "small" }, h("span", { class: "chip" }, im.id), im.caption ? ` ${im.caption}` : ""), ...(im.dicom ? [dicomProvenance(im.dicom)] : [])));
+      const figure = h("figure", null);
+      append(
+        figure,
+        drawn ? zoomable(figure, drawn, im.caption ?? im.id) : h("p", { class: "muted small" }, "not embedded"),
+        h("figcaption", { class: "small" }, h("span", { class: "chip" }, im.id), im.caption ? ` ${im.caption}` : ""),
+        unread ? h("p", { class: "small warn", attrs: { "data-testid": "image-not-examined" } }, `Not examined: ${unread.agent} did not read this image (${unread.why}).`) : null,
+        ...(im.dicom ? [dicomProvenance(im.dicom)] : []),
+      );
+      append(box, figure);
     }
     append(s, h("h3", null, "Images"), box);
   }
   return s;
+}
+
+/** The image as a button that enlarges it to the page's width and back (Escape too). */
+function zoomable(figure: HTMLElement, drawn: HTMLElement, name: string): HTMLElement {
+  const b = h("button", { class: "zoom", attrs: { type: "button", "aria-pressed": "false", "aria-label": `enlarge ${name}` } }, drawn);
+  const set = (on: boolean) => {
+    figure.classList.toggle("zoomed", on);
+    b.setAttribute("aria-pressed", String(on));
+    b.setAttribute("aria-label", `${on ? "shrink" : "enlarge"} ${name}`);
+  };
+  b.addEventListener("click", () => set(!figure.classList.contains("zoomed")));
+  b.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") set(false);
+  });
+  return b;
 }
 
 type WsiRegion = NonNullable<ViewDicomProvenance["wsi"]> & { imageId: string };
