@@ -52,7 +52,7 @@ export function resultCard(r: DiagnosisResult, viewUrl: string, notRead: readonl
   const uuid = cardUuidOfCase(r.caseId);
   return {
     // Feedback names the card by this uuid (the case's), and may give one of these reasons for an override.
-    ...(uuid ? { uuid, overrideReasons: OVERRIDE_REASONS } : {}),
+    ...(uuid ? { uuid, overrideReasons: OVERRIDE_REASONS.map((r) => ({ ...r })) } : {}),
     summary: clip(summary, CARD_SUMMARY_MAX),
     indicator,
     detail: detail.join("\n\n"),

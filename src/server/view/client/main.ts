@@ -95,7 +95,7 @@ function main(payload: ViewPayload): void {
   const container = h("div", { attrs: { id: "graph", "data-testid": "graph", role: "img", "aria-label": `Evidence graph: ${payload.graph.nodes.length} nodes, ${payload.graph.edges.length} edges; the selected path's claims and the search list the same nodes as text` } });
   const zoomIn = h("button", { attrs: { type: "button", "aria-label": "zoom in" } }, "+");
   const zoomOut = h("button", { attrs: { type: "button", "aria-label": "zoom out" } }, "\u2212");
-  const zoomReset = h("button", { attrs: { type: "button", "aria-label": "reset view" } }, "fit");
+  const zoomReset = h("button", { attrs: { type: "button", "aria-label": "fit the graph to the view" } }, "fit");
   const clearBtn = h("button", { attrs: { type: "button", "data-testid": "clear-highlight" } }, "clear highlight");
   append(
     graphSection,

@@ -66,7 +66,7 @@ export function renderPathPanel(
         // Shown by its label (the id in the tooltip): an id says nothing to a clinician.
         const label = handlers.labelOf?.(ev) ?? null;
         const chip = present
-          ? h("button", { class: "chip label", attrs: { type: "button", "data-node": ev, "aria-label": `evidence: ${label ?? ev} (show its provenance)` }, title: `${ev}: show provenance` }, clipLabel(label ?? ev))
+          ? h("button", { class: "chip label", attrs: { type: "button", "data-node": ev }, title: `${ev}: show provenance` }, clipLabel(label ?? ev))
           : h("span", { class: "chip missing", title: "this id is not in the evidence graph" }, ev);
         if (present) {
           chip.addEventListener("click", (e) => {
@@ -84,7 +84,7 @@ export function renderPathPanel(
         { class: `claim ${verdict}`, attrs: { "data-claim": id, "data-verdict": verdict } },
         h(
           "button",
-          { class: "claim-main", attrs: { type: "button", "aria-label": `${verdict} claim: ${claim.text} (highlight its evidence)` } },
+          { class: "claim-main", attrs: { type: "button" }, title: "highlight the evidence of this claim" },
           h("span", { class: `badge ${verdict}` }, verdict),
           " ",
           h("span", { class: "badge stage" }, stages.get(claim.text) ?? step.stage),
