@@ -24,6 +24,7 @@ const INTERACTIONS: Record<string, Interaction> = {
   purge: { profile: "Delete", code: "delete", display: "delete", action: "D" },
   search: { profile: "Query", code: "search-type", display: "search type", action: "E" },
   feedback: CREATE,
+  "audit-link": CREATE,
   "audit-read": { profile: "Query", code: "search-type", display: "search type", action: "E" },
 };
 

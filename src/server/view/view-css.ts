@@ -119,6 +119,16 @@ figure.zoomed button.zoom { cursor: zoom-out; }
 figure.zoomed img { max-height: none; width: 100%; }
 figure { margin: 0; min-width: 0; }
 .table-scroll { overflow-x: auto; }
+main.auditor { display: block; max-width: 1280px; margin: 0 auto; padding: 14px 20px 40px; }
+main.auditor h1 { font-size: 20px; margin: 8px 0; }
+.auditor-nav { font-size: 14px; margin-bottom: 6px; }
+.auditor-nav a[aria-current=page] { font-weight: 700; color: var(--ink); }
+form.filters { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(180px, 100%), 1fr)); gap: 8px 12px; align-items: end; background: var(--panel); border: 1px solid var(--line); border-radius: 8px; padding: 10px 12px; margin: 10px 0; }
+form.filters .field { display: flex; flex-direction: column; gap: 2px; font-size: 12.5px; min-width: 0; }
+form.filters input, form.filters select { font: inherit; padding: 4px 6px; border: 1px solid #94a3b8; border-radius: 5px; min-width: 0; }
+form.filters button { font-size: 13px; padding: 5px 12px; background: var(--accent); color: #fff; border-color: var(--accent); }
+main.auditor table { background: var(--panel); }
+a { color: #1d4ed8; }
 @media (max-width: 900px) {
   main { padding: 10px; }
   .grid2 { grid-template-columns: minmax(0, 1fr); }
