@@ -95,6 +95,13 @@ details > summary { cursor: pointer; font-weight: 600; }
 .badge.queued, .badge.running { background: #e0f2fe; color: #0c4a6e; }
 ol.progress { margin: 8px 0 0; padding-left: 22px; font-size: 13px; max-height: 70vh; overflow: auto; }
 ol.progress li { margin: 2px 0; }
+ol.stages { list-style: none; display: flex; flex-wrap: wrap; gap: 4px; padding: 0; margin: 10px 0; counter-reset: stage; }
+ol.stages li { counter-increment: stage; flex: 1 1 120px; padding: 6px 8px; border-radius: 6px; background: #e2e8f0; color: #334155; font-size: 12.5px; }
+ol.stages li::before { content: counter(stage) ". "; }
+ol.stages li.done { background: #dcfce7; color: #14532d; }
+ol.stages li.done::after { content: " \\2713"; }
+ol.stages li.current { background: #1d4ed8; color: #fff; font-weight: 600; }
+.question { font-size: 15px; }
 p.bad { color: #7f1d1d; font-weight: 600; }
 main.message { display: block; max-width: 720px; margin: 48px auto; background: var(--panel); border: 1px solid var(--line); border-radius: 8px; padding: 20px 24px; }
 main.message h1 { font-size: 20px; margin: 0 0 10px; }

@@ -125,6 +125,8 @@ export interface ViewLive {
   status: string;
   eventsUrl: string;
   payloadUrl: string;
+  /** The case's question, shown while it runs. */
+  question?: string;
 }
 
 /** What tests can read about a live page (window.__medmmvLive). */

@@ -12,6 +12,7 @@ import { actorText } from "../../view/trail-words.js";
 import { sendError, toHttpError } from "../errors.js";
 import { eventRoutes, keyStreamPool, type StreamPoolOf } from "./events.js";
 import { evidenceGraphRoutes } from "./evidence-graph.js";
+import { fhirRoutes } from "./fhir.js";
 import { caseViewInputFromStored } from "../../view/report-command.js";
 import { signViewLink, verifyViewLink } from "../../view/signed-link.js";
 import { BEARER, OPEN_OWNER, openPrincipal, requirePermission, viewLinkId, type Authenticate } from "../auth.js";
@@ -147,7 +148,7 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         const token = pageToken(request.query.token, record.id, request.owner);
         const q = `?token=${encodeURIComponent(token)}`;
         const base = `/cases/${encodeURIComponent(record.id)}/view`;
-        const live: ViewLive = { version: 1, caseId: record.id, status: record.status, eventsUrl: `${base}/events${q}`, payloadUrl: `${base}/payload${q}` };
+        const live: ViewLive = { version: 1, caseId: record.id, status: record.status, eventsUrl: `${base}/events${q}`, payloadUrl: `${base}/payload${q}`, question: record.input.question };
         return sendHtml(reply, renderLiveViewHtml(live, nonce), viewContentSecurityPolicy(nonce, { live: true }));
       }
       if (!record.result) {
@@ -156,9 +157,13 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       }
       // The graph in analysts' formats, under this page's authentication (a browser download sends no Authorization header).
       const graphUrl = `/cases/${encodeURIComponent(record.id)}/view/evidence-graph?token=${encodeURIComponent(pageToken(request.query.token, record.id, request.owner))}&scope=${record.fullEvidenceGraph ? "full" : "path"}`;
+      const pageQuery = `?token=${encodeURIComponent(pageToken(request.query.token, record.id, request.owner))}`;
       const downloads = [
         { label: "GraphML", url: `${graphUrl}&format=graphml` },
         { label: "GEXF", url: `${graphUrl}&format=gexf` },
+        { label: "graph JSON", url: `${graphUrl}&format=json` },
+        { label: "result JSON", url: `/cases/${encodeURIComponent(record.id)}/view/payload${pageQuery}` },
+        { label: "FHIR R4 Bundle", url: `/cases/${encodeURIComponent(record.id)}/view/fhir${pageQuery}` },
       ];
       return sendHtml(reply, renderCaseViewHtml({ ...(await viewInput(record)), mode: "served", nonce, downloads }), viewContentSecurityPolicy(nonce));
     },
@@ -198,6 +203,8 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   await app.register(eventRoutes, { ...deps, path: `${VIEW_PATH}/events`, pool: viewStreamPool });
   // The page's downloads of the evidence graph (GraphML, GEXF), likewise.
   await app.register(evidenceGraphRoutes, { ...deps, path: `${VIEW_PATH}/evidence-graph` });
+  // And the case as a FHIR R4 Bundle.
+  await app.register(fhirRoutes, { ...deps, path: `${VIEW_PATH}/fhir` });
 
   async function viewInput(record: CaseRecord) {
     const images = await Promise.all(record.input.images.map((i) => store.getImage(i.sha256)));
