@@ -10,7 +10,8 @@ export function actorText(a: AccessActor): string {
     case "ehr":
       return `EHR ${a.id}${a.sub ? ` user ${a.sub}` : ""}`;
     case "link":
-      return `view link ${a.id} (made by ${a.sub ?? "?"})`;
+      // Auditor links' ids start a- (auditor-pages.ts), view links' l- (auth.ts).
+      return `${a.id.startsWith("a-") ? "auditor link" : "view link"} ${a.id} (made by ${a.sub ?? "?"})`;
     case "system":
       return "medmmv";
     default:

@@ -32,14 +32,16 @@ export function startLive(live: ViewLive, app: HTMLElement, showAudit: (payload:
   const badge = h("span", { class: `badge ${live.status}`, attrs: { "data-testid": "live-status" } }, live.status);
   // Announced to screen readers as it changes (the status, a failure); the steps list is a log.
   const note = h("p", { class: "meta", attrs: { "data-testid": "live-note", role: "status", "aria-live": "polite" } }, "The analysis is running. This page shows each step as it happens and becomes the audit view when the case finishes.");
-  const list = h("ol", { class: "progress", attrs: { "data-testid": "progress", role: "log", "aria-live": "polite", "aria-label": "steps of the analysis" } });
+  const list = h("ol", { class: "progress", attrs: { "data-testid": "progress" } });
+  // A log around the list (a role on the <ol> itself would hide its items' list semantics).
+  const log = h("div", { attrs: { role: "log", "aria-live": "polite", "aria-label": "steps of the analysis", "data-testid": "progress-log" } }, list);
   const stageItems = STAGES.map((s) => h("li", { attrs: { "data-stage": s.id } }, s.label));
   const stageBar = h("ol", { class: "stages", attrs: { "data-testid": "stages", "aria-label": "stage of the analysis" } }, ...stageItems);
   const question = live.question ? h("p", { class: "question", attrs: { "data-testid": "live-question" } }, h("b", null, "Question: "), live.question) : null;
   append(
     app,
     h("header", { class: "top" }, h("h1", null, "Audit view \u2014 case ", h("span", { attrs: { "data-testid": "case-id" } }, live.caseId)), h("span", { class: "answer" }, badge)),
-    h("main", null, h("section", { class: "panel wide", attrs: { id: "progress-section" } }, h("h2", null, "Progress"), question, stageBar, note, h("h3", null, "Steps so far"), list)),
+    h("main", null, h("section", { class: "panel wide", attrs: { id: "progress-section" } }, h("h2", null, "Progress"), question, stageBar, note, h("h3", null, "Steps so far"), log)),
   );
   /** The stage bar: the stages before `id` done, `id` current (never backwards: events of several stages interleave). */
   let stageAt = -1;
