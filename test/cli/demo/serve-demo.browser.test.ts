@@ -60,6 +60,14 @@ describe("the demo's audit view in Chromium", () => {
     await page.screenshot({ path: `${ARTIFACTS}demo-view.png`, fullPage: true });
   });
 
+  it("shows the image check's rejection of ImageDoctor's ECG finding, with its reason (the README's tour)", async () => {
+    const flagged = result.provenance.evidenceChecks!.imageDoctor.flatMap((a) => a.flagged);
+    expect(flagged.length).toBeGreaterThan(0);
+    const rows = await page.locator("[data-testid=checks-table] tr[data-check=image]").evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)));
+    expect(rows.map((r) => [r[1], r[2], r[3]])).toEqual(flagged.map((f) => [f.label, "rejected", f.issue]));
+    expect(await page.locator("[data-testid=checks-table]").isVisible()).toBe(true);
+  });
+
   it("shows the repaired path: the rejected claim, the change the repair made, and the accepted attempt", async () => {
     const repaired = result.candidates.find((c) => c.repairs > 0)!;
     expect(repaired).toMatchObject({ initialAnswer: "A", finalAnswer: "B" });
