@@ -63,7 +63,7 @@ describe("the demo's audit view in Chromium", () => {
   it("shows the image check's rejection of ImageDoctor's ECG finding, with its reason (the README's tour)", async () => {
     const flagged = result.provenance.evidenceChecks!.imageDoctor.flatMap((a) => a.flagged);
     expect(flagged.length).toBeGreaterThan(0);
-    const rows = await page.locator("[data-testid=checks-table] tr[data-check=image]").evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)));
+    const rows = await page.locator("[data-testid=checks-table] tr[data-check=image]").evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll("td"), (td) => td.textContent)));
     expect(rows.map((r) => [r[1], r[2], r[3]])).toEqual(flagged.map((f) => [f.label, "rejected", f.issue]));
     expect(await page.locator("[data-testid=checks-table]").isVisible()).toBe(true);
   });

@@ -68,7 +68,7 @@ describe("the auditor pages in Chromium", () => {
     expect(new URL(page.url()).searchParams.get("from")).toBe(today);
     await page.click(`a:text-is("${caseId}")`);
     await page.waitForURL(new RegExp(`/audit/cases/${caseId}`));
-    const rows = await page.locator("[data-testid=trail] tbody tr").evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)));
+    const rows = await page.locator("[data-testid=trail] tbody tr").evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll("td"), (td) => td.textContent)));
     expect(rows[0]!.slice(1, 4)).toEqual(["key dr-a", "submitted the case", caseId]);
     expect(await page.locator("[data-testid=case-facts]").textContent()).toContain("Submitted by dr-a");
     await checkPage();

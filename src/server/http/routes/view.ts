@@ -64,8 +64,11 @@ export const viewLinkRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   );
 };
 
-/** The one answer to a view request that fails for want of access, whatever the reason (no key oracle). */
-const VIEW_REFUSED = "send `Authorization: Bearer <key>` for a case of that key, or open a valid signed link from POST /cases/{id}/view-links";
+/**
+ * The one answer to a view request that fails for want of access, whatever the reason (no key
+ * oracle), in the words of whoever clicked a link: a browser never sends a key.
+ */
+const VIEW_REFUSED = "This link to the audit view was not accepted: it has expired, or it is not a link to this case (a case that does not exist or is not yours looks the same). Links are made with POST /cases/{id}/view-links or come on the EHR's card.";
 
 /**
  * GET /cases/{id}/view — the audit page. Opened either with the API key (header) or with a
