@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyRequest } from "fastify";
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { describeZodIssues } from "../../../core/contracts/zod-issues.js";
@@ -10,12 +10,13 @@ import { newViewNonce, renderViewMessageHtml, viewContentSecurityPolicy, escapeH
 import { signAuditorLink, signViewLink, verifyAuditorLink } from "../../view/signed-link.js";
 import { trailCsv, trailRow } from "../../view/trail-words.js";
 import { toAuditEvent } from "../audit-event-fhir.js";
-import { BEARER, OPEN_OWNER, openPrincipal, requirePermission, type Authenticate } from "../auth.js";
+import { requirePermission, type Authenticate } from "../auth.js";
+import { linkOrKeyOwner } from "../link-auth.js";
 import { toHttpError } from "../errors.js";
 import { errorResponses } from "../schemas.js";
 import { refuseUnknownFilters, SearchQuery, searchFilters } from "./cases.js";
 import type { RouteDeps } from "./route-deps.js";
-import { cardFeedback, MAX_LINK_TTL_SEC } from "./view.js";
+import { cardFeedback, MAX_LINK_TTL_SEC, sendHtml } from "./view.js";
 
 const DEFAULT_AUDITOR_LINK_TTL_SEC = 8 * 60 * 60;
 /** The most events one export writes (a day of a busy team is far below it); more asks for a shorter period. */
@@ -109,23 +110,7 @@ export const auditorPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buff
   const refused = () => new MedmmvError("UNAUTHORIZED", REFUSED);
   const authenticate = async (request: FastifyRequest<{ Querystring: { token?: string } }>): Promise<string> => {
     const token = request.query?.token;
-    if (token !== undefined) {
-      const claims = verifyAuditorLink(token, secret);
-      if (!claims || !credentials.stillValid(claims.keyId, claims.owner)) throw refused();
-      // The link acts for the key that made it; the trail names the link and that key.
-      const principal = credentials.linkPrincipal(claims.owner, claims.keyId, auditorLinkId(token));
-      if (!principal) throw refused();
-      request.principal = principal;
-      return claims.owner;
-    }
-    if (!keys.enabled) {
-      request.principal = openPrincipal();
-      return OPEN_OWNER;
-    }
-    const principal = keys.principal(BEARER.exec(request.headers.authorization ?? "")?.[1] ?? "");
-    if (!principal) throw refused();
-    request.principal = principal;
-    return principal.owner;
+    return linkOrKeyOwner(request, { token, claims: token === undefined ? null : verifyAuditorLink(token, secret), linkId: auditorLinkId }, { keys, credentials, refused });
   };
   app.addHook("onRequest", gate.hook(authenticate as Authenticate));
   app.setErrorHandler((err, request, reply) => {
@@ -136,7 +121,7 @@ export const auditorPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buff
     const title = h.status === 400 ? "Request not understood" : h.status === 401 ? "Link not accepted" : h.status === 403 ? "Not for this role" : h.status === 404 ? "Not found" : h.status === 429 ? "Too many requests" : "Server error";
     const message = h.status >= 500 ? "The page could not be made; the server log names the request." : h.message;
     const hint = h.status === 401 ? "Ask for a new auditor link; they expire." : undefined;
-    return sendPage(reply.status(h.status), renderViewMessageHtml({ title, message, hint, nonce }), viewContentSecurityPolicy(nonce, { script: false }));
+    return sendHtml(reply.status(h.status), renderViewMessageHtml({ title, message, hint, nonce }), viewContentSecurityPolicy(nonce, { script: false }));
   });
 
   const tokenOf = (request: FastifyRequest) => (request.query as { token?: string }).token;
@@ -181,7 +166,7 @@ export const auditorPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buff
       ];
       const nonce = newViewNonce();
       const html = renderAuditorCasesPage({ token: tokenOf(request), nonce, fields, items: page.items, next: page.nextCursor ? { ...filters, cursor: page.nextCursor } : null });
-      return sendPage(reply, html, viewContentSecurityPolicy(nonce, { script: false, forms: true }));
+      return sendHtml(reply, html, viewContentSecurityPolicy(nonce, { script: false, forms: true }));
     },
   );
 
@@ -237,7 +222,7 @@ export const auditorPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buff
         exports: [],
         extra,
       });
-      return sendPage(reply, html, viewContentSecurityPolicy(nonce, { script: false, forms: true }));
+      return sendHtml(reply, html, viewContentSecurityPolicy(nonce, { script: false, forms: true }));
     },
   );
 
@@ -282,7 +267,7 @@ export const auditorPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buff
           { label: "FHIR AuditEvent NDJSON", href: pageHref("/audit/trail.ndjson", { ...filters, token }) },
         ],
       });
-      return sendPage(reply, html, viewContentSecurityPolicy(nonce, { script: false, forms: true }));
+      return sendHtml(reply, html, viewContentSecurityPolicy(nonce, { script: false, forms: true }));
     },
   );
 
@@ -330,12 +315,3 @@ export const auditorPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buff
   exportRoute("csv");
   exportRoute("ndjson");
 };
-
-function sendPage(reply: FastifyReply, html: string, policy: string): FastifyReply {
-  return reply
-    .header("content-security-policy", `${policy}; frame-ancestors 'none'`)
-    .header("referrer-policy", "no-referrer")
-    .header("cache-control", "no-store")
-    .type("text/html; charset=utf-8")
-    .send(html);
-}

@@ -15,7 +15,8 @@ import { evidenceGraphRoutes } from "./evidence-graph.js";
 import { fhirRoutes } from "./fhir.js";
 import { caseViewInputFromStored } from "../../view/report-command.js";
 import { signViewLink, verifyViewLink } from "../../view/signed-link.js";
-import { BEARER, OPEN_OWNER, openPrincipal, requirePermission, viewLinkId, type Authenticate } from "../auth.js";
+import { requirePermission, viewLinkId, type Authenticate } from "../auth.js";
+import { linkOrKeyOwner } from "../link-auth.js";
 import { CaseIdParams, ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
@@ -84,25 +85,10 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   const byLink = new WeakSet<FastifyRequest>();
   const authenticate = async (request: FastifyRequest<{ Params: { id?: string }; Querystring: { token?: string } }>): Promise<string> => {
     const token = request.query?.token;
-    if (token !== undefined) {
-      const claims = verifyViewLink(token, secret);
-      if (!claims || claims.caseId !== request.params?.id || !credentials.stillValid(claims.keyId, claims.owner)) throw refused();
-      byLink.add(request);
-      // The link acts for the key that made it (its tenant and roles), and the trail names the link.
-      const principal = credentials.linkPrincipal(claims.owner, claims.keyId, viewLinkId(token));
-      if (!principal) throw refused();
-      request.principal = principal;
-      return claims.owner;
-    }
-    if (!keys.enabled) {
-      request.principal = openPrincipal();
-      return OPEN_OWNER;
-    }
-    const m = BEARER.exec(request.headers.authorization ?? "");
-    const principal = m ? keys.principal(m[1]!) : null;
-    if (!principal) throw refused();
-    request.principal = principal;
-    return principal.owner;
+    const claims = token === undefined ? null : verifyViewLink(token, secret);
+    const owner = linkOrKeyOwner(request, { token, claims: claims?.caseId === request.params?.id ? claims : null, linkId: viewLinkId }, { keys, credentials, refused });
+    if (token !== undefined) byLink.add(request);
+    return owner;
   };
   app.addHook("onRequest", gate.hook(authenticate as Authenticate));
   /** The case for this caller, as an access to the trail; a missing one (or one out of reach) is the same refusal as a bad credential. */
@@ -239,7 +225,7 @@ function messagePage(status: number, message: string, nonce = newViewNonce()): {
 }
 
 /** An HTML page with its CSP as a header too (plus `frame-ancestors 'none'`, which a <meta> policy cannot carry). */
-function sendHtml(reply: FastifyReply, page: string | { html: string; nonce: string }, csp?: string): FastifyReply {
+export function sendHtml(reply: FastifyReply, page: string | { html: string; nonce: string }, csp?: string): FastifyReply {
   const { html, policy } = typeof page === "string" ? { html: page, policy: csp! } : { html: page.html, policy: csp ?? viewContentSecurityPolicy(page.nonce, { script: false }) };
   return reply
     .header("content-security-policy", `${policy}; frame-ancestors 'none'`)
