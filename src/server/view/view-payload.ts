@@ -3,6 +3,7 @@ import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
 import type { EvidenceEdgeAttributes, EvidenceNodeAttributes } from "../../core/contracts/evidence.js";
 import type { ConversationTurn } from "../store/case-store.js";
 import type { AnswerSummary } from "./answer-summary.js";
+import type { TrailRow } from "./trail-words.js";
 
 /**
  * The JSON the server embeds in the page and the browser bundle reads. Type-only on purpose:
@@ -74,6 +75,8 @@ export interface ViewRecord {
   createdAt: string;
   /** Oldest first: "accepted" or "overridden: <reason>", when, and which EHR user. */
   feedback: Array<{ at: string; text: string; by: string }>;
+  /** The case's access trail, oldest first (for auditors and admins only; the first ones). */
+  trail?: TrailRow[];
 }
 
 /** A same-origin download link of the page (its URL carries the page's signed-link token). */

@@ -179,6 +179,12 @@ describe("CDS Hooks feedback", () => {
 
     const view = await t.request({ url: `/cases/${caseId}/view`, key: KEYS.auditor });
     expect(view.text).toContain("overridden: Disagree with the suggested diagnosis");
+    // The auditor's view lists who accessed the case; a clinician's view of a case does not carry the trail.
+    expect(view.text).toContain('"what":"sent CDS card feedback: overridden: Disagree with the suggested diagnosis"');
+    const mine = ((await t.request({ method: "POST", url: "/diagnose", json: chestPain(), key: KEYS.drA })).body as { caseId: string }).caseId;
+    const clinicianView = await t.request({ url: `/cases/${mine}/view`, key: KEYS.drA });
+    expect(clinicianView.status).toBe(200);
+    expect(clinicianView.text).not.toContain('"trail":');
     const page = await t.request({ url: withQuery(await auditorLink(), "").replace("/audit?", `/audit/cases/${caseId}?`), key: null });
     expect(page.text).toContain("overridden: Disagree with the suggested diagnosis");
 

@@ -8,7 +8,7 @@ import { buildViewPayload, renderCaseViewHtml, renderLiveViewHtml, renderViewMes
 import type { ViewLive, ViewRecord } from "../../view/view-payload.js";
 import type { AccessTrail, CaseRecord } from "../../store/case-store.js";
 import { feedbackText } from "../../cds-hooks/card-feedback.js";
-import { actorText } from "../../view/trail-words.js";
+import { actorText, trailRow } from "../../view/trail-words.js";
 import { sendError, toHttpError } from "../errors.js";
 import { eventRoutes, keyStreamPool, type StreamPoolOf } from "./events.js";
 import { evidenceGraphRoutes } from "./evidence-graph.js";
@@ -154,7 +154,7 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         { label: "result JSON", url: `/cases/${encodeURIComponent(record.id)}/view/payload${pageQuery}` },
         { label: "FHIR R4 Bundle", url: `/cases/${encodeURIComponent(record.id)}/view/fhir${pageQuery}` },
       ];
-      return sendHtml(reply, renderCaseViewHtml({ ...(await viewInput(record)), mode: "served", nonce, downloads }), viewContentSecurityPolicy(nonce));
+      return sendHtml(reply, renderCaseViewHtml({ ...(await viewInput(record, request)), mode: "served", nonce, downloads }), viewContentSecurityPolicy(nonce));
     },
   );
 
@@ -175,7 +175,7 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         throw new MedmmvError("CONFLICT", `case ${record.id} is ${record.status}; its audit view exists once it has finished with a result`, { details: { status: record.status } });
       void reply.header("cache-control", "no-store");
       // Sent as built: the response schema only documents it (it would strip what it does not list).
-      const payload = buildViewPayload({ ...(await viewInput(record)), mode: "served" });
+      const payload = buildViewPayload({ ...(await viewInput(record, request)), mode: "served" });
       return reply.serializer((p: unknown) => JSON.stringify(p)).send(payload as unknown as { version: 1 });
     },
   );
@@ -195,19 +195,24 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   // And the case as a FHIR R4 Bundle.
   await app.register(fhirRoutes, { ...deps, path: `${VIEW_PATH}/fhir` });
 
-  async function viewInput(record: CaseRecord) {
+  async function viewInput(record: CaseRecord, request: FastifyRequest) {
+    // Who saw the case is for auditors and admins (the trail's readers), not every reader of the case.
+    const roles = request.principal?.roles;
+    const trail = roles?.has("auditor") || roles?.has("admin") ? (await store.listAccess({ tenant: record.tenant, caseId: record.id, limit: VIEW_TRAIL_ROWS })).items.map(trailRow) : undefined;
     const images = await Promise.all(record.input.images.map((i) => store.getImage(i.sha256)));
     return {
       result: record.result!,
       fullEvidenceGraph: record.fullEvidenceGraph,
       caseInput: caseViewInputFromStored(record.input, images),
       turns: await store.listTurns(record.id),
-      record: { submittedBy: record.submittedBy, createdAt: record.createdAt, feedback: await cardFeedback(store, record) },
+      record: { submittedBy: record.submittedBy, createdAt: record.createdAt, feedback: await cardFeedback(store, record), ...(trail ? { trail } : {}) },
     };
   }
 };
 
 const VIEW_PATH = "/cases/:id/view";
+/** The first accesses of a case its audit view lists for an auditor (the auditor page has them all). */
+const VIEW_TRAIL_ROWS = 100;
 
 /** The CDS card feedback on a case, from its access trail (where the feedback route writes it), oldest first. */
 export async function cardFeedback(store: AccessTrail, record: Pick<CaseRecord, "id" | "tenant">): Promise<ViewRecord["feedback"]> {

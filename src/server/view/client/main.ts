@@ -5,7 +5,7 @@ import { startLive } from "./live.js";
 import { renderNodePanel } from "./node-panel.js";
 import { AGENT_COLORS, KIND_STYLE, RELATION_COLORS } from "./palette.js";
 import { renderPathPanel, type ClaimRef } from "./path-panel.js";
-import { renderCandidates, renderCase, renderHallucinations, renderHeader, renderProvenance, renderRepairs, renderStability, renderTurns, renderUsage } from "./sections.js";
+import { renderCandidates, renderCase, renderHallucinations, renderHeader, renderProvenance, renderRepairs, renderStability, renderTrail, renderTurns, renderUsage } from "./sections.js";
 import { renderSummary } from "./summary.js";
 import { renderEvidenceChecks } from "./evidence-checks.js";
 
@@ -188,6 +188,7 @@ function main(payload: ViewPayload): void {
     renderRepairs(r),
     h("div", { class: "grid2 wide" }, renderStability(r), renderUsage(r), renderProvenance(r)),
     renderTurns(payload),
+    renderTrail(payload),
     h("p", { class: "footer" }, `medmmv ${r.provenance.version} \u00b7 self-contained page: nothing is loaded from the network`),
   );
 

@@ -360,6 +360,19 @@ function dicomProvenance(d: ViewDicomProvenance): HTMLElement {
   return h("dl", { class: "small dicom-provenance", attrs: { "data-testid": "dicom-provenance" } }, ...rows.flatMap(([k, v]) => [h("dt", null, k), h("dd", null, v)]));
 }
 
+/** Who accessed the case, for an auditor: the trail as a table (the auditor page has every row and the exports). */
+export function renderTrail(payload: ViewPayload): HTMLElement | null {
+  const trail = payload.record?.trail;
+  if (!trail) return null;
+  const s = section("Access trail", { id: "trail", wide: true });
+  append(
+    s,
+    h("p", { class: "small muted" }, "Who accessed this case, oldest first (the first 100; the auditor pages have every access and the exports)."),
+    table(["when", "who", "what", "from", "outcome"], trail.map((r) => h("tr", null, h("td", null, r.at), h("td", null, r.who), h("td", null, r.what), h("td", null, r.from || "\u2014"), h("td", null, r.outcome))), { "data-testid": "view-trail" }),
+  );
+  return s;
+}
+
 /** The conversation on the case, turn by turn, each with its pathway label and conflict flag. */
 export function renderTurns(payload: ViewPayload): HTMLElement | null {
   const turns = payload.turns ?? [];
