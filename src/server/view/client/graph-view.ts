@@ -1,7 +1,7 @@
 import { MultiDirectedGraph } from "graphology";
 import type { Attributes } from "graphology-types";
 import Sigma from "sigma";
-import { extremityArrow, layerFill, layerPlain, pathCurved, pathLine, sdfCircle, sdfDiamond, sdfSquare } from "sigma/rendering";
+import { extremityArrow, layerDashed, layerFill, pathCurved, pathLine, sdfCircle, sdfDiamond, sdfSquare } from "sigma/rendering";
 import type { ViewPayload } from "../view-payload.js";
 import { forceLayout } from "./layout.js";
 import {
@@ -28,8 +28,11 @@ type NodeAttrs = SerializedNode["attributes"] & {
   /** In E_p, the selected path's supporting subgraph. */
   inPath: boolean;
 };
-type EdgeAttrs = ViewPayload["graph"]["edges"][number]["attributes"] & { color: string; size: number; inPath: boolean };
+type EdgeAttrs = ViewPayload["graph"]["edges"][number]["attributes"] & { color: string; size: number; inPath: boolean; gap: number };
 type NodeState = { isSelected: boolean; isMatch: boolean };
+/** The dashes of a `contradicts` edge (every other edge has no gap: a solid line). */
+const CONTRADICTS_DASH_PX = 6;
+const CONTRADICTS_GAP_PX = 4;
 type GraphState = { pathMode: boolean };
 type Renderer = Sigma<NodeAttrs, EdgeAttrs, Attributes, NodeState, {}, GraphState>;
 
@@ -108,6 +111,8 @@ export class GraphView {
         ...e.attributes,
         color: RELATION_COLORS[e.attributes.relation] ?? UNKNOWN_RELATION_COLOR,
         size: e.attributes.relation === "contradicts" ? 2.5 : 1.5,
+        // Contradicts is dashed as well as red (and thicker): told apart without colour.
+        gap: e.attributes.relation === "contradicts" ? CONTRADICTS_GAP_PX : 0,
         inPath: this.inPath.has(e.source) && this.inPath.has(e.target),
       };
       this.graph.addDirectedEdgeWithKey(e.key, e.source, e.target, attrs);
@@ -132,7 +137,11 @@ export class GraphView {
       customGraphState: { pathMode: this.mode === "path" },
       primitives: {
         nodes: { shapes: [sdfCircle(), sdfSquare({ cornerRadius: 0.15 }), sdfDiamond()], layers: [layerFill()] },
-        edges: { paths: [pathLine(), pathCurved()], extremities: [extremityArrow()], layers: [layerPlain()] },
+        edges: {
+          paths: [pathLine(), pathCurved()],
+          extremities: [extremityArrow()],
+          layers: [layerDashed({ dashSize: { value: CONTRADICTS_DASH_PX, mode: "pixels" }, gapSize: { attribute: "gap", default: 0, mode: "pixels" }, solidExtremities: true })],
+        },
       },
       styles: {
         nodes: [

@@ -268,7 +268,7 @@ export function renderCase(payload: ViewPayload): HTMLElement {
   if (c.options && Object.keys(c.options).length) {
     append(s, h("h3", null, "Options"), h("ul", null, ...Object.entries(c.options).map(([k, v]) => h("li", null, h("b", null, `(${k}) `), v))));
   }
-  append(s, h("h3", null, "Notes"), c.notes ? h("pre", { class: "notes", attrs: { "data-testid": "notes" } }, c.notes) : h("p", { class: "muted" }, "none"));
+  append(s, h("h3", null, "Notes"), c.notes ? h("pre", { class: "notes", attrs: { "data-testid": "notes", tabindex: "0", role: "region", "aria-label": "case notes" } }, c.notes) : h("p", { class: "muted" }, "none"));
   if (c.images.length) {
     const box = h("div", { class: "case-images grid2" });
     const regions = wsiRegionsByOverview(c.images);
