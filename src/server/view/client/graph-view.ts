@@ -33,7 +33,10 @@ type NodeState = { isSelected: boolean; isMatch: boolean };
 /** The dashes of a `contradicts` edge (every other edge has no gap: a solid line). */
 const CONTRADICTS_DASH_PX = 6;
 const CONTRADICTS_GAP_PX = 4;
-type GraphState = { pathMode: boolean };
+/** `large`: a graph with more than LARGE_GRAPH_NODES nodes, whose path mode shows the selected path alone. */
+type GraphState = { pathMode: boolean; large: boolean };
+/** Beyond this many nodes the whole graph is a hairball: path mode hides what is outside the selected path instead of fading it. */
+export const LARGE_GRAPH_NODES = 150;
 type Renderer = Sigma<NodeAttrs, EdgeAttrs, Attributes, NodeState, {}, GraphState>;
 
 export type { GraphMode } from "../view-payload.js";
@@ -134,7 +137,7 @@ export class GraphView {
   private createRenderer(): Renderer {
     const renderer: Renderer = new Sigma(this.graph, this.container, {
       customNodeState: { isSelected: false, isMatch: false },
-      customGraphState: { pathMode: this.mode === "path" },
+      customGraphState: { pathMode: this.mode === "path", large: this.graph.order > LARGE_GRAPH_NODES },
       primitives: {
         nodes: { shapes: [sdfCircle(), sdfSquare({ cornerRadius: 0.15 }), sdfDiamond()], layers: [layerFill()] },
         edges: {
@@ -164,6 +167,11 @@ export class GraphView {
             then: { opacity: (a) => Math.min(a.opacity, BACKGROUND_OPACITY), labelVisibility: "hidden" },
           },
           {
+            // A large graph in path mode: the selected path alone (a search match or a highlighted node still shows).
+            when: (a, s, g) => g.pathMode && g.large && !a.inPath && !s.isHighlighted && !s.isSelected && !s.isMatch,
+            then: { visibility: "hidden" },
+          },
+          {
             when: (a, _s, g) => g.pathMode && a.inPath,
             then: { size: (a) => a.size + 2, labelVisibility: "visible" },
           },
@@ -188,6 +196,10 @@ export class GraphView {
           {
             when: (a, _s, g) => g.pathMode && !a.inPath,
             then: { opacity: BACKGROUND_OPACITY },
+          },
+          {
+            when: (a, _s, g) => g.pathMode && g.large && !a.inPath,
+            then: { visibility: "hidden" },
           },
           {
             when: (_a, _s, g) => g.hasHighlighted,

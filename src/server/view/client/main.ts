@@ -1,6 +1,6 @@
 import type { ViewLive, ViewPayload, ViewState } from "../view-payload.js";
 import { append, downloadLink, h } from "./dom.js";
-import { GraphView } from "./graph-view.js";
+import { GraphView, LARGE_GRAPH_NODES } from "./graph-view.js";
 import { startLive } from "./live.js";
 import { renderNodePanel } from "./node-panel.js";
 import { AGENT_COLORS, KIND_STYLE, RELATION_COLORS } from "./palette.js";
@@ -137,7 +137,12 @@ function main(payload: ViewPayload): void {
 
   const showMode = () => {
     const path = view.mode === "path";
-    modeBtn.textContent = path ? "Showing: selected path's subgraph (show full graph)" : "Showing: full graph (highlight selected path)";
+    const large = view.nodeCount > LARGE_GRAPH_NODES;
+    modeBtn.textContent = path
+      ? large
+        ? `Showing: the selected path only, ${view.subgraphNodes.length} of ${view.nodeCount} nodes (show full graph)`
+        : "Showing: selected path's subgraph (show full graph)"
+      : "Showing: full graph (highlight selected path)";
     modeBtn.setAttribute("aria-pressed", String(path));
     counts.textContent = `${view.nodeCount} nodes \u00b7 ${view.edgeCount} edges \u00b7 E_p ${view.subgraphNodes.length} nodes${payload.graphIsFull ? "" : " (full graph not stored)"}`;
   };
