@@ -102,6 +102,10 @@ ol.stages li.done { background: #dcfce7; color: #14532d; }
 ol.stages li.done::after { content: " \\2713"; }
 ol.stages li.current { background: #1d4ed8; color: #fff; font-weight: 600; }
 .question { font-size: 15px; }
+ol.stepper { list-style: none; display: flex; flex-wrap: wrap; gap: 4px; padding: 0; margin: 4px 0; }
+ol.stepper li { padding: 3px 8px; border: 1px solid var(--line); border-radius: 12px; background: #f8fafc; }
+ol.stepper li + li::before { content: "\\2192  "; color: var(--muted); }
+ol.stepper li.off { border-color: #dc2626; background: #fff5f5; color: #7f1d1d; }
 p.bad { color: #7f1d1d; font-weight: 600; }
 main.message { display: block; max-width: 720px; margin: 48px auto; background: var(--panel); border: 1px solid var(--line); border-radius: 8px; padding: 20px 24px; }
 main.message h1 { font-size: 20px; margin: 0 0 10px; }

@@ -148,6 +148,10 @@ describe("the demo's pathway case in Chromium", () => {
     expect(await finding.textContent()).toMatch(/reasoning.*HIGH.*image-quality = low.*diagnosis = aml.*yes$/);
     const history = marrowPage.locator("#repairs details", { hasText: "1 repair" });
     expect(await history.locator('.attempt[data-attempt="1"]').textContent()).toContain("fit no valid path of pathway \"bone-marrow\"");
+    // The path's pathway steps as a stepper, the step that leaves the pathway marked.
+    const stepper = history.locator('.attempt[data-attempt="1"] [data-testid=pathway-stepper]');
+    expect(await stepper.locator("li").count()).toBeGreaterThan(1);
+    expect(await stepper.locator("li.off").count()).toBeGreaterThan(0);
     const added = await history.locator('.attempt[data-attempt="1"] .diff .add').allTextContents();
     expect(added.join("\n")).toContain("the image is sufficient for analysis");
     expect(await history.locator('.attempt[data-attempt="2"]').textContent()).toContain("no hallucination detected");

@@ -104,6 +104,7 @@ export function renderRepairs(r: Result): HTMLElement {
         ),
       );
       if (rep.issues.length) append(box, h("div", { class: "small" }, "Issues:"), h("ul", { class: "small" }, ...rep.issues.map((x) => h("li", null, x))));
+      if (rep.contextConflict) append(box, pathwayStepper(rep.contextConflict));
       if (rep.improvementInstructions.length) {
         append(box, h("div", { class: "small" }, "Instructions:"), h("ul", { class: "small" }, ...rep.improvementInstructions.map((x) => h("li", null, x))));
       }
@@ -127,6 +128,24 @@ export function renderRepairs(r: Result): HTMLElement {
     append(s, details);
   }
   return s;
+}
+
+type ContextConflict = NonNullable<Result["candidates"][number]["hdReports"][number]["contextConflict"]>;
+
+/** The path's labelled pathway steps one after another, the ones that leave the pathway marked, and the closest valid path. */
+function pathwayStepper(c: ContextConflict): HTMLElement {
+  const off = new Set(c.steps);
+  return h(
+    "div",
+    { class: "small", attrs: { "data-testid": "pathway-stepper" } },
+    h("div", null, `Pathway "${c.pathway}", step by step:`),
+    h(
+      "ol",
+      { class: "stepper" },
+      ...Object.entries(c.labels).map(([step, category]) => h("li", { class: off.has(step) ? "off" : "" }, h("b", null, step), `: ${category}`, off.has(step) ? " \u2014 fits no valid path" : "")),
+    ),
+    c.closestPath ? h("div", null, `Closest valid path: ${c.closestPath}`) : null,
+  );
 }
 
 export function renderHallucinations(r: Result): HTMLElement {
