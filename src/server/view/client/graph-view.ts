@@ -173,7 +173,12 @@ export class GraphView {
           },
           {
             when: (a, _s, g) => g.pathMode && a.inPath,
-            then: { size: (a) => a.size + 2, labelVisibility: "visible" },
+            then: { size: (a) => a.size + 2 },
+          },
+          {
+            // A small path's labels all show; a large one's go through sigma's label grid (no two overlap; the rest on hover).
+            when: (a, _s, g) => g.pathMode && a.inPath && !g.large,
+            then: { labelVisibility: "visible" },
           },
           {
             // A claim's evidence: everything else steps back.
@@ -212,7 +217,11 @@ export class GraphView {
         renderEdgeLabels: false,
         enableEdgeEvents: false,
         labelRenderedSizeThreshold: 4,
-        stagePadding: 40,
+        // Room for the labels of nodes at the edge (drawn to their right).
+        stagePadding: 60,
+        // One label per grid cell, the larger node's first: labels left to sigma do not overlap.
+        labelDensity: 0.8,
+        labelGridCellSize: 120,
         itemSizesReference: "screen",
       },
     });

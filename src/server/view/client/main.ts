@@ -44,7 +44,7 @@ function legend(): HTMLElement {
       "Status",
       h("span", null, "faded = outside the selected path (or not among the evidence of the claim you clicked)"),
       h("span", null, "\u2715 in the label = retracted by a check"),
-      h("span", null, "larger, labelled = in the selected path's subgraph"),
+      h("span", null, "larger = in the selected path's subgraph; labels where they do not overlap, the rest on hover"),
     ),
   );
 }
