@@ -92,6 +92,15 @@ details > summary { cursor: pointer; font-weight: 600; }
 #usage td:first-child { white-space: nowrap; }
 .footer { grid-column: 1 / -1; color: var(--muted); font-size: 11px; text-align: center; }
 @media (max-width: 1100px) { main { grid-template-columns: 1fr; } }
+.explore { display: grid; grid-template-columns: minmax(0, 1fr) 420px; gap: 14px; align-items: start; }
+@media (max-width: 1100px) {
+  .explore { grid-template-columns: minmax(0, 1fr); }
+  /* A claim and the graph it highlights on screen together: the graph stays while the path scrolls under it. */
+  .explore > #graph-section { position: sticky; top: 0; z-index: 5; box-shadow: 0 2px 8px rgba(15, 23, 42, .15); }
+  .explore #graph { height: 34vh; }
+  .explore .side { scroll-margin-top: 60vh; }
+  #node-panel { scroll-margin-top: 60vh; }
+}
 .badge.queued, .badge.running { background: #e0f2fe; color: #0c4a6e; }
 ol.progress { margin: 8px 0 0; padding-left: 22px; font-size: 13px; max-height: 70vh; overflow: auto; }
 ol.progress li { margin: 2px 0; }
@@ -144,7 +153,6 @@ a { color: #1d4ed8; }
   main { padding: 10px; }
   .grid2 { grid-template-columns: minmax(0, 1fr); }
   #usage td:first-child { white-space: normal; }
-  #graph { height: 420px; }
   header.top { padding: 10px; }
   table { font-size: 12px; }
   th, td { padding: 4px; word-break: break-word; }

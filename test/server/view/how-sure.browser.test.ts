@@ -76,7 +76,26 @@ describe("at 820 px, for everyone", () => {
     expect(problems).toEqual([]);
   });
 
+  it("a claim clicked far down a long path and the graph it highlights are on screen together", async () => {
+    const long = confidentCase();
+    const path = long.result.path!;
+    const evidence = path.steps[0]!.claims[0]!.evidence;
+    for (let i = 0; i < 8; i++) path.steps.push({ text: `Further step ${i}`, stage: "reasoning", claims: [1, 2, 3].map((j) => ({ text: `claim ${i}.${j} of a long path`, verdict: "supported" as const, evidence })) });
+    await open(long);
+    const last = page.locator("#path-panel [data-claim]").last();
+    await last.evaluate((el) => el.scrollIntoView({ block: "end" }));
+    await last.locator(".claim-main").click();
+    const onScreen = (sel: string) =>
+      page.evaluate((s) => {
+        const r = document.querySelector(s)!.getBoundingClientRect();
+        return r.top < window.innerHeight && r.bottom > 0 && r.height > 0;
+      }, sel);
+    expect(await onScreen("#path-panel [data-claim].active")).toBe(true);
+    expect(await onScreen("#graph")).toBe(true);
+  });
+
   it("an evidence id is shown by its label, with the id in its tooltip, and brings its provenance into view", async () => {
+    await open(scripted);
     const claim = scripted.result.path!.steps.flatMap((s) => s.claims).find((c) => c.evidence.length > 0)!;
     const id = claim.evidence[0]!;
     const chip = page.locator(`#path-panel [data-node="${id}"]`).first();

@@ -108,7 +108,8 @@ function main(payload: ViewPayload): void {
   const pathPanel = h("section", { class: "panel", attrs: { id: "path-panel", "data-testid": "path-panel" } });
   const nodePanel = h("section", { class: "panel", attrs: { id: "node-panel", "data-testid": "node-panel" } });
   append(side, pathPanel, nodePanel);
-  append(mainEl, graphSection, side);
+  // The graph beside the path (wide screens) or, narrower, held at the top while the path and a node's provenance scroll under it.
+  append(mainEl, h("div", { class: "explore wide" }, graphSection, side));
 
   const view = new GraphView(container, payload, timed((id: string) => selectNode(id)));
   mark("graph");
