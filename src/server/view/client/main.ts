@@ -39,7 +39,7 @@ function legend(): HTMLElement {
     { class: "legend", attrs: { "data-testid": "legend" } },
     group("Source", ...Object.entries(AGENT_COLORS).map(([a, c]) => h("span", null, swatch(c), a))),
     group("Kind", ...Object.entries(KIND_STYLE).map(([k, s]) => h("span", null, h("span", { class: "shape" }, s.glyph), k))),
-    group("Relation", ...Object.entries(RELATION_COLORS).map(([r, c]) => h("span", null, swatch(c, true), r)), h("span", null, "(contradicts: a thicker line)")),
+    group("Relation", ...Object.entries(RELATION_COLORS).map(([r, c]) => h("span", null, swatch(c, true), r)), h("span", null, "(contradicts: a dashed, thicker line)")),
     group(
       "Status",
       h("span", null, "faded = outside the selected path (or not among the evidence of the claim you clicked)"),
