@@ -148,6 +148,9 @@ form.filters .field { display: flex; flex-direction: column; gap: 2px; font-size
 form.filters input, form.filters select { font: inherit; padding: 4px 6px; border: 1px solid #94a3b8; border-radius: 5px; min-width: 0; }
 form.filters button { font-size: 13px; padding: 5px 12px; background: var(--accent); color: #fff; border-color: var(--accent); }
 main.auditor table { background: var(--panel); }
+/* Whole words in the auditor tables: a table wider than the screen scrolls in its own box. */
+main.auditor th, main.auditor td { word-break: normal; }
+main.auditor td:first-child { overflow-wrap: anywhere; min-width: 12em; }
 a { color: #1d4ed8; }
 @media (max-width: 900px) {
   main { padding: 10px; }
