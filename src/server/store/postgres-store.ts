@@ -117,8 +117,8 @@ export class PostgresStore implements CaseStore {
       try {
         await client.query("BEGIN");
         await client.query(pgDdl(this.schema));
-        // Finished cases stored before the search columns existed get them from their result, once.
-        const old = await client.query(`SELECT id, result FROM ${this.#t.cases} WHERE result IS NOT NULL AND abstained IS NULL`);
+        // Finished cases stored before the search columns existed (or a later one, stopped_agents) get them from their result, once.
+        const old = await client.query(`SELECT id, result FROM ${this.#t.cases} WHERE result IS NOT NULL AND (abstained IS NULL OR stopped_agents IS NULL)`);
         for (const r of old.rows as Row[]) {
           await client.query(`UPDATE ${this.#t.cases} SET ${searchSet(2)} WHERE id = $1`, [r.id, ...searchColumnValues(searchColumns(r.result as DiagnosisResult))]);
         }

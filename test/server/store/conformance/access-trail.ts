@@ -188,6 +188,13 @@ export function describeCaseSearchConformance(name: string, makeStore: () => Pro
       expect(rows.find((r) => r.id === "f1")).toMatchObject({ filteredOrRefused: true, feedback: null });
       expect(rows.find((r) => r.id === "f2")).toMatchObject({ filteredOrRefused: false, feedback: "overridden" });
       expect(rows.find((r) => r.id === "f3")).toMatchObject({ filteredOrRefused: null, feedback: null });
+
+      // Cases finished before the column existed get it from their result when the store next opens.
+      await h.exec("UPDATE medmmv_cases SET stopped_agents = NULL");
+      expect(await ids({ filteredOrRefused: true })).toEqual([]);
+      const reopened = await h.reopen();
+      expect((await reopened.listCases({ tenant: "t1", limit: 100, filteredOrRefused: true })).items.map((i) => i.id)).toEqual(["f1"]);
+      expect((await reopened.listCases({ tenant: "t1", limit: 100, filteredOrRefused: false })).items.map((i) => i.id)).toEqual(["f2"]);
     });
 
     it("lists the cases created before an instant, oldest first, for retention", async () => {
