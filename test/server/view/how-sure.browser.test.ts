@@ -68,6 +68,17 @@ describe("how sure, at the top of the page", () => {
   });
 });
 
+describe("a real run", () => {
+  it("whose ImageDoctor reply Azure's content filter stopped says at the top that the image was not examined", async () => {
+    const run = await runScriptedCase({ imageReplyFiltered: true });
+    expect(run.result.provenance.failures).toContainEqual(expect.objectContaining({ branch: "image-doctor", code: "CONTENT_FILTERED" }));
+    await open(run);
+    expect(await text("[data-testid=state]")).toBe("incomplete");
+    expect(await text("[data-testid=state-text]")).toMatch(/^incomplete: the image was not examined \(content filter\)/);
+    expect(await text("[data-testid=image-not-examined]")).toBe("Not examined: image-doctor did not read this image (content filter).");
+  }, 60_000);
+});
+
 describe("at 820 px, for everyone", () => {
   it("a real case's page fits the width and has no serious or critical axe-core violation", async () => {
     await open(scripted);
