@@ -44,7 +44,7 @@ export async function runScriptedCase(o: { imageReplyFiltered?: boolean } = {}):
   });
   // Azure's content filter stopping ImageDoctor's reply (200, finish_reason content_filter, no content): the image goes unread.
   if (o.imageReplyFiltered) openai.setProvider("azure", { completionFilter: /"imageId"/ });
-  const azure = o.imageReplyFiltered ? { AZURE_OPENAI_API_KEY: "az-key", AZURE_OPENAI_ENDPOINT: openai.baseUrl.replace(/\/v1$/, ""), MEDMMV_MODEL: "gpt-4o", MEDMMV_JUDGE_MODEL: "gpt-4o" } : {};
+  const azure: Record<string, string> = o.imageReplyFiltered ? { AZURE_OPENAI_API_KEY: "az-key", AZURE_OPENAI_ENDPOINT: openai.baseUrl.replace(/\/v1$/, ""), MEDMMV_MODEL: "gpt-4o", MEDMMV_JUDGE_MODEL: "gpt-4o" } : {};
   const tavily = await startScriptedTavily();
   try {
     const config = scriptedConfig(openai.baseUrl, { TAVILY_API_KEY: "test-tavily-key", TAVILY_BASE_URL: tavily.baseUrl, ...azure });
