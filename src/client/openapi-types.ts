@@ -109,6 +109,114 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/cases/{id}/view/fhir": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A finished case as a FHIR R4 Bundle (ClinicalImpression + Provenance)
+         * @description Errors are FHIR OperationOutcomes. 409 while the case is still running.
+         */
+        get: operations["getCasesIdViewFhir"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Auditor page (HTML): the team's cases, searched with GET /cases's filters (auditor, admin)
+         * @description A filter the search does not know is refused (400, naming the accepted ones); blank form fields are no filter.
+         */
+        get: operations["getAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit/cases/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Auditor page (HTML): one case's access trail as a table (who, what, when, from where, outcome), its card feedback and a link to its audit view */
+        get: operations["getAuditCasesId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit/trail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Auditor page (HTML): the team's access trail by day or period, actor and action, oldest first, with CSV and FHIR NDJSON exports */
+        get: operations["getAuditTrail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit/trail.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The team's access trail as CSV (the auditor page's filters) */
+        get: operations["getAuditTrailCsv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit/trail.ndjson": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The team's access trail as FHIR R4 AuditEvents, one per line (NDJSON) */
+        get: operations["getAuditTrailNdjson"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/cds-services": {
         parameters: {
             query?: never;
@@ -140,6 +248,26 @@ export interface paths {
          * @description The prefetch becomes a FHIR Bundle and then a case. A record already analysed (same content) answers with its finished case's card; otherwise the case starts and an info card links to it at once. A null prefetch value means the EHR has no such data. Absent prefetch is fetched only from a fhirServer on MEDMMV_FHIR_SERVERS (with fhirAuthorization, required of API-key callers: 403 otherwise); a query that fails, or a key the EHR answered with an OperationOutcome, makes the card say what was not read, and a Patient neither sent nor fetched is 412. A record with nothing to analyse answers no cards (MEDMMV_CDS_EMPTY_RECORD=422: a 422 saying why).
          */
         post: operations["callCdsPatientView"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/cds-services/medmmv-diagnosis/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * CDS Hooks 2.0.1 feedback: what the clinician did with a card (accepted, or overridden with a reason)
+         * @description Each entry names a result card by its `uuid`. It is written to the case's access trail (action `feedback`: outcome, the override reason's code and words; the user's comment is not stored, it may name the patient), shown in the audit view and the auditor pages, counted in /metrics (medmmv_cds_card_feedback_total by outcome and the card's indicator) and searchable (`GET /cases?feedback=overridden`). A card of a case out of the caller's reach is 404, like a case.
+         */
+        post: operations["postCdsServicesMedmmvDiagnosisFeedback"];
         delete?: never;
         options?: never;
         head?: never;
@@ -272,6 +400,23 @@ export interface paths {
         put?: never;
         /** A short-lived signed link to the audit view of a case (no API key needed to open it) */
         post: operations["createViewLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit-links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A short-lived signed link to the auditor pages (the team's cases, a case's trail, the team's trail and its exports) for a browser (auditor, admin) */
+        post: operations["postAuditLinks"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1376,6 +1521,1304 @@ export interface operations {
             };
         };
     };
+    getCasesIdViewFhir: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Case id (from POST /diagnose) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description FhirBundle: a FHIR R4 Bundle (collection) with a ClinicalImpression and its Provenance */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/fhir+json": {
+                        /** @enum {string} */
+                        resourceType: "Bundle";
+                        /** @description "collection" */
+                        type: string;
+                        entry?: {
+                            fullUrl?: string;
+                            resource?: {
+                                /** @enum {string} */
+                                resourceType: "ClinicalImpression" | "Provenance";
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "invalid",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "INVALID_INPUT"
+                     *               }
+                     *             ],
+                     *             "text": "invalid request body: question: question must not be empty"
+                     *           },
+                     *           "diagnostics": "invalid request body: question: question must not be empty"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "login",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "UNAUTHORIZED"
+                     *               }
+                     *             ],
+                     *             "text": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS"
+                     *           },
+                     *           "diagnostics": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "forbidden",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "INVALID_INPUT"
+                     *               }
+                     *             ],
+                     *             "text": "the request is malformed"
+                     *           },
+                     *           "diagnostics": "the request is malformed"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "not-found",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "NOT_FOUND"
+                     *               }
+                     *             ],
+                     *             "text": "case case-3f1c… not found"
+                     *           },
+                     *           "diagnostics": "case case-3f1c… not found"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "conflict",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "CONFLICT"
+                     *               }
+                     *             ],
+                     *             "text": "case case-3f1c… is running; its result exists once it has finished"
+                     *           },
+                     *           "diagnostics": "case case-3f1c… is running; its result exists once it has finished"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resourceType": "OperationOutcome",
+                     *       "id": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70",
+                     *       "issue": [
+                     *         {
+                     *           "severity": "error",
+                     *           "code": "throttled",
+                     *           "details": {
+                     *             "coding": [
+                     *               {
+                     *                 "system": "urn:medmmv:error-code",
+                     *                 "code": "RATE_LIMITED"
+                     *               }
+                     *             ],
+                     *             "text": "rate limit exceeded: retry after 12 s"
+                     *           },
+                     *           "diagnostics": "rate limit exceeded: retry after 12 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/fhir+json": {
+                        /** @constant */
+                        resourceType: "OperationOutcome";
+                        id?: string;
+                        issue: {
+                            /** @enum {unknown} */
+                            severity: "fatal" | "error" | "warning" | "information";
+                            /** @description FHIR issue type (invalid, required, value, not-found, login, too-costly, …) */
+                            code: string;
+                            /** @description `coding[0].code` is the medmmv error code; `text` the message */
+                            details?: Record<string, never>;
+                            diagnostics?: string;
+                            expression?: string[];
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    getAudit: {
+        parameters: {
+            query?: {
+                /** @description Auditor link token (POST /audit-links) */
+                token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTML page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 400,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "invalid request body: question: question must not be empty",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 401,
+                     *       "code": "UNAUTHORIZED",
+                     *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 404,
+                     *       "code": "NOT_FOUND",
+                     *       "message": "case case-3f1c… not found",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 429,
+                     *       "code": "RATE_LIMITED",
+                     *       "message": "rate limit exceeded: retry after 12 s",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAuditCasesId: {
+        parameters: {
+            query?: {
+                /** @description Auditor link token (POST /audit-links) */
+                token?: string;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTML page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 400,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "invalid request body: question: question must not be empty",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 401,
+                     *       "code": "UNAUTHORIZED",
+                     *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 404,
+                     *       "code": "NOT_FOUND",
+                     *       "message": "case case-3f1c… not found",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 429,
+                     *       "code": "RATE_LIMITED",
+                     *       "message": "rate limit exceeded: retry after 12 s",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAuditTrail: {
+        parameters: {
+            query?: {
+                /** @description Auditor link token (POST /audit-links) */
+                token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTML page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 400,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "invalid request body: question: question must not be empty",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 401,
+                     *       "code": "UNAUTHORIZED",
+                     *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 404,
+                     *       "code": "NOT_FOUND",
+                     *       "message": "case case-3f1c… not found",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 429,
+                     *       "code": "RATE_LIMITED",
+                     *       "message": "rate limit exceeded: retry after 12 s",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAuditTrailCsv: {
+        parameters: {
+            query?: {
+                /** @description Auditor link token (POST /audit-links) */
+                token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/csv */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 400,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "invalid request body: question: question must not be empty",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 401,
+                     *       "code": "UNAUTHORIZED",
+                     *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 404,
+                     *       "code": "NOT_FOUND",
+                     *       "message": "case case-3f1c… not found",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 429,
+                     *       "code": "RATE_LIMITED",
+                     *       "message": "rate limit exceeded: retry after 12 s",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAuditTrailNdjson: {
+        parameters: {
+            query?: {
+                /** @description Auditor link token (POST /audit-links) */
+                token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description application/fhir+ndjson */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 400,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "invalid request body: question: question must not be empty",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 401,
+                     *       "code": "UNAUTHORIZED",
+                     *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 404,
+                     *       "code": "NOT_FOUND",
+                     *       "message": "case case-3f1c… not found",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 429,
+                     *       "code": "RATE_LIMITED",
+                     *       "message": "rate limit exceeded: retry after 12 s",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
     getCdsDiscovery: {
         parameters: {
             query?: never;
@@ -1532,6 +2975,12 @@ export interface operations {
                                 url: string;
                                 /** @enum {string} */
                                 type: "absolute" | "smart";
+                            }[];
+                            /** @description Reasons the EHR may offer a clinician who overrides the card, returned in feedback (2.0.1) */
+                            overrideReasons?: {
+                                code: string;
+                                system?: string;
+                                display?: string;
                             }[];
                         }[];
                     };
@@ -1828,6 +3277,244 @@ export interface operations {
                      *       "statusCode": 422,
                      *       "code": "UNPROCESSABLE",
                      *       "message": "the FHIR Bundle was refused: Bundle.entry[3].resource.subject.reference: reference \"Patient/x\" does not resolve to any entry of the bundle",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 429,
+                     *       "code": "RATE_LIMITED",
+                     *       "message": "rate limit exceeded: retry after 12 s",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postCdsServicesMedmmvDiagnosisFeedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description CdsFeedback */
+        requestBody: {
+            content: {
+                "application/json": {
+                    feedback: ({
+                        /**
+                         * Format: uuid
+                         * @description The uuid of the card the user acted on
+                         */
+                        card: string;
+                        /** @enum {string} */
+                        outcome: "accepted" | "overridden";
+                        acceptedSuggestions?: ({
+                            id: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        overrideReason?: {
+                            /** @description One of the card's overrideReasons */
+                            reason?: {
+                                code: string;
+                                system?: string;
+                                display?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            /** @description Free text; not stored (it may name the patient) */
+                            userComment?: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        /**
+                         * Format: date-time
+                         * @description When the user acted (ISO 8601 instant)
+                         */
+                        outcomeTimestamp: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Feedback received */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 400,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "invalid request body: question: question must not be empty",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 401,
+                     *       "code": "UNAUTHORIZED",
+                     *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 404,
+                     *       "code": "NOT_FOUND",
+                     *       "message": "case case-3f1c… not found",
                      *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
                      *     }
                      */
@@ -3072,6 +4759,10 @@ export interface operations {
                 pathway?: string;
                 /** @description The submitter's key id (auditors: any of the tenant) */
                 submittedBy?: string;
+                /** @description true: only cases where the provider's content filter stopped an agent or the model refused (part of the case was not examined); false: only those without */
+                filteredOrRefused?: "true" | "false";
+                /** @description The last CDS Hooks feedback on the case's card */
+                feedback?: "accepted" | "overridden";
             };
             header?: never;
             path?: never;
@@ -3107,6 +4798,10 @@ export interface operations {
                             pathway: string | null;
                             /** @description Key id (or EHR issuer) that submitted it */
                             submittedBy: string;
+                            /** @description An agent was stopped by the provider's content filter or refused by the model (null: not finished, or finished before this was recorded) */
+                            filteredOrRefused: boolean | null;
+                            /** @description The last CDS Hooks feedback on the case's card */
+                            feedback: ("accepted" | "overridden") | null;
                             createdAt: string;
                             updatedAt: string;
                             finishedAt: string | null;
@@ -4724,6 +6419,214 @@ export interface operations {
             };
         };
     };
+    postAuditLinks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Lifetime of the link in seconds
+                     * @default 28800
+                     */
+                    ttlSec?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description AuditorLink */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        url: string;
+                        expiresAt: string;
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 400,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "invalid request body: question: question must not be empty",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 401,
+                     *       "code": "UNAUTHORIZED",
+                     *       "message": "missing API key: send the header `Authorization: Bearer <key>` with a key from MEDMMV_API_KEYS",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 403,
+                     *       "code": "INVALID_INPUT",
+                     *       "message": "the request is malformed",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 404,
+                     *       "code": "NOT_FOUND",
+                     *       "message": "case case-3f1c… not found",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "statusCode": 429,
+                     *       "code": "RATE_LIMITED",
+                     *       "message": "rate limit exceeded: retry after 12 s",
+                     *       "requestId": "5b0f6f2e-7c1d-4a8e-9a61-2d3c4b5a6f70"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description HTTP status */
+                        statusCode: number;
+                        /** @description Stable error code (e.g. INVALID_INPUT, NOT_FOUND, RATE_LIMITED) */
+                        code: string;
+                        /** @description What went wrong and, for client errors, what to change */
+                        message: string;
+                        /** @description Request id, also in the x-request-id header and the server logs */
+                        requestId: string;
+                        /** @description Validation problems, one per field */
+                        issues?: {
+                            path: string;
+                            message: string;
+                        }[];
+                        /** @description Machine-readable specifics */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
     getCasesIdTurns: {
         parameters: {
             query?: never;
@@ -5432,7 +7335,7 @@ export interface operations {
                 to?: string;
                 /** @description An actor id: a key id, an EHR issuer, or a view link id */
                 actor?: string;
-                action?: "create" | "read" | "events" | "graph" | "fhir" | "turns" | "view" | "view-link" | "export" | "delete" | "search" | "audit-read" | "purge";
+                action?: "create" | "read" | "events" | "graph" | "fhir" | "turns" | "view" | "view-link" | "export" | "delete" | "search" | "audit-read" | "purge" | "feedback" | "audit-link";
             };
             header?: never;
             path?: never;

@@ -1,11 +1,10 @@
 import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
 import type { NotRead } from "./fhir-fetch.js";
 import { CARD_SUMMARY_MAX, type Card } from "./hook-request.js";
+import { cardIndicator, summariseAnswer } from "../view/answer-state.js";
+import { cardUuidOfCase, OVERRIDE_REASONS } from "./card-feedback.js";
 
 const SOURCE = { label: "medmmv" } as const;
-
-/** Below this share of the final paths' support the answer is shown as a warning. */
-const WEAK_SUPPORT = 0.5;
 
 function clip(text: string, max: number): string {
   const one = text.replace(/\s+/g, " ").trim();
@@ -54,7 +53,8 @@ function replyDetail(r: DiagnosisResult): string | undefined {
 /** The card of a finished case: the answer (or why there is none), how well it is supported, the audit view. */
 export function resultCard(r: DiagnosisResult, viewUrl: string, notRead: readonly NotRead[] = []): Card {
   const support = r.answerSupport;
-  const indicator: Card["indicator"] = r.status === "completed" && support !== null && support >= WEAK_SUPPORT && !notRead.length ? "info" : "warning";
+  // The audit view's header state, by the same rule (answer-state.ts): only a confident answer is info.
+  const indicator: Card["indicator"] = cardIndicator(summariseAnswer(r, notRead).state);
   const summary =
     r.status === "completed" && r.answer
       ? `medmmv: ${r.answer.text}${support !== null ? ` (support ${Math.round(support * 100)}%)` : ""}`
@@ -71,7 +71,10 @@ export function resultCard(r: DiagnosisResult, viewUrl: string, notRead: readonl
     notReadDetail(notRead),
     `_${r.disclaimer}_`,
   ].filter(Boolean);
+  const uuid = cardUuidOfCase(r.caseId);
   return {
+    // Feedback names the card by this uuid (the case's), and may give one of these reasons for an override.
+    ...(uuid ? { uuid, overrideReasons: OVERRIDE_REASONS.map((r) => ({ ...r })) } : {}),
     summary: clip(summary, CARD_SUMMARY_MAX),
     indicator,
     detail: detail.join("\n\n"),

@@ -44,6 +44,10 @@ export const Card = z
     indicator: z.enum(["info", "warning", "critical"]),
     source: z.object({ label: z.string(), url: z.string().url().optional(), topic: z.object({ code: z.string(), display: z.string().optional(), system: z.string().optional() }).optional() }),
     links: z.array(Link).optional(),
+    overrideReasons: z
+      .array(z.object({ code: z.string(), system: z.string().optional(), display: z.string().optional() }))
+      .optional()
+      .describe("Reasons the EHR may offer a clinician who overrides the card, returned in feedback (2.0.1)"),
   })
   .describe("CdsCard");
 export type Card = z.infer<typeof Card>;

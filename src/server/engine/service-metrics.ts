@@ -27,6 +27,8 @@ export class ServiceMetrics {
   readonly modelLatency = new Histogram({ name: "medmmv_model_call_seconds", help: "Model call latency by role and model", labelNames: ["role", "model"] as const, buckets: [0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 120], registers: [this.registry] });
   readonly tokens = new Counter({ name: "medmmv_model_tokens_total", help: "Tokens by kind (prompt, completion, cached), role and model", labelNames: ["kind", "role", "model"] as const, registers: [this.registry] });
 
+  readonly cardFeedback = new Counter({ name: "medmmv_cds_card_feedback_total", help: "CDS Hooks feedback on result cards, by outcome (accepted, overridden) and the card's indicator (info, warning)", labelNames: ["outcome", "indicator"] as const, registers: [this.registry] });
+
   constructor(sources: { store: Pick<CaseRecords, "countCasesByStatus">; engine: () => CaseEngine | null }) {
     collectDefaultMetrics({ register: this.registry, prefix: "medmmv_process_" });
     new Gauge({

@@ -6,7 +6,7 @@ import { requirePermission, type Permission } from "./auth.js";
 import { STATUS_BY_CODE } from "./errors.js";
 
 /** The accesses the trail names (docs/api.md#access-trail). */
-export type AccessAction = "create" | "read" | "events" | "graph" | "fhir" | "turns" | "view" | "view-link" | "export" | "delete" | "search" | "audit-read";
+export type AccessAction = "create" | "read" | "events" | "graph" | "fhir" | "turns" | "view" | "view-link" | "export" | "delete" | "search" | "audit-read" | "feedback" | "audit-link";
 
 type Detail = Record<string, string | number | boolean | null>;
 

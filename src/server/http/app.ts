@@ -20,6 +20,7 @@ import { turnRoutes } from "./routes/turns.js";
 import { auditEventRoutes } from "./routes/audit-events.js";
 import type { RouteDeps } from "./routes/route-deps.js";
 import { viewLinkRoutes, viewLinkSecret, viewPageRoutes } from "./routes/view.js";
+import { auditorLinkRoutes, auditorPageRoutes } from "./routes/auditor-pages.js";
 
 export type AppOptions = Omit<RouteDeps, "heartbeatMs" | "gate" | "credentials" | "openStreams" | "keys" | "access"> & {
   heartbeatMs?: number;
@@ -59,6 +60,8 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
   const viewDeps = { ...deps, secret: viewLinkSecret(opts.config.http.viewLinkSecret) };
   // The audit page authenticates by API key or by signed link, so it sits outside the key-only context.
   await app.register(viewPageRoutes, viewDeps);
+  // The auditor pages likewise: an auditor link (or the key), HTML pages and exports.
+  await app.register(auditorPageRoutes, viewDeps);
   // CDS Hooks: an EHR authenticates with its own signed JWT, so these sit outside the key-only context too.
   await app.register(cdsHooksRoutes, viewDeps);
   // A case's FHIR result: an API key, or the JWT of the EHR that made the case through the hook.
@@ -75,6 +78,7 @@ export async function medmmvApp(app: FastifyInstance, opts: AppOptions): Promise
     await api.register(eventRoutes, deps);
     await api.register(evidenceGraphRoutes, deps);
     await api.register(viewLinkRoutes, viewDeps);
+    await api.register(auditorLinkRoutes, viewDeps);
     await api.register(turnRoutes, deps);
     await api.register(auditEventRoutes, deps);
   });

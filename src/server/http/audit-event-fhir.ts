@@ -23,6 +23,8 @@ const INTERACTIONS: Record<string, Interaction> = {
   delete: { profile: "Delete", code: "delete", display: "delete", action: "D" },
   purge: { profile: "Delete", code: "delete", display: "delete", action: "D" },
   search: { profile: "Query", code: "search-type", display: "search type", action: "E" },
+  feedback: CREATE,
+  "audit-link": CREATE,
   "audit-read": { profile: "Query", code: "search-type", display: "search type", action: "E" },
 };
 

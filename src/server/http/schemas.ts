@@ -57,6 +57,8 @@ export const CaseListItem = z.object({
   models: z.array(z.string()).describe("Models that ran, any role"),
   pathway: z.string().nullable(),
   submittedBy: z.string().describe("Key id (or EHR issuer) that submitted it"),
+  filteredOrRefused: z.boolean().nullable().describe("An agent was stopped by the provider's content filter or refused by the model (null: not finished, or finished before this was recorded)"),
+  feedback: z.enum(["accepted", "overridden"]).nullable().describe("The last CDS Hooks feedback on the case's card"),
   createdAt: z.string(),
   updatedAt: z.string(),
   finishedAt: z.string().nullable(),

@@ -21,6 +21,8 @@ export interface SearchColumns {
   answer_support: number | null;
   models: string;
   prompt_hashes: string;
+  /** Agents the provider's content filter stopped or the model refused (answer-state.ts: the case is incomplete). */
+  stopped_agents: number;
 }
 
 const listColumn = (items: Iterable<string>): string => {
@@ -41,9 +43,10 @@ export function searchColumns(result: DiagnosisResult): SearchColumns {
     answer_support: result.answerSupport,
     models: listColumn(Object.values(result.provenance?.models ?? {})),
     prompt_hashes: listColumn(Object.values(result.provenance?.prompts ?? {})),
+    stopped_agents: (result.provenance?.failures ?? []).filter((f) => f.code === "CONTENT_FILTERED" || f.code === "MODEL_REFUSED").length,
   };
 }
-export const SEARCH_COLUMN_NAMES = ["finished_at", "answer_option", "answer_text", "abstained", "unsupported_claims", "hallucinations", "answer_support", "models", "prompt_hashes"] as const;
+export const SEARCH_COLUMN_NAMES = ["finished_at", "answer_option", "answer_text", "abstained", "unsupported_claims", "hallucinations", "answer_support", "models", "prompt_hashes", "stopped_agents"] as const;
 export const searchColumnValues = (c: SearchColumns): unknown[] => SEARCH_COLUMN_NAMES.map((n) => c[n]);
 
 /** The pathway a case names (a registry id, or an inline pathway's id), for search. */
@@ -85,6 +88,9 @@ export function caseSearchWhere(q: ListCasesQuery, d: SearchDialect): string {
   if (q.promptHash !== undefined) w.push(d.contains("prompt_hashes", `|${q.promptHash.toLowerCase()}|`));
   if (q.pathway !== undefined) w.push(`pathway = ${d.param(q.pathway)}`);
   if (q.submittedBy !== undefined) w.push(`submitted_by = ${d.param(q.submittedBy)}`);
+  // Cases finished before the column existed have it NULL: neither filter lists them.
+  if (q.filteredOrRefused !== undefined) w.push(q.filteredOrRefused ? "stopped_agents > 0" : "stopped_agents = 0");
+  if (q.feedback !== undefined) w.push(`feedback = ${d.param(q.feedback)}`);
   if (q.cursor) {
     const after = decodeCursor(q.cursor);
     w.push(`(created_at, id) < (${d.instant(after.createdAt)}, ${d.param(after.id)})`);
@@ -92,7 +98,7 @@ export function caseSearchWhere(q: ListCasesQuery, d: SearchDialect): string {
   return w.join(" AND ");
 }
 
-export const SUMMARY_SELECT = "id, status, answer_option, answer_text, created_at, updated_at, finished_at, answer_support, abstained, unsupported_claims, hallucinations, models, pathway, submitted_by";
+export const SUMMARY_SELECT = "id, status, answer_option, answer_text, created_at, updated_at, finished_at, answer_support, abstained, unsupported_claims, hallucinations, models, pathway, submitted_by, stopped_agents, feedback";
 
 export interface SearchRow {
   id: string;
@@ -109,6 +115,8 @@ export interface SearchRow {
   models: string | null;
   pathway: string | null;
   submitted_by: string;
+  stopped_agents: number | null;
+  feedback: string | null;
 }
 
 export function summaryFromSearchRow(r: SearchRow): CaseSummary {
@@ -127,5 +135,7 @@ export function summaryFromSearchRow(r: SearchRow): CaseSummary {
     models: (r.models ?? "").split("|").filter(Boolean),
     pathway: r.pathway,
     submittedBy: r.submitted_by,
+    filteredOrRefused: finished && r.stopped_agents !== null ? Number(r.stopped_agents) > 0 : null,
+    feedback: (r.feedback ?? null) as CaseSummary["feedback"],
   };
 }

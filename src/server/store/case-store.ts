@@ -16,7 +16,7 @@ import type { AccessTrail } from "./roles/access-trail.js";
  * keep importing from this file.
  */
 export { TERMINAL_STATUSES } from "./roles/case-records.js";
-export type { CaseStatus, CaseRecord, StoredImageRef, StoredCaseInput, NewCase, ListCasesQuery, CaseSummary, CaseRecords } from "./roles/case-records.js";
+export type { CaseStatus, CaseRecord, StoredImageRef, StoredCaseInput, NewCase, ListCasesQuery, CaseSummary, CaseRecords, CardFeedbackOutcome } from "./roles/case-records.js";
 export type { CaseProgress, CaseEvent, CaseEvents } from "./roles/case-events.js";
 export type { RunOwnership } from "./roles/run-ownership.js";
 export type { WorkflowCheckpoints } from "./roles/workflow-checkpoints.js";

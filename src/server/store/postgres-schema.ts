@@ -82,6 +82,8 @@ ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS hallucinations INTEGER;
 ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS answer_support DOUBLE PRECISION;
 ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS models TEXT;
 ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS prompt_hashes TEXT;
+ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS stopped_agents INTEGER;
+ALTER TABLE ${t.cases} ADD COLUMN IF NOT EXISTS feedback TEXT;
 -- A case from before teams is its owner's tenant.
 UPDATE ${t.cases} SET tenant = owner WHERE tenant = '';
 CREATE INDEX IF NOT EXISTS medmmv_cases_tenant_created ON ${t.cases} (tenant, created_at, id);

@@ -8,6 +8,7 @@ import type {
   CaseProgress,
   CaseRecord,
   CaseStatus,
+  CardFeedbackOutcome,
   CaseStore,
   CaseSummary,
   ConversationTurn,
@@ -116,8 +117,8 @@ export class PostgresStore implements CaseStore {
       try {
         await client.query("BEGIN");
         await client.query(pgDdl(this.schema));
-        // Finished cases stored before the search columns existed get them from their result, once.
-        const old = await client.query(`SELECT id, result FROM ${this.#t.cases} WHERE result IS NOT NULL AND abstained IS NULL`);
+        // Finished cases stored before the search columns existed (or a later one, stopped_agents) get them from their result, once.
+        const old = await client.query(`SELECT id, result FROM ${this.#t.cases} WHERE result IS NOT NULL AND (abstained IS NULL OR stopped_agents IS NULL)`);
         for (const r of old.rows as Row[]) {
           await client.query(`UPDATE ${this.#t.cases} SET ${searchSet(2)} WHERE id = $1`, [r.id, ...searchColumnValues(searchColumns(r.result as DiagnosisResult))]);
         }
@@ -318,6 +319,10 @@ export class PostgresStore implements CaseStore {
 
   async uncountRunStart(id: string): Promise<void> {
     await this.#query("uncountRunStart", `UPDATE ${this.#t.cases} SET run_starts = run_starts - 1 WHERE id = $1 AND run_starts > 0`, [id]);
+  }
+
+  async setFeedback(id: string, outcome: CardFeedbackOutcome): Promise<boolean> {
+    return (await this.#query("setFeedback", `UPDATE ${this.#t.cases} SET feedback = $2 WHERE id = $1 RETURNING id`, [id, outcome])).length === 1;
   }
 
   async setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<boolean> {

@@ -97,6 +97,9 @@ export const SQLITE_ADDED_CASE_COLUMNS: ReadonlyArray<readonly [string, string]>
   ["answer_support", "REAL"],
   ["models", "TEXT"],
   ["prompt_hashes", "TEXT"],
+  // Issue 55: agents stopped by a content filter or refused, and the last CDS card feedback.
+  ["stopped_agents", "INTEGER"],
+  ["feedback", "TEXT"],
 ];
 
 /**

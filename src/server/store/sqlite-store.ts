@@ -12,6 +12,7 @@ import type {
   CaseProgress,
   CaseRecord,
   CaseStatus,
+  CardFeedbackOutcome,
   CaseStore,
   CaseSummary,
   ConversationTurn,
@@ -115,9 +116,9 @@ const CASE_COLUMNS =
 
 const SEARCH_SET = SEARCH_COLUMN_NAMES.map((n) => `${n} = ?`).join(", ");
 
-/** Finished cases stored before the search columns existed get them from their result, once. */
+/** Finished cases stored before the search columns existed (or a later one, stopped_agents) get them from their result, once. */
 function backfillSearchColumns(db: Database.Database): void {
-  const rows = db.prepare("SELECT id, result FROM medmmv_cases WHERE result IS NOT NULL AND abstained IS NULL").all() as Array<{ id: string; result: string }>;
+  const rows = db.prepare("SELECT id, result FROM medmmv_cases WHERE result IS NOT NULL AND (abstained IS NULL OR stopped_agents IS NULL)").all() as Array<{ id: string; result: string }>;
   const update = db.prepare(`UPDATE medmmv_cases SET ${SEARCH_SET} WHERE id = ?`);
   for (const r of rows) update.run(...searchColumnValues(searchColumns(JSON.parse(r.result) as DiagnosisResult)), r.id);
 }
@@ -370,6 +371,10 @@ export class SqliteStore implements CaseStore {
 
   async uncountRunStart(id: string): Promise<void> {
     this.#write(() => this.#stmt("UPDATE medmmv_cases SET run_starts = run_starts - 1 WHERE id = ? AND run_starts > 0").run(id), "uncountRunStart");
+  }
+
+  async setFeedback(id: string, outcome: CardFeedbackOutcome): Promise<boolean> {
+    return this.#write(() => this.#stmt("UPDATE medmmv_cases SET feedback = ? WHERE id = ?").run(outcome, id).changes === 1, "setFeedback");
   }
 
   async setStatus(id: string, status: CaseStatus, error?: { code: string; message: string } | null): Promise<boolean> {

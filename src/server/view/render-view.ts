@@ -5,7 +5,8 @@ import { MedmmvError } from "../../core/contracts/errors.js";
 import { EvidenceGraph } from "../../core/evidence/evidence-graph.js";
 import { clientBundle } from "./build-client.js";
 import { VIEW_CSS } from "./view-css.js";
-import type { ViewCase, ViewDicomProvenance, ViewDownload, ViewGraph, ViewImage, ViewLive, ViewPayload, ViewTurn } from "./view-payload.js";
+import type { ViewCase, ViewDicomProvenance, ViewDownload, ViewGraph, ViewImage, ViewLive, ViewPayload, ViewRecord, ViewTurn } from "./view-payload.js";
+import { summariseAnswer } from "./answer-state.js";
 
 export interface CaseViewImageInput {
   id: string;
@@ -37,6 +38,8 @@ export interface CaseViewInput {
   turns?: ViewTurn[];
   /** Same-origin links to the evidence graph in analysts' formats (served pages). */
   downloads?: ViewDownload[];
+  /** The stored case's submitter and card feedback (served pages). */
+  record?: ViewRecord;
 }
 
 const DRAWABLE_IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
@@ -71,7 +74,7 @@ function cspHash(text: string): string {
  * finished payload from its own origin, and nowhere else (connect-src 'self'). Every other
  * page connects nowhere. `script: false`: a page with no script at all (errors, a failed case).
  */
-export function viewContentSecurityPolicy(nonce?: string, o: { live?: boolean; script?: boolean } = {}): string {
+export function viewContentSecurityPolicy(nonce?: string, o: { live?: boolean; script?: boolean; forms?: boolean } = {}): string {
   const n = nonce ? ` 'nonce-${nonce}'` : "";
   return [
     "default-src 'none'",
@@ -82,7 +85,8 @@ export function viewContentSecurityPolicy(nonce?: string, o: { live?: boolean; s
     o.live ? "connect-src 'self'" : "connect-src 'none'",
     "object-src 'none'",
     "base-uri 'none'",
-    "form-action 'none'",
+    // The auditor pages' search forms submit to the page itself (GET); every other page has no form.
+    o.forms ? "form-action 'self'" : "form-action 'none'",
   ].join("; ");
 }
 
@@ -155,23 +159,25 @@ export function buildViewPayload(input: Omit<CaseViewInput, "nonce">): ViewPaylo
     graphIsFull: full !== null,
     subgraphNodeIds: (sub?.nodes ?? []).map((n) => n.key).filter((k) => present.has(k)),
     caseInput: viewCase(input.caseInput),
+    summary: summariseAnswer(result),
+    ...(input.record ? { record: input.record } : {}),
     ...(input.downloads?.length ? { downloads: input.downloads } : {}),
     ...(input.turns?.length ? { turns: input.turns.map(({ turn, question, answer, step, category, contextConflict, evidence }) => ({ turn, question, answer, step, category, contextConflict, evidence })) } : {}),
   };
 }
 
-function checkNonce(nonce: string | undefined): string {
+export function checkNonce(nonce: string | undefined): string {
   if (nonce !== undefined && !NONCE.test(nonce)) throw new MedmmvError("INVALID_INPUT", "CSP nonce must be 16-128 base64 characters");
   return nonce ? ` nonce="${nonce}"` : "";
 }
 
 /** Text as HTML text: the only way server-side data reaches markup here (the message pages). */
-function escapeHtml(text: string): string {
+export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 /** One page: its policy as a <meta> too (offline reports have no headers), the styles, then the body. */
-function page(o: { title: string; csp: string; nonceAttr: string; body: string[] }): string {
+export function page(o: { title: string; csp: string; nonceAttr: string; body: string[] }): string {
   return [
     "<!doctype html>",
     '<html lang="en">',

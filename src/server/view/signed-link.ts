@@ -23,6 +23,10 @@ export interface ViewLinkClaims extends ViewLinkSubject {
 
 // v2: links name their key id; v1 links (without it) no longer verify.
 const DOMAIN = "medmmv:view-link:v2:";
+/** An auditor's link to the auditor pages: the same token shape, its own domain, so neither kind verifies as the other. */
+const AUDITOR_DOMAIN = "medmmv:auditor-link:v1:";
+/** What an auditor link names in place of a case. */
+const AUDITOR_SCOPE = "*auditor-pages*";
 const MAX_TTL_SEC = 7 * 24 * 3600;
 /** As MEDMMV_VIEW_LINK_SECRET requires (config.ts MIN_SECRET_CHARS). */
 const MIN_SECRET_BYTES = 32;
@@ -38,12 +42,29 @@ function secretBytes(secret: string | Buffer): Buffer {
   return b;
 }
 
-function mac(secret: Buffer, payload: string): Buffer {
-  return createHmac("sha256", secret).update(DOMAIN).update(payload).digest();
+function mac(secret: Buffer, payload: string, domain: string): Buffer {
+  return createHmac("sha256", secret).update(domain).update(payload).digest();
 }
 
 /** A token for `caseId` owned by `owner` (made with key `keyId`), valid for `ttlSec` seconds from `nowMs`. */
-export function signViewLink({ caseId, owner, keyId }: ViewLinkSubject, secret: string | Buffer, ttlSec: number, nowMs = Date.now()): string {
+export function signViewLink(subject: ViewLinkSubject, secret: string | Buffer, ttlSec: number, nowMs = Date.now()): string {
+  return sign(subject, secret, ttlSec, nowMs, DOMAIN);
+}
+
+/** A token for the auditor pages of the key `keyId` (owner `owner`): its tenant's cases and trail, as that key may read them. */
+export function signAuditorLink(subject: Omit<ViewLinkSubject, "caseId">, secret: string | Buffer, ttlSec: number, nowMs = Date.now()): string {
+  return sign({ ...subject, caseId: AUDITOR_SCOPE }, secret, ttlSec, nowMs, AUDITOR_DOMAIN);
+}
+
+/** The claims of a valid, unexpired auditor link, else null. */
+export function verifyAuditorLink(token: unknown, secret: string | Buffer, nowMs = Date.now()): Omit<ViewLinkClaims, "caseId"> | null {
+  const claims = verify(token, secret, nowMs, AUDITOR_DOMAIN);
+  if (!claims || claims.caseId !== AUDITOR_SCOPE) return null;
+  const { caseId: _scope, ...rest } = claims;
+  return rest;
+}
+
+function sign({ caseId, owner, keyId }: ViewLinkSubject, secret: string | Buffer, ttlSec: number, nowMs: number, domain: string): string {
   if ([caseId, owner, keyId].some((v) => typeof v !== "string" || v === "")) {
     throw new MedmmvError("INVALID_INPUT", "a view link needs a case id, an owner and a key id");
   }
@@ -53,7 +74,7 @@ export function signViewLink({ caseId, owner, keyId }: ViewLinkSubject, secret: 
   const key = secretBytes(secret);
   const claims = { c: caseId, o: owner, k: keyId, e: Math.floor(nowMs / 1000) + ttlSec };
   const payload = Buffer.from(JSON.stringify(claims), "utf8").toString("base64url");
-  const token = `${payload}.${mac(key, payload).toString("base64url")}`;
+  const token = `${payload}.${mac(key, payload, domain).toString("base64url")}`;
   if (token.length > MAX_TOKEN_CHARS) throw new MedmmvError("INVALID_INPUT", "case id or owner too long for a view link");
   return token;
 }
@@ -63,6 +84,10 @@ export function signViewLink({ caseId, owner, keyId }: ViewLinkSubject, secret: 
  * secret, or expired all look the same to the caller, who answers 401 / 404 either way).
  */
 export function verifyViewLink(token: unknown, secret: string | Buffer, nowMs = Date.now()): ViewLinkClaims | null {
+  return verify(token, secret, nowMs, DOMAIN);
+}
+
+function verify(token: unknown, secret: string | Buffer, nowMs: number, domain: string): ViewLinkClaims | null {
   const key = secretBytes(secret);
   if (typeof token !== "string" || token.length === 0 || token.length > MAX_TOKEN_CHARS) return null;
   const parts = token.split(".");
@@ -72,7 +97,7 @@ export function verifyViewLink(token: unknown, secret: string | Buffer, nowMs = 
   const given = Buffer.from(sig, "base64url");
   // One spelling per signature: lenient base64 decoding must not make a token malleable.
   if (given.toString("base64url") !== sig) return null;
-  const expected = mac(key, payload);
+  const expected = mac(key, payload, domain);
   // Length first: timingSafeEqual throws on unequal lengths, and a length is no secret.
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
   let claims: unknown;

@@ -88,14 +88,86 @@ details > summary { cursor: pointer; font-weight: 600; }
 .kv { display: grid; grid-template-columns: max-content 1fr; gap: 3px 14px; font-size: 12.5px; }
 .kv dt { color: var(--muted); }
 .kv dd { margin: 0; word-break: break-word; }
-.grid2 { display: grid; grid-template-columns: repeat(auto-fit, minmax(380px, 1fr)); gap: 14px; align-items: start; }
+.grid2 { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(380px, 100%), 1fr)); gap: 14px; align-items: start; }
 #usage td:first-child { white-space: nowrap; }
 .footer { grid-column: 1 / -1; color: var(--muted); font-size: 11px; text-align: center; }
 @media (max-width: 1100px) { main { grid-template-columns: 1fr; } }
+.explore { display: grid; grid-template-columns: minmax(0, 1fr) 420px; gap: 14px; align-items: start; }
+@media (max-width: 1100px) {
+  .explore { grid-template-columns: minmax(0, 1fr); }
+  /* A claim and the graph it highlights on screen together: the graph stays while the path scrolls under it. */
+  .explore > #graph-section { position: sticky; top: 0; z-index: 5; box-shadow: 0 2px 8px rgba(15, 23, 42, .15); }
+  .explore #graph { height: 34vh; }
+  .explore .side { scroll-margin-top: 60vh; }
+  #node-panel { scroll-margin-top: 60vh; }
+}
 .badge.queued, .badge.running { background: #e0f2fe; color: #0c4a6e; }
 ol.progress { margin: 8px 0 0; padding-left: 22px; font-size: 13px; max-height: 70vh; overflow: auto; }
 ol.progress li { margin: 2px 0; }
+ol.stages { list-style: none; display: flex; flex-wrap: wrap; gap: 4px; padding: 0; margin: 10px 0; counter-reset: stage; }
+ol.stages li { counter-increment: stage; flex: 1 1 120px; padding: 6px 8px; border-radius: 6px; background: #e2e8f0; color: #334155; font-size: 12.5px; }
+ol.stages li::before { content: counter(stage) ". "; }
+ol.stages li.done { background: #dcfce7; color: #14532d; }
+ol.stages li.done::after { content: " \\2713"; }
+ol.stages li.current { background: #1d4ed8; color: #fff; font-weight: 600; }
+.question { font-size: 15px; }
+ol.stepper { list-style: none; display: flex; flex-wrap: wrap; gap: 4px; padding: 0; margin: 4px 0; }
+ol.stepper li { padding: 3px 8px; border: 1px solid var(--line); border-radius: 12px; background: #f8fafc; }
+ol.stepper li + li::before { content: "\\2192  "; color: var(--muted); }
+ol.stepper li.off { border-color: #dc2626; background: #fff5f5; color: #7f1d1d; }
 p.bad { color: #7f1d1d; font-weight: 600; }
 main.message { display: block; max-width: 720px; margin: 48px auto; background: var(--panel); border: 1px solid var(--line); border-radius: 8px; padding: 20px 24px; }
 main.message h1 { font-size: 20px; margin: 0 0 10px; }
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+section.summary { border: 1px solid var(--line); border-left: 6px solid #64748b; border-radius: 8px; padding: 10px 14px; background: var(--panel); }
+section.summary.state-confident { border-left-color: #15803d; }
+section.summary.state-uncertain { border-left-color: #b45309; background: #fffbeb; }
+section.summary.state-incomplete { border-left-color: #b91c1c; background: #fff5f5; }
+section.summary p { margin: 4px 0; }
+section.summary .state-line { font-size: 15px; font-weight: 600; }
+section.summary .facts { font-size: 15px; }
+.badge.state.confident { background: #dcfce7; color: #14532d; }
+.badge.state.uncertain { background: #fef3c7; color: #78350f; }
+.badge.state.incomplete { background: #fee2e2; color: #7f1d1d; }
+.not-examined { color: #7f1d1d; }
+.notation { color: var(--muted); }
+.claim-main { display: block; width: 100%; text-align: left; border: 0; background: transparent; padding: 0; font-size: 13px; }
+.chip.label { font-family: inherit; font-size: 11.5px; }
+button.zoom { display: block; padding: 0; border: 0; background: transparent; cursor: zoom-in; max-width: 100%; }
+figure.zoomed { grid-column: 1 / -1; }
+figure.zoomed button.zoom { cursor: zoom-out; }
+figure.zoomed img { max-height: none; width: 100%; }
+figure { margin: 0; min-width: 0; }
+.table-scroll { overflow-x: auto; }
+main.auditor { display: block; max-width: 1280px; margin: 0 auto; padding: 14px 20px 40px; }
+main.auditor h1 { font-size: 20px; margin: 8px 0; }
+.auditor-nav { font-size: 14px; margin-bottom: 6px; }
+.auditor-nav a[aria-current=page] { font-weight: 700; color: var(--ink); }
+form.filters { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(180px, 100%), 1fr)); gap: 8px 12px; align-items: end; background: var(--panel); border: 1px solid var(--line); border-radius: 8px; padding: 10px 12px; margin: 10px 0; }
+form.filters .field { display: flex; flex-direction: column; gap: 2px; font-size: 12.5px; min-width: 0; }
+form.filters input, form.filters select { font: inherit; padding: 4px 6px; border: 1px solid #94a3b8; border-radius: 5px; min-width: 0; }
+form.filters button { font-size: 13px; padding: 5px 12px; background: var(--accent); color: #fff; border-color: var(--accent); }
+main.auditor table { background: var(--panel); }
+/* Whole words in the auditor tables: a table wider than the screen scrolls in its own box. */
+main.auditor th, main.auditor td { word-break: normal; }
+main.auditor td:first-child { overflow-wrap: anywhere; min-width: 12em; }
+a { color: #1d4ed8; }
+@media (max-width: 900px) {
+  main { padding: 10px; }
+  .grid2 { grid-template-columns: minmax(0, 1fr); }
+  #usage td:first-child { white-space: normal; }
+  header.top { padding: 10px; }
+  table { font-size: 12px; }
+  th, td { padding: 4px; word-break: break-word; }
+}
+@media print {
+  header.top { background: none; color: #000; }
+  header.top .meta { color: #333; }
+  main { display: block; padding: 0; }
+  section.panel, section.summary { break-inside: avoid; border-color: #999; margin-bottom: 10px; }
+  .toolbar, #graph-section .graph-wrap, .matches { display: none; }
+  pre { max-height: none; overflow: visible; }
+  details { display: block; }
+  a[href]::after { content: ""; }
+}
 `;

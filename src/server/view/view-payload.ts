@@ -2,6 +2,8 @@ import type { DicomProvenance } from "../../core/contracts/clinical-case.js";
 import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
 import type { EvidenceEdgeAttributes, EvidenceNodeAttributes } from "../../core/contracts/evidence.js";
 import type { ConversationTurn } from "../store/case-store.js";
+import type { AnswerSummary } from "./answer-summary.js";
+import type { TrailRow } from "./trail-words.js";
 
 /**
  * The JSON the server embeds in the page and the browser bundle reads. Type-only on purpose:
@@ -61,6 +63,20 @@ export interface ViewPayload {
   turns?: ViewTurn[];
   /** The evidence graph as files for Gephi, Cytoscape desktop or networkx (served pages only). */
   downloads?: ViewDownload[];
+  /** How sure, in words (answer-state.ts, the rule the CDS card's indicator reads too). */
+  summary: AnswerSummary;
+  /** Who submitted the case, when, and what the EHR said its clinicians did with its card (served pages). */
+  record?: ViewRecord;
+}
+
+/** The stored case around the result: its submitter and the feedback on its CDS card. */
+export interface ViewRecord {
+  submittedBy: string;
+  createdAt: string;
+  /** Oldest first: "accepted" or "overridden: <reason>", when, and which EHR user. */
+  feedback: Array<{ at: string; text: string; by: string }>;
+  /** The case's access trail, oldest first (for auditors and admins only; the first ones). */
+  trail?: TrailRow[];
 }
 
 /** A same-origin download link of the page (its URL carries the page's signed-link token). */
@@ -112,6 +128,8 @@ export interface ViewLive {
   status: string;
   eventsUrl: string;
   payloadUrl: string;
+  /** The case's question, shown while it runs. */
+  question?: string;
 }
 
 /** What tests can read about a live page (window.__medmmvLive). */

@@ -60,6 +60,14 @@ describe("the demo's audit view in Chromium", () => {
     await page.screenshot({ path: `${ARTIFACTS}demo-view.png`, fullPage: true });
   });
 
+  it("shows the image check's rejection of ImageDoctor's ECG finding, with its reason (the README's tour)", async () => {
+    const flagged = result.provenance.evidenceChecks!.imageDoctor.flatMap((a) => a.flagged);
+    expect(flagged.length).toBeGreaterThan(0);
+    const rows = await page.locator("[data-testid=checks-table] tr[data-check=image]").evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll("td"), (td) => td.textContent)));
+    expect(rows.map((r) => [r[1], r[2], r[3]])).toEqual(flagged.map((f) => [f.label, "rejected", f.issue]));
+    expect(await page.locator("[data-testid=checks-table]").isVisible()).toBe(true);
+  });
+
   it("shows the repaired path: the rejected claim, the change the repair made, and the accepted attempt", async () => {
     const repaired = result.candidates.find((c) => c.repairs > 0)!;
     expect(repaired).toMatchObject({ initialAnswer: "A", finalAnswer: "B" });
@@ -140,6 +148,10 @@ describe("the demo's pathway case in Chromium", () => {
     expect(await finding.textContent()).toMatch(/reasoning.*HIGH.*image-quality = low.*diagnosis = aml.*yes$/);
     const history = marrowPage.locator("#repairs details", { hasText: "1 repair" });
     expect(await history.locator('.attempt[data-attempt="1"]').textContent()).toContain("fit no valid path of pathway \"bone-marrow\"");
+    // The path's pathway steps as a stepper, the step that leaves the pathway marked.
+    const stepper = history.locator('.attempt[data-attempt="1"] [data-testid=pathway-stepper]');
+    expect(await stepper.locator("li").count()).toBeGreaterThan(1);
+    expect(await stepper.locator("li.off").count()).toBeGreaterThan(0);
     const added = await history.locator('.attempt[data-attempt="1"] .diff .add').allTextContents();
     expect(added.join("\n")).toContain("the image is sufficient for analysis");
     expect(await history.locator('.attempt[data-attempt="2"]').textContent()).toContain("no hallucination detected");

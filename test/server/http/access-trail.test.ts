@@ -173,7 +173,7 @@ describe("one tenant, two clinicians and an auditor", () => {
     // The audit view offers the same files, under its own signed-link token (a download sends no key).
     const page = (await t.request({ url: `/cases/${id}/view`, key: KEYS.auditor })).text;
     const urls = [...page.matchAll(/"url":"(\/cases\/[^"]+\/view\/evidence-graph\?[^"]+)"/g)].map((m) => JSON.parse(`"${m[1]}"`) as string);
-    expect(urls.map((u) => new URL(u, "http://x").searchParams.get("format"))).toEqual(["graphml", "gexf"]);
+    expect(urls.map((u) => new URL(u, "http://x").searchParams.get("format"))).toEqual(["graphml", "gexf", "json"]);
     const fromPage = await t.request({ url: urls[0]!, key: null });
     expect(fromPage.status).toBe(200);
     expect(fromPage.text).toBe(xml);

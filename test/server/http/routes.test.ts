@@ -287,7 +287,34 @@ describe("probes and docs", () => {
   it("serves the OpenAPI document generated from the route schemas, and the UI at /docs", async () => {
     const doc = await json<{ openapi: string; paths: Record<string, Record<string, { requestBody?: { content: Record<string, unknown> }; parameters?: { name: string }[] }>> }>(await t.api("/docs/json", { key: null }));
     expect(doc.openapi).toBe("3.1.0");
-    expect(Object.keys(doc.paths).sort()).toEqual(["/audit-events", "/cases", "/cases/{id}", "/cases/{id}/audit-events", "/cases/{id}/events", "/cases/{id}/evidence-graph", "/cases/{id}/fhir", "/cases/{id}/turns", "/cases/{id}/view", "/cases/{id}/view-links", "/cases/{id}/view/events", "/cases/{id}/view/evidence-graph", "/cases/{id}/view/payload", "/cds-services", "/cds-services/medmmv-diagnosis", "/diagnose", "/healthz", "/readyz"]);
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      "/audit",
+      "/audit-events",
+      "/audit-links",
+      "/audit/cases/{id}",
+      "/audit/trail",
+      "/audit/trail.csv",
+      "/audit/trail.ndjson",
+      "/cases",
+      "/cases/{id}",
+      "/cases/{id}/audit-events",
+      "/cases/{id}/events",
+      "/cases/{id}/evidence-graph",
+      "/cases/{id}/fhir",
+      "/cases/{id}/turns",
+      "/cases/{id}/view",
+      "/cases/{id}/view-links",
+      "/cases/{id}/view/events",
+      "/cases/{id}/view/evidence-graph",
+      "/cases/{id}/view/fhir",
+      "/cases/{id}/view/payload",
+      "/cds-services",
+      "/cds-services/medmmv-diagnosis",
+      "/cds-services/medmmv-diagnosis/feedback",
+      "/diagnose",
+      "/healthz",
+      "/readyz",
+    ]);
     const post = doc.paths["/diagnose"]!.post!;
     expect(Object.keys(post.requestBody!.content).sort()).toEqual(["application/fhir+json", "application/json", "multipart/form-data"]);
     expect(JSON.stringify(post.requestBody!.content["application/json"])).toContain("question");

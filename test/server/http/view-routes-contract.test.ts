@@ -57,7 +57,7 @@ describe("GET /cases/{id}/view", () => {
     expect(bad.status).toBe(401);
     // A browser opened it: the refusal is a page that says so, not JSON.
     expect(bad.headers.get("content-type")).toMatch(/text\/html/);
-    expect(await bad.text()).toMatch(/signed link/);
+    expect(await bad.text()).toMatch(/link to the audit view was not accepted/);
     expect((await t.api(`/cases/other-case/view?token=${encodeURIComponent(token)}`, { key: null })).status).toBe(401);
     expect((await t.api(`/cases/${caseId}/view-links`, { method: "POST", json: {}, key: KEY_B })).status).toBe(404);
   });

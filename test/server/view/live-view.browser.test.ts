@@ -10,6 +10,7 @@ import type { LiveState, ViewState } from "../../../src/server/view/view-payload
 import { stemiPrefetch as prefetch } from "../cds-hooks/stemi-prefetch.js";
 import { json, KEY_A, startTestServer, until, VIEW_ENV, type TestServer } from "../http/http-harness.js";
 import { useChromium, watch } from "../../support/browser.js";
+import { seriousAxeViolations } from "../../support/axe.js";
 
 const browser = useChromium();
 let t: TestServer;
@@ -54,8 +55,13 @@ describe("the CDS card's link while the case runs", () => {
       expect(opened.finished).toBe(false);
       expect(await page.textContent("[data-testid=live-status]")).toBe(opened.status);
       expect(await page.$$eval("[data-testid=progress] li", (li) => li.length)).toBe(opened.events);
-      // No audit view yet: the page is the progress.
+      // No audit view yet: the page is the progress, with the question, the stage reached and the steps in words.
       expect(await page.$("[data-testid=path-panel]")).toBeNull();
+      expect(await page.textContent("[data-testid=live-question]")).toMatch(/^Question: /);
+      expect(await page.getAttribute("[data-testid=stages] li[aria-current=step]", "data-stage")).toMatch(/^(queued|evidence|reasoning)$/);
+      expect(await page.getAttribute("[data-testid=progress-log]", "aria-live")).toBe("polite");
+      expect(await page.textContent("[data-testid=progress]")).not.toMatch(/rejectedQuotes|hallucinationDetected/);
+      expect(await seriousAxeViolations(page)).toEqual([]);
 
       // The held call is let go and answers, the rest of the pipeline streams in, and the audit view replaces the progress.
       expect(t.openai.releaseHeld("answer")).toBe(1);

@@ -38,13 +38,16 @@ export interface ScriptedCaseRun {
  * A real result: the pipeline over HTTP against the scripted model and search servers, with an
  * image, disagreeing rollouts (several candidates) and paths that need repairs.
  */
-export async function runScriptedCase(): Promise<ScriptedCaseRun> {
+export async function runScriptedCase(o: { imageReplyFiltered?: boolean } = {}): Promise<ScriptedCaseRun> {
   const openai = await startScriptedOpenAI({
     scenario: clinicalScenario({ rolloutAnswers: ["B", "B", "A", "B", "C"], repairsNeeded: { A: 2, B: 1 } }),
   });
+  // Azure's content filter stopping ImageDoctor's reply (200, finish_reason content_filter, no content): the image goes unread.
+  if (o.imageReplyFiltered) openai.setProvider("azure", { completionFilter: /"imageId"/ });
+  const azure: Record<string, string> = o.imageReplyFiltered ? { AZURE_OPENAI_API_KEY: "az-key", AZURE_OPENAI_ENDPOINT: openai.baseUrl.replace(/\/v1$/, ""), MEDMMV_MODEL: "gpt-4o", MEDMMV_JUDGE_MODEL: "gpt-4o" } : {};
   const tavily = await startScriptedTavily();
   try {
-    const config = scriptedConfig(openai.baseUrl, { TAVILY_API_KEY: "test-tavily-key", TAVILY_BASE_URL: tavily.baseUrl });
+    const config = scriptedConfig(openai.baseUrl, { TAVILY_API_KEY: "test-tavily-key", TAVILY_BASE_URL: tavily.baseUrl, ...azure });
     const base = chestPainCase("case-view-1");
     const png = makePng().toString("base64");
     const prepared = await prepareCase(

@@ -566,7 +566,9 @@ describe("audit view with 300 evidence nodes", () => {
       const g = EvidenceGraph.import(synthetic.fullEvidenceGraph);
       expect(s.nodeCount).toBe(300);
       expect(s.edgeCount).toBe(g.size);
-      expect(s.renderedNodeCount).toBe(300);
+      // A large graph opens on the selected path alone (the rest hidden, not a hairball); the full graph is a click away.
+      expect(s.mode).toBe("path");
+      expect(s.renderedNodeCount).toBe(s.subgraphNodes.length);
       console.log(`[view perf] 300 nodes / ${g.size} edges: renderMs=${s.renderMs?.toFixed(0)} layoutMs=${s.layoutMs?.toFixed(0)} wall=${wallMs}ms phases=${JSON.stringify(s.phases)}`);
       // The page measures itself; the numbers are logged, not bounded: on a shared 2-core machine
       // they measure the scheduler as much as the code (timing claims belong in npm run bench).
@@ -589,6 +591,7 @@ describe("audit view with 300 evidence nodes", () => {
       // Retracted nodes are drawn faded and labelled as such.
       await page.click("[data-testid=mode-toggle]");
       await waitForMode(page, "full");
+      expect((await snapshot(page)).renderedNodeCount).toBe(300);
       const retracted = g.nodes().filter((n) => n.status === "retracted");
       expect(retracted.length).toBeGreaterThan(0);
       for (const n of retracted) {

@@ -17,7 +17,7 @@ const TrailQuery = z.object({
   from: instant("Recorded at or after (ISO 8601 date or instant)"),
   to: instant("Recorded before (ISO 8601 date or instant)"),
   actor: z.string().min(1).max(500).optional().describe("An actor id: a key id, an EHR issuer, or a view link id"),
-  action: z.enum(["create", "read", "events", "graph", "fhir", "turns", "view", "view-link", "export", "delete", "search", "audit-read", "purge"]).optional(),
+  action: z.enum(["create", "read", "events", "graph", "fhir", "turns", "view", "view-link", "export", "delete", "search", "audit-read", "purge", "feedback", "audit-link"]).optional(),
 });
 
 const AuditBundle = z.looseObject({ resourceType: z.literal("Bundle"), type: z.literal("searchset") }).describe("AuditEventBundle: a FHIR R4 searchset Bundle of AuditEvents (IHE BALP)");

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { CaseRecord, CaseSummary } from "../../store/case-store.js";
 import { requirePermission } from "../auth.js";
+import { MedmmvError } from "../../../core/contracts/errors.js";
 import { CaseIdParams, CaseList, CaseStatus, CaseView, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
@@ -20,7 +21,7 @@ export function caseView(r: CaseRecord): z.infer<typeof CaseView> {
 
 const flag = z.enum(["true", "false"]).transform((v) => v === "true");
 
-const SearchQuery = z.object({
+export const SearchQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(20).describe("Page size (1–100)"),
   cursor: z.string().max(500).optional().describe("`nextCursor` of the previous page"),
   status: CaseStatus.optional().describe("Only cases in this status"),
@@ -33,7 +34,29 @@ const SearchQuery = z.object({
   promptHash: z.string().regex(/^[0-9a-fA-F]{8,64}$/, "a hex prompt-template hash").optional().describe("A prompt template's sha256 the case ran with"),
   pathway: z.string().min(1).max(200).optional().describe("The pathway id the case named"),
   submittedBy: z.string().min(1).max(200).optional().describe("The submitter's key id (auditors: any of the tenant)"),
+  filteredOrRefused: flag.optional().describe("true: only cases where the provider's content filter stopped an agent or the model refused (part of the case was not examined); false: only those without"),
+  feedback: z.enum(["accepted", "overridden"]).optional().describe("The last CDS Hooks feedback on the case's card"),
 });
+
+/** A search's filters as the trail records them: `name=value` pairs, the page's size and cursor left out. */
+export function searchFilters(q: Record<string, unknown>): string {
+  return Object.entries(q)
+    .filter(([k, v]) => v !== undefined && k !== "limit" && k !== "cursor")
+    .map(([k, v]) => `${k}=${String(v)}`)
+    .join(" ");
+}
+
+/**
+ * A misspelt filter would otherwise be dropped and the search answer the whole tenant: a
+ * query parameter the search does not know is refused, naming the ones it does.
+ */
+export function refuseUnknownFilters(query: unknown, known: readonly string[] = Object.keys(SearchQuery.shape)): void {
+  const unknown = Object.keys((query ?? {}) as Record<string, unknown>).filter((k) => !known.includes(k));
+  if (unknown.length)
+    throw new MedmmvError("INVALID_INPUT", `unknown filter${unknown.length === 1 ? "" : "s"} ${unknown.map((k) => JSON.stringify(k)).join(", ")}; the accepted ones are ${known.join(", ")}`, {
+      details: { unknown, accepted: [...known] },
+    });
+}
 
 export function searchRow(i: CaseSummary): z.infer<typeof CaseList>["items"][number] {
   return {
@@ -47,6 +70,8 @@ export function searchRow(i: CaseSummary): z.infer<typeof CaseList>["items"][num
     models: i.models ?? [],
     pathway: i.pathway ?? null,
     submittedBy: i.submittedBy ?? "",
+    filteredOrRefused: i.filteredOrRefused ?? null,
+    feedback: i.feedback ?? null,
     createdAt: i.createdAt,
     updatedAt: i.updatedAt,
     finishedAt: i.finishedAt ?? null,
@@ -68,6 +93,7 @@ export const caseRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { servic
         querystring: SearchQuery,
         response: { 200: CaseList, ...errorResponses },
       },
+      preValidation: async (request) => refuseUnknownFilters(request.query),
     },
     async (request) =>
       access.audited(
@@ -79,7 +105,8 @@ export const caseRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { servic
           const page = await service.list(scope, request.query);
           return { items: page.items.map(searchRow), nextCursor: page.nextCursor };
         },
-        (out) => ({ results: out.items.length }),
+        // Who searched for what, and which cases it was shown (ids only: the filters never hold case content beyond an answer).
+        (out) => ({ results: out.items.length, filters: searchFilters(request.query), caseIds: out.items.map((i) => i.caseId).join(" ") }),
       ),
   );
 

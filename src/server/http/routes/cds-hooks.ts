@@ -7,6 +7,9 @@ import { bundleToCaseYielding, isNoClinicalFactsRefusal } from "../../../core/in
 import { describeZodIssues } from "../../../core/contracts/zod-issues.js";
 import { ClinicalCase } from "../../../core/contracts/clinical-case.js";
 import { resultCard, startedCard } from "../../cds-hooks/cards.js";
+import { caseOfCardUuid, FeedbackRequest, overrideReasonText } from "../../cds-hooks/card-feedback.js";
+import { cardIndicator, summariseAnswer } from "../../view/answer-state.js";
+import { z } from "zod";
 import { Discovery, discoveryDocument, SERVICE_ID } from "../../cds-hooks/discovery.js";
 import { fetchMissingPrefetch, isAllowedFhirServer, type NotRead } from "../../cds-hooks/fhir-fetch.js";
 import { HookRequest, HookResponse } from "../../cds-hooks/hook-request.js";
@@ -46,7 +49,7 @@ const MAX_RETRIES_PER_RECORD = 5;
  * an EHR authenticates with a signed JWT (MEDMMV_CDS_JWKS) or, like any client, an API key.
  * CORS only for the origins configured (MEDMMV_CORS_ORIGINS), e.g. the CDS Hooks sandbox.
  */
-export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { config, service, store, secret, gate, credentials, keys, access }) => {
+export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer }> = async (app, { config, service, store, secret, gate, credentials, keys, access, metrics }) => {
   if (config.cds.corsOrigins.length) {
     await app.register(cors, { origin: config.cds.corsOrigins, methods: ["GET", "POST"], allowedHeaders: ["authorization", "content-type"], maxAge: 600 });
   }
@@ -79,7 +82,8 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     async () => discoveryDocument(),
   );
 
-  const authenticate = gate.hook(async (request) => {
+  /** The hook's authentication; a JWT's audience is the endpoint called (2.0.1: the service, or its feedback endpoint). */
+  const authenticateFor = (path: string) => gate.hook(async (request) => {
     const m = BEARER.exec(request.headers.authorization ?? "");
     const open = !keys.enabled && !jwt;
     if (!m) {
@@ -96,7 +100,7 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       return byKey.owner;
     }
     if (jwt && looksLikeJwt(token)) {
-      request.principal = await ehrCaller(jwt, token, `${config.cds.publicUrl!}${SERVICE_PATH}`, config.cds.issuerKeys);
+      request.principal = await ehrCaller(jwt, token, `${config.cds.publicUrl!}${path}`, config.cds.issuerKeys);
       viaJwt.add(request);
       return request.principal.owner;
     }
@@ -106,6 +110,7 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     }
     throw new MedmmvError("UNAUTHORIZED", "invalid credentials: neither an API key nor a CDS Hooks JWT");
   });
+  const authenticate = authenticateFor(SERVICE_PATH);
 
   /**
    * The record's content hash. `metadata.fhir.referenceDate` is left out: with no dated
@@ -241,6 +246,42 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       const viewUrl = `${publicBase(request)}/cases/${encodeURIComponent(record.id)}/view?token=${encodeURIComponent(token)}`;
       if (isTerminal(record.status) && record.result) return { cards: [resultCard(record.result, viewUrl, notRead)] };
       return { cards: [startedCard(viewUrl, replayed, notRead)] };
+    },
+  );
+
+  app.post(
+    `${SERVICE_PATH}/feedback`,
+    {
+      onRequest: authenticateFor(`${SERVICE_PATH}/feedback`),
+      schema: {
+        tags: ["cds-hooks"],
+        summary: "CDS Hooks 2.0.1 feedback: what the clinician did with a card (accepted, or overridden with a reason)",
+        description:
+          "Each entry names a result card by its `uuid`. It is written to the case's access trail (action `feedback`: outcome, the override reason's code and words; the user's comment is not stored, it may name the patient), shown in the audit view and the auditor pages, counted in /metrics (medmmv_cds_card_feedback_total by outcome and the card's indicator) and searchable (`GET /cases?feedback=overridden`). A card of a case out of the caller's reach is 404, like a case.",
+        body: FeedbackRequest,
+        response: { 200: z.object({}).describe("Feedback received"), ...errorResponses },
+      },
+    },
+    async (request) => {
+      for (const f of request.body.feedback) {
+        const caseId = caseOfCardUuid(f.card);
+        const reason = overrideReasonText(f);
+        await access.audited(
+          request,
+          "feedback",
+          caseId,
+          async () => {
+            const record = await service.get(requirePermission(request, "read"), caseId);
+            if (!record.result) throw new MedmmvError("NOT_FOUND", `card ${f.card} is not the card of a finished case`);
+            const indicator = cardIndicator(summariseAnswer(record.result).state);
+            await store.setFeedback(caseId, f.outcome);
+            metrics?.cardFeedback.inc({ outcome: f.outcome, indicator });
+            return indicator;
+          },
+          (indicator) => ({ card: f.card, outcome: f.outcome, reason, reasonCode: f.overrideReason?.reason?.code ?? null, indicator, outcomeTimestamp: f.outcomeTimestamp }),
+        );
+      }
+      return {};
     },
   );
 };

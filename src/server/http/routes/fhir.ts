@@ -16,10 +16,10 @@ const FhirBundleBody = z
   })
   .describe("FhirBundle: a FHIR R4 Bundle (collection) with a ClinicalImpression, its Provenance, and the ranked differential as Conditions (provisional, then differential)");
 
-/** A finished case as FHIR R4, for EHRs that store decision-support results as resources. */
-export const fhirRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { service, access }) => {
+/** A finished case as FHIR R4, for EHRs that store decision-support results as resources (also the audit page's download, under its path). */
+export const fhirRoutes: FastifyPluginAsyncZod<RouteDeps & { path?: string }> = async (app, { service, access, path = "/cases/:id/fhir" }) => {
   app.get(
-    "/cases/:id/fhir",
+    path,
     {
       config: { fhir: true },
       schema: {

@@ -4,6 +4,7 @@ import type { CaseStore } from "../../store/case-store.js";
 import type { AccessRecorder } from "../access-recorder.js";
 import type { ApiKeys, Credentials } from "../auth.js";
 import type { RequestGate } from "../plugins/request-gate.js";
+import type { ServiceMetrics } from "../../engine/service-metrics.js";
 
 /** What every route plugin is given by the app. */
 export interface RouteDeps {
@@ -26,4 +27,6 @@ export interface RouteDeps {
    * streams opened through its view links (their own, smaller cap).
    */
   openStreams: Map<string, number>;
+  /** The server's Prometheus metrics, when it serves them. */
+  metrics?: ServiceMetrics;
 }

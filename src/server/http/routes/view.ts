@@ -5,14 +5,18 @@ import { z } from "zod";
 import { isMedmmvError, MedmmvError } from "../../../core/contracts/errors.js";
 import { isTerminal } from "../../service/case-service.js";
 import { buildViewPayload, renderCaseViewHtml, renderLiveViewHtml, renderViewMessageHtml, newViewNonce, viewContentSecurityPolicy } from "../../view/render-view.js";
-import type { ViewLive } from "../../view/view-payload.js";
-import type { CaseRecord } from "../../store/case-store.js";
+import type { ViewLive, ViewRecord } from "../../view/view-payload.js";
+import type { AccessTrail, CaseRecord } from "../../store/case-store.js";
+import { feedbackText } from "../../cds-hooks/card-feedback.js";
+import { actorText, trailRow } from "../../view/trail-words.js";
 import { sendError, toHttpError } from "../errors.js";
 import { eventRoutes, keyStreamPool, type StreamPoolOf } from "./events.js";
 import { evidenceGraphRoutes } from "./evidence-graph.js";
+import { fhirRoutes } from "./fhir.js";
 import { caseViewInputFromStored } from "../../view/report-command.js";
 import { signViewLink, verifyViewLink } from "../../view/signed-link.js";
-import { BEARER, OPEN_OWNER, openPrincipal, requirePermission, viewLinkId, type Authenticate } from "../auth.js";
+import { requirePermission, viewLinkId, type Authenticate } from "../auth.js";
+import { linkOrKeyOwner } from "../link-auth.js";
 import { CaseIdParams, ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
@@ -61,8 +65,11 @@ export const viewLinkRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   );
 };
 
-/** The one answer to a view request that fails for want of access, whatever the reason (no key oracle). */
-const VIEW_REFUSED = "send `Authorization: Bearer <key>` for a case of that key, or open a valid signed link from POST /cases/{id}/view-links";
+/**
+ * The one answer to a view request that fails for want of access, whatever the reason (no key
+ * oracle), in the words of whoever clicked a link: a browser never sends a key.
+ */
+const VIEW_REFUSED = "This link to the audit view was not accepted: it has expired, or it is not a link to this case (a case that does not exist or is not yours looks the same). Links are made with POST /cases/{id}/view-links or come on the EHR's card.";
 
 /**
  * GET /cases/{id}/view — the audit page. Opened either with the API key (header) or with a
@@ -78,25 +85,10 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   const byLink = new WeakSet<FastifyRequest>();
   const authenticate = async (request: FastifyRequest<{ Params: { id?: string }; Querystring: { token?: string } }>): Promise<string> => {
     const token = request.query?.token;
-    if (token !== undefined) {
-      const claims = verifyViewLink(token, secret);
-      if (!claims || claims.caseId !== request.params?.id || !credentials.stillValid(claims.keyId, claims.owner)) throw refused();
-      byLink.add(request);
-      // The link acts for the key that made it (its tenant and roles), and the trail names the link.
-      const principal = credentials.linkPrincipal(claims.owner, claims.keyId, viewLinkId(token));
-      if (!principal) throw refused();
-      request.principal = principal;
-      return claims.owner;
-    }
-    if (!keys.enabled) {
-      request.principal = openPrincipal();
-      return OPEN_OWNER;
-    }
-    const m = BEARER.exec(request.headers.authorization ?? "");
-    const principal = m ? keys.principal(m[1]!) : null;
-    if (!principal) throw refused();
-    request.principal = principal;
-    return principal.owner;
+    const claims = token === undefined ? null : verifyViewLink(token, secret);
+    const owner = linkOrKeyOwner(request, { token, claims: claims?.caseId === request.params?.id ? claims : null, linkId: viewLinkId }, { keys, credentials, refused });
+    if (token !== undefined) byLink.add(request);
+    return owner;
   };
   app.addHook("onRequest", gate.hook(authenticate as Authenticate));
   /** The case for this caller, as an access to the trail; a missing one (or one out of reach) is the same refusal as a bad credential. */
@@ -145,7 +137,7 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         const token = pageToken(request.query.token, record.id, request.owner);
         const q = `?token=${encodeURIComponent(token)}`;
         const base = `/cases/${encodeURIComponent(record.id)}/view`;
-        const live: ViewLive = { version: 1, caseId: record.id, status: record.status, eventsUrl: `${base}/events${q}`, payloadUrl: `${base}/payload${q}` };
+        const live: ViewLive = { version: 1, caseId: record.id, status: record.status, eventsUrl: `${base}/events${q}`, payloadUrl: `${base}/payload${q}`, question: record.input.question };
         return sendHtml(reply, renderLiveViewHtml(live, nonce), viewContentSecurityPolicy(nonce, { live: true }));
       }
       if (!record.result) {
@@ -154,11 +146,15 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       }
       // The graph in analysts' formats, under this page's authentication (a browser download sends no Authorization header).
       const graphUrl = `/cases/${encodeURIComponent(record.id)}/view/evidence-graph?token=${encodeURIComponent(pageToken(request.query.token, record.id, request.owner))}&scope=${record.fullEvidenceGraph ? "full" : "path"}`;
+      const pageQuery = `?token=${encodeURIComponent(pageToken(request.query.token, record.id, request.owner))}`;
       const downloads = [
         { label: "GraphML", url: `${graphUrl}&format=graphml` },
         { label: "GEXF", url: `${graphUrl}&format=gexf` },
+        { label: "graph JSON", url: `${graphUrl}&format=json` },
+        { label: "result JSON", url: `/cases/${encodeURIComponent(record.id)}/view/payload${pageQuery}` },
+        { label: "FHIR R4 Bundle", url: `/cases/${encodeURIComponent(record.id)}/view/fhir${pageQuery}` },
       ];
-      return sendHtml(reply, renderCaseViewHtml({ ...(await viewInput(record)), mode: "served", nonce, downloads }), viewContentSecurityPolicy(nonce));
+      return sendHtml(reply, renderCaseViewHtml({ ...(await viewInput(record, request)), mode: "served", nonce, downloads }), viewContentSecurityPolicy(nonce));
     },
   );
 
@@ -179,7 +175,7 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         throw new MedmmvError("CONFLICT", `case ${record.id} is ${record.status}; its audit view exists once it has finished with a result`, { details: { status: record.status } });
       void reply.header("cache-control", "no-store");
       // Sent as built: the response schema only documents it (it would strip what it does not list).
-      const payload = buildViewPayload({ ...(await viewInput(record)), mode: "served" });
+      const payload = buildViewPayload({ ...(await viewInput(record, request)), mode: "served" });
       return reply.serializer((p: unknown) => JSON.stringify(p)).send(payload as unknown as { version: 1 });
     },
   );
@@ -196,14 +192,33 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   await app.register(eventRoutes, { ...deps, path: `${VIEW_PATH}/events`, pool: viewStreamPool });
   // The page's downloads of the evidence graph (GraphML, GEXF), likewise.
   await app.register(evidenceGraphRoutes, { ...deps, path: `${VIEW_PATH}/evidence-graph` });
+  // And the case as a FHIR R4 Bundle.
+  await app.register(fhirRoutes, { ...deps, path: `${VIEW_PATH}/fhir` });
 
-  async function viewInput(record: CaseRecord) {
+  async function viewInput(record: CaseRecord, request: FastifyRequest) {
+    // Who saw the case is for auditors and admins (the trail's readers), not every reader of the case.
+    const roles = request.principal?.roles;
+    const trail = roles?.has("auditor") || roles?.has("admin") ? (await store.listAccess({ tenant: record.tenant, caseId: record.id, limit: VIEW_TRAIL_ROWS })).items.map(trailRow) : undefined;
     const images = await Promise.all(record.input.images.map((i) => store.getImage(i.sha256)));
-    return { result: record.result!, fullEvidenceGraph: record.fullEvidenceGraph, caseInput: caseViewInputFromStored(record.input, images), turns: await store.listTurns(record.id) };
+    return {
+      result: record.result!,
+      fullEvidenceGraph: record.fullEvidenceGraph,
+      caseInput: caseViewInputFromStored(record.input, images),
+      turns: await store.listTurns(record.id),
+      record: { submittedBy: record.submittedBy, createdAt: record.createdAt, feedback: await cardFeedback(store, record), ...(trail ? { trail } : {}) },
+    };
   }
 };
 
 const VIEW_PATH = "/cases/:id/view";
+/** The first accesses of a case its audit view lists for an auditor (the auditor page has them all). */
+const VIEW_TRAIL_ROWS = 100;
+
+/** The CDS card feedback on a case, from its access trail (where the feedback route writes it), oldest first. */
+export async function cardFeedback(store: AccessTrail, record: Pick<CaseRecord, "id" | "tenant">): Promise<ViewRecord["feedback"]> {
+  const page = await store.listAccess({ tenant: record.tenant, caseId: record.id, action: "feedback", limit: 100 });
+  return page.items.filter((e) => e.outcome === "success").map((e) => ({ at: e.at, text: feedbackText(e.detail), by: actorText(e.actor) }));
+}
 /** How long the token lasts that a page opened with an API key mints for its own script. */
 const LIVE_PAGE_TTL_SEC = 6 * 60 * 60;
 
@@ -215,7 +230,7 @@ function messagePage(status: number, message: string, nonce = newViewNonce()): {
 }
 
 /** An HTML page with its CSP as a header too (plus `frame-ancestors 'none'`, which a <meta> policy cannot carry). */
-function sendHtml(reply: FastifyReply, page: string | { html: string; nonce: string }, csp?: string): FastifyReply {
+export function sendHtml(reply: FastifyReply, page: string | { html: string; nonce: string }, csp?: string): FastifyReply {
   const { html, policy } = typeof page === "string" ? { html: page, policy: csp! } : { html: page.html, policy: csp ?? viewContentSecurityPolicy(page.nonce, { script: false }) };
   return reply
     .header("content-security-policy", `${policy}; frame-ancestors 'none'`)

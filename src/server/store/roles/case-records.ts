@@ -78,7 +78,13 @@ export interface ListCasesQuery {
   pathway?: string;
   /** The submitter's key id. */
   submittedBy?: string;
+  /** true: only cases where an agent was stopped by a content filter or refused by the model; false: only those without. */
+  filteredOrRefused?: boolean;
+  /** The last CDS Hooks feedback on the case's card. */
+  feedback?: CardFeedbackOutcome;
 }
+/** What a clinician did with a case's CDS card, as the EHR's feedback says (CDS Hooks 2.0.1 §feedback). */
+export type CardFeedbackOutcome = "accepted" | "overridden";
 /** One row of a search: what a reviewer triages by, never the notes. */
 export interface CaseSummary {
   id: string;
@@ -94,6 +100,10 @@ export interface CaseSummary {
   models?: string[];
   pathway?: string | null;
   submittedBy?: string;
+  /** Whether an agent was stopped by a content filter or refused (null: not finished, or finished before this was recorded). */
+  filteredOrRefused?: boolean | null;
+  /** The last CDS Hooks feedback on its card, if any. */
+  feedback?: CardFeedbackOutcome | null;
 }
 
 export interface CaseRecords {
@@ -136,6 +146,8 @@ export interface CaseRecords {
    * its first result: nothing is written and the answer is null.
    */
   saveResult(id: string, result: DiagnosisResult, fullEvidenceGraph: Record<string, unknown> | null, finalEvent?: { type: string; data: Record<string, unknown> }): Promise<CaseEvent | null>;
+  /** Record the last feedback on the case's CDS card (searchable); false when there is no such case. */
+  setFeedback(id: string, outcome: CardFeedbackOutcome): Promise<boolean>;
   /** Remove the case, its events, its checkpoints (thread id = case id), and images no other case uses. */
   deleteCase(id: string): Promise<boolean>;
 }

@@ -1,7 +1,7 @@
 import { MultiDirectedGraph } from "graphology";
 import type { Attributes } from "graphology-types";
 import Sigma from "sigma";
-import { extremityArrow, layerFill, layerPlain, pathCurved, pathLine, sdfCircle, sdfDiamond, sdfSquare } from "sigma/rendering";
+import { extremityArrow, layerDashed, layerFill, pathCurved, pathLine, sdfCircle, sdfDiamond, sdfSquare } from "sigma/rendering";
 import type { ViewPayload } from "../view-payload.js";
 import { forceLayout } from "./layout.js";
 import {
@@ -28,9 +28,15 @@ type NodeAttrs = SerializedNode["attributes"] & {
   /** In E_p, the selected path's supporting subgraph. */
   inPath: boolean;
 };
-type EdgeAttrs = ViewPayload["graph"]["edges"][number]["attributes"] & { color: string; size: number; inPath: boolean };
+type EdgeAttrs = ViewPayload["graph"]["edges"][number]["attributes"] & { color: string; size: number; inPath: boolean; gap: number };
 type NodeState = { isSelected: boolean; isMatch: boolean };
-type GraphState = { pathMode: boolean };
+/** The dashes of a `contradicts` edge (every other edge has no gap: a solid line). */
+const CONTRADICTS_DASH_PX = 6;
+const CONTRADICTS_GAP_PX = 4;
+/** `large`: a graph with more than LARGE_GRAPH_NODES nodes, whose path mode shows the selected path alone. */
+type GraphState = { pathMode: boolean; large: boolean };
+/** Beyond this many nodes the whole graph is a hairball: path mode hides what is outside the selected path instead of fading it. */
+export const LARGE_GRAPH_NODES = 150;
 type Renderer = Sigma<NodeAttrs, EdgeAttrs, Attributes, NodeState, {}, GraphState>;
 
 export type { GraphMode } from "../view-payload.js";
@@ -108,6 +114,8 @@ export class GraphView {
         ...e.attributes,
         color: RELATION_COLORS[e.attributes.relation] ?? UNKNOWN_RELATION_COLOR,
         size: e.attributes.relation === "contradicts" ? 2.5 : 1.5,
+        // Contradicts is dashed as well as red (and thicker): told apart without colour.
+        gap: e.attributes.relation === "contradicts" ? CONTRADICTS_GAP_PX : 0,
         inPath: this.inPath.has(e.source) && this.inPath.has(e.target),
       };
       this.graph.addDirectedEdgeWithKey(e.key, e.source, e.target, attrs);
@@ -129,10 +137,14 @@ export class GraphView {
   private createRenderer(): Renderer {
     const renderer: Renderer = new Sigma(this.graph, this.container, {
       customNodeState: { isSelected: false, isMatch: false },
-      customGraphState: { pathMode: this.mode === "path" },
+      customGraphState: { pathMode: this.mode === "path", large: this.graph.order > LARGE_GRAPH_NODES },
       primitives: {
         nodes: { shapes: [sdfCircle(), sdfSquare({ cornerRadius: 0.15 }), sdfDiamond()], layers: [layerFill()] },
-        edges: { paths: [pathLine(), pathCurved()], extremities: [extremityArrow()], layers: [layerPlain()] },
+        edges: {
+          paths: [pathLine(), pathCurved()],
+          extremities: [extremityArrow()],
+          layers: [layerDashed({ dashSize: { value: CONTRADICTS_DASH_PX, mode: "pixels" }, gapSize: { attribute: "gap", default: 0, mode: "pixels" }, solidExtremities: true })],
+        },
       },
       styles: {
         nodes: [
@@ -155,8 +167,18 @@ export class GraphView {
             then: { opacity: (a) => Math.min(a.opacity, BACKGROUND_OPACITY), labelVisibility: "hidden" },
           },
           {
+            // A large graph in path mode: the selected path alone (a search match or a highlighted node still shows).
+            when: (a, s, g) => g.pathMode && g.large && !a.inPath && !s.isHighlighted && !s.isSelected && !s.isMatch,
+            then: { visibility: "hidden" },
+          },
+          {
             when: (a, _s, g) => g.pathMode && a.inPath,
-            then: { size: (a) => a.size + 2, labelVisibility: "visible" },
+            then: { size: (a) => a.size + 2 },
+          },
+          {
+            // A small path's labels all show; a large one's go through sigma's label grid (no two overlap; the rest on hover).
+            when: (a, _s, g) => g.pathMode && a.inPath && !g.large,
+            then: { labelVisibility: "visible" },
           },
           {
             // A claim's evidence: everything else steps back.
@@ -181,6 +203,10 @@ export class GraphView {
             then: { opacity: BACKGROUND_OPACITY },
           },
           {
+            when: (a, _s, g) => g.pathMode && g.large && !a.inPath,
+            then: { visibility: "hidden" },
+          },
+          {
             when: (_a, _s, g) => g.hasHighlighted,
             then: { opacity: 0.25 },
           },
@@ -191,7 +217,11 @@ export class GraphView {
         renderEdgeLabels: false,
         enableEdgeEvents: false,
         labelRenderedSizeThreshold: 4,
-        stagePadding: 40,
+        // Room for the labels of nodes at the edge (drawn to their right).
+        stagePadding: 60,
+        // One label per grid cell, the larger node's first: labels left to sigma do not overlap.
+        labelDensity: 0.8,
+        labelGridCellSize: 120,
         itemSizesReference: "screen",
       },
     });

@@ -1,5 +1,6 @@
 import type { LiveState, ViewLive, ViewPayload } from "../view-payload.js";
 import { append, h } from "./dom.js";
+import { eventWords, stageOf, STAGES, type StageId } from "./live-words.js";
 
 declare global {
   interface Window {
@@ -7,30 +8,8 @@ declare global {
   }
 }
 
-/** What each pipeline event is, in the words of the page. */
-const TITLES: Record<string, string> = {
-  status: "Status",
-  rollout: "Rollout",
-  evidence: "Evidence",
-  "hd-verdict": "Hallucination check",
-  repair: "Refinement",
-  "path-scored": "Path scored",
-  "branch-failed": "Branch failed",
-  scores: "Selection",
-  final: "Finished",
-};
-
-/** The event's own short fields (numbers, flags, short texts), as `name value` pairs; nested data is left out. */
-function describe(data: Record<string, unknown>): string {
-  const parts: string[] = [];
-  for (const [k, v] of Object.entries(data)) {
-    if (typeof v === "number") parts.push(`${k} ${Number.isInteger(v) ? v : v.toFixed(3)}`);
-    else if (typeof v === "boolean") parts.push(`${k} ${v ? "yes" : "no"}`);
-    else if (typeof v === "string") parts.push(`${k} ${v.length > 80 ? `${v.slice(0, 79)}\u2026` : v}`);
-    if (parts.length >= 6) break;
-  }
-  return parts.join(" \u00b7 ");
-}
+/** The event types the page listens for. */
+const EVENT_TYPES = ["status", "rollout", "evidence", "hd-verdict", "repair", "path-scored", "branch-failed", "scores", "final"];
 
 interface StreamedEvent {
   seq: number;
@@ -51,13 +30,32 @@ export function startLive(live: ViewLive, app: HTMLElement, showAudit: (payload:
   document.title = `medmmv \u2014 case ${live.caseId} in progress`;
   app.textContent = "";
   const badge = h("span", { class: `badge ${live.status}`, attrs: { "data-testid": "live-status" } }, live.status);
-  const note = h("p", { class: "meta", attrs: { "data-testid": "live-note" } }, "The analysis is running. This page shows each step as it happens and becomes the audit view when the case finishes.");
+  // Announced to screen readers as it changes (the status, a failure); the steps list is a log.
+  const note = h("p", { class: "meta", attrs: { "data-testid": "live-note", role: "status", "aria-live": "polite" } }, "The analysis is running. This page shows each step as it happens and becomes the audit view when the case finishes.");
   const list = h("ol", { class: "progress", attrs: { "data-testid": "progress" } });
+  // A log around the list (a role on the <ol> itself would hide its items' list semantics).
+  const log = h("div", { attrs: { role: "log", "aria-live": "polite", "aria-label": "steps of the analysis", "data-testid": "progress-log" } }, list);
+  const stageItems = STAGES.map((s) => h("li", { attrs: { "data-stage": s.id } }, s.label));
+  const stageBar = h("ol", { class: "stages", attrs: { "data-testid": "stages", "aria-label": "stage of the analysis" } }, ...stageItems);
+  const question = live.question ? h("p", { class: "question", attrs: { "data-testid": "live-question" } }, h("b", null, "Question: "), live.question) : null;
   append(
     app,
     h("header", { class: "top" }, h("h1", null, "Audit view \u2014 case ", h("span", { attrs: { "data-testid": "case-id" } }, live.caseId)), h("span", { class: "answer" }, badge)),
-    h("main", null, h("section", { class: "panel wide", attrs: { id: "progress-section" } }, h("h2", null, "Progress"), note, list)),
+    h("main", null, h("section", { class: "panel wide", attrs: { id: "progress-section" } }, h("h2", null, "Progress"), question, stageBar, note, h("h3", null, "Steps so far"), log)),
   );
+  /** The stage bar: the stages before `id` done, `id` current (never backwards: events of several stages interleave). */
+  let stageAt = -1;
+  const setStage = (id: StageId) => {
+    const at = STAGES.findIndex((s) => s.id === id);
+    if (at <= stageAt) return;
+    stageAt = at;
+    stageItems.forEach((li, i) => {
+      li.className = i < at || id === "finished" ? "done" : i === at ? "current" : "";
+      if (i === at) li.setAttribute("aria-current", "step");
+      else li.removeAttribute("aria-current");
+    });
+  };
+  setStage(live.status === "queued" ? "queued" : "evidence");
   const setStatus = (status: string) => {
     state.status = status;
     badge.textContent = status;
@@ -79,7 +77,9 @@ export function startLive(live: ViewLive, app: HTMLElement, showAudit: (payload:
     }
     state.events++;
     const time = new Date(e.at).toLocaleTimeString();
-    append(list, h("li", { attrs: { "data-type": e.type } }, h("span", { class: "muted" }, time), " ", h("b", null, TITLES[e.type] ?? e.type), " ", describe(e.data ?? {})));
+    append(list, h("li", { attrs: { "data-type": e.type } }, h("span", { class: "muted" }, time), " ", eventWords(e.type, e.data ?? {})));
+    const stage = stageOf(e.type, e.data ?? {});
+    if (stage) setStage(stage);
     if (e.type === "status" && typeof e.data?.status === "string") setStatus(e.data.status);
     if (e.type === "final") {
       source.close();
@@ -104,7 +104,7 @@ export function startLive(live: ViewLive, app: HTMLElement, showAudit: (payload:
         .catch((err: unknown) => stop(`The analysis finished, but its audit view could not be loaded: ${err instanceof Error ? err.message : String(err)}. Reload the page.`));
     }
   };
-  for (const type of Object.keys(TITLES)) source.addEventListener(type, onEvent);
+  for (const type of EVENT_TYPES) source.addEventListener(type, onEvent);
   source.addEventListener("deleted", () => {
     source.close();
     setStatus("deleted");

@@ -1,12 +1,14 @@
 import type { ViewLive, ViewPayload, ViewState } from "../view-payload.js";
 import { append, downloadLink, h } from "./dom.js";
-import { GraphView } from "./graph-view.js";
+import { GraphView, LARGE_GRAPH_NODES } from "./graph-view.js";
 import { startLive } from "./live.js";
 import { renderNodePanel } from "./node-panel.js";
 import { AGENT_COLORS, KIND_STYLE, RELATION_COLORS } from "./palette.js";
 import { renderPathPanel, type ClaimRef } from "./path-panel.js";
 import { renderDifferential } from "./differential-section.js";
-import { renderCandidates, renderCase, renderHallucinations, renderHeader, renderProvenance, renderRepairs, renderStability, renderTurns, renderUsage } from "./sections.js";
+import { renderCandidates, renderCase, renderHallucinations, renderHeader, renderProvenance, renderRepairs, renderStability, renderTrail, renderTurns, renderUsage } from "./sections.js";
+import { renderSummary } from "./summary.js";
+import { renderEvidenceChecks } from "./evidence-checks.js";
 
 declare global {
   interface Window {
@@ -38,8 +40,13 @@ function legend(): HTMLElement {
     { class: "legend", attrs: { "data-testid": "legend" } },
     group("Source", ...Object.entries(AGENT_COLORS).map(([a, c]) => h("span", null, swatch(c), a))),
     group("Kind", ...Object.entries(KIND_STYLE).map(([k, s]) => h("span", null, h("span", { class: "shape" }, s.glyph), k))),
-    group("Relation", ...Object.entries(RELATION_COLORS).map(([r, c]) => h("span", null, swatch(c, true), r))),
-    group("Status", h("span", null, "\u2715 faded = retracted"), h("span", null, "larger, labelled = in the selected path's subgraph")),
+    group("Relation", ...Object.entries(RELATION_COLORS).map(([r, c]) => h("span", null, swatch(c, true), r)), h("span", null, "(contradicts: a dashed, thicker line)")),
+    group(
+      "Status",
+      h("span", null, "faded = outside the selected path (or not among the evidence of the claim you clicked)"),
+      h("span", null, "\u2715 in the label = retracted by a check"),
+      h("span", null, "larger = in the selected path's subgraph; labels where they do not overlap, the rest on hover"),
+    ),
   );
 }
 
@@ -74,6 +81,10 @@ function main(payload: ViewPayload): void {
   for (const el of renderHeader(payload)) document.body.insertBefore(el, app);
   const mainEl = h("main");
   append(app, mainEl);
+  // How sure first, then the case itself, then the graph and the path, then the checks and the rest.
+  const summary = renderSummary(payload);
+  summary.classList.add("wide");
+  append(mainEl, summary, renderCase(payload));
 
   const graphSection = h("section", { class: "panel", attrs: { id: "graph-section" } }, h("h2", null, "Evidence graph"));
   const modeBtn = h("button", { attrs: { type: "button", "data-testid": "mode-toggle", "aria-pressed": "false" } });
@@ -82,10 +93,10 @@ function main(payload: ViewPayload): void {
   const matches = h("div", { class: "matches", attrs: { "data-testid": "matches" } });
   // Served pages: the graph as files for Gephi, Cytoscape desktop or networkx.
   const downloads = h("span", { class: "downloads", attrs: { "data-testid": "downloads" } }, ...(payload.downloads ?? []).flatMap((d) => [" ", downloadLink(d.url, d.label)]));
-  const container = h("div", { attrs: { id: "graph", "data-testid": "graph" } });
+  const container = h("div", { attrs: { id: "graph", "data-testid": "graph", role: "img", "aria-label": `Evidence graph: ${payload.graph.nodes.length} nodes, ${payload.graph.edges.length} edges; the selected path's claims and the search list the same nodes as text` } });
   const zoomIn = h("button", { attrs: { type: "button", "aria-label": "zoom in" } }, "+");
   const zoomOut = h("button", { attrs: { type: "button", "aria-label": "zoom out" } }, "\u2212");
-  const zoomReset = h("button", { attrs: { type: "button", "aria-label": "reset view" } }, "fit");
+  const zoomReset = h("button", { attrs: { type: "button", "aria-label": "fit the graph to the view" } }, "fit");
   const clearBtn = h("button", { attrs: { type: "button", "data-testid": "clear-highlight" } }, "clear highlight");
   append(
     graphSection,
@@ -98,7 +109,8 @@ function main(payload: ViewPayload): void {
   const pathPanel = h("section", { class: "panel", attrs: { id: "path-panel", "data-testid": "path-panel" } });
   const nodePanel = h("section", { class: "panel", attrs: { id: "node-panel", "data-testid": "node-panel" } });
   append(side, pathPanel, nodePanel);
-  append(mainEl, graphSection, side);
+  // The graph beside the path (wide screens) or, narrower, held at the top while the path and a node's provenance scroll under it.
+  append(mainEl, h("div", { class: "explore wide" }, graphSection, side));
 
   const view = new GraphView(container, payload, timed((id: string) => selectNode(id)));
   mark("graph");
@@ -110,6 +122,11 @@ function main(payload: ViewPayload): void {
     view.select(id);
     renderNodePanel(nodePanel, id, payload, view, timed(selectNode));
   };
+  /** An evidence id clicked in a claim: its provenance, brought into view. */
+  const showNode = (id: string) => {
+    selectNode(id);
+    nodePanel.scrollIntoView({ block: "nearest" });
+  };
   const onClaim = timed((ref: ClaimRef, el: HTMLElement) => {
     activeClaimEl?.classList.remove("active");
     activeClaimEl = el;
@@ -117,12 +134,17 @@ function main(payload: ViewPayload): void {
     state.activeClaim = ref.id;
     view.highlight(ref.claim.evidence);
   });
-  renderPathPanel(pathPanel, r, { onClaim, onNode: timed(selectNode), hasNode: (id) => view.graph.hasNode(id) });
+  renderPathPanel(pathPanel, r, { onClaim, onNode: timed(showNode), hasNode: (id) => view.graph.hasNode(id), labelOf: (id) => (view.graph.hasNode(id) ? String(view.graph.getNodeAttribute(id, "label")) : null) });
   renderNodePanel(nodePanel, null, payload, view, timed(selectNode));
 
   const showMode = () => {
     const path = view.mode === "path";
-    modeBtn.textContent = path ? "Showing: selected path's subgraph (show full graph)" : "Showing: full graph (highlight selected path)";
+    const large = view.nodeCount > LARGE_GRAPH_NODES;
+    modeBtn.textContent = path
+      ? large
+        ? `Showing: the selected path only, ${view.subgraphNodes.length} of ${view.nodeCount} nodes (show full graph)`
+        : "Showing: selected path's subgraph (show full graph)"
+      : "Showing: full graph (highlight selected path)";
     modeBtn.setAttribute("aria-pressed", String(path));
     counts.textContent = `${view.nodeCount} nodes \u00b7 ${view.edgeCount} edges \u00b7 E_p ${view.subgraphNodes.length} nodes${payload.graphIsFull ? "" : " (full graph not stored)"}`;
   };
@@ -168,12 +190,13 @@ function main(payload: ViewPayload): void {
   append(
     mainEl,
     renderDifferential(r),
+    renderEvidenceChecks(r),
+    hallucinations,
     renderCandidates(r),
     renderRepairs(r),
-    hallucinations,
     h("div", { class: "grid2 wide" }, renderStability(r), renderUsage(r), renderProvenance(r)),
     renderTurns(payload),
-    renderCase(payload),
+    renderTrail(payload),
     h("p", { class: "footer" }, `medmmv ${r.provenance.version} \u00b7 self-contained page: nothing is loaded from the network`),
   );
 

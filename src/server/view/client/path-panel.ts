@@ -4,6 +4,11 @@ import { append, clear, h } from "./dom.js";
 type Result = ViewPayload["result"];
 type Claim = NonNullable<Result["path"]>["steps"][number]["claims"][number];
 
+/** A label short enough for a chip (the full label is in the node panel and the tooltip). */
+function clipLabel(label: string): string {
+  return label.length <= 48 ? label : `${label.slice(0, 47)}\u2026`;
+}
+
 export interface ClaimRef {
   /** s<step>c<claim>, 1-based, as the hd-supervisor numbers them. */
   id: string;
@@ -27,7 +32,7 @@ function claimStages(result: Result): Map<string, string> {
 export function renderPathPanel(
   host: HTMLElement,
   result: Result,
-  handlers: { onClaim: (ref: ClaimRef, el: HTMLElement) => void; onNode: (id: string) => void; hasNode: (id: string) => boolean },
+  handlers: { onClaim: (ref: ClaimRef, el: HTMLElement) => void; onNode: (id: string) => void; hasNode: (id: string) => boolean; labelOf?: (id: string) => string | null },
 ): ClaimRef[] {
   clear(host);
   append(host, h("h2", null, "Selected path"));
@@ -58,8 +63,10 @@ export function renderPathPanel(
       const ids = h("span", { class: "ids" });
       for (const ev of claim.evidence) {
         const present = handlers.hasNode(ev);
+        // Shown by its label (the id in the tooltip): an id says nothing to a clinician.
+        const label = handlers.labelOf?.(ev) ?? null;
         const chip = present
-          ? h("button", { class: "chip", attrs: { type: "button", "data-node": ev }, title: "show provenance" }, ev)
+          ? h("button", { class: "chip label", attrs: { type: "button", "data-node": ev }, title: `${ev}: show provenance` }, clipLabel(label ?? ev))
           : h("span", { class: "chip missing", title: "this id is not in the evidence graph" }, ev);
         if (present) {
           chip.addEventListener("click", (e) => {
@@ -70,23 +77,23 @@ export function renderPathPanel(
         append(ids, chip);
       }
       if (claim.evidence.length === 0) append(ids, h("span", { class: "muted small" }, "no evidence cited"));
+      // The claim is a button of its own beside its evidence buttons (a button inside a button is neither valid nor reachable);
+      // a click anywhere on the claim but an evidence id highlights its evidence.
       const el = h(
         "div",
-        { class: `claim ${verdict}`, attrs: { role: "button", tabindex: "0", "data-claim": id, "data-verdict": verdict } },
-        h("span", { class: `badge ${verdict}` }, verdict),
-        " ",
-        h("span", { class: "badge stage" }, stages.get(claim.text) ?? step.stage),
-        " ",
-        h("span", { class: "claim-text" }, claim.text),
+        { class: `claim ${verdict}`, attrs: { "data-claim": id, "data-verdict": verdict } },
+        h(
+          "button",
+          { class: "claim-main", attrs: { type: "button" }, title: "highlight the evidence of this claim" },
+          h("span", { class: `badge ${verdict}` }, verdict),
+          " ",
+          h("span", { class: "badge stage" }, stages.get(claim.text) ?? step.stage),
+          " ",
+          h("span", { class: "claim-text" }, claim.text),
+        ),
         ids,
       );
       el.addEventListener("click", () => handlers.onClaim(ref, el));
-      el.addEventListener("keydown", (e) => {
-        if (e.key === "Enter" || e.key === " ") {
-          e.preventDefault();
-          handlers.onClaim(ref, el);
-        }
-      });
       append(box, el);
     });
     append(host, box);

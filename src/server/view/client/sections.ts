@@ -8,13 +8,12 @@ type Path = NonNullable<Result["path"]>;
 
 export function renderHeader(payload: ViewPayload): HTMLElement[] {
   const r = payload.result;
-  const answer = r.answer ? `${r.answer.option ? `(${r.answer.option}) ` : ""}${r.answer.text}` : "no answer";
   const header = h(
     "header",
     { class: "top" },
     h("h1", null, "Audit view \u2014 case ", h("span", { attrs: { "data-testid": "case-id" } }, r.caseId)),
-    h("span", { class: "answer" }, h("span", { class: `badge ${r.status}` }, r.status), " ", h("b", { attrs: { "data-testid": "answer" } }, answer)),
-    h("span", { class: "meta" }, `answer support ${fmt(r.answerSupport)}`),
+    h("span", { class: "meta" }, `analysis ${r.status}`),
+    ...(payload.record ? [h("span", { class: "meta", attrs: { "data-testid": "submitted-by" } }, `submitted by ${payload.record.submittedBy || "a local run"} at ${payload.record.createdAt}`)] : []),
     h(
       "span",
       { class: "meta" },
@@ -105,6 +104,7 @@ export function renderRepairs(r: Result): HTMLElement {
         ),
       );
       if (rep.issues.length) append(box, h("div", { class: "small" }, "Issues:"), h("ul", { class: "small" }, ...rep.issues.map((x) => h("li", null, x))));
+      if (rep.contextConflict) append(box, pathwayStepper(rep.contextConflict));
       if (rep.improvementInstructions.length) {
         append(box, h("div", { class: "small" }, "Instructions:"), h("ul", { class: "small" }, ...rep.improvementInstructions.map((x) => h("li", null, x))));
       }
@@ -128,6 +128,24 @@ export function renderRepairs(r: Result): HTMLElement {
     append(s, details);
   }
   return s;
+}
+
+type ContextConflict = NonNullable<Result["candidates"][number]["hdReports"][number]["contextConflict"]>;
+
+/** The path's labelled pathway steps one after another, the ones that leave the pathway marked, and the closest valid path. */
+function pathwayStepper(c: ContextConflict): HTMLElement {
+  const off = new Set(c.steps);
+  return h(
+    "div",
+    { class: "small", attrs: { "data-testid": "pathway-stepper" } },
+    h("div", null, `Pathway "${c.pathway}", step by step:`),
+    h(
+      "ol",
+      { class: "stepper" },
+      ...Object.entries(c.labels).map(([step, category]) => h("li", { class: off.has(step) ? "off" : "" }, h("b", null, step), `: ${category}`, off.has(step) ? " \u2014 fits no valid path" : "")),
+    ),
+    c.closestPath ? h("div", null, `Closest valid path: ${c.closestPath}`) : null,
+  );
 }
 
 export function renderHallucinations(r: Result): HTMLElement {
@@ -226,15 +244,13 @@ export function renderProvenance(r: Result): HTMLElement {
     h("h3", null, "Prompt versions"),
     kv(Object.entries(p.prompts).map(([name, hash]) => [name, h("span", { class: "chip" }, hash)])),
     h("h3", null, "Configuration"),
-    h("pre", null, JSON.stringify(p.config, null, 2)),
+    // Scrolls: focusable so a keyboard reaches it too.
+    h("pre", { attrs: { tabindex: "0", role: "region", "aria-label": "pipeline configuration" } }, JSON.stringify(p.config, null, 2)),
   );
-  const failures = p.failures ?? [];
-  // Which agent the provider's content filter stopped, or which the model refused: a reviewer must see it apart from outages.
-  const stopped = failures.filter((f) => f.code === "CONTENT_FILTERED" || f.code === "MODEL_REFUSED");
-  if (stopped.length)
-    append(s, h("h3", null, "Filtered or refused"), table(["agent", "code", "what the provider stated"], stopped.map((f) => h("tr", null, h("td", null, f.branch), h("td", null, f.code), h("td", null, f.message)))));
+  // Filtered and refused agents are at the top of the page (with the provider's words), once; here the other failures.
+  const failures = (p.failures ?? []).filter((f) => f.code !== "CONTENT_FILTERED" && f.code !== "MODEL_REFUSED");
   append(s, h("h3", null, "Branch failures"));
-  if (failures.length === 0) append(s, h("p", { class: "muted small" }, "none"));
+  if (failures.length === 0) append(s, h("p", { class: "muted small" }, (p.failures ?? []).length ? "none besides the filtered or refused agents named at the top" : "none"));
   else append(s, table(["branch", "code", "message"], failures.map((f) => h("tr", null, h("td", null, f.branch), h("td", null, f.code), h("td", null, f.message)))));
   const untrusted = p.untrustedContent ?? [];
   append(s, h("h3", null, "Untrusted content notes"));
@@ -271,18 +287,43 @@ export function renderCase(payload: ViewPayload): HTMLElement {
   if (c.options && Object.keys(c.options).length) {
     append(s, h("h3", null, "Options"), h("ul", null, ...Object.entries(c.options).map(([k, v]) => h("li", null, h("b", null, `(${k}) `), v))));
   }
-  append(s, h("h3", null, "Notes"), c.notes ? h("pre", { class: "notes", attrs: { "data-testid": "notes" } }, c.notes) : h("p", { class: "muted" }, "none"));
+  append(s, h("h3", null, "Notes"), c.notes ? h("pre", { class: "notes", attrs: { "data-testid": "notes", tabindex: "0", role: "region", "aria-label": "case notes" } }, c.notes) : h("p", { class: "muted" }, "none"));
   if (c.images.length) {
     const box = h("div", { class: "case-images grid2" });
     const regions = wsiRegionsByOverview(c.images);
+    // An image no agent read says so beside it (ImageDoctor filtered, refused or failed).
+    const unread = payload.summary.notExamined.find((n) => n.what === "the image");
     for (const im of c.images) {
       const img = dataImage(im.dataUri, im.caption ?? im.id);
       const drawn = img && regions.has(im.id) ? withRegionBoxes(img, regions.get(im.id)!) : img;
-      append(box, h("figure", null, drawn ?? h("p", { class: "muted small" }, "not embedded"), h("figcaption", { class: "small" }, h("span", { class: "chip" }, im.id), im.caption ? ` ${im.caption}` : ""), ...(im.dicom ? [dicomProvenance(im.dicom)] : [])));
+      const figure = h("figure", null);
+      append(
+        figure,
+        drawn ? zoomable(figure, drawn, im.caption ?? im.id) : h("p", { class: "muted small" }, "not embedded"),
+        h("figcaption", { class: "small" }, h("span", { class: "chip" }, im.id), im.caption ? ` ${im.caption}` : ""),
+        unread ? h("p", { class: "small warn", attrs: { "data-testid": "image-not-examined" } }, `Not examined: ${unread.agent} did not read this image (${unread.why}).`) : null,
+        ...(im.dicom ? [dicomProvenance(im.dicom)] : []),
+      );
+      append(box, figure);
     }
     append(s, h("h3", null, "Images"), box);
   }
   return s;
+}
+
+/** The image as a button that enlarges it to the page's width and back (Escape too). */
+function zoomable(figure: HTMLElement, drawn: HTMLElement, name: string): HTMLElement {
+  const b = h("button", { class: "zoom", attrs: { type: "button", "aria-pressed": "false", "aria-label": `enlarge ${name}` } }, drawn);
+  const set = (on: boolean) => {
+    figure.classList.toggle("zoomed", on);
+    b.setAttribute("aria-pressed", String(on));
+    b.setAttribute("aria-label", `${on ? "shrink" : "enlarge"} ${name}`);
+  };
+  b.addEventListener("click", () => set(!figure.classList.contains("zoomed")));
+  b.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") set(false);
+  });
+  return b;
 }
 
 type WsiRegion = NonNullable<ViewDicomProvenance["wsi"]> & { imageId: string };
@@ -336,6 +377,19 @@ function dicomProvenance(d: ViewDicomProvenance): HTMLElement {
     ...(d.warnings ?? []).map((w): [string, string] => ["Read with a warning", w]),
   ];
   return h("dl", { class: "small dicom-provenance", attrs: { "data-testid": "dicom-provenance" } }, ...rows.flatMap(([k, v]) => [h("dt", null, k), h("dd", null, v)]));
+}
+
+/** Who accessed the case, for an auditor: the trail as a table (the auditor page has every row and the exports). */
+export function renderTrail(payload: ViewPayload): HTMLElement | null {
+  const trail = payload.record?.trail;
+  if (!trail) return null;
+  const s = section("Access trail", { id: "trail", wide: true });
+  append(
+    s,
+    h("p", { class: "small muted" }, "Who accessed this case, oldest first (the first 100; the auditor pages have every access and the exports)."),
+    table(["when", "who", "what", "from", "outcome"], trail.map((r) => h("tr", null, h("td", null, r.at), h("td", null, r.who), h("td", null, r.what), h("td", null, r.from || "\u2014"), h("td", null, r.outcome))), { "data-testid": "view-trail" }),
+  );
+  return s;
 }
 
 /** The conversation on the case, turn by turn, each with its pathway label and conflict flag. */

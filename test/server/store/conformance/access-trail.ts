@@ -168,6 +168,35 @@ export function describeCaseSearchConformance(name: string, makeStore: () => Pro
       expect(String(await store.explainListCases({ tenant: "t1", limit: 20 }))).toMatch(/medmmv_cases_tenant/);
     });
 
+    it("filters by agents filtered or refused, and by the last CDS card feedback", async () => {
+      const filtered = makeResult("f1");
+      filtered.provenance.failures = [{ branch: "image-doctor", code: "CONTENT_FILTERED", message: "filtered" }, { branch: "rollout-1", code: "LLM_FATAL", message: "down" }];
+      for (const [id, result] of [["f1", filtered], ["f2", makeResult("f2")]] as const) {
+        await store.createCase(makeNewCase(id, { tenant: "t1" }));
+        await store.saveResult(id, result, null);
+      }
+      await store.createCase(makeNewCase("f3", { tenant: "t1" }));
+      const ids = async (q: Omit<Parameters<CaseStore["listCases"]>[0], "limit" | "tenant">) => (await store.listCases({ tenant: "t1", limit: 100, ...q })).items.map((i) => i.id).sort();
+      expect(await ids({ filteredOrRefused: true })).toEqual(["f1"]);
+      expect(await ids({ filteredOrRefused: false })).toEqual(["f2"]);
+      expect(await store.setFeedback("f2", "accepted")).toBe(true);
+      expect(await store.setFeedback("f2", "overridden")).toBe(true);
+      expect(await store.setFeedback("no-such-case", "accepted")).toBe(false);
+      expect(await ids({ feedback: "overridden" })).toEqual(["f2"]);
+      expect(await ids({ feedback: "accepted" })).toEqual([]);
+      const rows = (await store.listCases({ tenant: "t1", limit: 100 })).items;
+      expect(rows.find((r) => r.id === "f1")).toMatchObject({ filteredOrRefused: true, feedback: null });
+      expect(rows.find((r) => r.id === "f2")).toMatchObject({ filteredOrRefused: false, feedback: "overridden" });
+      expect(rows.find((r) => r.id === "f3")).toMatchObject({ filteredOrRefused: null, feedback: null });
+
+      // Cases finished before the column existed get it from their result when the store next opens.
+      await h.exec("UPDATE medmmv_cases SET stopped_agents = NULL");
+      expect(await ids({ filteredOrRefused: true })).toEqual([]);
+      const reopened = await h.reopen();
+      expect((await reopened.listCases({ tenant: "t1", limit: 100, filteredOrRefused: true })).items.map((i) => i.id)).toEqual(["f1"]);
+      expect((await reopened.listCases({ tenant: "t1", limit: 100, filteredOrRefused: false })).items.map((i) => i.id)).toEqual(["f2"]);
+    });
+
     it("lists the cases created before an instant, oldest first, for retention", async () => {
       for (const [id, at] of [["r2", "2026-02-01T00:00:00.000Z"], ["r1", "2026-01-01T00:00:00.000Z"], ["r3", "2026-03-01T00:00:00.000Z"]] as const) {
         await store.createCase(makeNewCase(id, { tenant: `t-${id}` }));
