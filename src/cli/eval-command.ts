@@ -53,7 +53,7 @@ export interface EvalCliOptions extends StagewiseCliOptions {
   imageDoctor: boolean;
   webSearch: boolean;
   select?: "cu" | "random" | "majority";
-  concurrency: number;
+  concurrency?: number;
   resume?: boolean;
   raters?: string[];
   saveResults?: boolean;
@@ -63,8 +63,11 @@ export interface EvalCliOptions extends StagewiseCliOptions {
   shuffleOptions?: number;
   /** Conversation datasets: question orders to run (default all three). */
   order?: QuestionOrder[];
-  /** A finished eval folder whose cached responses this run may replay. */
+  /** A finished eval folder whose responses this run replays. */
   replayCache?: string;
+  replayCacheThenCall?: boolean;
+  /** --where field=value[,value] (repeatable). */
+  where?: string[];
   maxCost?: number;
   maxTokens?: number;
   workers?: number;
@@ -123,6 +126,7 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
     raters: o.raters,
     out: o.out,
     replayCache: o.replayCache,
+    ...(o.replayCacheThenCall ? { replayThenCall: true } : {}),
     ...(o.saveResults ? { saveResults: true } : {}),
     ...(o.maxCost !== undefined ? { maxCostUsd: o.maxCost } : {}),
     ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
@@ -158,6 +162,8 @@ const NOT_FOR_CONVERSATIONS: Array<[keyof EvalCliOptions, string]> = [
   ["stratify", "--stratify"],
   ["fieldMap", "--field-map"],
   ["replayCache", "--replay-cache"],
+  ["replayCacheThenCall", "--replay-cache-then-call"],
+  ["where", "--where"],
   // The conversation runner schedules whole conversations and has no spending limit yet.
   ["maxCost", "--max-cost"],
   ["maxTokens", "--max-tokens"],
@@ -180,7 +186,16 @@ async function evalAction(o: EvalCliOptions): Promise<number> {
     return usageError(describeError(err).message);
   }
   if (o.cache) config = { ...config, llm: { ...config.llm, cache: o.cache } };
-  const opts = toRunOptions({ ...o, dataset: o.dataset, input: o.input, out: o.out });
+  let opts: EvalRunOptions;
+  try {
+    opts = toRunOptions({ ...o, dataset: o.dataset, input: o.input, out: o.out });
+    if (o.where?.length) opts.where = (await import("../eval/sampling.js")).parseWhere(o.where);
+  } catch (err) {
+    return usageError(describeError(err).message);
+  }
+  const { defaultConcurrency } = await import("../eval/runner.js");
+  opts.concurrency ??= defaultConcurrency(config);
+  process.stderr.write(`medmmv eval: ${opts.concurrency} items in flight${o.concurrency === undefined ? ` (MEDMMV_MAX_CONCURRENCY=${config.llm.maxConcurrency}; --concurrency N to change)` : ""}, at most ${config.llm.maxConcurrency} model calls at once\n`);
 
   // First Ctrl-C: stop starting items, let the summary be written. Second: leave now.
   const ctrl = new AbortController();
@@ -344,14 +359,16 @@ export function registerEvalCommands(program: Command): void {
     .option("--no-image-doctor", "ablation: no ImageDoctor evidence")
     .option("--no-web-search", "ablation: no web-search evidence")
     .addOption(new Option("--select <rule>", "how the final path is chosen").choices(["cu", "random", "majority"]))
-    .option("--concurrency <n>", "items in flight (lowered automatically when the provider rate-limits)", int(1, 256), 4)
+    .option("--concurrency <n>", "items in flight (lowered automatically when the provider rate-limits); default MEDMMV_MAX_CONCURRENCY, printed at start", int(1, 256))
     .option("--workers <n>", "answer the items in N processes, one per core to use (the full method is CPU-bound on one core near its concurrency); MEDMMV_MAX_CONCURRENCY is split between them; not with --method stagewise or --stage-judge", int(1, 64))
     .option("--resume", "continue the run in --out: skip finished items, retry failed ones")
-    .option("--replay-cache <dir>", "let run r answer from the response cache of run r of this finished eval folder (otherwise every run is a fresh draw)")
+    .option("--replay-cache <dir>", "answer run r from the responses kept in run r of this finished eval folder (DIR/responses.jsonl), never from the model: a call DIR lacks stops the run")
+    .option("--replay-cache-then-call", "with --replay-cache: a call the folder lacks goes to the model instead of stopping the run")
+    .option("--where <field=values>", "only items whose field has one of the values, e.g. body_system=Cardiovascular,Respiratory (repeatable; the dataset's own fields)", (v: string, prev: string[] = []) => [...prev, v])
     .option("--max-cost <usd>", "stop starting items once the run's cost (at MEDMMV_PRICES) plus what the items in flight are expected to cost reaches USD; running items finish", usd)
     .option("--max-tokens <n>", "the same for tokens (prompt + completion, raters included)", int(1, Number.MAX_SAFE_INTEGER))
     .option("--raters <models>", "reliability raters (model names on the same endpoint): T, I, T×I, CMHR", list)
-    .option("--save-results", "medmmv: also write each item's DiagnosisResult with the full evidence graph to DIR/results/ (the record names its file; `medmmv report FILE -o x.html` renders it offline)")
+    .option("--save-results", "medmmv only (refused for the other methods): also write each item's DiagnosisResult with the full evidence graph to DIR/results/ (the record names its file; `medmmv report FILE -o x.html` renders it offline)")
     .option("--out <dir>", "results folder")
     .option("--json", "print summary.json instead of the Markdown summary");
   for (const st of STUDIES) for (const f of st.flags ?? []) cmd.addOption(studyOption(f));

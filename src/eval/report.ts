@@ -203,7 +203,7 @@ export function summaryMarkdown(s: EvalSummary): string {
   const d = s.dataset;
   out.push(`- dataset: ${d.name}, ${d.input}${d.images ? `, images ${d.images}` : ""} (missing images: ${d.missingImages})`);
   for (const [k, v] of Object.entries(d.details)) out.push(`- ${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`);
-  if (d.selection) out.push(`- selection: ${d.selection.selected} of ${d.selection.available} items${d.selection.sample !== null ? `, sample ${d.selection.sample} (seed ${d.selection.seed}${d.selection.stratify.length ? `, stratified by ${d.selection.stratify.join(", ")}` : ""})` : ""}${d.selection.limit !== null ? `, limit ${d.selection.limit}` : ""}`);
+  if (d.selection) out.push(`- selection: ${d.selection.selected} of ${d.selection.available} items${d.selection.sample !== null ? `, sample ${d.selection.sample} (seed ${d.selection.seed}${d.selection.stratify.length ? `, stratified by ${d.selection.stratify.join(", ")}` : ""})` : ""}${d.selection.limit !== null ? `, limit ${d.selection.limit}` : ""}${d.selection.where ? `, where ${Object.entries(d.selection.where).map(([k, v]) => `${k} ∈ {${v.join(", ")}}`).join(" and ")} (${d.selection.matched} matched)` : ""}`);
   if (d.readErrors) out.push(`- ${d.readErrors} item-run(s) failed before reaching the model (unreadable record or image)`);
   if (d.warnings) out.push(`- ${d.warnings} item(s) carry a warning (e.g. run text-only)`);
   out.push(`- method: ${s.method}; config: ${JSON.stringify(s.config)}`);

@@ -27,7 +27,10 @@ export interface ResultRecord {
   run: number;
   method: string;
   status: RecordStatus;
+  /** What the path said (kept for audit, also on an abstained record). Scorers read `prediction`. */
   answer: { option: string | null; text: string } | null;
+  /** The answer counted: the letter (or, without options, the text) of a completed item; null for abstained and failed ones (prediction.ts). Absent in older folders. */
+  prediction?: string | null;
   gold: GoldAnswer;
   correct: boolean;
   strata: Record<string, string>;

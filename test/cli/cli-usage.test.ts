@@ -89,6 +89,15 @@ describe("medmmv CLI options and usage errors", () => {
     expect(r.stdout).toBe("");
   });
 
+  it("a usage error prints its message and a pointer to --help, not the whole help", async () => {
+    const r = await medmmvCli(["eval", "--dataset", "medqa", "--input", "x.jsonl", "--out", "o", "--runs", "0"], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/option '--runs <r>' argument '0' is invalid/);
+    expect(r.stderr).toMatch(/--help/);
+    expect(r.stderr).not.toMatch(/Options:/);
+    expect(r.stderr.split("\n").length).toBeLessThan(5);
+  });
+
   it("--help and --version still exit 0", async () => {
     const help = await medmmvCli(["eval", "report", "--help"], env);
     expect(help.code).toBe(0);

@@ -105,7 +105,7 @@ describe("conversation evals resume, repeat and run in parallel like the item ru
     const out = path.join(tmp(), `settings-${++n}`);
     await runConversationEval(opts({ method: "cot", orders: ["si"], out }), { config: servers.config() });
     servers.model.reset();
-    await expect(runConversationEval(opts({ method: "cot", orders: ["si"], out }), { config: servers.config() })).rejects.toMatchObject({ code: "CONFLICT", message: expect.stringMatching(/already holds results \(3 items\); pass --resume/) });
+    await expect(runConversationEval(opts({ method: "cot", orders: ["si"], out }), { config: servers.config() })).rejects.toMatchObject({ code: "CONFLICT", message: expect.stringMatching(/already holds results \(3 items × 1 run = 3 item-runs\); pass --resume/) });
     const changes: Array<[Partial<ConversationEvalOptions>, RegExp]> = [
       [{ method: "medmmv", orders: ["si"] }, /different configuration.*method: was "cot", now "medmmv"/],
       [{ method: "cot", orders: ["si", "df"] }, /different configuration.*config: was .*"orders":\["si"\].*now .*"orders":\["si","df"\]/],

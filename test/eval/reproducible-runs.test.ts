@@ -1,0 +1,144 @@
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { useScriptedServers } from "../support/scripted-servers-fixture.js";
+import { runEval, type EvalRunOptions } from "../../src/eval/runner.js";
+import { readResults, type ResultRecord } from "../../src/eval/results-file.js";
+import { readManifest } from "../../src/eval/manifest.js";
+import { summaryMarkdown } from "../../src/eval/report.js";
+import { answerByItem, evalScenario, fakeImages, readItems, SAMPLES, type Verdict } from "./eval-fixtures.js";
+import { officialSetCorrectness } from "./medxpertqa-official.js";
+
+const servers = useScriptedServers({ scenario: evalScenario({}) });
+let tmp: string;
+let images: string;
+const MM = path.join(SAMPLES, "medxpertqa_mm.jsonl");
+const TEXT = path.join(SAMPLES, "medxpertqa_text.jsonl");
+
+beforeAll(async () => {
+  tmp = await mkdtemp(path.join(tmpdir(), "medmmv-repro-"));
+  images = path.join(tmp, "images");
+  const names = (await readFile(MM, "utf8")).split("\n").filter(Boolean).flatMap((l) => (JSON.parse(l) as { images: string[] }).images);
+  await fakeImages(images, names);
+});
+afterAll(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+let outCount = 0;
+const freshOut = () => path.join(tmp, `out-${++outCount}`);
+
+async function run(opts: Partial<EvalRunOptions> & Pick<EvalRunOptions, "dataset" | "input">, env: Record<string, string> = {}) {
+  return runEval({ out: freshOut(), concurrency: 4, ...opts }, { config: servers.config({ MEDMMV_LLM_BACKOFF_BASE_MS: "5", ...env }), progress: null });
+}
+
+/** MM items: one answered right, one wrong, and the other two with a reply that names no option (MedMMV abstains). */
+async function mmScenario(): Promise<void> {
+  const items = await readItems("medxpertqa", MM, { imagesDir: images });
+  const verdicts: Record<string, Verdict> = { "MM-1524": "gold", "MM-1556": "wrong" };
+  const answer = answerByItem(items, (it) => verdicts[it.id] ?? "gold");
+  servers.model.setScenario(
+    evalScenario({
+      answerFor: (req, caseText) => {
+        const letter = answer(req, caseText);
+        const it = items.find((i) => caseText.includes(i.case.question.slice(0, 60)));
+        return it && verdicts[it.id] === undefined ? "none of these fits" : letter;
+      },
+    }),
+  );
+}
+
+describe("an explicit prediction, scored by MedXpertQA's own set_correctness", () => {
+  it("abstained and failed records predict null; the official scorer over `prediction` gives the summary's accuracy", async () => {
+    await mmScenario();
+    const r = await run({ dataset: "medxpertqa", input: MM, images, method: "medmmv" });
+    const { records } = await readResults(path.join(r.dir, "results.jsonl"));
+    expect(records).toHaveLength(4);
+    const abstained = records.filter((x) => x.status === "abstained");
+    expect(abstained.length).toBeGreaterThan(0);
+    for (const x of abstained) expect(x.prediction).toBeNull();
+    for (const x of records.filter((y) => y.status === "completed")) expect(x.prediction).toMatch(/^[A-E]$/);
+    // Their output layout: `label` and `prediction` are lists; an empty prediction is wrong.
+    const official = records.map((x: ResultRecord) => officialSetCorrectness([x.gold.option!], x.prediction === null || x.prediction === undefined ? [] : [x.prediction]));
+    const accuracy = official.filter(Boolean).length / official.length;
+    expect(accuracy).toBe(r.summary.accuracy);
+    expect(accuracy).toBe(0.25);
+    // Reading `answer.option` instead would count an abstention whose path named a letter as an answer.
+    expect(records.every((x) => x.correct === official[records.indexOf(x)])).toBe(true);
+  });
+});
+
+describe("a run pins its inputs", () => {
+  it("the manifest holds the input file's hash and size and the product's version and commit; --resume with a changed file refuses naming both hashes", async () => {
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(await readItems("medxpertqa", TEXT), () => "gold") }));
+    const input = path.join(tmp, "text-copy.jsonl");
+    const original = await readFile(TEXT, "utf8");
+    await writeFile(input, original);
+    const first = await run({ dataset: "medxpertqa", input, method: "cot" });
+    const m = (await readManifest(first.dir))!;
+    expect(m.inputFile).toEqual({ sha256: expect.stringMatching(/^[0-9a-f]{64}$/), bytes: Buffer.byteLength(original) });
+    expect(m.product).toMatchObject({ version: expect.any(String), sourceHash: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(m.product!.commit === null || /^[0-9a-f]{40}$/.test(m.product!.commit)).toBe(true);
+
+    const before = m.inputFile!.sha256;
+    await writeFile(input, original.split("\n").slice(0, 2).join("\n") + "\n");
+    const err = await runEval({ dataset: "medxpertqa", input, method: "cot", out: first.dir, resume: true }, { config: servers.config(), progress: null }).catch((e: unknown) => e as Error);
+    expect(err).toMatchObject({ code: "CONFLICT" });
+    const after = (await import("../../src/eval/input-pins.js")).pinInput(input);
+    expect((err as Error).message).toContain(before);
+    expect((err as Error).message).toContain((await after).sha256);
+    // The folder is untouched: still the first run's four records.
+    expect((await readResults(path.join(first.dir, "results.jsonl"))).records).toHaveLength(4);
+  });
+});
+
+describe("--replay-cache DIR reads DIR", () => {
+  it("a run recorded with --cache all replays from its folder alone (no store): no model call, the same figures", async () => {
+    await mmScenario();
+    const recorded = await run({ dataset: "medxpertqa", input: MM, images, method: "medmmv", runs: 2 }, { MEDMMV_CACHE: "all" });
+    const calls = servers.model.stats().total;
+    const replayed = await run({ dataset: "medxpertqa", input: MM, images, method: "medmmv", runs: 2, replayCache: recorded.dir }, { MEDMMV_CACHE: "all" });
+    expect(servers.model.stats().total).toBe(calls);
+    expect(replayed.summary.accuracy).toBe(recorded.summary.accuracy);
+    expect(replayed.summary.accuracyByRun.map((x) => x.accuracy)).toEqual(recorded.summary.accuracyByRun.map((x) => x.accuracy));
+    expect(replayed.summary.abstained).toBe(recorded.summary.abstained);
+    const a = (await readResults(path.join(recorded.dir, "results.jsonl"))).records.map((x) => [x.id, x.run, x.prediction]);
+    const b = (await readResults(path.join(replayed.dir, "results.jsonl"))).records.map((x) => [x.id, x.run, x.prediction]);
+    expect(new Set(b.map((x) => JSON.stringify(x)))).toEqual(new Set(a.map((x) => JSON.stringify(x))));
+  });
+
+  it("a call the folder lacks stops the run without asking the model (unless --replay-cache-then-call)", async () => {
+    await mmScenario();
+    // Recorded with the deterministic cache: the sampled rollouts were not kept.
+    const recorded = await run({ dataset: "medxpertqa", input: MM, images, method: "medmmv" }, { MEDMMV_CACHE: "deterministic" });
+    const calls = servers.model.stats().total;
+    await expect(run({ dataset: "medxpertqa", input: MM, images, method: "medmmv", replayCache: recorded.dir })).rejects.toMatchObject({ code: "NOT_FOUND", message: expect.stringMatching(/missing from .*responses\.jsonl.*--replay-cache-then-call/) });
+    expect(servers.model.stats().total).toBe(calls);
+    const topped = await run({ dataset: "medxpertqa", input: MM, images, method: "medmmv", replayCache: recorded.dir, replayThenCall: true });
+    expect(servers.model.stats().total).toBeGreaterThan(calls);
+    expect(topped.summary.accuracy).toBe(recorded.summary.accuracy);
+  });
+});
+
+describe("subsets over the dataset's own fields", () => {
+  it("--where keeps only matching items, with --stratify over the same field", async () => {
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(await readItems("medxpertqa", TEXT), () => "gold") }));
+    const r = await run({ dataset: "medxpertqa", input: TEXT, method: "cot", where: { body_system: ["Cardiovascular"] }, sample: 2, stratify: ["body_system"] });
+    const { records } = await readResults(path.join(r.dir, "results.jsonl"));
+    expect(records.map((x) => x.id).sort()).toEqual(["Text-2099", "Text-94"]);
+    expect(r.summary.dataset.selection).toMatchObject({ where: { body_system: ["Cardiovascular"] }, matched: 2, selected: 2 });
+    expect(summaryMarkdown(r.summary)).toMatch(/where body_system ∈ \{Cardiovascular\} \(2 matched\)/);
+  });
+
+  it("a misspelt --stratify or --where field is refused naming the dataset's fields; --field-map outside jsonl is refused", async () => {
+    const calls = servers.model.stats().total;
+    await expect(run({ dataset: "medxpertqa", input: TEXT, method: "cot", sample: 2, stratify: ["body-system"] })).rejects.toMatchObject({
+      code: "INVALID_INPUT",
+      message: expect.stringMatching(/--stratify: "body-system" is not a field of this dataset \(did you mean body_system\?\); its fields: body_system, medical_task, question_type, subset/),
+    });
+    await expect(run({ dataset: "medxpertqa", input: TEXT, method: "cot", where: { bodysystem: ["Cardiovascular"] } })).rejects.toMatchObject({ message: expect.stringMatching(/--where: "bodysystem" is not a field.*its fields: body_system/) });
+    await expect(run({ dataset: "medxpertqa", input: TEXT, method: "cot", fieldMap: { question: "q" } })).rejects.toMatchObject({ message: expect.stringMatching(/--field-map applies to --dataset jsonl only/) });
+    expect(servers.model.stats().total).toBe(calls);
+  });
+});
