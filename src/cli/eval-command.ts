@@ -252,7 +252,37 @@ async function conversationEval(o: EvalCliOptions, opts: EvalRunOptions, config:
   return summary.failed > 0 ? EXIT.failed : EXIT.ok;
 }
 
-async function reportAction(dirs: string[], o: { json?: boolean; out?: string }): Promise<number> {
+interface ReportCliOptions {
+  json?: boolean;
+  out?: string;
+  table?: "medxpertqa";
+  by?: string[];
+  poolDifferent?: boolean;
+}
+
+/** `eval report --table medxpertqa A B…` / `--by f1,f2 A B…`: the folders' records pooled into one crossed table. */
+async function tableAction(dirs: string[], o: ReportCliOptions): Promise<number> {
+  try {
+    const { poolFolders, medxpertqaTable, crossedBreakdown, crossedTableMarkdown } = await import("../eval/crossed-table.js");
+    const pooled = await poolFolders(dirs.map((d) => path.resolve(d)), { allowDifferent: o.poolDifferent });
+    const m = pooled.manifests[0]!;
+    const tables = [
+      ...(o.table === "medxpertqa" ? [{ name: `MedXpertQA: ${m.label}`, table: medxpertqaTable(pooled.records) }] : []),
+      ...(o.by ? [{ name: `${m.label} by ${o.by.join(" × ")}`, table: crossedBreakdown(pooled.records, o.by) }] : []),
+    ];
+    if (o.json) process.stdout.write(JSON.stringify({ folders: dirs, method: m.method, label: m.label, differences: pooled.differences, tables }, null, 2) + "\n");
+    else {
+      const note = pooled.differences.length ? `\n\nPooled although they differ (--pool-different): ${pooled.differences.join("; ")}` : "";
+      process.stdout.write(tables.map((t) => crossedTableMarkdown(t.table, t.name)).join("\n\n") + `\n\nFolders: ${dirs.join(", ")}${note}\n`);
+    }
+    return EXIT.ok;
+  } catch (err) {
+    return failWith("medmmv eval report", err);
+  }
+}
+
+async function reportAction(dirs: string[], o: ReportCliOptions): Promise<number> {
+  if (o.table || o.by) return tableAction(dirs, o);
   try {
     const { compareSummaries, loadSummary } = await import("../eval/report.js");
     const { loadOutcomes, pairedMarkdown, pairedReport } = await import("../eval/paired-report.js");
@@ -318,6 +348,23 @@ function riskArg(v: string): number {
 function failWith(command: string, err: unknown): number {
   process.stderr.write(`${command}: ${describeError(err).message}\n`);
   return exitCodeFor(err);
+}
+
+async function exportAction(dir: string, o: { format: "csv" | "parquet"; to?: string }): Promise<number> {
+  // No maintained Parquet writer for Node is among our dependencies: refused rather than half-written.
+  if (o.format === "parquet") return usageError("--format parquet is not supported (no maintained Parquet library for Node is in use); export csv and convert it, e.g. pandas.read_csv(f).to_parquet(…)");
+  try {
+    const { exportCsv } = await import("../eval/export-csv.js");
+    const { csv, rows } = await exportCsv(path.resolve(dir));
+    if (o.to) {
+      const { writeFile } = await import("node:fs/promises");
+      await writeFile(path.resolve(o.to), csv);
+      process.stderr.write(`medmmv eval export: ${rows} rows (one per item-run) in ${o.to}\n`);
+    } else process.stdout.write(csv);
+    return EXIT.ok;
+  } catch (err) {
+    return failWith("medmmv eval export", err);
+  }
 }
 
 async function exportTracesAction(dir: string, o: { to: string; run: number }): Promise<number> {
@@ -393,8 +440,21 @@ export function registerEvalCommands(program: Command): void {
     .argument("<dirs...>", "eval --out folders")
     .option("--json", "print the summaries as JSON")
     .option("--out <dir>", "also write DIR/report.md, DIR/report.json (with the paired comparison) and DIR/summary.html (tables and plots)")
-    .action(async (dirs: string[], opts: { json?: boolean; out?: string }) => {
+    .addOption(new Option("--table <layout>", "pool the folders (one method: e.g. its Text and MM runs) into a leaderboard's table: medxpertqa = Text × MM × Reasoning/Understanding with pooled averages, as the official notebook computes them").choices(["medxpertqa"]))
+    .option("--by <fields>", "pool the folders into a crossed breakdown by these fields, e.g. body_system,question_type (rows by the first, columns by the last)", list)
+    .option("--pool-different", "with --table/--by: pool folders even when their method or configuration differs (the report names the differences)")
+    .action(async (dirs: string[], opts: ReportCliOptions) => {
       process.exitCode = await reportAction(dirs, opts);
+    });
+
+  cmd
+    .command("export")
+    .description("write a run's records as a flat table: one row per item-run (prediction, gold, correct, status, cost, tokens, strata)")
+    .argument("<dir>", "an eval --out folder")
+    .addOption(new Option("--format <format>", "csv (RFC 4180, UTF-8; loads in pandas.read_csv)").choices(["csv", "parquet"]).default("csv"))
+    .option("--to <file>", "write to FILE instead of standard output")
+    .action(async (dir: string, opts: { format: "csv" | "parquet"; to?: string }) => {
+      process.exitCode = await exportAction(dir, opts);
     });
 
   cmd
