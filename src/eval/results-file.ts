@@ -5,6 +5,7 @@ import { MedmmvError } from "../core/contracts/errors.js";
 import type { GoldAnswer } from "./datasets/types.js";
 import type { HypothesisRecord, PermutationRecord } from "./probes/types.js";
 import type { StagewiseRecord } from "./stagewise/types.js";
+import type { CallTrace } from "./call-log.js";
 
 export const RESULTS_FILE = "results.jsonl";
 
@@ -62,6 +63,10 @@ export interface ResultRecord {
   steps?: Array<{ text: string; stage: Stage }>;
   /** --save-results (MedMMV): the item's DiagnosisResult with its full evidence graph, relative to the run folder (`medmmv report` renders it). */
   resultFile?: string;
+  /** Every model reply of the item's last attempt, in order of completion: agent, the model id and system fingerprint the server reported, the raw text (capped; call-log.ts). Calls served by the response cache are not among them. */
+  calls?: CallTrace[];
+  /** Replies beyond the MAX_CALLS_KEPT kept. */
+  callsNotKept?: number;
   /** How many times the item was run in this session (transient failures are retried). */
   attempts: number;
   finishedAt: string;

@@ -205,7 +205,6 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   check(workers === 1 || deps.itemWorkerEntry !== undefined, "--workers needs a way to start the item processes (EvalRunDeps.itemWorkerEntry)");
   check(o.fieldMap === undefined || o.dataset === "jsonl", `--field-map applies to --dataset jsonl only (--dataset ${o.dataset} reads its published layout)`);
   check(!o.replayCache || method !== "self-consistency", "--replay-cache cannot replay --method self-consistency: its k samples share one prompt, so no cache can tell them apart");
-  check(!o.replayCache || workers === 1, "--replay-cache runs in one process: leave out --workers");
   check(!o.replayThenCall || o.replayCache !== undefined, "--replay-cache-then-call needs --replay-cache DIR");
   check(!o.saveResults || method === "medmmv", `--save-results writes MedMMV's DiagnosisResult with its evidence graph; --method ${method} has none (its records keep each model reply's raw text: see \`calls\`)`);
   // Replaying, every call is looked up (sampled ones too): none may reach the model unnoticed.

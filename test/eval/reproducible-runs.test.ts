@@ -142,3 +142,26 @@ describe("subsets over the dataset's own fields", () => {
     expect(servers.model.stats().total).toBe(calls);
   });
 });
+
+describe("raw model output on every method's records", () => {
+  it("cot, self-consistency and medmmv records keep each reply's raw text with the model id and system_fingerprint the server reported; --save-results refuses a method without a DiagnosisResult", async () => {
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(await readItems("medxpertqa", TEXT), () => "gold") }));
+    const cot = await run({ dataset: "medxpertqa", input: TEXT, method: "cot", limit: 1 });
+    const [c] = (await readResults(path.join(cot.dir, "results.jsonl"))).records;
+    expect(c!.calls).toHaveLength(1);
+    expect(c!.calls![0]).toMatchObject({ agent: "cot", model: expect.any(String), systemFingerprint: "scripted", text: expect.stringMatching(/"answer"/) });
+
+    const sc = await run({ dataset: "medxpertqa", input: TEXT, method: "self-consistency", pipeline: { k: 3 }, limit: 1 });
+    const [s] = (await readResults(path.join(sc.dir, "results.jsonl"))).records;
+    expect(s!.calls).toHaveLength(3);
+    expect(s!.calls!.every((x) => x.systemFingerprint === "scripted" && x.text.length > 0)).toBe(true);
+
+    const mm = await run({ dataset: "medxpertqa", input: TEXT, method: "medmmv", limit: 1 });
+    const [m] = (await readResults(path.join(mm.dir, "results.jsonl"))).records;
+    expect(m!.calls!.length).toBeGreaterThan(3);
+    expect(new Set(m!.calls!.map((x) => x.agent))).toContain("rollout");
+    expect(m!.calls!.every((x) => x.text.length <= 4000)).toBe(true);
+
+    await expect(run({ dataset: "medxpertqa", input: TEXT, method: "cot", saveResults: true })).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringMatching(/--save-results writes MedMMV's DiagnosisResult.*--method cot has none/) });
+  });
+});

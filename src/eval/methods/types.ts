@@ -13,7 +13,7 @@ export interface SavedDiagnosis {
 }
 
 /** What a method produced for one item; the runner adds the gold answer, grading and ratings. */
-export type MethodOutput = Pick<ResultRecord, "status" | "answer" | "usage" | "cu" | "answerSupport" | "stability" | "hallucinations" | "errors" | "error" | "abstentionReason" | "stagewise" | "healthbench"> & {
+export type MethodOutput = Pick<ResultRecord, "status" | "answer" | "usage" | "cu" | "answerSupport" | "stability" | "hallucinations" | "errors" | "error" | "abstentionReason" | "stagewise" | "healthbench" | "calls" | "callsNotKept"> & {
   /** The reasoning and answer as a rater should read them. */
   rationale: string;
   /** Set by methods that grade themselves (stage-wise: ClinHallu's answer judge); otherwise the runner grades. */
