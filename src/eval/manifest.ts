@@ -24,6 +24,8 @@ export interface RunManifest {
   selection: { sample: number | null; stratify: string[]; seed: number; limit: number | null; /** --where: field → the values kept (absent: every item). */ where?: Record<string, string[]> };
   /** The --input file's SHA-256 and size when the run started (absent in older folders): --resume refuses another file. */
   inputFile?: InputPin;
+  /** Models of the run without a price (MEDMMV_PRICES or the catalog): their calls cost "unpriced", not $0. */
+  unpriced?: string[];
   /** The product that ran: version, git commit (or a hash of its sources). Absent in older folders. */
   product?: ProductPin;
   /** Method settings that change answers (k, repairs, selection rule, ablations, temperatures…). */

@@ -14,6 +14,13 @@ import { confidenceSections, INTERVALS_NOTE, studyIntervalSection } from "./conf
 import { studyIntervals } from "./study-intervals.js";
 import { rolloutModelSection } from "./rollout-models.js";
 
+/** A cost that leaves out unpriced calls says so: "unpriced" where nothing was priced, "≥ x" where some was. */
+function costCells(perItem: number, total: number, unpriced: readonly string[] | undefined): [string, string] {
+  if (!unpriced?.length) return [fix(perItem, 4), fix(total, 4)];
+  if (total === 0) return ["unpriced", "unpriced"];
+  return [`≥ ${fix(perItem, 4)}`, `≥ ${fix(total, 4)} (+ unpriced)`];
+}
+
 export function buildSummary(
   records: readonly ResultRecord[],
   manifest: RunManifest,
@@ -40,6 +47,7 @@ export function buildSummary(
     },
     config: { ...manifest.config, runs: manifest.runs, concurrency: manifest.concurrency },
     models: manifest.models,
+    ...(manifest.unpriced?.length ? { unpriced: manifest.unpriced } : {}),
     raters: manifest.raters,
     prompts: manifest.prompts,
     throttle: extra.throttle ?? null,
@@ -171,7 +179,7 @@ export function summaryMarkdown(s: EvalSummary): string {
         ["search calls", fix(u.perItem.searchCalls, 1), String(u.total.searchCalls)],
         ["prompt tokens", fix(u.perItem.promptTokens, 0), String(u.total.promptTokens)],
         ["completion tokens", fix(u.perItem.completionTokens, 0), String(u.total.completionTokens)],
-        ["cost (USD)", fix(u.perItem.costUsd, 4), fix(u.total.costUsd, 4)],
+        ["cost (USD)", ...costCells(u.perItem.costUsd, u.total.costUsd, s.unpriced)],
         ...(s.costPerCorrect ? [["cost per correct answer (USD)", "", estimateText(s.costPerCorrect, 4, 1)]] : []),
         ["wall time (s)", fix(u.perItem.wallMs / 1000, 1), fix(u.total.wallMs / 1000, 1)],
       ],
@@ -179,6 +187,7 @@ export function summaryMarkdown(s: EvalSummary): string {
     ),
     "",
   );
+  if (s.unpriced?.length) out.push(`Unpriced: ${s.unpriced.join(", ")} ha${s.unpriced.length === 1 ? "s" : "ve"} no price (MEDMMV_PRICES, USD per million tokens), so ${u.total.costUsd > 0 ? "the cost above leaves out their calls" : "the run's cost is unknown, not $0"}; the token counts are complete.`, "");
   if (s.elapsedMs !== null) out.push(`Session wall time ${fix(s.elapsedMs / 1000, 1)} s.`, "");
   if (s.throttle && s.throttle.rateLimited > 0)
     out.push(`Rate limiting: ${s.throttle.rateLimited} signals; item concurrency cut ${s.throttle.decreases} time(s), lowest ${s.throttle.minConcurrency} of ${s.throttle.maxConcurrency}.`, "");

@@ -2,7 +2,7 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { Usage } from "../core/contracts/diagnosis-result.js";
 import { prepareCase } from "../core/intake/case-intake.js";
-import { withCatalogPrices, type Config } from "../core/config.js";
+import { unpricedModels, withCatalogPrices, type Config } from "../core/config.js";
 import { describeError, MedmmvError } from "../core/contracts/errors.js";
 import type { PipelineOverrides } from "../core/workflow/pipeline.js";
 import type { PipelineOptions } from "../core/workflow/state.js";
@@ -252,6 +252,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     selection: { sample: o.sample ?? null, stratify: o.stratify ?? [], seed: o.seed ?? 1, limit: o.limit ?? null, ...(o.where ? { where: o.where } : {}) },
     inputFile: await pinInput(input),
     product: await productPin(),
+    unpriced: [],
     config: {
       ...(method === "stagewise" ? { structuredOutput: config.llm.structuredOutput, ...sw, traces: o.traces ? path.resolve(o.traces) : null } : { ...methodConfig(method, popts, config, pipeline.search.name), ...(o.stageJudge ? { stageJudge: true } : {}) }),
       ...(probes ? { probes } : {}),
@@ -265,6 +266,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     version: VERSION,
   };
 
+  manifest.unpriced = unpricedModels([...Object.values(manifest.models), ...raterModels], config.llm.prices);
   // Without prices a cost limit could never be reached: refuse it before the folder is claimed.
   assertRunPriced(config, o.maxCostUsd, raterModels);
   const existing = await claimRunFolder(dir, manifest, o.resume, config);
@@ -301,6 +303,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const writer = await ResultsWriter.open(resultsPath);
   const session = openRunSession({ planned, done, concurrency, deps });
   stopOnMiss = () => session.abort();
+  if (manifest.unpriced?.length) session.state.unpriced = true;
   const budget = new RunBudget({ maxCostUsd: o.maxCostUsd, maxTokens: o.maxTokens }, session.resumed.map(recordSpend));
   const { startedAt, state, gate, progress, signal } = session;
   let fatal: unknown = null;

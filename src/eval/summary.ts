@@ -37,6 +37,8 @@ export interface EvalSummary extends EvalMetrics {
   };
   config: Record<string, unknown>;
   models: Record<string, string>;
+  /** Models without a price: their calls are not in the cost figures (absent when every model is priced). */
+  unpriced?: string[];
   raters: string[];
   prompts: Record<string, string>;
   throttle: ThrottleStats | null;

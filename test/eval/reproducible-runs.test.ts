@@ -7,6 +7,7 @@ import { runEval, type EvalRunOptions } from "../../src/eval/runner.js";
 import { readResults, type ResultRecord } from "../../src/eval/results-file.js";
 import { readManifest } from "../../src/eval/manifest.js";
 import { summaryMarkdown } from "../../src/eval/report.js";
+import { progressText } from "../../src/eval/progress.js";
 import { answerByItem, evalScenario, fakeImages, readItems, SAMPLES, type Verdict } from "./eval-fixtures.js";
 import { officialSetCorrectness } from "./medxpertqa-official.js";
 
@@ -163,5 +164,21 @@ describe("raw model output on every method's records", () => {
     expect(m!.calls!.every((x) => x.text.length <= 4000)).toBe(true);
 
     await expect(run({ dataset: "medxpertqa", input: TEXT, method: "cot", saveResults: true })).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringMatching(/--save-results writes MedMMV's DiagnosisResult.*--method cot has none/) });
+  });
+});
+
+describe("honest defaults", () => {
+  it("a run without prices says its cost is unpriced, in the summary and the progress line, rather than $0", async () => {
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(await readItems("medxpertqa", TEXT), () => "gold") }));
+    const r = await run({ dataset: "medxpertqa", input: TEXT, method: "cot", limit: 2 }, { MEDMMV_PRICES: "" });
+    expect(r.summary.unpriced).toEqual([expect.any(String)]);
+    const md = summaryMarkdown(r.summary);
+    expect(md).toMatch(/\| cost \(USD\)\s+\|\s+unpriced \|\s+unpriced \|/);
+    expect(md).toMatch(/has no price .* the run's cost is unknown, not \$0/);
+    expect(progressText({ total: 2, resumed: 0, done: 1, correct: 1, failed: 0, tokens: 10, costUsd: 0, elapsedMs: 1000, unpriced: true })).toMatch(/· unpriced/);
+
+    const priced = await run({ dataset: "medxpertqa", input: TEXT, method: "cot", limit: 2 }, { MEDMMV_PRICES: JSON.stringify({ [r.summary.unpriced![0]!]: { input: 1, output: 2 } }) });
+    expect(priced.summary.unpriced).toBeUndefined();
+    expect(summaryMarkdown(priced.summary)).toMatch(/\| cost \(USD\)\s+\|\s+0\.\d{4} \|\s+0\.\d{4} \|/);
   });
 });
