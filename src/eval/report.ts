@@ -149,7 +149,7 @@ export function summaryMarkdown(s: EvalSummary): string {
     out.push("## Accuracy by stratum", "");
     for (const k of keys) {
       const cells = Object.entries(s.strata[k]!).sort(([a], [b]) => a.localeCompare(b));
-      out.push(`### ${k}`, "", markdownTable([k, "n", "accuracy (%)", "95 % CI"], cells.map(([v, c]) => [v, String(c.n), pct(c.accuracy), ciText(c.ci)]), ["l", "r", "r", "r"]), "");
+      out.push(`### ${k}`, "", markdownTable([k, "items", "item-runs", "accuracy (%)", "95 % CI"], cells.map(([v, c]) => [v, c.items === undefined ? "—" : String(c.items), String(c.n), pct(c.accuracy), ciText(c.ci)]), ["l", "r", "r", "r", "r"]), "");
     }
   }
 

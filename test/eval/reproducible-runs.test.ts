@@ -8,7 +8,9 @@ import { readResults, type ResultRecord } from "../../src/eval/results-file.js";
 import { readManifest } from "../../src/eval/manifest.js";
 import { summaryMarkdown } from "../../src/eval/report.js";
 import { progressText } from "../../src/eval/progress.js";
-import { answerByItem, evalScenario, fakeImages, readItems, SAMPLES, type Verdict } from "./eval-fixtures.js";
+import { confidenceSections } from "../../src/eval/confidence-report.js";
+import { abstentionFigures, confidenceFigures } from "../../src/eval/record-stats.js";
+import { answerByItem, evalScenario, fakeImages, readItems, resultRecord, SAMPLES, type Verdict } from "./eval-fixtures.js";
 import { officialSetCorrectness } from "./medxpertqa-official.js";
 
 const servers = useScriptedServers({ scenario: evalScenario({}) });
@@ -180,5 +182,18 @@ describe("honest defaults", () => {
     const priced = await run({ dataset: "medxpertqa", input: TEXT, method: "cot", limit: 2 }, { MEDMMV_PRICES: JSON.stringify({ [r.summary.unpriced![0]!]: { input: 1, output: 2 } }) });
     expect(priced.summary.unpriced).toBeUndefined();
     expect(summaryMarkdown(priced.summary)).toMatch(/\| cost \(USD\)\s+\|\s+0\.\d{4} \|\s+0\.\d{4} \|/);
+  });
+});
+
+describe("calibration notes say what they did with abstentions", () => {
+  it("abstained records with a score count as wrong; those without one are named as left out", () => {
+    const recs = [
+      ...[0.9, 0.8, 0.7, 0.6].map((c, i) => resultRecord(`a${i}`, 0, "completed", { answerSupport: c, correct: i < 3 })),
+      resultRecord("b0", 0, "abstained", { answerSupport: 0.3, correct: false }),
+      resultRecord("b1", 0, "abstained", { answerSupport: null, correct: false }),
+      resultRecord("c0", 0, "failed", { answerSupport: null, correct: false }),
+    ];
+    const md = confidenceSections({ confidence: confidenceFigures(recs), abstention: abstentionFigures(recs) }).join("\n");
+    expect(md).toMatch(/1 abstained record with a score counts as wrong; 1 abstained without a score is left out; failed records are left out\./);
   });
 });
