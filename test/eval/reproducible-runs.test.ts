@@ -142,6 +142,11 @@ describe("subsets over the dataset's own fields", () => {
     });
     await expect(run({ dataset: "medxpertqa", input: TEXT, method: "cot", where: { bodysystem: ["Cardiovascular"] } })).rejects.toMatchObject({ message: expect.stringMatching(/--where: "bodysystem" is not a field.*its fields: body_system/) });
     await expect(run({ dataset: "medxpertqa", input: TEXT, method: "cot", fieldMap: { question: "q" } })).rejects.toMatchObject({ message: expect.stringMatching(/--field-map applies to --dataset jsonl only/) });
+    // jsonl: a map key that is not one, or a field no record has, is refused naming what there is.
+    const generic = path.join(tmp, "generic.jsonl");
+    await writeFile(generic, JSON.stringify({ id: "g1", question: "Which organ produces insulin?", answer: "pancreas", subject: "physiology" }) + "\n");
+    await expect(run({ dataset: "jsonl", input: generic, method: "cot", fieldMap: { strata: ["subjet"] } })).rejects.toMatchObject({ message: expect.stringMatching(/--field-map: no record has "subjet"; the records' fields: answer, id, question, subject/) });
+    await expect(run({ dataset: "jsonl", input: generic, method: "cot", fieldMap: { strat: ["subject"] } as never })).rejects.toMatchObject({ message: expect.stringMatching(/--field-map: "strat" is not a key of the field map; use id, question, options, answer, answerKind, notes, images, strata/) });
     expect(servers.model.stats().total).toBe(calls);
   });
 });
