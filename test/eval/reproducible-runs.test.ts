@@ -6,6 +6,7 @@ import { useScriptedServers } from "../support/scripted-servers-fixture.js";
 import { runEval, type EvalRunOptions } from "../../src/eval/runner.js";
 import { readResults, type ResultRecord } from "../../src/eval/results-file.js";
 import { readManifest } from "../../src/eval/manifest.js";
+import { predictionOf } from "../../src/eval/prediction.js";
 import { summaryMarkdown } from "../../src/eval/report.js";
 import { progressText } from "../../src/eval/progress.js";
 import { confidenceSections } from "../../src/eval/confidence-report.js";
@@ -69,6 +70,21 @@ describe("an explicit prediction, scored by MedXpertQA's own set_correctness", (
     expect(accuracy).toBe(0.25);
     // Reading `answer.option` instead would count an abstention whose path named a letter as an answer.
     expect(records.every((x) => x.correct === official[records.indexOf(x)])).toBe(true);
+  });
+});
+
+describe("predictionOf", () => {
+  const gold = { kind: "choice" as const, option: "B", text: "Radial nerve" };
+  const options = { A: "Ulnar nerve", B: "Radial nerve" };
+  it("null for an abstained record even when its path named a letter, and for a failed one", () => {
+    expect(predictionOf("abstained", { option: "B", text: "Radial nerve" }, gold, options)).toBeNull();
+    expect(predictionOf("failed", null, gold, options)).toBeNull();
+  });
+  it("the letter of a completed answer; an option's text without a letter predicts that option; open answers predict their text", () => {
+    expect(predictionOf("completed", { option: " b ", text: "x" }, gold, options)).toBe("B");
+    expect(predictionOf("completed", { option: null, text: "radial  nerve." }, gold, options)).toBe("B");
+    expect(predictionOf("completed", { option: null, text: "something else" }, gold, options)).toBe("something else");
+    expect(predictionOf("completed", { option: null, text: "pancreas" }, { kind: "open", text: "pancreas" })).toBe("pancreas");
   });
 });
 
