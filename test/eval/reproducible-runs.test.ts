@@ -218,3 +218,11 @@ describe("calibration notes say what they did with abstentions", () => {
     expect(md).toMatch(/1 abstained record with a score counts as wrong; 1 abstained without a score is left out; failed records are left out\./);
   });
 });
+
+describe("default item concurrency", () => {
+  it("follows MEDMMV_MAX_CONCURRENCY rather than a fixed 4", async () => {
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(await readItems("medxpertqa", TEXT), () => "gold") }));
+    const r = await runEval({ dataset: "medxpertqa", input: TEXT, method: "cot", out: freshOut() }, { config: servers.config({ MEDMMV_MAX_CONCURRENCY: "13" }), progress: null });
+    expect((await readManifest(r.dir))!.concurrency).toBe(13);
+  });
+});
