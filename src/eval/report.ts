@@ -14,6 +14,11 @@ import { confidenceSections, INTERVALS_NOTE, studyIntervalSection } from "./conf
 import { studyIntervals } from "./study-intervals.js";
 import { rolloutModelSection } from "./rollout-models.js";
 
+function stratumCount(c: { n: number; items?: number; runs?: number }): string {
+  if (c.items === undefined) return `n=${c.n} item-runs`;
+  return (c.runs ?? 1) > 1 ? `n=${c.items} items × ${c.runs} runs` : `n=${c.items}`;
+}
+
 /** A cost that leaves out unpriced calls says so: "unpriced" where nothing was priced, "≥ x" where some was. */
 function costCells(perItem: number, total: number, unpriced: readonly string[] | undefined): [string, string] {
   if (!unpriced?.length) return [fix(perItem, 4), fix(total, 4)];
@@ -246,7 +251,8 @@ export function compareSummaries(summaries: readonly EvalSummary[], names: reado
           const c = s.strata[k]?.[v];
           return c ? c.accuracy * 100 : null;
         },
-        format: (x, s) => `${x.toFixed(1)} (n=${s.strata[k]![v]!.n})`,
+        // n counts items (with the runs beside where there are several); older summaries only have item-runs.
+        format: (x, s) => `${x.toFixed(1)} (${stratumCount(s.strata[k]![v]!)})`,
         delta: 1,
       });
     }
