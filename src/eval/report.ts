@@ -135,9 +135,9 @@ export function summaryMarkdown(s: EvalSummary): string {
   const rows: string[][] = [
     ["items", `${s.items}${s.runs > 1 ? ` × ${s.runs} runs` : ""}`],
     ["accuracy (%)", accuracyCell(s) + (s.runs > 1 ? ` (runs: ${s.accuracyByRun.map((r) => `${pct(r.accuracy)} ${ciText(r.ci)}`.trim()).join(", ")})` : "")],
-    ["correct / records", `${s.correct} / ${s.records}`],
-    ["failed", String(s.failed)],
-    ["abstained", String(s.abstained)],
+    ["correct / item-runs", `${s.correct} / ${s.records}`],
+    ["failed (item-runs)", String(s.failed)],
+    ["abstained (item-runs)", String(s.abstained)],
     ["accuracy excluding failed (%)", `${pct(s.accuracyExcludingFailed)} ${ciText(s.accuracyExcludingFailedCi)}`.trim()],
   ];
   const calls = cacheCell(s);

@@ -19,8 +19,8 @@ import type { AdapterOptions, DatasetAdapter, EvalItem, ItemError } from "./type
  * frame number ("frame 2 of 4"), so the model can say which frame shows what.
  *
  * Strata: system, organ and modality (the card's own fields), and `frames` (how many images).
- * The reasoning chain (the authors' rationale) is kept as the item's reference, never shown
- * to the model.
+ * The reasoning chain (the authors' rationale) is read past: it is never shown to the model,
+ * and grading uses the key alone.
  */
 const FRAME_COLUMNS = ["image_1", "image_2", "image_3", "image_4", "image_5"];
 const EXTENSIONS = [".jpg", ".jpeg", ".png", ".webp"];
