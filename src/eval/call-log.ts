@@ -6,6 +6,8 @@ import type { LLMResult } from "@langchain/core/outputs";
 export const RAW_TEXT_CAP = 4000;
 /** At most this many replies per record: the full method makes dozens of calls an item. */
 export const MAX_CALLS_KEPT = 64;
+/** At most this many characters of reply text per record (about 32 KB: 3,500 records stay near 100 MB); later replies keep their model and fingerprint, not their text. */
+export const RECORD_TEXT_CAP = 32_000;
 
 /** One model reply as the server gave it: which agent asked, the model id and system fingerprint the server reported, and the raw text (capped). */
 export interface CallTrace {
@@ -24,6 +26,8 @@ export interface RecordCalls {
   calls: CallTrace[];
   callsNotKept?: number;
 }
+
+type Entry = RecordCalls & { chars: number };
 
 function textOf(message: BaseMessage | undefined): string {
   if (!message) return "";
@@ -45,7 +49,7 @@ const str = (v: unknown): string | null => (typeof v === "string" && v !== "" ? 
 export class CallCollector extends BaseCallbackHandler {
   name = "medmmv-eval-calls";
   private readonly runs = new Map<string, { caseKey: string; agent: string }>();
-  private readonly byCase = new Map<string, RecordCalls>();
+  private readonly byCase = new Map<string, Entry>();
 
   override handleChatModelStart(_llm: unknown, _messages: BaseMessage[][], runId: string, _parentRunId?: string, _extra?: Record<string, unknown>, _tags?: string[], metadata?: Record<string, unknown>): void {
     const caseKey = str(metadata?.["caseId"]);
@@ -59,19 +63,21 @@ export class CallCollector extends BaseCallbackHandler {
     const gen = output.generations?.[0]?.[0] as { message?: BaseMessage; text?: string } | undefined;
     const meta = (gen?.message?.response_metadata ?? {}) as Record<string, unknown>;
     const raw = textOf(gen?.message) || (gen?.text ?? "");
-    const entry = this.byCase.get(at.caseKey) ?? { calls: [] };
+    const entry = this.byCase.get(at.caseKey) ?? { calls: [], chars: 0 };
     this.byCase.set(at.caseKey, entry);
     if (entry.calls.length >= MAX_CALLS_KEPT) {
       entry.callsNotKept = (entry.callsNotKept ?? 0) + 1;
       return;
     }
     const llmOutput = (output.llmOutput ?? {}) as Record<string, unknown>;
+    const room = Math.max(0, Math.min(RAW_TEXT_CAP, RECORD_TEXT_CAP - entry.chars));
+    entry.chars += Math.min(raw.length, room);
     entry.calls.push({
       agent: at.agent,
       model: str(meta["model_name"]) ?? str(meta["model"]) ?? str(llmOutput["model_name"]),
       systemFingerprint: str(meta["system_fingerprint"]) ?? str(llmOutput["system_fingerprint"]),
-      text: raw.slice(0, RAW_TEXT_CAP),
-      ...(raw.length > RAW_TEXT_CAP ? { cut: raw.length - RAW_TEXT_CAP } : {}),
+      text: raw.slice(0, room),
+      ...(raw.length > room ? { cut: raw.length - room } : {}),
     });
   }
 
@@ -81,8 +87,8 @@ export class CallCollector extends BaseCallbackHandler {
 
   /** The replies made for a case so far, removed from the collector. */
   take(caseKey: string): RecordCalls {
-    const entry = this.byCase.get(caseKey) ?? { calls: [] };
+    const entry = this.byCase.get(caseKey);
     this.byCase.delete(caseKey);
-    return entry;
+    return entry ? { calls: entry.calls, ...(entry.callsNotKept ? { callsNotKept: entry.callsNotKept } : {}) } : { calls: [] };
   }
 }

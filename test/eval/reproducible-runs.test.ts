@@ -7,6 +7,8 @@ import { runEval, type EvalRunOptions } from "../../src/eval/runner.js";
 import { readResults, type ResultRecord } from "../../src/eval/results-file.js";
 import { readManifest } from "../../src/eval/manifest.js";
 import { predictionOf } from "../../src/eval/prediction.js";
+import { CallCollector } from "../../src/eval/call-log.js";
+import { AIMessage } from "@langchain/core/messages";
 import { summaryMarkdown } from "../../src/eval/report.js";
 import { progressText } from "../../src/eval/progress.js";
 import { confidenceSections } from "../../src/eval/confidence-report.js";
@@ -224,5 +226,23 @@ describe("default item concurrency", () => {
     servers.model.setScenario(evalScenario({ answerFor: answerByItem(await readItems("medxpertqa", TEXT), () => "gold") }));
     const r = await runEval({ dataset: "medxpertqa", input: TEXT, method: "cot", out: freshOut() }, { config: servers.config({ MEDMMV_MAX_CONCURRENCY: "13" }), progress: null });
     expect((await readManifest(r.dir))!.concurrency).toBe(13);
+  });
+});
+
+describe("CallCollector caps what a record keeps", () => {
+  it("each reply at 4,000 characters, 32,000 a record (later replies keep model and fingerprint), 64 replies", () => {
+    const c = new CallCollector();
+    const reply = (i: number, text: string) => {
+      c.handleChatModelStart({} as never, [], `run-${i}`, undefined, undefined, undefined, { caseId: "case-1", agent: "rollout" });
+      c.handleLLMEnd({ generations: [[{ text, message: new AIMessage({ content: text, response_metadata: { model_name: "m-2025", system_fingerprint: "fp_1" } }) } as never]] }, `run-${i}`);
+    };
+    for (let i = 0; i < 70; i++) reply(i, "x".repeat(5000));
+    const { calls, callsNotKept } = c.take("case-1");
+    expect(calls).toHaveLength(64);
+    expect(callsNotKept).toBe(6);
+    expect(calls[0]).toEqual({ agent: "rollout", model: "m-2025", systemFingerprint: "fp_1", text: "x".repeat(4000), cut: 1000 });
+    expect(calls.reduce((n, x) => n + x.text.length, 0)).toBe(32_000);
+    expect(calls[8]).toMatchObject({ text: "", cut: 5000, model: "m-2025", systemFingerprint: "fp_1" });
+    expect(c.take("case-1")).toEqual({ calls: [] });
   });
 });
