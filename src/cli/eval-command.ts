@@ -178,6 +178,12 @@ async function evalAction(o: EvalCliOptions): Promise<number> {
   } else if (o.order) return usageError(`--order applies to --dataset ${CONVERSATION_DATASETS.join("|")} only`);
   if (!o.input) return usageError("--input FILE is required");
   if (!o.out) return usageError("--out DIR is required");
+  let where: Record<string, string[]> | undefined;
+  try {
+    if (o.where?.length) where = (await import("../eval/sampling.js")).parseWhere(o.where);
+  } catch (err) {
+    return usageError(describeError(err).message);
+  }
   let config: Config;
   try {
     config = loadConfig();
@@ -189,7 +195,7 @@ async function evalAction(o: EvalCliOptions): Promise<number> {
   let opts: EvalRunOptions;
   try {
     opts = toRunOptions({ ...o, dataset: o.dataset, input: o.input, out: o.out });
-    if (o.where?.length) opts.where = (await import("../eval/sampling.js")).parseWhere(o.where);
+    if (where) opts.where = where;
   } catch (err) {
     return usageError(describeError(err).message);
   }
