@@ -5,14 +5,10 @@
  * Source: github.com/TsinghuaC3I/MedXpertQA, eval/main.py `set_correctness` and the statistics
  * cell of eval/eval.ipynb (commit f21247d). Licence: MIT, Copyright (c) 2025 TsinghuaC3I.
  *
- *   def set_correctness(label, prediction, dataset, input_sample):
- *       if len(prediction) == 0:
- *           return False
- *       ...
- *       elif len(label) == 1:  # Multiple Choice check
- *           return label[0].lower() == prediction[0].lower()
- *
- * (`prediction` is answer_cleansing's list of letters: `[]` when none was found.)
+ * Their multiple-choice rule, in words: an empty prediction list is wrong; with one label, the
+ * label and the first predicted letter are compared case-insensitively; with several labels,
+ * the lists must match in length and element by element. (`prediction` is what their
+ * answer_cleansing returns: a list of letters, `[]` when none was found.)
  */
 export function officialSetCorrectness(label: readonly string[], prediction: readonly string[]): boolean {
   if (prediction.length === 0) return false;
