@@ -49,7 +49,9 @@ export function buildSummary(
       readErrors: records.filter((r) => r.status === "failed" && r.attempts === 0).length,
       warnings: records.filter((r) => (r.warnings?.length ?? 0) > 0).length,
       selection: extra.selection ?? null,
+      ...(manifest.inputFile ? { inputFile: manifest.inputFile } : {}),
     },
+    ...(manifest.product ? { product: manifest.product } : {}),
     config: { ...manifest.config, runs: manifest.runs, concurrency: manifest.concurrency },
     models: manifest.models,
     ...(manifest.unpriced?.length ? { unpriced: manifest.unpriced } : {}),
@@ -216,6 +218,8 @@ export function summaryMarkdown(s: EvalSummary): string {
   out.push("## Configuration", "");
   const d = s.dataset;
   out.push(`- dataset: ${d.name}, ${d.input}${d.images ? `, images ${d.images}` : ""} (missing images: ${d.missingImages})`);
+  if (d.inputFile) out.push(`- input file: sha256 ${d.inputFile.sha256}, ${d.inputFile.bytes} bytes`);
+  if (s.product) out.push(`- product: medmmv ${s.product.version}${s.product.commit ? `, commit ${s.product.commit}${s.product.dirty ? " (with uncommitted changes)" : ""}` : ""}, sources sha256 ${s.product.sourceHash.slice(0, 16)}…`);
   for (const [k, v] of Object.entries(d.details)) out.push(`- ${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`);
   if (d.selection) out.push(`- selection: ${d.selection.selected} of ${d.selection.available} items${d.selection.sample !== null ? `, sample ${d.selection.sample} (seed ${d.selection.seed}${d.selection.stratify.length ? `, stratified by ${d.selection.stratify.join(", ")}` : ""})` : ""}${d.selection.limit !== null ? `, limit ${d.selection.limit}` : ""}${d.selection.where ? `, where ${Object.entries(d.selection.where).map(([k, v]) => `${k} ∈ {${v.join(", ")}}`).join(" and ")} (${d.selection.matched} matched)` : ""}`);
   if (d.readErrors) out.push(`- ${d.readErrors} item-run(s) failed before reaching the model (unreadable record or image)`);

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useScriptedServers } from "../support/scripted-servers-fixture.js";
+import type { ScriptFn } from "../../src/scripted/scripted-openai-server.js";
 import { runEval, type EvalRunOptions } from "../../src/eval/runner.js";
 import { readResults, type ResultRecord } from "../../src/eval/results-file.js";
 import { readManifest } from "../../src/eval/manifest.js";
@@ -39,20 +40,26 @@ async function run(opts: Partial<EvalRunOptions> & Pick<EvalRunOptions, "dataset
   return runEval({ out: freshOut(), concurrency: 4, ...opts }, { config: servers.config({ MEDMMV_LLM_BACKOFF_BASE_MS: "5", ...env }), progress: null });
 }
 
-/** MM items: one answered right, one wrong, and the other two with a reply that names no option (MedMMV abstains). */
+/**
+ * MM items: MM-1524 answered right, MM-1556 wrong, and the two keyed B answered B by every path
+ * while the detector keeps flagging them HIGH after every repair: MedMMV abstains on them, and
+ * their records still hold the path's letter — the right one — in `answer.option`.
+ */
 async function mmScenario(): Promise<void> {
   const items = await readItems("medxpertqa", MM, { imagesDir: images });
   const verdicts: Record<string, Verdict> = { "MM-1524": "gold", "MM-1556": "wrong" };
-  const answer = answerByItem(items, (it) => verdicts[it.id] ?? "gold");
-  servers.model.setScenario(
-    evalScenario({
-      answerFor: (req, caseText) => {
-        const letter = answer(req, caseText);
-        const it = items.find((i) => caseText.includes(i.case.question.slice(0, 60)));
-        return it && verdicts[it.id] === undefined ? "none of these fits" : letter;
+  const base = evalScenario({ answerFor: answerByItem(items, (it) => verdicts[it.id] ?? "gold"), repairsNeeded: { B: 99 } });
+  const hd = base.agents["hd-supervisor"] as ScriptFn;
+  servers.model.setScenario({
+    ...base,
+    agents: {
+      ...base.agents,
+      "hd-supervisor": (req) => {
+        const out = hd(req) as { hallucinationDetected: boolean };
+        return out.hallucinationDetected ? { ...out, severity: "HIGH" } : out;
       },
-    }),
-  );
+    },
+  });
 }
 
 describe("an explicit prediction, scored by MedXpertQA's own set_correctness", () => {
@@ -70,8 +77,11 @@ describe("an explicit prediction, scored by MedXpertQA's own set_correctness", (
     const accuracy = official.filter(Boolean).length / official.length;
     expect(accuracy).toBe(r.summary.accuracy);
     expect(accuracy).toBe(0.25);
-    // Reading `answer.option` instead would count an abstention whose path named a letter as an answer.
     expect(records.every((x) => x.correct === official[records.indexOf(x)])).toBe(true);
+    // The abstentions hold the right letter in `answer.option`: scored from it, they would count as answers.
+    expect(abstained.map((x) => [x.id, x.answer?.option]).sort()).toEqual([["MM-1905", "B"], ["MM-1980", "B"]]);
+    const fromOption = records.filter((x) => officialSetCorrectness([x.gold.option!], x.answer?.option ? [x.answer.option] : [])).length / records.length;
+    expect(fromOption).toBe(0.75);
   });
 });
 
@@ -103,6 +113,9 @@ describe("a run pins its inputs", () => {
     expect(m.product!.commit === null || /^[0-9a-f]{40}$/.test(m.product!.commit)).toBe(true);
 
     const before = m.inputFile!.sha256;
+    // The summary carries them too, for whoever reads only summary.json or summary.md.
+    expect(first.summary).toMatchObject({ dataset: { inputFile: m.inputFile }, product: m.product });
+    expect(summaryMarkdown(first.summary)).toContain(`- input file: sha256 ${before}, ${m.inputFile!.bytes} bytes`);
     await writeFile(input, original.split("\n").slice(0, 2).join("\n") + "\n");
     const err = await runEval({ dataset: "medxpertqa", input, method: "cot", out: first.dir, resume: true }, { config: servers.config(), progress: null }).catch((e: unknown) => e as Error);
     expect(err).toMatchObject({ code: "CONFLICT" });
