@@ -37,11 +37,12 @@ export async function claimRunFolder(dir: string, manifest: RunManifest, resume:
   if (hasResults && !resume)
     throw new MedmmvError("CONFLICT", `${dir} already holds results (${itemRunCount(existing)}); pass --resume to continue that run, or choose another --out`);
   if (resume && previous) {
-    const changed = inputChange(previous, manifest);
-    if (changed) throw new MedmmvError("CONFLICT", `--resume: ${changed}; its results cannot be mixed with this file's items (use another --out, or the original file)`);
     const conflicts = manifestConflicts(previous, manifest);
     if (conflicts.length)
       throw new MedmmvError("CONFLICT", `--resume: ${dir} was produced with a different configuration, so its results cannot be mixed with this run's: ${conflicts.join("; ")}`);
+    // The same settings and file name, other bytes: the file was edited or replaced since.
+    const changed = inputChange(previous, manifest);
+    if (changed) throw new MedmmvError("CONFLICT", `--resume: ${changed}; its results cannot be mixed with this file's items (use another --out, or the original file)`);
     manifest.createdAt = previous.createdAt;
   } else if (resume && hasResults) {
     throw new MedmmvError("CONFLICT", `--resume: ${dir} has results but no ${MANIFEST_FILE}, so its configuration is unknown; use another --out`);
