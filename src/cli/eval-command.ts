@@ -53,7 +53,7 @@ export interface EvalCliOptions extends StagewiseCliOptions {
   imageDoctor: boolean;
   webSearch: boolean;
   select?: "cu" | "random" | "majority";
-  concurrency: number;
+  concurrency?: number;
   resume?: boolean;
   raters?: string[];
   saveResults?: boolean;
@@ -63,8 +63,11 @@ export interface EvalCliOptions extends StagewiseCliOptions {
   shuffleOptions?: number;
   /** Conversation datasets: question orders to run (default all three). */
   order?: QuestionOrder[];
-  /** A finished eval folder whose cached responses this run may replay. */
+  /** A finished eval folder whose responses this run replays. */
   replayCache?: string;
+  replayCacheThenCall?: boolean;
+  /** --where field=value[,value] (repeatable). */
+  where?: string[];
   maxCost?: number;
   maxTokens?: number;
   workers?: number;
@@ -123,6 +126,7 @@ export function toRunOptions(o: EvalCliOptions & { dataset: string; input: strin
     raters: o.raters,
     out: o.out,
     replayCache: o.replayCache,
+    ...(o.replayCacheThenCall ? { replayThenCall: true } : {}),
     ...(o.saveResults ? { saveResults: true } : {}),
     ...(o.maxCost !== undefined ? { maxCostUsd: o.maxCost } : {}),
     ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
@@ -158,6 +162,8 @@ const NOT_FOR_CONVERSATIONS: Array<[keyof EvalCliOptions, string]> = [
   ["stratify", "--stratify"],
   ["fieldMap", "--field-map"],
   ["replayCache", "--replay-cache"],
+  ["replayCacheThenCall", "--replay-cache-then-call"],
+  ["where", "--where"],
   // The conversation runner schedules whole conversations and has no spending limit yet.
   ["maxCost", "--max-cost"],
   ["maxTokens", "--max-tokens"],
@@ -172,6 +178,12 @@ async function evalAction(o: EvalCliOptions): Promise<number> {
   } else if (o.order) return usageError(`--order applies to --dataset ${CONVERSATION_DATASETS.join("|")} only`);
   if (!o.input) return usageError("--input FILE is required");
   if (!o.out) return usageError("--out DIR is required");
+  let where: Record<string, string[]> | undefined;
+  try {
+    if (o.where?.length) where = (await import("../eval/sampling.js")).parseWhere(o.where);
+  } catch (err) {
+    return usageError(describeError(err).message);
+  }
   let config: Config;
   try {
     config = loadConfig();
@@ -180,7 +192,16 @@ async function evalAction(o: EvalCliOptions): Promise<number> {
     return usageError(describeError(err).message);
   }
   if (o.cache) config = { ...config, llm: { ...config.llm, cache: o.cache } };
-  const opts = toRunOptions({ ...o, dataset: o.dataset, input: o.input, out: o.out });
+  let opts: EvalRunOptions;
+  try {
+    opts = toRunOptions({ ...o, dataset: o.dataset, input: o.input, out: o.out });
+    if (where) opts.where = where;
+  } catch (err) {
+    return usageError(describeError(err).message);
+  }
+  const { defaultConcurrency } = await import("../eval/runner.js");
+  opts.concurrency ??= defaultConcurrency(config);
+  process.stderr.write(`medmmv eval: ${opts.concurrency} items in flight${o.concurrency === undefined ? ` (MEDMMV_MAX_CONCURRENCY=${config.llm.maxConcurrency}; --concurrency N to change)` : ""}, at most ${config.llm.maxConcurrency} model calls at once\n`);
 
   // First Ctrl-C: stop starting items, let the summary be written. Second: leave now.
   const ctrl = new AbortController();
@@ -237,7 +258,37 @@ async function conversationEval(o: EvalCliOptions, opts: EvalRunOptions, config:
   return summary.failed > 0 ? EXIT.failed : EXIT.ok;
 }
 
-async function reportAction(dirs: string[], o: { json?: boolean; out?: string }): Promise<number> {
+interface ReportCliOptions {
+  json?: boolean;
+  out?: string;
+  table?: "medxpertqa";
+  by?: string[];
+  poolDifferent?: boolean;
+}
+
+/** `eval report --table medxpertqa A B…` / `--by f1,f2 A B…`: the folders' records pooled into one crossed table. */
+async function tableAction(dirs: string[], o: ReportCliOptions): Promise<number> {
+  try {
+    const { poolFolders, medxpertqaTable, crossedBreakdown, crossedTableMarkdown } = await import("../eval/crossed-table.js");
+    const pooled = await poolFolders(dirs.map((d) => path.resolve(d)), { allowDifferent: o.poolDifferent });
+    const m = pooled.manifests[0]!;
+    const tables = [
+      ...(o.table === "medxpertqa" ? [{ name: `MedXpertQA: ${m.label}`, table: medxpertqaTable(pooled.records) }] : []),
+      ...(o.by ? [{ name: `${m.label} by ${o.by.join(" × ")}`, table: crossedBreakdown(pooled.records, o.by) }] : []),
+    ];
+    if (o.json) process.stdout.write(JSON.stringify({ folders: dirs, method: m.method, label: m.label, differences: pooled.differences, tables }, null, 2) + "\n");
+    else {
+      const note = pooled.differences.length ? `\n\nPooled although they differ (--pool-different): ${pooled.differences.join("; ")}` : "";
+      process.stdout.write(tables.map((t) => crossedTableMarkdown(t.table, t.name)).join("\n\n") + `\n\nFolders: ${dirs.join(", ")}${note}\n`);
+    }
+    return EXIT.ok;
+  } catch (err) {
+    return failWith("medmmv eval report", err);
+  }
+}
+
+async function reportAction(dirs: string[], o: ReportCliOptions): Promise<number> {
+  if (o.table || o.by) return tableAction(dirs, o);
   try {
     const { compareSummaries, loadSummary } = await import("../eval/report.js");
     const { loadOutcomes, pairedMarkdown, pairedReport } = await import("../eval/paired-report.js");
@@ -305,6 +356,23 @@ function failWith(command: string, err: unknown): number {
   return exitCodeFor(err);
 }
 
+async function exportAction(dir: string, o: { format: "csv" | "parquet"; to?: string }): Promise<number> {
+  // No maintained Parquet writer for Node is among our dependencies: refused rather than half-written.
+  if (o.format === "parquet") return usageError("--format parquet is not supported (no maintained Parquet library for Node is in use); export csv and convert it, e.g. pandas.read_csv(f).to_parquet(…)");
+  try {
+    const { exportCsv } = await import("../eval/export-csv.js");
+    const { csv, rows } = await exportCsv(path.resolve(dir));
+    if (o.to) {
+      const { writeFile } = await import("node:fs/promises");
+      await writeFile(path.resolve(o.to), csv);
+      process.stderr.write(`medmmv eval export: ${rows} rows (one per item-run) in ${o.to}\n`);
+    } else process.stdout.write(csv);
+    return EXIT.ok;
+  } catch (err) {
+    return failWith("medmmv eval export", err);
+  }
+}
+
 async function exportTracesAction(dir: string, o: { to: string; run: number }): Promise<number> {
   try {
     const { exportTraces } = await import("../eval/stagewise/export-traces.js");
@@ -344,14 +412,16 @@ export function registerEvalCommands(program: Command): void {
     .option("--no-image-doctor", "ablation: no ImageDoctor evidence")
     .option("--no-web-search", "ablation: no web-search evidence")
     .addOption(new Option("--select <rule>", "how the final path is chosen").choices(["cu", "random", "majority"]))
-    .option("--concurrency <n>", "items in flight (lowered automatically when the provider rate-limits)", int(1, 256), 4)
+    .option("--concurrency <n>", "items in flight (lowered automatically when the provider rate-limits); default MEDMMV_MAX_CONCURRENCY, printed at start", int(1, 256))
     .option("--workers <n>", "answer the items in N processes, one per core to use (the full method is CPU-bound on one core near its concurrency); MEDMMV_MAX_CONCURRENCY is split between them; not with --method stagewise or --stage-judge", int(1, 64))
     .option("--resume", "continue the run in --out: skip finished items, retry failed ones")
-    .option("--replay-cache <dir>", "let run r answer from the response cache of run r of this finished eval folder (otherwise every run is a fresh draw)")
+    .option("--replay-cache <dir>", "answer run r from the responses kept in run r of this finished eval folder (DIR/responses.jsonl), never from the model: a call DIR lacks stops the run")
+    .option("--replay-cache-then-call", "with --replay-cache: a call the folder lacks goes to the model instead of stopping the run")
+    .option("--where <field=values>", "only items whose field has one of the values, e.g. body_system=Cardiovascular,Respiratory (repeatable; the dataset's own fields)", (v: string, prev: string[] = []) => [...prev, v])
     .option("--max-cost <usd>", "stop starting items once the run's cost (at MEDMMV_PRICES) plus what the items in flight are expected to cost reaches USD; running items finish", usd)
     .option("--max-tokens <n>", "the same for tokens (prompt + completion, raters included)", int(1, Number.MAX_SAFE_INTEGER))
     .option("--raters <models>", "reliability raters (model names on the same endpoint): T, I, T×I, CMHR", list)
-    .option("--save-results", "medmmv: also write each item's DiagnosisResult with the full evidence graph to DIR/results/ (the record names its file; `medmmv report FILE -o x.html` renders it offline)")
+    .option("--save-results", "medmmv only (refused for the other methods): also write each item's DiagnosisResult with the full evidence graph to DIR/results/ (the record names its file; `medmmv report FILE -o x.html` renders it offline)")
     .option("--out <dir>", "results folder")
     .option("--json", "print summary.json instead of the Markdown summary");
   for (const st of STUDIES) for (const f of st.flags ?? []) cmd.addOption(studyOption(f));
@@ -376,8 +446,21 @@ export function registerEvalCommands(program: Command): void {
     .argument("<dirs...>", "eval --out folders")
     .option("--json", "print the summaries as JSON")
     .option("--out <dir>", "also write DIR/report.md, DIR/report.json (with the paired comparison) and DIR/summary.html (tables and plots)")
-    .action(async (dirs: string[], opts: { json?: boolean; out?: string }) => {
+    .addOption(new Option("--table <layout>", "pool the folders (one method: e.g. its Text and MM runs) into a leaderboard's table: medxpertqa = Text × MM × Reasoning/Understanding with pooled averages, as the official notebook computes them").choices(["medxpertqa"]))
+    .option("--by <fields>", "pool the folders into a crossed breakdown by these fields, e.g. body_system,question_type (rows by the first, columns by the last)", list)
+    .option("--pool-different", "with --table/--by: pool folders even when their method or configuration differs (the report names the differences)")
+    .action(async (dirs: string[], opts: ReportCliOptions) => {
       process.exitCode = await reportAction(dirs, opts);
+    });
+
+  cmd
+    .command("export")
+    .description("write a run's records as a flat table: one row per item-run (prediction, gold, correct, status, cost, tokens, strata)")
+    .argument("<dir>", "an eval --out folder")
+    .addOption(new Option("--format <format>", "csv (RFC 4180, UTF-8; loads in pandas.read_csv)").choices(["csv", "parquet"]).default("csv"))
+    .option("--to <file>", "write to FILE instead of standard output")
+    .action(async (dir: string, opts: { format: "csv" | "parquet"; to?: string }) => {
+      process.exitCode = await exportAction(dir, opts);
     });
 
   cmd

@@ -13,7 +13,8 @@ const program = new Command()
   .name("medmmv")
   .description("Reliable, verifiable clinical reasoning with multimodal LLMs (MedMMV).")
   .version(VERSION)
-  .showHelpAfterError()
+  // A usage error says what was wrong and where the help is, not the whole help (a hundred lines that bury the message).
+  .showHelpAfterError("(run with --help for the options)")
   // Each command's options only after its own name: `eval report DIR --json` is the
   // report's --json, not the parent eval's. Inherited by every command added below.
   .enablePositionalOptions()

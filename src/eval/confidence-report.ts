@@ -12,6 +12,15 @@ export const INTERVALS_NOTE = `Intervals are 95 %: Wilson's score interval for a
 
 const fix = (x: number, d = 3) => x.toFixed(d);
 
+/** What the figures do with abstentions, as counted: the scored ones are wrong, the unscored ones (and failed records) are not in them. */
+function abstentionNote(m: Pick<EvalMetrics, "abstention">, c: NonNullable<EvalMetrics["confidence"]>): string {
+  const abstained = m.abstention ? m.abstention.records - m.abstention.answered : null;
+  const scored = c.abstainedScored;
+  if (scored === undefined || abstained === null) return "Abstained records with a score count as wrong; failed records and abstained ones without a score are left out.";
+  const left = abstained - scored;
+  return `${scored} abstained record${scored === 1 ? "" : "s"} with a score count${scored === 1 ? "s" : ""} as wrong${left > 0 ? `; ${left} abstained without a score ${left === 1 ? "is" : "are"} left out` : ""}; failed records are left out.`;
+}
+
 export function confidenceSections(m: Pick<EvalMetrics, "confidence" | "abstention">): string[] {
   const out: string[] = [];
   const c = m.confidence;
@@ -37,7 +46,7 @@ export function confidenceSections(m: Pick<EvalMetrics, "confidence" | "abstenti
         ["r", "r", "r", "r", "r", "r"],
       ),
       "",
-      `A calibrated score has each bin's accuracy equal to its mean ${c.source} (the reliability diagram's diagonal). Abstained records count as wrong.`,
+      `A calibrated score has each bin's accuracy equal to its mean ${c.source} (the reliability diagram's diagonal). ${abstentionNote(m, c)}`,
       "",
     );
     const sp = c.selective;

@@ -14,6 +14,7 @@ import { stageJudgeMethod } from "./stagewise/stage-judge-method.js";
 import { stagewiseMethod, type StagewiseOptions } from "./stagewise/stagewise-method.js";
 import { rubricGradedMethod } from "./healthbench/grading-method.js";
 import { openMatchedMethod } from "./open/open-match-method.js";
+import { CallCollector } from "./call-log.js";
 
 /** The run settings that decide how an item is answered: the same in the runner and in its item processes. */
 export interface ItemMethodSettings {
@@ -48,7 +49,9 @@ export function itemMethods(s: ItemMethodSettings, config: Config, deps: { cache
   const { search } = deps;
   // --hypothesis-warning off: the prompts as Dr-LLaVA's reference words them (no "a claim to check").
   const prompts = s.hypothesisWarning === false ? { prompts: referencePromptLibrary() } : {};
-  const pipelineFor = runPipelines(config, deps.cache, deps.cacheScope, { search, ...prompts });
+  // Every reply's raw text, reported model and fingerprint, kept on the item's record (call-log.ts).
+  const collector = new CallCollector();
+  const pipelineFor = runPipelines(config, deps.cache, deps.cacheScope, { search, ...prompts, callbacks: [collector] });
   const pipeline = pipelineFor(0);
   const agentDepsFor = (run: number): AgentDeps => ({ llm: pipelineFor(run).llm, prompts: pipeline.prompts, search });
   // Self-consistency samples one prompt k times: a response cache would hand back the first sample k times.
@@ -66,9 +69,25 @@ export function itemMethods(s: ItemMethodSettings, config: Config, deps: { cache
     return medmmvMethod(pipelineFor(run), { ...popts, seed: popts.seed + run, ...(s.dataset === "healthbench" ? { composeReply: true } : {}) }, { keepDiagnosis: s.saveResults });
   };
   // HealthBench: every reply is graded against its item's rubric (src/eval/healthbench/).
-  const methodFor = (run: number): EvalMethod => {
+  const gradedFor = (run: number): EvalMethod => {
     if (s.dataset === "healthbench") return rubricGradedMethod(answerMethodFor(run), agentDepsFor(run), prices);
     return s.open ? openMatchedMethod(answerMethodFor(run), agentDepsFor(run), prices) : answerMethodFor(run);
+  };
+  const methodFor = (run: number): EvalMethod => {
+    const m = gradedFor(run);
+    return {
+      ...m,
+      async run(c, signal, context) {
+        try {
+          const out = await m.run(c, signal, context);
+          const { calls, callsNotKept } = collector.take(c.id);
+          return { ...out, calls, ...(callsNotKept ? { callsNotKept } : {}) };
+        } catch (err) {
+          collector.take(c.id);
+          throw err;
+        }
+      },
+    };
   };
   return { popts, pipelineFor, methodFor };
 }

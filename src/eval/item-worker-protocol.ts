@@ -17,7 +17,7 @@ export type ToItemWorker =
   | { type: "run"; task: number; item: EvalItem; prepared: PreparedCase; run: number }
   /** The eval was cancelled: every item in flight stops. */
   | { type: "abort" }
-  | { type: "cacheValue"; req: number; value: Record<string, unknown> | null; error?: string }
+  | { type: "cacheValue"; req: number; value: Record<string, unknown> | null; error?: string; /** The error is a replay's missing call (run-responses.ts): the call must fail, not go to the model. */ replayMiss?: boolean }
   /** Finish: the process exits. */
   | { type: "close" };
 

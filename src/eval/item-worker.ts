@@ -79,7 +79,7 @@ export async function runItemWorker(): Promise<void> {
         case "cacheValue": {
           const p = pendingGets.get(m.req);
           pendingGets.delete(m.req);
-          if (m.error !== undefined) p?.reject(new MedmmvError("STORE_FAILED", m.error));
+          if (m.error !== undefined) p?.reject(m.replayMiss ? new MedmmvError("NOT_FOUND", m.error, { details: { replayMiss: true } }) : new MedmmvError("STORE_FAILED", m.error));
           else p?.resolve(m.value);
           break;
         }

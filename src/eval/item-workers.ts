@@ -192,7 +192,7 @@ export class ItemWorkerPool {
         if (!cache) return this.send(p, { type: "cacheValue", req: m.req, value: null });
         cache.get(m.key).then(
           (value) => this.send(p, { type: "cacheValue", req: m.req, value }),
-          (err: unknown) => this.send(p, { type: "cacheValue", req: m.req, value: null, error: describeError(err).message }),
+          (err: unknown) => this.send(p, { type: "cacheValue", req: m.req, value: null, error: describeError(err).message, ...((err as MedmmvError).details?.["replayMiss"] === true ? { replayMiss: true } : {}) }),
         );
         break;
       }

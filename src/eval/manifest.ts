@@ -4,6 +4,7 @@ import { MedmmvError } from "../core/contracts/errors.js";
 import type { ConversationDatasetName, DatasetName, JsonlFieldMap } from "./datasets/types.js";
 import type { MethodName } from "./methods/types.js";
 import { canonicalJson } from "../core/contracts/canonical-json.js";
+import type { InputPin, ProductPin } from "./input-pins.js";
 
 export const MANIFEST_FILE = "eval.json";
 
@@ -20,7 +21,13 @@ export interface RunManifest {
   label: string;
   runs: number;
   concurrency: number;
-  selection: { sample: number | null; stratify: string[]; seed: number; limit: number | null };
+  selection: { sample: number | null; stratify: string[]; seed: number; limit: number | null; /** --where: field → the values kept (absent: every item). */ where?: Record<string, string[]> };
+  /** The --input file's SHA-256 and size when the run started (absent in older folders): --resume refuses another file. */
+  inputFile?: InputPin;
+  /** Models of the run without a price (MEDMMV_PRICES or the catalog): their calls cost "unpriced", not $0. */
+  unpriced?: string[];
+  /** The product that ran: version, git commit (or a hash of its sources). Absent in older folders. */
+  product?: ProductPin;
   /** Method settings that change answers (k, repairs, selection rule, ablations, temperatures…). */
   config: Record<string, unknown>;
   models: Record<string, string>;
@@ -57,4 +64,12 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
 export function manifestConflicts(prev: RunManifest, next: RunManifest): string[] {
   const fields: Array<keyof RunManifest> = ["dataset", "input", "images", "missingImages", "copBase", "fieldMap", "method", "config", "models", "raters", "prompts"];
   return fields.filter((f) => canonicalJson(prev[f] ?? null) !== canonicalJson(next[f] ?? null)).map((f) => `${f}: was ${canonicalJson(prev[f] ?? null).slice(0, 200)}, now ${canonicalJson(next[f] ?? null).slice(0, 200)}`);
+}
+
+/** Why a resumed run may not use this input: the file's bytes differ from what the folder's results were read from (null: the same, or not recorded). */
+export function inputChange(prev: RunManifest, next: RunManifest): string | null {
+  const a = prev.inputFile;
+  const b = next.inputFile;
+  if (!a || !b || a.sha256 === b.sha256) return null;
+  return `the input file changed since the folder's results were produced: sha256 was ${a.sha256} (${a.bytes} bytes), now ${b.sha256} (${b.bytes} bytes)`;
 }

@@ -5,7 +5,11 @@ import type { Estimate, Interval } from "./stats/interval.js";
 
 /** The numbers of summary.json (computed in metrics.ts); apart, so that the summary and study types need not load the studies. */
 export interface StratumCell {
+  /** Item-runs (records): what the accuracy divides by. */
   n: number;
+  /** Distinct items, and the runs they were answered in (absent in older summaries). */
+  items?: number;
+  runs?: number;
   correct: number;
   accuracy: number;
   /** 95 % interval (Wilson with one run, a bootstrap over items with several). */

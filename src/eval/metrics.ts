@@ -96,11 +96,12 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
   }
   for (const [key, values] of Object.entries(strata))
     for (const [value, cell] of Object.entries(values)) {
+      const inCell = records.filter((r) => r.strata?.[key] === value);
       cell.accuracy = cell.correct / cell.n;
-      cell.ci = shareInterval(
-        records.filter((r) => r.strata?.[key] === value),
-        (r) => r.correct,
-      );
+      // n counts item-runs; items and runs say what they are made of.
+      cell.items = new Set(inCell.map((r) => r.id)).size;
+      cell.runs = new Set(inCell.map((r) => r.run)).size;
+      cell.ci = shareInterval(inCell, (r) => r.correct);
     }
 
   const runs = [...byRun.entries()]

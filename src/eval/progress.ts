@@ -17,6 +17,8 @@ export interface ProgressState {
   elapsedMs: number;
   /** Effective item concurrency (lowered under rate limiting). */
   concurrency?: number;
+  /** Some model of the run has no price: its calls are not in costUsd. */
+  unpriced?: boolean;
 }
 
 function duration(ms: number): string {
@@ -45,7 +47,7 @@ export function progressText(s: ProgressState): string {
     `${rate.toFixed(2)} items/s`,
     `ETA ${eta}`,
     `${tokens(s.tokens)} tok`,
-    `$${s.costUsd.toFixed(4)}`,
+    s.unpriced ? (s.costUsd > 0 ? `$${s.costUsd.toFixed(4)} + unpriced` : "unpriced") : `$${s.costUsd.toFixed(4)}`,
   ];
   if (s.concurrency !== undefined) parts.push(`conc ${s.concurrency}`);
   return parts.join(" · ");

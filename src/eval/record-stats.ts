@@ -110,11 +110,13 @@ export interface ConfidenceFigures {
   source: string;
   /** Records (not failed) that carry the score. */
   n: number;
+  /** Of those, abstained ones (scored as wrong); abstained records without a score are left out. */
+  abstainedScored?: number;
   calibration: Calibration;
   selective: SelectivePrediction;
 }
 
-/** The records calibration and selective prediction rank: those that did not fail and carry a confidence. Abstained ones count as wrong, as in accuracy. */
+/** The records calibration and selective prediction rank: those that did not fail and carry a confidence. Abstained ones with a confidence count as wrong, as in accuracy; those without one cannot be ranked and are left out. */
 export function scoredRecords(records: readonly ResultRecord[]): Scored[] {
   return records
     .filter((r) => r.status !== "failed" && typeof r.answerSupport === "number" && Number.isFinite(r.answerSupport))
@@ -126,7 +128,8 @@ export function confidenceFigures(records: readonly ResultRecord[]): ConfidenceF
   const cal = calibration(xs);
   const sel = selectivePrediction(xs);
   if (!cal || !sel) return null;
-  return { source: confidenceName(records[0]?.method ?? ""), n: xs.length, calibration: cal, selective: sel };
+  const abstainedScored = records.filter((r) => r.status === "abstained" && typeof r.answerSupport === "number" && Number.isFinite(r.answerSupport)).length;
+  return { source: confidenceName(records[0]?.method ?? ""), n: xs.length, abstainedScored, calibration: cal, selective: sel };
 }
 
 export interface AbstentionFigures {

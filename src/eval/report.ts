@@ -14,6 +14,18 @@ import { confidenceSections, INTERVALS_NOTE, studyIntervalSection } from "./conf
 import { studyIntervals } from "./study-intervals.js";
 import { rolloutModelSection } from "./rollout-models.js";
 
+function stratumCount(c: { n: number; items?: number; runs?: number }): string {
+  if (c.items === undefined) return `n=${c.n} item-runs`;
+  return (c.runs ?? 1) > 1 ? `n=${c.items} items × ${c.runs} runs` : `n=${c.items}`;
+}
+
+/** A cost that leaves out unpriced calls says so: "unpriced" where nothing was priced, "≥ x" where some was. */
+function costCells(perItem: number, total: number, unpriced: readonly string[] | undefined): [string, string] {
+  if (!unpriced?.length) return [fix(perItem, 4), fix(total, 4)];
+  if (total === 0) return ["unpriced", "unpriced"];
+  return [`≥ ${fix(perItem, 4)}`, `≥ ${fix(total, 4)} (+ unpriced)`];
+}
+
 export function buildSummary(
   records: readonly ResultRecord[],
   manifest: RunManifest,
@@ -37,9 +49,12 @@ export function buildSummary(
       readErrors: records.filter((r) => r.status === "failed" && r.attempts === 0).length,
       warnings: records.filter((r) => (r.warnings?.length ?? 0) > 0).length,
       selection: extra.selection ?? null,
+      ...(manifest.inputFile ? { inputFile: manifest.inputFile } : {}),
     },
+    ...(manifest.product ? { product: manifest.product } : {}),
     config: { ...manifest.config, runs: manifest.runs, concurrency: manifest.concurrency },
     models: manifest.models,
+    ...(manifest.unpriced?.length ? { unpriced: manifest.unpriced } : {}),
     raters: manifest.raters,
     prompts: manifest.prompts,
     throttle: extra.throttle ?? null,
@@ -122,9 +137,9 @@ export function summaryMarkdown(s: EvalSummary): string {
   const rows: string[][] = [
     ["items", `${s.items}${s.runs > 1 ? ` × ${s.runs} runs` : ""}`],
     ["accuracy (%)", accuracyCell(s) + (s.runs > 1 ? ` (runs: ${s.accuracyByRun.map((r) => `${pct(r.accuracy)} ${ciText(r.ci)}`.trim()).join(", ")})` : "")],
-    ["correct / records", `${s.correct} / ${s.records}`],
-    ["failed", String(s.failed)],
-    ["abstained", String(s.abstained)],
+    ["correct / item-runs", `${s.correct} / ${s.records}`],
+    ["failed (item-runs)", String(s.failed)],
+    ["abstained (item-runs)", String(s.abstained)],
     ["accuracy excluding failed (%)", `${pct(s.accuracyExcludingFailed)} ${ciText(s.accuracyExcludingFailedCi)}`.trim()],
   ];
   const calls = cacheCell(s);
@@ -141,7 +156,7 @@ export function summaryMarkdown(s: EvalSummary): string {
     out.push("## Accuracy by stratum", "");
     for (const k of keys) {
       const cells = Object.entries(s.strata[k]!).sort(([a], [b]) => a.localeCompare(b));
-      out.push(`### ${k}`, "", markdownTable([k, "n", "accuracy (%)", "95 % CI"], cells.map(([v, c]) => [v, String(c.n), pct(c.accuracy), ciText(c.ci)]), ["l", "r", "r", "r"]), "");
+      out.push(`### ${k}`, "", markdownTable([k, "items", "item-runs", "accuracy (%)", "95 % CI"], cells.map(([v, c]) => [v, c.items === undefined ? "—" : String(c.items), String(c.n), pct(c.accuracy), ciText(c.ci)]), ["l", "r", "r", "r", "r"]), "");
     }
   }
 
@@ -171,7 +186,7 @@ export function summaryMarkdown(s: EvalSummary): string {
         ["search calls", fix(u.perItem.searchCalls, 1), String(u.total.searchCalls)],
         ["prompt tokens", fix(u.perItem.promptTokens, 0), String(u.total.promptTokens)],
         ["completion tokens", fix(u.perItem.completionTokens, 0), String(u.total.completionTokens)],
-        ["cost (USD)", fix(u.perItem.costUsd, 4), fix(u.total.costUsd, 4)],
+        ["cost (USD)", ...costCells(u.perItem.costUsd, u.total.costUsd, s.unpriced)],
         ...(s.costPerCorrect ? [["cost per correct answer (USD)", "", estimateText(s.costPerCorrect, 4, 1)]] : []),
         ["wall time (s)", fix(u.perItem.wallMs / 1000, 1), fix(u.total.wallMs / 1000, 1)],
       ],
@@ -179,6 +194,7 @@ export function summaryMarkdown(s: EvalSummary): string {
     ),
     "",
   );
+  if (s.unpriced?.length) out.push(`Unpriced: ${s.unpriced.join(", ")} ha${s.unpriced.length === 1 ? "s" : "ve"} no price (MEDMMV_PRICES, USD per million tokens), so ${u.total.costUsd > 0 ? "the cost above leaves out their calls" : "the run's cost is unknown, not $0"}; the token counts are complete.`, "");
   if (s.elapsedMs !== null) out.push(`Session wall time ${fix(s.elapsedMs / 1000, 1)} s.`, "");
   if (s.throttle && s.throttle.rateLimited > 0)
     out.push(`Rate limiting: ${s.throttle.rateLimited} signals; item concurrency cut ${s.throttle.decreases} time(s), lowest ${s.throttle.minConcurrency} of ${s.throttle.maxConcurrency}.`, "");
@@ -202,8 +218,10 @@ export function summaryMarkdown(s: EvalSummary): string {
   out.push("## Configuration", "");
   const d = s.dataset;
   out.push(`- dataset: ${d.name}, ${d.input}${d.images ? `, images ${d.images}` : ""} (missing images: ${d.missingImages})`);
+  if (d.inputFile) out.push(`- input file: sha256 ${d.inputFile.sha256}, ${d.inputFile.bytes} bytes`);
+  if (s.product) out.push(`- product: medmmv ${s.product.version}${s.product.commit ? `, commit ${s.product.commit}${s.product.dirty ? " (with uncommitted changes)" : ""}` : ""}, sources sha256 ${s.product.sourceHash.slice(0, 16)}…`);
   for (const [k, v] of Object.entries(d.details)) out.push(`- ${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`);
-  if (d.selection) out.push(`- selection: ${d.selection.selected} of ${d.selection.available} items${d.selection.sample !== null ? `, sample ${d.selection.sample} (seed ${d.selection.seed}${d.selection.stratify.length ? `, stratified by ${d.selection.stratify.join(", ")}` : ""})` : ""}${d.selection.limit !== null ? `, limit ${d.selection.limit}` : ""}`);
+  if (d.selection) out.push(`- selection: ${d.selection.selected} of ${d.selection.available} items${d.selection.sample !== null ? `, sample ${d.selection.sample} (seed ${d.selection.seed}${d.selection.stratify.length ? `, stratified by ${d.selection.stratify.join(", ")}` : ""})` : ""}${d.selection.limit !== null ? `, limit ${d.selection.limit}` : ""}${d.selection.where ? `, where ${Object.entries(d.selection.where).map(([k, v]) => `${k} ∈ {${v.join(", ")}}`).join(" and ")} (${d.selection.matched} matched)` : ""}`);
   if (d.readErrors) out.push(`- ${d.readErrors} item-run(s) failed before reaching the model (unreadable record or image)`);
   if (d.warnings) out.push(`- ${d.warnings} item(s) carry a warning (e.g. run text-only)`);
   out.push(`- method: ${s.method}; config: ${JSON.stringify(s.config)}`);
@@ -237,7 +255,8 @@ export function compareSummaries(summaries: readonly EvalSummary[], names: reado
           const c = s.strata[k]?.[v];
           return c ? c.accuracy * 100 : null;
         },
-        format: (x, s) => `${x.toFixed(1)} (n=${s.strata[k]![v]!.n})`,
+        // n counts items (with the runs beside where there are several); older summaries only have item-runs.
+        format: (x, s) => `${x.toFixed(1)} (${stratumCount(s.strata[k]![v]!)})`,
         delta: 1,
       });
     }

@@ -6,6 +6,7 @@ import { MedmmvError } from "../core/contracts/errors.js";
 import type { GoldAnswer } from "./datasets/types.js";
 import type { HypothesisRecord, PermutationRecord } from "./probes/types.js";
 import type { StagewiseRecord } from "./stagewise/types.js";
+import type { CallTrace } from "./call-log.js";
 
 export const RESULTS_FILE = "results.jsonl";
 
@@ -28,7 +29,10 @@ export interface ResultRecord {
   run: number;
   method: string;
   status: RecordStatus;
+  /** What the path said (kept for audit, also on an abstained record). Scorers read `prediction`. */
   answer: { option: string | null; text: string } | null;
+  /** The answer counted: the letter (or, without options, the text) of a completed item; null for abstained and failed ones (prediction.ts). Absent in older folders. */
+  prediction?: string | null;
   gold: GoldAnswer;
   correct: boolean;
   strata: Record<string, string>;
@@ -62,6 +66,10 @@ export interface ResultRecord {
   steps?: Array<{ text: string; stage: Stage }>;
   /** --save-results (MedMMV): the item's DiagnosisResult with its full evidence graph, relative to the run folder (`medmmv report` renders it). */
   resultFile?: string;
+  /** Every model reply of the item's last attempt, in order of completion: agent, the model id and system fingerprint the server reported, the raw text (capped; call-log.ts). Calls served by the response cache are not among them. */
+  calls?: CallTrace[];
+  /** Replies beyond the MAX_CALLS_KEPT kept. */
+  callsNotKept?: number;
   /** How many times the item was run in this session (transient failures are retried). */
   attempts: number;
   finishedAt: string;

@@ -2,7 +2,7 @@ import path from "node:path";
 import type { Config } from "../core/config.js";
 import { MedmmvError } from "../core/contracts/errors.js";
 import { createSearchProvider } from "../core/search/create-search-provider.js";
-import { manifestConflicts, MANIFEST_FILE, readManifest, writeJsonAtomic, type RunManifest } from "./manifest.js";
+import { inputChange, manifestConflicts, MANIFEST_FILE, readManifest, writeJsonAtomic, type RunManifest } from "./manifest.js";
 import { readResults, RESULTS_FILE, type ReadResults } from "./results-file.js";
 
 /** The manifest fields that say where a run's items come from (shared by every kind of eval). */
@@ -35,15 +35,25 @@ export async function claimRunFolder(dir: string, manifest: RunManifest, resume:
   const previous = stored && withSearchProviderRan(stored, config);
   const hasResults = existing.lines > 0 || existing.tornTail;
   if (hasResults && !resume)
-    throw new MedmmvError("CONFLICT", `${dir} already holds results (${existing.records.length} items); pass --resume to continue that run, or choose another --out`);
+    throw new MedmmvError("CONFLICT", `${dir} already holds results (${itemRunCount(existing)}); pass --resume to continue that run, or choose another --out`);
   if (resume && previous) {
     const conflicts = manifestConflicts(previous, manifest);
     if (conflicts.length)
       throw new MedmmvError("CONFLICT", `--resume: ${dir} was produced with a different configuration, so its results cannot be mixed with this run's: ${conflicts.join("; ")}`);
+    // The same settings and file name, other bytes: the file was edited or replaced since.
+    const changed = inputChange(previous, manifest);
+    if (changed) throw new MedmmvError("CONFLICT", `--resume: ${changed}; its results cannot be mixed with this file's items (use another --out, or the original file)`);
     manifest.createdAt = previous.createdAt;
   } else if (resume && hasResults) {
     throw new MedmmvError("CONFLICT", `--resume: ${dir} has results but no ${MANIFEST_FILE}, so its configuration is unknown; use another --out`);
   }
   await writeJsonAtomic(path.join(dir, MANIFEST_FILE), manifest);
   return existing;
+}
+
+/** "3 items × 2 runs = 6 item-runs": a folder's records counted as what they are. */
+export function itemRunCount(r: Pick<ReadResults, "records">): string {
+  const items = new Set(r.records.map((x) => x.id)).size;
+  const runs = new Set(r.records.map((x) => x.run)).size;
+  return `${items} item${items === 1 ? "" : "s"} × ${runs} run${runs === 1 ? "" : "s"} = ${r.records.length} item-run${r.records.length === 1 ? "" : "s"}`;
 }

@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Usage } from "../core/contracts/diagnosis-result.js";
 import { prepareCase } from "../core/intake/case-intake.js";
 import { intakeSettings } from "../core/intake/intake-settings.js";
-import { withCatalogPrices, type Config } from "../core/config.js";
+import { unpricedModels, withCatalogPrices, type Config } from "../core/config.js";
 import { describeError, MedmmvError } from "../core/contracts/errors.js";
 import type { PipelineOverrides } from "../core/workflow/pipeline.js";
 import type { PipelineOptions } from "../core/workflow/state.js";
@@ -14,6 +14,7 @@ import { openSearchProvider } from "../core/search/create-search-provider.js";
 import type { SearchProvider } from "../core/search/search-provider.js";
 import { isCorrect } from "./answer-match.js";
 import { getAdapter, isItemError, type EvalItem, type ItemError, type JsonlFieldMap } from "./datasets/index.js";
+import { NO_IMAGES_FOLDER } from "./datasets/common.js";
 import { writeJsonAtomic, type RunManifest } from "./manifest.js";
 import { failedOutput, METHOD_NAMES, noDiagnostics, type MethodName, type MethodOutput } from "./methods/types.js";
 import type { ProgressSink } from "./progress.js";
@@ -35,6 +36,9 @@ import { assertRunPriced, RunBudget, type ItemSpend } from "./run-budget.js";
 import { expandProbes, probeConfig, probeLabel } from "./probes/expand-items.js";
 import { HYPOTHESIS_KINDS, type HypothesisKind } from "./probes/types.js";
 import { openEndedItem } from "./open/open-items.js";
+import { pinInput, productPin } from "./input-pins.js";
+import { predictionOf } from "./prediction.js";
+import { FolderResponses, recordingCache, replayingCache, RESPONSES_FILE } from "./run-responses.js";
 
 export interface EvalRunOptions {
   dataset: string;
@@ -71,8 +75,12 @@ export interface EvalRunOptions {
   traces?: string;
   /** --stage-judge on medmmv / cot: judge the final path's steps by stage, on ClinHallu's scale. */
   stageJudge?: boolean;
-  /** A finished eval folder whose cached responses this one may replay (its run r answers run r); otherwise every run is a fresh draw. */
+  /** A finished eval folder whose responses (DIR/responses.jsonl) this one replays (its run r answers run r); a call it lacks fails the run, unless replayThenCall. */
   replayCache?: string;
+  /** --replay-cache-then-call: a call the replayed folder lacks goes to the model instead of failing the run. */
+  replayThenCall?: boolean;
+  /** --where: only items whose field has one of the values (the dataset's own fields). */
+  where?: Record<string, string[]>;
   /** MedMMV: also write each item's DiagnosisResult with its full evidence graph to DIR/results/ (saved-results.ts). */
   saveResults?: boolean;
   /** --max-cost / --max-tokens: stop starting items once the run's spending reaches them (run-budget.ts). */
@@ -159,6 +167,11 @@ export function methodConfig(method: MethodName, p: PipelineOptions, config: Con
   return { ...common, ...rest, seedBase: seed, searchProvider };
 }
 
+/** Items in flight by default: as many as the provider budget lets calls run (MEDMMV_MAX_CONCURRENCY), so the budget, not a fixed 4, sets the pace. */
+export function defaultConcurrency(config: Config): number {
+  return Math.max(1, Math.min(256, config.llm.maxConcurrency));
+}
+
 function emptyUsage(wallMs = 0): Usage {
   return new UsageMeter().snapshot(wallMs);
 }
@@ -175,10 +188,10 @@ function check(ok: boolean, message: string): void {
 export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<EvalRunResult> {
   // Raters are models the configuration does not name: the catalog prices those it knows, as it
   // does the configured ones (MEDMMV_PRICES still wins), so a rater is unpriced only where no one states its price.
-  const config = withCatalogPrices(deps.config, o.raters ?? []);
+  let config = withCatalogPrices(deps.config, o.raters ?? []);
   const method: MethodName = o.method ?? "medmmv";
   const runs = o.runs ?? 1;
-  const concurrency = o.concurrency ?? 4;
+  const concurrency = o.concurrency ?? defaultConcurrency(config);
   const itemRetries = o.itemRetries ?? 2;
   check((METHOD_NAMES as readonly string[]).includes(method), `unknown method "${method}"; use one of ${METHOD_NAMES.join(", ")}`);
   check(Number.isInteger(runs) && runs >= 1, "--runs must be an integer ≥ 1");
@@ -194,6 +207,12 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   // Their phases are checkpointed into results.jsonl as they finish, by the runner's one writer.
   check(workers === 1 || (method !== "stagewise" && !o.stageJudge), "--method stagewise and --stage-judge run in one process (they checkpoint each phase as it ends): leave out --workers");
   check(workers === 1 || deps.itemWorkerEntry !== undefined, "--workers needs a way to start the item processes (EvalRunDeps.itemWorkerEntry)");
+  check(o.fieldMap === undefined || o.dataset === "jsonl", `--field-map applies to --dataset jsonl only (--dataset ${o.dataset} reads its published layout)`);
+  check(!o.replayCache || method !== "self-consistency", "--replay-cache cannot replay --method self-consistency: its k samples share one prompt, so no cache can tell them apart");
+  check(!o.replayThenCall || o.replayCache !== undefined, "--replay-cache-then-call needs --replay-cache DIR");
+  check(!o.saveResults || method === "medmmv", `--save-results writes MedMMV's DiagnosisResult with its evidence graph; --method ${method} has none (its records keep each model reply's raw text: see \`calls\`)`);
+  // Replaying, every call is looked up (sampled ones too): none may reach the model unnoticed.
+  if (o.replayCache) config = { ...config, llm: { ...config.llm, cache: "all" } };
   const sw: StagewiseOptions = { format: "structured", replace: null, retries: 2, temperature: 0.7, ...o.stagewise };
   const adapter = getAdapter(o.dataset);
   const input = path.resolve(o.input);
@@ -203,9 +222,24 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
 
   // One pipeline per run, each seeing the response cache through its run's namespace: runs are fresh draws, never each other's replay.
   const cacheScope = await cacheScopeFor(dir, o);
+  // The folder keeps its own calls' responses (what --replay-cache of it replays); replaying reads only the replayed folder's.
+  const ownResponses = await FolderResponses.open(dir, { append: true });
+  let replayMiss: MedmmvError | null = null;
+  let stopOnMiss = () => undefined as void;
+  const runCache = o.replayCache
+    ? replayingCache(await FolderResponses.open(path.resolve(o.replayCache), { append: false }), ownResponses, {
+        thenCall: o.replayThenCall === true,
+        onMiss: () => {
+          replayMiss ??= new MedmmvError("NOT_FOUND", `--replay-cache: a call of this run is missing from ${path.join(path.resolve(o.replayCache!), RESPONSES_FILE)}; the run stopped without asking the model (items finished so far are kept). Record with --cache all to keep sampled calls, or pass --replay-cache-then-call`);
+          stopOnMiss();
+        },
+      })
+    : config.llm.cache === "off"
+      ? null
+      : recordingCache(ownResponses, deps.cache ?? null);
   const search = await openSearchProvider(config);
   const settings: ItemMethodSettings = { dataset: o.dataset, method, pipeline: o.pipeline, stagewise: sw, stageJudge: o.stageJudge, hypothesisWarning: o.hypothesisWarning, saveResults: o.saveResults, ...(o.open ? { open: true } : {}) };
-  const { popts, pipelineFor, methodFor } = itemMethods(settings, config, { cache: deps.cache ?? null, cacheScope, search });
+  const { popts, pipelineFor, methodFor } = itemMethods(settings, config, { cache: runCache, cacheScope, search });
   const pipeline = pipelineFor(0);
   const raterModels = [...new Set(o.raters ?? [])];
   const raters: Rater[] = buildRaters(config, { prompts: pipeline.prompts, search: pipeline.search }, pipeline.limiter, raterModels);
@@ -219,7 +253,10 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     label: (method === "stagewise" ? stagewiseLabel(sw, o.traces !== undefined) : labelFor(method, popts) + (o.stageJudge ? " + stage judge" : "")) + probeLabel(probeOpts) + (o.hypothesisWarning === false ? " [no hypothesis warning]" : "") + (o.open ? " [open-ended]" : ""),
     runs,
     concurrency,
-    selection: { sample: o.sample ?? null, stratify: o.stratify ?? [], seed: o.seed ?? 1, limit: o.limit ?? null },
+    selection: { sample: o.sample ?? null, stratify: o.stratify ?? [], seed: o.seed ?? 1, limit: o.limit ?? null, ...(o.where ? { where: o.where } : {}) },
+    inputFile: await pinInput(input),
+    product: await productPin(),
+    unpriced: [],
     config: {
       ...(method === "stagewise" ? { structuredOutput: config.llm.structuredOutput, ...sw, traces: o.traces ? path.resolve(o.traces) : null } : { ...methodConfig(method, popts, config, pipeline.search.name), ...(o.stageJudge ? { stageJudge: true } : {}) }),
       ...(probes ? { probes } : {}),
@@ -234,6 +271,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     version: VERSION,
   };
 
+  manifest.unpriced = unpricedModels([...Object.values(manifest.models), ...raterModels], config.llm.prices);
   // Without prices a cost limit could never be reached: refuse it before the folder is claimed.
   assertRunPriced(config, o.maxCostUsd, raterModels);
   const existing = await claimRunFolder(dir, manifest, o.resume, config);
@@ -243,8 +281,12 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const details = adapter.describe?.() ?? {};
   const { selected: drawn, report: selection } = selectItems(
     all.map((x) => ({ id: x.id, strata: isItemError(x) ? {} : x.strata, x })),
-    { sample: o.sample, stratify: o.stratify, seed: o.seed, limit: o.limit },
+    { sample: o.sample, stratify: o.stratify, seed: o.seed, limit: o.limit, where: o.where },
   );
+  // Multimodal items without their images would fail one by one after their calls: refused before any.
+  const needImages = o.images === undefined ? drawn.filter((s) => isItemError(s.x) && s.x.error.message.includes(NO_IMAGES_FOLDER)) : [];
+  if (needImages.length > 0)
+    throw new MedmmvError("INVALID_INPUT", `${needImages.length} of the ${drawn.length} selected items have images (e.g. ${needImages[0]!.id}) and no images folder was given: pass --images DIR, or --missing-images text-only to run them without (flagged)`);
   // Probes apply to the drawn items: every permutation of a sampled item is planned, each its own (id, run).
   const probed = expandProbes(drawn.map((s) => s.x), probeOpts);
   const selected = probed.items.map((x) => ({ id: x.id, x }));
@@ -265,6 +307,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   // The results file first: a run that cannot write it has opened nothing else.
   const writer = await ResultsWriter.open(resultsPath);
   const session = openRunSession({ planned, done, concurrency, deps });
+  stopOnMiss = () => session.abort();
+  if (manifest.unpriced?.length) session.state.unpriced = true;
   const budget = new RunBudget({ maxCostUsd: o.maxCostUsd, maxTokens: o.maxTokens }, session.resumed.map(recordSpend));
   const { startedAt, state, gate, progress, signal } = session;
   let fatal: unknown = null;
@@ -291,7 +335,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     const base = { id: x.id, run, method, strata: isItemError(x) ? {} : x.strata, ...noDiagnostics() };
     let record: ResultRecord;
     if (isItemError(x)) {
-      record = { ...base, status: "failed", answer: null, gold: { kind: "open", text: "" }, correct: false, usage: emptyUsage(), error: x.error, attempts: 0, finishedAt: new Date().toISOString() };
+      record = { ...base, status: "failed", answer: null, prediction: null, gold: { kind: "open", text: "" }, correct: false, usage: emptyUsage(), error: x.error, attempts: 0, finishedAt: new Date().toISOString() };
     } else {
       record = await runItem(x, run, base, started);
       // Cut short by cancellation: not an answer, so not recorded; --resume runs it again.
@@ -319,6 +363,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
         ...base,
         ...out,
         gold: item.gold,
+        prediction: predictionOf(out.status, out.answer, item.gold, item.case.options),
         correct: out.status === "completed" && (out.correct ?? isCorrect(out.answer, item.gold)),
         attempts,
         finishedAt: new Date().toISOString(),
@@ -403,7 +448,9 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
     await pool?.close();
     session.end();
     await writer.close();
+    await ownResponses.close();
   }
+  if (replayMiss) throw replayMiss;
   if (fatal) throw fatal instanceof MedmmvError ? fatal : new MedmmvError("STORE_FAILED", `writing ${resultsPath} failed: ${describeError(fatal).message}`, { cause: fatal });
   // Phase checkpoints are superseded once their items finish: keep the file to one line per item-run.
   if (checkpoints > 0 && !signal.aborted) await compactResults(resultsPath);

@@ -9,6 +9,8 @@ export interface SelectionOptions {
   seed?: number;
   /** Keep the first N items (after sampling, in file order). */
   limit?: number;
+  /** --where: keep only items whose field has one of the values (every field must match), before sampling. */
+  where?: Record<string, string[]>;
 }
 
 export interface SelectionReport {
@@ -18,6 +20,9 @@ export interface SelectionReport {
   seed: number;
   stratify: string[];
   limit: number | null;
+  /** --where, and how many items it kept of those read. */
+  where?: Record<string, string[]>;
+  matched?: number;
   /** Per stratum (values joined with " / "): how many items there were and how many were drawn. */
   groups?: Record<string, { available: number; selected: number }>;
 }
@@ -61,10 +66,19 @@ export function selectItems<T extends { id: string; strata?: Record<string, stri
   const stratify = opts.stratify ?? [];
   const report: SelectionReport = { available: items.length, selected: 0, sample: opts.sample ?? null, seed, stratify, limit: opts.limit ?? null };
   if (stratify.length > 0 && opts.sample === undefined) throw new MedmmvError("INVALID_INPUT", "--stratify needs --sample N");
-  let selected: T[] = [...items];
+  const where = opts.where && Object.keys(opts.where).length > 0 ? opts.where : null;
+  const fields = fieldNames(items);
+  assertKnownFields(fields, stratify, "--stratify");
+  if (where) assertKnownFields(fields, Object.keys(where), "--where");
+  const pool = where ? items.filter((it) => Object.entries(where).every(([k, values]) => it.strata?.[k] !== undefined && values.includes(it.strata[k]!))) : [...items];
+  if (where) {
+    report.where = where;
+    report.matched = pool.length;
+  }
+  let selected: T[] = pool;
   if (opts.sample !== undefined) {
     const groups = new Map<string, T[]>();
-    for (const it of items) {
+    for (const it of pool) {
       const key = stratify.map((k) => it.strata?.[k] ?? NO_VALUE).join(" / ");
       let g = groups.get(key);
       if (!g) groups.set(key, (g = []));
@@ -82,9 +96,40 @@ export function selectItems<T extends { id: string; strata?: Record<string, stri
       if (stratify.length > 0) report.groups![k] = { available: g.length, selected: quotas[gi]! };
     });
     if (stratify.length === 0) delete report.groups;
-    selected = items.filter((it) => chosen.has(it));
+    selected = pool.filter((it) => chosen.has(it));
   }
   if (opts.limit !== undefined) selected = selected.slice(0, opts.limit);
   report.selected = selected.length;
   return { selected, report };
+}
+
+/** The fields the dataset's items carry (their strata keys), sorted. */
+export function fieldNames(items: ReadonlyArray<{ strata?: Record<string, string> }>): string[] {
+  const names = new Set<string>();
+  for (const it of items) for (const k of Object.keys(it.strata ?? {})) names.add(k);
+  return [...names].sort();
+}
+
+/** A misspelt field would select nothing (or sample unstratified): refused, naming the fields there are. */
+export function assertKnownFields(fields: readonly string[], names: readonly string[], flag: string): void {
+  const unknown = names.filter((n) => !fields.includes(n));
+  if (unknown.length === 0) return;
+  const near = unknown.map((n) => fields.find((f) => f.toLowerCase() === n.toLowerCase().replace(/-/g, "_"))).filter((f): f is string => f !== undefined);
+  throw new MedmmvError(
+    "INVALID_INPUT",
+    `${flag}: ${unknown.map((n) => `"${n}"`).join(", ")} ${unknown.length === 1 ? "is not a field" : "are not fields"} of this dataset${near.length ? ` (did you mean ${near.join(", ")}?)` : ""}; its fields: ${fields.length ? fields.join(", ") : "none"}`,
+  );
+}
+
+/** `--where body_system=Cardiovascular,Respiratory` (repeatable) → field → values. */
+export function parseWhere(clauses: readonly string[]): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const c of clauses) {
+    const at = c.indexOf("=");
+    const field = at > 0 ? c.slice(0, at).trim() : "";
+    const values = at > 0 ? c.slice(at + 1).split(",").map((v) => v.trim()).filter(Boolean) : [];
+    if (!field || values.length === 0) throw new MedmmvError("INVALID_INPUT", `--where "${c}": expected field=value[,value…], e.g. body_system=Cardiovascular`);
+    out[field] = [...new Set([...(out[field] ?? []), ...values])];
+  }
+  return out;
 }

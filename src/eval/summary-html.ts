@@ -48,7 +48,7 @@ export function summaryPlots(s: EvalSummary): Plot[] {
       id: `stratum-${key}`,
       spec: intervalSpec(
         cells.map(([v, c]) => ({ label: `${v} (n=${c.n})`, value: c.accuracy, ci: c.ci })),
-        { title: `Accuracy by ${key}`, subtitle: `${n}; bars: 95 % interval; n counts records`, axis: "accuracy (%)", percent: true, domain: [0, 1] },
+        { title: `Accuracy by ${key}`, subtitle: `${n}; bars: 95 % interval; n counts item-runs`, axis: "accuracy (%)", percent: true, domain: [0, 1] },
       ),
     });
   }
@@ -94,18 +94,26 @@ export function comparisonPlots(summaries: readonly EvalSummary[], names: readon
 
 const STYLE = `body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:72em;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1em}th,td{border:1px solid #ccc;padding:.2em .6em;text-align:right}th:first-child,td:first-child{text-align:left}
-.plots{display:flex;flex-wrap:wrap;gap:1.5em}figure.plot{margin:0}blockquote{border-left:4px solid #d62728;margin:0;padding:.2em 1em;background:#fff4f4}
+.plots{display:flex;flex-wrap:wrap;gap:1.5em}figure.plot{margin:0}figcaption{font-weight:600;margin:.2em 0}blockquote{border-left:4px solid #d62728;margin:0;padding:.2em 1em;background:#fff4f4}
 code{background:#f4f4f4;padding:0 .2em}`;
 
-/** A self-contained page: the plots, then the Markdown report as HTML. */
+function plotTitle(p: Plot): string {
+  const t = (p.spec as { title?: string | { text?: string | string[] } }).title;
+  const text = typeof t === "string" ? t : t?.text;
+  return (Array.isArray(text) ? text.join(" ") : text) ?? p.id;
+}
+
+/** A self-contained page: its title, the plots (each captioned), then the Markdown report as HTML. */
 export async function htmlPage(title: string, plots: readonly Plot[], md: string): Promise<string> {
-  const svgs = await Promise.all(plots.map(async (p) => `<figure class="plot" data-plot="${escapeHtml(p.id)}">${await renderSvg(p.spec)}</figure>`));
+  // Each plot titled in the page's text too (a caption a reader, a screen reader and a search find), not only inside its SVG.
+  const svgs = await Promise.all(plots.map(async (p) => `<figure class="plot" data-plot="${escapeHtml(p.id)}"><figcaption>${escapeHtml(plotTitle(p))}</figcaption>${await renderSvg(p.spec)}</figure>`));
   return [
     "<!doctype html>",
     '<html lang="en"><head><meta charset="utf-8">',
     // Nothing on this page may fetch anything: it must read the same offline.
     `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">`,
     `<title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body>`,
+    `<h1>${escapeHtml(title)}</h1>`,
     plots.length ? `<section class="plots" aria-label="plots">${svgs.join("\n")}</section>` : "",
     `<section class="report">${markdown.parse(md, { async: false })}</section>`,
     "</body></html>",

@@ -1,3 +1,4 @@
+import type { InputPin, ProductPin } from "./input-pins.js";
 import type { EvalMetrics } from "./metrics-types.js";
 import type { HealthBenchSummary } from "./healthbench/summary.js";
 import type { OpenMatchSummary } from "./open/types.js";
@@ -35,9 +36,15 @@ export interface EvalSummary extends EvalMetrics {
     /** Items read with a warning (e.g. run text-only because images were missing). */
     warnings: number;
     selection: SelectionReport | null;
+    /** The input file's SHA-256 and size when the run started (absent in older folders). */
+    inputFile?: InputPin;
   };
+  /** The product that produced the run: version, git commit, source hash (absent in older folders). */
+  product?: ProductPin;
   config: Record<string, unknown>;
   models: Record<string, string>;
+  /** Models without a price: their calls are not in the cost figures (absent when every model is priced). */
+  unpriced?: string[];
   raters: string[];
   prompts: Record<string, string>;
   throttle: ThrottleStats | null;

@@ -62,6 +62,9 @@ describe("medmmv CLI options and usage errors", () => {
     ["report without --out", ["report", "result.json"], /required option '-o, --out <file>' not specified/],
     ["an unknown option", ["eval", "report", runA, "--jsn"], /unknown option '--jsn'/],
     ["an unknown command", ["diagnos"], /unknown command 'diagnos'/],
+    ["eval --where without a value", ["eval", "--dataset", "medqa", "--input", "x.jsonl", "--out", "o", "--where", "body_system"], /--where "body_system": expected field=value\[,value…\], e\.g\. body_system=Cardiovascular/],
+    ["eval export --format parquet", ["eval", "export", runA, "--format", "parquet"], /--format parquet is not supported/],
+    ["eval report --table of an unknown layout", ["eval", "report", "--table", "mmlu", runA], /argument 'mmlu' is invalid\. Allowed choices are medxpertqa/],
     ["eval --workers 0", ["eval", "--dataset", "medqa", "--input", "x.jsonl", "--out", "o", "--workers", "0"], /option '--workers <n>' argument '0' is invalid. expected an integer from 1 to 64/],
     // A conversation eval takes none of the probe, judge, stage-wise, rater or sampling flags; --order only it takes.
     ...(
@@ -87,6 +90,15 @@ describe("medmmv CLI options and usage errors", () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(message);
     expect(r.stdout).toBe("");
+  });
+
+  it("a usage error prints its message and a pointer to --help, not the whole help", async () => {
+    const r = await medmmvCli(["eval", "--dataset", "medqa", "--input", "x.jsonl", "--out", "o", "--runs", "0"], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/option '--runs <r>' argument '0' is invalid/);
+    expect(r.stderr).toMatch(/--help/);
+    expect(r.stderr).not.toMatch(/Options:/);
+    expect(r.stderr.split("\n").length).toBeLessThan(5);
   });
 
   it("--help and --version still exit 0", async () => {

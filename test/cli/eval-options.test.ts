@@ -18,9 +18,10 @@ async function parse(args: string[]): Promise<EvalRunOptions> {
 }
 
 describe("medmmv eval flags", () => {
-  it("defaults: medmmv, one run, concurrency 4, cop base auto, no ablations", async () => {
+  it("defaults: medmmv, one run, concurrency left to the runner (MEDMMV_MAX_CONCURRENCY), cop base auto, no ablations", async () => {
     const o = await parse(["--dataset", "medqa", "--input", "in.jsonl", "--out", "out"]);
-    expect(o).toMatchObject({ dataset: "medqa", input: "in.jsonl", out: "out", method: "medmmv", runs: 1, concurrency: 4, copBase: "auto" });
+    expect(o).toMatchObject({ dataset: "medqa", input: "in.jsonl", out: "out", method: "medmmv", runs: 1, copBase: "auto" });
+    expect(o.concurrency).toBeUndefined();
     expect(o.pipeline).toEqual({ k: undefined, maxRepairs: undefined, adaptive: undefined, dedupe: true, select: undefined, ablations: { noExpansion: false, noHd: false, noTextDoctor: false, noImageDoctor: false, noWebSearch: false } });
   });
 

@@ -102,7 +102,7 @@ describe("medmmv eval (CLI)", () => {
     expect(resumed.stdout).toMatch(/\| accuracy \(%\)\s+\| 100\.0 \[[\d.]+–100\.0\] ± 0\.0 sd/);
   });
 
-  it("logs progress without patient text off a terminal; with the cache on, a re-run asked to replay the first is served from the store", async () => {
+  it("logs progress without patient text off a terminal; with the cache on, a re-run asked to replay the first is served from its folder, also from a fresh data dir", async () => {
     const input = path.join(SAMPLES, "medmcqa.jsonl");
     const items = await readItems("medmcqa", input);
     servers.model.setScenario(evalScenario({ answerFor: answerByItem(items, () => "gold") }));
@@ -117,8 +117,12 @@ describe("medmmv eval (CLI)", () => {
       expect(first.stderr).not.toContain(it.gold.text);
     }
     expect(first.stderr).not.toContain("\r");
+    // The default item concurrency follows the provider budget, and says so at the start.
+    expect(first.stderr).toMatch(/^medmmv eval: \d+ items in flight \(MEDMMV_MAX_CONCURRENCY=\d+; --concurrency N to change\)/m);
 
-    const second = await medmmv(["eval", "--dataset", "medmcqa", "--input", input, "--method", "cot", "--out", path.join(tmp, "cache-2"), "--replay-cache", path.join(tmp, "cache-1"), "--json"], env).done;
+    // Another machine: a data dir that never saw the first run. The folder alone replays it.
+    const fresh = { ...env, MEDMMV_DATA_DIR: path.join(tmp, "data-fresh") };
+    const second = await medmmv(["eval", "--dataset", "medmcqa", "--input", input, "--method", "cot", "--out", path.join(tmp, "cache-2"), "--replay-cache", path.join(tmp, "cache-1"), "--json"], fresh).done;
     expect(second.code).toBe(0);
     expect(servers.model.stats().total).toBe(items.length); // no new calls
     const s = JSON.parse(second.stdout) as EvalSummary;

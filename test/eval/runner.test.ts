@@ -398,7 +398,11 @@ describe("dataset details in the summary", () => {
     // Text-only prompts carry no image ids, so the model recognises the items without them.
     const textOnlyItems = items.map((i) => ({ ...i, case: { ...i.case, images: [] } }));
     servers.model.setScenario(evalScenario({ answerFor: answerByItem(textOnlyItems, () => "gold") }));
-    const strict = await run({ dataset: "vqa-rad", input, method: "cot" });
+    // No images folder at all: refused before any call, rather than failing every item.
+    await expect(run({ dataset: "vqa-rad", input, method: "cot" })).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringMatching(/4 of the 4 selected items have images .*pass --images DIR, or --missing-images text-only/) });
+    expect(servers.model.stats().total).toBe(0);
+    // A folder without the files: each item fails with a clear error.
+    const strict = await run({ dataset: "vqa-rad", input, method: "cot", images: path.join(tmp, "no-images-here") });
     expect(strict.summary).toMatchObject({ records: 4, failed: 4, accuracy: 0 });
     expect(strict.summary.failures.byCode).toEqual({ INVALID_INPUT: 4 });
     expect(strict.summary.dataset.readErrors).toBe(4);

@@ -45,13 +45,16 @@ async function openOffline(file: string) {
 }
 
 const plotTexts = (page: import("playwright-core").Page) =>
-  page.$$eval("figure.plot", (figs) => figs.map((f) => ({ id: f.getAttribute("data-plot"), svg: f.querySelectorAll("svg").length, marks: f.querySelectorAll("svg path, svg line, svg rect, svg circle").length, text: f.textContent ?? "" })));
+  page.$$eval("figure.plot", (figs) => figs.map((f) => ({ id: f.getAttribute("data-plot"), caption: f.querySelector("figcaption")?.textContent ?? "", svg: f.querySelectorAll("svg").length, marks: f.querySelectorAll("svg path, svg line, svg rect, svg circle").length, text: f.textContent ?? "" })));
 
 describe("summary.html, offline in Chromium", () => {
   it("a run's page shows its plots with axes, units and n, and fetches nothing", async () => {
     const { page, seen, refused } = await openOffline(path.join(runs[0]!.dir, SUMMARY_HTML));
     const plots = await plotTexts(page);
     expect(plots.map((p) => p.id)).toEqual(["accuracy-by-run", "stratum-meta_info", "reliability", "risk-coverage", "cost-per-correct"]);
+    // The page opens with its title, and every plot is captioned with its own.
+    expect(await page.locator("h1").first().textContent()).toMatch(/^Eval: /);
+    expect(plots.map((p) => p.caption)).toEqual(["Accuracy by run", "Accuracy by meta_info", "Reliability diagram: vote share", "Risk–coverage: ranked by vote share", "Cost per correct answer"]);
     for (const p of plots) {
       expect(p.svg).toBe(1);
       expect(p.marks).toBeGreaterThan(5);

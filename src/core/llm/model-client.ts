@@ -247,7 +247,11 @@ export class LlmClient {
     const useCache = this.cacheable(call.temperature);
     const key = useCache ? this.cacheKey(call, ctx.cacheScope) : "";
     if (useCache) {
-      const hit = await this.cache!.get(key).catch(() => null);
+      // A cache that fails is a miss, except a replay's (eval --replay-cache): it fails the call rather than let it reach the model.
+      const hit = await this.cache!.get(key).catch((e: unknown) => {
+        if (e instanceof MedmmvError && e.details?.["replayMiss"] === true) throw e;
+        return null;
+      });
       const parsed = hit ? call.schema.safeParse(hit.parsed) : null;
       if (parsed?.success) {
         ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: 0, cacheHit: true });

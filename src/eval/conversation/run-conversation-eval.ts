@@ -26,6 +26,7 @@ import type { ProgressSink } from "../progress.js";
 import { openRunSession } from "../run-session.js";
 import { readResults, recordKey, RESULTS_FILE, ResultsWriter, type ResultRecord } from "../results-file.js";
 import { claimRunFolder, manifestSource } from "../run-folder.js";
+import { pinInput, productPin } from "../input-pins.js";
 import { methodConfig } from "../runner.js";
 import { runGated } from "../gated-tasks.js";
 import { probedQuestion, turnStatement } from "../probes/conversation-hypothesis.js";
@@ -148,6 +149,9 @@ export async function runConversationEval(o: ConversationEvalOptions, deps: Conv
   const prompts = method === "medmmv" ? ["system", "rollout", "hd-supervisor", "auto-repair", "coherence-judge", "turn-answer", "pathway-judge"] : ["system", "turn-answer", "pathway-judge"];
   const manifest: RunManifest = {
     ...manifestSource({ dataset: o.dataset, input, images: o.images, missingImages: o.missingImages }),
+    // The file's bytes and the product that ran: --resume refuses another file (run-folder.ts).
+    inputFile: await pinInput(input),
+    product: await productPin(),
     copBase: "auto",
     fieldMap: null,
     method,

@@ -113,6 +113,9 @@ export function itemError(id: string, message: string, code = "INVALID_INPUT"): 
 }
 
 /** Strata from named fields, skipping absent or empty values. */
+/** What an item's error says when its images were not looked for at all (the runner refuses such a run up front). */
+export const NO_IMAGES_FOLDER = "no images folder was given (--images)";
+
 export function strataFrom(rec: Record<string, unknown>, fields: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const f of fields) {
@@ -215,7 +218,7 @@ export class ReadContext {
     }
     if (missing.length === 0) return { ok: true, images, stratum: "present", warnings: [] };
 
-    const where = dir === null ? "no images folder was given (--images)" : `not found in ${dir}`;
+    const where = dir === null ? NO_IMAGES_FOLDER : `not found in ${dir}`;
     if (this.opts.missingImages === "text-only") {
       return {
         ok: true,

@@ -5,6 +5,7 @@ import { jsonlAdapter } from "./jsonl.js";
 import { medmcqaAdapter } from "./medmcqa.js";
 import { medqaAdapter } from "./medqa.js";
 import { medxpertqaAdapter } from "./medxpertqa.js";
+import { medframeqaAdapter } from "./medframeqa.js";
 import { pathvqaAdapter } from "./pathvqa.js";
 import type { DatasetAdapter, DatasetName } from "./types.js";
 import { vqaRadAdapter } from "./vqa-rad.js";
@@ -14,6 +15,7 @@ export { isItemError } from "./types.js";
 
 const FACTORIES: Record<DatasetName, () => DatasetAdapter> = {
   medxpertqa: medxpertqaAdapter,
+  medframeqa: medframeqaAdapter,
   medqa: medqaAdapter,
   medmcqa: medmcqaAdapter,
   pathvqa: pathvqaAdapter,

@@ -1,4 +1,5 @@
 import path from "node:path";
+import { MedmmvError } from "../../core/contracts/errors.js";
 import { ReadContext, asRecord, eachDatasetRecord, goldYesNo, itemError, letterAt, text } from "./common.js";
 import type { AdapterOptions, DatasetAdapter, EvalItem, GoldAnswer, ItemError, JsonlFieldMap } from "./types.js";
 
@@ -110,9 +111,17 @@ function readGold(answer: string, options: Record<string, string>, kind: string 
  */
 export function jsonlAdapter(): DatasetAdapter {
   async function* read(file: string, opts: AdapterOptions): AsyncGenerator<EvalItem | ItemError> {
+    const unknownKeys = Object.keys(opts.fieldMap ?? {}).filter((k) => !Object.hasOwn(DEFAULT_FIELD_MAP, k));
+    if (unknownKeys.length) throw new MedmmvError("INVALID_INPUT", `--field-map: ${unknownKeys.map((k) => `"${k}"`).join(", ")} ${unknownKeys.length === 1 ? "is not a key" : "are not keys"} of the field map; use ${Object.keys(DEFAULT_FIELD_MAP).join(", ")}`);
     const map = { ...DEFAULT_FIELD_MAP, ...definedOnly(opts.fieldMap ?? {}) };
+    // The fields the map names explicitly: one that no record has is a misspelling, refused once the file is read.
+    const named = [...Object.entries(definedOnly(opts.fieldMap ?? {})).flatMap(([k, v]) => (k === "strata" ? (v as string[]) : [v as string]))];
+    const found = new Set<string>();
+    const fields = new Set<string>();
     const ctx = new ReadContext("jsonl", { ...opts, imagesDir: opts.imagesDir ?? path.dirname(path.resolve(file)) });
     yield* eachDatasetRecord(ctx, file, (r) => text(getField(r, map.id)), async function* ({ id, warnings, record: r }) {
+      for (const k of Object.keys(r)) fields.add(k);
+      for (const f of named) if (getField(r, f) !== undefined) found.add(f);
       const question = text(getField(r, map.question));
       const answer = text(getField(r, map.answer));
       if (question === null || answer === null) {
@@ -161,6 +170,9 @@ export function jsonlAdapter(): DatasetAdapter {
         warnings,
       });
     });
+    const missing = named.filter((f) => !found.has(f));
+    if (missing.length && fields.size > 0)
+      throw new MedmmvError("INVALID_INPUT", `--field-map: no record has ${missing.map((f) => `"${f}"`).join(", ")}; the records' fields: ${[...fields].sort().join(", ")}`);
   }
   return { name: "jsonl", read };
 }

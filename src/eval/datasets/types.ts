@@ -53,7 +53,7 @@ export interface AdapterOptions {
   tracesFile?: string;
 }
 
-export type DatasetName = "medxpertqa" | "medqa" | "medmcqa" | "pathvqa" | "vqa-rad" | "jsonl" | "clinhallu" | "healthbench";
+export type DatasetName = "medxpertqa" | "medframeqa" | "medqa" | "medmcqa" | "pathvqa" | "vqa-rad" | "jsonl" | "clinhallu" | "healthbench";
 /** Multi-turn conversation datasets (docs/architecture.md#clinical-pathways-and-conversations), run by src/eval/conversation rather than the item runner. */
 export type ConversationDatasetName = "drllava" | "conversation";
 

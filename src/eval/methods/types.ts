@@ -13,7 +13,7 @@ export interface SavedDiagnosis {
 }
 
 /** What a method produced for one item; the runner adds the gold answer, grading and ratings. */
-export type MethodOutput = Pick<ResultRecord, "status" | "answer" | "usage" | "cu" | "answerSupport" | "stability" | "hallucinations" | "errors" | "error" | "abstentionReason" | "stagewise" | "healthbench" | "openMatch"> & {
+export type MethodOutput = Pick<ResultRecord, "status" | "answer" | "usage" | "cu" | "answerSupport" | "stability" | "hallucinations" | "errors" | "error" | "abstentionReason" | "stagewise" | "healthbench" | "openMatch" | "calls" | "callsNotKept"> & {
   /** The reasoning and answer as a rater should read them. */
   rationale: string;
   /** The reply a person reads (MedMMV's composed, verified reply; CoT's full answer); graded by HealthBench instead of the short answer. */

@@ -3,6 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runConversationEval, type ConversationEvalOptions } from "../../../src/eval/conversation/run-conversation-eval.js";
+import { readManifest } from "../../../src/eval/manifest.js";
 import type { ScriptedRequest } from "../../../src/scripted/scripted-openai-server.js";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 import { until } from "../../support/until.js";
@@ -105,7 +106,7 @@ describe("conversation evals resume, repeat and run in parallel like the item ru
     const out = path.join(tmp(), `settings-${++n}`);
     await runConversationEval(opts({ method: "cot", orders: ["si"], out }), { config: servers.config() });
     servers.model.reset();
-    await expect(runConversationEval(opts({ method: "cot", orders: ["si"], out }), { config: servers.config() })).rejects.toMatchObject({ code: "CONFLICT", message: expect.stringMatching(/already holds results \(3 items\); pass --resume/) });
+    await expect(runConversationEval(opts({ method: "cot", orders: ["si"], out }), { config: servers.config() })).rejects.toMatchObject({ code: "CONFLICT", message: expect.stringMatching(/already holds results \(3 items × 1 run = 3 item-runs\); pass --resume/) });
     const changes: Array<[Partial<ConversationEvalOptions>, RegExp]> = [
       [{ method: "medmmv", orders: ["si"] }, /different configuration.*method: was "cot", now "medmmv"/],
       [{ method: "cot", orders: ["si", "df"] }, /different configuration.*config: was .*"orders":\["si"\].*now .*"orders":\["si","df"\]/],
@@ -118,6 +119,20 @@ describe("conversation evals resume, repeat and run in parallel like the item ru
     // The folder is untouched by the refusals: the same settings still resume (nothing left to do).
     const same = await runConversationEval(opts({ method: "cot", orders: ["si"], out, resume: true }), { config: servers.config() });
     expect(same).toMatchObject({ written: 0, summary: { items: 3, failed: 0 } });
+  });
+
+  it("--resume refuses an input file whose bytes changed since the run began, naming both hashes", async () => {
+    const input = path.join(tmp(), `drllava-copy-${++n}.json`);
+    await writeFile(input, await readFile(DRLLAVA, "utf8"));
+    const out = path.join(tmp(), `changed-${n}`);
+    await runConversationEval(opts({ method: "cot", orders: ["si"], input, out }), { config: servers.config() });
+    const before = (await readManifest(out))!.inputFile!;
+    await writeFile(input, (await readFile(input, "utf8")) + "\n");
+    servers.model.reset();
+    const err = await runConversationEval(opts({ method: "cot", orders: ["si"], input, out, resume: true }), { config: servers.config() }).catch((e: unknown) => e as Error);
+    expect(err).toMatchObject({ code: "CONFLICT", message: expect.stringContaining(`sha256 was ${before.sha256} (${before.bytes} bytes), now `) });
+    expect((err as Error).message).toContain(`(${before.bytes + 1} bytes)`);
+    expect(servers.model.stats().total).toBe(0);
   });
 
   it("--resume refuses a pathway whose definition changed since the run began, though its id is the same", async () => {

@@ -6,7 +6,7 @@ import { DATASET_NAMES, getAdapter } from "../../../src/eval/datasets/index.js";
 
 describe("getAdapter", () => {
   it("returns a fresh adapter of the named dataset for every name", () => {
-    expect([...DATASET_NAMES].sort()).toEqual(["clinhallu", "healthbench", "jsonl", "medmcqa", "medqa", "medxpertqa", "pathvqa", "vqa-rad"]);
+    expect([...DATASET_NAMES].sort()).toEqual(["clinhallu", "healthbench", "jsonl", "medframeqa", "medmcqa", "medqa", "medxpertqa", "pathvqa", "vqa-rad"]);
     for (const name of DATASET_NAMES) {
       const a = getAdapter(name);
       expect(a.name).toBe(name);
