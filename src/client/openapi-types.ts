@@ -2560,6 +2560,8 @@ export interface operations {
                                     imageBytes?: number;
                                     imageTokens?: number;
                                     reasoningTokens?: number;
+                                    unpricedCalls?: number;
+                                    estimatedCalls?: number;
                                 };
                             };
                             cacheHits?: number;
@@ -2568,6 +2570,8 @@ export interface operations {
                             imageBytes?: number;
                             imageTokens?: number;
                             reasoningTokens?: number;
+                            unpricedCalls?: number;
+                            estimatedCalls?: number;
                         };
                         provenance: {
                             models: {
@@ -3481,6 +3485,8 @@ export interface operations {
                                         imageBytes?: number;
                                         imageTokens?: number;
                                         reasoningTokens?: number;
+                                        unpricedCalls?: number;
+                                        estimatedCalls?: number;
                                     };
                                 };
                                 cacheHits?: number;
@@ -3489,6 +3495,8 @@ export interface operations {
                                 imageBytes?: number;
                                 imageTokens?: number;
                                 reasoningTokens?: number;
+                                unpricedCalls?: number;
+                                estimatedCalls?: number;
                             };
                             provenance: {
                                 models: {

@@ -386,7 +386,10 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
     // The provider's rules first: a request it refuses never reaches the script.
     const verdict = judgeRequest(provider, providerOptions, { body, text: parsed.text, imagesPerMessage: parsed.imagesPerMessage });
     entry.rulesBroken = verdict.breaks;
-    for (const rule of verdict.breaks) if (revealed.has(rule)) brokenAfterReveal.push({ globalIndex, agent, rule });
+    // A content-free probe (`models check`, and the client's check that a prose reply was the
+    // server's rule and not the case's content: format-probe.ts) asks about a rule on purpose.
+    const probe = agent === "models-check";
+    for (const rule of verdict.breaks) if (revealed.has(rule) && !probe) brokenAfterReveal.push({ globalIndex, agent, rule });
     if (verdict.refusal) {
       await harness.sleep(latencyMs, call, entry.start);
       if (call.signal.aborted) return;

@@ -170,8 +170,28 @@ export async function firstContact(endpoint: string, model: string, kind: "any" 
   }
 }
 
+/** Rules confirmed or refuted by a content-free probe, per endpoint, model and question (the answer, once known). */
+const confirmed = new Map<string, Promise<boolean>>();
+
+/**
+ * The answer to `ask` for `key`, asked once for the process (calls asking meanwhile share it).
+ * A probe that fails (an outage, a timeout) teaches nothing and is asked again next time.
+ */
+export function confirmRule(key: string, ask: () => Promise<boolean>): Promise<boolean> {
+  let answer = confirmed.get(key);
+  if (!answer) {
+    answer = ask().catch(() => {
+      confirmed.delete(key);
+      return false;
+    });
+    confirmed.set(key, answer);
+  }
+  return answer;
+}
+
 /** Forget everything learned (tests that start a fresh server on a reused port). */
 export function forgetAdaptations(): void {
   learned.clear();
   contacted.clear();
+  confirmed.clear();
 }

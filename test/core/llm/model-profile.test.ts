@@ -68,7 +68,9 @@ describe("model profiles", () => {
     const cfg = loadConfig({ OPENAI_BASE_URL: "http://x/v1", MEDMMV_MODEL: "m", MEDMMV_MODEL_PROFILES: '{"m":{"imagesPerRequest":1,"structuredOutput":["functionCalling"]}}', MEDMMV_REASONING_EFFORT: "executor=high,judge=low" });
     expect(cfg.llm.profiles).toEqual({ m: { imagesPerRequest: 1, structuredOutput: ["functionCalling"] } });
     expect(cfg.llm.reasoningEffort).toEqual({ executor: "high", vision: null, judge: "low" });
-    expect(() => loadConfig({ OPENAI_BASE_URL: "http://x/v1", MEDMMV_MODEL: "m", MEDMMV_MODEL_PROFILES: '{"m":{"imagesPerRequest":0}}' })).toThrow(/MEDMMV_MODEL_PROFILES.*imagesPerRequest/);
+    // 0 is a text-only model (its calls go without images); below 0 is no limit at all.
+    expect(loadConfig({ OPENAI_BASE_URL: "http://x/v1", MEDMMV_MODEL: "m", MEDMMV_MODEL_PROFILES: '{"m":{"imagesPerRequest":0}}' }).llm.profiles).toEqual({ m: { imagesPerRequest: 0 } });
+    expect(() => loadConfig({ OPENAI_BASE_URL: "http://x/v1", MEDMMV_MODEL: "m", MEDMMV_MODEL_PROFILES: '{"m":{"imagesPerRequest":-1}}' })).toThrow(/MEDMMV_MODEL_PROFILES.*imagesPerRequest/);
   });
 });
 
