@@ -177,6 +177,9 @@ export function clinicalScenario(o: ClinicalScenarioOptions = {}): Scenario {
         const to = o.repairTo?.[from] ?? from;
         return path(req.text, to, " (revised)");
       },
+      // The content-free probe of a server's rules (format-probe.ts: `models check`, and the client's
+      // check after a prose reply), answered as the model would when it obeys the format.
+      "models-check": { ok: true },
       "coherence-judge": (req) => {
         const a = pathAnswer(req.text);
         return { coherence: o.coherence?.[a] ?? 0.8, rationale: "Each step follows from the previous one." };

@@ -15,13 +15,13 @@ import { withReplyTap, type ReplyTap } from "./model-fetch.js";
 import { StructuredOutputFormats } from "./structured-output.js";
 import { explainProviderFailure, modelFailure } from "./provider-errors.js";
 import { rejectionOf, type Rejection } from "./provider-rejection.js";
-import { adaptationOf, confirmRule, firstContact, learn, rulesKnownBeforeFirstReply, type Adaptation } from "./model-adaptation.js";
+import { adaptationOf, confirmRule, firstContact, learn, learnTruncation, rulesKnownBeforeFirstReply, type Adaptation } from "./model-adaptation.js";
 import type { ModelProfile, StructuredMethod } from "./model-profile.js";
 import { roleProfile } from "./role-profiles.js";
 import { fitImages, imageCount } from "./compose-images.js";
 import { readReplyJson, readWireJson } from "./reply-json.js";
 import { imageBytes, promptChars, textChars, textOf, toLangChainMessages, withImageDetail, type ChatMessage } from "./messages.js";
-import { truncatedPrompt } from "./context-truncation.js";
+import { CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN, truncatedPrompt } from "./context-truncation.js";
 import { estimateTokens } from "./token-estimate.js";
 import { FORMAT_PROBE_MESSAGES, FormatProbe } from "./format-probe.js";
 import type { CallChain, UsageMeter } from "./usage.js";
@@ -332,6 +332,10 @@ export class LlmClient {
           profile = this.profileOf(call.role, call.model);
           sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
         }
+        // A prompt the server would cut as it cut an earlier one is not sent (model-adaptation.ts learnTruncation).
+        const keptBefore = endpoint === null ? undefined : adaptationOf(endpoint, model)?.keptPromptTokens;
+        if (keptBefore !== undefined && textChars(sent) > MAX_CHARS_PER_TOKEN * keptBefore)
+          throw modelFailure({ kind: "contextTruncated", promptTokens: keptBefore, expectedTokens: Math.ceil(textChars(sent) / CHARS_PER_TOKEN), promptChars: textChars(sent), notSent: true }, undefined, facts());
         const method = profile?.structuredOutput[0] ?? this.cfg.structuredOutput;
         await this.roles.ready(call.role, call.model);
         const runnable = this.structuredRunnable(call, method, maxOutputTokens);
@@ -431,7 +435,10 @@ export class LlmClient {
         ctx.chain.advance();
         // A server that cut the prompt to its window and answered anyway (Ollama): the reply is not about the whole case.
         const cut = reported.prompt === undefined ? null : truncatedPrompt(textChars(sent), reported.prompt, profile?.contextWindow ?? null);
-        if (cut) throw modelFailure({ kind: "contextTruncated", ...cut }, undefined, facts());
+        if (cut) {
+          if (endpoint !== null) learnTruncation(endpoint, model, cut.promptTokens);
+          throw modelFailure({ kind: "contextTruncated", ...cut }, undefined, facts());
+        }
         const finish = out.tap.finishReason ?? (out.raw?.response_metadata?.finish_reason as string | undefined);
         // Azure filters a reply it has begun: 200, finish_reason content_filter, nothing usable. Not retried.
         if (finish === "content_filter") throw modelFailure({ kind: "contentFilter", categories: [], message: "" }, undefined, facts(), { contentFilterResults: out.tap.contentFilterResults });

@@ -95,7 +95,7 @@ export type ModelFailure =
   | { kind: "refused"; message: string }
   | { kind: "truncated"; message: string }
   /** The server answered, but its usage shows it read far fewer tokens than the prompt holds (context-truncation.ts). */
-  | { kind: "contextTruncated"; promptTokens: number; expectedTokens: number; promptChars: number };
+  | { kind: "contextTruncated"; promptTokens: number; expectedTokens: number; promptChars: number; notSent?: boolean };
 
 export interface FailureFacts extends EndpointFacts {
   agent: string;
@@ -174,7 +174,7 @@ export function modelFailure(
     case "contextTruncated":
       return new MedmmvError(
         "CONTEXT_TRUNCATED",
-        `${who}: the server read only ${f.promptTokens} prompt tokens of a prompt that needs about ${f.expectedTokens} (${f.promptChars} characters): it cut the prompt to its context window of about ${f.promptTokens} tokens and answered without the whole case, so the reply is not used. Raise the server's window: Ollama: OLLAMA_CONTEXT_LENGTH on the server, or options.num_ctx / PARAMETER num_ctx in a Modelfile (its OpenAI-compatible API cannot set it); llama.cpp: llama-server -c <tokens>; then set contextWindow for the model in MEDMMV_MODEL_PROFILES`,
+        `${who}: ${f.notSent ? `not sent: the server cut an earlier prompt to ${f.promptTokens} tokens, and this one needs about ${f.expectedTokens} (${f.promptChars} characters)` : `the server read only ${f.promptTokens} prompt tokens of a prompt that needs about ${f.expectedTokens} (${f.promptChars} characters): it cut the prompt to its context window and answered without the whole case, so the reply is not used`}; its window appears to be about ${f.promptTokens} tokens. Raise the server's window: Ollama: OLLAMA_CONTEXT_LENGTH on the server, or options.num_ctx / PARAMETER num_ctx in a Modelfile (its OpenAI-compatible API cannot set it); llama.cpp: llama-server -c <tokens>; then set contextWindow for the model in MEDMMV_MODEL_PROFILES`,
         opts({ apparentWindow: f.promptTokens, expectedTokens: f.expectedTokens, promptChars: f.promptChars }),
       );
     case "imageLimit":
