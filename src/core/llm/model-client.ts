@@ -25,6 +25,7 @@ import { CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN, truncatedPrompt } from "./context
 import { estimateTokens } from "./token-estimate.js";
 import { FORMAT_PROBE_MESSAGES, FormatProbe } from "./format-probe.js";
 import type { CallChain, UsageMeter } from "./usage.js";
+import { priceOf } from "./model-spec.js";
 
 export type { Role } from "./chat-models.js";
 
@@ -173,6 +174,20 @@ export class LlmClient {
       if (profile.imagesPerRequest === 0) notes.images = `the model takes no images: its calls (${role}) went without the case's images`;
       if (a?.tokenParameter) notes.tokenParameter = a.tokenParameter;
       if (Object.keys(notes).length) out[profile.model] = notes;
+    }
+    return out;
+  }
+
+  /**
+   * The price each model of this case was costed at, with its source and date, or "unpriced"
+   * (its calls' cost is unknown, never $0): for provenance. A provider that states each call's
+   * cost (OpenRouter's usage.cost) is costed at that instead.
+   */
+  priceSources(models: readonly string[]): Record<string, Record<string, unknown> | string> {
+    const out: Record<string, Record<string, unknown> | string> = {};
+    for (const m of new Set(models)) {
+      const p = priceOf(this.cfg.prices, m);
+      out[m] = p ? { usdPerMillionInput: p.input, usdPerMillionOutput: p.output, ...(p.cachedInput !== undefined ? { usdPerMillionCachedInput: p.cachedInput } : {}), source: p.source ?? "unknown", ...(p.asOf ? { asOf: p.asOf } : {}) } : "unpriced: no price in MEDMMV_PRICES or the catalog (a provider's stated usage.cost is used where it gives one)";
     }
     return out;
   }

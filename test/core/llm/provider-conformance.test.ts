@@ -135,6 +135,8 @@ describe("DeepSeek", () => {
     expect(stats.log.filter((l) => l.status !== 200)).toHaveLength(1); // json_schema, once
     expect(result.provenance.config.modelBehaviour).toMatchObject({ "deepseek-chat": { imagesPerRequest: 0, images: expect.stringContaining("no images") } });
     expect(result.usage.costUsd).toBeGreaterThan(0);
+    // Every price says where it came from and when.
+    expect(result.provenance.config.prices).toMatchObject({ "deepseek-chat": { source: expect.stringContaining("models.dev"), asOf: "2026-01-22" } });
   });
 
   it("a DeepSeek model the catalog does not know, with images: MODEL_NO_IMAGES from its 400, never retried", async () => {
@@ -163,6 +165,7 @@ describe("Groq", () => {
     expect(stats.log.filter((l) => l.status === 429)).toHaveLength(1);
     expect(result.usage.costUsd).toBe(0);
     expect(result.usage.unpricedCalls).toBe(result.usage.llmCalls);
+    expect(result.provenance.config.prices).toEqual({ "llama-3.3-70b-versatile": expect.stringMatching(/^unpriced/) });
     expect(formatSummary(result)).toMatch(/unpriced \(no price for the model/);
   });
 
