@@ -171,7 +171,11 @@ export function summaryMarkdown(s: EvalSummary): string {
         ["search calls", fix(u.perItem.searchCalls, 1), String(u.total.searchCalls)],
         ["prompt tokens", fix(u.perItem.promptTokens, 0), String(u.total.promptTokens)],
         ["completion tokens", fix(u.perItem.completionTokens, 0), String(u.total.completionTokens)],
-        ["cost (USD)", fix(u.perItem.costUsd, 4), fix(u.total.costUsd, 4)],
+        // A run's unpriced calls have no cost to show (never $0); estimated counts say so.
+        ...(u.total.unpricedCalls && u.total.unpricedCalls >= u.total.llmCalls
+          ? [["cost (USD)", "unpriced", "unpriced"]]
+          : [["cost (USD)", fix(u.perItem.costUsd, 4), `${fix(u.total.costUsd, 4)}${u.total.unpricedCalls ? ` + ${u.total.unpricedCalls} unpriced call(s)` : ""}`]]),
+        ...(u.total.estimatedCalls ? [["calls counted by a tokenizer estimate (no usage in the reply)", "", String(u.total.estimatedCalls)]] : []),
         ...(s.costPerCorrect ? [["cost per correct answer (USD)", "", estimateText(s.costPerCorrect, 4, 1)]] : []),
         ["wall time (s)", fix(u.perItem.wallMs / 1000, 1), fix(u.total.wallMs / 1000, 1)],
       ],
