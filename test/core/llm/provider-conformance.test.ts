@@ -1,14 +1,13 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
-import { smallPng, jpegWithCanvas } from "../../../src/scripted/image-bytes.js";
-import { prepareCase } from "../../../src/core/intake/case-intake.js";
 import { Pipeline, pipelineOptions } from "../../../src/core/workflow/pipeline.js";
 import { forgetAdaptations } from "../../../src/core/llm/model-adaptation.js";
 import { formatSummary } from "../../../src/cli/format-summary.js";
 import type { ProviderOptions, ProviderProfile, ScriptedRequest } from "../../../src/scripted/scripted-openai-server.js";
 import { PROSE_REPLY } from "../../../src/scripted/provider-profiles.js";
 import { chestPainCase } from "../../support/sample-cases.js";
+import { twoImageCase } from "../../support/two-image-case.js";
 
 /**
  * A case under each provider the scripted server plays (src/scripted/provider-profiles.ts, each
@@ -28,22 +27,6 @@ const LONG_NOTES = Array.from(
   (_, i) => `Day ${i + 1}: the patient reported intermittent chest discomfort on exertion, vital signs were stable, the ECG was unchanged and serial troponins were within the reference range. `,
 ).join("");
 
-async function imageCase(id: string) {
-  const base = chestPainCase(id);
-  return prepareCase(
-    {
-      id,
-      question: base.question,
-      notes: base.notes,
-      options: base.options,
-      images: [
-        { id: "ecg", data: smallPng(24, 16).toString("base64") },
-        { id: "cxr", data: jpegWithCanvas(20, 20).toString("base64") },
-      ],
-    },
-    { maxBytes: 5_000_000, maxPixels: 10_000_000, allowPath: false },
-  );
-}
 
 interface Run {
   profile: ProviderProfile;
@@ -61,7 +44,7 @@ async function runCase(r: Run) {
   servers.model.setScenario(r.scenario ?? clinicalScenario({ rolloutAnswers: ["B"] }));
   const cfg = servers.config({ MEDMMV_MODEL: r.model, MEDMMV_JUDGE_MODEL: r.model, ...r.env });
   const id = r.caseId ?? `case-${r.profile}`;
-  const c = r.images ? await imageCase(id) : { ...chestPainCase(id), ...(r.notes ? { notes: r.notes } : {}) };
+  const c = r.images ? await twoImageCase(id) : { ...chestPainCase(id), ...(r.notes ? { notes: r.notes } : {}) };
   const { result } = await new Pipeline(cfg).run(c, pipelineOptions(cfg, { k: 3 }));
   return { result, stats: servers.model.stats() };
 }

@@ -1,8 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
-import { smallPng, jpegWithCanvas } from "../../../src/scripted/image-bytes.js";
-import { prepareCase } from "../../../src/core/intake/case-intake.js";
 import { Pipeline, pipelineOptions } from "../../../src/core/workflow/pipeline.js";
 import { forgetAdaptations } from "../../../src/core/llm/model-adaptation.js";
 import { formatSummary } from "../../../src/cli/format-summary.js";
@@ -10,6 +8,7 @@ import { callCostUsd } from "../../../src/core/llm/usage.js";
 import { catalogEntry } from "../../../src/core/llm/model-catalog.js";
 import type { ProviderOptions, ProviderProfile } from "../../../src/scripted/scripted-openai-server.js";
 import { chestPainCase } from "../../support/sample-cases.js";
+import { twoImageCase } from "../../support/two-image-case.js";
 import { closedPort } from "../../support/closed-port.js";
 import { checkModel } from "../../../src/core/llm/model-probe.js";
 import { scriptedConfig } from "../../../src/scripted/scripted-config.js";
@@ -26,22 +25,6 @@ beforeEach(() => {
   forgetAdaptations();
 });
 
-async function twoImageCase(id: string) {
-  const base = chestPainCase(id);
-  return prepareCase(
-    {
-      id,
-      question: base.question,
-      notes: base.notes,
-      options: base.options,
-      images: [
-        { id: "ecg", data: smallPng(24, 16).toString("base64") },
-        { id: "cxr", data: jpegWithCanvas(20, 20).toString("base64") },
-      ],
-    },
-    { maxBytes: 5_000_000, maxPixels: 10_000_000, allowPath: false },
-  );
-}
 
 async function runCase(profile: ProviderProfile, env: Record<string, string>, opts: { images?: boolean; options?: ProviderOptions; notes?: string } = {}) {
   servers.model.setProvider(profile, opts.options);
