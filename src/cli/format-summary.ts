@@ -4,7 +4,19 @@ const pct = (x: number | null | undefined) => (x === null || x === undefined ? "
 const num = (x: number | null | undefined, d = 2) => (x === null || x === undefined ? "—" : x.toFixed(d));
 
 /** Failures whose message says what the provider or the model decided (a filter, a refusal, a limit). */
-const EXPLAINED_FAILURES = new Set(["CONTENT_FILTERED", "MODEL_REFUSED", "MODEL_PARAMETER_UNSUPPORTED", "CONTEXT_TOO_LONG", "OUTPUT_TRUNCATED"]);
+const EXPLAINED_FAILURES = new Set(["CONTENT_FILTERED", "MODEL_REFUSED", "MODEL_PARAMETER_UNSUPPORTED", "CONTEXT_TOO_LONG", "CONTEXT_TRUNCATED", "MODEL_NO_IMAGES", "QUOTA_EXCEEDED", "OUTPUT_TRUNCATED"]);
+
+/**
+ * The case's cost as known: "unpriced" where no call had a price, the priced part plus the
+ * unpriced calls where some had none, "estimated" where replies stated no usage.
+ */
+export function costText(u: DiagnosisResult["usage"]): string {
+  const unpriced = u.unpricedCalls ?? 0;
+  const estimated = u.estimatedCalls ? ` (estimated: ${u.estimatedCalls} call(s) without usage, counted by a tokenizer)` : "";
+  if (unpriced > 0 && unpriced >= u.llmCalls) return `unpriced (no price for the model: cost unknown)${estimated}`;
+  const priced = `$${u.costUsd.toFixed(4)}`;
+  return `${unpriced > 0 ? `${priced} + ${unpriced} unpriced call(s) of unknown cost` : priced}${estimated}`;
+}
 
 /** How the answers were grouped by meaning, when that differs from the letters or strings (stability.clusters). */
 function clusterNote(r: DiagnosisResult): string {
@@ -62,7 +74,7 @@ export function formatSummary(r: DiagnosisResult): string {
   const rolloutModels = r.provenance.rolloutModels ?? [];
   if (new Set(rolloutModels).size > 1) out.push(`Rollout models: ${rolloutModels.map((m, i) => `${r.stability.rolloutAnswers[i] ?? "×"} ${m}`).join("; ")}`);
   const u = r.usage;
-  out.push(`Usage: ${u.llmCalls} model calls, ${u.searchCalls} searches, ${u.promptTokens}+${u.completionTokens} tokens (${u.cachedPromptTokens ?? 0} prompt tokens from the provider's cache), ${((u.imageBytes ?? 0) / 1024).toFixed(1)} KiB of images sent${u.imageTokens ? ` (${u.imageTokens} image tokens)` : ""}, $${u.costUsd.toFixed(4)}, ${(u.wallMs / 1000).toFixed(1)} s (critical path ${u.criticalPathCalls ?? "?"} calls)`);
+  out.push(`Usage: ${u.llmCalls} model calls, ${u.searchCalls} searches, ${u.promptTokens}+${u.completionTokens} tokens (${u.cachedPromptTokens ?? 0} prompt tokens from the provider's cache), ${((u.imageBytes ?? 0) / 1024).toFixed(1)} KiB of images sent${u.imageTokens ? ` (${u.imageTokens} image tokens)` : ""}, ${costText(u)}, ${(u.wallMs / 1000).toFixed(1)} s (critical path ${u.criticalPathCalls ?? "?"} calls)`);
   const costly = Object.entries(u.byAgent).filter(([, a]) => (a.costUsd ?? 0) > 0);
   if (costly.length) out.push(`Cost by agent: ${costly.map(([agent, a]) => `${agent} $${(a.costUsd ?? 0).toFixed(4)}`).join(", ")}`);
   if (r.budgetExhausted) {

@@ -4,6 +4,13 @@ import { modelConfigOrExplain } from "./model-config.js";
 
 const yes = (v: boolean | null) => (v === null ? "?" : v ? "yes" : "no");
 
+function windowText(w: ModelCheck["contextWindow"]): string {
+  if (!w) return "? (the long probe failed)";
+  if (w.truncates)
+    return `about ${w.tokens} tokens, and the server CUTS longer prompts silently: raise it (Ollama: OLLAMA_CONTEXT_LENGTH, or num_ctx in a Modelfile; llama.cpp: -c) or medmmv fails such calls CONTEXT_TRUNCATED`;
+  return w.tokens !== null ? `${w.tokens} tokens (the server refuses longer prompts)` : `at least ${w.probedTokens} tokens`;
+}
+
 function formatCheck(c: ModelCheck): string {
   if (c.problem) return `${c.model}: NOT CHECKED — ${c.problem.message}`;
   const so = c.structuredOutput!;
@@ -12,6 +19,7 @@ function formatCheck(c: ModelCheck): string {
     `  temperature             ${yes(c.temperature)}`,
     `  structured output       jsonSchema ${yes(so.jsonSchema)}, functionCalling ${yes(so.functionCalling)}, jsonMode ${yes(so.jsonMode)}`,
     `  images per request      ${c.imagesPerRequest === null ? "2 or more" : c.imagesPerRequest === 0 ? "none (no image input)" : c.imagesPerRequest}`,
+    `  context window          ${windowText(c.contextWindow)}`,
     `  output budget parameter ${c.tokenParameter ?? "?"}`,
     `  reasoning               ${yes(c.reasoning)}`,
     "  settings to use:",
@@ -28,7 +36,7 @@ export async function modelsCheckCommand(opts: { json?: boolean }): Promise<numb
   const checks: ModelCheck[] = [];
   for (const model of models) checks.push(await checkModel(config.llm, model));
   if (opts.json) {
-    const shown = checks.map(({ model, temperature, structuredOutput, imagesPerRequest, reasoning, tokenParameter, problem, settings }) => ({ model, temperature, structuredOutput, imagesPerRequest, reasoning, tokenParameter, problem, settings }));
+    const shown = checks.map(({ model, temperature, structuredOutput, imagesPerRequest, contextWindow, reasoning, tokenParameter, problem, settings }) => ({ model, temperature, structuredOutput, imagesPerRequest, contextWindow, reasoning, tokenParameter, problem, settings }));
     process.stdout.write(JSON.stringify(shown.length === 1 ? shown[0] : shown, null, 2) + "\n");
   } else process.stdout.write(checks.map(formatCheck).join("\n\n") + "\n");
   return checks.some((c) => c.problem && c.problem.kind !== "not-probed") ? EXIT.failed : EXIT.ok;

@@ -4292,6 +4292,8 @@ export interface operations {
                                     imageBytes?: number;
                                     imageTokens?: number;
                                     reasoningTokens?: number;
+                                    unpricedCalls?: number;
+                                    estimatedCalls?: number;
                                 };
                             };
                             cacheHits?: number;
@@ -4300,6 +4302,8 @@ export interface operations {
                             imageBytes?: number;
                             imageTokens?: number;
                             reasoningTokens?: number;
+                            unpricedCalls?: number;
+                            estimatedCalls?: number;
                         };
                         provenance: {
                             models: {
@@ -5281,6 +5285,8 @@ export interface operations {
                                         imageBytes?: number;
                                         imageTokens?: number;
                                         reasoningTokens?: number;
+                                        unpricedCalls?: number;
+                                        estimatedCalls?: number;
                                     };
                                 };
                                 cacheHits?: number;
@@ -5289,6 +5295,8 @@ export interface operations {
                                 imageBytes?: number;
                                 imageTokens?: number;
                                 reasoningTokens?: number;
+                                unpricedCalls?: number;
+                                estimatedCalls?: number;
                             };
                             provenance: {
                                 models: {

@@ -34,6 +34,9 @@ export const EnvSchema = z.object({
   ANTHROPIC_BASE_URL: z.string().url().optional().describe("Base URL of the Anthropic Messages API for anthropic:… models (a proxy or a test server), without /v1. Unset: https://api.anthropic.com."),
   GOOGLE_API_KEY: z.string().optional().describe("API key for google-genai:… models (the Gemini API through @langchain/google-genai)."),
   GOOGLE_GENAI_BASE_URL: z.string().url().optional().describe("Base URL of the Gemini API for google-genai:… models (a proxy or a test server), without /v1beta. Unset: https://generativelanguage.googleapis.com."),
+  AWS_REGION: z.string().optional().describe("AWS region of bedrock:… models (Amazon Bedrock's Converse API through @langchain/aws), e.g. us-east-1; AWS_DEFAULT_REGION is read when it is unset. Credentials come from the standard AWS chain (an IAM role, AWS_PROFILE, AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN), never from medmmv's own variables."),
+  AWS_DEFAULT_REGION: z.string().optional().describe("AWS region for bedrock:… models when AWS_REGION is unset (the AWS CLI's older name)."),
+  MEDMMV_BEDROCK_ENDPOINT: z.string().url().optional().describe("Endpoint of Bedrock's runtime API for bedrock:… models: a VPC interface endpoint (PrivateLink), a FIPS endpoint, or a test server. Unset: https://bedrock-runtime.<region>.amazonaws.com."),
   MEDMMV_EXECUTOR_BASE_URL: z.string().url().optional().describe("The executor's own endpoint, overriding its provider's (OPENAI_BASE_URL, ANTHROPIC_BASE_URL or GOOGLE_GENAI_BASE_URL) for this role only."),
   MEDMMV_EXECUTOR_API_KEY: z.string().optional().describe("The executor's own API key, overriding its provider's key for this role only."),
   MEDMMV_VISION_BASE_URL: z.string().url().optional().describe("The vision role's own endpoint, overriding its provider's for this role only (a mixed-vendor panel: e.g. MEDMMV_VISION_MODEL=google-genai:gemini-2.5-flash with its own URL)."),
@@ -165,9 +168,11 @@ export const EnvSchema = z.object({
 });
 
 /** USD per million tokens, per model; `cachedInput` for prompt tokens served from the provider's prompt cache. */
-export type Prices = Record<string, { input: number; output: number; cachedInput?: number }>;
+/** USD per million tokens, with where each price comes from (`source`) and when it was read (`asOf`, where known). */
+export type Prices = Record<string, { input: number; output: number; cachedInput?: number; source?: string; asOf?: string }>;
 export type ImageDetail = "auto" | "low" | "high";
-const PriceTable = z.record(z.string(), z.object({ input: z.number().min(0), output: z.number().min(0), cachedInput: z.number().min(0).optional() }).strict());
+// `source` and `asOf`: where the price comes from and when it was read (the provider's price page and its date); said in provenance.
+const PriceTable = z.record(z.string(), z.object({ input: z.number().min(0), output: z.number().min(0), cachedInput: z.number().min(0).optional(), source: z.string().optional(), asOf: z.string().optional() }).strict());
 
 export interface Config {
   llm: {
@@ -199,6 +204,8 @@ export interface Config {
     anthropic: { apiKey: string | null; baseUrl: string | null };
     /** google-genai:… models (Gemini API): key and base URL (null: the SDK's default). */
     google: { apiKey: string | null; baseUrl: string | null };
+    /** bedrock:… models (Converse API): region and endpoint (null: the SDK's default for the region); credentials from the AWS chain. */
+    bedrock?: { region: string | null; endpoint: string | null };
     /** A role's own endpoint and key, overriding its provider's for that role only (null: the provider's). */
     roleEndpoints: Record<"executor" | "vision" | "judge", { baseUrl: string | null; apiKey: string | null }>;
     /** Models the k rollouts are spread over, round-robin; empty: all on the executor's. */
@@ -331,8 +338,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const configuredModels = [executor, e.MEDMMV_VISION_MODEL ?? executor, e.MEDMMV_JUDGE_MODEL ?? executor, ...csvList(e.MEDMMV_ROLLOUT_MODELS)];
   // models.dev's prices for the models it knows; MEDMMV_PRICES(_FILE) override them. An unknown model has none.
   const statedPrices: Prices = {
-    ...(e.MEDMMV_PRICES_FILE ? parsePrices(readPricesFile(e.MEDMMV_PRICES_FILE), `MEDMMV_PRICES_FILE (${e.MEDMMV_PRICES_FILE})`) : {}),
-    ...(e.MEDMMV_PRICES ? parsePrices(e.MEDMMV_PRICES, "MEDMMV_PRICES") : {}),
+    ...(e.MEDMMV_PRICES_FILE ? parsePrices(readPricesFile(e.MEDMMV_PRICES_FILE), `MEDMMV_PRICES_FILE (${e.MEDMMV_PRICES_FILE})`, "MEDMMV_PRICES_FILE") : {}),
+    ...(e.MEDMMV_PRICES ? parsePrices(e.MEDMMV_PRICES, "MEDMMV_PRICES", "MEDMMV_PRICES") : {}),
   };
   // A price stated for a model, under its full name or without its provider prefix, wins over the catalog's.
   const prices: Prices = { ...catalogPrices(configuredModels.filter((m) => m !== null && !priceOf(statedPrices, m))), ...statedPrices };
@@ -399,6 +406,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       reasoningEffort: parseReasoningEffort(e.MEDMMV_REASONING_EFFORT),
       anthropic: { apiKey: e.ANTHROPIC_API_KEY ?? null, baseUrl: e.ANTHROPIC_BASE_URL?.replace(/\/+$/, "") ?? null },
       google: { apiKey: e.GOOGLE_API_KEY ?? null, baseUrl: e.GOOGLE_GENAI_BASE_URL?.replace(/\/+$/, "") ?? null },
+      bedrock: { region: e.AWS_REGION ?? e.AWS_DEFAULT_REGION ?? null, endpoint: e.MEDMMV_BEDROCK_ENDPOINT?.replace(/\/+$/, "") ?? null },
       roleEndpoints,
       rolloutModels,
     },
@@ -483,9 +491,10 @@ function parseTenantServers(json: string): Record<string, string[]> {
   }
 }
 
-function parsePrices(json: string, source: string): Prices {
+function parsePrices(json: string, source: string, variable: string): Prices {
   try {
-    return PriceTable.parse(JSON.parse(json));
+    // A price that does not say where it came from is the operator's, through this variable.
+    return Object.fromEntries(Object.entries(PriceTable.parse(JSON.parse(json))).map(([m, p]) => [m, { ...p, source: p.source ?? variable }]));
   } catch {
     throw new MedmmvError("CONFIG_INVALID", `${source} must be JSON like {"gpt-4o":{"input":2.5,"cachedInput":1.25,"output":10}} (USD per million tokens; cachedInput optional)`);
   }
@@ -541,7 +550,7 @@ function storeOf(e: { DATABASE_URL?: string; MEDMMV_DATA_DIR: string }): Config[
 }
 
 /** The variable that holds each keyed provider's key, for messages that say what to set. */
-export const PROVIDER_KEY_VARIABLE: Record<Exclude<ModelProvider, "openai">, string> = {
+export const PROVIDER_KEY_VARIABLE: Record<Exclude<ModelProvider, "openai" | "bedrock">, string> = {
   anthropic: "ANTHROPIC_API_KEY",
   "google-genai": "GOOGLE_API_KEY",
   azure_openai: "AZURE_OPENAI_API_KEY",
@@ -556,12 +565,13 @@ export const PROVIDER_KEY_VARIABLE: Record<Exclude<ModelProvider, "openai">, str
  */
 function assertProviderKeys(
   models: Array<{ variable: string; spec: string | null; baseUrl: string | null; apiKey: string | null; role?: string }>,
-  keys: Record<Exclude<ModelProvider, "openai">, string | null>,
+  keys: Record<Exclude<ModelProvider, "openai" | "bedrock">, string | null>,
 ): void {
   for (const { variable, spec, baseUrl, apiKey, role } of models) {
     if (!spec) continue;
     const { provider } = parseModelSpec(spec);
-    if (provider === null || provider === "openai" || apiKey !== null) continue;
+    // Bedrock signs with the AWS credential chain's keys (SigV4): there is no API key to check.
+    if (provider === null || provider === "openai" || provider === "bedrock" || apiKey !== null) continue;
     if (baseUrl !== null)
       throw new MedmmvError("CONFIG_MISSING", `MEDMMV_${role}_BASE_URL is set for ${spec}: set MEDMMV_${role}_API_KEY too (${PROVIDER_KEY_VARIABLE[provider]} is not sent to a role's own endpoint)`);
     if (keys[provider] === null) throw new MedmmvError("CONFIG_MISSING", `${variable} names ${spec}: set ${PROVIDER_KEY_VARIABLE[provider]}${role ? ` (or the role's own MEDMMV_${role}_API_KEY)` : ""}`);

@@ -36,6 +36,10 @@ export interface UsageTotals {
   completionTokens: number;
   costUsd: number;
   wallMs: number;
+  /** Model calls without a price (costUsd leaves them out: reports say "unpriced"); absent when none. */
+  unpricedCalls?: number;
+  /** Model calls whose tokens were a tokenizer's estimate (their reply had no usage); absent when none. */
+  estimatedCalls?: number;
 }
 
 export interface EvalMetrics {

@@ -111,8 +111,8 @@ export function computeMetrics(records: readonly ResultRecord[]): EvalMetrics {
   const n = records.length;
   const per = (x: number) => (n === 0 ? 0 : x / n);
   const answered = n - failed;
-  const { llmCalls, searchCalls, promptTokens, completionTokens } = meter.snapshot(wallMs);
-  const total: UsageTotals = { llmCalls, searchCalls, promptTokens, completionTokens, costUsd, wallMs };
+  const { llmCalls, searchCalls, promptTokens, completionTokens, unpricedCalls, estimatedCalls } = meter.snapshot(wallMs);
+  const total: UsageTotals = { llmCalls, searchCalls, promptTokens, completionTokens, costUsd, wallMs, ...(unpricedCalls ? { unpricedCalls } : {}), ...(estimatedCalls ? { estimatedCalls } : {}) };
 
   let reliability: EvalMetrics["reliability"] = null;
   if (ratings.length > 0 || ratingFailures > 0) {

@@ -20,10 +20,10 @@ function stratumCount(c: { n: number; items?: number; runs?: number }): string {
 }
 
 /** A cost that leaves out unpriced calls says so: "unpriced" where nothing was priced, "≥ x" where some was. */
-function costCells(perItem: number, total: number, unpriced: readonly string[] | undefined): [string, string] {
-  if (!unpriced?.length) return [fix(perItem, 4), fix(total, 4)];
-  if (total === 0) return ["unpriced", "unpriced"];
-  return [`≥ ${fix(perItem, 4)}`, `≥ ${fix(total, 4)} (+ unpriced)`];
+function costCells(perItem: number, total: number, unpriced: readonly string[] | undefined, unpricedCalls: number, calls: number): [string, string] {
+  if (!unpriced?.length && unpricedCalls === 0) return [fix(perItem, 4), fix(total, 4)];
+  if (total === 0 || (unpricedCalls > 0 && unpricedCalls >= calls)) return ["unpriced", "unpriced"];
+  return [`≥ ${fix(perItem, 4)}`, `≥ ${fix(total, 4)} (+ ${unpricedCalls ? `${unpricedCalls} unpriced call(s)` : "unpriced"})`];
 }
 
 export function buildSummary(
@@ -186,7 +186,9 @@ export function summaryMarkdown(s: EvalSummary): string {
         ["search calls", fix(u.perItem.searchCalls, 1), String(u.total.searchCalls)],
         ["prompt tokens", fix(u.perItem.promptTokens, 0), String(u.total.promptTokens)],
         ["completion tokens", fix(u.perItem.completionTokens, 0), String(u.total.completionTokens)],
-        ["cost (USD)", ...costCells(u.perItem.costUsd, u.total.costUsd, s.unpriced)],
+        // A run's unpriced calls have no cost to show (never $0); estimated counts say so.
+        ["cost (USD)", ...costCells(u.perItem.costUsd, u.total.costUsd, s.unpriced, u.total.unpricedCalls ?? 0, u.total.llmCalls)],
+        ...(u.total.estimatedCalls ? [["calls counted by a tokenizer estimate (no usage in the reply)", "", String(u.total.estimatedCalls)]] : []),
         ...(s.costPerCorrect ? [["cost per correct answer (USD)", "", estimateText(s.costPerCorrect, 4, 1)]] : []),
         ["wall time (s)", fix(u.perItem.wallMs / 1000, 1), fix(u.total.wallMs / 1000, 1)],
       ],

@@ -220,6 +220,9 @@ export function clinicalScenario(o: ClinicalScenarioOptions = {}): Scenario {
         };
       },
       "equivalence-judge": (req) => (o.judgeReply !== undefined ? o.judgeReply : judgeEquivalence(req.text, o.synonyms)),
+      // The content-free probe of a server's rules (format-probe.ts: `models check`, and the client's
+      // check after a prose reply), answered as the model would when it obeys the format.
+      "models-check": { ok: true },
       "coherence-judge": (req) => {
         const a = pathAnswer(req.text);
         return { coherence: o.coherence?.[a] ?? 0.8, rationale: "Each step follows from the previous one." };

@@ -26,7 +26,7 @@ import {
   type TrackedCall,
 } from "./faults.js";
 import { SimulatedPromptCache, type PromptCacheOptions } from "./prompt-cache.js";
-import { PROSE_REPLY, azureFilterResult, judgeRequest, type ProviderOptions, type ProviderProfile } from "./provider-profiles.js";
+import { PROSE_REPLY, azureFilterResult, isThrottle, judgeRequest, type ProviderOptions, type ProviderProfile } from "./provider-profiles.js";
 import { ScriptedVendorRoutes } from "./scripted-vendor-routes.js";
 import { isRecord } from "../core/contracts/is-record.js";
 import { AGENT_MARKER, estimateTokens } from "./scripted-wire.js";
@@ -306,6 +306,8 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
   let provider: ProviderProfile = opts.provider ?? "openai";
   let providerOptions: ProviderOptions = opts.providerOptions ?? {};
   let revealed = new Set<string>();
+  /** Requests the provider's rate limit (or an upstream error) refused so far (ProviderOptions.throttle). */
+  let throttled = 0;
   let brokenAfterReveal: Array<{ globalIndex: number; agent: string; rule: string }> = [];
 
   const reject = (res: http.ServerResponse, status: number, message: string, code: string | null = null): void => {
@@ -384,14 +386,21 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
     };
 
     // The provider's rules first: a request it refuses never reaches the script.
-    const verdict = judgeRequest(provider, providerOptions, { body, text: parsed.text, imagesPerMessage: parsed.imagesPerMessage });
+    const verdict = judgeRequest(provider, providerOptions, { body, text: parsed.text, imagesPerMessage: parsed.imagesPerMessage, promptTokens: estimateTokens(parsed.text.length), throttled });
     entry.rulesBroken = verdict.breaks;
-    for (const rule of verdict.breaks) if (revealed.has(rule)) brokenAfterReveal.push({ globalIndex, agent, rule });
+    // A content-free probe (`models check`, and the client's check that a prose reply was the
+    // server's rule and not the case's content: format-probe.ts) asks about a rule on purpose.
+    const probe = agent === "models-check";
+    for (const rule of verdict.breaks) if (revealed.has(rule) && !probe) brokenAfterReveal.push({ globalIndex, agent, rule });
     if (verdict.refusal) {
       await harness.sleep(latencyMs, call, entry.start);
       if (call.signal.aborted) return;
-      send(verdict.refusal.status, JSON.stringify(verdict.refusal.body));
-      revealed.add(verdict.refusal.reveals);
+      const { status, body: refusal, headers, reveals } = verdict.refusal;
+      // A string body goes as plain text (TGI's JSON extractor answers so).
+      if (typeof refusal === "string") send(status, refusal, { "content-type": "text/plain; charset=utf-8", ...headers });
+      else send(status, JSON.stringify(refusal), headers);
+      if (isThrottle(reveals)) throttled++;
+      else revealed.add(reveals);
       return;
     }
 
@@ -474,7 +483,8 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
         finishReason = "content_filter";
       }
       const imageTokens = statesImageTokens ? parsed.imageDetails.reduce((n, d) => n + scriptedImageTokens(d), 0) : null;
-      const promptTokens = estimateTokens(parsed.text.length) + (imageTokens ?? 0);
+      // A server that cut the prompt states only the tokens it kept (Ollama).
+      const promptTokens = (verdict.keptPromptTokens ?? estimateTokens(parsed.text.length)) + (imageTokens ?? 0);
       const reasoningTokens = provider === "openai-reasoning" ? (providerOptions.reasoningTokens ?? 64) : null;
       const completionTokens = (filteredReply ? 0 : estimateTokens(text.length)) + (reasoningTokens ?? 0);
       const cachedTokens = promptCache?.lookup(messages, promptTokens) ?? null;
@@ -490,7 +500,7 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
           model,
           system_fingerprint: "scripted",
           choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason, ...(filteredReply ? { content_filter_results: azureFilterResult("self_harm") } : {}) }],
-          usage: {
+          ...(providerOptions.omitsUsage ? {} : { usage: {
             prompt_tokens: promptTokens,
             completion_tokens: completionTokens,
             total_tokens: promptTokens + completionTokens,
@@ -498,7 +508,8 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
               ? { prompt_tokens_details: { ...(cachedTokens !== null ? { cached_tokens: cachedTokens, audio_tokens: 0 } : {}), ...(imageTokens !== null ? { image_tokens: imageTokens } : {}) } }
               : {}),
             ...(reasoningTokens !== null ? { completion_tokens_details: { reasoning_tokens: reasoningTokens } } : {}),
-          },
+            ...(verdict.statesCostPerToken !== undefined ? { cost: Number(((promptTokens + completionTokens) * verdict.statesCostPerToken).toFixed(8)) } : {}),
+          } }),
         }),
       };
     };
@@ -519,7 +530,8 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
 
     const made = await reply();
     if (call.signal.aborted || made === null) return;
-    send(made.status, made.payload, made.headers);
+    send(made.status, made.payload, { ...verdict.headers, ...made.headers });
+    if (verdict.keptPromptTokens !== undefined) revealed.add("context");
     if (verdict.prose) revealed.add(verdict.prose.reveals);
   };
 
@@ -571,6 +583,7 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
       provider = p;
       providerOptions = o;
       revealed = new Set();
+      throttled = 0;
       brokenAfterReveal = [];
     },
     addFault: (f) => faults.add(f),
@@ -597,6 +610,7 @@ export async function startScriptedOpenAI(opts: ScriptedOpenAIOptions): Promise<
       byAgent = new Map();
       log = [];
       revealed = new Set();
+      throttled = 0;
       brokenAfterReveal = [];
       promptCache?.reset();
       faults.resetRandom();

@@ -1,26 +1,34 @@
 /**
  * The native provider endpoints the scripted server also answers, beside chat completions:
- * Anthropic's Messages API and Gemini's generateContent. Both translate to and from the
+ * Anthropic's Messages API, Gemini's generateContent and Amazon Bedrock's Converse API. Both translate to and from the
  * scripted chat-completions route (vendor-relay.ts), so one scenario drives every provider.
  */
 import type http from "node:http";
 import { ANTHROPIC_MESSAGES_PATH, ScriptedAnthropicRoutes } from "./scripted-anthropic-routes.js";
 import { GEMINI_PATH, ScriptedGeminiRoutes } from "./scripted-gemini-routes.js";
+import { BEDROCK_CONVERSE_PATH, ScriptedBedrockRoutes } from "./scripted-bedrock-routes.js";
 
 export class ScriptedVendorRoutes {
   readonly anthropic: ScriptedAnthropicRoutes;
   readonly gemini: ScriptedGeminiRoutes;
+  readonly bedrock: ScriptedBedrockRoutes;
 
   /** `chatUrl`: the scripted chat-completions route of the same server (known once it listens). */
   constructor(chatUrl: () => string) {
     this.anthropic = new ScriptedAnthropicRoutes(chatUrl);
     this.gemini = new ScriptedGeminiRoutes(chatUrl);
+    this.bedrock = new ScriptedBedrockRoutes(chatUrl);
   }
 
   /** Answers the request when it is one of these endpoints' (true), else leaves it untouched (false). */
   async handle(req: http.IncomingMessage, res: http.ServerResponse, path: string): Promise<boolean> {
     if (path === ANTHROPIC_MESSAGES_PATH) {
       await this.anthropic.handle(req, res);
+      return true;
+    }
+    const bedrock = BEDROCK_CONVERSE_PATH.exec(path);
+    if (bedrock) {
+      await this.bedrock.handle(req, res, decodeURIComponent(bedrock[1]!));
       return true;
     }
     const gemini = GEMINI_PATH.exec(path);
@@ -34,6 +42,7 @@ export class ScriptedVendorRoutes {
   reset(): void {
     this.anthropic.reset();
     this.gemini.reset();
+    this.bedrock.reset();
   }
 }
 

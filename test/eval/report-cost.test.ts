@@ -27,3 +27,14 @@ describe("cost in the eval report", () => {
     expect(compareSummaries([a, other], ["mmv", "cot"])).toMatch(/\| cost ÷ CoT \(same input\)\s*\|\s*—\s*\|\s*1\.0×\s*\|/);
   });
 });
+
+describe("unknown cost in the eval report", () => {
+  it("a run of an unpriced model says unpriced, never $0; estimated calls are counted", () => {
+    const unpriced = [0, 1].map((i) => resultRecord(`q${i}`, 0, "completed", { correct: true, usage: { ...usage(0), unpricedCalls: 1, estimatedCalls: 1 } }));
+    const s = buildSummary(unpriced, runManifest("cot", "cot"), { planned: 2, complete: true });
+    expect(s.usage.total).toMatchObject({ unpricedCalls: 2, estimatedCalls: 2 });
+    const md = summaryMarkdown(s);
+    expect(md).toMatch(/\| cost \(USD\)\s*\|\s*unpriced\s*\|\s*unpriced\s*\|/);
+    expect(md).toMatch(/tokenizer estimate.*\|\s*2\s*\|/);
+  });
+});

@@ -109,6 +109,10 @@ export const AgentUsage = z.object({
   imageTokens: z.number().int().optional(),
   /** Completion tokens the model spent reasoning (usage.completion_tokens_details.reasoning_tokens); part of completionTokens, billed as output. */
   reasoningTokens: z.number().int().optional(),
+  /** Calls of a model without a price (none stated by the provider, the configuration or the catalog): their cost is unknown, not 0. */
+  unpricedCalls: z.number().int().optional(),
+  /** Calls whose reply had no usage: their tokens were counted from the text by a tokenizer estimate. */
+  estimatedCalls: z.number().int().optional(),
 });
 export const Usage = z.object({
   llmCalls: z.number().int(),
@@ -129,6 +133,10 @@ export const Usage = z.object({
   imageTokens: z.number().int().optional(),
   /** Completion tokens reasoning models spent thinking, over all calls; part of completionTokens, billed at the output rate. */
   reasoningTokens: z.number().int().optional(),
+  /** Model calls whose cost is unknown (no price anywhere): costUsd leaves them out, and reports say "unpriced". */
+  unpricedCalls: z.number().int().optional(),
+  /** Model calls counted by a tokenizer estimate (their reply had no usage): their tokens and cost are estimates. */
+  estimatedCalls: z.number().int().optional(),
 });
 export type Usage = z.infer<typeof Usage>;
 

@@ -24,6 +24,9 @@ export type ErrorCode =
   | "MODEL_REFUSED" // the model declined to answer (message.refusal)
   | "MODEL_PARAMETER_UNSUPPORTED" // the model refuses a parameter we cannot do without
   | "CONTEXT_TOO_LONG" // the prompt does not fit the model's context window
+  | "CONTEXT_TRUNCATED" // the server answered 200 but cut the prompt to its window (Ollama): the model did not see the whole case
+  | "MODEL_NO_IMAGES" // the model takes no images (a text-only model, llama.cpp without --mmproj); not retried
+  | "QUOTA_EXCEEDED" // the account's credit, quota or spend limit is exhausted (a billing stop, not a rate limit); not retried
   | "OUTPUT_TRUNCATED" // the reply hit its output limit, also after a re-ask with a larger budget
   | "SEARCH_FAILED"
   | "ABORTED"

@@ -41,11 +41,12 @@ export const GOOGLE_GENAI_DEFAULT_BASE_URL = "https://generativelanguage.googlea
  * are imported the first time a model of theirs is about to be called (`RoleModels.ready`): a
  * process whose models are all on OpenAI-compatible endpoints never loads them.
  */
-const integrations: { anthropic?: typeof import("./anthropic-chat-model.js"); google?: typeof import("./gemini-chat-model.js") } = {};
+const integrations: { anthropic?: typeof import("./anthropic-chat-model.js"); google?: typeof import("./gemini-chat-model.js"); bedrock?: typeof import("./bedrock-chat-model.js") } = {};
 
 async function loadIntegration(provider: ModelProvider): Promise<void> {
   if (provider === "anthropic") integrations.anthropic ??= await import("./anthropic-chat-model.js");
   else if (provider === "google-genai") integrations.google ??= await import("./gemini-chat-model.js");
+  else if (provider === "bedrock") integrations.bedrock ??= await import("./bedrock-chat-model.js");
 }
 
 function integration<K extends keyof typeof integrations>(name: K): NonNullable<(typeof integrations)[K]> {
@@ -110,7 +111,9 @@ export class RoleModels {
         ? this.cfg.anthropic
         : provider === "google-genai"
           ? this.cfg.google
-          : provider === "azure_openai"
+          : provider === "bedrock"
+            ? { baseUrl: this.cfg.bedrock?.endpoint ?? null, apiKey: null }
+            : provider === "azure_openai"
             ? { baseUrl: this.cfg.azure?.endpoint ?? (this.cfg.azure?.instanceName ? `https://${this.cfg.azure.instanceName}.openai.azure.com` : null), apiKey: this.cfg.azure?.apiKey ?? null }
             : { baseUrl: this.cfg.baseUrl, apiKey: this.cfg.apiKey };
     return own.baseUrl ? { spec, model: parsed.model, provider, baseUrl: own.baseUrl, apiKey: own.apiKey } : { spec, model: parsed.model, provider, baseUrl: defaults.baseUrl, apiKey: own.apiKey ?? defaults.apiKey };
@@ -126,7 +129,8 @@ export class RoleModels {
   structuredMethod(role: Role, spec?: string): StructuredMethodOf | null {
     if (this.isCustom(role, spec)) return null;
     const { provider } = this.target(role, spec);
-    if (provider === "anthropic") return "functionCalling";
+    // Bedrock's Converse API asks for JSON by a forced tool (toolChoice), which ChatBedrockConverse renders.
+    if (provider === "anthropic" || provider === "bedrock") return "functionCalling";
     if (provider === "google-genai") return this.cfg.structuredOutput === "functionCalling" ? "functionCalling" : "jsonSchema";
     return null;
   }
@@ -138,6 +142,7 @@ export class RoleModels {
     if (t.provider === "anthropic") return `${(t.baseUrl ?? ANTHROPIC_DEFAULT_BASE_URL).replace(/\/+$/, "")}/v1/messages`;
     if (t.provider === "google-genai") return `${(t.baseUrl ?? GOOGLE_GENAI_DEFAULT_BASE_URL).replace(/\/+$/, "")}/v1beta/models/${t.model}:generateContent`;
     if (t.provider === "azure_openai") return `${t.baseUrl ?? "https://<AZURE_OPENAI_API_INSTANCE_NAME>.openai.azure.com"}/openai/deployments/${t.model}/chat/completions`;
+    if (t.provider === "bedrock") return `${t.baseUrl ?? `https://bedrock-runtime.${this.cfg.bedrock?.region ?? "<AWS_REGION>"}.amazonaws.com`}/model/${encodeURIComponent(t.model)}/converse`;
     return `${(t.baseUrl ?? OPENAI_DEFAULT_BASE_URL).replace(/\/+$/, "")}/chat/completions`;
   }
 
@@ -207,6 +212,11 @@ export class RoleModels {
     // LangChain's usage metadata), and its timeout is our per-attempt abort alone (gemini-chat-model.ts).
     if (t.provider === "google-genai")
       return new (integration("google").AbortableChatGoogleGenerativeAI)({ ...common, ...(maxTokens !== undefined ? { maxOutputTokens: maxTokens } : {}), apiKey: t.apiKey ?? undefined, baseUrl: t.baseUrl ?? GOOGLE_GENAI_DEFAULT_BASE_URL });
+    if (t.provider === "bedrock") {
+      const region = this.cfg.bedrock?.region;
+      if (!region) throw new MedmmvError("CONFIG_MISSING", `${t.spec} is an Amazon Bedrock model: set AWS_REGION (credentials come from the AWS chain: an IAM role, AWS_PROFILE or AWS_ACCESS_KEY_ID)`);
+      return integration("bedrock").bedrockChatModel({ model: t.model, region, endpoint: t.baseUrl, ...(temperature !== undefined ? { temperature: Math.min(temperature, 1) } : {}), ...(maxTokens !== undefined ? { maxTokens } : {}), timeoutMs: timeout });
+    }
     if (t.provider === "azure_openai") {
       const az = this.cfg.azure;
       if (!t.apiKey || !t.baseUrl) throw new MedmmvError("CONFIG_MISSING", `${t.spec} is an Azure OpenAI deployment: set AZURE_OPENAI_API_KEY and AZURE_OPENAI_ENDPOINT (or AZURE_OPENAI_API_INSTANCE_NAME)`);
@@ -249,4 +259,5 @@ export function providerVariables(roles: RoleModels, role: Role, spec?: string):
 const NATIVE_VARIABLES: Partial<Record<ModelProvider, { url: string; key: string }>> = {
   anthropic: { url: "ANTHROPIC_BASE_URL", key: "ANTHROPIC_API_KEY" },
   "google-genai": { url: "GOOGLE_GENAI_BASE_URL", key: "GOOGLE_API_KEY" },
+  bedrock: { url: "MEDMMV_BEDROCK_ENDPOINT / AWS_REGION", key: "the AWS credential chain (the IAM role, AWS_PROFILE, or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)" },
 };

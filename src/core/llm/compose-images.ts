@@ -61,6 +61,7 @@ async function sideBySide(urls: string[]): Promise<string> {
 export async function fitImages(messages: ChatMessage[], limit: number | null): Promise<ChatMessage[]> {
   const total = imageCount(messages);
   if (limit === null || total <= limit) return messages;
+  if (limit === 0) return withoutImages(messages, total);
   // Groups as even as possible, in order: with a limit of 2, five images go as 3 + 2.
   const sizes = Array.from({ length: limit }, (_, i) => Math.floor(total / limit) + (i < total % limit ? 1 : 0));
   const urls: string[] = [];
@@ -92,6 +93,27 @@ export async function fitImages(messages: ChatMessage[], limit: number | null): 
         content.push({ type: "text", text: `[The next picture shows images ${g.first} to ${g.last} of ${total} side by side, left to right, separated by white gaps: this server takes at most ${limit} picture(s) per request.]` });
       content.push({ type: "image_url", image_url: { ...p.image_url, url: g.url } });
       if (index === g.last) group++;
+    }
+    return { ...m, content };
+  });
+}
+
+/**
+ * The messages without their images, for a model that takes none (`imagesPerRequest: 0`: a
+ * text-only model). The prompt says so where the images were, so the model does not reason as
+ * if it saw them; provenance names the model's limit (LlmClient.modelBehaviour).
+ */
+function withoutImages(messages: ChatMessage[], total: number): ChatMessage[] {
+  let noted = false;
+  return messages.map((m) => {
+    if (typeof m.content === "string" || !m.content.some((p) => p.type === "image_url")) return m;
+    const content: ContentPart[] = [];
+    for (const p of m.content) {
+      if (p.type !== "image_url") content.push(p);
+      else if (!noted) {
+        noted = true;
+        content.push({ type: "text", text: `[${total} image(s) of this case are not shown: this model takes no images. Use only the findings the text states.]` });
+      }
     }
     return { ...m, content };
   });

@@ -25,6 +25,16 @@ export function promptChars(messages: ChatMessage[]): number {
   return n;
 }
 
+/** Characters of prompt text alone (no image data): what a tokenizer's count of the prompt follows. */
+export function textChars(messages: ChatMessage[]): number {
+  let n = 0;
+  for (const m of messages) {
+    if (typeof m.content === "string") n += m.content.length;
+    else for (const p of m.content) if (p.type === "text") n += p.text.length;
+  }
+  return n;
+}
+
 /** Decoded bytes of the images (base64 data URLs) in the messages. */
 export function imageBytes(messages: ChatMessage[]): number {
   let n = 0;

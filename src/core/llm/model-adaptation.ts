@@ -13,6 +13,8 @@ export interface Adaptation {
   /** The mode now in use and why the ones before it were left. */
   structuredOutput?: { mode: StructuredMethod; reasons: string[] };
   imagesPerRequest?: number;
+  /** The most prompt tokens the server kept of a prompt it cut without refusing it (context-truncation.ts). */
+  keptPromptTokens?: number;
 }
 
 const learned = new Map<string, Adaptation>();
@@ -33,6 +35,20 @@ export function adapted(profile: ModelProfile, endpoint: string): ModelProfile {
     structuredOutput: structuredOutput.length ? structuredOutput : profile.structuredOutput,
     imagesPerRequest: a.imagesPerRequest !== undefined ? Math.min(a.imagesPerRequest, profile.imagesPerRequest ?? Infinity) : profile.imagesPerRequest,
   };
+}
+
+/**
+ * A server that cut a prompt to `kept` tokens and answered 200 (Ollama): recorded for the
+ * process, so that later prompts it would cut the same way fail before they are sent instead of
+ * being answered without the whole case.
+ */
+export function learnTruncation(endpoint: string, model: string, kept: number): void {
+  const key = keyOf(endpoint, model);
+  const a = { ...learned.get(key) };
+  if (a.keptPromptTokens !== undefined && a.keptPromptTokens <= kept) return;
+  a.keptPromptTokens = kept;
+  learned.set(key, a);
+  process.emitWarning(`model ${model} at ${endpoint} cut a prompt to ${kept} tokens without refusing it: its context window is too small for medmmv's prompts`, { code: "MEDMMV_MODEL_ADAPTED" });
 }
 
 /** What was learned about a model at an endpoint, for provenance; undefined: nothing. */
@@ -170,8 +186,28 @@ export async function firstContact(endpoint: string, model: string, kind: "any" 
   }
 }
 
+/** Rules confirmed or refuted by a content-free probe, per endpoint, model and question (the answer, once known). */
+const confirmed = new Map<string, Promise<boolean>>();
+
+/**
+ * The answer to `ask` for `key`, asked once for the process (calls asking meanwhile share it).
+ * A probe that fails (an outage, a timeout) teaches nothing and is asked again next time.
+ */
+export function confirmRule(key: string, ask: () => Promise<boolean>): Promise<boolean> {
+  let answer = confirmed.get(key);
+  if (!answer) {
+    answer = ask().catch(() => {
+      confirmed.delete(key);
+      return false;
+    });
+    confirmed.set(key, answer);
+  }
+  return answer;
+}
+
 /** Forget everything learned (tests that start a fresh server on a reused port). */
 export function forgetAdaptations(): void {
   learned.clear();
   contacted.clear();
+  confirmed.clear();
 }

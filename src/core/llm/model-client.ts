@@ -15,13 +15,17 @@ import { withReplyTap, type ReplyTap } from "./model-fetch.js";
 import { StructuredOutputFormats } from "./structured-output.js";
 import { explainProviderFailure, modelFailure } from "./provider-errors.js";
 import { rejectionOf, type Rejection } from "./provider-rejection.js";
-import { adaptationOf, firstContact, learn, rulesKnownBeforeFirstReply, type Adaptation } from "./model-adaptation.js";
+import { adaptationOf, confirmRule, firstContact, learn, learnTruncation, rulesKnownBeforeFirstReply, type Adaptation } from "./model-adaptation.js";
 import type { ModelProfile, StructuredMethod } from "./model-profile.js";
 import { roleProfile } from "./role-profiles.js";
 import { fitImages, imageCount } from "./compose-images.js";
 import { readReplyJson, readWireJson } from "./reply-json.js";
-import { imageBytes, promptChars, toLangChainMessages, withImageDetail, type ChatMessage } from "./messages.js";
+import { imageBytes, promptChars, textChars, textOf, toLangChainMessages, withImageDetail, type ChatMessage } from "./messages.js";
+import { CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN, truncatedPrompt } from "./context-truncation.js";
+import { estimateTokens } from "./token-estimate.js";
+import { FORMAT_PROBE_MESSAGES, FormatProbe } from "./format-probe.js";
 import type { CallChain, UsageMeter } from "./usage.js";
+import { priceOf } from "./model-spec.js";
 
 export type { Role } from "./chat-models.js";
 
@@ -82,6 +86,14 @@ function isProse(raw: AIMessage | undefined, tap: ReplyTap): boolean {
   const content = raw?.content ?? tap.message?.content;
   const text = typeof content === "string" ? content : Array.isArray(content) ? JSON.stringify(content) : "";
   return text.trim() !== "" && !text.includes("{");
+}
+
+/** The text of a reply (its content, or its tool call's arguments), for a token estimate. */
+function replyText(raw: AIMessage | undefined, tap: ReplyTap): string {
+  const content = raw?.content ?? tap.message?.content;
+  const text = typeof content === "string" ? content : Array.isArray(content) ? JSON.stringify(content) : "";
+  const args = (raw?.tool_calls ?? []).map((c) => JSON.stringify(c.args)).join("") || (tap.message?.tool_calls ?? []).map((c) => String(c.function?.arguments ?? "")).join("");
+  return text + args;
 }
 
 /** Errors raised after the model replied, on what it replied (the SDK's json_schema parse, a cut-off reply). */
@@ -159,8 +171,23 @@ export class LlmClient {
       if (a?.structuredOutput) notes.structuredOutput = { mode: a.structuredOutput.mode, switchedBecause: a.structuredOutput.reasons };
       else if (profile.structuredOutput[0] !== this.cfg.structuredOutput) notes.structuredOutput = { mode: profile.structuredOutput[0] };
       if (profile.imagesPerRequest !== null) notes.imagesPerRequest = profile.imagesPerRequest;
+      if (profile.imagesPerRequest === 0) notes.images = `the model takes no images: its calls (${role}) went without the case's images`;
       if (a?.tokenParameter) notes.tokenParameter = a.tokenParameter;
       if (Object.keys(notes).length) out[profile.model] = notes;
+    }
+    return out;
+  }
+
+  /**
+   * The price each model of this case was costed at, with its source and date, or "unpriced"
+   * (its calls' cost is unknown, never $0): for provenance. A provider that states each call's
+   * cost (OpenRouter's usage.cost) is costed at that instead.
+   */
+  priceSources(models: readonly string[]): Record<string, Record<string, unknown> | string> {
+    const out: Record<string, Record<string, unknown> | string> = {};
+    for (const m of new Set(models)) {
+      const p = priceOf(this.cfg.prices, m);
+      out[m] = p ? { usdPerMillionInput: p.input, usdPerMillionOutput: p.output, ...(p.cachedInput !== undefined ? { usdPerMillionCachedInput: p.cachedInput } : {}), source: p.source ?? "unknown", ...(p.asOf ? { asOf: p.asOf } : {}) } : "unpriced: no price in MEDMMV_PRICES or the catalog (a provider's stated usage.cost is used where it gives one)";
     }
     return out;
   }
@@ -223,6 +250,36 @@ export class LlmClient {
     return runnable;
   }
 
+  /**
+   * Whether the server ignores `method` for every request — its rule, not one case's content:
+   * asked once per endpoint, model and mode (model-adaptation.ts keeps the answer for the
+   * process) with the content-free probe of format-probe.ts. A probe that fails teaches nothing.
+   */
+  private ignoresMode(call: StructuredCall<z.ZodType>, method: StructuredMethod, endpoint: string, ctx: CallContext): Promise<boolean> {
+    const model = call.model ?? this.modelFor(call.role);
+    return confirmRule(`${endpoint}|${model}|${method}|prose`, async () => {
+      const probe = { role: call.role, agent: "format-check", schema: FormatProbe, schemaName: "check", messages: FORMAT_PROBE_MESSAGES, temperature: 0, model: call.model };
+      const runnable = this.structuredRunnable(probe, method, null);
+      const started = Date.now();
+      const tap: ReplyTap = { replied: false };
+      const result = await withRetry(
+        `format-check (${model})`,
+        { maxAttempts: this.cfg.maxAttempts, baseDelayMs: this.cfg.backoffBaseMs, maxRetryAfterMs: this.cfg.maxRetryAfterMs, timeoutMs: this.cfg.timeoutMs },
+        ctx.signal,
+        // The SDK's own json_schema parse throws on a prose reply: the reply the tap saw answers the question all the same.
+        ({ signal }) =>
+          withReplyTap(tap, () => runnable.invoke(toLangChainMessages(FORMAT_PROBE_MESSAGES), { signal, runName: "medmmv.format-check", tags: ["medmmv"], callbacks: this.options.callbacks })).catch((err: unknown) => {
+            if (tap.replied) return { raw: undefined };
+            throw err;
+          }),
+        undefined,
+        (run) => this.limiter.run(ctx.caseKey, ctx.signal, run),
+      );
+      ctx.meter.record({ kind: "llm", agent: "format-check", model, latencyMs: Date.now() - started, promptTokens: tap.promptTokens, completionTokens: tap.completionTokens, ...(tap.costUsd !== undefined ? { providerCostUsd: tap.costUsd } : {}) });
+      return isProse(result.raw as AIMessage | undefined, tap);
+    });
+  }
+
   /** Whether the role's profile moved on since `before` (another call learned something meanwhile). */
   private profileChanged(role: Role, spec: string | undefined, before: ModelProfile): boolean {
     const now = this.profileOf(role, spec);
@@ -265,29 +322,39 @@ export class LlmClient {
     let lengthReasked = false;
     let lessons = 0;
     const facts = () => ({ role: call.role, model, url: this.roles.endpoint(call.role, call.model), ...providerVariables(this.roles, call.role, call.model), agent: call.agent });
-    const releases: Array<() => void> = [];
+    // The pioneer's hold on the calls behind it, per kind of first contact. Let go only once this
+    // call has succeeded, or failed or been re-asked for a reason that is not a server's rule:
+    // a lesson learned keeps them waiting, for the next attempt may reveal another rule (a
+    // two-step fallback), which they must not break once each.
+    const releases = new Map<"any" | "images", () => void>();
+    const releaseWaiting = () => {
+      for (const release of releases.values()) release();
+      releases.clear();
+    };
     try {
       for (let ask = 0; ask <= MAX_REASKS; ) {
-        // What the previous try had to teach has been learned: the calls waiting on it may go.
-        while (releases.length) releases.pop()!();
         // The first call to a model (and the first with several images) goes alone; the others wait for what it reveals.
         // A model with any entry in MEDMMV_MODEL_PROFILES (even an empty one), and a catalog model on its own provider's
         // API, opt out of this wait: their calls go at once (and still learn from what their replies reveal).
         const known = this.profileOf(call.role, call.model);
         const endpoint = this.roles.endpoint(call.role, call.model);
         const endpointUrl = known === null || endpoint === null || this.cfg.profiles?.[model] || rulesKnownBeforeFirstReply(known, endpoint) ? null : endpoint;
-        if (endpointUrl !== null) {
+        if (endpointUrl !== null && !releases.has("any")) {
           const pioneer = await firstContact(endpointUrl, model, "any");
-          if (pioneer) releases.push(pioneer);
+          if (pioneer) releases.set("any", pioneer);
         }
         let profile = this.profileOf(call.role, call.model);
         let sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
-        if (endpointUrl !== null && imageCount(sent) > 1) {
+        if (endpointUrl !== null && imageCount(sent) > 1 && !releases.has("images")) {
           const pioneer = await firstContact(endpointUrl, model, "images");
-          if (pioneer) releases.push(pioneer);
+          if (pioneer) releases.set("images", pioneer);
           profile = this.profileOf(call.role, call.model);
           sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
         }
+        // A prompt the server would cut as it cut an earlier one is not sent (model-adaptation.ts learnTruncation).
+        const keptBefore = endpoint === null ? undefined : adaptationOf(endpoint, model)?.keptPromptTokens;
+        if (keptBefore !== undefined && textChars(sent) > MAX_CHARS_PER_TOKEN * keptBefore)
+          throw modelFailure({ kind: "contextTruncated", promptTokens: keptBefore, expectedTokens: Math.ceil(textChars(sent) / CHARS_PER_TOKEN), promptChars: textChars(sent), notSent: true }, undefined, facts());
         const method = profile?.structuredOutput[0] ?? this.cfg.structuredOutput;
         await this.roles.ready(call.role, call.model);
         const runnable = this.structuredRunnable(call, method, maxOutputTokens);
@@ -361,13 +428,20 @@ export class LlmClient {
           throw modelFailure(r, out.error, facts(), { promptChars: promptChars(sent), contextWindow: profile?.contextWindow ?? null });
         }
         const usage = out.raw?.usage_metadata;
+        const reported = { prompt: usage?.input_tokens ?? out.tap.promptTokens, completion: usage?.output_tokens ?? out.tap.completionTokens };
+        // A reply without usage is counted from its text, marked estimated (token-estimate.ts): never as free.
+        const estimated = reported.prompt === undefined || reported.completion === undefined;
+        const promptTokens = reported.prompt ?? (await estimateTokens(sent.map((m) => textOf(m.content)).join("\n")));
+        const completionTokens = reported.completion ?? (await estimateTokens(replyText(out.raw, out.tap)));
         ctx.meter.record({
           kind: "llm",
           agent: call.agent,
           model,
           latencyMs: Date.now() - started,
-          promptTokens: usage?.input_tokens ?? out.tap.promptTokens,
-          completionTokens: usage?.output_tokens ?? out.tap.completionTokens,
+          promptTokens,
+          completionTokens,
+          ...(estimated ? { estimated: true } : {}),
+          ...(out.tap.costUsd !== undefined ? { providerCostUsd: out.tap.costUsd } : {}),
           // LangChain maps OpenAI's, Azure's and vLLM's usage.prompt_tokens_details.cached_tokens
           // (and other providers' cache reads) to input_token_details.cache_read.
           cachedPromptTokens: usage?.input_token_details?.cache_read ?? out.tap.cachedPromptTokens,
@@ -378,6 +452,12 @@ export class LlmClient {
           reasoningTokens: usage?.output_token_details?.reasoning ?? out.tap.reasoningTokens,
         });
         ctx.chain.advance();
+        // A server that cut the prompt to its window and answered anyway (Ollama): the reply is not about the whole case.
+        const cut = reported.prompt === undefined ? null : truncatedPrompt(textChars(sent), reported.prompt, profile?.contextWindow ?? null);
+        if (cut) {
+          if (endpoint !== null) learnTruncation(endpoint, model, cut.promptTokens);
+          throw modelFailure({ kind: "contextTruncated", ...cut }, undefined, facts());
+        }
         const finish = out.tap.finishReason ?? (out.raw?.response_metadata?.finish_reason as string | undefined);
         // Azure filters a reply it has begun: 200, finish_reason content_filter, nothing usable. Not retried.
         if (finish === "content_filter") throw modelFailure({ kind: "contentFilter", categories: [], message: "" }, undefined, facts(), { contentFilterResults: out.tap.contentFilterResults });
@@ -400,15 +480,23 @@ export class LlmClient {
           if (lengthReasked || !profile || next <= (maxOutputTokens ?? used)) throw modelFailure({ kind: "truncated", message: "" }, undefined, facts(), { maxOutputTokens: maxOutputTokens ?? used, outputLimit: limit });
           lengthReasked = true;
           maxOutputTokens = next;
+          releaseWaiting();
           ask++;
           continue;
         }
         if (candidate === undefined && profile && endpoint !== null && lessons < MAX_LESSONS && isProse(out.raw, out.tap)) {
-          // Prose although a structured mode was asked for: the server ignores it. The next mode, for good.
+          // Prose although a structured mode was asked for. It may be the server ignoring the mode,
+          // or this case's content talking the model out of it (a prompt injection in the notes):
+          // a lesson for every case and tenant of the process comes only from the server's rule,
+          // confirmed by a request that carries none of this case (ignoresMode).
           lessons++;
-          if (learn(endpoint, profile, { kind: "structuredOutput", failed: method, why: "the server ignored it and answered in prose" }) || this.profileChanged(call.role, call.model, profile)) continue;
+          if (await this.ignoresMode(call, method, endpoint, ctx)) {
+            if (learn(endpoint, profile, { kind: "structuredOutput", failed: method, why: "the server ignored it and answered in prose" }) || this.profileChanged(call.role, call.model, profile)) continue;
+          }
         }
         lastProblem = checked ? formatZodIssues(checked.error) : (out.problem ?? "the reply was not valid JSON");
+        // An unusable reply is no rule of the server's: the calls behind this one may go.
+        releaseWaiting();
         // Re-ask with the validation error; the bad reply is quoted back only as data.
         messages = [
           ...call.messages,
@@ -420,7 +508,7 @@ export class LlmClient {
         ask++;
       }
     } finally {
-      for (const release of releases) release();
+      releaseWaiting();
     }
     throw new MedmmvError("LLM_BAD_OUTPUT", `${call.agent}: the model's structured output was still invalid after ${MAX_REASKS} re-asks (${lastProblem})`, { retryable: false });
   }

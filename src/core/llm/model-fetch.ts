@@ -3,6 +3,7 @@ import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { readCappedStream } from "../net/read-capped-body.js";
 import { asFetchError, send, sendable, type WireExchange } from "./model-transport.js";
+import { statedWaitMs } from "./rate-limit-hints.js";
 
 /**
  * The fetch under the OpenAI SDK (ChatOpenAI's `configuration.fetch`). The SDK builds the
@@ -42,7 +43,9 @@ export interface ReplyTap {
   message?: WireMessage;
   /** Azure's per-category verdicts on the completion (choices[0].content_filter_results). */
   contentFilterResults?: unknown;
-  /** A non-2xx reply: its status and its parsed body (null when it was not JSON). */
+  /** The cost the provider states for the call in USD (OpenRouter's usage.cost): it wins over a price table. */
+  costUsd?: number;
+  /** A non-2xx reply (or a 2xx whose body is an error): its status and its body, parsed when it was JSON, else its text. */
   rejected?: { status: number; body: unknown };
 }
 
@@ -103,6 +106,7 @@ interface WireReply {
     prompt_tokens_details?: { cached_tokens?: unknown; image_tokens?: unknown } | null;
     completion_tokens_details?: { reasoning_tokens?: unknown } | null;
     prompt_cache_hit_tokens?: unknown;
+    cost?: unknown;
   };
 }
 
@@ -152,10 +156,18 @@ async function readRejection(res: WireExchange): Promise<Response> {
   try {
     body = text ? JSON.parse(text) : null;
   } catch {
-    body = null;
+    // Plain text (TGI's 422 from its JSON extractor names the field it refused): read as words.
+    body = text.trim() ? text : null;
   }
   if (tap) tap.rejected = { status: res.status, body };
-  return new ParsedResponse(body, text, { status: res.status, statusText: res.statusText, headers: headersOf(res, false) });
+  const headers = headersOf(res, false);
+  // The wait a 429 states other than in Retry-After (x-ratelimit-reset-*, Gemini's retryDelay),
+  // as retry-after-ms, which the retry layer reads (retry.ts).
+  if (!headers.has("retry-after") && !headers.has("retry-after-ms")) {
+    const waitMs = statedWaitMs(res.status, res.headers, body);
+    if (waitMs !== null) headers.set("retry-after-ms", String(waitMs));
+  }
+  return new ParsedResponse(body, text, { status: res.status, statusText: res.statusText, headers });
 }
 
 /** Statuses whose reply has no body to read (a Response refuses one). */
@@ -183,6 +195,9 @@ async function guardReply(res: WireExchange): Promise<Response> {
     const e = reply.error;
     const message = typeof e === "string" ? e : typeof e?.message === "string" ? e.message : "no message";
     const code = typeof e === "object" && typeof e?.code === "number" && e.code >= 400 && e.code <= 599 ? e.code : 502;
+    // Its reason is read like a refused request's (OpenRouter's moderation or context errors arrive so).
+    const tap = taps.getStore();
+    if (tap) tap.rejected = { status: code, body: reply };
     return providerFault(res, code, `provider answered ${res.status} with an error (${code}): ${message.slice(0, 300)}`);
   }
   const tap = taps.getStore();
@@ -194,6 +209,8 @@ async function guardReply(res: WireExchange): Promise<Response> {
     tap.cachedPromptTokens = count(u?.prompt_tokens_details?.cached_tokens ?? u?.prompt_cache_hit_tokens) ?? tap.cachedPromptTokens;
     tap.imageTokens = count(u?.prompt_tokens_details?.image_tokens) ?? tap.imageTokens;
     tap.reasoningTokens = count(u?.completion_tokens_details?.reasoning_tokens) ?? tap.reasoningTokens;
+    // OpenRouter states each call's cost in usage.cost (openrouter.ai/docs/use-cases/usage-accounting).
+    tap.costUsd = typeof u?.cost === "number" && Number.isFinite(u.cost) && u.cost >= 0 ? u.cost : tap.costUsd;
     const choice = reply?.choices?.[0];
     tap.message = choice?.message;
     if (typeof choice?.finish_reason === "string") tap.finishReason = choice.finish_reason;

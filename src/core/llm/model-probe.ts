@@ -7,13 +7,20 @@ import { OPENAI_DEFAULT_BASE_URL } from "./chat-models.js";
 import type { TokenParameter } from "./model-profile.js";
 import { isRecord } from "../contracts/is-record.js";
 import { parseModelSpec } from "./model-spec.js";
+import { setTimeout as sleep } from "node:timers/promises";
+import { CHARS_PER_TOKEN, truncatedPrompt } from "./context-truncation.js";
+import { PROBE_MARK } from "./format-probe.js";
 
 /**
- * `medmmv models check`: a handful of tiny requests (at most 10 per model) that find out
- * what a configured model and its server accept: a temperature, each structured-output
- * mode, one and two images, the name of the output budget, a short reasoning call. The
- * first request tells an unreachable endpoint (a wrong URL), a refused key and an unknown
- * model apart from a missing capability, and stops there.
+ * `medmmv models check`: a handful of tiny requests (11 per model, and their retries) that
+ * find out what a configured model and its server accept: a temperature, each
+ * structured-output mode, one and two images, the name of the output budget, a short
+ * reasoning call, and one long prompt that shows the window the server really runs (a
+ * refusal that states it, or a reply whose usage shows the prompt was cut: Ollama's 4k
+ * default). The first request tells an unreachable endpoint (a wrong URL), a refused key and
+ * an unknown model apart from a missing capability, and stops there. A transient failure (no
+ * answer, 408, 429, 5xx without a stated reason) is retried before it is read as a missing
+ * capability: one 5xx must not recommend a profile without tools.
  */
 export interface ModelCheck {
   model: string;
@@ -22,6 +29,13 @@ export interface ModelCheck {
   structuredOutput: { jsonSchema: boolean; functionCalling: boolean; jsonMode: boolean } | null;
   /** Images one request may carry: 0 (none), 1, or null for two or more with no limit seen. */
   imagesPerRequest: number | null;
+  /**
+   * The server's context window as the long probe found it: `tokens` is the window a refusal
+   * stated, or the tokens a server kept of a prompt it cut (`truncates`: it answers anyway,
+   * and a longer prompt is silently cut); null tokens: the probe fit (the window is at least
+   * `probedTokens`), or the probe failed.
+   */
+  contextWindow: { tokens: number | null; truncates: boolean; probedTokens: number } | null;
   reasoning: boolean | null;
   tokenParameter: TokenParameter | null;
   requests: number;
@@ -37,7 +51,11 @@ export interface ModelCheck {
 
 /** A 1×1 PNG: the smallest picture a vision model will take. */
 const TINY_PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==";
-const MARK = "medmmv-agent: models-check";
+const MARK = PROBE_MARK;
+/** Attempts per probe request when its failure is transient. */
+const PROBE_ATTEMPTS = 3;
+/** The long probe's text: about 6,000 tokens, past a 4k window (Ollama's default, llama.cpp's -c 4096) and inside any larger one. */
+const LONG_PROBE = Array.from({ length: 260 }, (_, i) => `Line ${i + 1} of a long health-check text; it only measures how much of a prompt the server reads. `).join("");
 const SCHEMA = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false };
 const MAX_PROBE_BYTES = 1024 * 1024;
 
@@ -68,17 +86,17 @@ function okJson(value: unknown): boolean {
 }
 
 export async function checkModel(cfg: Config["llm"], model: string, timeoutMs = Math.min(cfg.timeoutMs, 60_000)): Promise<ModelCheck> {
-  const out: ModelCheck = { model, temperature: null, structuredOutput: null, imagesPerRequest: null, reasoning: null, tokenParameter: null, requests: 0, problem: null, settings: {} };
+  const out: ModelCheck = { model, temperature: null, structuredOutput: null, imagesPerRequest: null, contextWindow: null, reasoning: null, tokenParameter: null, requests: 0, problem: null, settings: {} };
   // The name on the wire is the model's own (openai:gpt-5 → gpt-5); Claude and Gemini by their own APIs are not probed here.
   const spec = parseModelSpec(model);
-  if (spec.provider === "anthropic" || spec.provider === "google-genai") {
+  if (spec.provider === "anthropic" || spec.provider === "google-genai" || spec.provider === "bedrock") {
     out.problem = { kind: "not-probed", message: `${model} is reached through LangChain's ${spec.provider} integration, not a chat-completions endpoint; models check does not probe it (docs/models.md says what it takes)` };
     return out;
   }
   const wireModel = spec.model;
   const { url, headers } = endpointOf(cfg, wireModel);
   let requests = 0;
-  const send = async (extra: Record<string, unknown>, content: unknown = 'Reply with the JSON object {"ok": true} and nothing else.'): Promise<Exchange> => {
+  const sendOnce = async (extra: Record<string, unknown>, content: unknown): Promise<Exchange> => {
     requests++;
     const body = { model: wireModel, messages: [{ role: "system", content: `You answer health-check requests. ${MARK}` }, { role: "user", content }], ...extra };
     try {
@@ -94,6 +112,17 @@ export async function checkModel(cfg: Config["llm"], model: string, timeoutMs = 
     } catch (err) {
       return { status: 0, body: null, error: networkCode(err) ?? (err as Error).name ?? "error" };
     }
+  };
+  // A transient failure is asked again (with backoff) before it is read as a missing capability;
+  // a refusal whose reason the server states (a parameter, no images, the window) is an answer.
+  const transient = (x: Exchange) => (x.status === 0 && x.error !== "ECONNREFUSED" && x.error !== "ENOTFOUND") || x.status === 408 || x.status === 429 || (x.status >= 500 && readRejection(x.status, x.body) === null);
+  const send = async (extra: Record<string, unknown>, content: unknown = 'Reply with the JSON object {"ok": true} and nothing else.'): Promise<Exchange> => {
+    let x = await sendOnce(extra, content);
+    for (let attempt = 1; attempt < PROBE_ATTEMPTS && transient(x); attempt++) {
+      await sleep(cfg.backoffBaseMs * 2 ** (attempt - 1));
+      x = await sendOnce(extra, content);
+    }
+    return x;
   };
 
   // 1. Can we talk to it at all? No optional parameter, so only the endpoint, key or name can fail.
@@ -138,9 +167,25 @@ export async function checkModel(cfg: Config["llm"], model: string, timeoutMs = 
   const usage = isRecord(reasoning.body) && isRecord(reasoning.body.usage) ? reasoning.body.usage : null;
   const details = usage && isRecord(usage.completion_tokens_details) ? usage.completion_tokens_details : null;
   out.reasoning = works(reasoning) && typeof details?.reasoning_tokens === "number" && details.reasoning_tokens > 0;
+  // 10. One long prompt: the window the server really runs.
+  out.contextWindow = await probeWindow(send);
   out.requests = requests;
   out.settings = settingsFor(out);
   return out;
+}
+
+/** The long probe: a refusal stating the window, a reply whose usage shows a cut, or a prompt that fit. */
+async function probeWindow(send: (extra: Record<string, unknown>, content?: unknown) => Promise<Exchange>): Promise<ModelCheck["contextWindow"]> {
+  const probedTokens = Math.ceil(LONG_PROBE.length / CHARS_PER_TOKEN);
+  const x = await send({}, `${LONG_PROBE}\nReply with the JSON object {"ok": true} and nothing else.`);
+  if (x.status !== 200) {
+    const refusal = readRejection(x.status, x.body);
+    return refusal?.kind === "contextLength" ? { tokens: refusal.window, truncates: false, probedTokens } : null;
+  }
+  const usage = isRecord(x.body) && isRecord(x.body.usage) ? x.body.usage : null;
+  const promptTokens = typeof usage?.prompt_tokens === "number" ? usage.prompt_tokens : undefined;
+  const cut = truncatedPrompt(LONG_PROBE.length, promptTokens);
+  return cut ? { tokens: cut.promptTokens, truncates: true, probedTokens } : { tokens: null, truncates: false, probedTokens };
 }
 
 function describe(x: Exchange): string {
@@ -156,7 +201,10 @@ export function settingsFor(c: ModelCheck): Record<string, string> {
   if (c.temperature === false) profile.temperature = false;
   if (c.tokenParameter === "max_completion_tokens") profile.tokenParameter = "max_completion_tokens";
   if (c.reasoning) profile.reasoning = true;
-  if (c.imagesPerRequest !== null && c.imagesPerRequest > 0) profile.imagesPerRequest = c.imagesPerRequest;
+  // 0 too: a text-only model's calls then go without images (said in provenance) rather than be refused.
+  if (c.imagesPerRequest !== null) profile.imagesPerRequest = c.imagesPerRequest;
+  // A window the probe found; a server that cuts silently must be given a larger one (see the check's message).
+  if (c.contextWindow?.tokens) profile.contextWindow = c.contextWindow.tokens;
   if (modes.length) profile.structuredOutput = modes;
   const out: Record<string, string> = {};
   if (modes[0]) out.MEDMMV_STRUCTURED_OUTPUT = modes[0];

@@ -29,7 +29,7 @@ export interface ModelProfile {
   reasoningEffort: ReasoningEffort | null;
   /** The structured-output modes to try, best first; the first is used until the server shows it does not work. */
   structuredOutput: StructuredMethod[];
-  /** Most images one request may carry; null: no known limit. */
+  /** Most images one request may carry (0: none, a text-only model); null: no known limit. */
   imagesPerRequest: number | null;
   contextWindow: number | null;
   outputLimit: number | null;
@@ -44,7 +44,8 @@ export const ModelProfileOverride = z
     tokenParameter: z.enum(["max_tokens", "max_completion_tokens"]).optional(),
     reasoning: z.boolean().optional(),
     structuredOutput: z.array(z.enum(STRUCTURED_METHODS)).min(1).optional(),
-    imagesPerRequest: z.number().int().min(1).nullable().optional(),
+    // 0: a text-only model; its calls go without images (compose-images.ts), said in provenance.
+    imagesPerRequest: z.number().int().min(0).nullable().optional(),
     contextWindow: z.number().int().min(1).nullable().optional(),
     outputLimit: z.number().int().min(1).nullable().optional(),
   })
@@ -83,7 +84,8 @@ export function resolveProfile(model: string, inputs: ProfileInputs, reasoningEf
     reasoning,
     reasoningEffort: reasoning ? reasoningEffort : null,
     structuredOutput,
-    imagesPerRequest: own.imagesPerRequest !== undefined ? own.imagesPerRequest : null,
+    // The catalog's text-only models (DeepSeek's) take no images: their calls go without them rather than be refused.
+    imagesPerRequest: own.imagesPerRequest !== undefined ? own.imagesPerRequest : entry && !entry.imageInput ? 0 : null,
     contextWindow: own.contextWindow !== undefined ? own.contextWindow : (entry?.contextWindow ?? null),
     outputLimit: own.outputLimit !== undefined ? own.outputLimit : (entry?.outputLimit ?? null),
     price: inputs.prices[model] ?? null,

@@ -6,7 +6,7 @@
  * servers name models with colons of their own (Ollama's `qwen2.5vl:7b`), and those stay
  * whole, OpenAI-compatible names.
  */
-export const MODEL_PROVIDERS = ["openai", "azure_openai", "anthropic", "google-genai"] as const;
+export const MODEL_PROVIDERS = ["openai", "azure_openai", "anthropic", "google-genai", "bedrock"] as const;
 export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
 
 export interface ModelSpec {

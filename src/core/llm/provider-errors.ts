@@ -90,7 +90,12 @@ export function explainProviderFailure(err: MedmmvError, facts: EndpointFacts): 
 }
 
 /** A failure the model or its server explained, beside the refusals of provider-rejection.ts. */
-export type ModelFailure = Rejection | { kind: "refused"; message: string } | { kind: "truncated"; message: string };
+export type ModelFailure =
+  | Rejection
+  | { kind: "refused"; message: string }
+  | { kind: "truncated"; message: string }
+  /** The server answered, but its usage shows it read far fewer tokens than the prompt holds (context-truncation.ts). */
+  | { kind: "contextTruncated"; promptTokens: number; expectedTokens: number; promptChars: number; notSent?: boolean };
 
 export interface FailureFacts extends EndpointFacts {
   agent: string;
@@ -118,11 +123,11 @@ export function modelFailure(
   switch (f.kind) {
     case "contentFilter": {
       const categories = f.categories.length ? f.categories : filteredCategories(extra.contentFilterResults);
-      const provider = facts.azure ? "Azure OpenAI" : "the provider";
+      const provider = f.provider ?? (facts.azure ? "Azure OpenAI" : "the provider");
       const where = cause === undefined ? "reply" : "prompt";
       return new MedmmvError(
         "CONTENT_FILTERED",
-        `${who}: ${provider}'s content filter refused the ${where} (${categoriesText(categories)}); not retried. Clinical notes often trip these filters: ask the provider for a filter configuration for clinical use, or run this case on another deployment`,
+        `${who}: ${f.provider ?? `${provider}'s content filter`} refused the ${where} (${categoriesText(categories)}); not retried. Clinical notes often trip these filters: ask the provider for a filter configuration for clinical use, or run this case on another deployment`,
         opts({ provider, filteredAt: where, categories }),
       );
     }
@@ -153,6 +158,24 @@ export function modelFailure(
         "MODEL_PARAMETER_UNSUPPORTED",
         `${who}: the server refuses "${f.parameter}" and no other structured-output mode is left to try; set the modes that work in MEDMMV_STRUCTURED_OUTPUT or the model's profile (\`medmmv models check\` probes them)`,
         opts({ parameter: f.parameter }),
+      );
+    case "noImages":
+      return new MedmmvError(
+        "MODEL_NO_IMAGES",
+        `${who}: the model takes no images (its server refused the image parts); not retried. Set "imagesPerRequest": 0 for the model in MEDMMV_MODEL_PROFILES (its calls then go without images, said in provenance), give the ${facts.role} role a vision model, or (llama.cpp) start llama-server with the model's --mmproj`,
+        opts({ parameter: "images" }),
+      );
+    case "quota":
+      return new MedmmvError(
+        "QUOTA_EXCEEDED",
+        `${who}: the provider refused the call for the account's quota or credit (${f.code}): a billing stop, not a rate limit; not retried. Add credit or raise the spending limit with the provider, or use another key`,
+        opts({ quota: f.code }),
+      );
+    case "contextTruncated":
+      return new MedmmvError(
+        "CONTEXT_TRUNCATED",
+        `${who}: ${f.notSent ? `not sent: the server cut an earlier prompt to ${f.promptTokens} tokens, and this one needs about ${f.expectedTokens} (${f.promptChars} characters)` : `the server read only ${f.promptTokens} prompt tokens of a prompt that needs about ${f.expectedTokens} (${f.promptChars} characters): it cut the prompt to its context window and answered without the whole case, so the reply is not used`}; its window appears to be about ${f.promptTokens} tokens. Raise the server's window: Ollama: OLLAMA_CONTEXT_LENGTH on the server, or options.num_ctx / PARAMETER num_ctx in a Modelfile (its OpenAI-compatible API cannot set it); llama.cpp: llama-server -c <tokens>; then set contextWindow for the model in MEDMMV_MODEL_PROFILES`,
+        opts({ apparentWindow: f.promptTokens, expectedTokens: f.expectedTokens, promptChars: f.promptChars }),
       );
     case "imageLimit":
       return new MedmmvError(

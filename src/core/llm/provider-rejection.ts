@@ -3,16 +3,19 @@ import { isRecord } from "../contracts/is-record.js";
 
 /**
  * What a provider's refusal of a request says, read from its error body as each provider
- * documents it: OpenAI's `param` and `code` (unsupported_value / unsupported_parameter),
- * Azure's content filter (`innererror.content_filter_result`), vLLM's image limit
- * (`At most N image(s) may be provided in one request.`), Ollama's (`only supports a single
- * image`), and the context-length refusals of OpenAI and vLLM. Null: nothing we can act on.
+ * documents it (the sources are named beside each rule below, and the scripted server plays
+ * them: src/scripted/provider-profiles.ts). The body may be a JSON object (OpenAI's
+ * `{ error: {...} }`, vLLM's flat `{ object: "error", message }`, TGI's `{ error: "…" }`), a
+ * JSON array of them (Gemini's OpenAI-compatible endpoint) or plain text (TGI's 422 from its
+ * JSON extractor). Null: nothing we can act on.
  */
 export type Rejection =
   | { kind: "parameter"; parameter: string; message: string }
   | { kind: "structuredOutput"; parameter: "response_format" | "tools"; message: string }
   | { kind: "imageLimit"; limit: number; message: string }
-  | { kind: "contentFilter"; categories: FilterCategory[]; message: string }
+  | { kind: "noImages"; message: string }
+  | { kind: "contentFilter"; categories: FilterCategory[]; message: string; provider?: string }
+  | { kind: "quota"; code: string; message: string }
   | { kind: "contextLength"; window: number | null; requested: number | null; message: string };
 
 export interface FilterCategory {
@@ -20,10 +23,17 @@ export interface FilterCategory {
   severity: string | null;
 }
 
-/** The error object of a body: OpenAI's `{ error: {...} }`, or vLLM's flat `{ object: "error", message }`. */
+/**
+ * The error object of a body: OpenAI's `{ error: {...} }`, vLLM's flat `{ object: "error",
+ * message }`, TGI's `{ error: "…", error_type }`, the first of Gemini's array `[{ error }]`,
+ * or a plain-text body read as `{ message }`.
+ */
 function errorObject(body: unknown): Record<string, unknown> | null {
+  if (typeof body === "string") return body.trim() ? { message: body.trim() } : null;
+  if (Array.isArray(body)) return body.length ? errorObject(body[0]) : null;
   if (!isRecord(body)) return null;
   if (isRecord(body.error)) return body.error;
+  if (typeof body.error === "string") return { ...body, message: body.error };
   if (typeof body.message === "string") return body;
   return null;
 }
@@ -41,29 +51,96 @@ export function filteredCategories(results: unknown): FilterCategory[] {
 
 const IMAGE_LIMIT = [/at most (\d+) image\(s\) may be provided/i, /set image=(\d+).*limit-mm-per-prompt/i];
 
+/**
+ * A model that takes no images at all. DeepSeek's chat API: 400 "Failed to deserialize the JSON
+ * body into the target type: messages[1]: unknown variant `image_url`, expected `text`"
+ * (jxxghp/MoviePilot#5863, rikkahub/rikkahub#1433); llama.cpp's server without --mmproj: 500
+ * "image input is not supported - hint: if this is unexpected, you may need to provide the
+ * mmproj" (ggml-org/llama.cpp#15377, #13566); an older llama.cpp: `Unsupported content part
+ * type: "image_url"` (#12947).
+ */
+const NO_IMAGES = [/unknown variant `?image_url`?, expected `?text`?/i, /image input is not supported/i, /unsupported content part type:?\s*\\?"?image_url/i, /does not support (image|vision) input/i];
+
+/**
+ * A billing stop, never a rate limit: OpenAI's 429 with type or code `insufficient_quota`, and
+ * `credit_balance_exhausted`, `*_spend_limit_exceeded`, `organization_usage_limit_exceeded`
+ * ("retrying will not restore access": learn.microsoft.com, dev-proxy, openai-insufficient-quota);
+ * OpenRouter's 402 "insufficient credits" (openrouter.ai/docs/api/reference/errors-and-debugging).
+ */
+const QUOTA_CODES = new Set(["insufficient_quota", "credit_balance_exhausted", "organization_spend_limit_exceeded", "project_spend_limit_exceeded", "organization_usage_limit_exceeded", "billing_hard_limit_reached"]);
+
+/**
+ * Context-window refusals, with the window and the prompt's tokens where the wording states
+ * them: OpenAI's and vLLM's ("maximum context length is N tokens … resulted in M tokens");
+ * llama.cpp's `exceed_context_size_error` with `n_ctx` and `n_prompt_tokens` (ggml-org/llama.cpp#15780);
+ * TGI's 422 "`inputs` tokens + `max_new_tokens` must be <= N. Given: M `inputs` tokens"
+ * (huggingface/tgi-gaudi#146, huggingface/llm-vscode#94); Gemini's "The input token count (M)
+ * exceeds the maximum number of tokens allowed (N)" (google-gemini/gemini-cli#13006); Ollama's
+ * native API with truncation off: "the input length exceeds the context length".
+ */
+function contextRefusal(e: Record<string, unknown>, message: string, code: string | null): Rejection | null {
+  const num = (re: RegExp) => {
+    const m = re.exec(message);
+    return m ? Number(m[1]) : null;
+  };
+  if (e.type === "exceed_context_size_error" || /exceeds the available context size/i.test(message)) {
+    return { kind: "contextLength", window: typeof e.n_ctx === "number" ? e.n_ctx : null, requested: typeof e.n_prompt_tokens === "number" ? e.n_prompt_tokens : null, message };
+  }
+  if (/`?inputs`? tokens \+ `?max_new_tokens`? must be <= \d+/i.test(message))
+    return { kind: "contextLength", window: num(/must be <= (\d+)/i), requested: num(/Given: (\d+) `?inputs`? tokens/i), message };
+  if (/input token count \(\d+\) exceeds the maximum number of tokens allowed/i.test(message))
+    return { kind: "contextLength", window: num(/tokens allowed \((\d+)\)/i), requested: num(/input token count \((\d+)\)/i), message };
+  if (code === "context_length_exceeded" || /maximum context length is \d+/i.test(message) || /exceeds the (maximum )?context length/i.test(message))
+    return { kind: "contextLength", window: num(/maximum context length is (\d+)/i), requested: num(/(?:resulted in|requested) (\d+) tokens/i), message };
+  return null;
+}
+
+/**
+ * A moderation refusal outside Azure's filter: OpenRouter's 403 "Your chosen model requires
+ * moderation and your input was flagged", with `metadata.reasons`, `flagged_input`,
+ * `provider_name` (openrouter.ai/docs/api/reference/errors-and-debugging), and any body that
+ * says it was flagged (`flagged: true`, a `moderation` object or code).
+ */
+function moderationRefusal(status: number, e: Record<string, unknown>, message: string, code: string | null): Rejection | null {
+  const meta = isRecord(e.metadata) ? e.metadata : null;
+  const flagged =
+    meta?.flagged_input !== undefined || e.flagged === true || isRecord(e.moderation) || code === "moderation" || code === "content_policy_violation" || (status === 403 && /moderation|flagged/i.test(message));
+  if (!flagged) return null;
+  const reasons = Array.isArray(meta?.reasons) ? meta.reasons.filter((r): r is string => typeof r === "string") : [];
+  const by = typeof meta?.provider_name === "string" ? meta.provider_name : null;
+  return { kind: "contentFilter", categories: reasons.map((category) => ({ category, severity: null })), message, provider: by ? `the moderation of ${by}` : "the provider's moderation" };
+}
+
 export function readRejection(status: number, body: unknown): Rejection | null {
   const e = errorObject(body);
   if (!e) return null;
   const message = typeof e.message === "string" ? e.message : "";
   const code = typeof e.code === "string" ? e.code : null;
+  const type = typeof e.type === "string" ? e.type : null;
   const param = typeof e.param === "string" ? e.param : null;
   const inner = isRecord(e.innererror) ? e.innererror : null;
   if (code === "content_filter" || inner?.code === "ResponsibleAIPolicyViolation") {
     return { kind: "contentFilter", categories: filteredCategories(inner?.content_filter_result), message };
   }
+  const moderation = moderationRefusal(status, e, message, code);
+  if (moderation) return moderation;
+  const quota = [code, type].find((c): c is string => c !== null && QUOTA_CODES.has(c));
+  if (quota) return { kind: "quota", code: quota, message };
+  if (status === 402) return { kind: "quota", code: "payment_required", message };
   for (const re of IMAGE_LIMIT) {
     const m = re.exec(message);
     if (m) return { kind: "imageLimit", limit: Math.max(1, Number(m[1])), message };
   }
   if (/only supports (a single|one) image/i.test(message)) return { kind: "imageLimit", limit: 1, message };
-  if (code === "context_length_exceeded" || /maximum context length is \d+/i.test(message)) {
-    const window = /maximum context length is (\d+)/i.exec(message);
-    const requested = /(?:resulted in|requested) (\d+) tokens/i.exec(message);
-    return { kind: "contextLength", window: window ? Number(window[1]) : null, requested: requested ? Number(requested[1]) : null, message };
-  }
+  if (NO_IMAGES.some((re) => re.test(message))) return { kind: "noImages", message };
+  const context = contextRefusal(e, message, code);
+  if (context) return context;
   if (status !== 400 && status !== 422) return null;
-  // A structured-output mode the server does not take: OpenAI names it in `param`; others only in words.
-  const named = param ?? /\b(response_format|tool_choice|tools)\b/.exec(message)?.[1] ?? null;
+  // A structured-output mode the server does not take: OpenAI names it in `param`; others only in
+  // words (TGI's plain-text 422 "Failed to deserialize the JSON body into the target type:
+  // response_format: …", huggingface/text-generation-inference#2899).
+  // DeepSeek's reasoner: 400 "deepseek-reasoner does not support Function Calling" (spring-projects/spring-ai#2643).
+  const named = param ?? /\b(response_format|tool_choice|tools)\b/.exec(message)?.[1] ?? (/does not support function calling/i.test(message) ? "tools" : null);
   if (named === "response_format" || named?.startsWith("response_format.")) return { kind: "structuredOutput", parameter: "response_format", message };
   if (named === "tools" || named === "tool_choice" || named?.startsWith("tools[")) return { kind: "structuredOutput", parameter: "tools", message };
   if (code === "unsupported_value" || code === "unsupported_parameter") {
@@ -78,7 +155,7 @@ export function rejectionOf(err: unknown, seen?: { status: number; body: unknown
   if (seen) return readRejection(seen.status, seen.body);
   for (const e of causes(err)) {
     const rec = e as { status?: unknown; error?: unknown };
-    if (typeof rec.status === "number" && rec.error !== undefined) return readRejection(rec.status, { error: rec.error });
+    if (typeof rec.status === "number" && rec.error !== undefined) return readRejection(rec.status, Array.isArray(rec.error) || typeof rec.error === "string" ? rec.error : { error: rec.error });
   }
   return null;
 }

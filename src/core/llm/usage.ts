@@ -4,7 +4,10 @@ import type { Usage } from "../contracts/diagnosis-result.js";
 
 /**
  * Per-case accounting of model and search calls, by agent. Token counts come from the
- * provider's `usage` field (never from a local tokenizer: that would need a download).
+ * provider's `usage` field; a reply without one is counted by a tokenizer estimate
+ * (token-estimate.ts) and marked estimated. A cost is the provider's own (`usage.cost`,
+ * OpenRouter) where it states one, else priced from the price table; a call with neither is
+ * counted as unpriced, never as free.
  */
 export interface CallRecord {
   agent: string;
@@ -22,13 +25,17 @@ export interface CallRecord {
   imageTokens?: number;
   /** Completion tokens the model spent reasoning (part of completionTokens, billed at the output rate). */
   reasoningTokens?: number;
+  /** The token counts are a tokenizer's estimate: the reply stated no usage. */
+  estimated?: boolean;
+  /** What the provider says the call cost, in USD (OpenRouter's usage.cost): it wins over the price table. */
+  providerCostUsd?: number;
   kind: "llm" | "search";
 }
 
 /**
  * The dollars of one call: uncached prompt tokens at `input`, cached ones at `cachedInput`
  * (at `input` where the table has no cached rate), completion tokens at `output`; prices are
- * USD per million tokens. 0 for a model without prices.
+ * USD per million tokens. 0 for a model without prices (the meter counts such a call as unpriced).
  */
 export function callCostUsd(price: Prices[string] | undefined, promptTokens: number, cachedPromptTokens: number, completionTokens: number): number {
   if (!price) return 0;
@@ -60,7 +67,7 @@ function plausibleCachedTokens(r: CallRecord, promptTokens: number): number {
 type AgentTotals = Usage["byAgent"][string] & { promptChars?: number };
 
 function emptyAgent(): AgentTotals {
-  return { calls: 0, promptTokens: 0, completionTokens: 0, cachedPromptTokens: 0, costUsd: 0, latencyMs: 0, failures: 0, cacheHits: 0, promptChars: 0, imageBytes: 0, imageTokens: 0, reasoningTokens: 0 };
+  return { calls: 0, promptTokens: 0, completionTokens: 0, cachedPromptTokens: 0, costUsd: 0, latencyMs: 0, failures: 0, cacheHits: 0, promptChars: 0, imageBytes: 0, imageTokens: 0, reasoningTokens: 0, unpricedCalls: 0, estimatedCalls: 0 };
 }
 
 export class UsageMeter {
@@ -74,6 +81,8 @@ export class UsageMeter {
   private imageTokens = 0;
   private reasoningTokens = 0;
   private costUsd = 0;
+  private unpricedCalls = 0;
+  private estimatedCalls = 0;
   private cacheHits = 0;
   private longestChain = 0;
 
@@ -119,7 +128,17 @@ export class UsageMeter {
     this.promptTokens += pt;
     this.completionTokens += ct;
     this.cachedPromptTokens += cached;
-    const cost = callCostUsd(r.model ? priceOf(this.prices, r.model) : undefined, pt, cached, ct);
+    const price = r.model ? priceOf(this.prices, r.model) : undefined;
+    const cost = r.providerCostUsd ?? callCostUsd(price, pt, cached, ct);
+    // A failed call the provider refused states no tokens: it costs nothing to know. Any other without a price is unpriced.
+    if (r.providerCostUsd === undefined && !price && pt + ct > 0) {
+      a.unpricedCalls! += 1;
+      this.unpricedCalls++;
+    }
+    if (r.estimated) {
+      a.estimatedCalls! += 1;
+      this.estimatedCalls++;
+    }
     a.costUsd! += cost;
     this.costUsd += cost;
     this.onSpend?.(pt + ct, cost);
@@ -152,6 +171,8 @@ export class UsageMeter {
       a.imageBytes! += t.imageBytes ?? 0;
       a.imageTokens! += t.imageTokens ?? 0;
       a.reasoningTokens! += t.reasoningTokens ?? 0;
+      a.unpricedCalls! += t.unpricedCalls ?? 0;
+      a.estimatedCalls! += t.estimatedCalls ?? 0;
     }
     this.llmCalls += u.llmCalls;
     this.searchCalls += u.searchCalls;
@@ -163,6 +184,8 @@ export class UsageMeter {
     this.reasoningTokens += u.reasoningTokens ?? 0;
     this.costUsd += everyAgentPriced ? costUsd : u.costUsd;
     this.cacheHits += u.cacheHits ?? 0;
+    this.unpricedCalls += u.unpricedCalls ?? 0;
+    this.estimatedCalls += u.estimatedCalls ?? 0;
     this.observeChain(u.criticalPathCalls ?? 0);
   }
 
@@ -174,13 +197,16 @@ export class UsageMeter {
       completionTokens: this.completionTokens,
       costUsd: Number(this.costUsd.toFixed(6)),
       wallMs,
-      byAgent: structuredClone(this.byAgent),
+      byAgent: Object.fromEntries(Object.entries(this.byAgent).map(([agent, { unpricedCalls, estimatedCalls, ...t }]) => [agent, { ...t, ...(unpricedCalls ? { unpricedCalls } : {}), ...(estimatedCalls ? { estimatedCalls } : {}) }])),
       cacheHits: this.cacheHits,
       criticalPathCalls: this.longestChain,
       cachedPromptTokens: this.cachedPromptTokens,
       imageBytes: this.imageBytes,
       imageTokens: this.imageTokens,
       reasoningTokens: this.reasoningTokens,
+      // Said only when there are some: a priced case with stated usage reads as before.
+      ...(this.unpricedCalls ? { unpricedCalls: this.unpricedCalls } : {}),
+      ...(this.estimatedCalls ? { estimatedCalls: this.estimatedCalls } : {}),
     };
   }
 }

@@ -9,7 +9,7 @@ export interface CaseOutcome {
 }
 
 /** Failures that name one cause the operator acts on (a provider's filter, a model's limit), not an outage. */
-const ONE_CAUSE = new Set(["CONTENT_FILTERED", "MODEL_REFUSED", "MODEL_PARAMETER_UNSUPPORTED", "CONTEXT_TOO_LONG", "OUTPUT_TRUNCATED"]);
+const ONE_CAUSE = new Set(["CONTENT_FILTERED", "MODEL_REFUSED", "MODEL_PARAMETER_UNSUPPORTED", "CONTEXT_TOO_LONG", "CONTEXT_TRUNCATED", "MODEL_NO_IMAGES", "QUOTA_EXCEEDED", "OUTPUT_TRUNCATED"]);
 
 /** The code every rollout failed with, when it is one of those: the case failed for that reason. */
 function sharedCause(rollouts: readonly RolloutRecord[]): string | undefined {

@@ -29,6 +29,9 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   CONTENT_FILTERED: 422,
   MODEL_REFUSED: 422,
   CONTEXT_TOO_LONG: 422,
+  CONTEXT_TRUNCATED: 422,
+  MODEL_NO_IMAGES: 422,
+  QUOTA_EXCEEDED: 503,
   OUTPUT_TRUNCATED: 502,
   MODEL_PARAMETER_UNSUPPORTED: 502,
   SEARCH_FAILED: 502,
@@ -150,7 +153,7 @@ export function toHttpError(err: unknown, config: Config): HttpError {
  * 5xx codes whose own message is shown: it names what the operator must set (variable
  * names only, never their values), and retrying would never help.
  */
-const OPERATOR_FIX_CODES: ReadonlySet<string> = new Set<ErrorCode>(["MODEL_NOT_CONFIGURED"]);
+const OPERATOR_FIX_CODES: ReadonlySet<string> = new Set<ErrorCode>(["MODEL_NOT_CONFIGURED", "QUOTA_EXCEEDED"]);
 
 export function errorBody(h: HttpError, requestId: string): ErrorBody {
   const message = h.status >= 500 && !OPERATOR_FIX_CODES.has(h.code) ? (SERVER_MESSAGES[h.status] ?? SERVER_MESSAGES[500]!) : h.message;

