@@ -1,5 +1,5 @@
 import { SQLITE_FILE_NAME } from "../../core/database/database-names.js";
-import { mkdirSync } from "node:fs";
+import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
@@ -174,12 +174,19 @@ export class SqliteStore implements CaseStore {
     let db: Database.Database | undefined;
     try {
       mkdirSync(this.#dataDir, { recursive: true });
+      // Case text lives in the file: readable by this user alone. SQLite creates the WAL and
+      // SHM files with the main file's permissions. An older file is narrowed too.
+      closeSync(openSync(this.file, "a", 0o600));
+      chmodSync(this.file, 0o600);
       db = new Database(this.file);
       // busy_timeout first: the journal_mode switch itself may have to wait for another process.
       db.pragma(`busy_timeout = ${INIT_BUSY_WAIT_MS}`);
       db.pragma("journal_mode = WAL");
       db.pragma("synchronous = NORMAL");
       db.pragma("foreign_keys = ON");
+      // Deleted rows (a deleted or purged case's notes) are overwritten with zeros, in their page
+      // and in freed pages, instead of lingering in free space until the page is reused.
+      db.pragma("secure_delete = ON");
       const conn = db;
       conn
         .transaction(() => {
@@ -423,6 +430,31 @@ export class SqliteStore implements CaseStore {
   }
 
   async deleteCase(id: string): Promise<boolean> {
+    const removed = this.#deleteCaseRows(id);
+    this.#truncateWal();
+    return removed;
+  }
+
+  /**
+   * The WAL still holds pages as they were before a delete (a case's text among them): copy the
+   * zeroed pages into the file and cut the WAL to nothing. Without waiting: the event loop must
+   * not stall on another process's read; busy (one reads an older snapshot), the WAL is cut by
+   * the next delete's checkpoint, and meanwhile overwritten from its start by SQLite's own.
+   */
+  #truncateWal(): void {
+    const db = this.#database();
+    const wait = db.pragma("busy_timeout", { simple: true }) as number;
+    try {
+      db.pragma("busy_timeout = 0");
+      db.pragma("wal_checkpoint(TRUNCATE)");
+    } catch {
+      // a checkpoint is housekeeping: the delete itself is done
+    } finally {
+      db.pragma(`busy_timeout = ${wait}`);
+    }
+  }
+
+  #deleteCaseRows(id: string): boolean {
     return this.#write(() => {
       const shas = (this.#stmt("SELECT sha256 FROM medmmv_case_images WHERE case_id = ?").all(id) as Array<{
         sha256: string;
