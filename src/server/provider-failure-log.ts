@@ -54,7 +54,7 @@ export function providerText(message: unknown, sent: PromptEcho | null): string 
   // tokens alternate: separator, word, separator, word, …, separator
   const ws = tokens.filter((_, i) => i % 2 === 1);
   const lower = ws.map((w) => w.toLowerCase());
-  const echoed = ws.map((w, i) => {
+  const echoed = ws.map((_w, i) => {
     const l = lower[i]!;
     if (!sent.words.has(l)) return false;
     if (/\p{N}/u.test(l) || sent.names.has(l)) return true;
