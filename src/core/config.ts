@@ -86,7 +86,7 @@ export const EnvSchema = z.object({
     .regex(/^[A-Za-z0-9_.:-]{1,64}$/)
     .optional()
     .describe(
-      "Prefix of every Redis key and channel the service uses, so several deployments (or test runs) can share one Redis. Unset: `medmmv-` and a hash of the store's location (DATABASE_URL's host, port and database, or MEDMMV_DATA_DIR), so each deployment has its own queue; set it when replicas reach one database under different addresses.",
+      "Prefix of every Redis key and channel the service uses, so several deployments (or test runs) can share one Redis. Unset: `medmmv-` and a hash of the store's location (DATABASE_URL's host, port and database as the driver resolves them, PGHOST, PGPORT and PGDATABASE filling what the URL leaves out, or MEDMMV_DATA_DIR with links followed), so each deployment has its own queue; set it when replicas reach one database under different addresses.",
     ),
   MEDMMV_ENGINE_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32).describe("Cases one replica runs at once with REDIS_URL (the BullMQ worker's concurrency); more wait in the queue."),
   MEDMMV_MAX_RUN_STARTS: z.coerce.number().int().min(1).max(100).default(3).describe("How often a case's run may start (a process that died mid-case, a stalled job) before the case fails with RUN_CRASHED instead of taking down the next process too."),
@@ -398,8 +398,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     store: storeOf(e),
     engine: {
       redisUrl: e.REDIS_URL ?? null,
-      prefix: e.MEDMMV_REDIS_PREFIX ?? defaultRedisPrefix(storeOf(e)),
-      deployment: deploymentId(storeOf(e)),
+      prefix: e.MEDMMV_REDIS_PREFIX ?? defaultRedisPrefix(storeOf(e), env),
+      deployment: deploymentId(storeOf(e), env),
       concurrency: e.MEDMMV_ENGINE_CONCURRENCY,
       maxRunStarts: e.MEDMMV_MAX_RUN_STARTS,
       lockMs: e.MEDMMV_ENGINE_LOCK_MS,
