@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { flattenAttributes } from "../../../src/core/evidence/graph-formats.js";
 import { verifyAccessTrail } from "../../../src/server/store/verify-access-trail.js";
+import { viewLinkId } from "../../../src/server/http/auth.js";
 import { RetentionSweeper } from "../../../src/server/service/retention.js";
 import { createLogger } from "../../../src/server/http/logger.js";
 import { readWithNetworkx } from "../../support/networkx-graphml.js";
@@ -93,6 +94,8 @@ describe("one tenant, two clinicians and an auditor", () => {
       ["export", "qa-1", id, "0"],
       ["fhir", "qa-1", id, "0"],
       ["view", "qa-1", id, "0"],
+      // the page opened with the key embeds a link of its own (6 h): its issuance is an access too
+      ["view-link", "qa-1", id, "0"],
       ["read", "dr-b", id, "4"],
       ["read", "dr-b", "no-such-case", "4"],
       ["delete", "dr-a", id, "0"],
@@ -107,7 +110,7 @@ describe("one tenant, two clinicians and an auditor", () => {
 
     // A deleted case's trail stays, readable by the case.
     const byCase = await t.request({ url: `/cases/${id}/audit-events`, key: KEYS.auditor });
-    expect((byCase.body as Bundle).entry.map((e) => actionOf(e.resource))).toEqual(["create", "read", "export", "fhir", "view", "read", "delete"]);
+    expect((byCase.body as Bundle).entry.map((e) => actionOf(e.resource))).toEqual(["create", "read", "export", "fhir", "view", "view-link", "read", "delete"]);
     expect((await verifyAccessTrail(t.store)).ok).toBe(true);
   });
 
@@ -178,6 +181,20 @@ describe("one tenant, two clinicians and an auditor", () => {
     expect(fromPage.status).toBe(200);
     expect(fromPage.text).toBe(xml);
     expect((await t.request({ url: urls[0]!.replace(/token=[^&]+/, "token=forged"), key: null })).status).toBe(401);
+  });
+});
+
+describe("a page opened with a key", () => {
+  it("records the issuance of the link token it embeds, named as the trail names the link when it is used", async () => {
+    const id = ((await t.request({ method: "POST", url: "/diagnose", json: chestPain(), key: KEYS.drA })).body as { caseId: string }).caseId;
+    const page = (await t.request({ url: `/cases/${id}/view`, key: KEYS.auditor })).text;
+    const url = [...page.matchAll(/"url":"(\/cases\/[^"]+\/view\/evidence-graph\?[^"]+)"/g)].map((m) => JSON.parse(`"${m[1]}"`) as string)[0]!;
+    const token = new URL(url, "http://x").searchParams.get("token")!;
+    const issued = (await t.store.listAccess({ tenant: "clinic", caseId: id, action: "view-link", limit: 10 })).items;
+    expect(issued).toEqual([expect.objectContaining({ actor: expect.objectContaining({ id: "qa-1" }), outcome: "success", detail: { linkId: viewLinkId(token), ttlSec: 6 * 3600, via: "view-page" } })]);
+    expect((await t.request({ url, key: null })).status).toBe(200);
+    const used = (await t.store.listAccess({ tenant: "clinic", caseId: id, action: "export", limit: 10 })).items.at(-1);
+    expect(used?.actor).toMatchObject({ type: "link", id: viewLinkId(token) });
   });
 });
 
