@@ -3,6 +3,7 @@ import { canonicalJson } from "../../core/contracts/canonical-json.js";
 import { MedmmvError } from "../../core/contracts/errors.js";
 import type { AccessEvent, NewAccessEvent } from "./roles/access-trail.js";
 import type { AccessSigner } from "./access-signing.js";
+import { searchInstant, searchText } from "./store-rows.js";
 
 /**
  * The hash of one access event: sha256 over the canonical JSON of every field but the hash
@@ -114,7 +115,7 @@ export function encodeAccessCursor(e: { tenant: string; seq: number }): string {
 export function decodeAccessCursor(cursor: string): { tenant: string; seq: number } {
   try {
     const v: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && Number.isInteger(v[1])) return { tenant: v[0], seq: v[1] as number };
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && !v[0].includes("\0") && Number.isSafeInteger(v[1]) && (v[1] as number) >= 0) return { tenant: v[0], seq: v[1] as number };
   } catch {
     // the typed error below
   }
@@ -130,11 +131,11 @@ export function checkAccessLimit(limit: number): number {
 export function accessWhere(q: { tenant: string | null; caseId?: string; from?: string; to?: string; actorId?: string; action?: string; cursor?: string | null }, param: (value: unknown) => string): string {
   const where: string[] = [];
   if (q.tenant !== null) where.push(`tenant = ${param(q.tenant)}`);
-  if (q.caseId !== undefined) where.push(`case_id = ${param(q.caseId)}`);
-  if (q.from !== undefined) where.push(`at >= ${param(q.from)}`);
-  if (q.to !== undefined) where.push(`at < ${param(q.to)}`);
-  if (q.actorId !== undefined) where.push(`actor_id = ${param(q.actorId)}`);
-  if (q.action !== undefined) where.push(`action = ${param(q.action)}`);
+  if (q.caseId !== undefined) where.push(`case_id = ${param(searchText("case id", q.caseId))}`);
+  if (q.from !== undefined) where.push(`at >= ${param(searchInstant("from", q.from))}`);
+  if (q.to !== undefined) where.push(`at < ${param(searchInstant("to", q.to))}`);
+  if (q.actorId !== undefined) where.push(`actor_id = ${param(searchText("actor", q.actorId))}`);
+  if (q.action !== undefined) where.push(`action = ${param(searchText("action", q.action))}`);
   if (q.cursor) {
     const after = decodeAccessCursor(q.cursor);
     where.push(`(tenant > ${param(after.tenant)} OR (tenant = ${param(after.tenant)} AND seq > ${param(after.seq)}))`);
