@@ -29,7 +29,10 @@ describe("the demo's output directory", () => {
   for (const code of ["EACCES", "EROFS"]) {
     it(`${code}: a message naming the directory, the user and what to do, not a raw ${code}`, async () => {
       refusal.code = code;
-      const err = await ensureWritableDir(join(root, "data"), "the demo's results").catch((e: unknown) => e as Error & { code: string });
+      const err = (await ensureWritableDir(join(root, "data"), "the demo's results").then(
+        () => new Error("no error"),
+        (e: unknown) => e,
+      )) as Error & { code: string };
       expect(err.code).toBe("CONFIG_INVALID");
       expect(err.message).toContain(join(root, "data"));
       expect(err.message).toMatch(code === "EACCES" ? /permission denied for uid \d+/ : /read-only filesystem/);
