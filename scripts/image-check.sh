@@ -10,6 +10,9 @@
 #   5. the demo under an arbitrary uid in group 0 (OpenShift) into a fresh volume: exit 0
 #   6. the demo into a read-only /data: exit 2 with the clear message, no raw EACCES/EROFS
 #   7. stop and remove what it started
+#
+# RUN_NETWORK=host runs the containers on the host's network (a daemon started without a
+# bridge, `dockerd --bridge=none`); serve then listens on a free loopback port of the host.
 set -euo pipefail
 
 IMAGE="${IMAGE:-medmmv:image-check}"
@@ -22,6 +25,8 @@ CONTAINER="$RUN_ID-serve"
 cd "$(dirname "$0")/.."
 
 now_ms() { date +%s%3N; }
+NET=()
+[ "${RUN_NETWORK:-}" = "" ] || NET=(--network "$RUN_NETWORK")
 step() { printf '\n== %s\n' "$*"; }
 fail() { printf 'image:check FAILED: %s\n' "$*" >&2; exit 1; }
 cleanup() {
@@ -41,17 +46,22 @@ docker volume create "$VOLUME" >/dev/null
 
 step "2. --help, read-only"
 # Node's own time inside the container (the container's start is the runtime's, not ours), then the whole run.
-help_ms=$(docker run --rm --read-only -v "$VOLUME:/data" --entrypoint sh "$IMAGE" -c \
+help_ms=$(docker run "${NET[@]}" --rm --read-only -v "$VOLUME:/data" --entrypoint sh "$IMAGE" -c \
   's=$(date +%s%3N); node /app/bin/medmmv.js --help >/dev/null || exit 3; e=$(date +%s%3N); echo $((e - s))') || fail "--help failed in a read-only container"
-t0=$(now_ms); docker run --rm --read-only -v "$VOLUME:/data" "$IMAGE" --help >/dev/null; t1=$(now_ms)
+t0=$(now_ms); docker run "${NET[@]}" --rm --read-only -v "$VOLUME:/data" "$IMAGE" --help >/dev/null; t1=$(now_ms)
 echo "--help: ${help_ms} ms in the container (budget ${HELP_BUDGET_MS} ms); $((t1 - t0)) ms for the whole docker run"
 [ "$help_ms" -lt "$HELP_BUDGET_MS" ] || fail "--help took ${help_ms} ms (budget ${HELP_BUDGET_MS} ms): is the CLI bundle in the image?"
 
 step "3. serve, read-only, with a volume: /healthz"
 KEY="image-check-key-$(date +%s%N)-0123456789abcdef"
 t0=$(now_ms)
-docker run -d --name "$CONTAINER" --read-only -v "$VOLUME:/data" -p 127.0.0.1::8787 -e MEDMMV_API_KEYS="$KEY" "$IMAGE" serve >/dev/null
-port=$(docker port "$CONTAINER" 8787/tcp | head -n1 | sed 's/.*://')
+if [ "${RUN_NETWORK:-}" = "host" ]; then
+  port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+  docker run -d --name "$CONTAINER" --network host --read-only -v "$VOLUME:/data" -e HOST=127.0.0.1 -e PORT="$port" -e MEDMMV_API_KEYS="$KEY" "$IMAGE" serve >/dev/null
+else
+  docker run -d --name "$CONTAINER" "${NET[@]}" --read-only -v "$VOLUME:/data" -p 127.0.0.1::8787 -e MEDMMV_API_KEYS="$KEY" "$IMAGE" serve >/dev/null
+  port=$(docker port "$CONTAINER" 8787/tcp | head -n1 | sed 's/.*://')
+fi
 healthy=""
 while [ $(( $(now_ms) - t0 )) -lt 30000 ]; do
   if curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then healthy=$(now_ms); break; fi
@@ -66,17 +76,17 @@ docker stop -t 20 "$CONTAINER" >/dev/null
 [ "$healthz_ms" -lt "$HEALTHZ_BUDGET_MS" ] || fail "/healthz took ${healthz_ms} ms (budget ${HEALTHZ_BUDGET_MS} ms)"
 
 step "4. the demo, read-only, into the volume"
-docker run --rm --read-only -v "$VOLUME:/data" "$IMAGE" demo --out /data/out/demo-result.json >/dev/null || fail "the demo failed in a read-only container"
-docker run --rm --read-only -v "$VOLUME:/data" --entrypoint ls "$IMAGE" /data/out | grep -qx demo-result.json || fail "the demo wrote no /data/out/demo-result.json"
+docker run "${NET[@]}" --rm --read-only -v "$VOLUME:/data" "$IMAGE" demo --out /data/out/demo-result.json >/dev/null || fail "the demo failed in a read-only container"
+docker run "${NET[@]}" --rm --read-only -v "$VOLUME:/data" --entrypoint ls "$IMAGE" /data/out | grep -qx demo-result.json || fail "the demo wrote no /data/out/demo-result.json"
 echo "demo: results in the volume"
 
 step "5. the demo as an arbitrary uid in group 0 (OpenShift), into a fresh volume"
-docker run --rm --read-only --user 1000770000:0 -v "$VOLUME_GROUP0:/data" "$IMAGE" demo --out /data/out/demo-result.json >/dev/null || fail "uid 1000770000 in group 0 cannot write /data"
+docker run "${NET[@]}" --rm --read-only --user 1000770000:0 -v "$VOLUME_GROUP0:/data" "$IMAGE" demo --out /data/out/demo-result.json >/dev/null || fail "uid 1000770000 in group 0 cannot write /data"
 echo "demo: ok as uid 1000770000, gid 0"
 
 step "6. the demo into a read-only /data: the clear message"
 set +e
-out=$(docker run --rm --read-only -v "$VOLUME:/data:ro" "$IMAGE" demo --out /data/out/demo-result.json 2>&1)
+out=$(docker run "${NET[@]}" --rm --read-only -v "$VOLUME:/data:ro" "$IMAGE" demo --out /data/out/demo-result.json 2>&1)
 code=$?
 set -e
 echo "$out" | tail -n 3

@@ -281,8 +281,8 @@ describe("EHRs, each with its own keys and tenant", () => {
     ]));
     const ehr = await startInjectServer({ openai: t.openai, env: { MEDMMV_API_KEYS: "", MEDMMV_API_KEYS_FILE: join(dir, "keys.json"), MEDMMV_CDS_ISSUERS_FILE: join(dir, "issuers.json"), MEDMMV_PUBLIC_URL: PUBLIC, MEDMMV_AUTH_FAILURES_PER_MIN: "1000" } });
     try {
-      const token = (key: CryptoKey, iss: string, path: string) =>
-        new SignJWT({}).setProtectedHeader({ alg: "ES256", typ: "JWT" }).setIssuer(iss).setSubject("Practitioner/42").setAudience(`${PUBLIC}${path}`).setIssuedAt().setExpirationTime("2m").setJti(crypto.randomUUID()).sign(key);
+      const token = (key: CryptoKey, iss: string, path: string, sub = "Practitioner/42") =>
+        new SignJWT({}).setProtectedHeader({ alg: "ES256", typ: "JWT" }).setIssuer(iss).setSubject(sub).setAudience(`${PUBLIC}${path}`).setIssuedAt().setExpirationTime("2m").setJti(crypto.randomUUID()).sign(key);
       const path = "/cases/some-case/fhir";
       const forged = await ehr.request({ url: path, key: await token(a.privateKey, "https://ehr-b.example", path) });
       expect(forged.status).toBe(401);
@@ -291,6 +291,12 @@ describe("EHRs, each with its own keys and tenant", () => {
       const events = (await ehr.store.listAccess({ tenant: "clinic", action: "fhir", limit: 10 })).items;
       expect(events.map((e) => [e.actor, e.caseId, e.outcome])).toEqual([[{ type: "ehr", id: "https://ehr-a.example", sub: "Practitioner/42" }, "some-case", "denied"]]);
       expect((await ehr.store.listAccess({ tenant: "hospital-b", limit: 10 })).items).toEqual([]);
+
+      // A `sub` holding a lone surrogate (a \\ud800 escape in the token's JSON) leaves the chain intact.
+      const lone = await ehr.request({ url: path, key: await token(a.privateKey, "https://ehr-a.example", path, "Practitioner/\ud800-x") });
+      expect(lone.status).toBe(404);
+      expect((await ehr.store.listAccess({ tenant: "clinic", action: "fhir", limit: 10 })).items.at(-1)!.actor.sub).toBe("Practitioner/\uFFFD-x");
+      expect(await verifyAccessTrail(ehr.store)).toMatchObject({ ok: true, breakCount: 0 });
     } finally {
       await ehr.close();
     }
