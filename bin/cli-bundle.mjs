@@ -27,21 +27,49 @@ export const SOURCES_FILE = "sources.json";
 const EXTERNAL = ["better-sqlite3", "pg", "pg-native", "esbuild", "playwright-core", "@fastify/swagger-ui", "tsx", "bullmq", "ioredis", "msgpackr", "msgpackr-extract", "sharp", "dcmjs", "dcmjs-imaging"];
 
 /**
- * What the build depends on: every file under src/ (path, mtime, size), the lockfile (the
- * installed packages) and this file (the build's settings). A stat per file, a few ms.
+ * What the build depends on, first part: every file under src/ (path, mtime, size), the
+ * lockfile, npm's record of what is installed (node_modules/.package-lock.json, rewritten by
+ * every npm install, `--no-save` ones included) and this file (the build's settings). A stat
+ * per file, a few ms.
  */
-function sourceStamp() {
+export function sourceStamp(root = ROOT) {
   const hash = createHash("sha256");
   const add = (file) => {
     const s = statSync(file, { throwIfNoEntry: false });
     hash.update(`${file}\0${s ? `${s.mtimeMs}\0${s.size}` : "-"}\n`);
   };
-  for (const e of readdirSync(path.join(ROOT, "src"), { recursive: true, withFileTypes: true })) {
+  for (const e of readdirSync(path.join(root, "src"), { recursive: true, withFileTypes: true })) {
     if (e.isFile()) add(path.join(e.parentPath ?? e.path, e.name));
   }
-  for (const f of ["package-lock.json", "package.json", "bin/cli-bundle.mjs"]) add(path.join(ROOT, f));
+  for (const f of ["package-lock.json", "package.json", "node_modules/.package-lock.json", "bin/cli-bundle.mjs"]) add(path.join(root, f));
   hash.update(process.version);
   return hash.digest("hex").slice(0, 16);
+}
+
+/**
+ * Second part: the installed version of every package the bundle holds, as each package's own
+ * package.json (path, mtime, size; its content, hashed, where it is small). A dependency
+ * swapped or patched in node_modules by hand, with no lockfile change, changes it, and the
+ * bundle is built again rather than carrying the old code. About 200 stats.
+ */
+export function packagesStamp(packages, root = ROOT) {
+  const hash = createHash("sha256");
+  for (const dir of packages) {
+    const file = path.join(root, dir, "package.json");
+    const s = statSync(file, { throwIfNoEntry: false });
+    hash.update(`${dir}\0${s ? `${s.mtimeMs}\0${s.size}\0${s.size < 8192 ? createHash("sha256").update(readFileSync(file)).digest("hex") : ""}` : "-"}\n`);
+  }
+  return hash.digest("hex").slice(0, 16);
+}
+
+/** The package directories (node_modules/x, node_modules/@s/x, nested ones too) the bundle's inputs come from. */
+export function bundledPackages(inputs) {
+  const dirs = new Set();
+  for (const input of inputs) {
+    const m = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input.replaceAll("\\", "/"));
+    if (m) dirs.add(m[1]);
+  }
+  return [...dirs].sort();
 }
 
 function alive(pid) {
@@ -120,12 +148,13 @@ async function build(dir) {
   // what a command loads.
   const sources = Object.fromEntries(Object.entries(metafile.outputs).filter(([out]) => out.endsWith(".js")).map(([out, o]) => [path.basename(out), Object.keys(o.inputs)]));
   writeFileSync(path.join(dir, SOURCES_FILE), JSON.stringify(sources));
+  return bundledPackages(Object.keys(metafile.inputs));
 }
 
 function pruneOld(keep) {
   const now = Date.now();
   for (const name of readdirSync(CACHE)) {
-    if (name === keep || name.endsWith(".lock")) continue;
+    if (keep.includes(name) || name.endsWith(".lock")) continue;
     const p = path.join(CACHE, name);
     try {
       if (now - statSync(p).mtimeMs > KEEP_MS) rmSync(p, { recursive: true, force: true });
@@ -143,28 +172,40 @@ function pruneOld(keep) {
 export async function cliBundle() {
   try {
     const stamp = sourceStamp();
-    const dir = path.join(CACHE, stamp);
-    const main = path.join(dir, "main.js");
-    if (existsSync(main)) {
-      // Marked as used, so pruning (by age) never removes a build a running process started from today.
-      try {
-        const now = new Date();
-        utimesSync(dir, now, now);
-      } catch {
-        // a read-only cache (the Docker image): nothing prunes it either
+    // The packages the last build of these sources held, so their versions can be checked.
+    const packagesFile = path.join(CACHE, `${stamp}.packages.json`);
+    const packages = existsSync(packagesFile) ? JSON.parse(readFileSync(packagesFile, "utf8")) : null;
+    if (packages) {
+      const dir = path.join(CACHE, `${stamp}-${packagesStamp(packages)}`);
+      const main = path.join(dir, "main.js");
+      if (existsSync(main)) {
+        // Marked as used, so pruning (by age) never removes a build a running process started from today.
+        try {
+          const now = new Date();
+          utimesSync(dir, now, now);
+        } catch {
+          // a read-only cache (the Docker image): nothing prunes it either
+        }
+        return pathToFileURL(main).href;
       }
-      return pathToFileURL(main).href;
     }
     mkdirSync(CACHE, { recursive: true });
     const lock = path.join(CACHE, `${stamp}.lock`);
     if (!takeLock(lock)) return null;
+    let main;
     try {
       // Built beside its final place and renamed into it: a reader sees all of it or none.
-      const tmp = `${dir}.tmp-${process.pid}`;
+      const tmp = path.join(CACHE, `${stamp}.tmp-${process.pid}`);
       rmSync(tmp, { recursive: true, force: true });
-      await build(tmp);
+      const built = await build(tmp);
+      const name = `${stamp}-${packagesStamp(built)}`;
+      const dir = path.join(CACHE, name);
+      rmSync(dir, { recursive: true, force: true });
       renameSync(tmp, dir);
-      pruneOld(stamp);
+      writeFileSync(`${packagesFile}.tmp-${process.pid}`, JSON.stringify(built));
+      renameSync(`${packagesFile}.tmp-${process.pid}`, packagesFile);
+      pruneOld([name, `${stamp}.packages.json`]);
+      main = path.join(dir, "main.js");
     } finally {
       rmSync(lock, { force: true });
     }

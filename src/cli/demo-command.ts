@@ -9,6 +9,7 @@ import { DEMO_CASES } from "./demo/demo-cases.js";
 import { prepareDemoCorpus } from "./demo/demo-corpus.js";
 import { writeOfflineReport } from "../server/view/report-command.js";
 import { writeResult } from "./diagnose-command.js";
+import { ensureWritableDir } from "./demo/writable-dir.js";
 
 /** out/demo-result.json → out/demo-result-<slug>.json for every case after the first. */
 function outputFor(file: string, index: number, slug: string): string {
@@ -26,11 +27,18 @@ function outputFor(file: string, index: number, slug: string): string {
  * first; `opts.out` comes with the CLI's default, out/demo-result.json).
  */
 export async function demoCommand(opts: { json?: boolean; out: string }): Promise<number> {
+  let outDir: string;
+  try {
+    outDir = await ensureWritableDir(path.dirname(opts.out), "the demo's results");
+  } catch (err) {
+    process.stderr.write(`medmmv demo: ${isMedmmvError(err) ? err.message : String(err)}\n`);
+    return 2;
+  }
   const backends = await startDemoBackends();
   let corpus: Awaited<ReturnType<typeof prepareDemoCorpus>> | null = null;
   try {
     // Without a Tavily key of the user's, literature comes from the bundled corpus, searched offline (MEDMMV_SEARCH=local).
-    corpus = loadConfig({ ...process.env, ...DEMO_ISOLATION_ENV }).search.apiKey ? null : await prepareDemoCorpus();
+    corpus = loadConfig({ ...process.env, ...DEMO_ISOLATION_ENV }).search.apiKey ? null : await prepareDemoCorpus(outDir);
     const config = loadConfig({ ...process.env, ...backends.env, ...corpus?.env });
     if (!opts.json)
       process.stdout.write(

@@ -75,10 +75,18 @@ program
 const audit = program.command("audit").description("the access trail: who accessed which case, when, with what outcome (tamper-evident, per tenant)");
 audit
   .command("verify")
-  .description("walk every tenant's hash chain in the store; exit 1 naming the first changed or removed event")
-  .action(async () => {
+  .description("walk every tenant's hash chain in the store, checking signatures with MEDMMV_AUDIT_SIGNING_KEY; exit 1 naming every changed, removed, invented or re-hashed event")
+  .option("--anchor <file>", "also prove the trail still holds the heads `medmmv audit anchor` printed into this file")
+  .action(async (opts: { anchor?: string }) => {
     const { auditVerifyCommand } = await import("./audit-command.js");
-    process.exitCode = await auditVerifyCommand();
+    process.exitCode = await auditVerifyCommand(opts);
+  });
+audit
+  .command("anchor")
+  .description("print every tenant's current chain head, signed with MEDMMV_AUDIT_SIGNING_KEY, to keep outside the store (for verify --anchor)")
+  .action(async () => {
+    const { auditAnchorCommand } = await import("./audit-command.js");
+    process.exitCode = await auditAnchorCommand();
   });
 audit
   .command("export")

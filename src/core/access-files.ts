@@ -5,6 +5,7 @@
  * with the entry at fault named, never its content beyond ids.
  */
 import { readFileSync } from "node:fs";
+import path from "node:path";
 import { z } from "zod";
 import { MedmmvError } from "./contracts/errors.js";
 import { describeZodIssues } from "./contracts/zod-issues.js";
@@ -31,7 +32,12 @@ export type ApiKeyEntry = z.infer<typeof ApiKeyEntry>;
 /** One EHR of MEDMMV_CDS_ISSUERS_FILE: its `iss`, the JWKS its tokens must be signed with, its tenant. */
 export const IssuerEntry = z.strictObject({
   iss: z.string().min(1).max(500),
-  jwks: z.string().min(1).max(2000).describe("An https URL of this EHR's JWKS, or a local JWKS file"),
+  jwks: z
+    .string()
+    .min(1)
+    .max(2000)
+    .refine((j) => !/^[a-z][a-z0-9+.-]*:\/\//i.test(j) || /^https:\/\//i.test(j), "must be an https URL (keys fetched over http can be swapped on the way) or a local JWKS file")
+    .describe("An https URL of this EHR's JWKS, or a local JWKS file"),
   tenant: Id,
 });
 export type IssuerEntry = z.infer<typeof IssuerEntry>;
@@ -67,6 +73,19 @@ export function readApiKeysFile(file: string): ApiKeyEntry[] {
   return parseList("MEDMMV_API_KEYS_FILE", file, ApiKeyEntry, (e) => [`id\u0000${e.id}`, `sha256\u0000${e.sha256}`]);
 }
 
+/** A JWKS as the place it is read from: a URL normalised, a file by its absolute path. */
+function jwksPlace(jwks: string): string {
+  if (/^https:\/\//i.test(jwks)) {
+    try {
+      return new URL(jwks).href;
+    } catch {
+      return jwks;
+    }
+  }
+  return path.resolve(jwks);
+}
+
+/** Each issuer its own JWKS: two issuers sharing one could each sign as the other (EHR A's key acting in EHR B's tenant). */
 export function readIssuersFile(file: string): IssuerEntry[] {
-  return parseList("MEDMMV_CDS_ISSUERS_FILE", file, IssuerEntry, (e) => [`iss\u0000${e.iss}`]);
+  return parseList("MEDMMV_CDS_ISSUERS_FILE", file, IssuerEntry, (e) => [`iss\u0000${e.iss}`, `jwks\u0000${jwksPlace(e.jwks)}`]);
 }

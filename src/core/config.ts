@@ -104,7 +104,7 @@ export const EnvSchema = z.object({
     .regex(/^[A-Za-z0-9_.:-]{1,64}$/)
     .optional()
     .describe(
-      "Prefix of every Redis key and channel the service uses, so several deployments (or test runs) can share one Redis. Unset: `medmmv-` and a hash of the store's location (DATABASE_URL's host, port and database, or MEDMMV_DATA_DIR), so each deployment has its own queue; set it when replicas reach one database under different addresses.",
+      "Prefix of every Redis key and channel the service uses, so several deployments (or test runs) can share one Redis. Unset: `medmmv-` and a hash of the store's location (DATABASE_URL's host, port and database as the driver resolves them, PGHOST, PGPORT and PGDATABASE filling what the URL leaves out, or MEDMMV_DATA_DIR with links followed), so each deployment has its own queue; set it when replicas reach one database under different addresses.",
     ),
   MEDMMV_ENGINE_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32).describe("Cases one replica runs at once with REDIS_URL (the BullMQ worker's concurrency); more wait in the queue."),
   MEDMMV_MAX_RUN_STARTS: z.coerce.number().int().min(1).max(100).default(3).describe("How often a case's run may start (a process that died mid-case, a stalled job) before the case fails with RUN_CRASHED instead of taking down the next process too."),
@@ -118,6 +118,8 @@ export const EnvSchema = z.object({
     .optional()
     .describe("A directory of extra clinical pathways (ID.json each), named by id in requests beside the bundled ones in pathways/; an id may not be in both."),
   MEDMMV_DATA_DIR: z.string().default("./data").describe("Data directory: the SQLite store (medmmv.sqlite) and the demo's store."),
+  MEDMMV_AUDIT_SIGNING_KEY: z.string().optional().describe("Key that signs every access-trail event, kept outside the store (a secret store, the orchestrator's secrets): an Ed25519 private key in PEM (`openssl genpkey -algorithm ed25519`) or a secret of at least 32 characters (HMAC-SHA256). With it, `medmmv audit verify` (given the same key) names every event removed, invented or re-hashed by someone who can write the store but does not hold the key. Unset: events are hash-chained only (docs/operations.md#the-access-trail)."),
+  MEDMMV_AUDIT_SIGNING_KEY_FILE: z.string().min(1).optional().describe("A file holding MEDMMV_AUDIT_SIGNING_KEY (a mounted secret); set one or the other."),
   MEDMMV_API_KEYS: z.string().optional().describe(`Comma-separated API keys for the HTTP API (each key sees only its own cases), each at least ${MIN_SECRET_CHARS} characters. Without keys the server listens on loopback only.`),
   MEDMMV_API_KEYS_FILE: z.string().min(1).optional().describe("A JSON file of API keys with teams and roles: an array of { id, sha256 (hex SHA-256 of the key; the file holds no secret), tenant, roles: [clinician | auditor | admin] }. Used beside MEDMMV_API_KEYS, whose keys stay clinicians, each its own tenant."),
   MEDMMV_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional().describe("Days a case's content (input, images, result, graphs, events, turns) is kept; older cases are purged once a day and at start, their access trail kept. Unset: kept until deleted."),
@@ -233,7 +235,8 @@ export interface Config {
     /** The per-case budget of a request that names none (null: unlimited). */
     caseBudget: { maxTokens: number | null; maxCostUsd: number | null };
   };
-  store: { databaseUrl: string | null; dataDir: string };
+  /** `auditSigningKey`: MEDMMV_AUDIT_SIGNING_KEY(_FILE)'s text, held by the process, never written to the store. */
+  store: { databaseUrl: string | null; dataDir: string; auditSigningKey: string | null };
   /**
    * How cases are run: by this process alone (redisUrl null), or by BullMQ workers on Redis across
    * replicas. `deployment`: which store this process serves (src/core/deployment-identity.ts), the
@@ -423,8 +426,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     store: storeOf(e),
     engine: {
       redisUrl: e.REDIS_URL ?? null,
-      prefix: e.MEDMMV_REDIS_PREFIX ?? defaultRedisPrefix(storeOf(e)),
-      deployment: deploymentId(storeOf(e)),
+      prefix: e.MEDMMV_REDIS_PREFIX ?? defaultRedisPrefix(storeOf(e), env),
+      deployment: deploymentId(storeOf(e), env),
       concurrency: e.MEDMMV_ENGINE_CONCURRENCY,
       maxRunStarts: e.MEDMMV_MAX_RUN_STARTS,
       lockMs: e.MEDMMV_ENGINE_LOCK_MS,
@@ -545,8 +548,12 @@ function parseImageDetail(v: string): Record<"executor" | "vision" | "judge", Im
   return out;
 }
 
-function storeOf(e: { DATABASE_URL?: string; MEDMMV_DATA_DIR: string }): Config["store"] {
-  return { databaseUrl: e.DATABASE_URL ?? null, dataDir: e.MEDMMV_DATA_DIR };
+function storeOf(e: { DATABASE_URL?: string; MEDMMV_DATA_DIR: string; MEDMMV_AUDIT_SIGNING_KEY?: string; MEDMMV_AUDIT_SIGNING_KEY_FILE?: string }): Config["store"] {
+  if (e.MEDMMV_AUDIT_SIGNING_KEY && e.MEDMMV_AUDIT_SIGNING_KEY_FILE) {
+    throw new MedmmvError("CONFIG_INVALID", "invalid configuration: set MEDMMV_AUDIT_SIGNING_KEY or MEDMMV_AUDIT_SIGNING_KEY_FILE, not both");
+  }
+  const auditSigningKey = e.MEDMMV_AUDIT_SIGNING_KEY_FILE ? readConfigFile(e.MEDMMV_AUDIT_SIGNING_KEY_FILE, "MEDMMV_AUDIT_SIGNING_KEY_FILE").trim() : (e.MEDMMV_AUDIT_SIGNING_KEY ?? null);
+  return { databaseUrl: e.DATABASE_URL ?? null, dataDir: e.MEDMMV_DATA_DIR, auditSigningKey: auditSigningKey || null };
 }
 
 /** The variable that holds each keyed provider's key, for messages that say what to set. */

@@ -81,6 +81,14 @@ describe("CDS Hooks configuration", () => {
       ]);
       writeFileSync(file, JSON.stringify([{ iss: "https://a", jwks: "/etc/a.json", tenant: "t" }, { iss: "https://a", jwks: "/etc/b.json", tenant: "t" }]));
       expect(() => loadConfig({ ...base, MEDMMV_CDS_ISSUERS_FILE: file })).toThrow(/\[1\] repeats iss/);
+      // one JWKS for two issuers, however it is spelled: EHR A's key could sign as EHR B
+      writeFileSync(file, JSON.stringify([{ iss: "https://a", jwks: "https://keys.example/jwks", tenant: "t1" }, { iss: "https://b", jwks: "HTTPS://KEYS.example:443/jwks", tenant: "t2" }]));
+      expect(() => loadConfig({ ...base, MEDMMV_CDS_ISSUERS_FILE: file })).toThrow(/\[1\] repeats jwks/);
+      writeFileSync(file, JSON.stringify([{ iss: "https://a", jwks: "/etc/medmmv/jwks.json", tenant: "t1" }, { iss: "https://b", jwks: "/etc/medmmv/../medmmv/jwks.json", tenant: "t2" }]));
+      expect(() => loadConfig({ ...base, MEDMMV_CDS_ISSUERS_FILE: file })).toThrow(/\[1\] repeats jwks/);
+      // keys over http can be swapped on the way
+      writeFileSync(file, JSON.stringify([{ iss: "https://a", jwks: "http://keys.example/jwks", tenant: "t1" }]));
+      expect(() => loadConfig({ ...base, MEDMMV_CDS_ISSUERS_FILE: file })).toThrow(/\[0\]\.jwks: must be an https URL/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

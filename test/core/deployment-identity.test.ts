@@ -21,6 +21,20 @@ describe("deployment identity", () => {
     expect(a).toMatch(/^[0-9a-f]{16}$/);
   });
 
+  it("is resolved as the driver resolves it: two URLs that read alike, databases from PGDATABASE, are two stores", () => {
+    const url = "postgres://medmmv:pw@db.example:5432";
+    const a = loadConfig({ DATABASE_URL: url, PGDATABASE: "cases_a" }).engine;
+    const b = loadConfig({ DATABASE_URL: url, PGDATABASE: "cases_b" }).engine;
+    expect(a.prefix).not.toBe(b.prefix);
+    expect(a.deployment).not.toBe(b.deployment);
+    // the database named in the URL wins over PGDATABASE, as in the driver
+    expect(loadConfig({ DATABASE_URL: `${url}/cases`, PGDATABASE: "cases_a" }).engine.prefix).toBe(loadConfig({ DATABASE_URL: `${url}/cases` }).engine.prefix);
+    // no database anywhere: the user's name is the database
+    expect(storeLocation(pg("postgres://alice@db.example"), {})).toBe("postgres://db.example:5432/alice");
+    expect(storeLocation(pg("postgres:///cases"), { PGHOST: "db-b.example", PGPORT: "6432" })).toBe("postgres://db-b.example:6432/cases");
+    expect(storeLocation(pg("postgres:///cases"), { PGHOST: "db-a.example" })).not.toBe(storeLocation(pg("postgres:///cases"), { PGHOST: "db-b.example" }));
+  });
+
   it("gives the default MEDMMV_REDIS_PREFIX; a configured one wins", () => {
     const derived = loadConfig({ MEDMMV_DATA_DIR: "/srv/a" }).engine;
     expect(derived.prefix).toBe(defaultRedisPrefix({ databaseUrl: null, dataDir: "/srv/a" }));

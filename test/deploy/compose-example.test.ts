@@ -12,7 +12,8 @@ import { EnvSchema, assertWorkersSupported, loadConfig } from "../../src/core/co
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const compose = parse(readFileSync(path.join(ROOT, "deploy/compose.yaml"), "utf8")) as {
-  services: Record<string, { environment?: Record<string, string>; healthcheck?: { test: string[] }; deploy?: { replicas?: number }; depends_on?: Record<string, unknown>; command?: string[] }>;
+  name?: string;
+  services: Record<string, { environment?: Record<string, string>; healthcheck?: { test: string[] }; deploy?: { replicas?: number }; depends_on?: Record<string, unknown>; command?: string[]; image?: string; read_only?: boolean }>;
 };
 const env = compose.services.medmmv!.environment!;
 
@@ -27,6 +28,22 @@ function filled(v: string): string {
 }
 
 describe("deploy/compose.yaml", () => {
+  it("is a file Compose v1 reads too (no top-level `name:`), and runs the image read-only", () => {
+    expect(Object.keys(compose).sort()).toEqual(["services", "volumes", "x-medmmv-env"]);
+    expect(compose.services.medmmv!.read_only).toBe(true);
+  });
+
+  it("has nginx re-resolve the replicas (a `resolve` upstream server in a `zone`, on an nginx that has it in open source)", () => {
+    const conf = readFileSync(path.join(ROOT, "deploy/nginx.conf"), "utf8").replace(/#.*$/gm, "");
+    const upstream = /upstream\s+medmmv\s*\{([^}]*)\}/.exec(conf)?.[1] ?? "";
+    expect(upstream).toMatch(/\bzone\s+\S+\s+\d+k;/);
+    expect(upstream).toMatch(/\bserver\s+medmmv:8787\s+resolve;/);
+    expect(conf).toMatch(/\bresolver\s+127\.0\.0\.11\b/);
+    // `resolve` is open-source nginx from 1.27.3 (1.28 the first stable line with it)
+    const [major, minor] = (/^nginx:(\d+)\.(\d+)/.exec(compose.services.lb!.image ?? "") ?? []).slice(1).map(Number);
+    expect(major! > 1 || minor! >= 28).toBe(true);
+  });
+
   it("has Postgres, Redis (no persistence), the replicas and a load balancer, with health checks", () => {
     expect(Object.keys(compose.services).sort()).toEqual(["lb", "medmmv", "postgres", "redis"]);
     expect(compose.services.medmmv!.deploy?.replicas).toBeGreaterThan(1);

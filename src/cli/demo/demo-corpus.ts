@@ -16,10 +16,15 @@ const DEMO_CORPORA: Record<string, string> = {
 /**
  * The demo's offline literature search: the bundled example corpora indexed into a
  * throwaway embedded store, and the environment that points MEDMMV_SEARCH=local at it
- * (DATABASE_URL blanked so a user's Postgres is never written to by the demo).
+ * (DATABASE_URL blanked so a user's Postgres is never written to by the demo). The store goes
+ * in the system's temporary directory, or, where that cannot be written (a container started
+ * with --read-only and no /tmp), beside the demo's results in `fallbackDir`.
  */
-export async function prepareDemoCorpus(): Promise<{ env: Record<string, string>; dispose(): Promise<void> }> {
-  const dataDir = await mkdtemp(path.join(tmpdir(), "medmmv-demo-corpus-"));
+export async function prepareDemoCorpus(fallbackDir: string): Promise<{ env: Record<string, string>; dispose(): Promise<void> }> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), "medmmv-demo-corpus-")).catch(async (err: NodeJS.ErrnoException) => {
+    if (!["EROFS", "EACCES", "EPERM", "ENOENT"].includes(err.code ?? "")) throw err;
+    return mkdtemp(path.join(fallbackDir, ".medmmv-demo-corpus-"));
+  });
   const dispose = () => rm(dataDir, { recursive: true, force: true });
   try {
     const index = await openCorpusIndex({ databaseUrl: null, dataDir });

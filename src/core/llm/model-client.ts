@@ -53,7 +53,8 @@ export interface StructuredCall<S extends z.ZodType> {
 
 export interface ResponseCache {
   get(key: string): Promise<Record<string, unknown> | null>;
-  put(key: string, value: Record<string, unknown>): Promise<void>;
+  /** `caseKey`: the case the call was for, so the store can remove the reply with the case (it may quote it). */
+  put(key: string, value: Record<string, unknown>, caseKey?: string): Promise<void>;
 }
 
 export interface LlmClientOptions {
@@ -468,7 +469,7 @@ export class LlmClient {
         const candidate = fromRaw ?? (out.parsed === null ? undefined : out.parsed);
         const checked = candidate === undefined ? null : call.schema.safeParse(candidate);
         if (checked?.success) {
-          if (useCache) await this.cache!.put(key, { parsed: checked.data as Record<string, unknown> }).catch(() => undefined);
+          if (useCache) await this.cache!.put(key, { parsed: checked.data as Record<string, unknown> }, ctx.caseKey).catch(() => undefined);
           return checked.data;
         }
         if (finish === "length") {

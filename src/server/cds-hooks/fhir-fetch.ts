@@ -40,9 +40,12 @@ export function isAllowedFhirServer(fhirServer: string, allowList: readonly stri
  * A next-page link as the URL it really names, when that is under the FHIR server's base;
  * null otherwise. Compared after URL normalisation (WHATWG: `..` and `%2e%2e` segments
  * resolved, scheme and host lower-cased, default ports dropped), never as a string prefix:
- * `…/fhir/../admin` starts with the base and is not under it. Encoded slashes, backslashes
- * and dots left in the path, or credentials in the URL, are refused: a server may decode
- * them after this check. The URL fetched is the normalised one.
+ * `…/fhir/../admin` starts with the base and is not under it. What a server behind the base
+ * may still read as a way out is refused, however it is encoded (the path decoded until it
+ * no longer changes): encoded slashes, backslashes and dots, `;` path parameters (`..;/`,
+ * `..%3b`, which Java servers strip to `..`), a percent sign surviving decoding (`%252e%252e`,
+ * double encoding), NUL and other control characters (`..%00`); and credentials in the URL.
+ * The URL fetched is the normalised one.
  */
 export function sameFhirServer(link: string, base: string): string | null {
   let url: URL;
@@ -54,9 +57,28 @@ export function sameFhirServer(link: string, base: string): string | null {
     return null;
   }
   if (url.username || url.password || url.protocol !== root.protocol || url.host !== root.host) return null;
-  if (/%2f|%5c|%2e/i.test(url.pathname)) return null;
+  if (/%2f|%5c|%2e/i.test(url.pathname) || !plainPath(url.pathname)) return null;
   const under = url.pathname === root.pathname.slice(0, -1) || url.pathname.startsWith(root.pathname);
   return under ? url.href : null;
+}
+
+/** Whether a path, decoded as often as a chain of servers might decode it, is still the plain path it reads as. */
+function plainPath(pathname: string): boolean {
+  let decoded = pathname;
+  for (let round = 0; round < 4; round++) {
+    let next: string;
+    try {
+      next = decodeURIComponent(decoded);
+    } catch {
+      return false; // a stray % a lenient server would pass through
+    }
+    if (next === decoded) break;
+    decoded = next;
+  }
+  if (decoded.includes("%")) return false;
+  // eslint-disable-next-line no-control-regex
+  if (/[;\\\u0000-\u001f\u007f]/.test(decoded)) return false;
+  return !decoded.split("/").some((segment) => segment === "." || segment === "..");
 }
 
 /** Why one query stopped; its message is what the card and the 412 say. */

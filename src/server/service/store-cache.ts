@@ -10,8 +10,8 @@ export function storeResponseCache(store: ResponseCacheStore): ResponseCache {
     async get(key) {
       return (await store.getCachedResponse(key))?.value ?? null;
     },
-    async put(key, value) {
-      await store.putCachedResponse(key, value);
+    async put(key, value, caseKey) {
+      await store.putCachedResponse(key, value, caseKey ?? null);
     },
   };
 }

@@ -2,6 +2,8 @@ import { createHash } from "node:crypto";
 import { canonicalJson } from "../../core/contracts/canonical-json.js";
 import { MedmmvError } from "../../core/contracts/errors.js";
 import type { AccessEvent, NewAccessEvent } from "./roles/access-trail.js";
+import type { AccessSigner } from "./access-signing.js";
+import { searchInstant, searchText } from "./store-rows.js";
 
 /**
  * The hash of one access event: sha256 over the canonical JSON of every field but the hash
@@ -9,7 +11,7 @@ import type { AccessEvent, NewAccessEvent } from "./roles/access-trail.js";
  * function, so a row reads back to the same bytes it was hashed from (timestamps are kept
  * as the ISO text they were hashed as, detail as its JSON text).
  */
-export function accessEventHash(e: Omit<AccessEvent, "hash">): string {
+export function accessEventHash(e: Omit<AccessEvent, "hash" | "signature">): string {
   const body = {
     v: 1,
     tenant: e.tenant,
@@ -27,10 +29,33 @@ export function accessEventHash(e: Omit<AccessEvent, "hash">): string {
   return createHash("sha256").update(canonicalJson(body)).digest("hex");
 }
 
-/** The event that follows `head` (the tenant's last seq and hash) in its chain. */
-export function chainedEvent(e: NewAccessEvent, head: { lastSeq: number; lastHash: string }, at: string): AccessEvent {
-  const unhashed = { ...e, actor: { ...e.actor, sub: e.actor.sub ?? null }, seq: head.lastSeq + 1, at, prevHash: head.lastHash };
-  return { ...unhashed, hash: accessEventHash(unhashed) };
+/**
+ * A string as a UTF-8 TEXT column keeps it: a lone surrogate (a JWT `sub` may hold one: JSON
+ * escapes allow it) is stored by both databases as U+FFFD, and Postgres refuses NUL. The
+ * event is hashed as it will read back, or the chain would break at it for good.
+ */
+export function storableText(s: string): string;
+export function storableText(s: string | null): string | null;
+export function storableText(s: string | null): string | null {
+  return s === null ? null : s.replace(/\p{Cs}|\0/gu, "\uFFFD");
+}
+
+/** The event that follows `head` (the tenant's last seq and hash) in its chain, signed when the service holds the key. */
+export function chainedEvent(e: NewAccessEvent, head: { lastSeq: number; lastHash: string }, at: string, signer: AccessSigner | null = null): AccessEvent {
+  const unhashed = {
+    ...e,
+    tenant: storableText(e.tenant),
+    actor: { type: e.actor.type, id: storableText(e.actor.id), sub: storableText(e.actor.sub ?? null) },
+    action: storableText(e.action),
+    caseId: storableText(e.caseId),
+    client: storableText(e.client),
+    requestId: storableText(e.requestId),
+    seq: head.lastSeq + 1,
+    at,
+    prevHash: head.lastHash,
+  };
+  const hash = accessEventHash(unhashed);
+  return { ...unhashed, hash, signature: signer ? signer.sign({ tenant: unhashed.tenant, seq: unhashed.seq, hash }) : null };
 }
 
 /** A stored access row, backend-neutral (detail still its JSON text, as hashed). */
@@ -49,12 +74,13 @@ export interface AccessRow {
   detail: string;
   prev_hash: string;
   hash: string;
+  signature: string | null;
 }
 
 export function accessRowValues(e: AccessEvent): unknown[] {
-  return [e.tenant, e.seq, e.at, e.actor.type, e.actor.id, e.actor.sub ?? null, e.action, e.caseId, e.outcome, e.client, e.requestId, JSON.stringify(e.detail), e.prevHash, e.hash];
+  return [e.tenant, e.seq, e.at, e.actor.type, e.actor.id, e.actor.sub ?? null, e.action, e.caseId, e.outcome, e.client, e.requestId, JSON.stringify(e.detail), e.prevHash, e.hash, e.signature];
 }
-export const ACCESS_COLUMNS = "tenant, seq, at, actor_type, actor_id, actor_sub, action, case_id, outcome, client, request_id, detail, prev_hash, hash";
+export const ACCESS_COLUMNS = "tenant, seq, at, actor_type, actor_id, actor_sub, action, case_id, outcome, client, request_id, detail, prev_hash, hash, signature";
 
 /** A row as read back. A detail that is no longer JSON (a tampered row) reads as a string, so the verifier can name the row instead of crashing. */
 export function accessFromRow(r: AccessRow): AccessEvent {
@@ -77,6 +103,7 @@ export function accessFromRow(r: AccessRow): AccessEvent {
     detail,
     prevHash: r.prev_hash,
     hash: r.hash,
+    signature: r.signature ?? null,
   };
 }
 
@@ -88,7 +115,7 @@ export function encodeAccessCursor(e: { tenant: string; seq: number }): string {
 export function decodeAccessCursor(cursor: string): { tenant: string; seq: number } {
   try {
     const v: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && Number.isInteger(v[1])) return { tenant: v[0], seq: v[1] as number };
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && !v[0].includes("\0") && Number.isSafeInteger(v[1]) && (v[1] as number) >= 0) return { tenant: v[0], seq: v[1] as number };
   } catch {
     // the typed error below
   }
@@ -104,11 +131,11 @@ export function checkAccessLimit(limit: number): number {
 export function accessWhere(q: { tenant: string | null; caseId?: string; from?: string; to?: string; actorId?: string; action?: string; cursor?: string | null }, param: (value: unknown) => string): string {
   const where: string[] = [];
   if (q.tenant !== null) where.push(`tenant = ${param(q.tenant)}`);
-  if (q.caseId !== undefined) where.push(`case_id = ${param(q.caseId)}`);
-  if (q.from !== undefined) where.push(`at >= ${param(q.from)}`);
-  if (q.to !== undefined) where.push(`at < ${param(q.to)}`);
-  if (q.actorId !== undefined) where.push(`actor_id = ${param(q.actorId)}`);
-  if (q.action !== undefined) where.push(`action = ${param(q.action)}`);
+  if (q.caseId !== undefined) where.push(`case_id = ${param(searchText("case id", q.caseId))}`);
+  if (q.from !== undefined) where.push(`at >= ${param(searchInstant("from", q.from))}`);
+  if (q.to !== undefined) where.push(`at < ${param(searchInstant("to", q.to))}`);
+  if (q.actorId !== undefined) where.push(`actor_id = ${param(searchText("actor", q.actorId))}`);
+  if (q.action !== undefined) where.push(`action = ${param(searchText("action", q.action))}`);
   if (q.cursor) {
     const after = decodeAccessCursor(q.cursor);
     where.push(`(tenant > ${param(after.tenant)} OR (tenant = ${param(after.tenant)} AND seq > ${param(after.seq)}))`);

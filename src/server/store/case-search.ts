@@ -8,7 +8,7 @@
 import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
 import { MedmmvError } from "../../core/contracts/errors.js";
 import type { CaseSummary, ListCasesQuery, StoredCaseInput } from "./case-store.js";
-import { decodeCursor } from "./store-rows.js";
+import { decodeCursor, searchInstant, searchText } from "./store-rows.js";
 
 /** Written by saveResult next to the result. Lists are stored as `|a|b|` so one substring test finds a whole item. */
 export interface SearchColumns {
@@ -67,30 +67,27 @@ export interface SearchDialect {
   contains(column: string, needle: string): string;
 }
 
-function iso(name: string, v: string): string {
-  const t = Date.parse(v);
-  if (Number.isNaN(t)) throw new MedmmvError("INVALID_INPUT", `${name} must be a date or an ISO 8601 instant, e.g. 2026-11-01 or 2026-11-01T00:00:00Z`);
-  return new Date(t).toISOString();
-}
-
 export function caseSearchWhere(q: ListCasesQuery, d: SearchDialect): string {
   if (q.tenant === undefined && q.owner === undefined) throw new MedmmvError("INTERNAL", "a case search needs a tenant or an owner");
   const w: string[] = [];
   if (q.tenant !== undefined) w.push(`tenant = ${d.param(q.tenant)}`);
   if (q.owner !== undefined) w.push(`owner = ${d.param(q.owner)}`);
   if (q.status) w.push(`status = ${d.param(q.status)}`);
-  if (q.from) w.push(`created_at >= ${d.instant(iso("from", q.from))}`);
-  if (q.to) w.push(`created_at < ${d.instant(iso("to", q.to))}`);
-  if (q.answer !== undefined) w.push(`(answer_option = ${d.param(q.answer)} OR lower(answer_text) = lower(${d.param(q.answer)}))`);
+  if (q.from) w.push(`created_at >= ${d.instant(searchInstant("from", q.from))}`);
+  if (q.to) w.push(`created_at < ${d.instant(searchInstant("to", q.to))}`);
+  if (q.answer !== undefined) w.push(`(answer_option = ${d.param(searchText("answer", q.answer))} OR lower(answer_text) = lower(${d.param(q.answer)}))`);
   if (q.abstained !== undefined) w.push(`abstained = ${d.param(q.abstained ? 1 : 0)}`);
-  if (q.minUnsupportedClaims !== undefined) w.push(`unsupported_claims >= ${d.param(q.minUnsupportedClaims)}`);
-  if (q.model !== undefined) w.push(d.contains("models", `|${q.model}|`));
-  if (q.promptHash !== undefined) w.push(d.contains("prompt_hashes", `|${q.promptHash.toLowerCase()}|`));
-  if (q.pathway !== undefined) w.push(`pathway = ${d.param(q.pathway)}`);
-  if (q.submittedBy !== undefined) w.push(`submitted_by = ${d.param(q.submittedBy)}`);
+  if (q.minUnsupportedClaims !== undefined) {
+    if (!Number.isSafeInteger(q.minUnsupportedClaims) || q.minUnsupportedClaims < 0) throw new MedmmvError("INVALID_INPUT", "minUnsupportedClaims must be a whole number from 0");
+    w.push(`unsupported_claims >= ${d.param(q.minUnsupportedClaims)}`);
+  }
+  if (q.model !== undefined) w.push(d.contains("models", `|${searchText("model", q.model)}|`));
+  if (q.promptHash !== undefined) w.push(d.contains("prompt_hashes", `|${searchText("promptHash", q.promptHash).toLowerCase()}|`));
+  if (q.pathway !== undefined) w.push(`pathway = ${d.param(searchText("pathway", q.pathway))}`);
+  if (q.submittedBy !== undefined) w.push(`submitted_by = ${d.param(searchText("submittedBy", q.submittedBy))}`);
   // Cases finished before the column existed have it NULL: neither filter lists them.
   if (q.filteredOrRefused !== undefined) w.push(q.filteredOrRefused ? "stopped_agents > 0" : "stopped_agents = 0");
-  if (q.feedback !== undefined) w.push(`feedback = ${d.param(q.feedback)}`);
+  if (q.feedback !== undefined) w.push(`feedback = ${d.param(searchText("feedback", q.feedback))}`);
   if (q.cursor) {
     const after = decodeCursor(q.cursor);
     w.push(`(created_at, id) < (${d.instant(after.createdAt)}, ${d.param(after.id)})`);

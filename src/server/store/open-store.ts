@@ -2,6 +2,7 @@ import type { Config } from "../../core/config.js";
 import type { CaseStore } from "./case-store.js";
 import { checkDatabaseUrl, explainStoreOpenError } from "../../core/database/database-errors.js";
 import { SqliteStore } from "./sqlite-store.js";
+import { accessSigner } from "./access-signing.js";
 
 export interface OpenStoreOptions {
   /** Postgres schema for the tables (default "public"); tests use a throwaway one. */
@@ -12,11 +13,13 @@ export interface OpenStoreOptions {
  * Postgres when a database URL is configured, else the embedded SQLite file under dataDir; initialised.
  * The Postgres store (pg and its checkpointer, ~60 ms to load) is imported only when it is the one used.
  */
-export async function openStore(config: Pick<Config["store"], "databaseUrl" | "dataDir">, opts: OpenStoreOptions = {}): Promise<CaseStore> {
+export async function openStore(config: Pick<Config["store"], "databaseUrl" | "dataDir"> & Partial<Pick<Config["store"], "auditSigningKey">>, opts: OpenStoreOptions = {}): Promise<CaseStore> {
   if (config.databaseUrl) checkDatabaseUrl(config.databaseUrl);
+  // The key stays in this process: the store gets a signer, never the key's text.
+  const signer = config.auditSigningKey ? accessSigner(config.auditSigningKey) : null;
   const store: CaseStore = config.databaseUrl
-    ? new (await import("./postgres-store.js")).PostgresStore({ connectionString: config.databaseUrl, schema: opts.pgSchema })
-    : new SqliteStore({ dataDir: config.dataDir });
+    ? new (await import("./postgres-store.js")).PostgresStore({ connectionString: config.databaseUrl, schema: opts.pgSchema, accessSigner: signer })
+    : new SqliteStore({ dataDir: config.dataDir, accessSigner: signer });
   try {
     await store.init();
   } catch (e) {

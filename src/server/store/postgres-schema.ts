@@ -132,6 +132,9 @@ CREATE TABLE IF NOT EXISTS ${t.cache} (
   value JSONB NOT NULL,
   created_at TIMESTAMPTZ NOT NULL
 );
+-- The case whose call wrote the reply, so deleting or purging the case removes it (null: an eval's or a CLI's).
+ALTER TABLE ${t.cache} ADD COLUMN IF NOT EXISTS case_id TEXT;
+CREATE INDEX IF NOT EXISTS medmmv_response_cache_case ON ${t.cache} (case_id) WHERE case_id IS NOT NULL;
 
 -- Single-use token ids (CDS Hooks JWT jti) seen by any process on this store, until they expire.
 CREATE TABLE IF NOT EXISTS ${t.usedTokenIds} (
@@ -161,8 +164,13 @@ CREATE TABLE IF NOT EXISTS ${t.accessEvents} (
   hash TEXT NOT NULL,
   PRIMARY KEY (tenant, seq)
 );
+-- The signature of each event's chain position with MEDMMV_AUDIT_SIGNING_KEY (null: no key); added after the trail's first release.
+ALTER TABLE ${t.accessEvents} ADD COLUMN IF NOT EXISTS signature TEXT;
 CREATE INDEX IF NOT EXISTS medmmv_access_events_case ON ${t.accessEvents} (case_id, tenant, seq);
 CREATE INDEX IF NOT EXISTS medmmv_access_events_at ON ${t.accessEvents} (tenant, at);
+-- ?actor= and ?action= (an auditor's "what did this clinician open"): without these, a scan of the whole trail.
+CREATE INDEX IF NOT EXISTS medmmv_access_events_actor ON ${t.accessEvents} (actor_id, tenant, seq);
+CREATE INDEX IF NOT EXISTS medmmv_access_events_action ON ${t.accessEvents} (action, tenant, seq);
 CREATE TABLE IF NOT EXISTS ${t.accessHeads} (
   tenant TEXT PRIMARY KEY,
   last_seq BIGINT NOT NULL,

@@ -19,7 +19,8 @@ import type {
 import { PG_CONSTRAINTS, pgDdl, pgTables, type PgTables } from "./postgres-schema.js";
 import { checkSchemaName } from "../../core/database/database-names.js";
 import type { AccessEvent, AccessHead, AccessQuery, NewAccessEvent } from "./roles/access-trail.js";
-import { ACCESS_COLUMNS, accessFromRow, accessRowValues, accessWhere, chainedEvent, checkAccessLimit, encodeAccessCursor, type AccessRow } from "./access-chain.js";
+import { ACCESS_COLUMNS, accessFromRow, accessRowValues, accessWhere, chainedEvent, checkAccessLimit, encodeAccessCursor, storableText, type AccessRow } from "./access-chain.js";
+import type { AccessSigner } from "./access-signing.js";
 import { caseSearchWhere, pathwayOf, SEARCH_COLUMN_NAMES, searchColumns, searchColumnValues, SUMMARY_SELECT, summaryFromSearchRow, type SearchDialect, type SearchRow } from "./case-search.js";
 import { checkLimit, closedError, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, TERMINAL_SQL, recordFromRow, turnData, turnFromRow, statusCounts, type ImageRow } from "./store-rows.js";
 import { nowIso } from "../../core/database/monotonic-clock.js";
@@ -31,6 +32,8 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Pool size; at least 2, because init() holds one connection while the checkpointer sets up on another. */
   poolMax?: number;
+  /** Signs each access event (MEDMMV_AUDIT_SIGNING_KEY); null: events unsigned. */
+  accessSigner?: AccessSigner | null;
 }
 
 const iso = (v: unknown): string => (v instanceof Date ? v.toISOString() : new Date(String(v)).toISOString());
@@ -81,7 +84,10 @@ export class PostgresStore implements CaseStore {
   readonly #saver: PostgresSaver;
   #ready = false;
 
+  readonly #signer: AccessSigner | null;
+
   constructor(opts: PostgresStoreOptions) {
+    this.#signer = opts.accessSigner ?? null;
     this.schema = checkSchemaName(opts.schema ?? "public");
     this.#t = pgTables(this.schema);
     const pool = new pg.Pool({
@@ -257,12 +263,13 @@ export class PostgresStore implements CaseStore {
   async appendAccess(e: NewAccessEvent): Promise<AccessEvent> {
     try {
       return await this.#tx(async (client) => {
-        await client.query(`INSERT INTO ${this.#t.accessHeads} (tenant, last_seq, last_hash) VALUES ($1, 0, '') ON CONFLICT (tenant) DO NOTHING`, [e.tenant]);
-        const head = (await client.query(`SELECT last_seq, last_hash FROM ${this.#t.accessHeads} WHERE tenant = $1 FOR UPDATE`, [e.tenant])).rows[0] as Row;
-        const event = chainedEvent(e, { lastSeq: Number(head.last_seq), lastHash: head.last_hash as string }, nowIso());
+        const tenant = storableText(e.tenant);
+        await client.query(`INSERT INTO ${this.#t.accessHeads} (tenant, last_seq, last_hash) VALUES ($1, 0, '') ON CONFLICT (tenant) DO NOTHING`, [tenant]);
+        const head = (await client.query(`SELECT last_seq, last_hash FROM ${this.#t.accessHeads} WHERE tenant = $1 FOR UPDATE`, [tenant])).rows[0] as Row;
+        const event = chainedEvent(e, { lastSeq: Number(head.last_seq), lastHash: head.last_hash as string }, nowIso(), this.#signer);
         const values = accessRowValues(event);
         await client.query(`INSERT INTO ${this.#t.accessEvents} (${ACCESS_COLUMNS}) VALUES (${values.map((_, i) => `$${i + 1}`).join(", ")})`, values);
-        await client.query(`UPDATE ${this.#t.accessHeads} SET last_seq = $2, last_hash = $3 WHERE tenant = $1`, [e.tenant, event.seq, event.hash]);
+        await client.query(`UPDATE ${this.#t.accessHeads} SET last_seq = $2, last_hash = $3 WHERE tenant = $1`, [tenant, event.seq, event.hash]);
         return event;
       });
     } catch (err) {
@@ -381,6 +388,8 @@ export class PostgresStore implements CaseStore {
         for (const table of this.#t.checkpointTables) {
           await client.query(`DELETE FROM ${table} WHERE thread_id = $1`, [id]);
         }
+        // Model replies the case's calls cached quote its notes: they go with it.
+        await client.query(`DELETE FROM ${this.#t.cache} WHERE case_id = $1`, [id]);
         // Events and image links go with the case (ON DELETE CASCADE).
         const removed = ((await client.query(`DELETE FROM ${this.#t.cases} WHERE id = $1`, [id])).rowCount ?? 0) > 0;
         const shas = links.rows.map((r: Row) => r.sha256 as string);
@@ -489,11 +498,11 @@ export class PostgresStore implements CaseStore {
   }
 
   /** First write wins: a cached reply never changes under a key once stored. */
-  async putCachedResponse(key: string, value: Record<string, unknown>): Promise<void> {
+  async putCachedResponse(key: string, value: Record<string, unknown>, caseId: string | null = null): Promise<void> {
     await this.#query(
       "putCachedResponse",
-      `INSERT INTO ${this.#t.cache} (key, value, created_at) VALUES ($1, $2::jsonb, $3) ON CONFLICT (key) DO NOTHING`,
-      [key, jsonParam(value), nowIso()],
+      `INSERT INTO ${this.#t.cache} (key, value, created_at, case_id) VALUES ($1, $2::jsonb, $3, $4) ON CONFLICT (key) DO NOTHING`,
+      [key, jsonParam(value), nowIso(), caseId],
     );
   }
 

@@ -127,10 +127,14 @@ CREATE TABLE IF NOT EXISTS medmmv_access_events (
   detail TEXT NOT NULL,
   prev_hash TEXT NOT NULL,
   hash TEXT NOT NULL,
+  signature TEXT,
   PRIMARY KEY (tenant, seq)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS medmmv_access_events_case ON medmmv_access_events (case_id, tenant, seq);
 CREATE INDEX IF NOT EXISTS medmmv_access_events_at ON medmmv_access_events (tenant, at);
+-- ?actor= and ?action= (an auditor's "what did this clinician open"): without these, a scan of the whole trail.
+CREATE INDEX IF NOT EXISTS medmmv_access_events_actor ON medmmv_access_events (actor_id, tenant, seq);
+CREATE INDEX IF NOT EXISTS medmmv_access_events_action ON medmmv_access_events (action, tenant, seq);
 CREATE TABLE IF NOT EXISTS medmmv_access_heads (
   tenant TEXT PRIMARY KEY,
   last_seq INTEGER NOT NULL,
@@ -140,6 +144,19 @@ CREATE TRIGGER IF NOT EXISTS medmmv_access_events_no_update BEFORE UPDATE ON med
 BEGIN SELECT RAISE(ABORT, 'medmmv_access_events is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS medmmv_access_events_no_delete BEFORE DELETE ON medmmv_access_events
 BEGIN SELECT RAISE(ABORT, 'medmmv_access_events is append-only'); END;
+`;
+
+/** Columns added to other tables after they were first released (a file from before gets them): table → [name, type]. */
+export const SQLITE_ADDED_COLUMNS: Readonly<Record<string, ReadonlyArray<readonly [string, string]>>> = {
+  // The signature of each event's chain position with MEDMMV_AUDIT_SIGNING_KEY (null: no key).
+  medmmv_access_events: [["signature", "TEXT"]],
+  // The case whose call wrote the reply, so deleting or purging the case removes it (null: an eval's or a CLI's).
+  medmmv_response_cache: [["case_id", "TEXT"]],
+};
+
+/** Run once the added columns exist. */
+export const SQLITE_DDL_AFTER_ADDED_COLUMNS = `
+CREATE INDEX IF NOT EXISTS medmmv_response_cache_case ON medmmv_response_cache (case_id) WHERE case_id IS NOT NULL;
 `;
 
 /** Table names the installed SqliteSaver (@langchain/langgraph-checkpoint-sqlite 1.x) creates. */

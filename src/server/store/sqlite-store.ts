@@ -1,5 +1,5 @@
 import { SQLITE_FILE_NAME } from "../../core/database/database-names.js";
-import { mkdirSync } from "node:fs";
+import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
@@ -20,9 +20,10 @@ import type {
   NewCase,
   NewTurn,
 } from "./case-store.js";
-import { SQLITE_ADDED_CASE_COLUMNS, SQLITE_CHECKPOINT_TABLES, SQLITE_DDL, SQLITE_DDL_AFTER_COLUMNS, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
+import { SQLITE_ADDED_CASE_COLUMNS, SQLITE_ADDED_COLUMNS, SQLITE_CHECKPOINT_TABLES, SQLITE_DDL, SQLITE_DDL_AFTER_ADDED_COLUMNS, SQLITE_DDL_AFTER_COLUMNS, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
+import type { AccessSigner } from "./access-signing.js";
 import type { AccessEvent, AccessHead, AccessQuery, NewAccessEvent } from "./roles/access-trail.js";
-import { ACCESS_COLUMNS, accessFromRow, accessRowValues, accessWhere, chainedEvent, checkAccessLimit, encodeAccessCursor, type AccessRow } from "./access-chain.js";
+import { ACCESS_COLUMNS, accessFromRow, accessRowValues, accessWhere, chainedEvent, checkAccessLimit, encodeAccessCursor, storableText, type AccessRow } from "./access-chain.js";
 import { caseSearchWhere, pathwayOf, SEARCH_COLUMN_NAMES, searchColumns, searchColumnValues, SUMMARY_SELECT, summaryFromSearchRow, type SearchRow } from "./case-search.js";
 import { checkLimit, closedError, duplicateId, duplicateIdempotencyKey, duplicateTurn, eventFromRow, imageBytes, imageFromRow, imageHashes, missingImage, notFound, page, TERMINAL_SQL, recordFromRow, turnData, turnFromRow, statusCounts, type ImageRow } from "./store-rows.js";
 import { nowIso } from "../../core/database/monotonic-clock.js";
@@ -32,6 +33,8 @@ import { storeFailed } from "../../core/database/database-errors.js";
 export interface SqliteStoreOptions {
   /** Directory for the database file; created if missing. */
   dataDir: string;
+  /** Signs each access event (MEDMMV_AUDIT_SIGNING_KEY); null: events unsigned. */
+  accessSigner?: AccessSigner | null;
 }
 
 /** SqliteSaver creates its tables lazily; we want them before the first deleteCase. */
@@ -141,8 +144,11 @@ export class SqliteStore implements CaseStore {
   #saver: StoreSqliteSaver | null = null;
   #prepare: Prepare | null = null;
 
+  readonly #signer: AccessSigner | null;
+
   constructor(opts: SqliteStoreOptions) {
     this.#dataDir = opts.dataDir;
+    this.#signer = opts.accessSigner ?? null;
     this.file = join(opts.dataDir, SQLITE_FILE_NAME);
   }
 
@@ -169,12 +175,19 @@ export class SqliteStore implements CaseStore {
     let db: Database.Database | undefined;
     try {
       mkdirSync(this.#dataDir, { recursive: true });
+      // Case text lives in the file: readable by this user alone. SQLite creates the WAL and
+      // SHM files with the main file's permissions. An older file is narrowed too.
+      closeSync(openSync(this.file, "a", 0o600));
+      chmodSync(this.file, 0o600);
       db = new Database(this.file);
       // busy_timeout first: the journal_mode switch itself may have to wait for another process.
       db.pragma(`busy_timeout = ${INIT_BUSY_WAIT_MS}`);
       db.pragma("journal_mode = WAL");
       db.pragma("synchronous = NORMAL");
       db.pragma("foreign_keys = ON");
+      // Deleted rows (a deleted or purged case's notes) are overwritten with zeros, in their page
+      // and in freed pages, instead of lingering in free space until the page is reused.
+      db.pragma("secure_delete = ON");
       const conn = db;
       conn
         .transaction(() => {
@@ -183,6 +196,11 @@ export class SqliteStore implements CaseStore {
           const have = new Set((conn.pragma("table_info(medmmv_cases)") as Array<{ name: string }>).map((c) => c.name));
           for (const [name, type] of SQLITE_ADDED_CASE_COLUMNS) if (!have.has(name)) conn.exec(`ALTER TABLE medmmv_cases ADD COLUMN ${name} ${type}`);
           conn.exec(SQLITE_DDL_AFTER_COLUMNS);
+          for (const [table, columns] of Object.entries(SQLITE_ADDED_COLUMNS)) {
+            const present = new Set((conn.pragma(`table_info(${table})`) as Array<{ name: string }>).map((c) => c.name));
+            for (const [name, type] of columns) if (!present.has(name)) conn.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
+          }
+          conn.exec(SQLITE_DDL_AFTER_ADDED_COLUMNS);
           backfillSearchColumns(conn);
           conn.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`);
         })
@@ -308,10 +326,10 @@ export class SqliteStore implements CaseStore {
   /** The tenant's head row is the serialisation point: one IMMEDIATE transaction reads it, appends, moves it. */
   async appendAccess(e: NewAccessEvent): Promise<AccessEvent> {
     return this.#write(() => {
-      const head = (this.#stmt("SELECT last_seq, last_hash FROM medmmv_access_heads WHERE tenant = ?").get(e.tenant) as { last_seq: number; last_hash: string } | undefined) ?? { last_seq: 0, last_hash: "" };
-      const event = chainedEvent(e, { lastSeq: Number(head.last_seq), lastHash: head.last_hash }, nowIso());
+      const head = (this.#stmt("SELECT last_seq, last_hash FROM medmmv_access_heads WHERE tenant = ?").get(storableText(e.tenant)) as { last_seq: number; last_hash: string } | undefined) ?? { last_seq: 0, last_hash: "" };
+      const event = chainedEvent(e, { lastSeq: Number(head.last_seq), lastHash: head.last_hash }, nowIso(), this.#signer);
       this.#stmt(`INSERT INTO medmmv_access_events (${ACCESS_COLUMNS}) VALUES (${ACCESS_COLUMNS.split(",").map(() => "?").join(", ")})`).run(...accessRowValues(event));
-      this.#stmt("INSERT INTO medmmv_access_heads (tenant, last_seq, last_hash) VALUES (?, ?, ?) ON CONFLICT (tenant) DO UPDATE SET last_seq = excluded.last_seq, last_hash = excluded.last_hash").run(e.tenant, event.seq, event.hash);
+      this.#stmt("INSERT INTO medmmv_access_heads (tenant, last_seq, last_hash) VALUES (?, ?, ?) ON CONFLICT (tenant) DO UPDATE SET last_seq = excluded.last_seq, last_hash = excluded.last_hash").run(event.tenant, event.seq, event.hash);
       return event;
     }, "appendAccess");
   }
@@ -417,12 +435,39 @@ export class SqliteStore implements CaseStore {
   }
 
   async deleteCase(id: string): Promise<boolean> {
+    const removed = this.#deleteCaseRows(id);
+    this.#truncateWal();
+    return removed;
+  }
+
+  /**
+   * The WAL still holds pages as they were before a delete (a case's text among them): copy the
+   * zeroed pages into the file and cut the WAL to nothing. Without waiting: the event loop must
+   * not stall on another process's read; busy (one reads an older snapshot), the WAL is cut by
+   * the next delete's checkpoint, and meanwhile overwritten from its start by SQLite's own.
+   */
+  #truncateWal(): void {
+    const db = this.#database();
+    const wait = db.pragma("busy_timeout", { simple: true }) as number;
+    try {
+      db.pragma("busy_timeout = 0");
+      db.pragma("wal_checkpoint(TRUNCATE)");
+    } catch {
+      // a checkpoint is housekeeping: the delete itself is done
+    } finally {
+      db.pragma(`busy_timeout = ${wait}`);
+    }
+  }
+
+  #deleteCaseRows(id: string): boolean {
     return this.#write(() => {
       const shas = (this.#stmt("SELECT sha256 FROM medmmv_case_images WHERE case_id = ?").all(id) as Array<{
         sha256: string;
       }>).map((r) => r.sha256);
       // Checkpoints go even when the case row is already gone: they are useless without it.
       this.#deleteCheckpoints(id);
+      // Model replies the case's calls cached quote its notes: they go with it.
+      this.#stmt("DELETE FROM medmmv_response_cache WHERE case_id = ?").run(id);
       // Events and image links go with the case (ON DELETE CASCADE).
       const removed = this.#stmt("DELETE FROM medmmv_cases WHERE id = ?").run(id).changes > 0;
       const orphan = this.#stmt(
@@ -508,11 +553,11 @@ export class SqliteStore implements CaseStore {
   }
 
   /** First write wins: a cached reply never changes under a key once stored. */
-  async putCachedResponse(key: string, value: Record<string, unknown>): Promise<void> {
+  async putCachedResponse(key: string, value: Record<string, unknown>, caseId: string | null = null): Promise<void> {
     this.#run("putCachedResponse", () =>
       this.#stmt(
-        "INSERT INTO medmmv_response_cache (key, value, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
-      ).run(key, toJson(value), nowIso()),
+        "INSERT INTO medmmv_response_cache (key, value, created_at, case_id) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
+      ).run(key, toJson(value), nowIso(), caseId),
     );
   }
 

@@ -28,16 +28,40 @@ export function encodeCursor(p: CursorPosition): string {
   return Buffer.from(JSON.stringify([p.createdAt, p.id]), "utf8").toString("base64url");
 }
 
+/** How a store writes created_at (toISOString of a year 1-9999): a cursor's instant must read the same, or Postgres refuses it (503). */
+const STORED_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
 export function decodeCursor(cursor: string): CursorPosition {
   try {
     const v: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
     if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && typeof v[1] === "string") {
-      if (!Number.isNaN(Date.parse(v[0]))) return { createdAt: v[0], id: v[1] };
+      if (STORED_INSTANT.test(v[0]) && !Number.isNaN(Date.parse(v[0])) && !v[1].includes("\0")) return { createdAt: v[0], id: v[1] };
     }
   } catch {
     // fall through to the typed error
   }
   throw new MedmmvError("INVALID_INPUT", "invalid cursor");
+}
+
+/**
+ * A search's text as both stores can compare it: Postgres refuses NUL in text (an error that
+ * would answer 503), so it is refused here, for both, as bad input.
+ */
+export function searchText(name: string, v: string): string {
+  if (v.includes("\0")) throw new MedmmvError("INVALID_INPUT", `${name} must not contain NUL characters`);
+  return v;
+}
+
+/** Years both stores' timestamps hold (Postgres reads toISOString's 6-digit years as bad input). */
+const MIN_INSTANT_MS = new Date("0001-01-01T00:00:00.000Z").getTime();
+const MAX_INSTANT_MS = new Date("9999-12-31T23:59:59.999Z").getTime();
+
+/** A search bound (`from`, `to`) as the ISO instant it stands for; a date is its midnight UTC. */
+export function searchInstant(name: string, v: string): string {
+  const t = Date.parse(v);
+  if (Number.isNaN(t)) throw new MedmmvError("INVALID_INPUT", `${name} must be a date or an ISO 8601 instant, e.g. 2026-11-01 or 2026-11-01T00:00:00Z`);
+  if (t < MIN_INSTANT_MS || t > MAX_INSTANT_MS) throw new MedmmvError("INVALID_INPUT", `${name} must be between the years 0001 and 9999`);
+  return new Date(t).toISOString();
 }
 
 export function checkLimit(limit: number): number {

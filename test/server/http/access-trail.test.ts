@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { flattenAttributes } from "../../../src/core/evidence/graph-formats.js";
 import { verifyAccessTrail } from "../../../src/server/store/verify-access-trail.js";
+import { viewLinkId } from "../../../src/server/http/auth.js";
 import { RetentionSweeper } from "../../../src/server/service/retention.js";
 import { createLogger } from "../../../src/server/http/logger.js";
 import { readWithNetworkx } from "../../support/networkx-graphml.js";
@@ -93,6 +94,8 @@ describe("one tenant, two clinicians and an auditor", () => {
       ["export", "qa-1", id, "0"],
       ["fhir", "qa-1", id, "0"],
       ["view", "qa-1", id, "0"],
+      // the page opened with the key embeds a link of its own (6 h): its issuance is an access too
+      ["view-link", "qa-1", id, "0"],
       ["read", "dr-b", id, "4"],
       ["read", "dr-b", "no-such-case", "4"],
       ["delete", "dr-a", id, "0"],
@@ -107,7 +110,7 @@ describe("one tenant, two clinicians and an auditor", () => {
 
     // A deleted case's trail stays, readable by the case.
     const byCase = await t.request({ url: `/cases/${id}/audit-events`, key: KEYS.auditor });
-    expect((byCase.body as Bundle).entry.map((e) => actionOf(e.resource))).toEqual(["create", "read", "export", "fhir", "view", "read", "delete"]);
+    expect((byCase.body as Bundle).entry.map((e) => actionOf(e.resource))).toEqual(["create", "read", "export", "fhir", "view", "view-link", "read", "delete"]);
     expect((await verifyAccessTrail(t.store)).ok).toBe(true);
   });
 
@@ -178,6 +181,20 @@ describe("one tenant, two clinicians and an auditor", () => {
     expect(fromPage.status).toBe(200);
     expect(fromPage.text).toBe(xml);
     expect((await t.request({ url: urls[0]!.replace(/token=[^&]+/, "token=forged"), key: null })).status).toBe(401);
+  });
+});
+
+describe("a page opened with a key", () => {
+  it("records the issuance of the link token it embeds, named as the trail names the link when it is used", async () => {
+    const id = ((await t.request({ method: "POST", url: "/diagnose", json: chestPain(), key: KEYS.drA })).body as { caseId: string }).caseId;
+    const page = (await t.request({ url: `/cases/${id}/view`, key: KEYS.auditor })).text;
+    const url = [...page.matchAll(/"url":"(\/cases\/[^"]+\/view\/evidence-graph\?[^"]+)"/g)].map((m) => JSON.parse(`"${m[1]}"`) as string)[0]!;
+    const token = new URL(url, "http://x").searchParams.get("token")!;
+    const issued = (await t.store.listAccess({ tenant: "clinic", caseId: id, action: "view-link", limit: 10 })).items;
+    expect(issued).toEqual([expect.objectContaining({ actor: expect.objectContaining({ id: "qa-1" }), outcome: "success", detail: { linkId: viewLinkId(token), ttlSec: 6 * 3600, via: "view-page" } })]);
+    expect((await t.request({ url, key: null })).status).toBe(200);
+    const used = (await t.store.listAccess({ tenant: "clinic", caseId: id, action: "export", limit: 10 })).items.at(-1);
+    expect(used?.actor).toMatchObject({ type: "link", id: viewLinkId(token) });
   });
 });
 
@@ -264,8 +281,8 @@ describe("EHRs, each with its own keys and tenant", () => {
     ]));
     const ehr = await startInjectServer({ openai: t.openai, env: { MEDMMV_API_KEYS: "", MEDMMV_API_KEYS_FILE: join(dir, "keys.json"), MEDMMV_CDS_ISSUERS_FILE: join(dir, "issuers.json"), MEDMMV_PUBLIC_URL: PUBLIC, MEDMMV_AUTH_FAILURES_PER_MIN: "1000" } });
     try {
-      const token = (key: CryptoKey, iss: string, path: string) =>
-        new SignJWT({}).setProtectedHeader({ alg: "ES256", typ: "JWT" }).setIssuer(iss).setSubject("Practitioner/42").setAudience(`${PUBLIC}${path}`).setIssuedAt().setExpirationTime("2m").setJti(crypto.randomUUID()).sign(key);
+      const token = (key: CryptoKey, iss: string, path: string, sub = "Practitioner/42") =>
+        new SignJWT({}).setProtectedHeader({ alg: "ES256", typ: "JWT" }).setIssuer(iss).setSubject(sub).setAudience(`${PUBLIC}${path}`).setIssuedAt().setExpirationTime("2m").setJti(crypto.randomUUID()).sign(key);
       const path = "/cases/some-case/fhir";
       const forged = await ehr.request({ url: path, key: await token(a.privateKey, "https://ehr-b.example", path) });
       expect(forged.status).toBe(401);
@@ -274,6 +291,12 @@ describe("EHRs, each with its own keys and tenant", () => {
       const events = (await ehr.store.listAccess({ tenant: "clinic", action: "fhir", limit: 10 })).items;
       expect(events.map((e) => [e.actor, e.caseId, e.outcome])).toEqual([[{ type: "ehr", id: "https://ehr-a.example", sub: "Practitioner/42" }, "some-case", "denied"]]);
       expect((await ehr.store.listAccess({ tenant: "hospital-b", limit: 10 })).items).toEqual([]);
+
+      // A `sub` holding a lone surrogate (a \\ud800 escape in the token's JSON) leaves the chain intact.
+      const lone = await ehr.request({ url: path, key: await token(a.privateKey, "https://ehr-a.example", path, "Practitioner/\ud800-x") });
+      expect(lone.status).toBe(404);
+      expect((await ehr.store.listAccess({ tenant: "clinic", action: "fhir", limit: 10 })).items.at(-1)!.actor.sub).toBe("Practitioner/\uFFFD-x");
+      expect(await verifyAccessTrail(ehr.store)).toMatchObject({ ok: true, breakCount: 0 });
     } finally {
       await ehr.close();
     }

@@ -15,8 +15,8 @@ const { newSchema, dropSchema } = pgSchemas;
 describeStoreConformance("postgres", async () => {
   const schema = newSchema();
   const opened: CaseStore[] = [];
-  const open = async () => {
-    const s = await openStore({ databaseUrl: URL, dataDir: "./unused" }, { pgSchema: schema });
+  const open = async (opts: { auditSigningKey?: string } = {}) => {
+    const s = await openStore({ databaseUrl: URL, dataDir: "./unused", auditSigningKey: opts.auditSigningKey ?? null }, { pgSchema: schema });
     opened.push(s);
     return s;
   };
@@ -37,6 +37,14 @@ describeStoreConformance("postgres", async () => {
         await pgSchemas.admin.query(sql);
       } finally {
         await pgSchemas.admin.query("RESET search_path");
+      }
+    },
+    explain: async (sql) => {
+      await pgSchemas.admin.query(`SET search_path TO "${schema}"; SET enable_seqscan = off`);
+      try {
+        return (await pgSchemas.admin.query<{ "QUERY PLAN": string }>(`EXPLAIN ${sql}`)).rows.map((r) => r["QUERY PLAN"]).join("\n");
+      } finally {
+        await pgSchemas.admin.query("RESET search_path; RESET enable_seqscan");
       }
     },
   };

@@ -25,8 +25,8 @@ describeStoreConformance("sqlite", async () => {
   // A nested, not-yet-existing directory: the store must create it.
   const dataDir = join(tempDir(), "nested", "data");
   const opened: CaseStore[] = [];
-  const open = async () => {
-    const s = await openStore({ databaseUrl: null, dataDir });
+  const open = async (opts: { auditSigningKey?: string } = {}) => {
+    const s = await openStore({ databaseUrl: null, dataDir, auditSigningKey: opts.auditSigningKey ?? null });
     opened.push(s);
     return s;
   };
@@ -49,6 +49,14 @@ describeStoreConformance("sqlite", async () => {
       const db = new Database(join(dataDir, SQLITE_FILE_NAME));
       try {
         db.exec(sql);
+      } finally {
+        db.close();
+      }
+    },
+    explain: async (sql) => {
+      const db = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
+      try {
+        return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((r) => r.detail).join("\n");
       } finally {
         db.close();
       }

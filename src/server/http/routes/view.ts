@@ -114,8 +114,17 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     return sendHtml(reply.status(h.status), messagePage(h.status, h.status >= 500 ? "The audit view could not be made; the server log names the request." : h.message));
   });
 
-  /** The token the live page's script authenticates with: its own link's, or one made for a page opened with an API key. */
-  const pageToken = (token: string | undefined, caseId: string, owner: string) => token ?? signViewLink({ caseId, owner, keyId: credentials.keyId(owner) }, secret, LIVE_PAGE_TTL_SEC);
+  /**
+   * The token the page's script and downloads authenticate with: its own link's, or, for a
+   * page opened with an API key, a link made for it, whose issuance is an access of its own
+   * in the trail (it opens the case for LIVE_PAGE_TTL_SEC to whoever holds the page).
+   */
+  const pageToken = async (request: FastifyRequest, token: string | undefined, caseId: string, owner: string): Promise<string> => {
+    if (token !== undefined) return token;
+    const made = signViewLink({ caseId, owner, keyId: credentials.keyId(owner) }, secret, LIVE_PAGE_TTL_SEC);
+    await access.record(request, "view-link", caseId, "success", { linkId: viewLinkId(made), ttlSec: LIVE_PAGE_TTL_SEC, via: "view-page" });
+    return made;
+  };
 
   app.get(
     VIEW_PATH,
@@ -134,7 +143,7 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       const record = await caseForView(request, request.params.id, "page");
       const nonce = newViewNonce();
       if (!isTerminal(record.status)) {
-        const token = pageToken(request.query.token, record.id, request.owner);
+        const token = await pageToken(request, request.query.token, record.id, request.owner);
         const q = `?token=${encodeURIComponent(token)}`;
         const base = `/cases/${encodeURIComponent(record.id)}/view`;
         const live: ViewLive = { version: 1, caseId: record.id, status: record.status, eventsUrl: `${base}/events${q}`, payloadUrl: `${base}/payload${q}`, question: record.input.question };
@@ -145,8 +154,8 @@ export const viewPageRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         return sendHtml(reply, messagePage(200, `The analysis of case ${record.id} ${record.status === "failed" ? "failed" : `is ${record.status}`}: ${why}.`, nonce), viewContentSecurityPolicy(nonce, { script: false }));
       }
       // The graph in analysts' formats, under this page's authentication (a browser download sends no Authorization header).
-      const graphUrl = `/cases/${encodeURIComponent(record.id)}/view/evidence-graph?token=${encodeURIComponent(pageToken(request.query.token, record.id, request.owner))}&scope=${record.fullEvidenceGraph ? "full" : "path"}`;
-      const pageQuery = `?token=${encodeURIComponent(pageToken(request.query.token, record.id, request.owner))}`;
+      const pageQuery = `?token=${encodeURIComponent(await pageToken(request, request.query.token, record.id, request.owner))}`;
+      const graphUrl = `/cases/${encodeURIComponent(record.id)}/view/evidence-graph${pageQuery}&scope=${record.fullEvidenceGraph ? "full" : "path"}`;
       const downloads = [
         { label: "GraphML", url: `${graphUrl}&format=graphml` },
         { label: "GEXF", url: `${graphUrl}&format=gexf` },

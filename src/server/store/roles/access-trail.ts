@@ -38,6 +38,8 @@ export interface AccessEvent extends NewAccessEvent {
   /** Hash of the tenant's previous event ("" for its first). */
   prevHash: string;
   hash: string;
+  /** The signature of this chain position with MEDMMV_AUDIT_SIGNING_KEY (src/server/store/access-signing.ts); null when the service held no key. */
+  signature: string | null;
 }
 
 export interface AccessQuery {

@@ -14,5 +14,6 @@ export interface CachedResponse {
 export interface ResponseCacheStore {
   /** Content-addressed model response cache. */
   getCachedResponse(key: string): Promise<CachedResponse | null>;
-  putCachedResponse(key: string, value: Record<string, unknown>): Promise<void>;
+  /** `caseId`: the case whose call it was; deleting or purging that case removes the reply (it may quote the case). */
+  putCachedResponse(key: string, value: Record<string, unknown>, caseId?: string | null): Promise<void>;
 }

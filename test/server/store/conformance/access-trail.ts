@@ -3,9 +3,13 @@
  * concurrency, readable by tenant, case, time, actor and action, and verifiable: a changed
  * byte, a removed event (first, middle or last) is found and named.
  */
+import { generateKeyPairSync } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { CaseStore, NewAccessEvent } from "../../../../src/server/store/case-store.js";
 import { verifyAccessTrail } from "../../../../src/server/store/verify-access-trail.js";
+import { accessSigner } from "../../../../src/server/store/access-signing.js";
+import { currentAnchor } from "../../../../src/server/store/access-anchor.js";
+import { accessEventHash } from "../../../../src/server/store/access-chain.js";
 import { freshStoreEach, makeNewCase, makeResult, type StoreHarness } from "./fixtures.js";
 
 export const accessEvent = (over: Partial<NewAccessEvent> = {}): NewAccessEvent => ({
@@ -109,11 +113,131 @@ export function describeAccessTrailConformance(name: string, makeStore: () => Pr
         expect(await verifyAccessTrail(store)).toMatchObject({ ok: false, firstBreak: { tenant: "clinic-a", seq: 1 } });
       });
 
+      it("every break, not only the first: a changed event in two tenants' chains and a removed one", async () => {
+        await seed();
+        await h.exec("UPDATE medmmv_access_events SET client = '127.0.0.2' WHERE tenant = 'clinic-a' AND seq = 1");
+        await h.exec("DELETE FROM medmmv_access_events WHERE tenant = 'clinic-a' AND seq = 3");
+        await h.exec("UPDATE medmmv_access_events SET action = 'export' WHERE tenant = 'clinic-b' AND seq = 1");
+        const v = await verifyAccessTrail(store);
+        expect(v.ok).toBe(false);
+        expect(v.breaks.map((b) => [b.tenant, b.seq])).toEqual([["clinic-a", 1], ["clinic-a", 3], ["clinic-b", 1]]);
+        expect(v.breakCount).toBe(3);
+      });
+
       it("a removed last event", async () => {
         await seed();
         await h.exec("DELETE FROM medmmv_access_events WHERE tenant = 'clinic-a' AND seq = 4");
         expect(await verifyAccessTrail(store)).toMatchObject({ ok: false, firstBreak: { tenant: "clinic-a", seq: 4, problem: expect.stringMatching(/removed/) } });
       });
+    });
+  });
+}
+
+/** Keys as an operator would make them: an HMAC secret, an Ed25519 private key (PEM). */
+export const HMAC_KEY = "audit-signing-secret-0123456789abcdefghijkl";
+export const ED25519_KEY = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+
+/**
+ * The trail signed with a key the store does not hold: an intruder with write access to the
+ * store (triggers dropped) who removes, invents or re-hashes events, and moves the head to
+ * match, is named event by event; an anchor kept outside the store catches a chain cut back.
+ */
+export function describeSignedAccessTrailConformance(name: string, makeStore: () => Promise<StoreHarness>): void {
+  describe(`CaseStore conformance (signed access trail): ${name}`, () => {
+    let h!: StoreHarness;
+    freshStoreEach(makeStore, (fresh) => (h = fresh));
+    const dropTriggers = (s: CaseStore) => h.exec(s.backend === "sqlite" ? DROP_TRIGGERS_SQLITE : DROP_TRIGGERS_PG);
+    const quote = (v: string | null) => (v === null ? "NULL" : `'${v.replace(/'/g, "''")}'`);
+
+    /** What an intruder who knows the code but not the key does: recompute every hash from `fromSeq` on, and the head. */
+    const rehash = async (tenant: string) => {
+      const items = (await h.store.listAccess({ tenant, limit: 1000 })).items;
+      let prevHash = "";
+      for (const [i, e] of items.entries()) {
+        const seq = i + 1;
+        const next = { ...e, seq, prevHash };
+        const { hash: _h, signature: _s, ...rest } = next;
+        const hash = accessEventHash(rest);
+        await h.exec(`UPDATE medmmv_access_events SET seq = ${seq}, prev_hash = ${quote(prevHash)}, hash = ${quote(hash)} WHERE tenant = ${quote(tenant)} AND seq = ${e.seq}`);
+        prevHash = hash;
+      }
+      await h.exec(`UPDATE medmmv_access_heads SET last_seq = ${items.length}, last_hash = ${quote(prevHash)} WHERE tenant = ${quote(tenant)}`);
+    };
+
+    for (const [kind, key] of [["HMAC-SHA256", HMAC_KEY], ["Ed25519", ED25519_KEY]] as const) {
+      it(`signs every event (${kind}); verify with the key holds, and names every event an intruder removed and re-hashed`, async () => {
+        const signer = accessSigner(key);
+        const store = await h.reopen({ auditSigningKey: key });
+        for (let i = 0; i < 6; i++) await store.appendAccess(accessEvent({ requestId: `r${i}`, actor: { type: "key", id: i === 2 ? "snooper" : "dr-a" } }));
+        const items = (await store.listAccess({ tenant: "clinic-a", limit: 10 })).items;
+        expect(items.every((e) => e.signature?.startsWith(`${signer.algorithm}:${signer.keyId}:`))).toBe(true);
+        expect(await verifyAccessTrail(store, { signer })).toMatchObject({ ok: true, events: 6, signed: 6 });
+
+        // Remove the snooping event (seq 3), renumber and re-hash the rest, move the head: the
+        // unkeyed chain holds again, the signatures do not.
+        await dropTriggers(store);
+        await h.exec("DELETE FROM medmmv_access_events WHERE tenant = 'clinic-a' AND seq = 3");
+        await rehash("clinic-a");
+        expect(await verifyAccessTrail(store)).toMatchObject({ ok: true, events: 5 });
+        const v = await verifyAccessTrail(store, { signer });
+        expect(v.ok).toBe(false);
+        expect(v.breaks.map((b) => b.seq)).toEqual([3, 4, 5]);
+        expect(v.breaks[0]!.problem).toMatch(/signature does not match/);
+      });
+    }
+
+    it("names an invented event (no signature, or one made with another key) and a stripped chain", async () => {
+      const signer = accessSigner(HMAC_KEY);
+      const store = await h.reopen({ auditSigningKey: HMAC_KEY });
+      for (let i = 0; i < 3; i++) await store.appendAccess(accessEvent({ requestId: `r${i}` }));
+      // An auditor read invented by an unkeyed store object, and one by a store with the intruder's own key.
+      await h.store.appendAccess(accessEvent({ actor: { type: "key", id: "qa-1" }, action: "audit-read" }));
+      const intruder = await h.reopen({ auditSigningKey: "intruders-own-secret-0123456789abcdefgh" });
+      await intruder.appendAccess(accessEvent({ actor: { type: "key", id: "qa-1" }, action: "audit-read" }));
+      const v = await verifyAccessTrail(store, { signer });
+      expect(v.breaks.map((b) => [b.seq, b.problem.match(/another key|no valid signature/)?.[0]])).toEqual([
+        [5, "another key"],
+        [4, "no valid signature"],
+      ]);
+    });
+
+    it("an anchor kept outside the store proves a chain cut back to an earlier signed event", async () => {
+      const signer = accessSigner(ED25519_KEY);
+      const store = await h.reopen({ auditSigningKey: ED25519_KEY });
+      for (let i = 0; i < 4; i++) await store.appendAccess(accessEvent({ requestId: `r${i}` }));
+      await store.appendAccess(accessEvent({ tenant: "clinic-b" }));
+      const anchor = await currentAnchor(store, signer, new Date().toISOString());
+      expect(anchor.heads.map((x) => [x.tenant, x.seq])).toEqual([["clinic-a", 4], ["clinic-b", 1]]);
+      expect(await verifyAccessTrail(store, { signer, anchor })).toMatchObject({ ok: true, anchored: 2 });
+      await store.appendAccess(accessEvent({ requestId: "later" }));
+      expect(await verifyAccessTrail(store, { signer, anchor })).toMatchObject({ ok: true, anchored: 2 });
+
+      // Cut clinic-a back to event 2 and move its head: every remaining event is validly signed.
+      await dropTriggers(store);
+      await h.exec("DELETE FROM medmmv_access_events WHERE tenant = 'clinic-a' AND seq > 2");
+      const two = (await store.listAccess({ tenant: "clinic-a", limit: 10 })).items[1]!;
+      await h.exec(`UPDATE medmmv_access_heads SET last_seq = 2, last_hash = '${two.hash}' WHERE tenant = 'clinic-a'`);
+      expect(await verifyAccessTrail(store, { signer })).toMatchObject({ ok: true });
+      const v = await verifyAccessTrail(store, { signer, anchor });
+      expect(v).toMatchObject({ ok: false, anchored: 1, breaks: [{ tenant: "clinic-a", seq: 4, problem: expect.stringMatching(/anchored head .* no longer in the trail/) }] });
+    });
+
+    it("a lone surrogate (or NUL) in a JWT sub leaves the chain intact, signed or not", async () => {
+      const store = await h.reopen({ auditSigningKey: HMAC_KEY });
+      // As jose hands them over from a JWT's JSON, whose \\u escapes may encode any UTF-16 unit.
+      const odd = ["Practitioner/\\ud800x", "a\\udfffb", "tail\\ud83d", "nul\\u0000sub"].map((s) => JSON.parse(`"${s}"`) as string);
+      for (const sub of odd) await store.appendAccess(accessEvent({ actor: { type: "ehr", id: "https://ehr", sub } }));
+      await h.store.appendAccess(accessEvent({ actor: { type: "ehr", id: "https://ehr", sub: odd[0] } }));
+      await store.appendAccess(accessEvent());
+      const read = (await store.listAccess({ tenant: "clinic-a", limit: 10 })).items;
+      expect(read[0]!.actor.sub).toBe("Practitioner/\uFFFDx");
+      expect(await verifyAccessTrail(store, { signer: accessSigner(HMAC_KEY) })).toMatchObject({ ok: true, events: 6, breakCount: 0 });
+    });
+
+    it("indexes the trail by actor and by action", async () => {
+      const plan = await h.explain("SELECT seq FROM medmmv_access_events WHERE tenant = 'clinic-a' AND actor_id = 'dr-a' ORDER BY tenant, seq");
+      expect(plan).toMatch(/medmmv_access_events_actor/);
+      expect(await h.explain("SELECT seq FROM medmmv_access_events WHERE tenant = 'clinic-a' AND action = 'read' ORDER BY tenant, seq")).toMatch(/medmmv_access_events_action/);
     });
   });
 }

@@ -13,8 +13,8 @@ import { MedmmvError, type ErrorCode } from "../../../../src/core/contracts/erro
 export interface StoreHarness {
   /** An initialised store on an empty location. */
   store: CaseStore;
-  /** Another initialised store object on the same file / database, as a second process would open it. */
-  reopen(): Promise<CaseStore>;
+  /** Another initialised store object on the same file / database, as a second process would open it (with the audit signing key, when given). */
+  reopen(opts?: { auditSigningKey?: string }): Promise<CaseStore>;
   /** Close every store the harness opened and remove the location. */
   dispose(): Promise<void>;
   /**
@@ -27,6 +27,8 @@ export interface StoreHarness {
    * their unqualified names): how the access-trail tests tamper with it.
    */
   exec(sql: string): Promise<void>;
+  /** The query plan of `sql` (tables by unqualified names), sequential scans discouraged as on a large table. */
+  explain(sql: string): Promise<string>;
 }
 
 /**

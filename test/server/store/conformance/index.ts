@@ -11,7 +11,7 @@ import { describeConversationTurnsConformance } from "./conversation-turns.js";
 import { describeTokenLedgerConformance } from "./token-ledger.js";
 import { describeResponseCacheStoreConformance } from "./response-cache-store.js";
 import { describeStoreLifecycleConformance } from "./store-lifecycle.js";
-import { describeAccessTrailConformance, describeCaseSearchConformance } from "./access-trail.js";
+import { describeAccessTrailConformance, describeCaseSearchConformance, describeSignedAccessTrailConformance } from "./access-trail.js";
 import type { StoreHarness } from "./fixtures.js";
 
 export { expectCode, makeImage, makeNewCase, makeResult, type StoreHarness } from "./fixtures.js";
@@ -26,5 +26,6 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
   describeResponseCacheStoreConformance(name, makeStore);
   describeStoreLifecycleConformance(name, makeStore);
   describeAccessTrailConformance(name, makeStore);
+  describeSignedAccessTrailConformance(name, makeStore);
   describeCaseSearchConformance(name, makeStore);
 }
