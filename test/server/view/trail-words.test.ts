@@ -15,6 +15,7 @@ const event = (over: Partial<AccessEvent>): AccessEvent => ({
   detail: {},
   prevHash: "",
   hash: "h",
+  signature: null,
   ...over,
 });
 
