@@ -19,6 +19,8 @@ export interface FetchMissingOptions {
 export interface NotRead {
   key: string;
   reason: string;
+  /** The whole "Not read" phrase when the key's words would mislead ("1 condition of another patient"). */
+  said?: string;
 }
 
 export interface FetchedPrefetch {

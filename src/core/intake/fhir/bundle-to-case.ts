@@ -11,6 +11,7 @@ import { RENDERERS, patientFacts, type EmptyKind, type NoteLine, type RenderCont
 import { otherVersion } from "./fhir-version.js";
 import { labelledNames, scrubberFor } from "./deidentify.js";
 import { summariseNotesSteps, type RenderedLine } from "./summarise.js";
+import { OTHER_PATIENT_REASON, ofAnotherPatient, recordPatient, type RecordPatient } from "./one-patient.js";
 import { htmlText } from "./html-text.js";
 import type { z } from "zod";
 import type { Attachment } from "./fhir-schemas.js";
@@ -60,6 +61,8 @@ export interface BundleToCaseOptions {
    * of searches the service assembled, not a record the EHR closed.
    */
   closedBundle?: boolean;
+  /** The patient the record must be about when it holds no Patient (a CDS hook's context.patientId): another's resources are left out. */
+  patientId?: string;
   notesBudget?: number;
   maxResources?: number;
   maxDepth?: number;
@@ -79,6 +82,13 @@ export function isNoClinicalFactsRefusal(err: unknown): boolean {
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return !!v && typeof v === "object" && !Array.isArray(v);
+}
+
+/** Bundle.link[self].url: the search a searchset answers (its patient, when no Patient came with it). */
+function selfLinkOf(body: unknown): string | undefined {
+  const links = isObject(body) && Array.isArray(body.link) ? body.link : [];
+  const self = links.find((l): l is Record<string, unknown> => isObject(l) && l.relation === "self" && typeof l.url === "string");
+  return self ? (self.url as string).slice(0, 4000) : undefined;
 }
 
 type ReadEntry = { entry: IndexedEntry; type: ReadType; resource: unknown };
@@ -148,9 +158,10 @@ function* checkResources(
   index: BundleIndex,
   closed: boolean,
   maxResources: number,
-): Generator<void, { read: ReadEntry[]; unread: Map<string, IndexedEntry[]>; outcomes: IndexedEntry[]; degraded: IgnoredResource[] }> {
+  anchor: { patientId?: string | undefined; selfLink?: string | undefined },
+): Generator<void, { read: ReadEntry[]; unread: Map<string, IndexedEntry[]>; outcomes: IndexedEntry[]; degraded: IgnoredResource[]; who: RecordPatient }> {
   const issues: FhirIssue[] = [...index.duplicates()];
-  const read: ReadEntry[] = [];
+  let read: ReadEntry[] = [];
   const unread = new Map<string, IndexedEntry[]>();
   const outcomes: IndexedEntry[] = [];
   const degraded: IgnoredResource[] = [];
@@ -184,15 +195,27 @@ function* checkResources(
     if (issues.length > 100) break;
   }
   if (issues.length) throw fhirError("INVALID_INPUT", issues);
-  const patients = read.filter((r) => r.type === "Patient");
-  if (patients.length > 1) {
-    throw fhirError("UNPROCESSABLE", patients.slice(1).map((p) => ({ path: p.entry.at, message: `a second Patient (${p.entry.name}, first ${patients[0]!.entry.name}); a case is one patient's record${index.rule === "self-contained" ? " (and a document has one subject: FHIR R4 Composition.subject, documents.html)" : ""}`, fhirCode: "invariant" })));
-  }
+  const who = recordPatient(
+    read.filter((r) => r.type === "Patient").map((r) => r.entry),
+    index,
+    anchor,
+  );
+  // A document's entries of another patient refuse it (the reference rules below); in any other bundle they are left out, and said.
+  const document = closed && index.rule === "self-contained";
+  read = read.filter((r) => {
+    if (r.type === "Patient" && r.entry !== who.entries[0]) {
+      degraded.push({ resource: r.entry.name, reason: `the same patient as ${who.entries[0]!.name} (Patient.link or an identifier in common): read as one` });
+      return false;
+    }
+    if (document || !ofAnotherPatient(r.entry, who, index)) return true;
+    degraded.push({ resource: r.entry.name, reason: OTHER_PATIENT_REASON });
+    return false;
+  });
   if (closed) {
     const refused: FhirIssue[] = [];
     for (const r of read) {
       if (++step % STEP === 0) yield;
-      const found = index.referenceFindings(r.entry, patients.length > 0);
+      const found = index.referenceFindings(r.entry, who.entries.length > 0);
       refused.push(...found.refused);
       for (const d of found.degraded) degraded.push({ resource: r.entry.name, reason: `${d.path.slice(r.entry.at.length + 1)}: ${d.message}` });
       if (refused.length >= 50) break;
@@ -203,7 +226,7 @@ function* checkResources(
     const urls = [...extensions.urls];
     degraded.push({ resource: "Bundle", reason: `${extensions.count} extension${extensions.count === 1 ? "" : "s"} not read (${urls.slice(0, 5).join(", ")}${urls.length > 5 ? `, and ${urls.length - 5} more kinds` : ""}): extensions add to an element, the element itself is read` });
   }
-  return { read, unread, outcomes, degraded };
+  return { read, unread, outcomes, degraded, who };
 }
 
 /** What a record of only empty lines holds, in words for the refusal. */
@@ -270,7 +293,8 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     }
     index.add(i, res, en.fullUrl);
   }
-  const { read, unread, outcomes, degraded } = yield* checkResources(index, opts.closedBundle ?? true, opts.maxResources ?? FHIR_DEFAULTS.maxResources);
+  const selfLink = selfLinkOf(body);
+  const { read, unread, outcomes, degraded, who } = yield* checkResources(index, opts.closedBundle ?? true, opts.maxResources ?? FHIR_DEFAULTS.maxResources, { patientId: opts.patientId, selfLink });
   ignored.push(...degraded);
 
   // Age is the patient's age when the record is asked about: the caller's date (a CDS hook's call), else the
@@ -374,7 +398,7 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     for (const t of [line.text, ...(line.body ?? [])]) for (const n of labelledNames(t)) if (learnedNames.size < MAX_LEARNED_NAMES) learnedNames.add(n);
   }
   const scrub = scrubberFor(
-    read.filter((r) => r.type === "Patient").map((r) => r.entry.resource),
+    who.entries.map((e) => e.resource),
     unread.get("RelatedPerson")?.map((e) => e.resource) ?? [],
     { learnedNames: [...learnedNames], ...(opts.pseudonymSecret ? { secret: opts.pseudonymSecret } : {}) },
   );

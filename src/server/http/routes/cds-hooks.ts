@@ -11,7 +11,7 @@ import { Discovery, discoveryDocument, SERVICE_ID } from "../../cds-hooks/discov
 import { fetchMissingPrefetch, isAllowedFhirServer, type NotRead } from "../../cds-hooks/fhir-fetch.js";
 import { HookRequest, HookResponse } from "../../cds-hooks/hook-request.js";
 import { CdsJwtVerifier, looksLikeJwt } from "../../cds-hooks/jwt-auth.js";
-import { inPrefetchTerms, prefetchToBundle, withNotRead } from "../../cds-hooks/prefetch-bundle.js";
+import { inPrefetchTerms, otherPatientNotRead, prefetchToBundle, withNotRead } from "../../cds-hooks/prefetch-bundle.js";
 import { pseudonymSecret } from "../../../core/intake/fhir/pseudonym-secret.js";
 import { MedmmvError } from "../../../core/contracts/errors.js";
 import { canonicalJson } from "../../../core/contracts/canonical-json.js";
@@ -206,9 +206,12 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
           closedBundle: false,
           ...config.fhir,
           referenceDate: calledAt,
+          patientId: call.context.patientId,
           pseudonymSecret: pseudonymSecret(config.fhir.pseudonymSecret, config.store.dataDir),
         });
         withNotRead(read, notRead);
+        // Another patient's resources in the prefetch were left out of the case: the card says so too.
+        notRead.push(...otherPatientNotRead(read));
         const parsed = ClinicalCase.safeParse(read);
         if (!parsed.success) {
           const { message, issues } = describeZodIssues(parsed.error);

@@ -185,7 +185,7 @@ describe("lenient where nothing clinical depends on it, strict where it does", (
     b.entry.push({ fullUrl: "urn:uuid:0b6f1a3e-1111-4222-8333-944455556666", resource: { resourceType: "Patient", gender: "male" } } as never);
     const r = refusal(b);
     expect(r.status).toBe(422);
-    expect(r.issues[0]!.message).toMatch(/^a second Patient .*a document has one subject: FHIR R4 Composition.subject/);
+    expect(r.issues[0]!.message).toMatch(/^two Patients who are not the same person.*a document has one subject: FHIR R4 Composition.subject/);
   });
 
   it("an entry of another patient is refused, naming the rule", () => {
