@@ -48,6 +48,7 @@ describe("one patient per case, whatever the bundle type", () => {
       } catch (e) {
         return e;
       }
+      return undefined;
     })();
     expect(isMedmmvError(err) && err.code).toBe("UNPROCESSABLE");
     expect((err as Error).message).toMatch(/two patients \(Patient\/12724066 .*Patient\/9279171/);
