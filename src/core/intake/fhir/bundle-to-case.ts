@@ -11,7 +11,7 @@ import { RENDERERS, patientFacts, type EmptyKind, type NoteLine, type RenderCont
 import { otherVersion } from "./fhir-version.js";
 import { labelledNames, scrubberFor } from "./deidentify.js";
 import { summariseNotesSteps, type RenderedLine } from "./summarise.js";
-import { OTHER_PATIENT_REASON, ofAnotherPatient, recordPatient, type RecordPatient } from "./one-patient.js";
+import { OTHER_PATIENT_REASON, ofAnotherPatient, patientDisplays, recordPatient, type RecordPatient } from "./one-patient.js";
 import { htmlText } from "./html-text.js";
 import type { z } from "zod";
 import type { Attachment } from "./fhir-schemas.js";
@@ -400,12 +400,20 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
   const scrub = scrubberFor(
     who.entries.map((e) => e.resource),
     unread.get("RelatedPerson")?.map((e) => e.resource) ?? [],
-    { learnedNames: [...learnedNames], ...(opts.pseudonymSecret ? { secret: opts.pseudonymSecret } : {}) },
+    {
+      learnedNames: [...learnedNames],
+      statedNames: patientDisplays(index, who),
+      resourceNames: index.entries.map((e) => e.name),
+      ...(opts.pseudonymSecret ? { secret: opts.pseudonymSecret } : {}),
+    },
   );
   for (let i = 0; i < raw.length; i++) {
     if (i % STEP === 0) yield;
     const { line, r, order } = raw[i]!;
-    lines.push({ ...line, text: scrub.text(line.text), ...(line.body ? { body: line.body.map(scrub.text) } : {}), name: scrub.name(r.entry.name), type: r.type, order });
+    // A document's lines are scrubbed together: a name hyphenated at a line's end continues on the next.
+    const body = line.body ? scrub.text(line.body.join("\n")).split("\n") : undefined;
+    const series = line.series ? { ...line.series, reading: scrub.text(line.series.reading) } : undefined;
+    lines.push({ ...line, text: scrub.text(line.text), ...(body ? { body } : {}), ...(series ? { series } : {}), name: scrub.name(r.entry.name), type: r.type, order });
   }
 
   // ImagingStudy with a DICOMweb Endpoint: its pictures are fetched at intake (src/core/intake/dicom).
@@ -418,9 +426,19 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
   const facts = lines.filter((l) => l.group !== "patient" && !l.empty).length + images.length;
   if (!facts) throw noFacts(envelope.type, entries.length, outcomes, read, unread, new Set(lines.flatMap((l) => l.empty ?? [])));
   const budget = opts.notesBudget ?? FHIR_DEFAULTS.notesBudget;
-  const summary = yield* summariseNotesSteps(lines, budget);
+  // The dates the summary writes itself ("since …" of a trend) go through the same rules as the record's text.
+  const summary = yield* summariseNotesSteps(lines, budget, scrub.text);
   const notes = summary.notes;
   for (const img of images) if (img.caption) img.caption = scrub.text(img.caption);
+  // Image ids and paths name their resource: an id that spells a name is replaced there too.
+  for (const img of images) {
+    const id = scrub.text(img.id);
+    if (id !== img.id && imagePaths[img.id] !== undefined) {
+      imagePaths[id] = imagePaths[img.id]!;
+      delete imagePaths[img.id];
+    }
+    img.id = id;
+  }
 
   const patientEntry = read.find((r) => r.type === "Patient");
   const patient: NonNullable<ClinicalCase["patient"]> = {};
@@ -433,7 +451,8 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     if (age) patient.age = age.years;
     if (sex) patient.sex = sex;
   }
-  const allIgnored = [...ignored, ...unreadList(unread)];
+  // What was not read is named as the notes name it: pseudonymous where the id is the patient's or spells a name.
+  const allIgnored = [...ignored, ...unreadList(unread)].map((i) => ({ resource: scrub.text(scrub.name(i.resource)), reason: scrub.text(i.reason) }));
   const listed = allIgnored.length > MAX_IGNORED_LISTED ? [...allIgnored.slice(0, MAX_IGNORED_LISTED - 1), { resource: "Bundle", reason: `and ${allIgnored.length - MAX_IGNORED_LISTED + 1} more resources or parts not used` }] : allIgnored;
   const c: ClinicalCase = {
     question: opts.question?.trim() || DEFAULT_FHIR_QUESTION,
@@ -446,7 +465,8 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
         ...(envelope.id ? { bundleId: envelope.id } : {}),
         bundleType: envelope.type,
         // The reference the sender knows the patient by: its id, else its fullUrl (ids a server has not assigned yet).
-        ...(patientEntry ? { patient: patientEntry.entry.resource.id === undefined && patientEntry.entry.fullUrl ? patientEntry.entry.fullUrl : patientEntry.entry.name } : {}),
+        // Pseudonymous like the notes; the export maps it back (pseudonyms).
+        ...(patientEntry ? { patient: patientEntry.entry.resource.id === undefined && patientEntry.entry.fullUrl ? patientEntry.entry.fullUrl : scrub.name(patientEntry.entry.name) } : {}),
         referenceDate,
         resources: index.entries.length,
         ignoredResources: listed,

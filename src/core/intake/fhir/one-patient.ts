@@ -155,3 +155,39 @@ export function ofAnotherPatient(e: IndexedEntry, who: RecordPatient, index: Bun
   }
   return false;
 }
+
+/** Whether a Reference names the record's patient. */
+function namesThePatient(ref: Json, who: RecordPatient, index: BundleIndex): boolean {
+  const named = patientNamed(ref, index);
+  if (!named) return false;
+  if (named.entry) return who.entries.includes(named.entry);
+  if (named.id !== undefined) return who.ids.has(named.id);
+  return !!named.identifier?.some((k) => who.identifiers.has(k));
+}
+
+/** Displays kept, at most: one patient's record writes their name a handful of ways. */
+const MAX_DISPLAYS = 50;
+
+/**
+ * The `display` of every reference to the record's patient, anywhere in its resources
+ * ("SMART, NANCY" on an Oracle Condition's subject): how the record names the patient where
+ * it holds no Patient, or a Patient without a name. Walked without recursion.
+ */
+export function patientDisplays(index: BundleIndex, who: RecordPatient): string[] {
+  const out = new Set<string>();
+  for (const e of index.entries) {
+    const stack: unknown[] = [e.resource];
+    while (stack.length && out.size < MAX_DISPLAYS) {
+      const v = stack.pop();
+      if (!v || typeof v !== "object") continue;
+      if (Array.isArray(v)) {
+        stack.push(...v);
+        continue;
+      }
+      const o = v as Json;
+      if (typeof o.display === "string" && (typeof o.reference === "string" || o.identifier) && namesThePatient(o, who, index)) out.add(o.display.slice(0, 200));
+      for (const k of Object.keys(o)) if (o[k] && typeof o[k] === "object") stack.push(o[k]);
+    }
+  }
+  return [...out];
+}
