@@ -51,7 +51,7 @@ export const WRITTEN_VARIANTS: ReadonlyArray<readonly [string, string]> = [
 ];
 
 /** Folded forms of what was stated: none may be left in notes, prompts, results or logs. */
-export const FORBIDDEN = ["vantree", "zoe", "1951", "'51", "0171", "0199", "440566", "4405", "kingsley", "bn21", "bn214th", "eastbourne"];
+export const FORBIDDEN = ["pt-variants", "vantree", "zoe", "1951", "'51", "0171", "0199", "440566", "4405", "kingsley", "bn21", "bn214th", "eastbourne"];
 
 export function variantsBundle(): Json {
   const note = (i: number, text: string) => ({
