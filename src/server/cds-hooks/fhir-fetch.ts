@@ -76,18 +76,11 @@ function nextLink(bundle: Json): string | null {
 }
 
 /**
- * Fetch the prefetch the EHR did not send, from its FHIR server, with its token. Only a
- * server on the allow-list is contacted (private and loopback ones only because they are
- * listed): the caller checks, and a server not on it here is a programmer error.
- *
- * The queries run concurrently; a search's `link[next]` pages are followed, one after the
- * other, up to `maxPages`, and only while they stay on the same server (a next link
- * elsewhere is not followed: it would let an allowed server send us anywhere). Redirects
- * are refused for the same reason. One query failing does not fail the others: it is
- * listed in `failed`, and the caller decides what a missing part means.
+ * The reads of one hook call from the EHR's FHIR server (allow-listed, the EHR's token): one
+ * deadline and one byte budget for all of them, no redirects, next pages only on that server.
  */
-export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMissingOptions): Promise<FetchedPrefetch> {
-  if (!isAllowedFhirServer(o.fhirServer, o.allowList)) throw new Error("fetchMissingPrefetch called for a fhirServer not on the allow-list");
+function fhirClient(o: FetchMissingOptions) {
+  if (!isAllowedFhirServer(o.fhirServer, o.allowList)) throw new Error("a FHIR read was asked of a fhirServer not on the allow-list");
   const base = o.fhirServer.replace(/\/+$/, "");
   const signal = AbortSignal.timeout(o.timeoutMs ?? 10_000);
   const maxPages = o.maxPages ?? 10;
@@ -118,10 +111,8 @@ export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMiss
     return parsed as Json;
   };
 
-  /** One query: its first answer, and for a searchset the entries of its next pages appended. */
-  const query = async (key: string, template: string): Promise<{ value: Json; truncated: boolean }> => {
-    const first = await getJson(`${base}/${template.replaceAll("{{context.patientId}}", encodeURIComponent(o.patientId))}`);
-    if (first.resourceType !== "Bundle") return { value: first, truncated: false };
+  /** A searchset with the entries of its `next` pages appended (up to maxPages in all), its links dropped. */
+  const withNextPages = async (key: string, first: Json): Promise<{ value: Json; truncated: boolean }> => {
     const entries: unknown[] = Array.isArray(first.entry) ? [...(first.entry as unknown[])] : [];
     let next = nextLink(first);
     for (let page = 1; next && page < maxPages; page++) {
@@ -135,7 +126,73 @@ export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMiss
     const { link: _pages, ...bundle } = first;
     return { value: { ...bundle, entry: entries }, truncated: next !== null };
   };
+  return { base, maxPages, getJson, withNextPages };
+}
 
+/** A prefetch searchset the EHR sent with a `next` page: its key, and how many entries came. */
+export interface PagedPrefetch {
+  key: string;
+  bundle: Json;
+  entries: number;
+}
+
+/** The prefetch values that are searchsets with a `next` link (the EHR sent only their first page). */
+export function pagedPrefetch(prefetch: Record<string, unknown> | undefined): PagedPrefetch[] {
+  const out: PagedPrefetch[] = [];
+  for (const [key, v] of Object.entries(prefetch ?? {})) {
+    if (!v || typeof v !== "object" || Array.isArray(v) || (v as Json).resourceType !== "Bundle" || !nextLink(v as Json)) continue;
+    out.push({ key, bundle: v as Json, entries: Array.isArray((v as Json).entry) ? ((v as Json).entry as unknown[]).length : 0 });
+  }
+  return out;
+}
+
+/** What a prefetch key's first page leaves out, in the card's words. */
+export function afterFirstPage(p: PagedPrefetch, why: string): NotRead {
+  return { key: p.key, reason: why, said: `${p.key} after the first ${p.entries} (${why})` };
+}
+
+/**
+ * The rest of each paged prefetch search, read by following its `next` links on the EHR's
+ * server with its token (the same rules as fetchMissingPrefetch). A search whose pages could
+ * not all be read keeps what came and is listed in `notRead`, saying after how many.
+ */
+export async function fetchNextPages(paged: readonly PagedPrefetch[], o: Omit<FetchMissingOptions, "patientId">): Promise<{ fetched: Record<string, unknown>; notRead: NotRead[] }> {
+  const client = fhirClient({ ...o, patientId: "" });
+  const out: { fetched: Record<string, unknown>; notRead: NotRead[] } = { fetched: {}, notRead: [] };
+  await Promise.all(
+    paged.map(async (p) => {
+      try {
+        const { value, truncated } = await client.withNextPages(p.key, p.bundle);
+        out.fetched[p.key] = value;
+        if (truncated) out.notRead.push({ key: p.key, reason: `only its first ${client.maxPages} pages were read`, said: `${p.key} after the first ${client.maxPages} pages (the EHR's search has more)` });
+      } catch (err) {
+        if (!(err instanceof QueryFailed)) throw err;
+        out.notRead.push(afterFirstPage(p, `the EHR sent a next page, which could not be read: ${err.message}`));
+      }
+    }),
+  );
+  return out;
+}
+
+/**
+ * Fetch the prefetch the EHR did not send, from its FHIR server, with its token. Only a
+ * server on the allow-list is contacted (private and loopback ones only because they are
+ * listed): the caller checks, and a server not on it here is a programmer error.
+ *
+ * The queries run concurrently; a search's `link[next]` pages are followed, one after the
+ * other, up to `maxPages`, and only while they stay on the same server (a next link
+ * elsewhere is not followed: it would let an allowed server send us anywhere). Redirects
+ * are refused for the same reason. One query failing does not fail the others: it is
+ * listed in `failed`, and the caller decides what a missing part means.
+ */
+export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMissingOptions): Promise<FetchedPrefetch> {
+  const client = fhirClient(o);
+  /** One query: its first answer, and for a searchset the entries of its next pages appended. */
+  const query = async (key: string, template: string): Promise<{ value: Json; truncated: boolean }> => {
+    const first = await client.getJson(`${client.base}/${template.replaceAll("{{context.patientId}}", encodeURIComponent(o.patientId))}`);
+    return first.resourceType === "Bundle" ? client.withNextPages(key, first) : { value: first, truncated: false };
+  };
+  const maxPages = client.maxPages;
   const out: FetchedPrefetch = { fetched: {}, failed: [], truncated: [] };
   await Promise.all(
     keys.map(async (key) => {

@@ -386,6 +386,38 @@ describe("CDS Hooks 2.0.1 rules", () => {
     expect(asked).toEqual(["/fhir/MedicationStatement?patient=stemi-1&status=active"]);
   });
 
+  /** The observations prefetch as an EHR pages it: five glucose readings and a `next` link to the rest on `base`. */
+  const pagedObservations = (base: string) => ({
+    resourceType: "Bundle",
+    type: "searchset",
+    total: 11,
+    link: [{ relation: "self", url: `${base}/Observation?patient=stemi-1` }, { relation: "next", url: `${base}/Observation?patient=stemi-1&_getpages=p2` }],
+    entry: [1, 2, 3, 4, 5].map((i) => ({ resource: { resourceType: "Observation", id: `glu-${i}`, status: "final", code: { text: "Glucose" }, subject: { reference: "Patient/stemi-1" }, effectiveDateTime: `2026-11-2${i}`, valueQuantity: { value: 6 + i / 10, unit: "mmol/L" } } })),
+  });
+
+  it("a prefetch search with a next page: the rest is read from the allow-listed server with the EHR's token", async () => {
+    const before = listed.requests.length;
+    const res = await call(await jwt(), { prefetch: { ...prefetch(), observations: pagedObservations(listed.base) }, fhirServer: listed.base, fhirAuthorization });
+    expect(res.status).toBe(200);
+    const card = SpecResponse.parse(await res.json()).cards[0]!;
+    expect(card.detail ?? "").not.toContain("Not read");
+    const asked = listed.requests.slice(before);
+    expect(asked.map((r) => r.url)).toEqual(["/fhir/Observation?patient=stemi-1&_getpages=p2"]);
+    expect(asked[0]!.headers.authorization).toBe("Bearer ehr-token-456");
+    const caseId = decodeURIComponent(new URL(card.links![0]!.url).pathname.split("/")[2]!);
+    const stored = await until(async () => (await t.store.getCase(caseId)) ?? undefined, 20_000, "case");
+    expect(stored.input.notes).toContain("Glucose 6.5 mmol/L");
+    expect(stored.input.notes).toContain("Troponin I"); // from the next page
+  });
+
+  it("…and where it cannot be read, the card says what was not", async () => {
+    const res = await call(await jwt(), { prefetch: { ...prefetch(), observations: pagedObservations(unlisted.base) }, fhirServer: unlisted.base });
+    expect(res.status).toBe(200);
+    const card = SpecResponse.parse(await res.json()).cards[0]!;
+    expect(card.indicator).toBe("warning");
+    expect(card.detail).toContain("**Not read:** observations after the first 5 (the EHR sent a next page; its fhirServer is not one this service may contact (MEDMMV_FHIR_SERVERS))");
+  });
+
   it("one failed prefetch query degrades the card, which says what was not read", async () => {
     const { conditions: _c, ...p } = prefetch();
     const res = await call(await jwt(), { prefetch: p, fhirServer: strict.base, fhirAuthorization });
