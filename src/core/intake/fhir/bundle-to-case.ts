@@ -7,7 +7,7 @@ import { BundleIndex, extensionsOf, nestingTooDeep, type ExtensionsFound, type I
 import type { FhirOrigin, IgnoredResource } from "../../contracts/fhir-origin.js";
 import { fhirError, fhirPath, zodToFhirIssues, type FhirIssue } from "./fhir-error.js";
 import { BundleEntry, BundleEnvelopeHead, READ_RESOURCES, type BundleEnvelope, type ReadType, type ResourceOf } from "./fhir-schemas.js";
-import { RENDERERS, patientFacts, type EmptyKind, type NoteLine, type RenderContext } from "./renderers.js";
+import { RENDERERS, UNDERSTOOD_MODIFIERS, patientFacts, type EmptyKind, type NoteLine, type RenderContext } from "./renderers.js";
 import { otherVersion } from "./fhir-version.js";
 import { labelledNames, scrubberFor } from "./deidentify.js";
 import { summariseNotesSteps, type RenderedLine } from "./summarise.js";
@@ -182,7 +182,7 @@ function* checkResources(
     if (read.length >= maxResources) {
       throw fhirError("PAYLOAD_TOO_LARGE", [{ path: e.at, message: `more than ${maxResources} resources of the types read (Claims, Provenance and other types not read are not counted); send one patient's record`, fhirCode: "too-costly" }]);
     }
-    const modifiers = extensionsOf(e.resource, extensions);
+    const modifiers = extensionsOf(e.resource, extensions).filter((url) => !UNDERSTOOD_MODIFIERS[e.type]?.has(url));
     if (modifiers.length) {
       degraded.push({ resource: e.name, reason: `not read: it carries a modifierExtension (${[...new Set(modifiers)].slice(0, 3).join(", ")}) that changes its meaning, and R4 forbids reading such a resource as if it were absent` });
       continue;
@@ -402,7 +402,9 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     unread.get("RelatedPerson")?.map((e) => e.resource) ?? [],
     {
       learnedNames: [...learnedNames],
-      statedNames: patientDisplays(index, who),
+      // A relative's name (FamilyMemberHistory.name) is a person's name too, and often the patient's family name.
+      statedNames: [...patientDisplays(index, who), ...read.filter((r) => r.type === "FamilyMemberHistory").flatMap((r) => (typeof r.entry.resource.name === "string" ? [r.entry.resource.name.slice(0, 200)] : []))],
+      patientIds: [...who.ids],
       resourceNames: index.entries.map((e) => e.name),
       ...(opts.pseudonymSecret ? { secret: opts.pseudonymSecret } : {}),
     },

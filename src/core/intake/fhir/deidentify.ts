@@ -40,6 +40,8 @@ export interface ScrubberOptions {
    * it is written, as the Patient's own id always is.
    */
   resourceNames?: readonly string[];
+  /** Ids the record knows the patient by without a Patient resource (a search's `patient=`, a hook's context): pseudonymised like a Patient's. */
+  patientIds?: readonly string[];
 }
 
 type Json = Record<string, unknown>;
@@ -185,8 +187,11 @@ export function humanNameParts(names: unknown): string[] {
 export function scrubbableNameParts(parts: readonly string[]): string[] {
   return parts
     .map((p) => nameBase(p.replace(/[.'’]+$/, "")))
-    .filter((p) => foldTerm(p).replace(/[^\p{L}]/gu, "").length >= 2 && !TITLES.has(foldTerm(p).toLowerCase()));
+    .filter((p) => foldTerm(p).replace(/[^\p{L}]/gu, "").length >= 2 && !TITLES.has(foldTerm(p).toLowerCase()) && !NAME_SUFFIXES.has(foldTerm(p).toLowerCase()));
 }
+
+/** Generational and academic suffixes ("Smart II, Nancy"): not the name, and "II" is also a type, a stage, a month. */
+const NAME_SUFFIXES = new Set("jr sr ii iii iv v vi phd md".split(" "));
 
 /**
  * Labels that introduce the patient's name in a narrative, in the languages of the records
@@ -404,7 +409,7 @@ export function scrubberFor(patients: Json[], related: Json[], opts: ScrubberOpt
   }
 
   // Resource ids: the Patient's always, and any other that holds a name part or an identifier, become opaque.
-  const { pseudonyms, byName, idSwap } = opaqueIds(patients, opts.resourceNames ?? [], [...nameParts, ...statedParts, ...(opts.learnedNames ?? [])], identifierValues(people), opts.secret);
+  const { pseudonyms, byName, idSwap } = opaqueIds([...patients, ...(opts.patientIds ?? []).map((id) => ({ id }))], opts.resourceNames ?? [], [...nameParts, ...statedParts, ...(opts.learnedNames ?? [])], identifierValues(people), opts.secret);
   const ids = idSwap.size ? pass([...idSwap.keys()].map(escape), (m) => idSwap.get(m) ?? idSwap.get(m.toLowerCase()) ?? "[identifier]", true) : null;
   const passes = [
     ids,
@@ -460,6 +465,10 @@ function opaqueIds(patients: Json[], resourceNames: readonly string[], nameParts
   const byName = new Map<string, string>();
   const idSwap = new Map<string, string>();
   const parts = [...new Set(nameParts.map((p) => foldTerm(p).toLowerCase().replace(/[^\p{L}]/gu, "")).filter((p) => p.length >= 3))];
+  // An id that holds the patient's id (Oracle names a FamilyMemberHistory `<patient id>-<n>`) spells an identifier too.
+  // Written in free text only where it can be told from a word or a number in a note ("example" cannot).
+  const searchable = (id: string) => (id.length >= 4 && /\d/.test(id)) || id.length >= 8;
+  for (const p of patients) if (typeof p.id === "string" && searchable(p.id)) identifierValues.add(foldTerm(p.id).toLowerCase().replace(/[^\p{L}\p{N}]/gu, ""));
   const spells = (id: string) => {
     const flat = foldTerm(id).toLowerCase().replace(/[^\p{L}\p{N}]/gu, "");
     return parts.some((p) => flat.includes(p)) || [...identifierValues].some((v) => flat.includes(v));
@@ -471,14 +480,14 @@ function opaqueIds(patients: Json[], resourceNames: readonly string[], nameParts
   };
   for (const p of patients) {
     const id = typeof p.id === "string" ? p.id : undefined;
-    if (id) swap("Patient", id, patientPseudonym(id, secret), spells(id) || (id.length >= 4 && /\d/.test(id)) || id.length >= 8);
+    if (id && !byName.has(`Patient/${id}`)) swap("Patient", id, patientPseudonym(id, secret), searchable(id));
   }
   for (const name of resourceNames.slice(0, 100_000)) {
     const slash = name.indexOf("/");
     const type = name.slice(0, slash);
     const id = name.slice(slash + 1);
     if (slash < 0 || byName.has(name) || !spells(id)) continue;
-    swap(type, id, type === "Patient" ? patientPseudonym(id, secret) : opaqueId(id, secret), true);
+    swap(type, id, type === "Patient" ? patientPseudonym(id, secret) : opaqueId(id, secret), searchable(id));
   }
   return { pseudonyms, byName, idSwap };
 }
