@@ -11,6 +11,7 @@ import { RENDERERS, UNDERSTOOD_MODIFIERS, patientFacts, type EmptyKind, type Not
 import { otherVersion } from "./fhir-version.js";
 import { labelledNames, scrubberFor } from "./deidentify.js";
 import { summariseNotesSteps, type RenderedLine } from "./summarise.js";
+import { withoutChoicesGivenTwice } from "./choice-elements.js";
 import { OTHER_PATIENT_REASON, ofAnotherPatient, patientDisplays, recordPatient, type RecordPatient } from "./one-patient.js";
 import { htmlText } from "./html-text.js";
 import type { z } from "zod";
@@ -189,7 +190,10 @@ function* checkResources(
     }
     if (e.idProblem) degraded.push({ resource: e.name, reason: e.idProblem });
     const type = e.type as ReadType;
-    const parsed = READ_RESOURCES[type].safeParse(e.resource);
+    // A choice element given twice is left out (the rest of the resource is read), and named.
+    const { resource, twice } = withoutChoicesGivenTwice(e.resource);
+    for (const t of twice) degraded.push({ resource: e.name, reason: `${t.path} is given twice (${t.keys.join(", ")}); R4 allows one value: that element is not read` });
+    const parsed = READ_RESOURCES[type].safeParse(resource);
     if (!parsed.success) issues.push(...zodToFhirIssues(parsed.error, e.at, e.resource));
     else read.push({ entry: e, type, resource: parsed.data });
     if (issues.length > 100) break;
@@ -237,7 +241,7 @@ const EMPTY_WORDS: Record<EmptyKind, string> = {
 };
 
 /** The refusal of a bundle that holds nothing a diagnosis could be made from. */
-function noFacts(bundleType: string, entries: number, outcomes: IndexedEntry[], read: ReadEntry[], unread: Map<string, IndexedEntry[]>, empty: Set<EmptyKind>): MedmmvError {
+function noFacts(bundleType: string, entries: number, outcomes: IndexedEntry[], read: ReadEntry[], unread: Map<string, IndexedEntry[]>, empty: Set<EmptyKind>, dropped: IgnoredResource[]): MedmmvError {
   let message: string;
   if (empty.size) {
     const order: EmptyKind[] = ["no-information", "link-only", "advance-directive"];
@@ -255,6 +259,8 @@ function noFacts(bundleType: string, entries: number, outcomes: IndexedEntry[], 
     const types = [...new Set([...read.map((r) => r.type), ...unread.keys()])].slice(0, 8).join(", ");
     message = `no clinical fact was read from the bundle (it holds ${types || "no resources"}); a diagnosis needs at least one Condition, Observation, medication, procedure, report or note`;
   }
+  // What was dropped is named too: a record whose facts were all in entries without a resource must not look empty.
+  if (dropped.length) message += `; ${dropped.length} entr${dropped.length === 1 ? "y has" : "ies have"} no resource and ${dropped.length === 1 ? "was" : "were"} skipped (${dropped.slice(0, 5).map((d) => `${d.resource} ${d.reason.replace(/^has no resource /, "").replace(/: skipped$/, "")}`).join(", ")}${dropped.length > 5 ? ", …" : ""})`;
   return fhirError("UNPROCESSABLE", [{ path: "Bundle.entry", message, fhirCode: "processing" }], NO_CLINICAL_FACTS);
 }
 
@@ -397,13 +403,14 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     const { line } = raw[i]!;
     for (const t of [line.text, ...(line.body ?? [])]) for (const n of labelledNames(t)) if (learnedNames.size < MAX_LEARNED_NAMES) learnedNames.add(n);
   }
+  const displays = yield* patientDisplays(index, who);
   const scrub = scrubberFor(
     who.entries.map((e) => e.resource),
     unread.get("RelatedPerson")?.map((e) => e.resource) ?? [],
     {
       learnedNames: [...learnedNames],
       // A relative's name (FamilyMemberHistory.name) is a person's name too, and often the patient's family name.
-      statedNames: [...patientDisplays(index, who), ...read.filter((r) => r.type === "FamilyMemberHistory").flatMap((r) => (typeof r.entry.resource.name === "string" ? [r.entry.resource.name.slice(0, 200)] : []))],
+      statedNames: [...displays, ...read.filter((r) => r.type === "FamilyMemberHistory").flatMap((r) => (typeof r.entry.resource.name === "string" ? [r.entry.resource.name.slice(0, 200)] : []))],
       patientIds: [...who.ids],
       resourceNames: index.entries.map((e) => e.name),
       ...(opts.pseudonymSecret ? { secret: opts.pseudonymSecret } : {}),
@@ -426,7 +433,7 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
   }
 
   const facts = lines.filter((l) => l.group !== "patient" && !l.empty).length + images.length;
-  if (!facts) throw noFacts(envelope.type, entries.length, outcomes, read, unread, new Set(lines.flatMap((l) => l.empty ?? [])));
+  if (!facts) throw noFacts(envelope.type, entries.length, outcomes, read, unread, new Set(lines.flatMap((l) => l.empty ?? [])), ignored.filter((i) => /^Bundle\.entry\[\d+\]$/.test(i.resource) && i.reason.startsWith("has no resource")));
   const budget = opts.notesBudget ?? FHIR_DEFAULTS.notesBudget;
   // The dates the summary writes itself ("since …" of a trend) go through the same rules as the record's text.
   const summary = yield* summariseNotesSteps(lines, budget, scrub.text);

@@ -173,9 +173,12 @@ const MAX_DISPLAYS = 50;
  * ("SMART, NANCY" on an Oracle Condition's subject): how the record names the patient where
  * it holds no Patient, or a Patient without a name. Walked without recursion.
  */
-export function patientDisplays(index: BundleIndex, who: RecordPatient): string[] {
+export function* patientDisplays(index: BundleIndex, who: RecordPatient): Generator<void, string[]> {
   const out = new Set<string>();
+  let step = 0;
   for (const e of index.entries) {
+    // A generator like the rest of the intake: the server reads a large record in slices.
+    if (++step % 25 === 0) yield;
     const stack: unknown[] = [e.resource];
     while (stack.length && out.size < MAX_DISPLAYS) {
       const v = stack.pop();
