@@ -106,6 +106,7 @@ export const Observation = r4<R4.Observation>()(
     issued: FhirDateTime.optional(),
     ...observationValue,
     component: z.array(z.object({ code: CodeableConcept, ...observationValue })).max(50).optional(),
+    hasMember: z.array(Reference).max(200).optional(),
     note: z.array(Annotation).max(20).optional(),
   }),
 );

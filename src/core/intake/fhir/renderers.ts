@@ -193,8 +193,16 @@ const observation: Renderer<"Observation"> = (r, ctx) => {
   }
   const status = r.status === "final" || r.status === "amended" || r.status === "corrected" ? undefined : r.status;
   const date = r.effectiveDateTime ?? r.effectivePeriod?.start ?? r.effectiveInstant ?? r.issued;
-  const text = join([`${conceptText(r.code) ?? "Observation"}${value ? `${value.startsWith(":") ? "" : " "}${value}` : " (no value)"}`, status, ...(r.note ?? []).map((n) => `note: ${oneLine(n.text)}`)]);
-  const key = seriesKey(r.code);
+  // A question group (Oracle's social history "Alcohol") holds no value: its members, each a question and its answer, are the facts.
+  const members = r.hasMember ?? [];
+  if (!value && !r.note?.length && members.length && members.every((m) => m.reference && ctx.index.resolve(m.reference)?.type === "Observation")) {
+    return { group, date, text: dated(`${conceptText(r.code) ?? "Observation"}: answered in ${members.length} observation${members.length === 1 ? "" : "s"}`, day(date)), folded: true };
+  }
+  // A question and its answer (a survey or social-history item answered with a code or text) reads "question: answer";
+  // each question is its own series, though several share one code (Oracle's share SNOMED 363905002).
+  const answer = value !== undefined && r.valueQuantity === undefined && !comps.length && categories.some((c) => c === "social-history" || c === "survey");
+  const text = join([`${conceptText(r.code) ?? "Observation"}${value ? `${answer ? ": " : value.startsWith(":") ? "" : " "}${value}` : " (no value)"}`, status, ...(r.note ?? []).map((n) => `note: ${oneLine(n.text)}`)]);
+  const key = answer ? `${seriesKey(r.code)}|${conceptText(r.code)?.toLowerCase()}` : seriesKey(r.code);
   const reading = value ? (value.startsWith(":") ? value.slice(2) : value).split(", ")[0]! : "no value";
   return { group, date, text: dated(text, day(date)), ...(key ? { series: { key: `${group}|${key}`, reading: dated(reading.slice(0, 120), day(date)) } } : {}) };
 };

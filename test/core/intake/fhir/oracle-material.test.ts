@@ -60,3 +60,12 @@ describe("Oracle Health's documented R4 answers", () => {
     expect((err as Error).message).toMatch(/hold only links to other servers, which are not fetched/);
   });
 });
+
+describe("Oracle Health's social history: questions and their answers", () => {
+  it("each question reads 'question: answer', not one trend of the group's code; the group itself is folded", () => {
+    const c = bundleToCase(realBundle("oracle/observation-social-history-searchset.json"), opts);
+    expect(c.notes).toContain("SHX Alcohol use: Past");
+    expect(c.notes).not.toContain("Alcohol (no value)");
+    expect(c.notes).not.toMatch(/earlier Past/);
+  });
+});
