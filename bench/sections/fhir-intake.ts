@@ -1,5 +1,6 @@
 import { bundleToCase, bundleToCaseYielding, FHIR_DEFAULTS } from "../../src/core/intake/fhir/bundle-to-case.js";
 import type { BenchContext } from "../harness/context.js";
+import { longestPause } from "../harness/loop-pause.js";
 import { fmt, table, yesNo, type SectionReport } from "../harness/report.js";
 
 const MIB = 1024 * 1024;
@@ -63,26 +64,16 @@ function timeIntake(text: string, runs: number): { ms: number; outcome: string }
  * arriving during the read waits at worst. Also the JSON.parse alone, which is one block.
  */
 async function loopHold(text: string): Promise<{ pause: number; parse: number; took: number }> {
-  let last = performance.now();
-  let pause = 0;
-  const tick = setInterval(() => {
-    const now = performance.now();
-    pause = Math.max(pause, now - last);
-    last = now;
-  }, 1);
-  const start = performance.now();
-  try {
+  const { pause, took, value: parse } = await longestPause(async () => {
     // As the request arrives: the body is read, then parsed by the content-type parser, on a later turn of the loop.
     await new Promise((r) => setImmediate(r));
     const t = performance.now();
     const body: unknown = JSON.parse(text);
     const parse = performance.now() - t;
     await bundleToCaseYielding(body, { maxImageBytes: 10 * MIB }).catch(() => undefined);
-    pause = Math.max(pause, performance.now() - last);
-    return { pause, parse, took: performance.now() - start };
-  } finally {
-    clearInterval(tick);
-  }
+    return parse;
+  });
+  return { pause, parse, took };
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
