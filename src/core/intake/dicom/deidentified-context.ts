@@ -14,7 +14,7 @@ import { BASIC_PROFILE_TEXT_ATTRIBUTES } from "./basic-profile-attributes.js";
  * descriptions that may hold any of them — but the study description, which is the caption.
  */
 const IDENTIFYING: readonly string[] = BASIC_PROFILE_TEXT_ATTRIBUTES.map(([keyword]) => keyword).filter((k) => k !== "StudyDescription");
-/** Descriptions (the Clean Descriptors Option's attributes): their clinical words (a defined body part) stay in the caption. */
+/** Descriptions (the Clean Descriptors Option's attributes): their short words and defined body parts stay in the caption. */
 const DESCRIPTORS = new Set(BASIC_PROFILE_TEXT_ATTRIBUTES.filter(([, , , , d]) => d === "C").map(([keyword]) => keyword));
 
 /** Every attribute deidentifiedContext reads (the decoder sends back these, and no others). */
@@ -73,7 +73,8 @@ function identifyingWords(elements: Record<string, unknown>): { words: Set<strin
     for (const s of texts(elements[name])) {
       for (const chunk of s.toLowerCase().split(/[\s^,=]+/u)) {
         const joined = chunk.replace(/[^\p{L}\p{N}]+/gu, "");
-        const clinical = (w: string) => descriptor && BODY_PARTS.has(w.toUpperCase());
+        // A description's short words ("for", "CT", "w/") and defined body parts are the acquisition's, not a person's.
+        const clinical = (w: string) => descriptor && (w.length <= 3 || BODY_PARTS.has(w.toUpperCase()));
         if (joined.length >= 2 && !clinical(joined)) words.add(joined);
         for (const part of chunk.split(/[^\p{L}\p{N}]+/u)) {
           if (part.length >= 2 && !clinical(part)) words.add(part);
