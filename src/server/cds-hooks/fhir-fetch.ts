@@ -215,3 +215,52 @@ export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMiss
   out.truncated.sort(byOrder);
   return out;
 }
+
+/** Attachments fetched per call, at most: a report's text, not a document archive. */
+const MAX_LINKED_ATTACHMENTS = 10;
+
+/** The attachments of a report or document whose content is only a link (`url`, no `data`). */
+function linkedAttachments(resource: Json): Json[] {
+  const out: Json[] = [];
+  const forms = resource.resourceType === "DiagnosticReport" ? resource.presentedForm : resource.resourceType === "DocumentReference" ? (Array.isArray(resource.content) ? (resource.content as Json[]).map((c) => c?.attachment) : []) : [];
+  for (const a of Array.isArray(forms) ? forms : []) if (a && typeof a === "object" && typeof (a as Json).url === "string" && (a as Json).data === undefined) out.push(a as Json);
+  return out;
+}
+
+/** Types the intake reads as text (fhir/bundle-to-case.ts): only those are worth fetching. */
+function readableType(contentType: unknown): boolean {
+  const t = typeof contentType === "string" ? contentType.split(";")[0]!.trim().toLowerCase() : "";
+  return t.startsWith("text/") || t === "application/xhtml+xml";
+}
+
+/**
+ * The text of reports and documents that came only as links (an Oracle radiology report's
+ * `presentedForm` pointing at a Binary), read from the EHR's own FHIR server with its token:
+ * each link on that server (the same rule as next pages) whose type is text is read as a
+ * FHIR Binary and its `data` put in the attachment, so the intake reads the report and not its
+ * title. A link elsewhere, of a type the intake does not read (a PDF), or that fails is left
+ * a link (the intake lists it), and `notRead` says so for the card.
+ */
+export async function fetchLinkedText(entries: Array<{ resource: Json }>, o: Omit<FetchMissingOptions, "patientId">): Promise<NotRead[]> {
+  const client = fhirClient({ ...o, patientId: "" });
+  const wanted = entries.flatMap((e) => linkedAttachments(e.resource).map((att) => ({ e, att })));
+  const notRead: NotRead[] = [];
+  let taken = 0;
+  await Promise.all(
+    wanted.map(async ({ att }) => {
+      const url = sameFhirServer(String(att.url), client.base);
+      if (!url || !readableType(att.contentType) || taken >= MAX_LINKED_ATTACHMENTS) return;
+      taken++;
+      try {
+        const binary = await client.getJson(url);
+        if (binary.resourceType !== "Binary" || typeof binary.data !== "string") throw new QueryFailed("the link did not answer a Binary with data");
+        att.data = binary.data;
+        if (typeof binary.contentType === "string") att.contentType = binary.contentType;
+      } catch (err) {
+        if (!(err instanceof QueryFailed)) throw err;
+        notRead.push({ key: "attachments", reason: err.message, said: `a report's text at a link (${err.message})` });
+      }
+    }),
+  );
+  return notRead;
+}

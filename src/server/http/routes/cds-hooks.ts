@@ -8,7 +8,7 @@ import { describeZodIssues } from "../../../core/contracts/zod-issues.js";
 import { ClinicalCase } from "../../../core/contracts/clinical-case.js";
 import { resultCard, startedCard } from "../../cds-hooks/cards.js";
 import { Discovery, discoveryDocument, SERVICE_ID } from "../../cds-hooks/discovery.js";
-import { afterFirstPage, fetchMissingPrefetch, fetchNextPages, isAllowedFhirServer, pagedPrefetch, type NotRead } from "../../cds-hooks/fhir-fetch.js";
+import { afterFirstPage, fetchLinkedText, fetchMissingPrefetch, fetchNextPages, isAllowedFhirServer, pagedPrefetch, type NotRead } from "../../cds-hooks/fhir-fetch.js";
 import { HookRequest, HookResponse } from "../../cds-hooks/hook-request.js";
 import { CdsJwtVerifier, looksLikeJwt } from "../../cds-hooks/jwt-auth.js";
 import { inPrefetchTerms, otherPatientNotRead, prefetchToBundle, withNotRead } from "../../cds-hooks/prefetch-bundle.js";
@@ -74,11 +74,12 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
   };
 
   /**
-   * Why the next pages of a prefetch search cannot be read, or null when they can: the same
-   * server rules as for missing prefetch, but an API-key call without the EHR's token is not
-   * refused for it — what it sent is read, and the card says what was not.
+   * Why the rest of what the EHR sent (a search's next pages, a report's linked text) cannot be
+   * read from its server, or null when it can: the same server rules as for missing prefetch,
+   * but an API-key call without the EHR's token is not refused for it — what it sent is read,
+   * and the card says what was not.
    */
-  const whyPagesNotFollowed = (call: HookRequest, signedByEhr: boolean): string | null => {
+  const whyNotReadFromServer = (call: HookRequest, signedByEhr: boolean): string | null => {
     if (!call.fhirServer) return "the call names no fhirServer to read it from";
     if (!isAllowedFhirServer(call.fhirServer, config.cds.fhirServers)) return "its fhirServer is not one this service may contact (MEDMMV_FHIR_SERVERS)";
     if (!signedByEhr && !call.fhirAuthorization) return "the call sent no fhirAuthorization to read it with";
@@ -178,7 +179,7 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       const pageNotRead: NotRead[] = [];
       const paged = pagedPrefetch(prefetch);
       if (paged.length) {
-        const cannot = whyPagesNotFollowed(call, viaJwt.has(request));
+        const cannot = whyNotReadFromServer(call, viaJwt.has(request));
         if (cannot) pageNotRead.push(...paged.map((p) => afterFirstPage(p, `the EHR sent a next page; ${cannot}`)));
         else {
           const pages = await fetchNextPages(paged, { fhirServer: call.fhirServer!, accessToken: call.fhirAuthorization?.access_token, allowList: config.cds.fhirServers, maxBytes: config.http.maxBodyBytes });
@@ -216,6 +217,10 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         });
       }
       if (notRead.length) request.log.info({ notRead: notRead.map((n) => n.key) }, "part of the prefetch was not read; the card and the case's provenance say which");
+      // A report or document that is only a link to its text: read from the EHR's server when it may be (else the intake lists it as a link).
+      if (!whyNotReadFromServer(call, viaJwt.has(request))) {
+        notRead.push(...(await fetchLinkedText(bundle.entry as Array<{ resource: Record<string, unknown> }>, { fhirServer: call.fhirServer!, accessToken: call.fhirAuthorization?.access_token, allowList: config.cds.fhirServers, maxBytes: config.http.maxBodyBytes })));
+      }
       const entries = bundle.entry as Array<{ resource: { resourceType?: unknown; id?: unknown } }>;
       if (!entries.length) return nothingToAnalyse(request, "the prefetch holds none of the patient's record (every key is null or an empty search): there is nothing to analyse", { notRead });
       const patient = entries.find((e) => e.resource.resourceType === "Patient");
