@@ -140,7 +140,8 @@ function valuePatterns(list: unknown, core: boolean): string[] {
  * "(555) 010-9977") it may be written E.164 ("+441715550199", "+15550109977") or with the
  * international prefix ("0044 171 …"); stated E.164 it may be written nationally, with or
  * without the trunk 0. The number's national digits, with any separators, after an optional
- * country code and trunk prefix. Seven digits at least: a shorter run is not taken for one.
+ * country code and trunk prefix (0, or NANP's 1: "1-555-010-9977"). Seven digits at least: a
+ * shorter run is not taken for one.
  */
 function phonePatterns(value: string): string[] {
   const digits = value.replace(/\D/g, "");
@@ -149,7 +150,7 @@ function phonePatterns(value: string): string[] {
     const rest = value.trim().startsWith("+") ? digits : digits.slice(2);
     for (const cc of [1, 2, 3]) nationals.add(rest.slice(cc));
   } else nationals.add(digits.replace(/^0/, ""));
-  const prefix = `(?:(?:\\+|00)\\s?\\d{1,3}${DIGIT_SEP})?(?:\\(?0\\)?${DIGIT_SEP})?`;
+  const prefix = `(?:(?:\\+|00)\\s?\\d{1,3}${DIGIT_SEP})?(?:\\(?[01]\\)?${DIGIT_SEP})?`;
   return [...nationals].filter((n) => n.length >= 7).map((n) => `${prefix}${n.split("").join(DIGIT_SEP)}`);
 }
 

@@ -145,3 +145,13 @@ describe("the dates the service writes itself keep no birth date", () => {
     expect(notes).not.toContain("1940");
   });
 });
+
+describe("phone numbers in the forms they are dialled", () => {
+  it("a US number stated nationally is found E.164, with the trunk 1 and dotted; one stated E.164 nationally", async () => {
+    const { scrubberFor } = await import("../../../../src/core/intake/fhir/deidentify.js");
+    const us = scrubberFor([{ id: "p", telecom: [{ system: "phone", value: "(555) 010-9977" }] }], []);
+    expect(us.text("call +15550109977 or 1-555-010-9977 or 555.010.9977; QT 400 ms")).toBe("call [contact] or [contact] or [contact]; QT 400 ms");
+    const nl = scrubberFor([{ id: "p", telecom: [{ system: "phone", value: "+31 20 123 4567" }] }], []);
+    expect(nl.text("tel 020-123 4567, 0031 20 1234567, +31201234567")).toBe("tel [contact], [contact], [contact]");
+  });
+});
