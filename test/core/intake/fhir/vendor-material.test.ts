@@ -1,8 +1,9 @@
 /**
- * Oracle Health (Millennium) R4 answers as its documentation shows them (real public material:
- * test/fixtures/fhir/real/README.md, `oracle/`): another patient's Condition in a search answer,
- * the patient's name only in a reference's display, administrations, family history and
- * radiology reports that are only links.
+ * Vendors' and national guides' published examples (real public material, sources in
+ * test/fixtures/fhir/real/README.md): Oracle Health (Millennium) R4 answers as its documentation
+ * shows them (`oracle/`: another patient's Condition in a search answer, the patient's name only
+ * in a reference's display, administrations, family history, radiology reports that are only
+ * links, social-history answers) and HL7 UK Core's Richard Smith (`uk-core/`: ids that spell a name).
  */
 import { describe, expect, it } from "vitest";
 import { bundleToCase } from "../../../../src/core/intake/fhir/bundle-to-case.js";
@@ -67,5 +68,16 @@ describe("Oracle Health's social history: questions and their answers", () => {
     expect(c.notes).toContain("SHX Alcohol use: Past");
     expect(c.notes).not.toContain("Alcohol (no value)");
     expect(c.notes).not.toMatch(/earlier Past/);
+  });
+});
+
+describe("HL7 UK Core's Richard Smith example (real material, test/fixtures/fhir/real/uk-core)", () => {
+  it("the Patient id that spells his name, his NHS number, phone and address reach no note, ignored resource or metadata but the server's own mapping", () => {
+    const c = bundleToCase(realBundle("uk-core/UKCore-RichardSmith-collection.json"), opts);
+    expect(c.notes).toMatch(/Amoxicillin/i);
+    const { pseudonyms, ...fhir } = c.metadata!.fhir as Record<string, unknown>;
+    expect(Object.values(pseudonyms as Record<string, string>)).toContain("Patient/UKCore-Patient-RichardSmith-Example");
+    const written = JSON.stringify({ ...c, metadata: { fhir } }).toLowerCase();
+    for (const leak of ["richard", "smith", "9912003888", "01131231234", "sandmoor", "ls17"]) expect(written, leak).not.toContain(leak);
   });
 });
