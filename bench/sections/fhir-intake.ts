@@ -1,6 +1,7 @@
 import { bundleToCase, bundleToCaseYielding, FHIR_DEFAULTS } from "../../src/core/intake/fhir/bundle-to-case.js";
 import type { BenchContext } from "../harness/context.js";
 import { longestPause } from "../harness/loop-pause.js";
+import { parseBundleInSlices } from "../../src/core/intake/fhir/sliced-json.js";
 import { fmt, table, yesNo, type SectionReport } from "../harness/report.js";
 
 const MIB = 1024 * 1024;
@@ -68,7 +69,8 @@ async function loopHold(text: string): Promise<{ pause: number; parse: number; t
     // As the request arrives: the body is read, then parsed by the content-type parser, on a later turn of the loop.
     await new Promise((r) => setImmediate(r));
     const t = performance.now();
-    const body: unknown = JSON.parse(text);
+    // As POST /diagnose parses an application/fhir+json body: in slices (fhir-requests.ts).
+    const body: unknown = await parseBundleInSlices(text, JSON.parse);
     const parse = performance.now() - t;
     await bundleToCaseYielding(body, { maxImageBytes: 10 * MIB }).catch(() => undefined);
     return parse;
@@ -125,9 +127,9 @@ export async function fhirIntake(ctx: BenchContext): Promise<SectionReport> {
     "",
     table(["depth", "MiB", "ms", "ms per MiB", "outcome"], depthRows, ["r", "r", "r", "r", "l"]),
     "",
-    `The event loop while a ${fmt(holdText.length / 1e6, 1)} MB record is read as the server reads it (its JSON.parse, then \`bundleToCaseYielding\`): the longest gap between runs of a 1 ms timer, which is what a \`/healthz\` probe arriving during the read waits at worst. Three runs, median.`,
+    `The event loop while a ${fmt(holdText.length / 1e6, 1)} MB record is read as the server reads it (its JSON parsed in slices, \`parseBundleInSlices\`, then \`bundleToCaseYielding\`): the longest gap between runs of a 1 ms timer, which is what a \`/healthz\` probe arriving during the read waits at worst. Three runs, median.`,
     "",
-    table(["run", "longest hold (ms)", "of which JSON.parse (ms)", "whole read (ms)"], holds.map((h, i) => [i + 1, fmt(h.pause, 0), fmt(h.parse, 0), fmt(h.took, 0)])),
+    table(["run", "longest hold (ms)", "JSON parse, spread over slices (ms)", "whole read (ms)"], holds.map((h, i) => [i + 1, fmt(h.pause, 0), fmt(h.parse, 0), fmt(h.took, 0)])),
   ].join("\n");
   return {
     id: "fhir-intake",
@@ -137,7 +139,7 @@ export async function fhirIntake(ctx: BenchContext): Promise<SectionReport> {
     verdicts: [
       { target: `time per MiB at ${sizes.at(-1)} MiB within 2× of that at ${sizes[0]} MiB (linear in size)`, measured: `${fmt(perMb.at(-1)!, 0)} vs ${fmt(perMb[0]!, 0)} ms/MiB (×${fmt(growth, 2)})`, met: growth <= 2 },
       { target: `time per MiB at depth ${FHIR_DEFAULTS.maxDepth} within 2× of that at depth 4 (linear in depth)`, measured: `×${fmt(depthGrowth, 2)}`, met: depthGrowth <= 2 },
-      { target: `the event loop held under 50 ms while a ${fmt(holdText.length / 1e6, 1)} MB record is read (median of 3)`, measured: `${fmt(holdPause, 0)} ms (JSON.parse ${fmt(holdParse, 0)} ms of it)`, met: holdPause < 50 },
+      { target: `the event loop held under 50 ms while a ${fmt(holdText.length / 1e6, 1)} MB record is read (median of 3)`, measured: `${fmt(holdPause, 0)} ms (the JSON parse took ${fmt(holdParse, 0)} ms, in slices)`, met: holdPause < 50 },
       { target: "a 40,000-deep bundle refused, not walked", measured: yesNo(String(depthRows.at(-1)![4]).startsWith("refused")), met: String(depthRows.at(-1)![4]).startsWith("refused") },
     ],
     seconds: (Date.now() - started) / 1000,
