@@ -206,15 +206,16 @@ function* checkResources(
   );
   // A document's entries of another patient refuse it (the reference rules below); in any other bundle they are left out, and said.
   const document = closed && index.rule === "self-contained";
-  read = read.filter((r) => {
+  const ofThePatient: ReadEntry[] = [];
+  for (const r of read) {
+    if (++step % STEP === 0) yield;
     if (r.type === "Patient" && r.entry !== who.entries[0]) {
       degraded.push({ resource: r.entry.name, reason: `the same patient as ${who.entries[0]!.name} (Patient.link or an identifier in common): read as one` });
-      return false;
-    }
-    if (document || !ofAnotherPatient(r.entry, who, index)) return true;
-    degraded.push({ resource: r.entry.name, reason: OTHER_PATIENT_REASON });
-    return false;
-  });
+    } else if (!document && ofAnotherPatient(r.entry, who, index)) {
+      degraded.push({ resource: r.entry.name, reason: OTHER_PATIENT_REASON });
+    } else ofThePatient.push(r);
+  }
+  read = ofThePatient;
   if (closed) {
     const refused: FhirIssue[] = [];
     for (const r of read) {
