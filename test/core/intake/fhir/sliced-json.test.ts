@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseBundleInSlices } from "../../../../src/core/intake/fhir/sliced-json.js";
 import { largeBundleText } from "./large-record.js";
@@ -14,6 +15,16 @@ describe("a Bundle's JSON parsed in slices", () => {
       largeBundleText(200_000),
     ];
     for (const t of texts) expect(await parseBundleInSlices(t, JSON.parse)).toEqual(JSON.parse(t));
+  });
+
+  it("gives what JSON.parse gives for any JSON entries and envelope, however spaced (fast-check)", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.jsonValue(), { maxLength: 8 }), fc.dictionary(fc.string(), fc.jsonValue(), { maxKeys: 4 }), fc.constantFrom(undefined, 1, "\t"), async (entry, rest, space) => {
+        const text = JSON.stringify({ ...rest, entry }, null, space);
+        expect(await parseBundleInSlices(text, JSON.parse)).toEqual(JSON.parse(text));
+      }),
+      { numRuns: 200 },
+    );
   });
 
   it("a text it cannot split cleanly is parsed whole, so a malformed body gets the whole parse's error", async () => {
