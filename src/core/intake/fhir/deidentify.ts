@@ -231,8 +231,7 @@ export function labelledNames(text: string): string[] {
   const out: string[] = [];
   for (const m of folded.matchAll(NAME_LABEL)) {
     // "Name:" alone is a field label only where a field starts ("Test name: Hemoglobin" is not the patient's).
-    // A label in capitals ("NAME:") is a form's field wherever it stands.
-    if (!/^patient|^pacient|^pasient/i.test(m[0]) && m[0] !== m[0].toUpperCase() && /\p{L}\s*$/u.test(folded.slice(Math.max(0, m.index - 3), m.index))) continue;
+    if (!/^patient|^pacient|^pasient/i.test(m[0]) && /\p{L}\s*$/u.test(folded.slice(Math.max(0, m.index - 3), m.index))) continue;
     const rest = folded.slice(m.index + m[0].length, m.index + m[0].length + 200);
     const tokens = rest.split(/\s+/);
     const span: string[] = [];

@@ -81,10 +81,13 @@ describe("names the record writes outside a Patient, and ids that spell them (is
   it('"NAME: Doe, William" (a Soarian note): the family name, the comma and the given name are all the patient\'s', () => {
     expect(labelledNames("NAME: Doe, William   MRN: 0001")).toEqual(["Doe", "William"]);
     expect(labelledNames("Name: Smith, 45 year old")).toEqual(["Smith"]);
+    // "TEST NAME: HEMOGLOBIN" is a field of a lab form, not the patient's name.
+    expect(labelledNames("TEST NAME: HEMOGLOBIN A1C")).toEqual([]);
     const b = variantsBundle();
-    b.entry.push(note("soarian", "NAME: Doe, William. Seen by Dr. Kildare. William reports chest pain; W. Doe to return.", { reference: "Patient/pt-variants" }) as never);
+    const text = "ADMISSION NOTE\nNAME: Doe, William\nSeen by Dr. Kildare. William reports chest pain; W. Doe to return.";
+    b.entry.push({ resource: { resourceType: "DocumentReference", id: "soarian", status: "current", type: { text: "Admission note" }, subject: { reference: "Patient/pt-variants" }, content: [{ attachment: { contentType: "text/plain", data: Buffer.from(text).toString("base64") } }] } } as never);
     const notes = bundleToCase(b, opts).notes!;
-    expect(notes).toContain("NAME: [name]. Seen by Dr. Kildare. [name] reports chest pain; [name] to return.");
+    expect(notes).toContain("  NAME: [name]\n  Seen by Dr. Kildare. [name] reports chest pain; [name] to return.");
   });
 
   it('a reference display "SMART, NANCY" with no Patient in the search answer: Nancy, Nancy Smart and Ms. Smart are scrubbed', () => {
