@@ -24,7 +24,8 @@ export async function diagnoseCommand(file: string, opts: DiagnoseOptions): Prom
   if (!config) return EXIT.usage;
   let c;
   try {
-    c = await loadCaseFile(file, intakeSettings(config));
+    // A FHIR Bundle file is read with the server's FHIR limits, as POST /diagnose reads one.
+    c = await loadCaseFile(file, { ...intakeSettings(config), fhir: config.fhir });
   } catch (err) {
     process.stderr.write(`medmmv: ${file}: ${isMedmmvError(err) ? err.message : String(err)}\n`);
     return 2;

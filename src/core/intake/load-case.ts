@@ -4,14 +4,18 @@ import { MedmmvError } from "../contracts/errors.js";
 import { prepareCase } from "./case-intake.js";
 import { describeZodIssues } from "../contracts/zod-issues.js";
 import { ClinicalCase, type PreparedCase } from "../contracts/clinical-case.js";
+import { bundleToCase, type BundleToCaseOptions } from "./fhir/bundle-to-case.js";
 import type { IntakeSettings } from "./intake-settings.js";
 
 /**
- * Read a ClinicalCase JSON file for the CLI, with the same intake settings the server uses
- * (intakeSettings: decoded bytes, DICOM frames, DICOMweb servers, …). Image `path`s are resolved against the case
- * file's folder, so a case and its images can be moved together.
+ * Read a case file for the CLI, with the same intake settings the server uses (intakeSettings:
+ * decoded bytes, DICOM frames, DICOMweb servers, …): a ClinicalCase JSON file, or a FHIR R4
+ * Bundle (any JSON with a `resourceType`), read into a case exactly as POST /diagnose reads one
+ * (`fhir` carries the same limits). Image `path`s of a ClinicalCase are resolved against the
+ * case file's folder, so a case and its images can be moved together.
  */
-export async function loadCaseFile(file: string, opts: IntakeSettings): Promise<PreparedCase> {
+export async function loadCaseFile(file: string, settings: IntakeSettings & { fhir?: Omit<BundleToCaseOptions, "maxImageBytes"> }): Promise<PreparedCase> {
+  const { fhir, ...opts } = settings;
   const resolved = path.resolve(file);
   // A case holds at most 16 base64 images (4/3 of their bytes) plus text; anything far
   // larger is not a case file, and reading it whole would only waste memory.
@@ -44,6 +48,16 @@ export async function loadCaseFile(file: string, opts: IntakeSettings): Promise<
     throw new MedmmvError("INVALID_INPUT", `case file ${resolved} is not valid JSON: ${(e as Error).message}`, {
       cause: e,
     });
+  }
+
+  // A FHIR resource: read as the API reads application/fhir+json (a Bundle; anything else is refused saying so).
+  if (json && typeof json === "object" && !Array.isArray(json) && typeof (json as { resourceType?: unknown }).resourceType === "string") {
+    try {
+      json = bundleToCase(json, { ...fhir, maxImageBytes: opts.maxBytes });
+    } catch (e) {
+      if (e instanceof MedmmvError) throw new MedmmvError(e.code, `${resolved}: ${e.message}`, { cause: e, ...(e.details ? { details: e.details } : {}) });
+      throw e;
+    }
   }
 
   const parsed = ClinicalCase.safeParse(json);

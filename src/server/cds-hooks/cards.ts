@@ -17,7 +17,7 @@ function clip(text: string, max: number): string {
  */
 function notReadDetail(notRead: readonly NotRead[]): string | undefined {
   if (!notRead.length) return undefined;
-  return `**Not read:** ${notRead.map((n) => `${n.key}${KEY_WORDS[n.key] ? ` — ${KEY_WORDS[n.key]}` : ""} (${n.reason})`).join("; ")}. The analysis uses the rest of the record.`;
+  return `**Not read:** ${notRead.map((n) => n.said ?? `${n.key}${KEY_WORDS[n.key] ? ` — ${KEY_WORDS[n.key]}` : ""} (${n.reason})`).join("; ")}. The analysis uses the rest of the record.`;
 }
 
 /** What each prefetch key holds, in a clinician's words, so "Not read" says what is missing from the analysis. */

@@ -19,6 +19,8 @@ export interface FetchMissingOptions {
 export interface NotRead {
   key: string;
   reason: string;
+  /** The whole "Not read" phrase when the key's words would mislead ("1 condition of another patient"). */
+  said?: string;
 }
 
 export interface FetchedPrefetch {
@@ -96,18 +98,11 @@ function nextLink(bundle: Json): string | null {
 }
 
 /**
- * Fetch the prefetch the EHR did not send, from its FHIR server, with its token. Only a
- * server on the allow-list is contacted (private and loopback ones only because they are
- * listed): the caller checks, and a server not on it here is a programmer error.
- *
- * The queries run concurrently; a search's `link[next]` pages are followed, one after the
- * other, up to `maxPages`, and only while they stay on the same server (a next link
- * elsewhere is not followed: it would let an allowed server send us anywhere). Redirects
- * are refused for the same reason. One query failing does not fail the others: it is
- * listed in `failed`, and the caller decides what a missing part means.
+ * The reads of one hook call from the EHR's FHIR server (allow-listed, the EHR's token): one
+ * deadline and one byte budget for all of them, no redirects, next pages only on that server.
  */
-export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMissingOptions): Promise<FetchedPrefetch> {
-  if (!isAllowedFhirServer(o.fhirServer, o.allowList)) throw new Error("fetchMissingPrefetch called for a fhirServer not on the allow-list");
+function fhirClient(o: FetchMissingOptions) {
+  if (!isAllowedFhirServer(o.fhirServer, o.allowList)) throw new Error("a FHIR read was asked of a fhirServer not on the allow-list");
   const base = o.fhirServer.replace(/\/+$/, "");
   const signal = AbortSignal.timeout(o.timeoutMs ?? 10_000);
   const maxPages = o.maxPages ?? 10;
@@ -138,10 +133,8 @@ export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMiss
     return parsed as Json;
   };
 
-  /** One query: its first answer, and for a searchset the entries of its next pages appended. */
-  const query = async (key: string, template: string): Promise<{ value: Json; truncated: boolean }> => {
-    const first = await getJson(`${base}/${template.replaceAll("{{context.patientId}}", encodeURIComponent(o.patientId))}`);
-    if (first.resourceType !== "Bundle") return { value: first, truncated: false };
+  /** A searchset with the entries of its `next` pages appended (up to maxPages in all), its links dropped. */
+  const withNextPages = async (key: string, first: Json): Promise<{ value: Json; truncated: boolean }> => {
     const entries: unknown[] = Array.isArray(first.entry) ? [...(first.entry as unknown[])] : [];
     let next = nextLink(first);
     for (let page = 1; next && page < maxPages; page++) {
@@ -155,7 +148,73 @@ export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMiss
     const { link: _pages, ...bundle } = first;
     return { value: { ...bundle, entry: entries }, truncated: next !== null };
   };
+  return { base, maxPages, getJson, withNextPages };
+}
 
+/** A prefetch searchset the EHR sent with a `next` page: its key, and how many entries came. */
+export interface PagedPrefetch {
+  key: string;
+  bundle: Json;
+  entries: number;
+}
+
+/** The prefetch values that are searchsets with a `next` link (the EHR sent only their first page). */
+export function pagedPrefetch(prefetch: Record<string, unknown> | undefined): PagedPrefetch[] {
+  const out: PagedPrefetch[] = [];
+  for (const [key, v] of Object.entries(prefetch ?? {})) {
+    if (!v || typeof v !== "object" || Array.isArray(v) || (v as Json).resourceType !== "Bundle" || !nextLink(v as Json)) continue;
+    out.push({ key, bundle: v as Json, entries: Array.isArray((v as Json).entry) ? ((v as Json).entry as unknown[]).length : 0 });
+  }
+  return out;
+}
+
+/** What a prefetch key's first page leaves out, in the card's words. */
+export function afterFirstPage(p: PagedPrefetch, why: string): NotRead {
+  return { key: p.key, reason: why, said: `${p.key} after the first ${p.entries} (${why})` };
+}
+
+/**
+ * The rest of each paged prefetch search, read by following its `next` links on the EHR's
+ * server with its token (the same rules as fetchMissingPrefetch). A search whose pages could
+ * not all be read keeps what came and is listed in `notRead`, saying after how many.
+ */
+export async function fetchNextPages(paged: readonly PagedPrefetch[], o: Omit<FetchMissingOptions, "patientId">): Promise<{ fetched: Record<string, unknown>; notRead: NotRead[] }> {
+  const client = fhirClient({ ...o, patientId: "" });
+  const out: { fetched: Record<string, unknown>; notRead: NotRead[] } = { fetched: {}, notRead: [] };
+  await Promise.all(
+    paged.map(async (p) => {
+      try {
+        const { value, truncated } = await client.withNextPages(p.key, p.bundle);
+        out.fetched[p.key] = value;
+        if (truncated) out.notRead.push({ key: p.key, reason: `only its first ${client.maxPages} pages were read`, said: `${p.key} after the first ${client.maxPages} pages (the EHR's search has more)` });
+      } catch (err) {
+        if (!(err instanceof QueryFailed)) throw err;
+        out.notRead.push(afterFirstPage(p, `the EHR sent a next page, which could not be read: ${err.message}`));
+      }
+    }),
+  );
+  return out;
+}
+
+/**
+ * Fetch the prefetch the EHR did not send, from its FHIR server, with its token. Only a
+ * server on the allow-list is contacted (private and loopback ones only because they are
+ * listed): the caller checks, and a server not on it here is a programmer error.
+ *
+ * The queries run concurrently; a search's `link[next]` pages are followed, one after the
+ * other, up to `maxPages`, and only while they stay on the same server (a next link
+ * elsewhere is not followed: it would let an allowed server send us anywhere). Redirects
+ * are refused for the same reason. One query failing does not fail the others: it is
+ * listed in `failed`, and the caller decides what a missing part means.
+ */
+export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMissingOptions): Promise<FetchedPrefetch> {
+  const client = fhirClient(o);
+  /** One query: its first answer, and for a searchset the entries of its next pages appended. */
+  const query = async (key: string, template: string): Promise<{ value: Json; truncated: boolean }> => {
+    const first = await client.getJson(`${client.base}/${template.replaceAll("{{context.patientId}}", encodeURIComponent(o.patientId))}`);
+    return first.resourceType === "Bundle" ? client.withNextPages(key, first) : { value: first, truncated: false };
+  };
+  const maxPages = client.maxPages;
   const out: FetchedPrefetch = { fetched: {}, failed: [], truncated: [] };
   await Promise.all(
     keys.map(async (key) => {
@@ -177,4 +236,53 @@ export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMiss
   out.failed.sort(byOrder);
   out.truncated.sort(byOrder);
   return out;
+}
+
+/** Attachments fetched per call, at most: a report's text, not a document archive. */
+const MAX_LINKED_ATTACHMENTS = 10;
+
+/** The attachments of a report or document whose content is only a link (`url`, no `data`). */
+function linkedAttachments(resource: Json): Json[] {
+  const out: Json[] = [];
+  const forms = resource.resourceType === "DiagnosticReport" ? resource.presentedForm : resource.resourceType === "DocumentReference" ? (Array.isArray(resource.content) ? (resource.content as Json[]).map((c) => c?.attachment) : []) : [];
+  for (const a of Array.isArray(forms) ? forms : []) if (a && typeof a === "object" && typeof (a as Json).url === "string" && (a as Json).data === undefined) out.push(a as Json);
+  return out;
+}
+
+/** Types the intake reads as text (fhir/bundle-to-case.ts): only those are worth fetching. */
+function readableType(contentType: unknown): boolean {
+  const t = typeof contentType === "string" ? contentType.split(";")[0]!.trim().toLowerCase() : "";
+  return t.startsWith("text/") || t === "application/xhtml+xml";
+}
+
+/**
+ * The text of reports and documents that came only as links (an Oracle radiology report's
+ * `presentedForm` pointing at a Binary), read from the EHR's own FHIR server with its token:
+ * each link on that server (the same rule as next pages) whose type is text is read as a
+ * FHIR Binary and its `data` put in the attachment, so the intake reads the report and not its
+ * title. A link elsewhere, of a type the intake does not read (a PDF), or that fails is left
+ * a link (the intake lists it), and `notRead` says so for the card.
+ */
+export async function fetchLinkedText(entries: Array<{ resource: Json }>, o: Omit<FetchMissingOptions, "patientId">): Promise<NotRead[]> {
+  const client = fhirClient({ ...o, patientId: "" });
+  const wanted = entries.flatMap((e) => linkedAttachments(e.resource).map((att) => ({ e, att })));
+  const notRead: NotRead[] = [];
+  let taken = 0;
+  await Promise.all(
+    wanted.map(async ({ att }) => {
+      const url = sameFhirServer(String(att.url), client.base);
+      if (!url || !readableType(att.contentType) || taken >= MAX_LINKED_ATTACHMENTS) return;
+      taken++;
+      try {
+        const binary = await client.getJson(url);
+        if (binary.resourceType !== "Binary" || typeof binary.data !== "string") throw new QueryFailed("the link did not answer a Binary with data");
+        att.data = binary.data;
+        if (typeof binary.contentType === "string") att.contentType = binary.contentType;
+      } catch (err) {
+        if (!(err instanceof QueryFailed)) throw err;
+        notRead.push({ key: "attachments", reason: err.message, said: `a report's text at a link (${err.message})` });
+      }
+    }),
+  );
+  return notRead;
 }

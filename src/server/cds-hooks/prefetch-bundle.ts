@@ -1,4 +1,5 @@
 import { MedmmvError } from "../../core/contracts/errors.js";
+import { OTHER_PATIENT_REASON } from "../../core/intake/fhir/one-patient.js";
 import { PREFETCH } from "./discovery.js";
 import type { NotRead } from "./fhir-fetch.js";
 
@@ -97,4 +98,32 @@ export function withNotRead(c: { metadata?: Record<string, unknown> | undefined 
   const fhir = c.metadata?.fhir as { ignoredResources?: Array<{ resource: string; reason: string }> } | undefined;
   if (!fhir || !notRead.length) return;
   fhir.ignoredResources = [...notRead.map((n) => ({ resource: `prefetch.${n.key}`, reason: `not read: ${n.reason}` })), ...(fhir.ignoredResources ?? [])];
+}
+
+/** The prefetch key each resource type is asked for by, and what a clinician calls one. */
+const TYPE_WORDS: Record<string, { key: string; one: string; many: string }> = {
+  Condition: { key: "conditions", one: "condition", many: "conditions" },
+  Observation: { key: "observations", one: "observation", many: "observations" },
+  MedicationStatement: { key: "medicationStatements", one: "medication statement", many: "medication statements" },
+  MedicationRequest: { key: "medicationRequests", one: "prescription", many: "prescriptions" },
+  AllergyIntolerance: { key: "allergies", one: "allergy", many: "allergies" },
+};
+
+/**
+ * The resources of another patient the prefetch held, as "Not read" lines of the card
+ * ("1 condition of another patient"): counted per type from the case's ignored resources,
+ * never naming the other patient.
+ */
+export function otherPatientNotRead(c: { metadata?: Record<string, unknown> | undefined }): NotRead[] {
+  const fhir = c.metadata?.fhir as { ignoredResources?: Array<{ resource: string; reason: string }> } | undefined;
+  const counts = new Map<string, number>();
+  for (const i of fhir?.ignoredResources ?? []) {
+    if (i.reason !== OTHER_PATIENT_REASON) continue;
+    const type = i.resource.split("/")[0]!;
+    counts.set(type, (counts.get(type) ?? 0) + 1);
+  }
+  return [...counts].map(([type, n]) => {
+    const w = TYPE_WORDS[type] ?? { key: type, one: `${type} resource`, many: `${type} resources` };
+    return { key: w.key, reason: "of another patient", said: `${n} ${n === 1 ? w.one : w.many} of another patient` };
+  });
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { bundleToCaseYielding } from "../../core/intake/fhir/bundle-to-case.js";
 import { fhirError } from "../../core/intake/fhir/fhir-error.js";
 import { pseudonymSecret } from "../../core/intake/fhir/pseudonym-secret.js";
+import { parseBundleInSlices } from "../../core/intake/fhir/sliced-json.js";
 import { OptionLetter } from "../../core/contracts/clinical-case.js";
 import type { Config } from "../../core/config.js";
 
@@ -13,6 +14,8 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /** Errors of this route are FHIR OperationOutcomes whatever the request's Content-Type. */
     fhir?: boolean;
+    /** This route parses an application/fhir+json body itself, in slices (fhirBundleToCase). */
+    fhirInSlices?: boolean;
   }
 }
 
@@ -37,9 +40,36 @@ export function isFhirRequest(request: FastifyRequest): boolean {
   return typeof accept === "string" && accept.toLowerCase().includes(FHIR_JSON);
 }
 
-/** `application/fhir+json` bodies parse as JSON, with the same prototype-poisoning guard. */
+/**
+ * The body of a route that reads FHIR Bundles in slices (`config.fhirInSlices`): kept as text by
+ * the content-type parser, parsed by the route's preValidation without holding the event loop.
+ */
+class UnparsedFhirJson {
+  constructor(
+    readonly text: string,
+    readonly parse: (json: string) => unknown,
+  ) {}
+}
+
+/**
+ * `application/fhir+json` bodies parse as JSON, with the same prototype-poisoning guard. On a
+ * route that reads Bundles in slices the text is kept for it: one `JSON.parse` of a 25 MiB
+ * record would hold the event loop (and /healthz) for hundreds of milliseconds.
+ */
 export function registerFhirJson(api: FastifyInstance): void {
-  api.addContentTypeParser(FHIR_JSON, { parseAs: "string" }, api.getDefaultJsonParser("error", "error"));
+  const parseJson = api.getDefaultJsonParser("error", "error");
+  api.addContentTypeParser(FHIR_JSON, { parseAs: "string" }, (request, body, done) => {
+    if (!request.routeOptions?.config?.fhirInSlices || typeof body !== "string" || !body.trim()) return parseJson(request, body as string, done);
+    const parse = (json: string): unknown => {
+      let out: unknown;
+      parseJson(request, json, (err, value) => {
+        if (err) throw err;
+        out = value;
+      });
+      return out;
+    };
+    done(null, new UnparsedFhirJson(body, parse));
+  });
 }
 
 /** `?option=A:Acute pericarditis` (repeated) → the case's answer options. */
@@ -79,7 +109,8 @@ export function fhirBundleToCase(config: Config) {
     }
     const query = (request.query ?? {}) as Record<string, unknown>;
     const question = typeof query.question === "string" ? query.question : undefined;
-    // Read in slices: a 25 MiB `$everything` record must not hold the event loop (/healthz, other requests).
+    // Parsed and read in slices: a 25 MiB `$everything` record must not hold the event loop (/healthz, other requests).
+    if (request.body instanceof UnparsedFhirJson) request.body = await parseBundleInSlices(request.body.text, request.body.parse);
     request.body = await bundleToCaseYielding(request.body, { question, options: parseOptions(query.option), maxImageBytes: config.http.maxImageBytes, ...config.fhir, pseudonymSecret: pseudonymSecret(config.fhir.pseudonymSecret, config.store.dataDir) });
   };
 }

@@ -98,3 +98,29 @@ describe("loadCaseFile", () => {
     expect(c.images).toEqual([]);
   });
 });
+
+describe("loadCaseFile reads a FHIR Bundle as the API does", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "medmmv-fhir-case-"));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("a Bundle file becomes its case: notes from its resources, age and sex from its Patient", async () => {
+    const file = path.join(dir, "bundle.json");
+    await copyFile(fileURLToPath(new URL("../../../test/fixtures/fhir/synthetic-stemi.json", import.meta.url)), file);
+    const c = await loadCaseFile(file, LIMITS);
+    expect(c.notes).toContain("Troponin I 2.4 ng/mL");
+    expect(c.patient?.sex).toBe("male");
+    expect((c.metadata?.fhir as { bundleType?: string }).bundleType).toBe("collection");
+  });
+
+  it("another FHIR resource is refused saying a Bundle is expected, not 'Unrecognized keys'", async () => {
+    const file = path.join(dir, "patient.json");
+    await writeFile(file, JSON.stringify({ resourceType: "Patient", id: "p" }));
+    const e = await rejection(loadCaseFile(file, LIMITS));
+    expect(e.message).toMatch(/expected a Bundle, got a Patient/);
+  });
+});

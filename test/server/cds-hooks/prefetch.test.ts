@@ -59,6 +59,19 @@ describe("CDS Hooks prefetch: what was not read is said", () => {
     expect(record.input.notes).not.toContain("Troponin");
   });
 
+  it("another patient's Condition in the conditions prefetch is in no note and the card says it was not read", async () => {
+    const p = stemiPrefetch() as { conditions: { entry: unknown[] } };
+    p.conditions.entry.push({ resource: { resourceType: "Condition", id: "c-9279171", clinicalStatus: { coding: [{ code: "active" }] }, code: { text: "Metastatic pancreatic carcinoma" }, subject: { reference: "Patient/9279171" } } });
+    const { status, body } = await hook(t, p);
+    expect(status).toBe(200);
+    const card = body.cards![0]!;
+    expect(card.detail).toContain("**Not read:** 1 condition of another patient.");
+    expect(JSON.stringify(card)).not.toContain("9279171");
+    const record = await caseOf(card);
+    expect(JSON.stringify(record.input)).not.toContain("pancreatic");
+    expect(fhirOrigin(record.input)!.ignoredResources.some((i) => i.resource === "Condition/c-9279171" && /another patient/.test(i.reason))).toBe(true);
+  });
+
   it("a searchset holding only a failed search's OperationOutcome is not read either, and said", async () => {
     const { body } = await hook(t, { ...stemiPrefetch(), allergies: { resourceType: "Bundle", type: "searchset", entry: [{ resource: { ...OUTCOME, issue: [{ severity: "fatal", code: "exception" }] }, search: { mode: "outcome" } }] } });
     expect(body.cards![0]!.detail).toContain("**Not read:** allergies — allergies and intolerances (the EHR answered with an OperationOutcome (exception))");

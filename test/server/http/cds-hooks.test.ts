@@ -51,8 +51,8 @@ const SANDBOX = "https://sandbox.cds-hooks.org";
  * A stand-in FHIR server that answers the prefetch queries from a fixture and counts what it is asked;
  * `refuses` are resource types it answers 401 for (a token without that scope).
  */
-async function fakeFhirServer(refuses: readonly string[] = []): Promise<{ base: string; requests: IncomingMessage[]; close(): Promise<void> }> {
-  const record = fixtureBundle("stemi").entry.map((e) => e.resource);
+async function fakeFhirServer(refuses: readonly string[] = [], extra: ReadonlyArray<Record<string, unknown>> = []): Promise<{ base: string; requests: IncomingMessage[]; close(): Promise<void> }> {
+  const record = [...fixtureBundle("stemi").entry.map((e) => e.resource), ...extra];
   const requests: IncomingMessage[] = [];
   const server: Server = createServer((req, res) => {
     requests.push(req);
@@ -87,7 +87,7 @@ beforeAll(async () => {
   const jwks = path.join(dir, "ehr-jwks.json");
   ehrJwks = JSON.stringify({ keys: [{ ...(await exportJWK(ehr.publicKey)), kid: "ehr-1", alg: "ES384", use: "sig" }] });
   await writeFile(jwks, ehrJwks);
-  listed = await fakeFhirServer();
+  listed = await fakeFhirServer([], [{ resourceType: "Binary", id: "rad-1", contentType: "text/plain", data: Buffer.from("CT chest: no pulmonary embolism. Small left pleural effusion.").toString("base64") }]);
   unlisted = await fakeFhirServer();
   strict = await fakeFhirServer(["Condition"]);
   noPatients = await fakeFhirServer(["Patient"]);
@@ -387,6 +387,54 @@ describe("CDS Hooks 2.0.1 rules", () => {
     expect(res.status).toBe(200);
     const asked = listed.requests.slice(before).map((r) => r.url!);
     expect(asked).toEqual(["/fhir/MedicationStatement?patient=stemi-1&status=active"]);
+  });
+
+  /** The observations prefetch as an EHR pages it: five glucose readings and a `next` link to the rest on `base`. */
+  const pagedObservations = (base: string) => ({
+    resourceType: "Bundle",
+    type: "searchset",
+    total: 11,
+    link: [{ relation: "self", url: `${base}/Observation?patient=stemi-1` }, { relation: "next", url: `${base}/Observation?patient=stemi-1&_getpages=p2` }],
+    entry: [1, 2, 3, 4, 5].map((i) => ({ resource: { resourceType: "Observation", id: `glu-${i}`, status: "final", code: { text: "Glucose" }, subject: { reference: "Patient/stemi-1" }, effectiveDateTime: `2026-11-2${i}`, valueQuantity: { value: 6 + i / 10, unit: "mmol/L" } } })),
+  });
+
+  it("a prefetch search with a next page: the rest is read from the allow-listed server with the EHR's token", async () => {
+    const before = listed.requests.length;
+    const res = await call(await jwt(), { prefetch: { ...prefetch(), observations: pagedObservations(listed.base) }, fhirServer: listed.base, fhirAuthorization });
+    expect(res.status).toBe(200);
+    const card = SpecResponse.parse(await res.json()).cards[0]!;
+    expect(card.detail ?? "").not.toContain("Not read");
+    const asked = listed.requests.slice(before);
+    expect(asked.map((r) => r.url)).toEqual(["/fhir/Observation?patient=stemi-1&_getpages=p2"]);
+    expect(asked[0]!.headers.authorization).toBe("Bearer ehr-token-456");
+    const caseId = decodeURIComponent(new URL(card.links![0]!.url).pathname.split("/")[2]!);
+    const stored = await until(async () => (await t.store.getCase(caseId)) ?? undefined, 20_000, "case");
+    expect(stored.input.notes).toContain("Glucose 6.5 mmol/L");
+    expect(stored.input.notes).toContain("Troponin I"); // from the next page
+  });
+
+  it("a report whose only content is a link to its text on the allow-listed server is read from there, with the EHR's token", async () => {
+    const report = { resourceType: "DiagnosticReport", id: "rad-report", status: "final", code: { text: "CT chest" }, subject: { reference: "Patient/stemi-1" }, presentedForm: [{ contentType: "text/plain", url: `${listed.base}/Binary/rad-1` }] };
+    const before = listed.requests.length;
+    const p = prefetch() as Record<string, { entry: unknown[] }>;
+    p.observations!.entry.push({ resource: report });
+    const res = await call(await jwt(), { prefetch: p, fhirServer: listed.base, fhirAuthorization });
+    expect(res.status).toBe(200);
+    const asked = listed.requests.slice(before);
+    expect(asked.map((r) => r.url)).toEqual(["/fhir/Binary/rad-1"]);
+    expect(asked[0]!.headers.authorization).toBe("Bearer ehr-token-456");
+    const card = SpecResponse.parse(await res.json()).cards[0]!;
+    const caseId = decodeURIComponent(new URL(card.links![0]!.url).pathname.split("/")[2]!);
+    const stored = await until(async () => (await t.store.getCase(caseId)) ?? undefined, 20_000, "case");
+    expect(stored.input.notes).toContain("Small left pleural effusion");
+  });
+
+  it("…and where it cannot be read, the card says what was not", async () => {
+    const res = await call(await jwt(), { prefetch: { ...prefetch(), observations: pagedObservations(unlisted.base) }, fhirServer: unlisted.base });
+    expect(res.status).toBe(200);
+    const card = SpecResponse.parse(await res.json()).cards[0]!;
+    expect(card.indicator).toBe("warning");
+    expect(card.detail).toContain("**Not read:** observations after the first 5 (the EHR sent a next page; its fhirServer is not one this service may contact (MEDMMV_FHIR_SERVERS))");
   });
 
   it("one failed prefetch query degrades the card, which says what was not read", async () => {

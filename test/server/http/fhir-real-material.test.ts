@@ -39,7 +39,7 @@ describe("identifiers that reach no prompt, result or log", () => {
     expect(status).toBe(201);
     const sent = prompts.slice(from);
     expect(sent.length).toBeGreaterThan(5);
-    expect(sent.some((p) => p.includes("Patiënt: H. [name] [name]"))).toBe(true); // the narrative did reach the model, scrubbed
+    expect(sent.some((p) => p.includes("Patiënt: [name]. Id: 1343"))).toBe(true); // the narrative did reach the model, scrubbed
     for (const where of [...sent, text, t.logs.text().slice(logFrom)]) expect(folded(where)).not.toMatch(/henc|melders/);
   });
 

@@ -1,3 +1,5 @@
+import { BASIC_PROFILE_TEXT_ATTRIBUTES } from "./basic-profile-attributes.js";
+
 /**
  * The only words of a DICOM object's header that reach an agent: modality, body part, the
  * study description with every name and number taken out, the patient's age and sex. This
@@ -5,14 +7,15 @@
  * physicians, addresses: the PS3.15 basic-profile attributes) is ever read into the case.
  */
 
-/** Attributes whose values are person names or identifiers, removed from the free text too. */
-const IDENTIFYING = [
-  "PatientName", "PatientID", "OtherPatientIDs", "OtherPatientNames", "PatientBirthName", "PatientMotherBirthName",
-  "ReferringPhysicianName", "PerformingPhysicianName", "OperatorsName", "NameOfPhysiciansReadingStudy",
-  "PhysiciansOfRecord", "RequestingPhysician", "InstitutionName", "InstitutionAddress", "AccessionNumber",
-  "StudyID", "PatientAddress", "PatientTelephoneNumbers", "InstitutionalDepartmentName", "StationName",
-  "ResponsiblePerson", "IssuerOfPatientID", "MedicalRecordLocator", "PatientInsurancePlanCodeSequence",
-];
+/**
+ * Attributes whose words are removed from the caption's free text: every text attribute of the
+ * PS3.15 Basic Application Level Confidentiality Profile (basic-profile-attributes.ts, from the
+ * standard's Table E.1-1) — names, addresses, locations, institutions, stations, ids, and the
+ * descriptions that may hold any of them — but the study description, which is the caption.
+ */
+const IDENTIFYING: readonly string[] = BASIC_PROFILE_TEXT_ATTRIBUTES.map(([keyword]) => keyword).filter((k) => k !== "StudyDescription");
+/** Descriptions (the Clean Descriptors Option's attributes): their short words and defined body parts stay in the caption. */
+const DESCRIPTORS = new Set(BASIC_PROFILE_TEXT_ATTRIBUTES.filter(([, , , , d]) => d === "C").map(([keyword]) => keyword));
 
 /** Every attribute deidentifiedContext reads (the decoder sends back these, and no others). */
 export const CONTEXT_ATTRIBUTES: readonly string[] = ["Modality", "BodyPartExamined", "StudyDescription", "PatientAge", "PatientSex", ...IDENTIFYING];
@@ -66,12 +69,15 @@ function identifyingWords(elements: Record<string, unknown>): { words: Set<strin
   const words = new Set<string>();
   const unspaced: string[] = [];
   for (const name of IDENTIFYING) {
+    const descriptor = DESCRIPTORS.has(name);
     for (const s of texts(elements[name])) {
       for (const chunk of s.toLowerCase().split(/[\s^,=]+/u)) {
         const joined = chunk.replace(/[^\p{L}\p{N}]+/gu, "");
-        if (joined.length >= 2) words.add(joined);
+        // A description's short words ("for", "CT", "w/") and defined body parts are the acquisition's, not a person's.
+        const clinical = (w: string) => descriptor && (w.length <= 3 || BODY_PARTS.has(w.toUpperCase()));
+        if (joined.length >= 2 && !clinical(joined)) words.add(joined);
         for (const part of chunk.split(/[^\p{L}\p{N}]+/u)) {
-          if (part.length >= 2) words.add(part);
+          if (part.length >= 2 && !clinical(part)) words.add(part);
           if (part.length >= 2 && UNSPACED.test(part)) unspaced.push(part);
         }
       }

@@ -7,10 +7,12 @@ import { BundleIndex, extensionsOf, nestingTooDeep, type ExtensionsFound, type I
 import type { FhirOrigin, IgnoredResource } from "../../contracts/fhir-origin.js";
 import { fhirError, fhirPath, zodToFhirIssues, type FhirIssue } from "./fhir-error.js";
 import { BundleEntry, BundleEnvelopeHead, READ_RESOURCES, type BundleEnvelope, type ReadType, type ResourceOf } from "./fhir-schemas.js";
-import { RENDERERS, patientFacts, type EmptyKind, type NoteLine, type RenderContext } from "./renderers.js";
+import { RENDERERS, UNDERSTOOD_MODIFIERS, patientFacts, type EmptyKind, type NoteLine, type RenderContext } from "./renderers.js";
 import { otherVersion } from "./fhir-version.js";
 import { labelledNames, scrubberFor } from "./deidentify.js";
 import { summariseNotesSteps, type RenderedLine } from "./summarise.js";
+import { withoutChoicesGivenTwice } from "./choice-elements.js";
+import { OTHER_PATIENT_REASON, ofAnotherPatient, patientDisplays, recordPatient, type RecordPatient } from "./one-patient.js";
 import { htmlText } from "./html-text.js";
 import type { z } from "zod";
 import type { Attachment } from "./fhir-schemas.js";
@@ -60,6 +62,8 @@ export interface BundleToCaseOptions {
    * of searches the service assembled, not a record the EHR closed.
    */
   closedBundle?: boolean;
+  /** The patient the record must be about when it holds no Patient (a CDS hook's context.patientId): another's resources are left out. */
+  patientId?: string;
   notesBudget?: number;
   maxResources?: number;
   maxDepth?: number;
@@ -79,6 +83,13 @@ export function isNoClinicalFactsRefusal(err: unknown): boolean {
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return !!v && typeof v === "object" && !Array.isArray(v);
+}
+
+/** Bundle.link[self].url: the search a searchset answers (its patient, when no Patient came with it). */
+function selfLinkOf(body: unknown): string | undefined {
+  const links = isObject(body) && Array.isArray(body.link) ? body.link : [];
+  const self = links.find((l): l is Record<string, unknown> => isObject(l) && l.relation === "self" && typeof l.url === "string");
+  return self ? (self.url as string).slice(0, 4000) : undefined;
 }
 
 type ReadEntry = { entry: IndexedEntry; type: ReadType; resource: unknown };
@@ -148,9 +159,10 @@ function* checkResources(
   index: BundleIndex,
   closed: boolean,
   maxResources: number,
-): Generator<void, { read: ReadEntry[]; unread: Map<string, IndexedEntry[]>; outcomes: IndexedEntry[]; degraded: IgnoredResource[] }> {
+  anchor: { patientId?: string | undefined; selfLink?: string | undefined },
+): Generator<void, { read: ReadEntry[]; unread: Map<string, IndexedEntry[]>; outcomes: IndexedEntry[]; degraded: IgnoredResource[]; who: RecordPatient }> {
   const issues: FhirIssue[] = [...index.duplicates()];
-  const read: ReadEntry[] = [];
+  let read: ReadEntry[] = [];
   const unread = new Map<string, IndexedEntry[]>();
   const outcomes: IndexedEntry[] = [];
   const degraded: IgnoredResource[] = [];
@@ -171,28 +183,44 @@ function* checkResources(
     if (read.length >= maxResources) {
       throw fhirError("PAYLOAD_TOO_LARGE", [{ path: e.at, message: `more than ${maxResources} resources of the types read (Claims, Provenance and other types not read are not counted); send one patient's record`, fhirCode: "too-costly" }]);
     }
-    const modifiers = extensionsOf(e.resource, extensions);
+    const modifiers = extensionsOf(e.resource, extensions).filter((url) => !UNDERSTOOD_MODIFIERS[e.type]?.has(url));
     if (modifiers.length) {
       degraded.push({ resource: e.name, reason: `not read: it carries a modifierExtension (${[...new Set(modifiers)].slice(0, 3).join(", ")}) that changes its meaning, and R4 forbids reading such a resource as if it were absent` });
       continue;
     }
     if (e.idProblem) degraded.push({ resource: e.name, reason: e.idProblem });
     const type = e.type as ReadType;
-    const parsed = READ_RESOURCES[type].safeParse(e.resource);
+    // A choice element given twice is left out (the rest of the resource is read), and named.
+    const { resource, twice } = withoutChoicesGivenTwice(e.resource);
+    for (const t of twice) degraded.push({ resource: e.name, reason: `${t.path} is given twice (${t.keys.join(", ")}); R4 allows one value: that element is not read` });
+    const parsed = READ_RESOURCES[type].safeParse(resource);
     if (!parsed.success) issues.push(...zodToFhirIssues(parsed.error, e.at, e.resource));
     else read.push({ entry: e, type, resource: parsed.data });
     if (issues.length > 100) break;
   }
   if (issues.length) throw fhirError("INVALID_INPUT", issues);
-  const patients = read.filter((r) => r.type === "Patient");
-  if (patients.length > 1) {
-    throw fhirError("UNPROCESSABLE", patients.slice(1).map((p) => ({ path: p.entry.at, message: `a second Patient (${p.entry.name}, first ${patients[0]!.entry.name}); a case is one patient's record${index.rule === "self-contained" ? " (and a document has one subject: FHIR R4 Composition.subject, documents.html)" : ""}`, fhirCode: "invariant" })));
+  const who = recordPatient(
+    read.filter((r) => r.type === "Patient").map((r) => r.entry),
+    index,
+    anchor,
+  );
+  // A document's entries of another patient refuse it (the reference rules below); in any other bundle they are left out, and said.
+  const document = closed && index.rule === "self-contained";
+  const ofThePatient: ReadEntry[] = [];
+  for (const r of read) {
+    if (++step % STEP === 0) yield;
+    if (r.type === "Patient" && r.entry !== who.entries[0]) {
+      degraded.push({ resource: r.entry.name, reason: `the same patient as ${who.entries[0]!.name} (Patient.link or an identifier in common): read as one` });
+    } else if (!document && ofAnotherPatient(r.entry, who, index)) {
+      degraded.push({ resource: r.entry.name, reason: OTHER_PATIENT_REASON });
+    } else ofThePatient.push(r);
   }
+  read = ofThePatient;
   if (closed) {
     const refused: FhirIssue[] = [];
     for (const r of read) {
       if (++step % STEP === 0) yield;
-      const found = index.referenceFindings(r.entry, patients.length > 0);
+      const found = index.referenceFindings(r.entry, who.entries.length > 0);
       refused.push(...found.refused);
       for (const d of found.degraded) degraded.push({ resource: r.entry.name, reason: `${d.path.slice(r.entry.at.length + 1)}: ${d.message}` });
       if (refused.length >= 50) break;
@@ -203,7 +231,7 @@ function* checkResources(
     const urls = [...extensions.urls];
     degraded.push({ resource: "Bundle", reason: `${extensions.count} extension${extensions.count === 1 ? "" : "s"} not read (${urls.slice(0, 5).join(", ")}${urls.length > 5 ? `, and ${urls.length - 5} more kinds` : ""}): extensions add to an element, the element itself is read` });
   }
-  return { read, unread, outcomes, degraded };
+  return { read, unread, outcomes, degraded, who };
 }
 
 /** What a record of only empty lines holds, in words for the refusal. */
@@ -214,7 +242,7 @@ const EMPTY_WORDS: Record<EmptyKind, string> = {
 };
 
 /** The refusal of a bundle that holds nothing a diagnosis could be made from. */
-function noFacts(bundleType: string, entries: number, outcomes: IndexedEntry[], read: ReadEntry[], unread: Map<string, IndexedEntry[]>, empty: Set<EmptyKind>): MedmmvError {
+function noFacts(bundleType: string, entries: number, outcomes: IndexedEntry[], read: ReadEntry[], unread: Map<string, IndexedEntry[]>, empty: Set<EmptyKind>, dropped: IgnoredResource[]): MedmmvError {
   let message: string;
   if (empty.size) {
     const order: EmptyKind[] = ["no-information", "link-only", "advance-directive"];
@@ -232,6 +260,8 @@ function noFacts(bundleType: string, entries: number, outcomes: IndexedEntry[], 
     const types = [...new Set([...read.map((r) => r.type), ...unread.keys()])].slice(0, 8).join(", ");
     message = `no clinical fact was read from the bundle (it holds ${types || "no resources"}); a diagnosis needs at least one Condition, Observation, medication, procedure, report or note`;
   }
+  // What was dropped is named too: a record whose facts were all in entries without a resource must not look empty.
+  if (dropped.length) message += `; ${dropped.length} entr${dropped.length === 1 ? "y has" : "ies have"} no resource and ${dropped.length === 1 ? "was" : "were"} skipped (${dropped.slice(0, 5).map((d) => `${d.resource} ${d.reason.replace(/^has no resource /, "").replace(/: skipped$/, "")}`).join(", ")}${dropped.length > 5 ? ", …" : ""})`;
   return fhirError("UNPROCESSABLE", [{ path: "Bundle.entry", message, fhirCode: "processing" }], NO_CLINICAL_FACTS);
 }
 
@@ -270,7 +300,8 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     }
     index.add(i, res, en.fullUrl);
   }
-  const { read, unread, outcomes, degraded } = yield* checkResources(index, opts.closedBundle ?? true, opts.maxResources ?? FHIR_DEFAULTS.maxResources);
+  const selfLink = selfLinkOf(body);
+  const { read, unread, outcomes, degraded, who } = yield* checkResources(index, opts.closedBundle ?? true, opts.maxResources ?? FHIR_DEFAULTS.maxResources, { patientId: opts.patientId, selfLink });
   ignored.push(...degraded);
 
   // Age is the patient's age when the record is asked about: the caller's date (a CDS hook's call), else the
@@ -373,15 +404,26 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     const { line } = raw[i]!;
     for (const t of [line.text, ...(line.body ?? [])]) for (const n of labelledNames(t)) if (learnedNames.size < MAX_LEARNED_NAMES) learnedNames.add(n);
   }
+  const displays = yield* patientDisplays(index, who);
   const scrub = scrubberFor(
-    read.filter((r) => r.type === "Patient").map((r) => r.entry.resource),
+    who.entries.map((e) => e.resource),
     unread.get("RelatedPerson")?.map((e) => e.resource) ?? [],
-    { learnedNames: [...learnedNames], ...(opts.pseudonymSecret ? { secret: opts.pseudonymSecret } : {}) },
+    {
+      learnedNames: [...learnedNames],
+      // A relative's name (FamilyMemberHistory.name) is a person's name too, and often the patient's family name.
+      statedNames: [...displays, ...read.filter((r) => r.type === "FamilyMemberHistory").flatMap((r) => (typeof r.entry.resource.name === "string" ? [r.entry.resource.name.slice(0, 200)] : []))],
+      patientIds: [...who.ids],
+      resourceNames: index.entries.map((e) => e.name),
+      ...(opts.pseudonymSecret ? { secret: opts.pseudonymSecret } : {}),
+    },
   );
   for (let i = 0; i < raw.length; i++) {
     if (i % STEP === 0) yield;
     const { line, r, order } = raw[i]!;
-    lines.push({ ...line, text: scrub.text(line.text), ...(line.body ? { body: line.body.map(scrub.text) } : {}), name: scrub.name(r.entry.name), type: r.type, order });
+    // A document's lines are scrubbed together: a name hyphenated at a line's end continues on the next.
+    const body = line.body ? scrub.text(line.body.join("\n")).split("\n") : undefined;
+    const series = line.series ? { ...line.series, reading: scrub.text(line.series.reading) } : undefined;
+    lines.push({ ...line, text: scrub.text(line.text), ...(body ? { body } : {}), ...(series ? { series } : {}), name: scrub.name(r.entry.name), type: r.type, order });
   }
 
   // ImagingStudy with a DICOMweb Endpoint: its pictures are fetched at intake (src/core/intake/dicom).
@@ -392,11 +434,21 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
   }
 
   const facts = lines.filter((l) => l.group !== "patient" && !l.empty).length + images.length;
-  if (!facts) throw noFacts(envelope.type, entries.length, outcomes, read, unread, new Set(lines.flatMap((l) => l.empty ?? [])));
+  if (!facts) throw noFacts(envelope.type, entries.length, outcomes, read, unread, new Set(lines.flatMap((l) => l.empty ?? [])), ignored.filter((i) => /^Bundle\.entry\[\d+\]$/.test(i.resource) && i.reason.startsWith("has no resource")));
   const budget = opts.notesBudget ?? FHIR_DEFAULTS.notesBudget;
-  const summary = yield* summariseNotesSteps(lines, budget);
+  // The dates the summary writes itself ("since …" of a trend) go through the same rules as the record's text.
+  const summary = yield* summariseNotesSteps(lines, budget, scrub.text);
   const notes = summary.notes;
   for (const img of images) if (img.caption) img.caption = scrub.text(img.caption);
+  // Image ids and paths name their resource: an id that spells a name is replaced there too.
+  for (const img of images) {
+    const id = scrub.text(img.id);
+    if (id !== img.id && imagePaths[img.id] !== undefined) {
+      imagePaths[id] = imagePaths[img.id]!;
+      delete imagePaths[img.id];
+    }
+    img.id = id;
+  }
 
   const patientEntry = read.find((r) => r.type === "Patient");
   const patient: NonNullable<ClinicalCase["patient"]> = {};
@@ -409,7 +461,8 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
     if (age) patient.age = age.years;
     if (sex) patient.sex = sex;
   }
-  const allIgnored = [...ignored, ...unreadList(unread)];
+  // What was not read is named as the notes name it: pseudonymous where the id is the patient's or spells a name.
+  const allIgnored = [...ignored, ...unreadList(unread)].map((i) => ({ resource: scrub.text(scrub.name(i.resource)), reason: scrub.text(i.reason) }));
   const listed = allIgnored.length > MAX_IGNORED_LISTED ? [...allIgnored.slice(0, MAX_IGNORED_LISTED - 1), { resource: "Bundle", reason: `and ${allIgnored.length - MAX_IGNORED_LISTED + 1} more resources or parts not used` }] : allIgnored;
   const c: ClinicalCase = {
     question: opts.question?.trim() || DEFAULT_FHIR_QUESTION,
@@ -422,7 +475,8 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
         ...(envelope.id ? { bundleId: envelope.id } : {}),
         bundleType: envelope.type,
         // The reference the sender knows the patient by: its id, else its fullUrl (ids a server has not assigned yet).
-        ...(patientEntry ? { patient: patientEntry.entry.resource.id === undefined && patientEntry.entry.fullUrl ? patientEntry.entry.fullUrl : patientEntry.entry.name } : {}),
+        // Pseudonymous like the notes; the export maps it back (pseudonyms).
+        ...(patientEntry ? { patient: patientEntry.entry.resource.id === undefined && patientEntry.entry.fullUrl ? patientEntry.entry.fullUrl : scrub.name(patientEntry.entry.name) } : {}),
         referenceDate,
         resources: index.entries.length,
         ignoredResources: listed,

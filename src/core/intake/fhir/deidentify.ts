@@ -28,10 +28,26 @@ export interface ScrubberOptions {
   secret?: Buffer | string;
   /** Name parts found in the record's own text (labelled fields), scrubbed like the stated ones. */
   learnedNames?: readonly string[];
+  /**
+   * Names the record writes for the patient outside a Patient: the `display` of every
+   * reference to them ("SMART, NANCY" where a search answer holds no Patient). Scrubbed in
+   * every case, as the Patient's own names are.
+   */
+  statedNames?: readonly string[];
+  /**
+   * Every resource name of the record (`Type/id`): an id that holds a name part or an
+   * identifier (`UKCore-Patient-RichardSmith-Example`) is replaced by an opaque one wherever
+   * it is written, as the Patient's own id always is.
+   */
+  resourceNames?: readonly string[];
+  /** Ids the record knows the patient by without a Patient resource (a search's `patient=`, a hook's context): pseudonymised like a Patient's. */
+  patientIds?: readonly string[];
 }
 
 type Json = Record<string, unknown>;
 
+/** Months in Roman numerals, as central European dates write them ("3.II.1951"); the longest first where one is a prefix of another. */
+const ROMAN_MONTHS = ["I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII"];
 const MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
 /** More terms than this and the bundle is not one patient's record; the scrub stays bounded. */
 const MAX_TERMS = 400;
@@ -76,14 +92,17 @@ export function foldTerm(s: string): string {
  * A pattern for a term as people write it: each letter with or without its diacritics, an
  * apostrophe optional (`O'Vantree`, `OVantree`), whitespace any, a hyphen a space or nothing.
  */
-function loose(term: string): string {
+function loose(term: string, hyphenated = false): string {
   let out = "";
-  for (const ch of foldTerm(term).trim()) {
+  const chars = [...foldTerm(term).trim()];
+  chars.forEach((ch, i) => {
     if (ch === "'") out += "'?";
     else if (/\s/.test(ch)) out += "\\s+";
     else if (ch === "-") out += "[-\\s]?";
     else out += `${escape(ch)}\\p{M}*`;
-  }
+    // A name broken over a line end by a hyphen ("O'Van-⏎tree", "Ri- chard" once the line is joined).
+    if (hyphenated && i < chars.length - 1 && /\p{L}/u.test(ch) && /\p{L}/u.test(chars[i + 1]!)) out += "(?:-\\s+)?";
+  });
   return out;
 }
 
@@ -114,6 +133,25 @@ function valuePatterns(list: unknown, core: boolean): string[] {
     if (digits) out.push(digits);
   }
   return out;
+}
+
+/**
+ * A phone number as it may be written in its other forms: stated nationally ("0171 555 0199",
+ * "(555) 010-9977") it may be written E.164 ("+441715550199", "+15550109977") or with the
+ * international prefix ("0044 171 …"); stated E.164 it may be written nationally, with or
+ * without the trunk 0. The number's national digits, with any separators, after an optional
+ * country code and trunk prefix (0, or NANP's 1: "1-555-010-9977"). Seven digits at least: a
+ * shorter run is not taken for one.
+ */
+function phonePatterns(value: string): string[] {
+  const digits = value.replace(/\D/g, "");
+  const nationals = new Set<string>();
+  if (/^\s*(\+|00)/.test(value)) {
+    const rest = value.trim().startsWith("+") ? digits : digits.slice(2);
+    for (const cc of [1, 2, 3]) nationals.add(rest.slice(cc));
+  } else nationals.add(digits.replace(/^0/, ""));
+  const prefix = `(?:(?:\\+|00)\\s?\\d{1,3}${DIGIT_SEP})?(?:\\(?[01]\\)?${DIGIT_SEP})?`;
+  return [...nationals].filter((n) => n.length >= 7).map((n) => `${prefix}${n.split("").join(DIGIT_SEP)}`);
 }
 
 /** "Bob965" → "Bob": Synthea appends digits to every name part so that names are unique. */
@@ -148,8 +186,13 @@ export function humanNameParts(names: unknown): string[] {
 
 /** Name parts worth scrubbing: without trailing dots, apostrophes or Synthea digits; two letters or more (an initial would scrub every "a"). */
 export function scrubbableNameParts(parts: readonly string[]): string[] {
-  return parts.map((p) => nameBase(p.replace(/[.'’]+$/, ""))).filter((p) => foldTerm(p).replace(/[^\p{L}]/gu, "").length >= 2);
+  return parts
+    .map((p) => nameBase(p.replace(/[.'’]+$/, "")))
+    .filter((p) => foldTerm(p).replace(/[^\p{L}]/gu, "").length >= 2 && !TITLES.has(foldTerm(p).toLowerCase()) && !NAME_SUFFIXES.has(foldTerm(p).toLowerCase()));
 }
+
+/** Generational and academic suffixes ("Smart II, Nancy"): not the name, and "II" is also a type, a stage, a month. */
+const NAME_SUFFIXES = new Set("jr sr ii iii iv v vi phd md".split(" "));
 
 /**
  * Labels that introduce the patient's name in a narrative, in the languages of the records
@@ -207,7 +250,8 @@ export function labelledNames(text: string): string[] {
       taken++;
       // A token that ends a sentence ("Méldërs.") ends the name; an initial ("H.") does not.
       if (/[.;]$/.test(raw) && word.length > 1) break;
-      if (raw.endsWith(",")) break;
+      // "Doe, William": a family name, a comma, then the given names; any other comma ends the name.
+      if (raw.endsWith(",") && !(span.length === splitNameParts(word).length && /^\p{Lu}[\p{L}'-]*[.,;]?$/u.test(tokens[i + 1] ?? "") && !NOT_A_NAME.has((tokens[i + 1] ?? "").replace(/[.,;]+$/, "").toLowerCase()))) break;
     }
     if (!span.some((w) => NOT_A_PERSON.has(w.toLowerCase()))) out.push(...span);
   }
@@ -236,6 +280,10 @@ function birthDatePatterns(birthDate: string): string[] {
     `${dd}${mo}${y}`,
     `${monthRe}[\\s.-]*${dd}${ord},?\\s*${year}`,
     `${dd}${ord}[\\s.-]*(?:of\\s+)?${monthRe},?[\\s.-]*${year}`,
+    // Dotted with spaces ("3. 2. 1951") and a Roman-numeral month ("3.II.1951", "3 II 51", "1951.II.3").
+    `${dd}\\.\\s*${mm}\\.\\s*${year}`,
+    `${dd}[\\s./-]*${ROMAN_MONTHS[mi - 1]}[\\s./-]*${year}`,
+    `${y}[\\s./-]*${ROMAN_MONTHS[mi - 1]}[\\s./-]*${dd}`,
   ];
 }
 
@@ -271,7 +319,17 @@ function addressLinePatterns(line: string): string[] {
     if (compound && compound[1]!.length >= 3) return `${loose(compound[1]!)}(?:straat|strasse|stra(?:ss|ß)e|str\\.?)`;
     return loose(w.replace(/[,]+$/, ""));
   });
-  return [parts.join("[\\s,]+")];
+  const out = [parts.join("[\\s,]+")];
+  // The street without its house number or flat ("Kingsley Road" of "12 Kingsley Road, Flat 3"): a name and a street word at least.
+  const numbered = (w: string) => /\d/.test(w);
+  let from = 0;
+  let to = words.length;
+  while (from < to && numbered(words[from]!)) from++;
+  while (to > from && numbered(words[to - 1]!)) to--;
+  const named = words.slice(from, to).filter((w) => /\p{L}{3,}/u.test(w));
+  const hasStreetWord = parts.slice(from, to).some((p, i) => p.startsWith("(?:") || /(straat|strasse|str)$/i.test(words[from + i]!));
+  if ((from > 0 || to < words.length) && named.length >= 1 && to - from >= 2 && hasStreetWord) out.push(parts.slice(from, to).join("[\\s,]+"));
+  return out;
 }
 
 /** A postal code however it is spaced or cased ("SW1A 1AA", "sw1a1aa", "1234 AB", "1234AB"). */
@@ -333,31 +391,26 @@ export function scrubberFor(patients: Json[], related: Json[], opts: ScrubberOpt
       }
     }
     telecom.push(...valuePatterns(person.telecom, false));
+    for (const t of Array.isArray(person.telecom) ? person.telecom : []) {
+      const v = t && typeof t === "object" ? (t as Json).value : undefined;
+      if (typeof v === "string" && (t as Json).system !== "email" && (t as Json).system !== "url") telecom.push(...phonePatterns(v));
+    }
     identifiers.push(...valuePatterns(person.identifier, true));
     if (typeof person.birthDate === "string") births.push(...birthDatePatterns(person.birthDate));
   }
-  for (const part of nameParts) names.push(`${loose(part)}\\d*`);
+  const statedParts = scrubbableNameParts((opts.statedNames ?? []).flatMap(splitNameParts));
+  for (const part of [...nameParts, ...statedParts]) names.push(`${loose(part, true)}\\d*`);
   // A name only a narrative label gives may also be a word ("Test", "See"): matched as a name is
   // written (capitalised, or in capitals), not in every case as the names the record states are.
   const learned: string[] = [];
   for (const part of opts.learnedNames ?? []) {
     const capital = part.charAt(0).toUpperCase() + part.slice(1);
-    learned.push(loose(capital), loose(part.toUpperCase()));
+    learned.push(loose(capital, true), loose(part.toUpperCase(), true));
   }
 
-  // Synthea's MRN is the Patient.id: there the id itself is an identifier and gets a pseudonym.
-  const pseudonyms: Record<string, string> = {};
-  const idSwap = new Map<string, string>();
-  for (const p of patients) {
-    const id = typeof p.id === "string" ? p.id : undefined;
-    if (!id) continue;
-    const isIdentifier = (Array.isArray(p.identifier) ? p.identifier : []).some((i) => i && typeof i === "object" && (i as Json).value === id);
-    if (!isIdentifier) continue;
-    const pseudo = patientPseudonym(id, opts.secret);
-    idSwap.set(id.toLowerCase(), pseudo);
-    pseudonyms[`Patient/${pseudo}`] = `Patient/${id}`;
-  }
-  const ids = pass([...idSwap.keys()].map(escape), (m) => idSwap.get(m.toLowerCase()) ?? "[identifier]");
+  // Resource ids: the Patient's always, and any other that holds a name part or an identifier, become opaque.
+  const { pseudonyms, byName, idSwap } = opaqueIds([...patients, ...(opts.patientIds ?? []).map((id) => ({ id }))], opts.resourceNames ?? [], [...nameParts, ...statedParts, ...(opts.learnedNames ?? [])], identifierValues(people), opts.secret);
+  const ids = idSwap.size ? pass([...idSwap.keys()].map(escape), (m) => idSwap.get(m) ?? idSwap.get(m.toLowerCase()) ?? "[identifier]", true) : null;
   const passes = [
     ids,
     pass(identifiers, "[identifier]"),
@@ -369,9 +422,80 @@ export function scrubberFor(patients: Json[], related: Json[], opts: ScrubberOpt
   ].filter((f): f is (s: string) => string => f !== null);
 
   return {
-    // Matched on the normalised text; what is left is put back in composed form (accents kept).
-    text: (s) => (passes.length ? passes.reduce((acc, f) => f(acc), normaliseForMatching(s)).normalize("NFC") : s),
-    name: (n) => (ids ? ids(n) : n),
+    // Matched on the normalised text; what is left is put back in composed form (accents kept), a name's title and initials with it.
+    text: (s) => (passes.length ? collapseNames(passes.reduce((acc, f) => f(acc), normaliseForMatching(s))).normalize("NFC") : s),
+    name: (n) => byName.get(n) ?? n,
     pseudonyms,
   };
+}
+
+/** The identifier values a record states for its people, for the ids that spell one. */
+function identifierValues(people: Json[]): Set<string> {
+  const out = new Set<string>();
+  for (const p of people) {
+    for (const list of [p.identifier, p.telecom]) {
+      for (const i of Array.isArray(list) ? list : []) {
+        const v = i && typeof i === "object" ? (i as Json).value : undefined;
+        if (typeof v !== "string") continue;
+        const alnum = foldTerm(v).toLowerCase().replace(/[^\p{L}\p{N}]/gu, "");
+        if (alnum.length >= 4) out.add(alnum);
+        const digits = v.replace(/\D/g, "");
+        if (digits.length >= 5) out.add(digits);
+      }
+    }
+  }
+  return out;
+}
+
+/** An opaque id for a resource id, keyed with the secret like the patient pseudonym. */
+function opaqueId(id: string, secret: Buffer | string | undefined): string {
+  return `id-${createHmac("sha256", secret ?? defaultSecret()).update(`medmmv-resource:${id}`).digest("hex").slice(0, 16)}`;
+}
+
+/**
+ * Which resource ids are replaced and by what. The Patient's id always (its pseudonym: an
+ * id is how a record is found again); any other id that holds a name part of the patient
+ * (`UKCore-Patient-RichardSmith-Example`, compared without case or separators) or an
+ * identifier's value or digits. `pseudonyms` maps each opaque name back to the EHR's, for the
+ * export; `byName` is the same the other way; `idSwap` replaces the raw ids in free text —
+ * the Patient's only where it is long enough to be told from a word or a number in a note.
+ */
+function opaqueIds(patients: Json[], resourceNames: readonly string[], nameParts: readonly string[], identifierValues: Set<string>, secret: Buffer | string | undefined): { pseudonyms: Record<string, string>; byName: Map<string, string>; idSwap: Map<string, string> } {
+  const pseudonyms: Record<string, string> = {};
+  const byName = new Map<string, string>();
+  const idSwap = new Map<string, string>();
+  const parts = [...new Set(nameParts.map((p) => foldTerm(p).toLowerCase().replace(/[^\p{L}]/gu, "")).filter((p) => p.length >= 3))];
+  // An id that holds the patient's id (Oracle names a FamilyMemberHistory `<patient id>-<n>`) spells an identifier too.
+  // Written in free text only where it can be told from a word or a number in a note ("example" cannot).
+  const searchable = (id: string) => (id.length >= 4 && /\d/.test(id)) || id.length >= 8;
+  for (const p of patients) if (typeof p.id === "string" && searchable(p.id)) identifierValues.add(foldTerm(p.id).toLowerCase().replace(/[^\p{L}\p{N}]/gu, ""));
+  const spells = (id: string) => {
+    const flat = foldTerm(id).toLowerCase().replace(/[^\p{L}\p{N}]/gu, "");
+    return parts.some((p) => flat.includes(p)) || [...identifierValues].some((v) => flat.includes(v));
+  };
+  const swap = (type: string, id: string, pseudo: string, inText: boolean) => {
+    byName.set(`${type}/${id}`, `${type}/${pseudo}`);
+    pseudonyms[`${type}/${pseudo}`] = `${type}/${id}`;
+    if (inText) idSwap.set(id, pseudo);
+  };
+  for (const p of patients) {
+    const id = typeof p.id === "string" ? p.id : undefined;
+    if (id && !byName.has(`Patient/${id}`)) swap("Patient", id, patientPseudonym(id, secret), searchable(id));
+  }
+  for (const name of resourceNames.slice(0, 100_000)) {
+    const slash = name.indexOf("/");
+    const type = name.slice(0, slash);
+    const id = name.slice(slash + 1);
+    if (slash < 0 || byName.has(name) || !spells(id)) continue;
+    swap(type, id, type === "Patient" ? patientPseudonym(id, secret) : opaqueId(id, secret), searchable(id));
+  }
+  return { pseudonyms, byName, idSwap };
+}
+
+/** A name's title, initials and the parts between them go with it: "Ms. [name]", "W. [name]", "[name], [name]" are one "[name]". */
+const NAME_TITLES = "mr mrs ms miss mx dr prof sir madam herr frau mme mlle".split(" ").flatMap((t) => [t, t.charAt(0).toUpperCase() + t.slice(1), t.toUpperCase()]);
+const NAME_RUN = new RegExp(`(?:(?<![\\p{L}\\p{N}])(?:${NAME_TITLES.join("|")})\\.?\\s+)?(?:(?<![\\p{L}\\p{N}])\\p{Lu}\\.?\\s+)*\\[name\\](?:(?:\\s*,\\s*|\\s+|-)(?:\\p{Lu}\\.?\\s+)*\\[name\\])*`, "gu");
+
+function collapseNames(s: string): string {
+  return s.includes("[name]") ? s.replace(NAME_RUN, "[name]") : s;
 }

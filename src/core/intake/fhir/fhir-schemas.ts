@@ -106,6 +106,7 @@ export const Observation = r4<R4.Observation>()(
     issued: FhirDateTime.optional(),
     ...observationValue,
     component: z.array(z.object({ code: CodeableConcept, ...observationValue })).max(50).optional(),
+    hasMember: z.array(Reference).max(200).optional(),
     note: z.array(Annotation).max(20).optional(),
   }),
 );
@@ -254,6 +255,40 @@ export const Immunization = r4<R4.Immunization>()(
   }),
 );
 
+export const MedicationAdministration = r4<R4.MedicationAdministration>()(
+  z.object({
+    ...base,
+    resourceType: z.literal("MedicationAdministration"),
+    status: z.enum(["in-progress", "not-done", "on-hold", "completed", "entered-in-error", "stopped", "unknown"]),
+    statusReason: z.array(CodeableConcept).max(20).optional(),
+    medicationCodeableConcept: CodeableConcept.optional(),
+    medicationReference: Reference.optional(),
+    subject: Reference,
+    effectiveDateTime: FhirDateTime.optional(),
+    effectivePeriod: Period.optional(),
+    dosage: z.object({ text: text(2000).optional(), route: CodeableConcept.optional(), dose: Quantity.optional() }).optional(),
+    note: z.array(Annotation).max(20).optional(),
+  }),
+);
+
+export const FamilyMemberHistory = r4<R4.FamilyMemberHistory>()(
+  z.object({
+    ...base,
+    resourceType: z.literal("FamilyMemberHistory"),
+    status: z.enum(["partial", "completed", "entered-in-error", "health-unknown"]),
+    patient: Reference,
+    relationship: CodeableConcept,
+    sex: CodeableConcept.optional(),
+    deceasedBoolean: z.boolean().optional(),
+    deceasedString: text(1000).optional(),
+    condition: z
+      .array(z.object({ modifierExtension: z.array(z.object({ url: text(1000), valueCodeableConcept: CodeableConcept.optional() })).max(10).optional(), code: CodeableConcept, outcome: CodeableConcept.optional(), contributedToDeath: z.boolean().optional(), onsetAge: Quantity.optional(), onsetString: text(1000).optional(), note: z.array(Annotation).max(20).optional() }))
+      .max(50)
+      .optional(),
+    note: z.array(Annotation).max(20).optional(),
+  }),
+);
+
 export const Device = r4<R4.Device>()(
   z.object({
     ...base,
@@ -315,8 +350,10 @@ export const READ_RESOURCES = {
   Observation,
   MedicationStatement,
   MedicationRequest,
+  MedicationAdministration,
   Medication,
   AllergyIntolerance,
+  FamilyMemberHistory,
   Procedure,
   DiagnosticReport,
   DocumentReference,

@@ -14,6 +14,7 @@ export const GROUPS = {
   allergies: "Allergies and intolerances",
   medications: "Current medications",
   medicationsUnknown: "Medications of unknown status (the record does not say whether they are taken)",
+  administered: "Medications given (administrations)",
   vitals: "Vital signs (latest, with earlier readings)",
   labs: "Laboratory results (latest, with earlier readings)",
   observations: "Other observations (latest)",
@@ -25,6 +26,7 @@ export const GROUPS = {
   reports: "Diagnostic reports",
   documents: "Notes and documents",
   images: "Images",
+  familyHistory: "Family history",
   history: "History (resolved, stopped and older)",
 } as const;
 export type Group = keyof typeof GROUPS;
@@ -191,8 +193,16 @@ const observation: Renderer<"Observation"> = (r, ctx) => {
   }
   const status = r.status === "final" || r.status === "amended" || r.status === "corrected" ? undefined : r.status;
   const date = r.effectiveDateTime ?? r.effectivePeriod?.start ?? r.effectiveInstant ?? r.issued;
-  const text = join([`${conceptText(r.code) ?? "Observation"}${value ? `${value.startsWith(":") ? "" : " "}${value}` : " (no value)"}`, status, ...(r.note ?? []).map((n) => `note: ${oneLine(n.text)}`)]);
-  const key = seriesKey(r.code);
+  // A question group (Oracle's social history "Alcohol") holds no value: its members, each a question and its answer, are the facts.
+  const members = r.hasMember ?? [];
+  if (!value && !r.note?.length && members.length && members.every((m) => m.reference && ctx.index.resolve(m.reference)?.type === "Observation")) {
+    return { group, date, text: dated(`${conceptText(r.code) ?? "Observation"}: answered in ${members.length} observation${members.length === 1 ? "" : "s"}`, day(date)), folded: true };
+  }
+  // A question and its answer (a survey or social-history item answered with a code or text) reads "question: answer";
+  // each question is its own series, though several share one code (Oracle's share SNOMED 363905002).
+  const answer = value !== undefined && r.valueQuantity === undefined && !comps.length && categories.some((c) => c === "social-history" || c === "survey");
+  const text = join([`${conceptText(r.code) ?? "Observation"}${value ? `${answer ? ": " : value.startsWith(":") ? "" : " "}${value}` : " (no value)"}`, status, ...(r.note ?? []).map((n) => `note: ${oneLine(n.text)}`)]);
+  const key = answer ? `${seriesKey(r.code)}|${conceptText(r.code)?.toLowerCase()}` : seriesKey(r.code);
   const reading = value ? (value.startsWith(":") ? value.slice(2) : value).split(", ")[0]! : "no value";
   return { group, date, text: dated(text, day(date)), ...(key ? { series: { key: `${group}|${key}`, reading: dated(reading.slice(0, 120), day(date)) } } : {}) };
 };
@@ -245,6 +255,48 @@ const medicationRequest: Renderer<"MedicationRequest"> = (r, ctx) => {
   const name = medicationName(r, ctx);
   const group = medicationGroup(r.status, ["active", "on-hold", "draft"]);
   return { group, condense: `med|${name}`, date: r.authoredOn, text: `${join([name, dose || undefined], " — ")} (${join([`${r.status} ${r.intent}`, day(r.authoredOn) ? `prescribed ${day(r.authoredOn)}` : undefined])})`, ...(noInformation(r.medicationCodeableConcept) ? { empty: ["no-information" as const] } : {}) };
+};
+
+/** What was given, when: each administration a line; repeated doses of one medicine condensed to the latest, with a count. */
+const medicationAdministration: Renderer<"MedicationAdministration"> = (r, ctx) => {
+  if (r.status === "entered-in-error") return ctx.ignore("status is entered-in-error"), null;
+  const name = medicationName(r, ctx);
+  const dose = join([r.dosage?.dose ? quantityText(r.dosage.dose) : undefined, conceptText(r.dosage?.route), r.dosage?.text ? oneLine(r.dosage.text) : undefined], " ");
+  const when = periodText(r.effectivePeriod) ?? day(r.effectiveDateTime);
+  const status = r.status === "completed" ? "given" : r.status === "not-done" ? `not given${r.statusReason?.length ? ` (${r.statusReason.map(conceptText).filter(Boolean).join(", ")})` : ""}` : r.status.replace("-", " ");
+  const text = join([`${join([name, dose || undefined], " — ")} (${join([status, when])})`, ...(r.note ?? []).map((n) => `note: ${oneLine(n.text)}`)], "; ");
+  return { group: "administered", condense: `given|${name}|${r.status}`, date: r.effectiveDateTime ?? r.effectivePeriod?.start, text };
+};
+
+/**
+ * Modifier extensions this reader understands, by resource type: Oracle Health's
+ * FamilyMemberHistory.condition says whether the relative has the condition
+ * (condition-result: positive or negative) and whether it is current (condition-lifecycle-status).
+ * Any other modifier extension still refuses its resource (R4 forbids reading it as if absent).
+ */
+export const UNDERSTOOD_MODIFIERS: Record<string, ReadonlySet<string>> = {
+  FamilyMemberHistory: new Set(["https://fhir-ehr.cerner.com/r4/StructureDefinition/condition-result", "https://fhir-ehr.cerner.com/r4/StructureDefinition/condition-lifecycle-status"]),
+};
+
+function modifierValue(list: Array<{ url: string; valueCodeableConcept?: z.infer<typeof CodeableConcept> | undefined }> | undefined, name: string): string | undefined {
+  const m = list?.find((x) => x.url.endsWith(`/${name}`));
+  return (code(m?.valueCodeableConcept) ?? conceptText(m?.valueCodeableConcept))?.toLowerCase();
+}
+
+/** Who in the family had what: the relative, then each condition with its onset and outcome. */
+const familyMemberHistory: Renderer<"FamilyMemberHistory"> = (r, ctx) => {
+  if (r.status === "entered-in-error") return ctx.ignore("status is entered-in-error"), null;
+  const who = conceptText(r.relationship) ?? "Relative";
+  const conditions = (r.condition ?? []).map((c) =>
+    join([
+      // SNOMED 260385009 |Negative|: the relative does not have it; a lifecycle other than active is said.
+      `${modifierValue(c.modifierExtension, "condition-result") === "260385009" || modifierValue(c.modifierExtension, "condition-result") === "negative" ? "no " : ""}${conceptText(c.code) ?? "condition not named"}`,
+      ((l) => (l && l !== "active" ? l : undefined))(modifierValue(c.modifierExtension, "condition-lifecycle-status")), c.onsetAge ? `onset age ${quantityText(c.onsetAge)}` : c.onsetString ? `onset ${oneLine(c.onsetString)}` : undefined, c.outcome ? `outcome ${conceptText(c.outcome)}` : undefined, c.contributedToDeath ? "contributed to death" : undefined, ...(c.note ?? []).map((n) => `note: ${oneLine(n.text)}`)]),
+  );
+  const deceased = r.deceasedBoolean ? "deceased" : r.deceasedString ? `deceased ${oneLine(r.deceasedString)}` : undefined;
+  const unknown = r.status === "health-unknown" && !conditions.length;
+  const text = `${who}: ${join([conditions.join("; ") || (unknown ? "health unknown" : undefined), deceased, ...(r.note ?? []).map((n) => `note: ${oneLine(n.text)}`)], "; ") || "no condition recorded"}`;
+  return { group: "familyHistory", text, ...(unknown || (!conditions.length && !r.note?.length) ? { empty: ["no-information" as const] } : {}) };
 };
 
 const allergy: Renderer<"AllergyIntolerance"> = (r, ctx) => {
@@ -300,6 +352,9 @@ const diagnosticReport: Renderer<"DiagnosticReport"> = (r, ctx) => {
   ], "; ");
   // A lab panel with nothing of its own to say: its results are the Observations, read in their trends.
   const folded = !body.length && !r.conclusion && !r.conclusionCode?.length && results.length > 0 && (r.result ?? []).every((x) => x.reference && ctx.index.resolve(x.reference));
+  // A report whose only content is links to its text (an Oracle radiology report of Binary URLs) is not read from its title.
+  const linksOnly = !body.length && !r.conclusion && !r.conclusionCode?.length && !results.length && (r.presentedForm?.length ?? 0) > 0;
+  if (linksOnly) return { group: "reports", date, text: `${text} (its text is only links, which were not read)`, empty: ["link-only"] };
   return { group: "reports", date, text, ...(body.length ? { body } : {}), ...(folded ? { folded: true as const } : {}) };
 };
 
@@ -439,6 +494,8 @@ export const RENDERERS: { [K in ReadType]: Renderer<K> } = {
   Observation: observation,
   MedicationStatement: medicationStatement,
   MedicationRequest: medicationRequest,
+  MedicationAdministration: medicationAdministration,
+  FamilyMemberHistory: familyMemberHistory,
   Medication: medication,
   AllergyIntolerance: allergy,
   Procedure: procedure,

@@ -100,7 +100,8 @@ export function resultToFhirBundle(c: ExportableCase): Bundle<ClinicalImpression
     code: { text: "medmmv verifiable clinical reasoning" },
     description: c.input.question,
     // A case sent as ClinicalCase JSON names no Patient resource: say so rather than invent one.
-    subject: origin?.patient ? { reference: origin.patient } : { display: `the patient of medmmv case ${c.id} (no FHIR Patient given)` },
+    // The case names the patient by a pseudonym; the EHR gets its own reference back.
+    subject: origin?.patient ? { reference: origin.pseudonyms?.[origin.patient] ?? origin.patient } : { display: `the patient of medmmv case ${c.id} (no FHIR Patient given)` },
     effectivePeriod: { start: r.provenance.startedAt, end: r.provenance.finishedAt },
     date: r.provenance.finishedAt,
     ...(answer ? { summary: answer } : {}),

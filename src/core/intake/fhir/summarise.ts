@@ -41,7 +41,7 @@ function contentKey(body: string[]): string {
 }
 
 /** Lines of one key become the latest line, told how many there were and since when. Linear: one pass to group, one to emit. */
-function condense(lines: RenderedLine[], keyOf: (l: RenderedLine) => string | undefined, summarised: Record<string, number>, describe: (rest: RenderedLine[]) => string): RenderedLine[] {
+function condense(lines: RenderedLine[], keyOf: (l: RenderedLine) => string | undefined, summarised: Record<string, number>, describe: (rest: RenderedLine[]) => string, scrub: (text: string) => string): RenderedLine[] {
   const byKey = new Map<string, RenderedLine[]>();
   // Each key keeps the place of its first (newest, the input is sorted) line.
   const slots: Array<RenderedLine | RenderedLine[]> = [];
@@ -64,7 +64,7 @@ function condense(lines: RenderedLine[], keyOf: (l: RenderedLine) => string | un
     const [latest, ...rest] = slot as [RenderedLine, ...RenderedLine[]];
     if (!rest.length) return latest;
     for (const r of rest) bump(summarised, r.type);
-    return { ...latest, text: `${latest.text}; ${describe(rest)}` };
+    return { ...latest, text: `${latest.text}; ${scrub(describe(rest))}` };
   });
 }
 
@@ -86,7 +86,7 @@ const STEP = 64;
  * A generator that yields between bounded slices of work (STEP lines), so the server reads a
  * large record in slices and the event loop keeps answering.
  */
-export function* summariseNotesSteps(input: RenderedLine[], budget: number): Generator<void, NotesSummary> {
+export function* summariseNotesSteps(input: RenderedLine[], budget: number, scrub: (text: string) => string = (t) => t): Generator<void, NotesSummary> {
   const summarised: Record<string, number> = {};
   const leftOut: Record<string, number> = {};
   const duplicates: Record<string, number> = {};
@@ -130,9 +130,9 @@ export function* summariseNotesSteps(input: RenderedLine[], budget: number): Gen
       lines = condense(lines, (l) => l.series?.key, summarised, (rest) => {
         const shown = rest.slice(0, EARLIER_READINGS).map((r) => r.series!.reading);
         return `earlier ${shown.join(", ")}${rest.length > shown.length ? `; ${rest.length + 1} readings${since(rest)}` : ""}`;
-      });
+      }, scrub);
     } else if (group !== "encounters") {
-      lines = condense(lines, (l) => l.condense, summarised, (rest) => `${rest.length + 1} times in all${since(rest)}`);
+      lines = condense(lines, (l) => l.condense, summarised, (rest) => `${rest.length + 1} times in all${since(rest)}`, scrub);
     }
     if (lines.length) sections.push([group, lines]);
   }

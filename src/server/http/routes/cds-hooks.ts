@@ -11,10 +11,10 @@ import { caseOfCardUuid, FeedbackRequest, overrideReasonText } from "../../cds-h
 import { cardIndicator, summariseAnswer } from "../../view/answer-state.js";
 import { z } from "zod";
 import { Discovery, discoveryDocument, SERVICE_ID } from "../../cds-hooks/discovery.js";
-import { fetchMissingPrefetch, isAllowedFhirServer, type NotRead } from "../../cds-hooks/fhir-fetch.js";
+import { afterFirstPage, fetchLinkedText, fetchMissingPrefetch, fetchNextPages, isAllowedFhirServer, pagedPrefetch, type NotRead } from "../../cds-hooks/fhir-fetch.js";
 import { HookRequest, HookResponse } from "../../cds-hooks/hook-request.js";
 import { CdsJwtVerifier, looksLikeJwt } from "../../cds-hooks/jwt-auth.js";
-import { inPrefetchTerms, prefetchToBundle, withNotRead } from "../../cds-hooks/prefetch-bundle.js";
+import { inPrefetchTerms, otherPatientNotRead, prefetchToBundle, withNotRead } from "../../cds-hooks/prefetch-bundle.js";
 import { pseudonymSecret } from "../../../core/intake/fhir/pseudonym-secret.js";
 import { MedmmvError } from "../../../core/contracts/errors.js";
 import { canonicalJson } from "../../../core/contracts/canonical-json.js";
@@ -73,6 +73,19 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
     if (!signedByEhr && !call.fhirAuthorization) {
       throw new MedmmvError("FORBIDDEN", "a call authenticated by API key may have the missing prefetch fetched from fhirServer only with the EHR's fhirAuthorization (an access token for that server); send fhirAuthorization, or the prefetch itself");
     }
+    return null;
+  };
+
+  /**
+   * Why the rest of what the EHR sent (a search's next pages, a report's linked text) cannot be
+   * read from its server, or null when it can: the same server rules as for missing prefetch,
+   * but an API-key call without the EHR's token is not refused for it — what it sent is read,
+   * and the card says what was not.
+   */
+  const whyNotReadFromServer = (call: HookRequest, signedByEhr: boolean): string | null => {
+    if (!call.fhirServer) return "the call names no fhirServer to read it from";
+    if (!isAllowedFhirServer(call.fhirServer, config.cds.fhirServers)) return "its fhirServer is not one this service may contact (MEDMMV_FHIR_SERVERS)";
+    if (!signedByEhr && !call.fhirAuthorization) return "the call sent no fhirAuthorization to read it with";
     return null;
   };
 
@@ -166,11 +179,24 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
       const call = request.body;
       // The patient's age is their age at this call, whatever dates the prefetch holds.
       const calledAt = new Date().toISOString();
-      const sent = prefetchToBundle(call.prefetch);
+      // A prefetch search the EHR sent with a `next` page: the rest is read from its server when it may be, else the card says what is missing.
+      let prefetch = call.prefetch;
+      const pageNotRead: NotRead[] = [];
+      const paged = pagedPrefetch(prefetch);
+      if (paged.length) {
+        const cannot = whyNotReadFromServer(call, viaJwt.has(request));
+        if (cannot) pageNotRead.push(...paged.map((p) => afterFirstPage(p, `the EHR sent a next page; ${cannot}`)));
+        else {
+          const pages = await fetchNextPages(paged, { fhirServer: call.fhirServer!, accessToken: call.fhirAuthorization?.access_token, allowList: config.cds.fhirServers, maxBytes: config.http.maxBodyBytes });
+          prefetch = { ...prefetch, ...pages.fetched };
+          pageNotRead.push(...pages.notRead);
+        }
+      }
+      const sent = prefetchToBundle(prefetch);
       const { missing } = sent;
       let { bundle, origins } = sent;
       /** Prefetch keys the EHR answered with an OperationOutcome, that did not come and could not be fetched, and why. */
-      let notRead: NotRead[] = [...sent.notRead];
+      let notRead: NotRead[] = [...sent.notRead, ...pageNotRead];
       if (missing.length) {
         const cannot = whyNotFetchable(call, viaJwt.has(request));
         if (cannot) notRead.push(...missing.map((key) => ({ key, reason: cannot })));
@@ -182,9 +208,9 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
             allowList: config.cds.fhirServers,
             maxBytes: config.http.maxBodyBytes,
           });
-          const merged = prefetchToBundle({ ...call.prefetch, ...got.fetched });
+          const merged = prefetchToBundle({ ...prefetch, ...got.fetched });
           ({ bundle, origins } = merged);
-          notRead = [...merged.notRead, ...got.failed, ...got.truncated];
+          notRead = [...merged.notRead, ...pageNotRead, ...got.failed, ...got.truncated];
           if (got.failed.length) request.log.info({ notRead: got.failed.map((f) => f.key) }, "prefetch queries failed on the FHIR server; the card says what was not read");
         }
       }
@@ -196,6 +222,10 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         });
       }
       if (notRead.length) request.log.info({ notRead: notRead.map((n) => n.key) }, "part of the prefetch was not read; the card and the case's provenance say which");
+      // A report or document that is only a link to its text: read from the EHR's server when it may be (else the intake lists it as a link).
+      if (!whyNotReadFromServer(call, viaJwt.has(request))) {
+        notRead.push(...(await fetchLinkedText(bundle.entry as Array<{ resource: Record<string, unknown> }>, { fhirServer: call.fhirServer!, accessToken: call.fhirAuthorization?.access_token, allowList: config.cds.fhirServers, maxBytes: config.http.maxBodyBytes })));
+      }
       const entries = bundle.entry as Array<{ resource: { resourceType?: unknown; id?: unknown } }>;
       if (!entries.length) return nothingToAnalyse(request, "the prefetch holds none of the patient's record (every key is null or an empty search): there is nothing to analyse", { notRead });
       const patient = entries.find((e) => e.resource.resourceType === "Patient");
@@ -211,9 +241,12 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
           closedBundle: false,
           ...config.fhir,
           referenceDate: calledAt,
+          patientId: call.context.patientId,
           pseudonymSecret: pseudonymSecret(config.fhir.pseudonymSecret, config.store.dataDir),
         });
         withNotRead(read, notRead);
+        // Another patient's resources in the prefetch were left out of the case: the card says so too.
+        notRead.push(...otherPatientNotRead(read));
         const parsed = ClinicalCase.safeParse(read);
         if (!parsed.success) {
           const { message, issues } = describeZodIssues(parsed.error);

@@ -141,6 +141,8 @@ export const diagnoseRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { se
         await access.guard(request, "create", "submit");
       },
       preValidation: [multipartToCase(config.http.maxBodyBytes), fhirBundleToCase(config)],
+      // A FHIR Bundle body is parsed by fhirBundleToCase, in slices (fhir-requests.ts).
+      config: { fhirInSlices: true },
       schema: {
         tags: ["cases"],
         summary: "Diagnose a clinical case",

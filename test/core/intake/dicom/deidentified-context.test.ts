@@ -33,4 +33,36 @@ describe("de-identified DICOM context", () => {
     const pn = { PatientName: [{ Alphabetic: "Yamada^Taro", Ideographic: "山田^太郎", Phonetic: "やまだ^たろう" }], StudyDescription: "頭部CT 山田 やまだ様 Yamada" };
     expect(deidentifiedContext(pn)).toBe("study: 頭部CT 様");
   });
+
+  it("scrubs the words of every text attribute of the PS3.15 basic profile from the caption, the twelve an adversarial review found among them", async () => {
+    // Issue 53: values of these reached the prompt through StudyDescription.
+    const planted = {
+      ReferringPhysicianAddress: "Quillfeather Lane",
+      ConsultingPhysicianName: "Marchbanks^Ottoline",
+      PerformedLocation: "Brackenridge",
+      RegionOfResidence: "Thistlewood",
+      ProtocolName: "Pemberton CHEST protocol",
+      CountryOfResidence: "Wrenfold",
+      PersonAddress: "Ashcombe Terrace",
+      HumanPerformerName: "Vasquez^Imelda",
+      ResponsibleOrganization: "Gildersleeve Trust",
+      CurrentPatientLocation: "Larkspur Ward",
+      ScheduledProcedureStepLocation: "Hollowmere",
+      OrderEntererLocation: "Fenwick",
+    };
+    const words = ["quillfeather", "marchbanks", "ottoline", "brackenridge", "thistlewood", "pemberton", "wrenfold", "ashcombe", "vasquez", "imelda", "gildersleeve", "larkspur", "hollowmere", "fenwick"];
+    const StudyDescription = `CT chest ${Object.values(planted).map((v) => v.replace("^", " ")).join(" ")}`;
+    const [img] = await prepareImages({ id: "ct", data: ct64({ ...planted, StudyDescription }).toString("base64") }, OPTS);
+    const caption = img!.caption!.toLowerCase();
+    expect(caption).toContain("study: ct chest");
+    for (const w of words) expect(caption, w).not.toContain(w);
+  });
+
+  it("takes the attribute list from the standard's table: every person-name attribute of it, not a hand list", async () => {
+    const { BASIC_PROFILE_TEXT_ATTRIBUTES } = await import("../../../../src/core/intake/dicom/basic-profile-attributes.js");
+    const keywords = BASIC_PROFILE_TEXT_ATTRIBUTES.map(([k]) => k);
+    expect(keywords.length).toBeGreaterThan(250);
+    for (const k of ["ConsultingPhysicianName", "ReferringPhysicianAddress", "PerformedLocation", "RegionOfResidence", "ProtocolName", "PatientName", "InstitutionName"]) expect(keywords).toContain(k);
+    expect(BASIC_PROFILE_TEXT_ATTRIBUTES.filter(([, , vr]) => vr === "PN").length).toBeGreaterThanOrEqual(29);
+  });
 });

@@ -6,6 +6,7 @@ import { resourceAt } from "../../../../src/core/intake/fhir/resource-lines.js";
 import { prepareCase } from "../../../../src/core/intake/case-intake.js";
 import { ClinicalCase } from "../../../../src/core/contracts/clinical-case.js";
 import { FIXTURES, fixtureBundle } from "./fhir-fixtures.js";
+import { patientPseudonym } from "../../../../src/core/intake/fhir/deidentify.js";
 
 const opts = { maxImageBytes: 5_000_000 };
 
@@ -55,7 +56,7 @@ describe("bundleToCase: what a clinician would read", () => {
     expect(l).toContain("[Encounter/ed-visit] Encounter, EMER, in-progress");
     expect(fhirOrigin(c)!.ignoredResources).toEqual([]);
     expect(fhirOrigin(c)!.notes).toEqual({ budget: 16_000, chars: c.notes!.length, summarised: {}, leftOut: {}, duplicates: {} });
-    expect(fhirOrigin(c)).toMatchObject({ bundleId: "synthetic-stemi", bundleType: "collection", patient: "Patient/stemi-1", resources: 18 });
+    expect(fhirOrigin(c)).toMatchObject({ bundleId: "synthetic-stemi", bundleType: "collection", patient: `Patient/${patientPseudonym("stemi-1")}`, resources: 18 });
   });
 
   it("pneumonia (searchset, absolute fullUrls): Media → Binary image, report text, preliminary CRP, outcome entry skipped", () => {
@@ -106,7 +107,7 @@ describe("bundleToCase: what a clinician would read", () => {
     expect(c.notes).not.toContain("Heart rate");
     expect(fhirOrigin(c)!.ignoredResources).toContainEqual({ resource: "Observation/hr-1", reason: "status is entered-in-error" });
     expect(c.patient?.age).toBeCloseTo(1.42, 2);
-    expect(lines(c.notes)).toContain("[Patient/stemi-1] 17-month-old male");
+    expect(lines(c.notes)).toContain(`[Patient/${patientPseudonym("stemi-1")}] 17-month-old male`);
   });
 });
 

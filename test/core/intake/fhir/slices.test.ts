@@ -1,26 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { bundleToCase, bundleToCaseYielding } from "../../../../src/core/intake/fhir/bundle-to-case.js";
 import { largeBundleText } from "./large-record.js";
-
-/** The longest the event loop went without running a 1 ms timer while `work` ran. */
-async function longestPause<T>(work: () => Promise<T>): Promise<{ pause: number; took: number }> {
-  let last = performance.now();
-  let pause = 0;
-  const tick = setInterval(() => {
-    const now = performance.now();
-    pause = Math.max(pause, now - last);
-    last = now;
-  }, 1);
-  const start = performance.now();
-  try {
-    await work();
-    // The gap since the last tick counts too: a read that never lets the timer run pauses from start to end.
-    pause = Math.max(pause, performance.now() - last);
-  } finally {
-    clearInterval(tick);
-  }
-  return { pause, took: performance.now() - start };
-}
+import { longestPause } from "../../../../bench/harness/loop-pause.js";
 
 describe("a 10 MB record is read in slices", () => {
   it("the event loop is never held for more than a small share of the intake (a blocking read holds it throughout)", async () => {

@@ -36,10 +36,22 @@ export const WRITTEN_VARIANTS: ReadonlyArray<readonly [string, string]> = [
   ["the digit core split by a space", "4405 66"],
   ["an abbreviated street", "12 Kingsley Rd."],
   ["the postcode unspaced, lower case", "bn214th"],
+  // Issue 53: forms that still passed.
+  ["the phone in E.164", "+441715550199"],
+  ["the phone with the international prefix", "0044 171 555 0199"],
+  ["the street name alone", "Kingsley Road"],
+  ["the name hyphenated over a line break", "O'Van-\ntree"],
+  ["a Roman-numeral month, dotted", "3.II.1951"],
+  ["a dotted date with spaces", "3. 2. 1951"],
+  ["FAMILY, GIVEN", "O'Vantree, Zoë"],
+  ["a title and the family name", "Ms. O'Vantree"],
+  ["an initial and the family name", "Z. O'Vantree"],
+  ["GIVEN FAMILY in capitals", "ZOE O'VANTREE"],
+  ["the Patient's id", "pt-variants"],
 ];
 
 /** Folded forms of what was stated: none may be left in notes, prompts, results or logs. */
-export const FORBIDDEN = ["vantree", "zoe", "1951", "'51", "0171", "0199", "440566", "4405", "kingsley", "bn21", "bn214th", "eastbourne"];
+export const FORBIDDEN = ["pt-variants", "vantree", "zoe", "1951", "'51", "0171", "0199", "440566", "4405", "kingsley", "bn21", "bn214th", "eastbourne"];
 
 export function variantsBundle(): Json {
   const note = (i: number, text: string) => ({
