@@ -1533,7 +1533,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description FhirBundle: a FHIR R4 Bundle (collection) with a ClinicalImpression and its Provenance */
+            /** @description FhirBundle: a FHIR R4 Bundle (collection) with a ClinicalImpression, its Provenance, and the ranked differential as Conditions (provisional, then differential) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1548,7 +1548,7 @@ export interface operations {
                             fullUrl?: string;
                             resource?: {
                                 /** @enum {string} */
-                                resourceType: "ClinicalImpression" | "Provenance";
+                                resourceType: "ClinicalImpression" | "Provenance" | "Condition";
                             };
                         }[];
                     };
