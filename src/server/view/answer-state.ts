@@ -34,10 +34,13 @@ const STOPPED: Record<string, string> = { CONTENT_FILTERED: "content filter", MO
 const WHAT_AN_AGENT_READS: Record<string, string> = { "image-doctor": "the image", "text-doctor": "the notes" };
 const WHAT_ELSE: Record<string, string> = { "web-search": "the literature" };
 
-/** The runs behind the answer: issue 52's differential when the result has it, else the rollouts with the answer's key. */
+/**
+ * The runs behind the answer: the differential's first cluster (answers compared by meaning),
+ * else, for results stored before the differential existed, the rollouts with the answer's key.
+ */
 function runsBehind(r: DiagnosisResult): AnswerSummary["runs"] {
-  const top = (r as { differential?: Array<{ rollouts: number; of: number }> }).differential?.[0];
-  if (top && Number.isInteger(top.rollouts) && Number.isInteger(top.of) && top.of > 0) return { chose: top.rollouts, of: top.of };
+  const top = r.differential?.[0];
+  if (top && top.of > 0) return { chose: top.rollouts, of: top.of };
   if (!r.answer || r.stability.rolloutAnswers.length === 0) return null;
   // The same key select-path gives a rollout's answer (answerSupport is computed by it): only the answer is read.
   const key = answerKey({ answer: r.answer } as PathOutput);
