@@ -119,7 +119,7 @@ export function otherPatientNotRead(c: { metadata?: Record<string, unknown> | un
   const counts = new Map<string, number>();
   for (const i of fhir?.ignoredResources ?? []) {
     if (i.reason !== OTHER_PATIENT_REASON) continue;
-    const type = i.resource.split("/")[0]!;
+    const type = i.resource.split(/[/ ]/)[0]!;
     counts.set(type, (counts.get(type) ?? 0) + 1);
   }
   return [...counts].map(([type, n]) => {

@@ -212,7 +212,8 @@ function* checkResources(
     if (r.type === "Patient" && r.entry !== who.entries[0]) {
       degraded.push({ resource: r.entry.name, reason: `the same patient as ${who.entries[0]!.name} (Patient.link or an identifier in common): read as one` });
     } else if (!document && ofAnotherPatient(r.entry, who, index)) {
-      degraded.push({ resource: r.entry.name, reason: OTHER_PATIENT_REASON });
+      // By type and position only: its id may be the other patient's (Oracle's `FamilyMemberHistory/<patient id>-1`).
+      degraded.push({ resource: `${r.type} (${r.entry.at.replace(/\.resource$/, "")})`, reason: OTHER_PATIENT_REASON });
     } else ofThePatient.push(r);
   }
   read = ofThePatient;
@@ -476,7 +477,7 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
         bundleType: envelope.type,
         // The reference the sender knows the patient by: its id, else its fullUrl (ids a server has not assigned yet).
         // Pseudonymous like the notes; the export maps it back (pseudonyms).
-        ...(patientEntry ? { patient: patientEntry.entry.resource.id === undefined && patientEntry.entry.fullUrl ? patientEntry.entry.fullUrl : scrub.name(patientEntry.entry.name) } : {}),
+        ...(patientEntry ? { patient: patientEntry.entry.resource.id === undefined && patientEntry.entry.fullUrl ? scrub.text(patientEntry.entry.fullUrl) : scrub.name(patientEntry.entry.name) } : {}),
         referenceDate,
         resources: index.entries.length,
         ignoredResources: listed,

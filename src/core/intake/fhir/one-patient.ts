@@ -78,13 +78,16 @@ function patientReferences(e: IndexedEntry): Json[] {
 /** A patient id the bundle's own search link names (`Condition?patient=123`, `…&subject=Patient/123`). */
 function searchedPatient(selfLink: string | undefined): string | undefined {
   if (!selfLink) return undefined;
-  let params: URLSearchParams;
+  let url: URL;
   try {
-    params = new URL(selfLink, "http://x/").searchParams;
+    url = new URL(selfLink, "http://x/");
   } catch {
     return undefined;
   }
-  for (const name of ["patient", "subject", "patient._id", "_id"]) {
+  const params = url.searchParams;
+  // `_id` names the patient only in a search of Patients; `Condition?_id=abc` names a condition.
+  const names = /\/Patient\/?$/.test(url.pathname) ? ["patient", "subject", "patient._id", "_id"] : ["patient", "subject", "patient._id"];
+  for (const name of names) {
     const v = params.get(name);
     const id = v?.replace(/^Patient\//, "");
     if (id && /^[A-Za-z0-9\-.]{1,256}$/.test(id)) return id;

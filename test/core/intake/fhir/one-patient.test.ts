@@ -30,8 +30,16 @@ describe("one patient per case, whatever the bundle type", () => {
       expect(c.notes).toContain("Type 2 diabetes mellitus");
       expect(JSON.stringify(c)).not.toContain(OTHERS);
       const ignored = (c.metadata!.fhir as { ignoredResources: Array<{ resource: string; reason: string }> }).ignoredResources;
-      expect(ignored).toContainEqual({ resource: "Condition/c-other", reason: OTHER_PATIENT_REASON });
+      // Named by type and position, never by an id that may be the other patient's.
+      expect(ignored.filter((i) => i.reason === OTHER_PATIENT_REASON).map((i) => i.resource)).toEqual([expect.stringMatching(/^Condition \(Bundle\.entry\[\d+\]\)$/)]);
     }
+  });
+
+  it("a search link's `_id` names the patient only in a search of Patients (`Condition?_id=` names a condition)", () => {
+    const own = (id: string, text: string) => ({ fullUrl: `https://fhir.example.org/r4/Condition/${id}`, resource: condition(id, "Patient/12724066", text), search: { mode: "match" } });
+    const b = { resourceType: "Bundle", type: "searchset", link: [{ relation: "self", url: "https://fhir.example.org/r4/Condition?_id=c-1" }], entry: [own("c-1", "Type 2 diabetes mellitus")] };
+    const c = bundleToCase(b, opts);
+    expect(c.notes).toContain("Type 2 diabetes mellitus");
   });
 
   it("the caller's patient (a CDS hook's context) decides when the record holds no Patient", () => {
