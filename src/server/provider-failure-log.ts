@@ -14,37 +14,36 @@ const MAX_PROVIDER_TEXT = 200;
  */
 const QUOTED = /"[^"]*"?|`[^`]*`?|“[^”]*”?|„[^“”]*[“”]?|‘[^’]*’?|«[^»]*»?|‹[^›]*›?|(?<![\p{L}\p{N}])'(?:[^']|'(?=[\p{L}\p{N}]))*'?/gu;
 
+/**
+ * English function words: they carry nothing of a case, and without them a provider's message
+ * ("maximum context length is 8192 tokens") would be masked to nothing whenever a prompt uses them.
+ */
+const FUNCTION_WORDS = new Set(
+  "a an the is are was were be been being this that these those it its of in on at to for from by with as and or not no but if then than your you our we they their there here has have had do does did can could may might must should will would".split(" "),
+);
+
 /** Words as the comparison sees them: NFKC, lower case, letters and digits only. */
 function words(text: string): string[] {
   return text.normalize("NFKC").toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
-/** What the call sent, as words and pairs of consecutive words, to find echoes of it in an error text. */
+/** What the call sent, as the words the comparison sees, to find echoes of it in an error text. */
 export interface PromptEcho {
   words: Set<string>;
-  pairs: Set<string>;
-  /** Words the prompt only ever writes capitalised: names, as far as text can tell. */
-  names: Set<string>;
 }
 
 export function promptEcho(texts: string[]): PromptEcho {
-  const ws = texts.flatMap(words);
-  const pairs = new Set<string>();
-  for (let i = 1; i < ws.length; i++) pairs.add(`${ws[i - 1]} ${ws[i]}`);
-  const cased = texts.flatMap((t) => t.normalize("NFKC").match(/[\p{L}\p{N}]+/gu) ?? []);
-  const lowerSeen = new Set(cased.filter((w) => !/^\p{Lu}/u.test(w)).map((w) => w.toLowerCase()));
-  const names = new Set(cased.filter((w) => /^\p{Lu}/u.test(w) && !lowerSeen.has(w.toLowerCase())).map((w) => w.toLowerCase()));
-  return { words: new Set(ws), pairs, names };
+  return { words: new Set(texts.flatMap(words)) };
 }
 
 /**
  * The provider's own words on a failed model call, fit for the server log, which never holds
  * case content: quoted passages (any quoting) cut out; then, against what the call sent
- * (`sent`), every echo of it removed: each word that continues a run of two or more words the
- * prompt holds in that order, each number the prompt holds (an MRN, a birth date's parts),
- * and each word the prompt only writes capitalised (a name echoed alone). What is left is the
- * provider's own vocabulary ("maximum context length", "overloaded"), shortened, control
- * characters out. Without `sent` (the prompt unknown) only the code and a length are kept.
+ * (`sent`), every word the prompt also holds removed, whatever its case: a lone lower-case
+ * echo ("hiv", a drug, a surname written small) is as much the case's as a name or an MRN, and
+ * telling the provider's vocabulary from the case's by shape leaks. What is left is the
+ * provider's own words ("maximum context length", "overloaded") where the prompt does not use
+ * them, and function words ("is", "the"), shortened, control characters out. Without `sent` (the prompt unknown) only a length is kept.
  */
 export function providerText(message: unknown, sent: PromptEcho | null): string {
   const raw = String(message ?? "");
@@ -53,12 +52,9 @@ export function providerText(message: unknown, sent: PromptEcho | null): string 
   const tokens = unquoted.split(/([\p{L}\p{N}]+)/u);
   // tokens alternate: separator, word, separator, word, …, separator
   const ws = tokens.filter((_, i) => i % 2 === 1);
-  const lower = ws.map((w) => w.toLowerCase());
-  const echoed = ws.map((_w, i) => {
-    const l = lower[i]!;
-    if (!sent.words.has(l)) return false;
-    if (/\p{N}/u.test(l) || sent.names.has(l)) return true;
-    return (i > 0 && sent.pairs.has(`${lower[i - 1]} ${l}`)) || (i + 1 < ws.length && sent.pairs.has(`${l} ${lower[i + 1]}`));
+  const echoed = ws.map((w) => {
+    const l = w.toLowerCase();
+    return sent.words.has(l) && !FUNCTION_WORDS.has(l);
   });
   let out = "";
   let masking = false;

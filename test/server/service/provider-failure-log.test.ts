@@ -34,6 +34,13 @@ describe("the provider's error text in the server log", () => {
     });
   }
 
+  it("removes a lone lower-case word of the prompt too (a diagnosis, a drug, a surname written small)", () => {
+    const echo = promptEcho(["History of hiv on tenofovir; seen by dr obrien."]);
+    const logged = providerText("content flagged: hiv, tenofovir, obrien", echo);
+    expect(logged).not.toMatch(/hiv|tenofovir|obrien/i);
+    expect(logged).toMatch(/^content flagged: \[from the prompt\]/);
+  });
+
   it("keeps the provider's own words", () => {
     expect(providerText("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.", sent)).toMatch(/maximum context length is 8192 tokens/);
     expect(providerText(ECHOES[5]![1], sent)).toMatch(/Request rejected: \[from the prompt\].*upstream overloaded/);
