@@ -438,7 +438,7 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   // Every model client of this run shares the pipeline's limiter, which hears each 429.
   const unwatch = pipeline.limiter.onRateLimited(() => gate.onRateLimited());
   try {
-    if (workers > 1) pool = new ItemWorkerPool({ count: ItemWorkerPool.size(workers, config), entry: deps.itemWorkerEntry!, config, settings, cacheScope, cache: deps.cache ?? null, onRateLimited: () => gate.onRateLimited() });
+    if (workers > 1) pool = new ItemWorkerPool({ count: ItemWorkerPool.size(workers, config), entry: deps.itemWorkerEntry!, config, settings, cacheScope, cache: runCache, onRateLimited: () => gate.onRateLimited() });
     await pool?.ready();
     fatal = await runGated(tasks, gate, signal, (t, release) => runTask(t.x, t.run, release), () => session.abort(), () => budget.admit());
   } finally {
