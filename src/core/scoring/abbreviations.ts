@@ -2,7 +2,8 @@
  * Clinical abbreviations that merge answers without a model call ("Inferior MI" and "inferior
  * myocardial infarction" are one answer). Maintained by hand: an entry must have one reading
  * in a diagnosis, so ambiguous ones (MS: multiple sclerosis or mitral stenosis; RA; ALL, also
- * a word) are left to the equivalence judge. Keys are lower case; values are written out in
+ * a word; PID, also primary immunodeficiency) are left to the equivalence judge. PE stays: as a
+ * diagnosis it is read as pulmonary embolism (pericardial effusion is written out). Keys are lower case; values are written out in
  * the normalised form of answer-clusters.ts (lower case, no punctuation, no articles).
  */
 export const ABBREVIATIONS: Readonly<Record<string, string>> = Object.freeze({
@@ -41,7 +42,6 @@ export const ABBREVIATIONS: Readonly<Record<string, string>> = Object.freeze({
   nash: "nonalcoholic steatohepatitis",
   sle: "systemic lupus erythematosus",
   bph: "benign prostatic hyperplasia",
-  pid: "pelvic inflammatory disease",
   pcos: "polycystic ovary syndrome",
   als: "amyotrophic lateral sclerosis",
   itp: "immune thrombocytopenia",

@@ -73,6 +73,11 @@ export async function clusterAnswers(
   if (!pending) {
     pending = askJudge(deps, ctx, c, asked);
     memo.set(key, pending);
+    // A verdict is reused; a failed call (a timeout, a 503) is not: the final clustering asks again.
+    const asking = pending;
+    void asking.then((o) => {
+      if (o.status === "failed" && memo.get(key) === asking) memo.delete(key);
+    });
   }
   const judge = await pending;
   return { clusters: buildClusters(answers, groups, judge.judged ?? null), judge };
