@@ -1,4 +1,5 @@
 import { Worker } from "node:worker_threads";
+import { CHARS_PER_TOKEN } from "./context-truncation.js";
 
 /**
  * Token counts for a reply that came without `usage` (some gateways and local servers leave it
@@ -14,8 +15,6 @@ import { Worker } from "node:worker_threads";
  * the thread fail, a text is counted at 4 characters a token, the usual rule of thumb for
  * English; the count is marked estimated either way.
  */
-const CHARS_PER_TOKEN = 4;
-
 let worker: Worker | null = null;
 let broken = false;
 let nextId = 0;

@@ -75,7 +75,10 @@ export function caseSearchWhere(q: ListCasesQuery, d: SearchDialect): string {
   if (q.status) w.push(`status = ${d.param(q.status)}`);
   if (q.from) w.push(`created_at >= ${d.instant(searchInstant("from", q.from))}`);
   if (q.to) w.push(`created_at < ${d.instant(searchInstant("to", q.to))}`);
-  if (q.answer !== undefined) w.push(`(answer_option = ${d.param(searchText("answer", q.answer))} OR lower(answer_text) = lower(${d.param(q.answer)}))`);
+  if (q.answer !== undefined) {
+    const answer = searchText("answer", q.answer);
+    w.push(`(answer_option = ${d.param(answer)} OR lower(answer_text) = lower(${d.param(answer)}))`);
+  }
   if (q.abstained !== undefined) w.push(`abstained = ${d.param(q.abstained ? 1 : 0)}`);
   if (q.minUnsupportedClaims !== undefined) {
     if (!Number.isSafeInteger(q.minUnsupportedClaims) || q.minUnsupportedClaims < 0) throw new MedmmvError("INVALID_INPUT", "minUnsupportedClaims must be a whole number from 0");
