@@ -2,7 +2,7 @@ import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseMessage } from "@langchain/core/messages";
 import type { LLMResult } from "@langchain/core/outputs";
 
-/** Each reply's text is kept up to this many characters (docs/evaluation.md#raw-model-output). */
+/** Each reply's text is kept up to this many characters (docs/evaluation.md#what-a-record-holds-prediction-raw-output-pinned-inputs). */
 export const RAW_TEXT_CAP = 4000;
 /** At most this many replies per record: the full method makes dozens of calls an item. */
 export const MAX_CALLS_KEPT = 64;

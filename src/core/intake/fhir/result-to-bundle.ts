@@ -51,7 +51,7 @@ function notes(result: DiagnosisResult): NonNullable<ClinicalImpression["note"]>
 }
 
 /**
- * The ranked differential as Conditions (docs/api.md#fhir-export): the leading diagnosis
+ * The ranked differential as Conditions (docs/api.md#details): the leading diagnosis
  * "provisional", the others "differential" (R4 condition-ver-status), each naming its rank,
  * the runs that gave it and its best path's CU, its code only when a terminology server
  * returned one, and the impression it came from as its evidence.
