@@ -28,6 +28,11 @@ export interface RunManifest {
   unpriced?: string[];
   /** The product that ran: version, git commit (or a hash of its sources). Absent in older folders. */
   product?: ProductPin;
+  /**
+   * Later sessions (--resume) that ran other code than `product` (another source hash), in the
+   * order they started: the folder's records were then produced by more than one product.
+   */
+  resumedWith?: ProductPin[];
   /** Method settings that change answers (k, repairs, selection rule, ablations, temperatures…). */
   config: Record<string, unknown>;
   models: Record<string, string>;

@@ -52,6 +52,7 @@ export function buildSummary(
       ...(manifest.inputFile ? { inputFile: manifest.inputFile } : {}),
     },
     ...(manifest.product ? { product: manifest.product } : {}),
+    ...(manifest.resumedWith?.length ? { resumedWith: manifest.resumedWith } : {}),
     config: { ...manifest.config, runs: manifest.runs, concurrency: manifest.concurrency },
     models: manifest.models,
     ...(manifest.unpriced?.length ? { unpriced: manifest.unpriced } : {}),
@@ -222,6 +223,7 @@ export function summaryMarkdown(s: EvalSummary): string {
   out.push(`- dataset: ${d.name}, ${d.input}${d.images ? `, images ${d.images}` : ""} (missing images: ${d.missingImages})`);
   if (d.inputFile) out.push(`- input file: sha256 ${d.inputFile.sha256}, ${d.inputFile.bytes} bytes`);
   if (s.product) out.push(`- product: medmmv ${s.product.version}${s.product.commit ? `, commit ${s.product.commit}${s.product.dirty ? " (with uncommitted changes)" : ""}` : ""}, sources sha256 ${s.product.sourceHash.slice(0, 16)}…`);
+  for (const p of s.resumedWith ?? []) out.push(`- resumed under other code: medmmv ${p.version}${p.commit ? `, commit ${p.commit}${p.dirty ? " (with uncommitted changes)" : ""}` : ""}, sources sha256 ${p.sourceHash.slice(0, 16)}… (this folder's records come from more than one product)`);
   for (const [k, v] of Object.entries(d.details)) out.push(`- ${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`);
   if (d.selection) out.push(`- selection: ${d.selection.selected} of ${d.selection.available} items${d.selection.sample !== null ? `, sample ${d.selection.sample} (seed ${d.selection.seed}${d.selection.stratify.length ? `, stratified by ${d.selection.stratify.join(", ")}` : ""})` : ""}${d.selection.limit !== null ? `, limit ${d.selection.limit}` : ""}${d.selection.where ? `, where ${Object.entries(d.selection.where).map(([k, v]) => `${k} ∈ {${v.join(", ")}}`).join(" and ")} (${d.selection.matched} matched)` : ""}`);
   if (d.readErrors) out.push(`- ${d.readErrors} item-run(s) failed before reaching the model (unreadable record or image)`);

@@ -44,11 +44,23 @@ export async function claimRunFolder(dir: string, manifest: RunManifest, resume:
     const changed = inputChange(previous, manifest);
     if (changed) throw new MedmmvError("CONFLICT", `--resume: ${changed}; its results cannot be mixed with this file's items (use another --out, or the original file)`);
     manifest.createdAt = previous.createdAt;
+    // The first session's product stays the folder's; a session on other code is added, never written over it.
+    keepProductHistory(previous, manifest);
   } else if (resume && hasResults) {
     throw new MedmmvError("CONFLICT", `--resume: ${dir} has results but no ${MANIFEST_FILE}, so its configuration is unknown; use another --out`);
   }
   await writeJsonAtomic(path.join(dir, MANIFEST_FILE), manifest);
   return existing;
+}
+
+function keepProductHistory(previous: RunManifest, manifest: RunManifest): void {
+  const now = manifest.product;
+  const history = [...(previous.resumedWith ?? [])];
+  if (previous.product === undefined) return; // an older folder: the product that ran first is unknown
+  manifest.product = previous.product;
+  const known = [previous.product, ...history].some((p) => p.sourceHash === now?.sourceHash);
+  if (now && !known) history.push(now);
+  if (history.length) manifest.resumedWith = history;
 }
 
 /** "3 items × 2 runs = 6 item-runs": a folder's records counted as what they are. */

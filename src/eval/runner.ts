@@ -274,7 +274,6 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   manifest.unpriced = unpricedModels([...Object.values(manifest.models), ...raterModels], config.llm.prices);
   // Without prices a cost limit could never be reached: refuse it before the folder is claimed.
   assertRunPriced(config, o.maxCostUsd, raterModels);
-  const existing = await claimRunFolder(dir, manifest, o.resume, config);
 
   const all: Array<EvalItem | ItemError> = [];
   for await (const x of adapter.read(input, { imagesDir: o.images, missingImages: o.missingImages, medmcqaCopBase: o.copBase, fieldMap: o.fieldMap, tracesFile: o.traces })) all.push(o.open && !isItemError(x) ? openEndedItem(x) : x);
@@ -287,6 +286,8 @@ export async function runEval(o: EvalRunOptions, deps: EvalRunDeps): Promise<Eva
   const needImages = o.images === undefined ? drawn.filter((s) => isItemError(s.x) && s.x.error.message.includes(NO_IMAGES_FOLDER)) : [];
   if (needImages.length > 0)
     throw new MedmmvError("INVALID_INPUT", `${needImages.length} of the ${drawn.length} selected items have images (e.g. ${needImages[0]!.id}) and no images folder was given: pass --images DIR, or --missing-images text-only to run them without (flagged)`);
+  // The folder is claimed (eval.json written) only once the items are known to be runnable: a refusal above leaves it as it was.
+  const existing = await claimRunFolder(dir, manifest, o.resume, config);
   // Probes apply to the drawn items: every permutation of a sampled item is planned, each its own (id, run).
   const probed = expandProbes(drawn.map((s) => s.x), probeOpts);
   const selected = probed.items.map((x) => ({ id: x.id, x }));

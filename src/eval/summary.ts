@@ -41,6 +41,8 @@ export interface EvalSummary extends EvalMetrics {
   };
   /** The product that produced the run: version, git commit, source hash (absent in older folders). */
   product?: ProductPin;
+  /** Later sessions (--resume) on other code than `product`: the records come from more than one product. */
+  resumedWith?: ProductPin[];
   config: Record<string, unknown>;
   models: Record<string, string>;
   /** Models without a price: their calls are not in the cost figures (absent when every model is priced). */

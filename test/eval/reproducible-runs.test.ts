@@ -125,6 +125,30 @@ describe("a run pins its inputs", () => {
     // The folder is untouched: still the first run's four records.
     expect((await readResults(path.join(first.dir, "results.jsonl"))).records).toHaveLength(4);
   });
+
+  it("--resume on other code keeps the first product and adds the later one; the same code adds nothing", async () => {
+    servers.model.setScenario(evalScenario({ answerFor: answerByItem(await readItems("medxpertqa", TEXT), () => "gold") }));
+    const first = await run({ dataset: "medxpertqa", input: TEXT, method: "cot", limit: 2 });
+    const m = (await readManifest(first.dir))!;
+    // The folder's first session as if another build had run it (its sources hashed otherwise).
+    const earlier = { ...m.product!, sourceHash: "0".repeat(64), commit: null };
+    await writeFile(path.join(first.dir, "eval.json"), JSON.stringify({ ...m, product: earlier }, null, 2));
+    const resumed = await runEval({ dataset: "medxpertqa", input: TEXT, method: "cot", out: first.dir, resume: true }, { config: servers.config({ MEDMMV_LLM_BACKOFF_BASE_MS: "5" }), progress: null });
+    const after = (await readManifest(first.dir))!;
+    expect(after.product).toEqual(earlier);
+    expect(after.resumedWith).toEqual([m.product]);
+    expect(resumed.summary).toMatchObject({ product: earlier, resumedWith: [m.product] });
+    expect(summaryMarkdown(resumed.summary)).toContain(`- resumed under other code: medmmv ${m.product!.version}`);
+    // Once more on the same code: the history does not grow.
+    await runEval({ dataset: "medxpertqa", input: TEXT, method: "cot", out: first.dir, resume: true }, { config: servers.config({ MEDMMV_LLM_BACKOFF_BASE_MS: "5" }), progress: null });
+    expect((await readManifest(first.dir))!.resumedWith).toEqual([m.product]);
+  });
+
+  it("a run refused before its first item (images asked for, none given) leaves its --out folder unclaimed", async () => {
+    const out = freshOut();
+    await expect(runEval({ dataset: "medxpertqa", input: MM, method: "cot", out }, { config: servers.config(), progress: null })).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringMatching(/no images folder was given/) });
+    expect(await readManifest(out)).toBeNull();
+  });
 });
 
 describe("--replay-cache DIR reads DIR", () => {
