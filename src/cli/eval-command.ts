@@ -276,11 +276,18 @@ async function tableAction(dirs: string[], o: ReportCliOptions): Promise<number>
       ...(o.table === "medxpertqa" ? [{ name: `MedXpertQA: ${m.label}`, table: medxpertqaTable(pooled.records) }] : []),
       ...(o.by ? [{ name: `${m.label} by ${o.by.join(" × ")}`, table: crossedBreakdown(pooled.records, o.by) }] : []),
     ];
-    if (o.json) process.stdout.write(JSON.stringify({ folders: dirs, method: m.method, label: m.label, differences: pooled.differences, tables }, null, 2) + "\n");
-    else {
-      const note = pooled.differences.length ? `\n\nPooled although they differ (--pool-different): ${pooled.differences.join("; ")}` : "";
-      process.stdout.write(tables.map((t) => crossedTableMarkdown(t.table, t.name)).join("\n\n") + `\n\nFolders: ${dirs.join(", ")}${note}\n`);
+    const json = JSON.stringify({ folders: dirs, method: m.method, label: m.label, differences: pooled.differences, tables }, null, 2) + "\n";
+    const note = pooled.differences.length ? `\n\nPooled although they differ (--pool-different): ${pooled.differences.join("; ")}` : "";
+    const md = tables.map((t) => crossedTableMarkdown(t.table, t.name)).join("\n\n") + `\n\nFolders: ${dirs.join(", ")}${note}\n`;
+    if (o.out) {
+      const { mkdir, writeFile } = await import("node:fs/promises");
+      const out = path.resolve(o.out);
+      await mkdir(out, { recursive: true });
+      await writeFile(path.join(out, "table.md"), md);
+      await writeFile(path.join(out, "table.json"), json);
+      process.stderr.write(`medmmv eval report: ${path.join(out, "table.md")} and table.json\n`);
     }
+    process.stdout.write(o.json ? json : md);
     return EXIT.ok;
   } catch (err) {
     return failWith("medmmv eval report", err);
@@ -445,7 +452,7 @@ export function registerEvalCommands(program: Command): void {
     .description("compare eval folders side by side (deltas against the first)")
     .argument("<dirs...>", "eval --out folders")
     .option("--json", "print the summaries as JSON")
-    .option("--out <dir>", "also write DIR/report.md, DIR/report.json (with the paired comparison) and DIR/summary.html (tables and plots)")
+    .option("--out <dir>", "also write DIR/report.md, DIR/report.json (with the paired comparison) and DIR/summary.html (tables and plots); with --table/--by, DIR/table.md and DIR/table.json")
     .addOption(new Option("--table <layout>", "pool the folders (one method: e.g. its Text and MM runs) into a leaderboard's table: medxpertqa = Text × MM × Reasoning/Understanding with pooled averages, as the official notebook computes them").choices(["medxpertqa"]))
     .option("--by <fields>", "pool the folders into a crossed breakdown by these fields, e.g. body_system,question_type (rows by the first, columns by the last)", list)
     .option("--pool-different", "with --table/--by: pool folders even when their method or configuration differs (the report names the differences)")

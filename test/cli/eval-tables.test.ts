@@ -76,6 +76,12 @@ describe("eval report --table medxpertqa TEXT MM", () => {
     const md = await medmmvCli(["eval", "report", "--table", "medxpertqa", textDir, mmDir], env());
     expect(md.stdout).toMatch(/\| split \\ question_type \| Reasoning \| Understanding \| All \|/);
     expect(md.stdout).toMatch(/\| \*\*All\*\* \|.*\| 56\.25 % \(9\/16; n = 8 items × 2 runs\) \|/);
+    // --out keeps what was printed, both forms.
+    const outDir = path.join(path.dirname(textDir), "table-out");
+    const written = await medmmvCli(["eval", "report", "--table", "medxpertqa", textDir, mmDir, "--out", outDir], env());
+    expect(written.code).toBe(0);
+    expect(await readFile(path.join(outDir, "table.md"), "utf8")).toBe(md.stdout);
+    expect(JSON.parse(await readFile(path.join(outDir, "table.json"), "utf8"))).toEqual(JSON.parse(r.stdout));
   });
 
   it("--by crosses any fields; a field the records lack is refused naming the fields they have", async () => {
