@@ -3,6 +3,7 @@ import type { NotRead } from "./fhir-fetch.js";
 import { CARD_SUMMARY_MAX, type Card } from "./hook-request.js";
 import { cardIndicator, summariseAnswer } from "../view/answer-state.js";
 import { cardUuidOfCase, OVERRIDE_REASONS } from "./card-feedback.js";
+import { notReadOfResult } from "./prefetch-bundle.js";
 
 const SOURCE = { label: "medmmv" } as const;
 
@@ -50,8 +51,8 @@ function replyDetail(r: DiagnosisResult): string | undefined {
   return r.reply ? `**Reply:** ${r.reply.text}` : undefined;
 }
 
-/** The card of a finished case: the answer (or why there is none), how well it is supported, the audit view. */
-export function resultCard(r: DiagnosisResult, viewUrl: string, notRead: readonly NotRead[] = []): Card {
+/** The card of a finished case: the answer (or why there is none), how well it is supported, the audit view; `notRead` defaults to what the stored result says its record left unread. */
+export function resultCard(r: DiagnosisResult, viewUrl: string, notRead: readonly NotRead[] = notReadOfResult(r.provenance.ignoredResources ?? [])): Card {
   const support = r.answerSupport;
   // The audit view's header state, by the same rule (answer-state.ts): only a confident answer is info.
   const indicator: Card["indicator"] = cardIndicator(summariseAnswer(r, notRead).state);

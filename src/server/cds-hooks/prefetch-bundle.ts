@@ -90,6 +90,9 @@ export function inPrefetchTerms(err: unknown, origins: readonly string[]): unkno
   return new MedmmvError(err.code, `the prefetch was refused: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`, { details: { ...err.details, issues } });
 }
 
+/** How withNotRead words a prefetch key it lists (notReadOfResult reads it back). */
+const NOT_READ = "not read: ";
+
 /**
  * The prefetch keys not read, put at the head of the case's ignored resources (its
  * provenance): the result says what the analysis did not see, as the card does.
@@ -97,7 +100,7 @@ export function inPrefetchTerms(err: unknown, origins: readonly string[]): unkno
 export function withNotRead(c: { metadata?: Record<string, unknown> | undefined }, notRead: readonly NotRead[]): void {
   const fhir = c.metadata?.fhir as { ignoredResources?: Array<{ resource: string; reason: string }> } | undefined;
   if (!fhir || !notRead.length) return;
-  fhir.ignoredResources = [...notRead.map((n) => ({ resource: `prefetch.${n.key}`, reason: `not read: ${n.reason}` })), ...(fhir.ignoredResources ?? [])];
+  fhir.ignoredResources = [...notRead.map((n) => ({ resource: `prefetch.${n.key}`, reason: `${NOT_READ}${n.reason}` })), ...(fhir.ignoredResources ?? [])];
 }
 
 /** The prefetch key each resource type is asked for by, and what a clinician calls one. */
@@ -116,8 +119,22 @@ const TYPE_WORDS: Record<string, { key: string; one: string; many: string }> = {
  */
 export function otherPatientNotRead(c: { metadata?: Record<string, unknown> | undefined }): NotRead[] {
   const fhir = c.metadata?.fhir as { ignoredResources?: Array<{ resource: string; reason: string }> } | undefined;
+  return otherPatientLines(fhir?.ignoredResources ?? []);
+}
+
+/**
+ * What the card of a stored result said was not read, from the result's own ignored resources
+ * (withNotRead's prefetch keys, and another patient's resources): the feedback on a card and
+ * the audit view's header judge the answer on the same record the card did.
+ */
+export function notReadOfResult(ignored: ReadonlyArray<{ resource: string; reason: string }>): NotRead[] {
+  const prefetch = ignored.filter((i) => i.resource.startsWith("prefetch.") && i.reason.startsWith(NOT_READ)).map((i) => ({ key: i.resource.slice("prefetch.".length), reason: i.reason.slice(NOT_READ.length) }));
+  return [...prefetch, ...otherPatientLines(ignored)];
+}
+
+function otherPatientLines(ignored: ReadonlyArray<{ resource: string; reason: string }>): NotRead[] {
   const counts = new Map<string, number>();
-  for (const i of fhir?.ignoredResources ?? []) {
+  for (const i of ignored) {
     if (i.reason !== OTHER_PATIENT_REASON) continue;
     const type = i.resource.split(/[/ ]/)[0]!;
     counts.set(type, (counts.get(type) ?? 0) + 1);

@@ -17,6 +17,7 @@ import type { DiagnosisResult } from "../../core/contracts/diagnosis-result.js";
 import type { PathOutput } from "../../core/contracts/reasoning-path.js";
 import { answerKey } from "../../core/workflow/nodes/plan-refinement.js";
 import type { AnswerState, AnswerSummary, NotExamined } from "./answer-summary.js";
+import { notReadOfResult } from "../cds-hooks/prefetch-bundle.js";
 
 export type { AnswerState, AnswerSummary, NotExamined } from "./answer-summary.js";
 
@@ -63,7 +64,7 @@ function notExamined(r: DiagnosisResult): NotExamined[] {
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 /** The state of a result, and why (the CDS card adds what the EHR's record left unread). */
-export function summariseAnswer(r: DiagnosisResult, recordNotRead: readonly RecordNotRead[] = []): AnswerSummary {
+export function summariseAnswer(r: DiagnosisResult, recordNotRead: readonly RecordNotRead[] = notReadOfResult(r.provenance.ignoredResources ?? [])): AnswerSummary {
   const claims = { supported: 0, unsupported: 0, rejected: 0 };
   for (const c of (r.path?.steps ?? []).flatMap((s) => s.claims)) {
     if (c.verdict === "supported") claims.supported++;

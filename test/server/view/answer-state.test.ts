@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { resultCard } from "../../../src/server/cds-hooks/cards.js";
 import { summariseAnswer } from "../../../src/server/view/answer-state.js";
+import { notReadOfResult, withNotRead } from "../../../src/server/cds-hooks/prefetch-bundle.js";
+import { OTHER_PATIENT_REASON } from "../../../src/core/intake/fhir/one-patient.js";
 import { confidentCase, incompleteCase, uncertainCase } from "./how-sure-cases.js";
 
 describe("how sure: one rule for the header and the CDS card", () => {
@@ -22,6 +24,23 @@ describe("how sure: one rule for the header and the CDS card", () => {
   it("what the EHR's record left unread makes a confident result incomplete on the card", () => {
     const r = confidentCase().result;
     expect(summariseAnswer(r, [{ key: "conditions", reason: "401" }])).toMatchObject({ state: "incomplete", reasons: ["part of the record was not read (conditions)"] });
+  });
+
+  it("a stored result carries what its card said was not read: the view's header and the card's feedback judge it as the card did", () => {
+    const r = confidentCase().result;
+    // As the hook stores it: the unread prefetch keys at the head of the case's ignored resources, another patient's resources beside.
+    const stored = { metadata: { fhir: { ignoredResources: [{ resource: "Condition/c-9", reason: OTHER_PATIENT_REASON }] } } };
+    withNotRead(stored, [{ key: "conditions", reason: "the FHIR server answered 401" }]);
+    r.provenance.ignoredResources = stored.metadata.fhir.ignoredResources;
+    expect(notReadOfResult(r.provenance.ignoredResources)).toEqual([
+      { key: "conditions", reason: "the FHIR server answered 401" },
+      { key: "conditions", reason: "of another patient", said: "1 condition of another patient" },
+    ]);
+    expect(summariseAnswer(r)).toMatchObject({ state: "incomplete", reasons: ["part of the record was not read (conditions, conditions)"] });
+    expect(resultCard(r, "https://medmmv.example.org/v").indicator).toBe("warning");
+    // A FHIR case's own ignored resources (a resource type medmmv does not read) are not an unread part of the EHR's record.
+    r.provenance.ignoredResources = [{ resource: "Coverage/1", reason: "not a clinical resource medmmv reads" }];
+    expect(summariseAnswer(r).state).toBe("confident");
   });
 
   it("a failed search pair is one source fewer (not incomplete); a refused one is said", () => {
