@@ -28,7 +28,7 @@ export interface FetchedPrefetch {
   fetched: Record<string, unknown>;
   /** Queries that failed: not in `fetched`. */
   failed: NotRead[];
-  /** Searches cut at `maxPages`: in `fetched`, but only their first pages. */
+  /** Searches cut at `maxPages`, or at a next page that could not be read: in `fetched`, with the pages that came. */
   truncated: NotRead[];
 }
 
@@ -133,20 +133,31 @@ function fhirClient(o: FetchMissingOptions) {
     return parsed as Json;
   };
 
-  /** A searchset with the entries of its `next` pages appended (up to maxPages in all), its links dropped. */
-  const withNextPages = async (key: string, first: Json): Promise<{ value: Json; truncated: boolean }> => {
+  /**
+   * A searchset with the entries of its `next` pages appended (up to maxPages in all), its links
+   * dropped. A next page that cannot be read ends the search there: what came is kept, and
+   * `stopped` says after how many entries and why (never the pages already read thrown away).
+   */
+  const withNextPages = async (key: string, first: Json): Promise<{ value: Json; truncated: boolean; stopped?: { after: number; reason: string } }> => {
     const entries: unknown[] = Array.isArray(first.entry) ? [...(first.entry as unknown[])] : [];
     let next = nextLink(first);
+    let stopped: { after: number; reason: string } | undefined;
     for (let page = 1; next && page < maxPages; page++) {
-      const onServer = sameFhirServer(next, base);
-      if (!onServer) throw new QueryFailed(`the next page of "${key}" is not on the FHIR server`);
-      const more = await getJson(onServer);
-      if (more.resourceType !== "Bundle") throw new QueryFailed(`a next page of "${key}" is not a Bundle`);
-      if (Array.isArray(more.entry)) entries.push(...(more.entry as unknown[]));
-      next = nextLink(more);
+      try {
+        const onServer = sameFhirServer(next, base);
+        if (!onServer) throw new QueryFailed(`the next page of "${key}" is not on the FHIR server`);
+        const more = await getJson(onServer);
+        if (more.resourceType !== "Bundle") throw new QueryFailed(`a next page of "${key}" is not a Bundle`);
+        if (Array.isArray(more.entry)) entries.push(...(more.entry as unknown[]));
+        next = nextLink(more);
+      } catch (err) {
+        if (!(err instanceof QueryFailed)) throw err;
+        stopped = { after: entries.length, reason: err.message };
+        break;
+      }
     }
     const { link: _pages, ...bundle } = first;
-    return { value: { ...bundle, entry: entries }, truncated: next !== null };
+    return { value: { ...bundle, entry: entries }, truncated: stopped === undefined && next !== null, ...(stopped ? { stopped } : {}) };
   };
   return { base, maxPages, getJson, withNextPages };
 }
@@ -183,14 +194,10 @@ export async function fetchNextPages(paged: readonly PagedPrefetch[], o: Omit<Fe
   const out: { fetched: Record<string, unknown>; notRead: NotRead[] } = { fetched: {}, notRead: [] };
   await Promise.all(
     paged.map(async (p) => {
-      try {
-        const { value, truncated } = await client.withNextPages(p.key, p.bundle);
-        out.fetched[p.key] = value;
-        if (truncated) out.notRead.push({ key: p.key, reason: `only its first ${client.maxPages} pages were read`, said: `${p.key} after the first ${client.maxPages} pages (the EHR's search has more)` });
-      } catch (err) {
-        if (!(err instanceof QueryFailed)) throw err;
-        out.notRead.push(afterFirstPage(p, `the EHR sent a next page, which could not be read: ${err.message}`));
-      }
+      const { value, truncated, stopped } = await client.withNextPages(p.key, p.bundle);
+      out.fetched[p.key] = value;
+      if (truncated) out.notRead.push({ key: p.key, reason: `only its first ${client.maxPages} pages were read`, said: `${p.key} after the first ${client.maxPages} pages (the EHR's search has more)` });
+      if (stopped) out.notRead.push({ key: p.key, reason: `a next page could not be read: ${stopped.reason}`, said: `${p.key} after the first ${stopped.after} (a next page could not be read: ${stopped.reason})` });
     }),
   );
   return out;
@@ -210,7 +217,7 @@ export async function fetchNextPages(paged: readonly PagedPrefetch[], o: Omit<Fe
 export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMissingOptions): Promise<FetchedPrefetch> {
   const client = fhirClient(o);
   /** One query: its first answer, and for a searchset the entries of its next pages appended. */
-  const query = async (key: string, template: string): Promise<{ value: Json; truncated: boolean }> => {
+  const query = async (key: string, template: string): Promise<{ value: Json; truncated: boolean; stopped?: { after: number; reason: string } }> => {
     const first = await client.getJson(`${client.base}/${template.replaceAll("{{context.patientId}}", encodeURIComponent(o.patientId))}`);
     return first.resourceType === "Bundle" ? client.withNextPages(key, first) : { value: first, truncated: false };
   };
@@ -221,9 +228,10 @@ export async function fetchMissingPrefetch(keys: readonly string[], o: FetchMiss
       const template = PREFETCH[key];
       if (!template) return;
       try {
-        const { value, truncated } = await query(key, template);
+        const { value, truncated, stopped } = await query(key, template);
         out.fetched[key] = value;
         if (truncated) out.truncated.push({ key, reason: `only its first ${maxPages} pages were read` });
+        if (stopped) out.truncated.push({ key, reason: `a next page could not be read: ${stopped.reason}`, said: `${key} after the first ${stopped.after} (a next page could not be read: ${stopped.reason})` });
       } catch (err) {
         if (!(err instanceof QueryFailed)) throw err;
         out.failed.push({ key, reason: err.message });

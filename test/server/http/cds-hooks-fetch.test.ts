@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PREFETCH } from "../../../src/server/cds-hooks/discovery.js";
-import { fetchMissingPrefetch } from "../../../src/server/cds-hooks/fhir-fetch.js";
+import { fetchMissingPrefetch, fetchNextPages, pagedPrefetch } from "../../../src/server/cds-hooks/fhir-fetch.js";
 
 /** 60 two-byte characters: 60 UTF-16 units of text, 120 bytes on the wire. */
 const ACCENTS = "é".repeat(60);
@@ -47,6 +47,12 @@ function route(req: IncomingMessage, res: ServerResponse): void {
   if (scenario === "three-pages") {
     const page = Number(url.searchParams.get("page") ?? "1");
     return searchPage(res, page, page < 3 ? `${base}/three-pages/Observation?page=${page + 1}` : null);
+  }
+  if (scenario === "fails-at-three") {
+    // Pages 1 and 2 come; page 3 is a server error.
+    const page = Number(url.searchParams.get("page") ?? "1");
+    if (page === 3) return void res.writeHead(503, { "content-type": "application/fhir+json" }).end('{"resourceType":"OperationOutcome","issue":[]}');
+    return searchPage(res, page, `${base}/fails-at-three/Observation?page=${page + 1}`);
   }
   if (scenario === "elsewhere") return searchPage(res, 1, "http://169.254.169.254/latest/meta-data");
   res.writeHead(404).end();
@@ -110,9 +116,24 @@ describe("fetchMissingPrefetch", () => {
     expect(out.truncated).toEqual([{ key: "observations", reason: "only its first 4 pages were read" }]);
   });
 
+  it("a next page that fails keeps the pages read before it, and says after how many entries the search stopped", async () => {
+    const out = await fetchMissingPrefetch(["observations"], options("fails-at-three"));
+    expect((out.fetched.observations as { entry: Array<{ resource: { id: string } }> }).entry.map((e) => e.resource.id)).toEqual(["obs-1", "obs-2"]);
+    expect(out.failed).toEqual([]);
+    expect(out.truncated).toEqual([{ key: "observations", reason: "a next page could not be read: the FHIR server answered 503", said: "observations after the first 2 (a next page could not be read: the FHIR server answered 503)" }]);
+    // The same for a search the EHR sent its first page of (fetchNextPages).
+    const first = { resourceType: "Bundle", type: "searchset", entry: [{ resource: { resourceType: "Observation", id: "obs-1" } }], link: [{ relation: "next", url: `${base}/fails-at-three/Observation?page=2` }] };
+    const pages = await fetchNextPages(pagedPrefetch({ observations: first }), options("fails-at-three"));
+    expect((pages.fetched.observations as { entry: Array<{ resource: { id: string } }> }).entry.map((e) => e.resource.id)).toEqual(["obs-1", "obs-2"]);
+    expect(pages.notRead).toEqual([{ key: "observations", reason: "a next page could not be read: the FHIR server answered 503", said: "observations after the first 2 (a next page could not be read: the FHIR server answered 503)" }]);
+  });
+
   it("never follows a next link off the FHIR server", async () => {
     const out = await fetchMissingPrefetch(["observations"], options("elsewhere"));
-    expect(out.fetched.observations).toBeUndefined();
-    expect(out.failed).toEqual([{ key: "observations", reason: 'the next page of "observations" is not on the FHIR server' }]);
+    // What the EHR's own server sent first is kept; the search ends at the link it will not follow, and says after how many.
+    expect(out.failed).toEqual([]);
+    const kept = (out.fetched.observations as { entry: unknown[] }).entry.length;
+    expect(kept).toBeGreaterThan(0);
+    expect(out.truncated).toEqual([{ key: "observations", reason: 'a next page could not be read: the next page of "observations" is not on the FHIR server', said: `observations after the first ${kept} (a next page could not be read: the next page of "observations" is not on the FHIR server)` }]);
   });
 });
