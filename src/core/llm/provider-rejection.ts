@@ -74,7 +74,8 @@ const QUOTA_CODES = new Set(["insufficient_quota", "credit_balance_exhausted", "
  * them: OpenAI's and vLLM's ("maximum context length is N tokens … resulted in M tokens");
  * llama.cpp's `exceed_context_size_error` with `n_ctx` and `n_prompt_tokens` (ggml-org/llama.cpp#15780);
  * TGI's 422 "`inputs` tokens + `max_new_tokens` must be <= N. Given: M `inputs` tokens"
- * (huggingface/tgi-gaudi#146, huggingface/llm-vscode#94); Gemini's "The input token count (M)
+ * (huggingface/tgi-gaudi#146, huggingface/llm-vscode#94); Anthropic's "prompt is too long: M tokens > N
+ * maximum"; Gemini's "The input token count (M)
  * exceeds the maximum number of tokens allowed (N)" (google-gemini/gemini-cli#13006); Ollama's
  * native API with truncation off: "the input length exceeds the context length".
  */
@@ -88,6 +89,9 @@ function contextRefusal(e: Record<string, unknown>, message: string, code: strin
   }
   if (/`?inputs`? tokens \+ `?max_new_tokens`? must be <= \d+/i.test(message))
     return { kind: "contextLength", window: num(/must be <= (\d+)/i), requested: num(/Given: (\d+) `?inputs`? tokens/i), message };
+  // Anthropic's 400 invalid_request_error "prompt is too long: 208310 tokens > 200000 maximum" (anthropics/claude-code#12186, #14195).
+  if (/prompt is too long: \d+ tokens > \d+ maximum/i.test(message))
+    return { kind: "contextLength", window: num(/> (\d+) maximum/i), requested: num(/too long: (\d+) tokens/i), message };
   if (/input token count \(\d+\) exceeds the maximum number of tokens allowed/i.test(message))
     return { kind: "contextLength", window: num(/tokens allowed \((\d+)\)/i), requested: num(/input token count \((\d+)\)/i), message };
   if (code === "context_length_exceeded" || /maximum context length is \d+/i.test(message) || /exceeds the (maximum )?context length/i.test(message))

@@ -9,6 +9,8 @@ describe("readRejection", () => {
   it("context refusals of llama.cpp, TGI, Gemini (an array) and OpenAI, with both sizes where stated", () => {
     expect(readRejection(400, { error: { code: 400, message: "the request exceeds the available context size, try increasing it", type: "exceed_context_size_error", n_prompt_tokens: 14429, n_ctx: 8192 } })).toMatchObject({ kind: "contextLength", window: 8192, requested: 14429 });
     expect(readRejection(422, { error: "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 200 `max_new_tokens`", error_type: "validation" })).toMatchObject({ kind: "contextLength", window: 4096, requested: 4000 });
+    // Anthropic's body as its SDK's fetch sees it.
+    expect(readRejection(400, { type: "error", error: { type: "invalid_request_error", message: "prompt is too long: 208310 tokens > 200000 maximum" }, request_id: "req_1" })).toMatchObject({ kind: "contextLength", window: 200000, requested: 208310 });
     const gemini = [{ error: { code: 400, message: "The input token count (134123) exceeds the maximum number of tokens allowed (131072).", status: "INVALID_ARGUMENT" } }];
     expect(readRejection(400, gemini)).toMatchObject({ kind: "contextLength", window: 131072, requested: 134123 });
     expect(readRejection(400, { error: { message: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.", code: "context_length_exceeded" } })).toMatchObject({ kind: "contextLength", window: 8192, requested: 9000 });
