@@ -79,6 +79,10 @@ export function explainProviderFailure(err: MedmmvError, facts: EndpointFacts): 
     return rewrite(`the model endpoint's port is one that fetch refuses to connect to (a blocked port)`, `serve the model on another port and change ${endpointVars}`);
   const status = statusOf(err);
   if (status === 401) return rewrite(`the provider refused the API key (HTTP 401)`, `check ${facts.variables?.key ?? "OPENAI_API_KEY (or AZURE_OPENAI_API_KEY)"}`);
+  // Credentials that are valid but not allowed this model or action (Bedrock's AccessDeniedException: the role lacks
+  // bedrock:InvokeModel, or the model's access was never granted in the account; OpenAI's project or region restrictions).
+  if (status === 403)
+    return rewrite(`the provider refused the request as not permitted (HTTP 403)`, `check that ${facts.variables?.key ?? "OPENAI_API_KEY (or AZURE_OPENAI_API_KEY)"} may use model "${facts.model}"${facts.variables?.key?.includes("AWS") ? " (the IAM policy allows bedrock:InvokeModel on it, and the model's access is granted in the Bedrock console for this region)" : ""}`);
   if (status === 404) {
     const what = facts.azure ? `deployment "${facts.model}"` : `model "${facts.model}"`;
     return rewrite(

@@ -65,9 +65,10 @@ const NO_IMAGES = [/unknown variant `?image_url`?, expected `?text`?/i, /image i
  * A billing stop, never a rate limit: OpenAI's 429 with type or code `insufficient_quota`, and
  * `credit_balance_exhausted`, `*_spend_limit_exceeded`, `organization_usage_limit_exceeded`
  * ("retrying will not restore access": learn.microsoft.com, dev-proxy, openai-insufficient-quota);
- * OpenRouter's 402 "insufficient credits" (openrouter.ai/docs/api/reference/errors-and-debugging).
+ * OpenRouter's 402 "insufficient credits" (openrouter.ai/docs/api/reference/errors-and-debugging); Amazon
+ * Bedrock's ServiceQuotaExceededException (the account's quota, raised in Service Quotas, not by waiting a second).
  */
-const QUOTA_CODES = new Set(["insufficient_quota", "credit_balance_exhausted", "organization_spend_limit_exceeded", "project_spend_limit_exceeded", "organization_usage_limit_exceeded", "billing_hard_limit_reached"]);
+const QUOTA_CODES = new Set(["ServiceQuotaExceededException", "insufficient_quota", "credit_balance_exhausted", "organization_spend_limit_exceeded", "project_spend_limit_exceeded", "organization_usage_limit_exceeded", "billing_hard_limit_reached"]);
 
 /**
  * Context-window refusals, with the window and the prompt's tokens where the wording states
@@ -89,6 +90,9 @@ function contextRefusal(e: Record<string, unknown>, message: string, code: strin
   }
   if (/`?inputs`? tokens \+ `?max_new_tokens`? must be <= \d+/i.test(message))
     return { kind: "contextLength", window: num(/must be <= (\d+)/i), requested: num(/Given: (\d+) `?inputs`? tokens/i), message };
+  // Amazon Bedrock's ValidationException "Input is too long for requested model." (or "The model returned the
+  // following errors: Input is too long…"), which states neither size (aws-samples/assessment-generator#2, continuedev/continue#6005).
+  if (/input is too long for requested model/i.test(message)) return { kind: "contextLength", window: null, requested: null, message };
   // Anthropic's 400 invalid_request_error "prompt is too long: 208310 tokens > 200000 maximum" (anthropics/claude-code#12186, #14195).
   if (/prompt is too long: \d+ tokens > \d+ maximum/i.test(message))
     return { kind: "contextLength", window: num(/> (\d+) maximum/i), requested: num(/too long: (\d+) tokens/i), message };
@@ -158,8 +162,12 @@ export function readRejection(status: number, body: unknown): Rejection | null {
 export function rejectionOf(err: unknown, seen?: { status: number; body: unknown }): Rejection | null {
   if (seen) return readRejection(seen.status, seen.body);
   for (const e of causes(err)) {
-    const rec = e as { status?: unknown; error?: unknown };
+    const rec = e as { status?: unknown; error?: unknown; name?: unknown; message?: unknown; $metadata?: { httpStatusCode?: unknown } };
     if (typeof rec.status === "number" && rec.error !== undefined) return readRejection(rec.status, Array.isArray(rec.error) || typeof rec.error === "string" ? rec.error : { error: rec.error });
+    // An AWS SDK service exception (Bedrock through ChatBedrockConverse): its name is the error code, e.g.
+    // { name: "ValidationException", $metadata: { httpStatusCode: 400 }, message: "Input is too long for requested model." }.
+    const awsStatus = rec.$metadata?.httpStatusCode;
+    if (typeof awsStatus === "number" && typeof rec.name === "string") return readRejection(awsStatus, { error: { code: rec.name, message: typeof rec.message === "string" ? rec.message : "" } });
   }
   return null;
 }

@@ -36,10 +36,11 @@ export interface ClassifiedError {
   message: string;
 }
 
-/** Read an HTTP status and Retry-After from an error: the OpenAI SDK's APIError (what ChatOpenAI throws), or a fetch-style error with a response. */
+/** Read an HTTP status and Retry-After from an error: the OpenAI SDK's APIError (what ChatOpenAI throws), a fetch-style error with a response, or an AWS SDK service exception. */
 export function classifyError(err: unknown, parentAborted: boolean): ClassifiedError {
   const e = err as Record<string, unknown> & { name?: string; message?: string; cause?: unknown };
-  const status = numberOrNull(e?.status) ?? numberOrNull((e?.response as Record<string, unknown> | undefined)?.status);
+  // The AWS SDK's service exceptions (Bedrock's ValidationException, ThrottlingException…) carry theirs in $metadata.httpStatusCode.
+  const status = numberOrNull(e?.status) ?? numberOrNull((e?.response as Record<string, unknown> | undefined)?.status) ?? numberOrNull((e?.$metadata as Record<string, unknown> | undefined)?.httpStatusCode);
   const headers = (e?.headers ?? (e?.response as Record<string, unknown> | undefined)?.headers) as unknown;
   const retryAfterMs = parseRetryAfter(readHeader(headers, "retry-after-ms"), true) ?? parseRetryAfter(readHeader(headers, "retry-after"), false);
   const name = String(e?.name ?? "");

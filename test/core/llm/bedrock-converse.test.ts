@@ -8,6 +8,7 @@ import { DiagnosisResult } from "../../../src/core/contracts/diagnosis-result.js
 import { catalogEntry } from "../../../src/core/llm/model-catalog.js";
 import { callCostUsd } from "../../../src/core/llm/usage.js";
 import { loadConfig } from "../../../src/core/config.js";
+import { rawReply } from "../../../src/scripted/scripted-openai-server.js";
 
 /**
  * Amazon Bedrock through LangChain's own integration (@langchain/aws ChatBedrockConverse and
@@ -47,6 +48,35 @@ describe("Amazon Bedrock (bedrock:…) through ChatBedrockConverse", () => {
     expect(price.input).toBeGreaterThan(0);
     expect(result.usage.costUsd).toBeCloseTo(callCostUsd(price, result.usage.promptTokens, 0, result.usage.completionTokens), 6);
     expect(result.usage.unpricedCalls ?? 0).toBe(0);
+  });
+
+  /** A case whose every model call Bedrock refuses with `status` (the scripted server answers as Bedrock: x-amzn-errortype, { message }). */
+  async function refusedCase(id: string, status: number, message: string) {
+    servers.model.setScenario({ ...clinicalScenario({ rolloutAnswers: ["B"] }), agents: {}, fallback: rawReply(JSON.stringify({ error: { message } }), { status }) });
+    const cfg = servers.config({ MEDMMV_MODEL: SONNET, MEDMMV_JUDGE_MODEL: SONNET, MEDMMV_VISION_MODEL: SONNET, AWS_REGION: "us-east-1", MEDMMV_BEDROCK_ENDPOINT: scriptedOrigin(servers.model.baseUrl), MEDMMV_LLM_MAX_ATTEMPTS: "3", MEDMMV_LLM_BACKOFF_BASE_MS: "1" });
+    const before = servers.model.vendors.bedrock.calls().length;
+    const { result } = await new Pipeline(cfg).run(chestPainCase(id), pipelineOptions(cfg, { k: 1 }));
+    return { result, calls: servers.model.vendors.bedrock.calls().length - before, failures: result.provenance.failures ?? [] };
+  }
+
+  it("Bedrock's refusals are typed by the AWS SDK's exception, never \"connection error\": a long prompt is CONTEXT_TOO_LONG, sent once", async () => {
+    const { result, calls, failures } = await refusedCase("case-bedrock-long", 400, "Input is too long for requested model.");
+    expect(result.status).toBe("failed");
+    expect(result.error?.code).toBe("CONTEXT_TOO_LONG");
+    // One request per branch: a ValidationException is not retried.
+    expect(calls).toBe(failures.length);
+    expect(JSON.stringify(failures)).not.toMatch(/connection error/);
+  });
+
+  it("…throttling is retried as a rate limit (HTTP 429), and a model the role may not invoke is a 403 naming the IAM permission", async () => {
+    const throttled = await refusedCase("case-bedrock-throttled", 429, "Too many requests, please wait before trying again.");
+    expect(throttled.result.status).toBe("failed");
+    expect(throttled.failures.map((f) => f.message)).toContainEqual(expect.stringMatching(/failed after 3 attempt\(s\); last: HTTP 429/));
+    expect(throttled.calls).toBe(3 * throttled.failures.length);
+    const denied = await refusedCase("case-bedrock-denied", 403, "You don't have access to the model with the specified model ID.");
+    expect(denied.result.status).toBe("failed");
+    expect(denied.calls).toBe(denied.failures.length);
+    expect(denied.failures[0]!.message).toMatch(/not permitted \(HTTP 403\).*bedrock:InvokeModel/);
   });
 
   it("a bedrock:… model without a region is a configuration error naming AWS_REGION, never a call", async () => {

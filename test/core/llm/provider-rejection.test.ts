@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { readRejection } from "../../../src/core/llm/provider-rejection.js";
+import { rejectionOf, readRejection } from "../../../src/core/llm/provider-rejection.js";
 import { parseGoDuration, statedWaitMs } from "../../../src/core/llm/rate-limit-hints.js";
 import { truncatedPrompt } from "../../../src/core/llm/context-truncation.js";
 import { UsageMeter } from "../../../src/core/llm/usage.js";
@@ -9,6 +9,11 @@ describe("readRejection", () => {
   it("context refusals of llama.cpp, TGI, Gemini (an array) and OpenAI, with both sizes where stated", () => {
     expect(readRejection(400, { error: { code: 400, message: "the request exceeds the available context size, try increasing it", type: "exceed_context_size_error", n_prompt_tokens: 14429, n_ctx: 8192 } })).toMatchObject({ kind: "contextLength", window: 8192, requested: 14429 });
     expect(readRejection(422, { error: "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 200 `max_new_tokens`", error_type: "validation" })).toMatchObject({ kind: "contextLength", window: 4096, requested: 4000 });
+    // Amazon Bedrock's exceptions, as the AWS SDK throws them (name = the code, $metadata.httpStatusCode).
+    const aws = (name: string, status: number, message: string) => Object.assign(new Error(message), { name, $fault: "client", $metadata: { httpStatusCode: status } });
+    expect(rejectionOf(aws("ValidationException", 400, "The model returned the following errors: Input is too long for requested model."))).toMatchObject({ kind: "contextLength", window: null });
+    expect(rejectionOf(aws("ServiceQuotaExceededException", 400, "Your request exceeds the service quota for your account."))).toMatchObject({ kind: "quota", code: "ServiceQuotaExceededException" });
+    expect(rejectionOf(aws("ThrottlingException", 429, "Too many requests, please wait before trying again."))).toBeNull();
     // Anthropic's body as its SDK's fetch sees it.
     expect(readRejection(400, { type: "error", error: { type: "invalid_request_error", message: "prompt is too long: 208310 tokens > 200000 maximum" }, request_id: "req_1" })).toMatchObject({ kind: "contextLength", window: 200000, requested: 208310 });
     const gemini = [{ error: { code: 400, message: "The input token count (134123) exceeds the maximum number of tokens allowed (131072).", status: "INVALID_ARGUMENT" } }];
