@@ -6,6 +6,7 @@ import { Pipeline, pipelineOptions, type PipelineOverrides } from "../../../src/
 import { forgetAdaptations } from "../../../src/core/llm/model-adaptation.js";
 import { summariseAnswer } from "../../../src/server/view/answer-state.js";
 import { twoImageCase } from "../../support/two-image-case.js";
+import { formatSummary } from "../../../src/cli/format-summary.js";
 
 /**
  * A case with images whose executor and judge run on a text-only model: DeepSeek's chat API
@@ -75,6 +76,7 @@ describe("a text-only executor with a vision model", () => {
     const summary = summariseAnswer(result);
     expect(summary.notExamined).toEqual([]);
     expect(summary.imageNote).toBe("the answer's model (deepseek-chat) saw a description of the images made by gpt-4o, not the images");
+    expect(formatSummary(result)).toContain("Images: executor deepseek-chat saw gpt-4o's description, not the images; judge deepseek-chat saw no image (it takes none)");
   });
 
   it("the rollouts' prompts hold the vision model's findings in a MODEL_OUTPUT fence, said to be a description and not the images", async () => {
@@ -128,6 +130,7 @@ describe("a text-only executor and no vision model", () => {
     expect(summary.notExamined).toEqual([{ agent: "image-doctor", what: "the image", why: "no model of this deployment takes images" }]);
     expect(summary.reasons).toContain("the image was not examined (no model of this deployment takes images)");
     expect(summary.imageNote).toBeNull();
+    expect(formatSummary(result)).toContain("no model of this deployment takes images: they were not examined");
   });
 
   it("the rollouts' prompts say the images are not shown and no model examined them", async () => {
