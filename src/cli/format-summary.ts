@@ -73,6 +73,9 @@ export function formatSummary(r: DiagnosisResult): string {
   // A mixed panel: which model gave which rollout answer.
   const rolloutModels = r.provenance.rolloutModels ?? [];
   if (new Set(rolloutModels).size > 1) out.push(`Rollout models: ${rolloutModels.map((m, i) => `${r.stability.rolloutAnswers[i] ?? "×"} ${m}`).join("; ")}`);
+  // Models that take no images: what stood in for the case's images (provenance.imageInput).
+  const input = r.provenance.imageInput;
+  if (input) out.push(`Images: ${input.models.filter((m) => m.saw !== "images").map((m) => `${m.role} ${m.model} saw ${m.saw === "description" ? `${input.describedBy}'s description, not the images` : "no image (it takes none)"}`).join("; ")}${input.describedBy === null ? "; no model of this deployment takes images: they were not examined" : ""}`);
   const u = r.usage;
   out.push(`Usage: ${u.llmCalls} model calls, ${u.searchCalls} searches, ${u.promptTokens}+${u.completionTokens} tokens (${u.cachedPromptTokens ?? 0} prompt tokens from the provider's cache), ${((u.imageBytes ?? 0) / 1024).toFixed(1)} KiB of images sent${u.imageTokens ? ` (${u.imageTokens} image tokens)` : ""}, ${costText(u)}, ${(u.wallMs / 1000).toFixed(1)} s (critical path ${u.criticalPathCalls ?? "?"} calls)`);
   const costly = Object.entries(u.byAgent).filter(([, a]) => (a.costUsd ?? 0) > 0);

@@ -4326,6 +4326,17 @@ export interface operations {
                                 code: string;
                                 message: string;
                             }[];
+                            imageInput?: {
+                                describedBy: string | null;
+                                models: {
+                                    /** @enum {string} */
+                                    role: "executor" | "vision" | "judge";
+                                    model: string;
+                                    /** @enum {string} */
+                                    saw: "images" | "description" | "nothing";
+                                    note: string;
+                                }[];
+                            };
                             untrustedContent?: {
                                 source: string;
                                 note: string;
@@ -5319,6 +5330,17 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 }[];
+                                imageInput?: {
+                                    describedBy: string | null;
+                                    models: {
+                                        /** @enum {string} */
+                                        role: "executor" | "vision" | "judge";
+                                        model: string;
+                                        /** @enum {string} */
+                                        saw: "images" | "description" | "nothing";
+                                        note: string;
+                                    }[];
+                                };
                                 untrustedContent?: {
                                     source: string;
                                     note: string;

@@ -58,7 +58,12 @@ import { isRecord } from "../core/contracts/is-record.js";
  *   `[{ error: { code, message, status } }]` (google-gemini/gemini-cli#6454, #13006); a prompt
  *   over `contextWindow` is refused 400 "The input token count (M) exceeds the maximum number
  *   of tokens allowed (N)."; `throttle: n` refuses the first n requests 429 RESOURCE_EXHAUSTED
- *   with a google.rpc.RetryInfo `retryDelay`.
+ *   with a google.rpc.RetryInfo `retryDelay`; `dailyQuota: true` refuses every request 429
+ *   RESOURCE_EXHAUSTED for a per-day quota, as Google sends it: a QuotaFailure violation with
+ *   `quotaId: "GenerateRequestsPerDayPerProjectPerModel-FreeTier"` and `quotaValue`, a Help link,
+ *   and a RetryInfo of seconds all the same (a real body: oppl.ai gemini_complex_1; gemini-cli#8437;
+ *   "RPD quotas reset at midnight Pacific time", ai.google.dev/gemini-api/docs/rate-limits). The
+ *   native generateContent route answers the same refusals as one object (scripted-gemini-routes.ts).
  * - `openai-quota`: OpenAI with no credit left: 429 `{ error: { type: "insufficient_quota",
  *   code: "insufficient_quota" } }` (mattvr/ShellGPT#23), which no retry cures.
  */
@@ -85,6 +90,8 @@ export interface ProviderOptions {
   resetRequests?: string;
   /** gemini-openai: the RetryInfo delay of its 429 (default "0.02s"). */
   retryDelay?: string;
+  /** gemini-openai: every request meets the project's used-up per-day quota (429, QuotaFailure PerDay). */
+  dailyQuota?: boolean;
   /** openrouter: every request is refused for credit (402). */
   quota?: boolean;
   /** Any profile: replies carry no usage block (some gateways and local servers leave it out). */
@@ -280,6 +287,35 @@ export function judgeRequest(profile: ProviderProfile, opts: ProviderOptions, r:
       const message = `The input token count (${r.promptTokens}) exceeds the maximum number of tokens allowed (${window}).`;
       out.refusal ??= { status: 400, body: [{ error: { code: 400, message, errors: [{ message, domain: "global", reason: "badRequest" }], status: "INVALID_ARGUMENT" } }], reveals: "context" };
     }
+    if (opts.dailyQuota)
+      out.refusal ??= {
+        status: 429,
+        body: [
+          {
+            error: {
+              code: 429,
+              message: "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.",
+              status: "RESOURCE_EXHAUSTED",
+              details: [
+                {
+                  "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                  violations: [
+                    {
+                      quotaMetric: "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                      quotaId: "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+                      quotaDimensions: { location: "global", model: String(b.model ?? "") },
+                      quotaValue: "250",
+                    },
+                  ],
+                },
+                { "@type": "type.googleapis.com/google.rpc.Help", links: [{ description: "Learn more about Gemini API quotas", url: "https://ai.google.dev/gemini-api/docs/rate-limits" }] },
+                { "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "22s" },
+              ],
+            },
+          },
+        ],
+        reveals: "quota",
+      };
     if (throttled)
       out.refusal ??= {
         status: 429,

@@ -56,7 +56,17 @@ function sendError(res: http.ServerResponse, status: number, message: string, he
   writeJson(res, status, { error: { code: status, message, status: geminiStatus(status) } }, headers);
 }
 
-const GEMINI_ERRORS: ProviderErrors = { isOwn: (json) => isRecord(json) && isRecord(json.error) && typeof json.error.status === "string", send: sendError };
+const isGeminiError = (json: unknown) => isRecord(json) && isRecord(json.error) && typeof json.error.status === "string";
+/**
+ * The refusals the OpenAI-compatible profile scripts (provider-profiles.ts `gemini-openai`) come
+ * as that endpoint's array `[{ error }]`; the Gemini API itself answers the one object
+ * (`{ error: { code, message, status, details } }`, ai.google.dev/gemini-api/docs/troubleshooting).
+ */
+const GEMINI_ERRORS: ProviderErrors = {
+  isOwn: isGeminiError,
+  ownFromOtherShape: (json) => (Array.isArray(json) && json.length === 1 && isGeminiError(json[0]) ? json[0] : null),
+  send: sendError,
+};
 
 /** The minimum prompt implicit caching serves (Gemini 2.5 Flash 1024 tokens, Pro 4096). */
 function implicitCacheMinimum(model: string): number {

@@ -99,6 +99,8 @@ export type ChatChoice = NonNullable<ReturnType<typeof firstChoice>>;
 export interface ProviderErrors {
   /** Whether a scripted error body is already in the provider's own shape (a fault written for it): sent as it is. */
   isOwn(json: unknown): boolean;
+  /** The provider's own error object from another of its endpoints' shapes (Gemini's OpenAI-compatible array `[{ error }]`), or null. */
+  ownFromOtherShape?(json: unknown): unknown;
   send(res: http.ServerResponse, status: number, message: string, headers: Record<string, string>): void;
 }
 
@@ -116,7 +118,9 @@ export async function relayForChoice(url: string, chatBody: Record<string, unkno
     return { status: 0, choice: null };
   }
   if (outcome.status >= 400) {
-    if (errors.isOwn(outcome.json)) writeRaw(res, outcome.status, outcome.text, keptHeaders(outcome.headers));
+    const own = errors.ownFromOtherShape?.(outcome.json) ?? null;
+    if (own !== null) writeJson(res, outcome.status, own, keptHeaders(outcome.headers));
+    else if (errors.isOwn(outcome.json)) writeRaw(res, outcome.status, outcome.text, keptHeaders(outcome.headers));
     else errors.send(res, outcome.status, chatErrorMessage(outcome.json) ?? `HTTP ${outcome.status}`, keptHeaders(outcome.headers));
     return { status: outcome.status, choice: null };
   }

@@ -7,13 +7,19 @@ import { imagePart, type ChatMessage, type ContentPart } from "../llm/messages.j
 import { CASE_END, EVIDENCE_END, SCHEMA_LEAD } from "../llm/prompt-layout.js";
 import type { SearchProvider } from "../search/search-provider.js";
 import { renderPathwayForPrompt } from "../pathways/render-pathway.js";
+import { describedImagesText, describingModel, ImageDescriptions, ImageFindings, takesImages, unseenImagesText, type Described } from "./image-description.js";
 
 /** What every agent needs, injected (agents never read env or construct clients). */
 export interface AgentDeps {
   llm: LlmClient;
   prompts: PromptLibrary;
   search: SearchProvider;
+  /** The running cases' image descriptions for text-only models (image-description.ts); absent: one per case object. */
+  imageDescriptions?: ImageDescriptions;
 }
+
+/** Image descriptions of cases run without a pipeline's (an eval method's, a conversation's). */
+const sharedDescriptions = new ImageDescriptions();
 
 /**
  * The case block is the first part of every user message, identical across all calls of
@@ -111,7 +117,7 @@ function systemMessage(prompts: PromptLibrary): ChatMessage {
  * repair also the evidence, and an agent's calls of a case also its task, schema and the
  * images (five rollouts differ only in their index). docs/architecture.md (model layer).
  */
-export function buildMessages(deps: AgentDeps, c: PreparedCase, req: PromptRequest): ChatMessage[] {
+export function buildMessages(deps: AgentDeps, c: PreparedCase, req: PromptRequest, imagesInstead?: string): ChatMessage[] {
   const template = deps.prompts.get(req.agent);
   const schemaBlock = `${SCHEMA_LEAD}${schemaText(req.schema)}`;
   const evidence = req.evidence === undefined ? "" : `Evidence graph (ids in brackets):\n<<<EVIDENCE\n${req.evidence}\n${EVIDENCE_END}\n\n`;
@@ -121,7 +127,9 @@ export function buildMessages(deps: AgentDeps, c: PreparedCase, req: PromptReque
   const system = systemMessage(deps.prompts);
   if (!req.withImages || c.images.length === 0) return [system, { role: "user", content: `${shared}${variable}` }];
   const parts: ContentPart[] = [{ type: "text", text: shared }];
-  for (const img of c.images) parts.push(imagePart(img.mimeType, img.data));
+  // A model that takes no images gets, in the images' place, what stands in for them (image-description.ts).
+  if (imagesInstead !== undefined) parts.push({ type: "text", text: `\n\n${imagesInstead}\n\n` });
+  else for (const img of c.images) parts.push(imagePart(img.mimeType, img.data));
   const rest = variable.replace(/^\s+/, "");
   if (rest) parts.push({ type: "text", text: rest });
   return [system, { role: "user", content: parts }];
@@ -134,16 +142,41 @@ export async function callAgent<S extends z.ZodType>(
   c: PreparedCase,
   args: PromptRequest & { role: Role; temperature: number; schema: S; model?: string },
 ): Promise<z.infer<S>> {
+  const imagesInstead = args.withImages && c.images.length > 0 && !takesImages(deps.llm, args.role, args.model) ? await standInForImages(deps, ctx, c) : undefined;
   return deps.llm.structured(
     {
       role: args.role,
       agent: args.agent,
       schema: args.schema,
       schemaName: args.agent.replace(/-/g, "_"),
-      messages: buildMessages(deps, c, args),
+      messages: buildMessages(deps, c, args, imagesInstead),
       temperature: args.temperature,
       ...(args.model !== undefined ? { model: args.model } : {}),
     },
     ctx,
   );
+}
+
+/**
+ * The findings the vision role's model sees in the case's images: ImageDoctor's first call,
+ * made once per case (image-description.ts) and shared with every text-only model's call that
+ * needs the images described. A caller that did not make it waits for it on its own call
+ * chain, so the critical path counts it.
+ */
+export async function describeCaseImages(deps: AgentDeps, ctx: CallContext, c: PreparedCase): Promise<ImageFindings> {
+  const imageIds = c.images.map((i) => i.id).join(", ");
+  const ask = async (): Promise<Described> => {
+    const findings = await callAgent(deps, ctx, c, { agent: "image-doctor", role: "vision", temperature: 0, schema: ImageFindings, withImages: true, slots: { imageIds } });
+    return { findings, depth: ctx.chain.depth };
+  };
+  const described = await (deps.imageDescriptions ?? sharedDescriptions).once(ctx.caseKey, c, ask);
+  ctx.chain.depth = Math.max(ctx.chain.depth, described.depth);
+  return described.findings;
+}
+
+/** What a text-only model is sent in the images' place: the vision model's description, or (no model takes images) a note that no model examined them. */
+async function standInForImages(deps: AgentDeps, ctx: CallContext, c: PreparedCase): Promise<string> {
+  const describer = describingModel(deps.llm);
+  if (describer === null) return unseenImagesText(c);
+  return describedImagesText(c, await describeCaseImages(deps, ctx, c), describer);
 }

@@ -2,22 +2,10 @@ import { z } from "zod";
 import type { PreparedCase } from "../contracts/clinical-case.js";
 import type { CallContext } from "../llm/model-client.js";
 import type { NewEvidenceNode } from "../contracts/evidence.js";
-import { callAgent, neutralise, type AgentDeps } from "./agent-context.js";
+import { callAgent, describeCaseImages, neutralise, type AgentDeps } from "./agent-context.js";
+import { ImageFindings, renderFindings, takesImages } from "./image-description.js";
 
-export const ImageFindings = z.object({
-  findings: z
-    .array(
-      z.object({
-        imageId: z.string().describe("Id of the image this finding is seen on"),
-        label: z.string().min(1).max(200).describe("Short name of the finding"),
-        location: z.string().describe("Anatomical region or image area"),
-        size: z.string().nullable().describe("Estimated size, or null"),
-        characteristics: z.string().describe("Shape, density/intensity, margins, colour, pattern"),
-      }),
-    )
-    .max(30),
-});
-export type ImageFindings = z.infer<typeof ImageFindings>;
+export { ImageFindings } from "./image-description.js";
 
 export const ImageCheck = z.object({
   hallucinationDetected: z.boolean().describe("True if any finding is not supported by the image"),
@@ -36,14 +24,11 @@ export interface ImageDoctorResult {
   nodes: NewEvidenceNode[];
   /** The image-HD loop: each check and whether a revision followed. */
   checks: Array<{ attempt: number; hallucinationDetected: boolean; flagged: Array<{ label: string; issue: string }> }>;
+  /** Why the findings were not checked against the images although checks were asked for (the judge's model takes no images). */
+  uncheckedBecause?: string;
 }
 
 const MAX_IMAGE_REVISIONS = 1;
-
-/** Model output, rendered into a MODEL_OUTPUT fence: it must not be able to close it. */
-function renderFindings(f: ImageFindings): string {
-  return neutralise(f.findings.map((x, i) => `index ${i}: [${x.imageId}] ${x.label} | ${x.location}${x.size ? `, ${x.size}` : ""}; ${x.characteristics}`).join("\n") || "(no findings)");
-}
 
 /**
  * ImageDoctor with the paper's "Image Doctor Analysis" loop: findings are checked by the
@@ -53,10 +38,13 @@ function renderFindings(f: ImageFindings): string {
 export async function runImageDoctor(deps: AgentDeps, ctx: CallContext, c: PreparedCase, opts: { checkFindings: boolean }): Promise<ImageDoctorResult> {
   const imageIds = c.images.map((i) => i.id).join(", ");
   const known = new Set(c.images.map((i) => i.id));
-  let findings = await callAgent(deps, ctx, c, { agent: "image-doctor", role: "vision", temperature: 0, schema: ImageFindings, withImages: true, slots: { imageIds } });
+  // The same call describes the images to a text-only model of the case (image-description.ts): made once for both.
+  let findings: ImageFindings = await describeCaseImages(deps, ctx, c);
   const checks: ImageDoctorResult["checks"] = [];
   let verdicts: Map<number, ImageCheck["findings"][number]> = new Map();
-  if (opts.checkFindings && findings.findings.length > 0) {
+  // A judge that takes no images would check the findings against nothing but their own words.
+  const judgeBlind = opts.checkFindings && findings.findings.length > 0 && !takesImages(deps.llm, "judge");
+  if (opts.checkFindings && findings.findings.length > 0 && !judgeBlind) {
     for (let attempt = 1; ; attempt++) {
       const check = await callAgent(deps, ctx, c, {
         agent: "image-hd", role: "judge", temperature: 0, schema: ImageCheck, withImages: true,
@@ -89,5 +77,5 @@ export async function runImageDoctor(deps: AgentDeps, ctx: CallContext, c: Prepa
       source: { agent: "image-doctor", imageId: f.imageId, region: f.location },
     });
   });
-  return { nodes, checks };
+  return { nodes, checks, ...(judgeBlind ? { uncheckedBecause: `the judge's model (${deps.llm.modelFor("judge")}) takes no images` } : {}) };
 }

@@ -183,6 +183,27 @@ export const AnswerClusteringNote = z.object({
   merged: z.array(z.object({ rule: z.string(), wordings: z.array(z.string()) })),
 });
 
+/**
+ * How the case's images reached each model whose calls carry them, where some model takes no
+ * images (its profile's `imagesPerRequest: 0`): absent when every model was sent the images,
+ * or the case has none.
+ */
+export const ImageInputNote = z.object({
+  /** The vision model whose description of the images stood in for them; null: no model took images, none described them. */
+  describedBy: z.string().nullable(),
+  models: z.array(
+    z.object({
+      role: z.enum(["executor", "vision", "judge"]),
+      model: z.string(),
+      /** images: its calls carried the images; description: describedBy's description in their place; nothing: neither. */
+      saw: z.enum(["images", "description", "nothing"]),
+      /** What that meant for the case, in words. */
+      note: z.string(),
+    }),
+  ),
+});
+export type ImageInputNote = z.infer<typeof ImageInputNote>;
+
 export const BranchFailure = z.object({
   branch: z.string(),
   code: z.string(),
@@ -224,6 +245,8 @@ export const DiagnosisResult = z.object({
     config: z.record(z.string(), z.unknown()),
     search: z.object({ provider: z.string(), enabled: z.boolean(), note: z.string().optional() }).optional(),
     failures: z.array(BranchFailure).optional(),
+    /** How the case's images reached each model, where some model takes none (described by the vision model, or not seen). */
+    imageInput: ImageInputNote.optional(),
     untrustedContent: z.array(z.object({ source: z.string(), note: z.string() })).optional(),
     /** Cases from a FHIR Bundle: resources (or parts) that did not go into the case, and why. */
     ignoredResources: z.array(IgnoredResource).optional(),

@@ -170,6 +170,12 @@ export function modelFailure(
         opts({ parameter: "images" }),
       );
     case "quota":
+      if (f.period === "day")
+        return new MedmmvError(
+          "QUOTA_EXCEEDED",
+          `${who}: the provider's daily quota is used up (${f.code}): not a rate limit that clears in seconds, so not retried within this call. It resets once a day (Google: requests-per-day quotas reset at midnight Pacific time); until then raise the quota or move to a paid tier with the provider, or use another project's key`,
+          opts({ quota: f.code, period: "day" }),
+        );
       return new MedmmvError(
         "QUOTA_EXCEEDED",
         `${who}: the provider refused the call for the account's quota or credit (${f.code}): a billing stop, not a rate limit; not retried. Add credit or raise the spending limit with the provider, or use another key`,

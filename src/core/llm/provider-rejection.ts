@@ -15,7 +15,7 @@ export type Rejection =
   | { kind: "imageLimit"; limit: number; message: string }
   | { kind: "noImages"; message: string }
   | { kind: "contentFilter"; categories: FilterCategory[]; message: string; provider?: string }
-  | { kind: "quota"; code: string; message: string }
+  | { kind: "quota"; code: string; message: string; period?: "day" }
   | { kind: "contextLength"; window: number | null; requested: number | null; message: string };
 
 export interface FilterCategory {
@@ -69,6 +69,31 @@ const NO_IMAGES = [/unknown variant `?image_url`?, expected `?text`?/i, /image i
  * Bedrock's ServiceQuotaExceededException (the account's quota, raised in Service Quotas, not by waiting a second).
  */
 const QUOTA_CODES = new Set(["ServiceQuotaExceededException", "insufficient_quota", "credit_balance_exhausted", "organization_spend_limit_exceeded", "project_spend_limit_exceeded", "organization_usage_limit_exceeded", "billing_hard_limit_reached"]);
+
+/**
+ * A per-day quota used up: Google's 429 RESOURCE_EXHAUSTED whose `google.rpc.QuotaFailure`
+ * detail names a daily quota in a violation's `quotaId` or `quotaMetric`
+ * (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`, `generate_requests_per_model_per_day`:
+ * google-gemini/gemini-cli#8437, langgenius/dify#19838), the body an object (the Gemini API) or
+ * an array of them (its OpenAI-compatible endpoint). Retrying is pointless until the quota
+ * resets ("Requests per day (RPD) quotas reset at midnight Pacific time",
+ * ai.google.dev/gemini-api/docs/rate-limits), whatever the `RetryInfo` beside it says (a real
+ * per-day body carries `retryDelay: "22s"`). A per-minute violation alone stays a rate limit,
+ * waited out by its retryDelay (rate-limit-hints.ts). The quotaId it names, or null.
+ */
+function dailyQuotaViolation(e: Record<string, unknown>): string | null {
+  if (!Array.isArray(e.details)) return null;
+  for (const d of e.details) {
+    if (!isRecord(d) || typeof d["@type"] !== "string" || !d["@type"].endsWith("google.rpc.QuotaFailure") || !Array.isArray(d.violations)) continue;
+    for (const v of d.violations) {
+      if (!isRecord(v)) continue;
+      const id = typeof v.quotaId === "string" ? v.quotaId : "";
+      const metric = typeof v.quotaMetric === "string" ? v.quotaMetric : "";
+      if (/per_?day/i.test(id) || /per_?day/i.test(metric)) return id || metric;
+    }
+  }
+  return null;
+}
 
 /**
  * Context-window refusals, with the window and the prompt's tokens where the wording states
@@ -134,6 +159,8 @@ export function readRejection(status: number, body: unknown): Rejection | null {
   if (moderation) return moderation;
   const quota = [code, type].find((c): c is string => c !== null && QUOTA_CODES.has(c));
   if (quota) return { kind: "quota", code: quota, message };
+  const daily = status === 429 || e.status === "RESOURCE_EXHAUSTED" ? dailyQuotaViolation(e) : null;
+  if (daily) return { kind: "quota", code: daily, message, period: "day" };
   if (status === 402) return { kind: "quota", code: "payment_required", message };
   for (const re of IMAGE_LIMIT) {
     const m = re.exec(message);
@@ -168,6 +195,11 @@ export function rejectionOf(err: unknown, seen?: { status: number; body: unknown
     // { name: "ValidationException", $metadata: { httpStatusCode: 400 }, message: "Input is too long for requested model." }.
     const awsStatus = rec.$metadata?.httpStatusCode;
     if (typeof awsStatus === "number" && typeof rec.name === "string") return readRejection(awsStatus, { error: { code: rec.name, message: typeof rec.message === "string" ? rec.message : "" } });
+    // Gemini's own SDK (@google/generative-ai, under @langchain/google-genai): GoogleGenerativeAIFetchError
+    // keeps the status and the body's `error.details`, not the body.
+    const google = e as { status?: unknown; errorDetails?: unknown; message?: unknown };
+    if (typeof google.status === "number" && Array.isArray(google.errorDetails))
+      return readRejection(google.status, { error: { code: google.status, message: typeof google.message === "string" ? google.message : "", details: google.errorDetails } });
   }
   return null;
 }

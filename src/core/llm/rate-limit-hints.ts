@@ -38,7 +38,8 @@ export function parseGoDuration(value: string | null | undefined): number | null
   return matched === v.length ? Math.round(total) : null;
 }
 
-function retryInfoDelayMs(body: unknown): number | null {
+/** Gemini's google.rpc.RetryInfo delay in an error body (an object or an array of them), in ms; null when none is stated. */
+export function retryInfoDelayMs(body: unknown): number | null {
   const first = Array.isArray(body) ? body[0] : body;
   const error = isRecord(first) && isRecord(first.error) ? first.error : null;
   if (!error || !Array.isArray(error.details)) return null;

@@ -1,6 +1,7 @@
 import { setMaxListeners } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
 import { MedmmvError, type ErrorCode } from "../contracts/errors.js";
+import { retryInfoDelayMs } from "./rate-limit-hints.js";
 
 /**
  * The one retry layer of the service (the SDK's own retries are off: maxRetries 0).
@@ -42,7 +43,11 @@ export function classifyError(err: unknown, parentAborted: boolean): ClassifiedE
   // The AWS SDK's service exceptions (Bedrock's ValidationException, ThrottlingException…) carry theirs in $metadata.httpStatusCode.
   const status = numberOrNull(e?.status) ?? numberOrNull((e?.response as Record<string, unknown> | undefined)?.status) ?? numberOrNull((e?.$metadata as Record<string, unknown> | undefined)?.httpStatusCode);
   const headers = (e?.headers ?? (e?.response as Record<string, unknown> | undefined)?.headers) as unknown;
-  const retryAfterMs = parseRetryAfter(readHeader(headers, "retry-after-ms"), true) ?? parseRetryAfter(readHeader(headers, "retry-after"), false);
+  // Gemini's own SDK throws without the reply's headers but keeps its body's `error.details`: a RetryInfo there is the wait.
+  const retryAfterMs =
+    parseRetryAfter(readHeader(headers, "retry-after-ms"), true) ??
+    parseRetryAfter(readHeader(headers, "retry-after"), false) ??
+    (status === 429 && Array.isArray(e?.errorDetails) ? retryInfoDelayMs({ error: { details: e.errorDetails } }) : null);
   const name = String(e?.name ?? "");
   const message = String(e?.message ?? err).slice(0, 300);
   if (parentAborted) return { retryable: false, retryAfterMs: null, status, timeout: false, aborted: true, message: "aborted" };

@@ -17,6 +17,7 @@ import { AnswerClusterings } from "./answer-clustering.js";
 import { ValueSetCoder } from "../terminology/valueset-expand.js";
 import type { PipelineOptions } from "./state.js";
 import { CaseSpending, assertBudgetPriced } from "./case-budget.js";
+import { ImageDescriptions } from "../agents/image-description.js";
 
 export type PipelineOverrides = Partial<Omit<PipelineOptions, "ablations">> & { ablations?: Partial<PipelineOptions["ablations"]> };
 
@@ -85,6 +86,8 @@ export class Pipeline {
   readonly clusterings = new AnswerClusterings();
   readonly terminology: ValueSetCoder | null;
   readonly spending = new CaseSpending();
+  /** Each running case's description of its images for text-only models, made once (image-description.ts). */
+  readonly imageDescriptions = new ImageDescriptions();
   readonly limiter: FairLimiter;
   readonly llm: LlmClient;
   readonly prompts: PromptLibrary;
@@ -115,7 +118,7 @@ export class Pipeline {
     this.#workflow ??= import("./graph.js")
       .then(({ buildWorkflow }) =>
         buildWorkflow(
-          { agents: { llm: this.llm, prompts: this.prompts, search: this.search }, prompts: this.prompts, prices: this.config.llm.prices, hooks: this.hooks, images: this.images, rounds: this.rounds, clusterings: this.clusterings, terminology: this.terminology, spending: this.spending, version: VERSION },
+          { agents: { llm: this.llm, prompts: this.prompts, search: this.search, imageDescriptions: this.imageDescriptions }, prompts: this.prompts, prices: this.config.llm.prices, hooks: this.hooks, images: this.images, rounds: this.rounds, clusterings: this.clusterings, terminology: this.terminology, spending: this.spending, version: VERSION },
           this.#checkpointer,
         ),
       )
@@ -136,6 +139,7 @@ export class Pipeline {
     this.rounds.open(threadId, { resumed: run.resume === true });
     this.clusterings.open(threadId);
     this.spending.open(threadId);
+    this.imageDescriptions.openCase(threadId);
     try {
       const workflow = await this.#compiled();
       const held = await this.images.hold(c);
@@ -159,6 +163,7 @@ export class Pipeline {
       this.rounds.close(threadId);
       this.clusterings.close(threadId);
       this.spending.close(threadId);
+      this.imageDescriptions.closeCase(threadId);
       this.images.release(threadId);
     }
   }

@@ -55,7 +55,8 @@ function replyDetail(r: DiagnosisResult): string | undefined {
 export function resultCard(r: DiagnosisResult, viewUrl: string, notRead: readonly NotRead[] = notReadOfResult(r.provenance.ignoredResources ?? [])): Card {
   const support = r.answerSupport;
   // The audit view's header state, by the same rule (answer-state.ts): only a confident answer is info.
-  const indicator: Card["indicator"] = cardIndicator(summariseAnswer(r, notRead).state);
+  const answered = summariseAnswer(r, notRead);
+  const indicator: Card["indicator"] = cardIndicator(answered.state);
   const summary =
     r.status === "completed" && r.answer
       ? `medmmv: ${r.answer.text}${support !== null ? ` (support ${Math.round(support * 100)}%)` : ""}`
@@ -70,6 +71,7 @@ export function resultCard(r: DiagnosisResult, viewUrl: string, notRead: readonl
     replyDetail(r) ?? (r.path ? `**Reasoning:** ${r.path.summary}` : undefined),
     differentialDetail(r),
     notReadDetail(notRead),
+    answered.imageNote ? `**Images:** ${answered.imageNote}` : undefined,
     `_${r.disclaimer}_`,
   ].filter(Boolean);
   const uuid = cardUuidOfCase(r.caseId);

@@ -4,8 +4,10 @@
  *
  * - **incomplete**: part of the case was not examined: the analysis failed; an agent was
  *   stopped by the provider's content filter or refused by the model; an agent that reads the
- *   images or the notes failed, so an image or the notes were not read; or (a CDS call) part of
- *   the record could not be read.
+ *   images or the notes failed, so an image or the notes were not read; ImageDoctor's model takes
+ *   no images (provenance.imageInput), so no model read them; or (a CDS call) part of
+ *   the record could not be read. Images a text-only model saw as the vision model's description
+ *   were read (by that model): not incomplete, but the summary's imageNote says so.
  * - **uncertain**: everything was examined, but the answer is weak: no answer (abstained);
  *   the answer won at most half of the runs (the differential's first entry when the
  *   result has one, else the rollouts whose answer has the selected answer's key); under half of the final paths' score is behind it
@@ -58,7 +60,22 @@ function notExamined(r: DiagnosisResult): NotExamined[] {
     const entry = { agent, what: what ?? WHAT_ELSE[agent] ?? `the reasoning of ${f.branch}`, why: STOPPED[f.code] ?? f.code };
     if (!out.some((o) => o.what === entry.what && o.why === entry.why)) out.push(entry);
   }
+  // Images no model read because ImageDoctor's model (and so, with no model to describe them, every model) takes none.
+  const input = r.provenance.imageInput;
+  const unread = input?.models.some((m) => m.saw === "nothing" && (m.role === "vision" || (m.role === "executor" && input.describedBy === null)));
+  if (input && unread) {
+    const why = input.models.every((m) => m.saw === "nothing") ? "no model of this deployment takes images" : "ImageDoctor's model takes no images";
+    if (!out.some((o) => o.what === "the image")) out.push({ agent: "image-doctor", what: "the image", why });
+  }
   return out;
+}
+
+/** The answer's models that saw the vision model's description of the images instead of the images, in words; null when none did. */
+function imageNoteOf(r: DiagnosisResult): string | null {
+  const input = r.provenance.imageInput;
+  const described = [...new Set((input?.models ?? []).filter((m) => m.role === "executor" && m.saw === "description").map((m) => m.model))];
+  if (!input?.describedBy || described.length === 0) return null;
+  return `the answer's ${described.length === 1 ? "model" : "models"} (${described.join(", ")}) saw a description of the images made by ${input.describedBy}, not the images`;
 }
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
@@ -96,6 +113,7 @@ export function summariseAnswer(r: DiagnosisResult, recordNotRead: readonly Reco
     runs,
     claims,
     notExamined: missing,
+    imageNote: imageNoteOf(r),
   };
 }
 

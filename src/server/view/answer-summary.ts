@@ -25,5 +25,11 @@ export interface AnswerSummary {
   /** The selected path's claims by the detector's verdict (rejected: contradicted by the evidence). */
   claims: { supported: number; unsupported: number; rejected: number };
   notExamined: NotExamined[];
+  /**
+   * How the answer's models met the case's images when not as images: "the answer's model
+   * (deepseek-chat) saw a description of the images made by gpt-4o, not the images". A
+   * described image is read, by another model: not an unread one. Null otherwise.
+   */
+  imageNote: string | null;
 }
 

@@ -170,6 +170,27 @@ describe("Gemini through @langchain/google-genai (scripted generateContent)", ()
     expect(result.usage.costUsd).toBeCloseTo(calls.reduce((n, c) => n + callCostUsd({ input: 0.3, output: 2.5 }, c.promptTokens, c.cachedTokens, c.candidatesTokens + 40), 0), 5);
   });
 
+  it("a per-day quota's 429 (QuotaFailure PerDay, in the native object body) is QUOTA_EXCEEDED at once; a per-minute one is waited out by its retryDelay", async () => {
+    try {
+      servers.model.setProvider("gemini-openai", { dailyQuota: true });
+      const daily = await runCase(allOn(FLASH), { k: 2 });
+      expect(daily.status).toBe("failed");
+      expect(daily.error).toMatchObject({ code: "QUOTA_EXCEEDED", message: expect.stringMatching(/daily quota.*GenerateRequestsPerDayPerProjectPerModel-FreeTier.*midnight Pacific/s) });
+      // One request per agent call: the 22 s RetryInfo beside a daily quota is not waited out.
+      const calls = servers.model.vendors.gemini.calls();
+      expect(calls.every((c) => c.status === 429)).toBe(true);
+      for (const agent of new Set(calls.map((c) => c.agent))) expect(calls.filter((c) => c.agent === agent).length).toBeLessThanOrEqual(agent === "rollout" ? 2 : 1);
+
+      servers.model.reset();
+      servers.model.setProvider("gemini-openai", { throttle: 1, retryDelay: "0.02s" });
+      const perMinute = await runCase(allOn(FLASH), { k: 2 });
+      expect(perMinute.status).toBe("completed");
+      expect(servers.model.vendors.gemini.calls().filter((c) => c.status === 429)).toHaveLength(1);
+    } finally {
+      servers.model.setProvider("openai");
+    }
+  });
+
   it("retries a 503 UNAVAILABLE, and the case completes", async () => {
     servers.model.addFault({ kind: "status", status: 503, agent: "rollout", times: 1 });
     const result = await runCase(allOn(FLASH), { k: 2 });

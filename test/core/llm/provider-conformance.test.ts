@@ -209,6 +209,14 @@ describe("Gemini's OpenAI-compatible endpoint", () => {
     expect(stats.log.filter((l) => l.status === 429)).toHaveLength(2);
   });
 
+  it("a per-day quota's 429 array is QUOTA_EXCEEDED, saying it is daily and when it resets: one request per agent call", async () => {
+    const { result, stats } = await runCase({ profile: "gemini-openai", model: "gemini-2.5-flash", options: { dailyQuota: true } });
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatchObject({ code: "QUOTA_EXCEEDED", message: expect.stringMatching(/daily quota.*GenerateRequestsPerDayPerProjectPerModel-FreeTier.*midnight Pacific/s) });
+    expect(stats.log.every((l) => l.status === 429)).toBe(true);
+    for (const [agent, n] of Object.entries(stats.byAgent)) expect(n).toBeLessThanOrEqual(agent === "rollout" ? 3 : 1);
+  });
+
   it("its context refusal, a JSON array, is CONTEXT_TOO_LONG with both sizes", async () => {
     const { result } = await runCase({ profile: "gemini-openai", model: "gemini-2.5-flash", notes: LONG_NOTES, options: { contextWindow: 4096 } });
     const tooLong = (result.provenance.failures ?? []).find((f) => f.code === "CONTEXT_TOO_LONG");

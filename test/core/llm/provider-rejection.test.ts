@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { rejectionOf, readRejection } from "../../../src/core/llm/provider-rejection.js";
+import { readRejection, rejectionOf } from "../../../src/core/llm/provider-rejection.js";
+import { classifyError } from "../../../src/core/llm/retry.js";
 import { parseGoDuration, statedWaitMs } from "../../../src/core/llm/rate-limit-hints.js";
 import { truncatedPrompt } from "../../../src/core/llm/context-truncation.js";
 import { UsageMeter } from "../../../src/core/llm/usage.js";
@@ -41,6 +42,32 @@ describe("readRejection", () => {
       provider: "the moderation of OpenAI",
     });
     expect(readRejection(400, { error: { message: "flagged", moderation: { flagged: true, categories: {} } } })).toMatchObject({ kind: "contentFilter" });
+  });
+
+  it("Gemini's per-day quota (QuotaFailure PerDay) is a quota, in an array or an object body; a per-minute one alone is a rate limit", () => {
+    // As Google sends it (a real body: QuotaFailure, Help, and a RetryInfo of seconds all the same).
+    const error = (quotaId: string, quotaMetric = "generativelanguage.googleapis.com/generate_content_free_tier_requests") => ({
+      code: 429,
+      message: "You exceeded your current quota, please check your plan and billing details.",
+      status: "RESOURCE_EXHAUSTED",
+      details: [
+        { "@type": "type.googleapis.com/google.rpc.QuotaFailure", violations: [{ quotaMetric, quotaId, quotaDimensions: { location: "global", model: "gemini-2.5-flash" }, quotaValue: "250" }] },
+        { "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "22s" },
+      ],
+    });
+    const daily = "GenerateRequestsPerDayPerProjectPerModel-FreeTier";
+    expect(readRejection(429, [{ error: error(daily) }])).toMatchObject({ kind: "quota", code: daily, period: "day" });
+    expect(readRejection(429, { error: error(daily) })).toMatchObject({ kind: "quota", code: daily, period: "day" });
+    expect(readRejection(429, { error: error("GenerateRequestsPerDayPerProjectPerModel", "generativelanguage.googleapis.com/generate_requests_per_model_per_day") })).toMatchObject({ kind: "quota", period: "day" });
+    expect(readRejection(429, [{ error: error("GenerateRequestsPerMinutePerProjectPerModel-FreeTier") }])).toBeNull();
+    // Both at once (gemini-cli#8437): the daily one decides, for waiting out the minute would not help.
+    const both = error("GenerateRequestsPerMinutePerProjectPerModel-FreeTier");
+    (both.details[0] as { violations: unknown[] }).violations.push({ quotaMetric: "generativelanguage.googleapis.com/generate_content_free_tier_requests", quotaId: daily });
+    expect(readRejection(429, { error: both })).toMatchObject({ kind: "quota", code: daily, period: "day" });
+    // Gemini's own SDK keeps the status and the details, not the body (GoogleGenerativeAIFetchError).
+    const sdkError = Object.assign(new Error("[GoogleGenerativeAI Error]: Error fetching from …: [429 Too Many Requests] You exceeded your current quota"), { status: 429, statusText: "Too Many Requests", errorDetails: error(daily).details });
+    expect(rejectionOf(sdkError)).toMatchObject({ kind: "quota", period: "day" });
+    expect(classifyError(Object.assign(new Error("429"), { status: 429, errorDetails: error("GenerateRequestsPerMinutePerProjectPerModel-FreeTier").details }), false)).toMatchObject({ retryable: true, retryAfterMs: 22_000 });
   });
 });
 

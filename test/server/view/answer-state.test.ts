@@ -21,6 +21,30 @@ describe("how sure: one rule for the header and the CDS card", () => {
     expect(summariseAnswer(cases.incomplete)).toMatchObject({ reasons: ["the image was not examined (content filter)"], notExamined: [{ agent: "image-doctor", what: "the image", why: "content filter" }] });
   });
 
+  it("images a text-only model saw as the vision model's description are read (the header says so); images no model could read are not examined", () => {
+    const described = confidentCase().result;
+    described.provenance.imageInput = {
+      describedBy: "gpt-4o",
+      models: [
+        { role: "executor", model: "deepseek-chat", saw: "description", note: "…" },
+        { role: "vision", model: "gpt-4o", saw: "images", note: "…" },
+        { role: "judge", model: "deepseek-chat", saw: "nothing", note: "…" },
+      ],
+    };
+    expect(summariseAnswer(described)).toMatchObject({ state: "confident", notExamined: [], imageNote: "the answer's model (deepseek-chat) saw a description of the images made by gpt-4o, not the images" });
+    expect(resultCard(described, "https://medmmv.example.org/v").detail).toContain("**Images:** the answer's model (deepseek-chat) saw a description of the images made by gpt-4o");
+
+    const unseen = confidentCase().result;
+    unseen.provenance.imageInput = { describedBy: null, models: [{ role: "executor", model: "deepseek-chat", saw: "nothing", note: "…" }, { role: "vision", model: "deepseek-chat", saw: "nothing", note: "…" }] };
+    expect(summariseAnswer(unseen)).toMatchObject({ state: "incomplete", reasons: ["the image was not examined (no model of this deployment takes images)"], imageNote: null });
+    expect(resultCard(unseen, "https://medmmv.example.org/v").indicator).toBe("warning");
+
+    // A vision model that takes no images beside an executor that does: ImageDoctor did not read them.
+    const noDoctor = confidentCase().result;
+    noDoctor.provenance.imageInput = { describedBy: null, models: [{ role: "executor", model: "gpt-4o", saw: "images", note: "…" }, { role: "vision", model: "deepseek-chat", saw: "nothing", note: "…" }] };
+    expect(summariseAnswer(noDoctor).notExamined).toEqual([{ agent: "image-doctor", what: "the image", why: "ImageDoctor's model takes no images" }]);
+  });
+
   it("what the EHR's record left unread makes a confident result incomplete on the card", () => {
     const r = confidentCase().result;
     expect(summariseAnswer(r, [{ key: "conditions", reason: "401" }])).toMatchObject({ state: "incomplete", reasons: ["part of the record was not read (conditions)"] });

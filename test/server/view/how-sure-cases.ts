@@ -30,3 +30,31 @@ export function incompleteCase(): ScriptedCaseRun {
   r.provenance.failures = [{ branch: "image-doctor", code: "CONTENT_FILTERED", message: "The response was filtered due to the prompt triggering Azure OpenAI's content management policy." }];
   return run;
 }
+
+/** A text-only executor whose rollouts saw the vision model's description of the image: read, by another model; said at the top. */
+export function describedImageCase(): ScriptedCaseRun {
+  const run = confidentCase();
+  run.result.caseId = "case-described";
+  run.result.provenance.imageInput = {
+    describedBy: "gpt-4o",
+    models: [
+      { role: "executor", model: "deepseek-chat", saw: "description", note: "the model takes no images: its calls carried, in their place, the findings the vision model gpt-4o described in them" },
+      { role: "vision", model: "gpt-4o", saw: "images", note: "ImageDoctor read the images" },
+    ],
+  };
+  return run;
+}
+
+/** No model of the deployment takes images: ImageDoctor did not run, and the rollouts went without the image. */
+export function unseenImageCase(): ScriptedCaseRun {
+  const run = confidentCase();
+  run.result.caseId = "case-unseen";
+  run.result.provenance.imageInput = {
+    describedBy: null,
+    models: [
+      { role: "executor", model: "deepseek-chat", saw: "nothing", note: "the model takes no images, and no model of this deployment does" },
+      { role: "vision", model: "deepseek-chat", saw: "nothing", note: "the model takes no images: ImageDoctor did not run" },
+    ],
+  };
+  return run;
+}

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderCaseViewHtml } from "../../../src/server/view/render-view.js";
 import { useChromium, waitReady, watch } from "../../support/browser.js";
 import { scrollsSideways, seriousAxeViolations } from "../../support/axe.js";
-import { confidentCase, incompleteCase, uncertainCase } from "./how-sure-cases.js";
+import { confidentCase, describedImageCase, incompleteCase, uncertainCase, unseenImageCase } from "./how-sure-cases.js";
 import { runScriptedCase, type ScriptedCaseRun } from "./view-fixtures.js";
 
 const browser = useChromium();
@@ -65,6 +65,21 @@ describe("how sure, at the top of the page", () => {
     const order = await page.evaluate(() => ["[data-testid=summary]", "#case", "#graph-section"].map((s) => document.querySelector(s)!.getBoundingClientRect().top));
     expect(order[0]).toBeLessThan(order[1]!);
     expect(order[1]).toBeLessThan(order[2]!);
+  });
+
+  it("a text-only answering model that saw the vision model's description: confident, the header says it saw a description, no image unread", async () => {
+    await open(describedImageCase());
+    expect(await text("[data-testid=state]")).toBe("confident");
+    expect(await text("[data-testid=state-text]")).toContain("the images as another model's description");
+    expect(await text("[data-testid=image-note]")).toBe("Images: the answer's model (deepseek-chat) saw a description of the images made by gpt-4o, not the images");
+    expect(await page.locator("[data-testid=image-not-examined]").count()).toBe(0);
+  });
+
+  it("no model takes images: incomplete, the image was not examined, said at the top and beside the image", async () => {
+    await open(unseenImageCase());
+    expect(await text("[data-testid=state]")).toBe("incomplete");
+    expect(await text("[data-testid=state-text]")).toBe("incomplete: the image was not examined (no model of this deployment takes images)");
+    expect(await text("[data-testid=image-not-examined]")).toBe("Not examined: image-doctor did not read this image (no model of this deployment takes images).");
   });
 });
 

@@ -1,6 +1,7 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { runTextDoctor } from "../../agents/text-doctor.js";
 import { runImageDoctor } from "../../agents/image-doctor.js";
+import { takesImages } from "../../agents/image-description.js";
 import { runWebSearch } from "../../agents/web-search.js";
 import { EvidenceGraph } from "../../evidence/evidence-graph.js";
 import { renderEvidenceForPrompt } from "../../evidence/render-for-prompt.js";
@@ -62,14 +63,15 @@ export function buildEvidenceNode(deps: WorkflowDeps) {
           },
           (err) => fail("text-doctor", err),
         );
+    // A vision model that takes no images has nothing to read: ImageDoctor does not run (provenance.imageInput and the answer's state say so).
     const image =
-      opts.ablations.noImageDoctor || c.images.length === 0
+      opts.ablations.noImageDoctor || c.images.length === 0 || !takesImages(deps.agents.llm, "vision")
         ? Promise.resolve()
         : runImageDoctor(deps.agents, { ...ctx, chain: imageChain }, c, { checkFindings: !opts.ablations.noHd }).then(
             (r) => {
               imageNodes = r.nodes;
               record.imageChecks = r.checks;
-              emit("evidence", { agent: "image-doctor", findings: r.nodes.length, checks: r.checks.length });
+              emit("evidence", { agent: "image-doctor", findings: r.nodes.length, checks: r.checks.length, ...(r.uncheckedBecause ? { unchecked: r.uncheckedBecause } : {}) });
             },
             (err) => fail("image-doctor", err),
           );

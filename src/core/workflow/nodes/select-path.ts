@@ -17,6 +17,7 @@ import { fhirIgnoredResources } from "../../contracts/fhir-origin.js";
 import { renderPathForPrompt } from "../../agents/path-rendering.js";
 import { describeLabels } from "../../pathways/consistency.js";
 import { decideOutcome } from "../abstention.js";
+import { imageInputNote, withImageNotes } from "../image-input.js";
 
 /** Agents whose prompt versions go into provenance. */
 const PROMPTS_USED = ["system", "rollout", "text-doctor", "image-doctor", "image-hd", "image-revise", "web-search-query", "web-search-analysis", "hd-supervisor", "auto-repair", "coherence-judge", "equivalence-judge"];
@@ -148,6 +149,7 @@ export function selectPathNode(deps: WorkflowDeps) {
     if (deps.terminology && differential.length) ({ differential, note: terminology } = await codeDifferential(deps.terminology, differential, config.signal));
 
 
+    const imageInput = imageInputNote(llm, c.images.length, rollouts.map((r) => rolloutModel.get(r.index)!), opts);
     const result: DiagnosisResult = {
       caseId: c.id,
       status,
@@ -181,7 +183,7 @@ export function selectPathNode(deps: WorkflowDeps) {
           ablations: opts.ablations,
           rolloutsSampled: rollouts.length,
           ...(opts.composeReply ? { composeReply: true } : {}),
-          ...modelBehaviourNote(deps.agents.llm.modelBehaviour()),
+          ...modelBehaviourNote(withImageNotes(deps.agents.llm.modelBehaviour(), imageInput)),
           // What each model was costed at, from where and when, or "unpriced" (model-client.ts priceSources).
           prices: deps.agents.llm.priceSources([...Object.values(llm.models()), ...rollouts.map((r) => rolloutModel.get(r.index)!)]),
           ...(opts.budget && (opts.budget.maxTokens !== null || opts.budget.maxCostUsd !== null) ? { budget: opts.budget } : {}),
@@ -189,6 +191,7 @@ export function selectPathNode(deps: WorkflowDeps) {
         },
         search: evidence ? { provider: evidence.search.provider, enabled: evidence.search.enabled, ...(evidence.search.note ? { note: evidence.search.note } : {}) } : undefined,
         failures,
+        ...(imageInput ? { imageInput } : {}),
         ...fhirIgnoredResources(c),
         untrustedContent: untrusted,
         answerClusters: clusteringNote(clustering),

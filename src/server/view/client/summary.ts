@@ -14,7 +14,11 @@ export function renderSummary(payload: ViewPayload): HTMLElement {
   const r = payload.result;
   const s = payload.summary;
   const box = h("section", { class: `summary state-${s.state}`, attrs: { "data-testid": "summary", "aria-labelledby": "summary-title" } });
-  const why = s.reasons.length ? s.reasons.join("; ") : "every run examined the whole case, most chose this answer, and every claim of its path is supported by the evidence";
+  const why = s.reasons.length
+    ? s.reasons.join("; ")
+    : s.imageNote
+      ? "every run examined the whole case (the images as another model's description), most chose this answer, and every claim of its path is supported by the evidence"
+      : "every run examined the whole case, most chose this answer, and every claim of its path is supported by the evidence";
   append(
     box,
     h("h2", { class: "visually-hidden", attrs: { id: "summary-title" } }, "How sure"),
@@ -43,6 +47,8 @@ export function renderSummary(payload: ViewPayload): HTMLElement {
       ),
     );
   }
+  // A text-only answering model saw the vision model's description of the images, not the images: said beside the state.
+  if (s.imageNote) append(box, h("p", { class: "small warn", attrs: { "data-testid": "image-note" } }, h("b", null, "Images: "), s.imageNote));
   for (const f of payload.record?.feedback ?? []) append(box, h("p", { class: "small", attrs: { "data-testid": "feedback" } }, h("b", null, "CDS card feedback: "), `${f.text} \u2014 ${f.by}, ${f.at}`));
   append(
     box,
