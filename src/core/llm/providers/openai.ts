@@ -1,6 +1,6 @@
 import { ChatOpenAI } from "@langchain/openai";
 import { guardedFetch } from "../model-fetch.js";
-import { commonOptions, sdkTimeoutMs, trimmed, type ProviderModule } from "./provider-module.js";
+import { commonOptions, keyHeader, sdkTimeoutMs, trimmed, type ProviderModule } from "./provider-module.js";
 
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
 
@@ -15,6 +15,8 @@ export const openai: ProviderModule = {
   defaults: (cfg) => ({ baseUrl: cfg.baseUrl, apiKey: cfg.apiKey }),
   endpointUrl: (t) => `${trimmed(t.baseUrl ?? OPENAI_DEFAULT_BASE_URL)}/chat/completions`,
   structuredMethod: () => null,
+  structuredMethods: [],
+  chatCompletionsRequest: (t, cfg) => ({ url: openai.endpointUrl(t, cfg), headers: keyHeader("authorization", t.apiKey && `Bearer ${t.apiKey}`) }),
   build: (t, { temperature, maxTokens, modelKwargs }, cfg) =>
     new ChatOpenAI({
       ...commonOptions(t, temperature),

@@ -41,6 +41,13 @@ export interface ProviderModule {
    * takes the temperature and output budget as they are, and its server reveals nothing this adapts to.
    */
   structuredMethod(cfg: Config["llm"]): StructuredMethodOf | null;
+  /** Every method its integration can be asked for (`models check` tries each); empty on our own wire. */
+  readonly structuredMethods: readonly StructuredMethodOf[];
+  /**
+   * On the OpenAI chat-completions wire: the URL and headers of a request sent by hand
+   * (`models check` probes such a server request by request). Unset: probed through its integration.
+   */
+  chatCompletionsRequest?(t: Pick<ProviderTarget, "model" | "baseUrl" | "apiKey">, cfg: Config["llm"]): { url: string; headers: Record<string, string> };
   /** The variables naming its endpoint and key, for failure messages; unset: the OpenAI-compatible endpoint's (provider-errors.ts). */
   readonly variables?: { url: string; key: string };
   /** Failure messages speak of Azure deployments and Azure's variables. */
@@ -90,6 +97,11 @@ export function commonOptions(t: ProviderTarget, temperature: number | undefined
 /** A provider whose temperature runs from 0 to 1 (OpenAI's to 2): a higher rollout temperature is its most random. */
 export function unitTemperature(temperature: number | undefined): { temperature?: number } {
   return temperature !== undefined ? { temperature: Math.min(temperature, 1) } : {};
+}
+
+/** A header carrying the key, or none without a key (a local server's). */
+export function keyHeader(name: string, value: string | null): Record<string, string> {
+  return value ? { [name]: value } : {};
 }
 
 /** The base URL without trailing slashes. */
