@@ -11,7 +11,7 @@ import { MedmmvError } from "../contracts/errors.js";
 import type { FairLimiter } from "./limiter.js";
 import { withRetry } from "./retry.js";
 import { RoleModels, type ChatModelSource, type Role } from "./chat-models.js";
-import { afterLesson, type ResolvedCall } from "./call-route.js";
+import { afterLesson, current, type ResolvedCall } from "./call-route.js";
 import { withReplyTap, type ReplyTap } from "./model-fetch.js";
 import { StructuredOutputFormats } from "./structured-output.js";
 import { explainProviderFailure, modelFailure } from "./provider-errors.js";
@@ -244,9 +244,9 @@ export class LlmClient {
    * asked once per endpoint, model and mode (model-adaptation.ts keeps the answer for the
    * process) with the content-free probe of format-probe.ts. A probe that fails teaches nothing.
    */
-  private ignoresMode(call: StructuredCall<z.ZodType>, route: ResolvedCall & { endpoint: string }, method: StructuredMethod, ctx: CallContext): Promise<boolean> {
+  private ignoresMode(call: StructuredCall<z.ZodType>, route: ResolvedCall, endpoint: string, method: StructuredMethod, ctx: CallContext): Promise<boolean> {
     const model = route.spec;
-    return confirmRule(`${route.endpoint}|${model}|${method}|prose`, async () => {
+    return confirmRule(`${endpoint}|${model}|${method}|prose`, async () => {
       const probe = { role: call.role, agent: "format-check", schema: FormatProbe, schemaName: "check", messages: FORMAT_PROBE_MESSAGES, temperature: 0, model: call.model };
       const runnable = this.structuredRunnable(probe, route, method, null);
       const started = Date.now();
@@ -321,21 +321,22 @@ export class LlmClient {
         // The first call to a model (and the first with several images) goes alone; the others wait for what it reveals.
         // A model with any entry in MEDMMV_MODEL_PROFILES (even an empty one), and a catalog model on its own provider's
         // API, opt out of this wait: their calls go at once (and still learn from what their replies reveal).
-        // What another call taught meanwhile (a pioneer's lesson) is obeyed: the same value while nothing was.
-        route = this.roles.resolve(call.role, call.model);
+        // What another call taught meanwhile (a pioneer's lesson) is obeyed: the same value while nothing was
+        // (current: an identity check of what was learned, call-route.ts).
+        route = current(route);
         const { endpoint } = route;
         const endpointUrl = route.profile === null || endpoint === null || this.cfg.profiles?.[model] || rulesKnownBeforeFirstReply(route.profile, endpoint) ? null : endpoint;
         if (endpointUrl !== null && !releases.has("any")) {
           const pioneer = await firstContact(endpointUrl, model, "any");
           if (pioneer) releases.set("any", pioneer);
-          route = this.roles.resolve(call.role, call.model);
+          route = current(route);
         }
         let sent = await fitImages(messages, route.imagesPerRequest);
         if (endpointUrl !== null && imageCount(sent) > 1 && !releases.has("images")) {
           const pioneer = await firstContact(endpointUrl, model, "images");
           if (pioneer) releases.set("images", pioneer);
           const limit = route.imagesPerRequest;
-          route = this.roles.resolve(call.role, call.model);
+          route = current(route);
           if (route.imagesPerRequest !== limit) sent = await fitImages(messages, route.imagesPerRequest);
         }
         const profile = route.profile;
@@ -482,7 +483,7 @@ export class LlmClient {
           // a lesson for every case and tenant of the process comes only from the server's rule,
           // confirmed by a request that carries none of this case (ignoresMode).
           lessons++;
-          if (await this.ignoresMode(call, { ...route, endpoint }, method, ctx)) {
+          if (await this.ignoresMode(call, route, endpoint, method, ctx)) {
             const next = afterLesson(route, { kind: "structuredOutput", failed: method, why: "the server ignored it and answered in prose" });
             if (next) {
               route = next;
