@@ -30,12 +30,16 @@ const Check = z.object({ ok: z.boolean() }).describe("Report the check.");
 
 type Outcome = { ok: true; raw: AIMessage | undefined; parsed: unknown } | { ok: false; status: number | null; error: unknown; rejection: Rejection | null; network: string | null };
 
-/** The HTTP status of an integration's error: the Anthropic and Gemini SDKs' `status`, the AWS SDK's `$metadata.httpStatusCode`. */
+/**
+ * The HTTP status of an integration's error: the Anthropic and Gemini SDKs' `status`, the AWS
+ * SDK's `$metadata.httpStatusCode`, a fetch-style (gaxios) error's `response.status`.
+ */
 function statusOf(err: unknown): number | null {
   for (const e of causes(err)) {
-    const rec = e as { status?: unknown; $metadata?: { httpStatusCode?: unknown } };
+    const rec = e as { status?: unknown; $metadata?: { httpStatusCode?: unknown }; response?: { status?: unknown } };
     if (typeof rec.status === "number") return rec.status;
     if (typeof rec.$metadata?.httpStatusCode === "number") return rec.$metadata.httpStatusCode;
+    if (typeof rec.response?.status === "number") return rec.response.status;
   }
   return null;
 }
