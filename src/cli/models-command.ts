@@ -3,6 +3,8 @@ import { EXIT } from "./cli-args.js";
 import { modelConfigOrExplain } from "./model-config.js";
 
 const yes = (v: boolean | null) => (v === null ? "?" : v ? "yes" : "no");
+/** A mode this provider's integration cannot be asked for is not a "no". */
+const mode = (v: boolean | null) => (v === null ? "n/a" : v ? "yes" : "no");
 
 function windowText(w: ModelCheck["contextWindow"]): string {
   if (!w) return "? (the long probe failed)";
@@ -14,16 +16,18 @@ function windowText(w: ModelCheck["contextWindow"]): string {
 function formatCheck(c: ModelCheck): string {
   if (c.problem) return `${c.model}: NOT CHECKED — ${c.problem.message}`;
   const so = c.structuredOutput!;
+  const integration = c.via === "integration";
+  const settings = Object.entries(c.settings);
   const lines = [
-    `${c.model} (${c.requests} requests)`,
+    `${c.model} (${integration ? `through LangChain's ${c.provider} integration, ` : ""}${c.requests} requests)`,
     `  temperature             ${yes(c.temperature)}`,
-    `  structured output       jsonSchema ${yes(so.jsonSchema)}, functionCalling ${yes(so.functionCalling)}, jsonMode ${yes(so.jsonMode)}`,
+    `  structured output       jsonSchema ${mode(so.jsonSchema)}, functionCalling ${mode(so.functionCalling)}, jsonMode ${mode(so.jsonMode)}`,
     `  images per request      ${c.imagesPerRequest === null ? "2 or more" : c.imagesPerRequest === 0 ? "none (no image input)" : c.imagesPerRequest}`,
     `  context window          ${windowText(c.contextWindow)}`,
-    `  output budget parameter ${c.tokenParameter ?? "?"}`,
-    `  reasoning               ${yes(c.reasoning)}`,
+    // The integration names the output budget and asks for reasoning itself.
+    ...(integration ? [] : [`  output budget parameter ${c.tokenParameter ?? "?"}`, `  reasoning               ${yes(c.reasoning)}`]),
     "  settings to use:",
-    ...Object.entries(c.settings).map(([k, v]) => `    ${k}='${v}'`),
+    ...(settings.length ? settings.map(([k, v]) => `    ${k}='${v}'`) : ["    none: the defaults work"]),
   ];
   return lines.join("\n");
 }
@@ -36,8 +40,8 @@ export async function modelsCheckCommand(opts: { json?: boolean }): Promise<numb
   const checks: ModelCheck[] = [];
   for (const model of models) checks.push(await checkModel(config.llm, model));
   if (opts.json) {
-    const shown = checks.map(({ model, temperature, structuredOutput, imagesPerRequest, contextWindow, reasoning, tokenParameter, problem, settings }) => ({ model, temperature, structuredOutput, imagesPerRequest, contextWindow, reasoning, tokenParameter, problem, settings }));
+    const shown = checks.map(({ model, provider, via, temperature, structuredOutput, imagesPerRequest, contextWindow, reasoning, tokenParameter, problem, settings }) => ({ model, provider, via, temperature, structuredOutput, imagesPerRequest, contextWindow, reasoning, tokenParameter, problem, settings }));
     process.stdout.write(JSON.stringify(shown.length === 1 ? shown[0] : shown, null, 2) + "\n");
   } else process.stdout.write(checks.map(formatCheck).join("\n\n") + "\n");
-  return checks.some((c) => c.problem && c.problem.kind !== "not-probed") ? EXIT.failed : EXIT.ok;
+  return checks.some((c) => c.problem !== null) ? EXIT.failed : EXIT.ok;
 }

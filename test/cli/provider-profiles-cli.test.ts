@@ -40,4 +40,16 @@ describe("the CLI and the provider's rules", () => {
     const out = JSON.parse(r.stdout) as Record<string, unknown>;
     expect(out).toMatchObject({ model: "Qwen2.5-VL-7B-Instruct", temperature: true, structuredOutput: { jsonSchema: true, functionCalling: true, jsonMode: true }, imagesPerRequest: 1, reasoning: false });
   });
+
+  it("models check on an anthropic: model probes it through its integration and says what applies", async () => {
+    model.setProvider("openai");
+    const r = await medmmvCli(["models", "check"], { ANTHROPIC_API_KEY: "sk-ant-cli", ANTHROPIC_BASE_URL: model.baseUrl.replace(/\/v1$/, ""), MEDMMV_MODEL: "anthropic:claude-sonnet-4-5" });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("anthropic:claude-sonnet-4-5 (through LangChain's anthropic integration, 6 requests)");
+    expect(r.stdout).toMatch(/structured output +jsonSchema n\/a, functionCalling yes, jsonMode n\/a/);
+    expect(r.stdout).toMatch(/images per request +2 or more/);
+    expect(r.stdout).toContain("none: the defaults work");
+    // The output budget and reasoning are the integration's own: not shown as unknown.
+    expect(r.stdout).not.toMatch(/output budget parameter/);
+  });
 });

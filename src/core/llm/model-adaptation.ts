@@ -25,7 +25,11 @@ function keyOf(endpoint: string, model: string): string {
 
 /** The profile with what the server has shown applied. */
 export function adapted(profile: ModelProfile, endpoint: string): ModelProfile {
-  const a = learned.get(keyOf(endpoint, profile.model));
+  return withAdaptation(profile, learned.get(keyOf(endpoint, profile.model)));
+}
+
+/** The profile with one adaptation (adaptationOf's) applied; the profile itself where there is none. */
+export function withAdaptation(profile: ModelProfile, a: Adaptation | undefined): ModelProfile {
   if (!a) return profile;
   const structuredOutput = a.structuredOutput ? profile.structuredOutput.slice(Math.max(0, profile.structuredOutput.indexOf(a.structuredOutput.mode))) : profile.structuredOutput;
   return {

@@ -10,14 +10,14 @@ import type { Config } from "../config.js";
 import { MedmmvError } from "../contracts/errors.js";
 import type { FairLimiter } from "./limiter.js";
 import { withRetry } from "./retry.js";
-import { RoleModels, providerVariables, type ChatModelSource, type Role } from "./chat-models.js";
+import { RoleModels, type ChatModelSource, type Role } from "./chat-models.js";
+import { afterLesson, current, type ResolvedCall } from "./call-route.js";
 import { withReplyTap, type ReplyTap } from "./model-fetch.js";
 import { StructuredOutputFormats } from "./structured-output.js";
 import { explainProviderFailure, modelFailure } from "./provider-errors.js";
 import { rejectionOf, type Rejection } from "./provider-rejection.js";
-import { adaptationOf, confirmRule, firstContact, learn, learnTruncation, rulesKnownBeforeFirstReply, type Adaptation } from "./model-adaptation.js";
-import type { ModelProfile, StructuredMethod } from "./model-profile.js";
-import { roleProfile } from "./role-profiles.js";
+import { confirmRule, firstContact, learnTruncation, rulesKnownBeforeFirstReply } from "./model-adaptation.js";
+import type { StructuredMethod } from "./model-profile.js";
 import { fitImages, imageCount } from "./compose-images.js";
 import { readReplyJson, readWireJson } from "./reply-json.js";
 import { imageBytes, promptChars, textChars, textOf, toLangChainMessages, withImageDetail, type ChatMessage } from "./messages.js";
@@ -146,26 +146,14 @@ export class LlmClient {
   }
 
   /**
-   * A model's profile as it stands (what its server has shown applied): the role's own, or
-   * `spec`'s (a rollout model). Null for a chat model of the embedding program's, and for
-   * Anthropic's and Gemini's own integrations, which ask for JSON their own way and whose
-   * servers reveal nothing this adapts to.
-   */
-  profileOf(role: Role, spec?: string): ModelProfile | null {
-    if (this.roles.isCustom(role, spec) || this.roles.structuredMethod(role, spec) !== null) return null;
-    return roleProfile(this.cfg, role, spec ?? this.modelFor(role), this.roles.endpoint(role, spec)!);
-  }
-
-  /**
    * What this process learned about each role's model and how that changed what is sent,
    * for provenance (by model name: endpoints stay out of results). Empty when nothing did.
    */
   modelBehaviour(): Record<string, Record<string, unknown>> {
     const out: Record<string, Record<string, unknown>> = {};
     for (const role of ["executor", "vision", "judge"] as const) {
-      const profile = this.profileOf(role);
+      const { profile, adaptation: a } = this.roles.resolve(role);
       if (!profile) continue;
-      const a: Adaptation | undefined = adaptationOf(this.roles.endpoint(role)!, profile.model);
       const notes: Record<string, unknown> = { ...out[profile.model] };
       if (!profile.temperature) notes.temperature = "none sent (the model takes only its default): rollout diversity comes from the model's own sampling";
       if (profile.reasoning && profile.reasoningEffort) notes[`reasoningEffort.${role}`] = profile.reasoningEffort;
@@ -217,11 +205,11 @@ export class LlmClient {
    * integrations, and a chat model of the embedding program's, go through their own
    * `withStructuredOutput` (the provider's method, or the configured one).
    */
-  private structuredRunnable(call: StructuredCall<z.ZodType>, method: StructuredMethod, maxOutputTokens: number | null): StructuredRunnable {
-    const model = this.roles.get(call.role, call.temperature, call.model, maxOutputTokens);
-    // Anthropic's and Gemini's integrations ask for JSON their own way (chat-models.ts).
-    const providerMethod = this.roles.structuredMethod(call.role, call.model);
-    if (!this.roles.isCustom(call.role, call.model) && providerMethod === null) {
+  private structuredRunnable(call: StructuredCall<z.ZodType>, route: ResolvedCall, method: StructuredMethod, maxOutputTokens: number | null): StructuredRunnable {
+    const model = this.roles.get(route, call.temperature, maxOutputTokens);
+    // A provider with an integration of its own asks for JSON its own way (providers/*.ts).
+    const providerMethod = route.structuredMethod;
+    if (!route.custom && providerMethod === null) {
       const options = this.formats.callOptions(call.schema, call.schemaName, method);
       return {
         invoke: async (messages, config) => ({ raw: (await model.invoke(messages, { ...config, ...options })) as AIMessage, parsed: undefined }),
@@ -256,11 +244,11 @@ export class LlmClient {
    * asked once per endpoint, model and mode (model-adaptation.ts keeps the answer for the
    * process) with the content-free probe of format-probe.ts. A probe that fails teaches nothing.
    */
-  private ignoresMode(call: StructuredCall<z.ZodType>, method: StructuredMethod, endpoint: string, ctx: CallContext): Promise<boolean> {
-    const model = call.model ?? this.modelFor(call.role);
+  private ignoresMode(call: StructuredCall<z.ZodType>, route: ResolvedCall, endpoint: string, method: StructuredMethod, ctx: CallContext): Promise<boolean> {
+    const model = route.spec;
     return confirmRule(`${endpoint}|${model}|${method}|prose`, async () => {
       const probe = { role: call.role, agent: "format-check", schema: FormatProbe, schemaName: "check", messages: FORMAT_PROBE_MESSAGES, temperature: 0, model: call.model };
-      const runnable = this.structuredRunnable(probe, method, null);
+      const runnable = this.structuredRunnable(probe, route, method, null);
       const started = Date.now();
       const tap: ReplyTap = { replied: false };
       const result = await withRetry(
@@ -276,15 +264,9 @@ export class LlmClient {
         undefined,
         (run) => this.limiter.run(ctx.caseKey, ctx.signal, run),
       );
-      ctx.meter.record({ kind: "llm", agent: "format-check", model, latencyMs: Date.now() - started, promptTokens: tap.promptTokens, completionTokens: tap.completionTokens, ...(tap.costUsd !== undefined ? { providerCostUsd: tap.costUsd } : {}) });
+      ctx.meter.record({ kind: "llm", agent: "format-check", model, price: route.price, latencyMs: Date.now() - started, promptTokens: tap.promptTokens, completionTokens: tap.completionTokens, ...(tap.costUsd !== undefined ? { providerCostUsd: tap.costUsd } : {}) });
       return isProse(result.raw as AIMessage | undefined, tap);
     });
-  }
-
-  /** Whether the role's profile moved on since `before` (another call learned something meanwhile). */
-  private profileChanged(role: Role, spec: string | undefined, before: ModelProfile): boolean {
-    const now = this.profileOf(role, spec);
-    return now !== null && (now.temperature !== before.temperature || now.tokenParameter !== before.tokenParameter || now.structuredOutput[0] !== before.structuredOutput[0] || now.imagesPerRequest !== before.imagesPerRequest);
   }
 
   private cacheable(temperature: number): boolean {
@@ -301,7 +283,9 @@ export class LlmClient {
   async structured<S extends z.ZodType>(asked: StructuredCall<S>, ctx: CallContext): Promise<z.infer<S>> {
     // The role's image detail is part of what is sent (and so of the response-cache key).
     const call = { ...asked, messages: withImageDetail(asked.messages, this.cfg.imageDetail?.[asked.role] ?? "auto") };
-    const model = call.model ?? this.modelFor(call.role);
+    // The call's role and model, resolved once (call-route.ts): a lesson gives a new value, nothing is looked up again.
+    let route = this.roles.resolve(call.role, call.model);
+    const model = route.spec;
     const useCache = this.cacheable(call.temperature);
     const key = useCache ? this.cacheKey(call, ctx.cacheScope) : "";
     if (useCache) {
@@ -312,7 +296,7 @@ export class LlmClient {
       });
       const parsed = hit ? call.schema.safeParse(hit.parsed) : null;
       if (parsed?.success) {
-        ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: 0, cacheHit: true });
+        ctx.meter.record({ kind: "llm", agent: call.agent, model, price: route.price, latencyMs: 0, cacheHit: true });
         return parsed.data;
       }
     }
@@ -322,7 +306,7 @@ export class LlmClient {
     let maxOutputTokens: number | null = null;
     let lengthReasked = false;
     let lessons = 0;
-    const facts = () => ({ role: call.role, model, url: this.roles.endpoint(call.role, call.model), ...providerVariables(this.roles, call.role, call.model), agent: call.agent });
+    const facts = () => ({ role: call.role, model, url: route.endpoint, ...route.failure, agent: call.agent });
     // The pioneer's hold on the calls behind it, per kind of first contact. Let go only once this
     // call has succeeded, or failed or been re-asked for a reason that is not a server's rule:
     // a lesson learned keeps them waiting, for the next attempt may reveal another rule (a
@@ -337,28 +321,32 @@ export class LlmClient {
         // The first call to a model (and the first with several images) goes alone; the others wait for what it reveals.
         // A model with any entry in MEDMMV_MODEL_PROFILES (even an empty one), and a catalog model on its own provider's
         // API, opt out of this wait: their calls go at once (and still learn from what their replies reveal).
-        const known = this.profileOf(call.role, call.model);
-        const endpoint = this.roles.endpoint(call.role, call.model);
-        const endpointUrl = known === null || endpoint === null || this.cfg.profiles?.[model] || rulesKnownBeforeFirstReply(known, endpoint) ? null : endpoint;
+        // What another call taught meanwhile (a pioneer's lesson) is obeyed: the same value while nothing was
+        // (current: an identity check of what was learned, call-route.ts).
+        route = current(route);
+        const { endpoint } = route;
+        const endpointUrl = route.profile === null || endpoint === null || this.cfg.profiles?.[model] || rulesKnownBeforeFirstReply(route.profile, endpoint) ? null : endpoint;
         if (endpointUrl !== null && !releases.has("any")) {
           const pioneer = await firstContact(endpointUrl, model, "any");
           if (pioneer) releases.set("any", pioneer);
+          route = current(route);
         }
-        let profile = this.profileOf(call.role, call.model);
-        let sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
+        let sent = await fitImages(messages, route.imagesPerRequest);
         if (endpointUrl !== null && imageCount(sent) > 1 && !releases.has("images")) {
           const pioneer = await firstContact(endpointUrl, model, "images");
           if (pioneer) releases.set("images", pioneer);
-          profile = this.profileOf(call.role, call.model);
-          sent = await fitImages(messages, profile?.imagesPerRequest ?? null);
+          const limit = route.imagesPerRequest;
+          route = current(route);
+          if (route.imagesPerRequest !== limit) sent = await fitImages(messages, route.imagesPerRequest);
         }
+        const profile = route.profile;
         // A prompt the server would cut as it cut an earlier one is not sent (model-adaptation.ts learnTruncation).
-        const keptBefore = endpoint === null ? undefined : adaptationOf(endpoint, model)?.keptPromptTokens;
+        const keptBefore = route.adaptation?.keptPromptTokens;
         if (keptBefore !== undefined && textChars(sent) > MAX_CHARS_PER_TOKEN * keptBefore)
           throw modelFailure({ kind: "contextTruncated", promptTokens: keptBefore, expectedTokens: Math.ceil(textChars(sent) / CHARS_PER_TOKEN), promptChars: textChars(sent), notSent: true }, undefined, facts());
-        const method = profile?.structuredOutput[0] ?? this.cfg.structuredOutput;
-        await this.roles.ready(call.role, call.model);
-        const runnable = this.structuredRunnable(call, method, maxOutputTokens);
+        const method = route.mode;
+        await this.roles.ready(route);
+        const runnable = this.structuredRunnable(call, route, method, maxOutputTokens);
         const started = Date.now();
         const lcMessages = toLangChainMessages(sent);
         let out: Attempt;
@@ -398,16 +386,15 @@ export class LlmClient {
         } catch (err) {
           const d = (err as MedmmvError).details;
           if (d && (d.status === 429 || d.retryAfterMs !== undefined)) this.limiter.noteRateLimited();
-          ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(sent), imageBytes: imageBytes(sent) });
+          ctx.meter.record({ kind: "llm", agent: call.agent, model, price: route.price, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(sent), imageBytes: imageBytes(sent) });
           ctx.chain.advance();
           if (!(err instanceof MedmmvError)) throw err;
           throw explainProviderFailure(err, facts());
         }
         if (out.rejection) {
-          ctx.meter.record({ kind: "llm", agent: call.agent, model, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(sent), imageBytes: imageBytes(sent) });
+          ctx.meter.record({ kind: "llm", agent: call.agent, model, price: route.price, latencyMs: Date.now() - started, failed: true, promptChars: promptChars(sent), imageBytes: imageBytes(sent) });
           ctx.chain.advance();
           const r = out.rejection;
-          const endpoint = this.roles.endpoint(call.role, call.model);
           // What the server told us is learned for the model (once, for the whole process) and the call goes again.
           const lesson =
             !profile || endpoint === null || lessons >= MAX_LESSONS
@@ -421,10 +408,14 @@ export class LlmClient {
                     : r.kind === "imageLimit"
                       ? ({ kind: "imageLimit", limit: r.limit } as const)
                       : null;
-          if (lesson && profile && endpoint !== null) {
+          if (lesson) {
             lessons++;
-            // Another call may have learned the same lesson meanwhile: then the next attempt already obeys it.
-            if (learn(endpoint, profile, lesson) || this.profileChanged(call.role, call.model, profile)) continue;
+            // A new value to send by (another call may have learned the same lesson meanwhile: then too).
+            const next = afterLesson(route, lesson);
+            if (next) {
+              route = next;
+              continue;
+            }
           }
           throw modelFailure(r, out.error, facts(), { promptChars: promptChars(sent), contextWindow: profile?.contextWindow ?? null });
         }
@@ -438,6 +429,7 @@ export class LlmClient {
           kind: "llm",
           agent: call.agent,
           model,
+          price: route.price,
           latencyMs: Date.now() - started,
           promptTokens,
           completionTokens,
@@ -491,8 +483,12 @@ export class LlmClient {
           // a lesson for every case and tenant of the process comes only from the server's rule,
           // confirmed by a request that carries none of this case (ignoresMode).
           lessons++;
-          if (await this.ignoresMode(call, method, endpoint, ctx)) {
-            if (learn(endpoint, profile, { kind: "structuredOutput", failed: method, why: "the server ignored it and answered in prose" }) || this.profileChanged(call.role, call.model, profile)) continue;
+          if (await this.ignoresMode(call, route, endpoint, method, ctx)) {
+            const next = afterLesson(route, { kind: "structuredOutput", failed: method, why: "the server ignored it and answered in prose" });
+            if (next) {
+              route = next;
+              continue;
+            }
           }
         }
         lastProblem = checked ? formatZodIssues(checked.error) : (out.problem ?? "the reply was not valid JSON");

@@ -3,13 +3,12 @@ import { networkCode } from "./provider-errors.js";
 import { readRejection } from "./provider-rejection.js";
 import { readCappedBody } from "../net/read-capped-body.js";
 import { parseJsonObject } from "./reply-json.js";
-import { OPENAI_DEFAULT_BASE_URL } from "./chat-models.js";
-import type { TokenParameter } from "./model-profile.js";
+import { resolveCall, type ResolvedCall } from "./call-route.js";
+import { probeIntegration } from "./integration-probe.js";
+import { LONG_PROBE, PROBE_ASK, PROBE_ATTEMPTS, PROBE_SYSTEM, TINY_PNG, imageAsk, type ModelCheck } from "./probe-shared.js";
 import { isRecord } from "../contracts/is-record.js";
-import { parseModelSpec } from "./model-spec.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CHARS_PER_TOKEN, truncatedPrompt } from "./context-truncation.js";
-import { PROBE_MARK } from "./format-probe.js";
 
 /**
  * `medmmv models check`: a handful of tiny requests (11 per model, and their retries) that
@@ -21,41 +20,11 @@ import { PROBE_MARK } from "./format-probe.js";
  * an unknown model apart from a missing capability, and stops there. A transient failure (no
  * answer, 408, 429, 5xx without a stated reason) is retried before it is read as a missing
  * capability: one 5xx must not recommend a profile without tools.
+ * A model is resolved as a call would be (call-route.ts): a provider on the chat-completions
+ * wire is probed here request by request; another through its own integration (integration-probe.ts).
  */
-export interface ModelCheck {
-  model: string;
-  /** null when the endpoint could not be used at all (see `problem`). */
-  temperature: boolean | null;
-  structuredOutput: { jsonSchema: boolean; functionCalling: boolean; jsonMode: boolean } | null;
-  /** Images one request may carry: 0 (none), 1, or null for two or more with no limit seen. */
-  imagesPerRequest: number | null;
-  /**
-   * The server's context window as the long probe found it: `tokens` is the window a refusal
-   * stated, or the tokens a server kept of a prompt it cut (`truncates`: it answers anyway,
-   * and a longer prompt is silently cut); null tokens: the probe fit (the window is at least
-   * `probedTokens`), or the probe failed.
-   */
-  contextWindow: { tokens: number | null; truncates: boolean; probedTokens: number } | null;
-  reasoning: boolean | null;
-  tokenParameter: TokenParameter | null;
-  requests: number;
-  /**
-   * Why the model could not be checked: `unreachable` (URL), `unauthorized` (key), `not-found`
-   * (URL or model name); `not-probed`: an anthropic: or google-genai: model, reached through
-   * LangChain's own integration, which this probe (it speaks the chat-completions API) does not test.
-   */
-  problem: { kind: "unreachable" | "unauthorized" | "not-found" | "failed" | "not-probed"; message: string } | null;
-  /** The settings to use with this model (environment variables). */
-  settings: Record<string, string>;
-}
+export type { ModelCheck } from "./probe-shared.js";
 
-/** A 1×1 PNG: the smallest picture a vision model will take. */
-const TINY_PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==";
-const MARK = PROBE_MARK;
-/** Attempts per probe request when its failure is transient. */
-const PROBE_ATTEMPTS = 3;
-/** The long probe's text: about 6,000 tokens, past a 4k window (Ollama's default, llama.cpp's -c 4096) and inside any larger one. */
-const LONG_PROBE = Array.from({ length: 260 }, (_, i) => `Line ${i + 1} of a long health-check text; it only measures how much of a prompt the server reads. `).join("");
 const SCHEMA = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false };
 const MAX_PROBE_BYTES = 1024 * 1024;
 
@@ -63,16 +32,6 @@ interface Exchange {
   status: number;
   body: unknown;
   error: string | null;
-}
-
-function endpointOf(cfg: Config["llm"], model: string): { url: string; headers: Record<string, string> } {
-  const az = cfg.azure;
-  if (az) {
-    const base = az.endpoint ?? `https://${az.instanceName}.openai.azure.com`;
-    return { url: `${base}/openai/deployments/${encodeURIComponent(model)}/chat/completions?api-version=${az.apiVersion}`, headers: { "api-key": az.apiKey } };
-  }
-  const base = (cfg.baseUrl ?? OPENAI_DEFAULT_BASE_URL).replace(/\/+$/, "");
-  return { url: `${base}/chat/completions`, headers: cfg.apiKey ? { authorization: `Bearer ${cfg.apiKey}` } : {} };
 }
 
 function firstMessage(body: unknown): Record<string, unknown> | null {
@@ -86,19 +45,25 @@ function okJson(value: unknown): boolean {
 }
 
 export async function checkModel(cfg: Config["llm"], model: string, timeoutMs = Math.min(cfg.timeoutMs, 60_000)): Promise<ModelCheck> {
-  const out: ModelCheck = { model, temperature: null, structuredOutput: null, imagesPerRequest: null, contextWindow: null, reasoning: null, tokenParameter: null, requests: 0, problem: null, settings: {} };
-  // The name on the wire is the model's own (openai:gpt-5 → gpt-5); Claude and Gemini by their own APIs are not probed here.
-  const spec = parseModelSpec(model);
-  if (spec.provider === "anthropic" || spec.provider === "google-genai" || spec.provider === "bedrock") {
-    out.problem = { kind: "not-probed", message: `${model} is reached through LangChain's ${spec.provider} integration, not a chat-completions endpoint; models check does not probe it (docs/models.md says what it takes)` };
-    return out;
-  }
-  const wireModel = spec.model;
-  const { url, headers } = endpointOf(cfg, wireModel);
+  // Resolved as the calls of the first role that names it would be (its own URL and key, if it has them).
+  const role = (["executor", "vision", "judge"] as const).find((r) => cfg.models[r] === model) ?? "executor";
+  const route = resolveCall(cfg, role, model, false);
+  return route.module?.chatCompletionsRequest ? checkChatCompletions(cfg, route, timeoutMs) : probeIntegration(cfg, route, timeoutMs);
+}
+
+/** The probe of a model on the OpenAI chat-completions wire, request by request. */
+async function checkChatCompletions(cfg: Config["llm"], route: ResolvedCall, timeoutMs: number): Promise<ModelCheck> {
+  const model = route.spec;
+  // Never the embedding program's model here: resolved with its provider.
+  const out: ModelCheck = { model, provider: route.provider!, via: "chat-completions", temperature: null, structuredOutput: null, imagesPerRequest: null, contextWindow: null, reasoning: null, tokenParameter: null, requests: 0, problem: null, settings: {} };
+  // The name on the wire is the model's own (openai:gpt-5 → gpt-5).
+  const wireModel = route.model;
+  const { url, headers } = route.module!.chatCompletionsRequest!(route, cfg);
+  const azure = route.failure.azure;
   let requests = 0;
   const sendOnce = async (extra: Record<string, unknown>, content: unknown): Promise<Exchange> => {
     requests++;
-    const body = { model: wireModel, messages: [{ role: "system", content: `You answer health-check requests. ${MARK}` }, { role: "user", content }], ...extra };
+    const body = { model: wireModel, messages: [{ role: "system", content: PROBE_SYSTEM }, { role: "user", content }], ...extra };
     try {
       const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
       const bytes = await readCappedBody(res, MAX_PROBE_BYTES);
@@ -116,7 +81,7 @@ export async function checkModel(cfg: Config["llm"], model: string, timeoutMs = 
   // A transient failure is asked again (with backoff) before it is read as a missing capability;
   // a refusal whose reason the server states (a parameter, no images, the window) is an answer.
   const transient = (x: Exchange) => (x.status === 0 && x.error !== "ECONNREFUSED" && x.error !== "ENOTFOUND") || x.status === 408 || x.status === 429 || (x.status >= 500 && readRejection(x.status, x.body) === null);
-  const send = async (extra: Record<string, unknown>, content: unknown = 'Reply with the JSON object {"ok": true} and nothing else.'): Promise<Exchange> => {
+  const send = async (extra: Record<string, unknown>, content: unknown = PROBE_ASK): Promise<Exchange> => {
     let x = await sendOnce(extra, content);
     for (let attempt = 1; attempt < PROBE_ATTEMPTS && transient(x); attempt++) {
       await sleep(cfg.backoffBaseMs * 2 ** (attempt - 1));
@@ -127,8 +92,8 @@ export async function checkModel(cfg: Config["llm"], model: string, timeoutMs = 
 
   // 1. Can we talk to it at all? No optional parameter, so only the endpoint, key or name can fail.
   const plain = await send({});
-  if (plain.status === 0) out.problem = { kind: "unreachable", message: `cannot reach ${url} (${plain.error}): check ${cfg.azure ? "AZURE_OPENAI_ENDPOINT" : "OPENAI_BASE_URL"}` };
-  else if (plain.status === 401 || plain.status === 403) out.problem = { kind: "unauthorized", message: `the server refused the key (HTTP ${plain.status}): check ${cfg.azure ? "AZURE_OPENAI_API_KEY" : "OPENAI_API_KEY"}` };
+  if (plain.status === 0) out.problem = { kind: "unreachable", message: `cannot reach ${url} (${plain.error}): check ${azure ? "AZURE_OPENAI_ENDPOINT" : "OPENAI_BASE_URL"}` };
+  else if (plain.status === 401 || plain.status === 403) out.problem = { kind: "unauthorized", message: `the server refused the key (HTTP ${plain.status}): check ${azure ? "AZURE_OPENAI_API_KEY" : "OPENAI_API_KEY"}` };
   else if (plain.status === 404) out.problem = { kind: "not-found", message: `HTTP 404 at ${url}: check the URL (it ends in /v1) and the model name "${model}"` };
   else if (plain.status !== 200) out.problem = { kind: "failed", message: `HTTP ${plain.status} on a plain request: ${describe(plain)}` };
   if (out.problem) {
@@ -150,7 +115,7 @@ export async function checkModel(cfg: Config["llm"], model: string, timeoutMs = 
   };
   out.structuredOutput = { jsonSchema: contentJson(schema), functionCalling: toolArgs(tools), jsonMode: contentJson(jsonMode) };
   // 6–7. One image, then two.
-  const image = (n: number) => [{ type: "text", text: `Reply with {"ok": true} if you can see ${n === 1 ? "the picture" : "both pictures"}.` }, ...Array.from({ length: n }, () => ({ type: "image_url", image_url: { url: TINY_PNG } }))];
+  const image = (n: number) => [{ type: "text", text: imageAsk(n) }, ...Array.from({ length: n }, () => ({ type: "image_url", image_url: { url: TINY_PNG } }))];
   const one = await send({}, image(1));
   if (!works(one)) out.imagesPerRequest = 0;
   else {
@@ -177,7 +142,7 @@ export async function checkModel(cfg: Config["llm"], model: string, timeoutMs = 
 /** The long probe: a refusal stating the window, a reply whose usage shows a cut, or a prompt that fit. */
 async function probeWindow(send: (extra: Record<string, unknown>, content?: unknown) => Promise<Exchange>): Promise<ModelCheck["contextWindow"]> {
   const probedTokens = Math.ceil(LONG_PROBE.length / CHARS_PER_TOKEN);
-  const x = await send({}, `${LONG_PROBE}\nReply with the JSON object {"ok": true} and nothing else.`);
+  const x = await send({}, `${LONG_PROBE}\n${PROBE_ASK}`);
   if (x.status !== 200) {
     const refusal = readRejection(x.status, x.body);
     return refusal?.kind === "contextLength" ? { tokens: refusal.window, truncates: false, probedTokens } : null;

@@ -29,6 +29,11 @@ export interface CallRecord {
   estimated?: boolean;
   /** What the provider says the call cost, in USD (OpenRouter's usage.cost): it wins over the price table. */
   providerCostUsd?: number;
+  /**
+   * The price the call was resolved to (call-route.ts; null: unpriced): read instead of looking
+   * the model up in the meter's table. Unset: the table's price for `model`.
+   */
+  price?: Prices[string] | null;
   kind: "llm" | "search";
 }
 
@@ -128,7 +133,7 @@ export class UsageMeter {
     this.promptTokens += pt;
     this.completionTokens += ct;
     this.cachedPromptTokens += cached;
-    const price = r.model ? priceOf(this.prices, r.model) : undefined;
+    const price = r.price !== undefined ? (r.price ?? undefined) : r.model ? priceOf(this.prices, r.model) : undefined;
     const cost = r.providerCostUsd ?? callCostUsd(price, pt, cached, ct);
     // A failed call the provider refused states no tokens: it costs nothing to know. Any other without a price is unpriced.
     if (r.providerCostUsd === undefined && !price && pt + ct > 0) {

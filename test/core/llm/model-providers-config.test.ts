@@ -77,31 +77,31 @@ describe("RoleModels: each role on its own provider, endpoint and key", () => {
 
   it("builds LangChain's own chat model for each provider", async () => {
     // Anthropic's and Gemini's integrations are loaded by `ready`, as the client does before a call.
-    await Promise.all([roles.ready("vision"), roles.ready("judge")]);
-    expect(roles.get("executor", 0.7)).toBeInstanceOf(ChatOpenAI);
-    expect(roles.get("vision", 0)).toBeInstanceOf(AbortableChatGoogleGenerativeAI);
-    expect(roles.get("judge", 0)).toBeInstanceOf(CachingChatAnthropic);
+    await Promise.all([roles.ready(roles.resolve("vision")), roles.ready(roles.resolve("judge"))]);
+    expect(roles.get(roles.resolve("executor"), 0.7)).toBeInstanceOf(ChatOpenAI);
+    expect(roles.get(roles.resolve("vision"), 0)).toBeInstanceOf(AbortableChatGoogleGenerativeAI);
+    expect(roles.get(roles.resolve("judge"), 0)).toBeInstanceOf(CachingChatAnthropic);
     // One instance per (role, model, temperature).
-    expect(roles.get("judge", 0)).toBe(roles.get("judge", 0));
-    expect(roles.get("executor", 0.7, "anthropic:claude-sonnet-4-5")).not.toBe(roles.get("judge", 0.7));
+    expect(roles.get(roles.resolve("judge"), 0)).toBe(roles.get(roles.resolve("judge"), 0));
+    expect(roles.get(roles.resolve("executor", "anthropic:claude-sonnet-4-5"), 0.7)).not.toBe(roles.get(roles.resolve("judge"), 0.7));
     const azure = new RoleModels(loadConfig({ AZURE_OPENAI_API_KEY: "az", AZURE_OPENAI_ENDPOINT: "https://r.openai.azure.com", MEDMMV_MODEL: "dep" }).llm);
-    expect(azure.get("executor", 0)).toBeInstanceOf(AzureChatOpenAI);
+    expect(azure.get(azure.resolve("executor"), 0)).toBeInstanceOf(AzureChatOpenAI);
   });
 
   it("a role's own URL and key apply to that role only, and a provider's key never follows a role to its own URL", () => {
-    expect(roles.target("judge")).toMatchObject({ provider: "anthropic", model: "claude-sonnet-4-5", baseUrl: "http://anthropic.test", apiKey: "judge-key" });
+    expect(roles.resolve("judge")).toMatchObject({ provider: "anthropic", model: "claude-sonnet-4-5", baseUrl: "http://anthropic.test", apiKey: "judge-key" });
     // The same model as a rollout model of the executor's: the provider's own key.
-    expect(roles.target("executor", "anthropic:claude-sonnet-4-5")).toMatchObject({ baseUrl: "http://anthropic.test", apiKey: "anthropic-key" });
-    expect(roles.target("vision")).toMatchObject({ provider: "google-genai", baseUrl: "http://vision.test", apiKey: "vision-key" });
+    expect(roles.resolve("executor", "anthropic:claude-sonnet-4-5")).toMatchObject({ baseUrl: "http://anthropic.test", apiKey: "anthropic-key" });
+    expect(roles.resolve("vision")).toMatchObject({ provider: "google-genai", baseUrl: "http://vision.test", apiKey: "vision-key" });
     // A role's own URL without its own key: Google's key is never sent there.
     expect(configError({ GOOGLE_API_KEY: "g", MEDMMV_MODEL: "m", MEDMMV_VISION_MODEL: "google-genai:gemini-2.5-flash", MEDMMV_VISION_BASE_URL: "http://vision.test" }).message).toMatch(
       /MEDMMV_VISION_BASE_URL is set for google-genai:gemini-2.5-flash: set MEDMMV_VISION_API_KEY too/,
     );
     const keyless = new RoleModels(loadConfig({ MEDMMV_MODEL: "m", MEDMMV_JUDGE_MODEL: "local", MEDMMV_JUDGE_BASE_URL: "http://vllm.test/v1", OPENAI_API_KEY: "openai-key" }).llm);
-    expect(keyless.target("judge")).toMatchObject({ provider: "openai", baseUrl: "http://vllm.test/v1", apiKey: null });
-    expect(roles.target("executor")).toMatchObject({ provider: "openai", baseUrl: "http://openai.test/v1", apiKey: "openai-key" });
-    expect(roles.endpoint("judge")).toBe("http://anthropic.test/v1/messages");
-    expect(roles.endpoint("vision")).toBe("http://vision.test/v1beta/models/gemini-2.5-flash:generateContent");
+    expect(keyless.resolve("judge")).toMatchObject({ provider: "openai", baseUrl: "http://vllm.test/v1", apiKey: null });
+    expect(roles.resolve("executor")).toMatchObject({ provider: "openai", baseUrl: "http://openai.test/v1", apiKey: "openai-key" });
+    expect(roles.resolve("judge").endpoint).toBe("http://anthropic.test/v1/messages");
+    expect(roles.resolve("vision").endpoint).toBe("http://vision.test/v1beta/models/gemini-2.5-flash:generateContent");
   });
 
   it("spreads rollouts round-robin over MEDMMV_ROLLOUT_MODELS; without it, every rollout is the executor's", () => {
@@ -111,16 +111,16 @@ describe("RoleModels: each role on its own provider, endpoint and key", () => {
   });
 
   it("asks each provider for JSON the way its integration supports", () => {
-    expect(roles.structuredMethod("executor")).toBeNull();
-    expect(roles.structuredMethod("judge")).toBe("functionCalling");
-    expect(roles.structuredMethod("vision")).toBe("jsonSchema");
+    expect(roles.resolve("executor").structuredMethod).toBeNull();
+    expect(roles.resolve("judge").structuredMethod).toBe("functionCalling");
+    expect(roles.resolve("vision").structuredMethod).toBe("jsonSchema");
     const fc = new RoleModels(loadConfig({ GOOGLE_API_KEY: "g", MEDMMV_MODEL: "google-genai:gemini-2.5-flash", MEDMMV_STRUCTURED_OUTPUT: "functionCalling" }).llm);
-    expect(fc.structuredMethod("executor")).toBe("functionCalling");
+    expect(fc.resolve("executor").structuredMethod).toBe("functionCalling");
   });
 
   it("caps Anthropic's temperature at its maximum of 1", async () => {
-    await roles.ready("executor", "anthropic:claude-sonnet-4-5");
-    const m = roles.get("executor", 1.4, "anthropic:claude-sonnet-4-5") as unknown as { temperature: number };
+    await roles.ready(roles.resolve("executor", "anthropic:claude-sonnet-4-5"));
+    const m = roles.get(roles.resolve("executor", "anthropic:claude-sonnet-4-5"), 1.4) as unknown as { temperature: number };
     expect(m.temperature).toBe(1);
   });
 });

@@ -243,8 +243,13 @@ describe("medmmv models check", () => {
     expect(c).toMatchObject({ model: "openai:probe-model", temperature: false, problem: null });
     expect(servers.model.stats().log.every((l) => l.model === "probe-model")).toBe(true);
     servers.model.reset();
-    const claude = await checkModel(servers.config({ MEDMMV_MODEL: "anthropic:claude-sonnet-4-5", ANTHROPIC_API_KEY: "k" }).llm, "anthropic:claude-sonnet-4-5");
-    expect(claude).toMatchObject({ problem: { kind: "not-probed" }, requests: 0 });
-    expect(servers.model.stats().total).toBe(0);
+    servers.model.setProvider("openai");
+    // Claude goes through its own integration, to the Messages API (test/core/llm/models-check-integrations.test.ts).
+    const claude = await checkModel(servers.config({ MEDMMV_MODEL: "anthropic:claude-sonnet-4-5", ANTHROPIC_API_KEY: "k", ANTHROPIC_BASE_URL: servers.model.baseUrl.replace(/\/v1$/, "") }).llm, "anthropic:claude-sonnet-4-5");
+    expect(claude).toMatchObject({ via: "integration", problem: null });
+    const messages = servers.model.vendors.anthropic.calls();
+    expect(messages).toHaveLength(claude.requests);
+    // The chat-completions route saw only the Messages route's relays of them: no request of the check's own.
+    expect(servers.model.stats().total).toBe(messages.length);
   });
 });
