@@ -35,7 +35,7 @@ export function renderFindings(f: ImageFindings): string {
 
 /** Whether the model of a call takes images: only a profile that says 0 says no (an unknown limit, or a provider's own integration, takes them). */
 export function takesImages(llm: LlmClient, role: Role, model?: string): boolean {
-  return llm.profileOf(role, model)?.imagesPerRequest !== 0;
+  return llm.imagesPerRequest(role, model) !== 0;
 }
 
 /** The model that describes the images for the models that take none: the vision role's, when it takes images; null: no model can. */

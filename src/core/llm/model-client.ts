@@ -181,6 +181,11 @@ export class LlmClient {
     return out;
   }
 
+  /** Most images one request of this role's model (or `spec`, a rollout model) may carry, as its profile and server say now; 0: none; null: no known limit. */
+  imagesPerRequest(role: Role, spec?: string): number | null {
+    return this.roles.resolve(role, spec).imagesPerRequest;
+  }
+
   modelFor(role: Role): string {
     return this.roles.name(role);
   }

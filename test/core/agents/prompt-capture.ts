@@ -99,7 +99,7 @@ export async function capturePrompts(): Promise<CapturedCall[]> {
   let plannedPairs: { a: string; b: string }[] = [];
   const llm = {
     // No profile: every model takes images (image-description.ts), so every image call carries them.
-    profileOf: () => null,
+    imagesPerRequest: () => null,
     async structured(call: StructuredCall<never>) {
       const n = (seen.get(call.agent) ?? 0) + 1;
       seen.set(call.agent, n);
