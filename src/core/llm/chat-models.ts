@@ -41,12 +41,18 @@ export const GOOGLE_GENAI_DEFAULT_BASE_URL = "https://generativelanguage.googlea
  * are imported the first time a model of theirs is about to be called (`RoleModels.ready`): a
  * process whose models are all on OpenAI-compatible endpoints never loads them.
  */
-const integrations: { anthropic?: typeof import("./anthropic-chat-model.js"); google?: typeof import("./gemini-chat-model.js"); bedrock?: typeof import("./bedrock-chat-model.js") } = {};
+const integrations: {
+  anthropic?: typeof import("./anthropic-chat-model.js");
+  google?: typeof import("./gemini-chat-model.js");
+  bedrock?: typeof import("./bedrock-chat-model.js");
+  vertex?: typeof import("./vertex-chat-model.js");
+} = {};
 
 async function loadIntegration(provider: ModelProvider): Promise<void> {
   if (provider === "anthropic") integrations.anthropic ??= await import("./anthropic-chat-model.js");
   else if (provider === "google-genai") integrations.google ??= await import("./gemini-chat-model.js");
   else if (provider === "bedrock") integrations.bedrock ??= await import("./bedrock-chat-model.js");
+  else if (provider === "google-vertexai") integrations.vertex ??= await import("./vertex-chat-model.js");
 }
 
 function integration<K extends keyof typeof integrations>(name: K): NonNullable<(typeof integrations)[K]> {
@@ -113,6 +119,8 @@ export class RoleModels {
           ? this.cfg.google
           : provider === "bedrock"
             ? { baseUrl: this.cfg.bedrock?.endpoint ?? null, apiKey: null }
+            : provider === "google-vertexai"
+            ? { baseUrl: this.cfg.vertex?.endpoint ?? null, apiKey: null }
             : provider === "azure_openai"
             ? { baseUrl: this.cfg.azure?.endpoint ?? (this.cfg.azure?.instanceName ? `https://${this.cfg.azure.instanceName}.openai.azure.com` : null), apiKey: this.cfg.azure?.apiKey ?? null }
             : { baseUrl: this.cfg.baseUrl, apiKey: this.cfg.apiKey };
@@ -131,7 +139,8 @@ export class RoleModels {
     const { provider } = this.target(role, spec);
     // Bedrock's Converse API asks for JSON by a forced tool (toolChoice), which ChatBedrockConverse renders.
     if (provider === "anthropic" || provider === "bedrock") return "functionCalling";
-    if (provider === "google-genai") return this.cfg.structuredOutput === "functionCalling" ? "functionCalling" : "jsonSchema";
+    // Gemini on Vertex AI as on the Gemini API: responseSchema, or a forced function call when configured.
+    if (provider === "google-genai" || provider === "google-vertexai") return this.cfg.structuredOutput === "functionCalling" ? "functionCalling" : "jsonSchema";
     return null;
   }
 
@@ -143,6 +152,7 @@ export class RoleModels {
     if (t.provider === "google-genai") return `${(t.baseUrl ?? GOOGLE_GENAI_DEFAULT_BASE_URL).replace(/\/+$/, "")}/v1beta/models/${t.model}:generateContent`;
     if (t.provider === "azure_openai") return `${t.baseUrl ?? "https://<AZURE_OPENAI_API_INSTANCE_NAME>.openai.azure.com"}/openai/deployments/${t.model}/chat/completions`;
     if (t.provider === "bedrock") return `${t.baseUrl ?? `https://bedrock-runtime.${this.cfg.bedrock?.region ?? "<AWS_REGION>"}.amazonaws.com`}/model/${encodeURIComponent(t.model)}/converse`;
+    if (t.provider === "google-vertexai") return vertexEndpoint(this.cfg.vertex, t);
     return `${(t.baseUrl ?? OPENAI_DEFAULT_BASE_URL).replace(/\/+$/, "")}/chat/completions`;
   }
 
@@ -217,6 +227,11 @@ export class RoleModels {
       if (!region) throw new MedmmvError("CONFIG_MISSING", `${t.spec} is an Amazon Bedrock model: set AWS_REGION (credentials come from the AWS chain: an IAM role, AWS_PROFILE or AWS_ACCESS_KEY_ID)`);
       return integration("bedrock").bedrockChatModel({ model: t.model, region, endpoint: t.baseUrl, ...(temperature !== undefined ? { temperature: Math.min(temperature, 1) } : {}), ...(maxTokens !== undefined ? { maxTokens } : {}), timeoutMs: timeout });
     }
+    if (t.provider === "google-vertexai") {
+      const v = this.cfg.vertex;
+      if (!v?.project) throw new MedmmvError("CONFIG_MISSING", `${t.spec} is a Vertex AI model: set GOOGLE_CLOUD_PROJECT (and GOOGLE_CLOUD_LOCATION; credentials come from Application Default Credentials: GOOGLE_APPLICATION_CREDENTIALS or the attached service account)`);
+      return integration("vertex").vertexChatModel({ model: t.model, project: v.project, location: v.location, endpoint: t.baseUrl, ...(temperature !== undefined ? { temperature } : {}), ...(maxTokens !== undefined ? { maxTokens } : {}) });
+    }
     if (t.provider === "azure_openai") {
       const az = this.cfg.azure;
       if (!t.apiKey || !t.baseUrl) throw new MedmmvError("CONFIG_MISSING", `${t.spec} is an Azure OpenAI deployment: set AZURE_OPENAI_API_KEY and AZURE_OPENAI_ENDPOINT (or AZURE_OPENAI_API_INSTANCE_NAME)`);
@@ -260,4 +275,13 @@ const NATIVE_VARIABLES: Partial<Record<ModelProvider, { url: string; key: string
   anthropic: { url: "ANTHROPIC_BASE_URL", key: "ANTHROPIC_API_KEY" },
   "google-genai": { url: "GOOGLE_GENAI_BASE_URL", key: "GOOGLE_API_KEY" },
   bedrock: { url: "MEDMMV_BEDROCK_ENDPOINT / AWS_REGION", key: "the AWS credential chain (the IAM role, AWS_PROFILE, or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)" },
+  "google-vertexai": { url: "MEDMMV_VERTEX_ENDPOINT / GOOGLE_CLOUD_LOCATION / GOOGLE_CLOUD_PROJECT", key: "Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, or the attached service account) and its roles/aiplatform.user" },
 };
+
+/** Vertex AI's generateContent URL for a google-vertexai:… model, as @langchain/google-vertexai builds it (for messages and first-contact keys). */
+function vertexEndpoint(v: Config["llm"]["vertex"], t: ModelTarget): string {
+  const location = v?.location ?? "us-central1";
+  // A multi-region (`us`, `eu`) is served by its regional endpoint (…rep.googleapis.com), a region by <region>-aiplatform.
+  const host = t.baseUrl ?? (location === "global" ? "aiplatform.googleapis.com" : location.includes("-") ? `${location}-aiplatform.googleapis.com` : `aiplatform.${location}.rep.googleapis.com`);
+  return `https://${host}/v1/projects/${v?.project ?? "<GOOGLE_CLOUD_PROJECT>"}/locations/${location}/publishers/google/models/${t.model}:generateContent`;
+}

@@ -1,0 +1,201 @@
+import { ChatVertexAI } from "@langchain/google-vertexai";
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
+import type { BaseMessage } from "@langchain/core/messages";
+import type { ChatResult } from "@langchain/core/outputs";
+import { isRecord } from "../contracts/is-record.js";
+import { statedWaitMs } from "./rate-limit-hints.js";
+
+/**
+ * Gemini on Google Cloud's Vertex AI through LangChain's own integration
+ * (@langchain/google-vertexai ChatVertexAI, over google-auth-library), as a hospital runs it
+ * under Google Cloud's BAA: `https://<location>-aiplatform.googleapis.com/v1/projects/<project>/
+ * locations/<location>/publishers/google/models/<model>:generateContent`, or the same path on a
+ * Private Service Connect endpoint's host.
+ *
+ * Credentials are Application Default Credentials only — GOOGLE_APPLICATION_CREDENTIALS naming a
+ * service-account key or a workload-identity-federation file (an AKS/EKS/on-premises OIDC token
+ * exchanged at Google's STS), or the attached service account of GKE, Cloud Run or Compute
+ * Engine — and medmmv holds no Google secret of its own. google-auth-library keeps the access
+ * token (an hour's) and exchanges a new one before it expires; a token the server refuses
+ * anyway (revoked, or a host clock that runs late) is exchanged once more and the request sent
+ * again (`forceRefreshOnFailure`), so `serve` keeps working past the first hour.
+ */
+export interface VertexModelOptions {
+  model: string;
+  project: string;
+  /** A Vertex AI location (`europe-west4`, `global`); null: the integration's default, us-central1. */
+  location: string | null;
+  /** The API's host (a Private Service Connect endpoint); null: the location's. */
+  endpoint: string | null;
+  temperature?: number;
+  maxTokens?: number;
+}
+
+/** The scope Vertex AI's generateContent takes (Google's aiplatform REST reference). */
+const CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform";
+
+type AuthClient = ReturnType<ChatVertexAI["buildAbstractedClient"]>;
+
+/**
+ * One ADC client per project and credentials file for the process: each holds the access
+ * token it exchanged, so the chat models of every role and temperature share one token (and
+ * one exchange per hour) instead of one each.
+ */
+const authClients = new Map<string, AuthClient>();
+
+/**
+ * A refusal of Vertex AI's, in the shape the rest of core/llm reads a provider's (the OpenAI
+ * SDK's APIError): `status`, the error object `error` (Google's `{ code, message, status,
+ * details }`, or the blocked reply for a safety block) and `headers`, with the wait Google
+ * states in a `google.rpc.RetryInfo` detail as `retry-after-ms` (retry.ts honours it).
+ */
+export class VertexRequestError extends Error {
+  override readonly name = "VertexRequestError";
+  constructor(
+    readonly status: number,
+    readonly error: unknown,
+    readonly headers: Record<string, string>,
+    cause: unknown,
+  ) {
+    // Google's own words, for the operator's server log (provider-failure-log.ts removes every word of
+    // the prompt from them). What reaches a case's owner is written by retry.ts and provider-errors.ts, never this.
+    super(`Vertex AI: HTTP ${status}${isRecord(error) && typeof error.status === "string" ? ` ${error.status}` : ""}: ${googleMessage(error)}`, { cause });
+  }
+}
+
+function googleMessage(error: unknown): string {
+  if (typeof error === "string") return error.slice(0, 500);
+  if (!isRecord(error)) return "";
+  if (typeof error.message === "string") return error.message;
+  const feedback = isRecord(error.promptFeedback) ? error.promptFeedback : null;
+  if (typeof feedback?.blockReason === "string") return `prompt blocked: ${feedback.blockReason}`;
+  const candidate = Array.isArray(error.candidates) && isRecord(error.candidates[0]) ? error.candidates[0] : null;
+  return typeof candidate?.finishReason === "string" ? `reply blocked: ${candidate.finishReason}` : "";
+}
+
+/** The error body as Google sent it: the integration hands it on as text (its JSON, or Google's front end's HTML). */
+function parsedBody(data: unknown): unknown {
+  if (typeof data !== "string") return data;
+  try {
+    return JSON.parse(data) as unknown;
+  } catch {
+    return data;
+  }
+}
+
+function headersOf(response: unknown): Headers {
+  const h = isRecord(response) ? response.headers : undefined;
+  if (h instanceof Headers) return h;
+  const out = new Headers();
+  if (isRecord(h)) for (const [k, v] of Object.entries(h)) if (typeof v === "string") out.set(k, v);
+  return out;
+}
+
+/**
+ * The integration's failures as VertexRequestError: an HTTP refusal (`Google request failed
+ * with status code N`, the gaxios response on `.response`), or a reply its safety handler
+ * refused (GoogleAISafetyError: `promptFeedback.blockReason`, or a candidate finished for
+ * SAFETY / BLOCKLIST / PROHIBITED_CONTENT / SPII / RECITATION). Anything else (a network
+ * failure, an abort) is left as it is.
+ */
+export function asVertexError(err: unknown): unknown {
+  if (!(err instanceof Error) || err instanceof VertexRequestError) return err;
+  const response = (err as { response?: unknown }).response;
+  if (!isRecord(response)) return err;
+  if (err.constructor.name === "GoogleAISafetyError" && isRecord(response.data)) return new VertexRequestError(200, response.data, {}, err);
+  if (typeof response.status !== "number" || response.status < 400) return err;
+  const body = parsedBody(response.data);
+  const headers = headersOf(response);
+  const kept: Record<string, string> = {};
+  const retryAfter = headers.get("retry-after");
+  if (retryAfter !== null) kept["retry-after"] = retryAfter;
+  const waitMs = statedWaitMs(response.status, headers, body);
+  if (waitMs !== null) kept["retry-after-ms"] = String(waitMs);
+  const first = Array.isArray(body) ? body[0] : body;
+  const error = isRecord(first) && isRecord(first.error) ? first.error : typeof body === "string" ? body : first;
+  return new VertexRequestError(response.status, error, kept, err);
+}
+
+interface WireReply {
+  status: number;
+  data?: unknown;
+  bodyUsed?: boolean;
+  text?: () => Promise<string>;
+}
+type WireAdapter = (opts: { validateStatus?: (status: number) => boolean }, defaultAdapter: (opts: unknown) => Promise<WireReply>) => Promise<WireReply>;
+
+/**
+ * An error reply's body, read before google-auth-library's gaxios (8.3) hands the reply on. The
+ * integration asks for a stream; gaxios drains an error reply's stream without node-fetch marking
+ * the body used, and then drops what it read (`bodyUsed ? data : undefined`), so LangChain's error
+ * says only "status code 400": Google's reason (the context window, RESOURCE_EXHAUSTED and its
+ * retryDelay) was lost. Read here as text, the body is marked used and kept as the reply's data.
+ */
+const keepErrorBodies: WireAdapter = async (opts, defaultAdapter) => {
+  const res = await defaultAdapter(opts);
+  const ok = opts.validateStatus ? opts.validateStatus(res.status) : res.status >= 200 && res.status < 300;
+  if (ok || res.bodyUsed || typeof res.text !== "function") return res;
+  res.data = await res.text();
+  return res;
+};
+
+/**
+ * ChatVertexAI on Application Default Credentials alone. The integration takes an API key
+ * first when one is in reach (GOOGLE_API_KEY, which google-genai:… models read) and then goes
+ * to Vertex AI's express mode, not the project's endpoint in its location: a hospital's
+ * project, region and BAA would be silently left, so no key is ever used here.
+ */
+class AdcChatVertexAI extends ChatVertexAI {
+  override buildApiKey(): string | undefined {
+    return undefined;
+  }
+
+  override buildAbstractedClient(fields: Parameters<ChatVertexAI["buildAbstractedClient"]>[0]): AuthClient {
+    const project = fields?.authOptions?.projectId ?? "";
+    const key = `${project}|${process.env.GOOGLE_APPLICATION_CREDENTIALS ?? ""}`;
+    let client = authClients.get(key);
+    if (!client) {
+      client = super.buildAbstractedClient(fields);
+      authClients.set(key, client);
+    }
+    return client;
+  }
+
+  override async _generate(messages: BaseMessage[], options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): Promise<ChatResult> {
+    try {
+      return await super._generate(messages, options, runManager);
+    } catch (err) {
+      throw asVertexError(err);
+    }
+  }
+}
+
+export function vertexChatModel(o: VertexModelOptions): BaseChatModel {
+  return new AdcChatVertexAI({
+    model: o.model,
+    ...(o.location ? { location: o.location } : {}),
+    ...(o.endpoint ? { endpoint: o.endpoint } : {}),
+    ...(o.temperature !== undefined ? { temperature: o.temperature } : {}),
+    ...(o.maxTokens !== undefined ? { maxOutputTokens: o.maxTokens } : {}),
+    // Ours is the only retry layer (retry.ts); one request, one reply.
+    maxRetries: 0,
+    // The integration's own handler prints a failure without a status (an abort, a reset) with
+    // console.error, request body and all: the case's notes in the process's output. Ours
+    // hands it on untouched; the server log (with its redaction) is where failures are told.
+    onFailedAttempt: (err: unknown) => {
+      throw err;
+    },
+    streaming: false,
+    authOptions: {
+      projectId: o.project,
+      scopes: [CLOUD_PLATFORM_SCOPE],
+      clientOptions: { forceRefreshOnFailure: true, transporterOptions: { adapter: keepErrorBodies as never } },
+    },
+  });
+}
+
+/** Forgets the process's ADC clients (and their tokens): for a test that changes the credentials file between cases. */
+export function forgetVertexCredentials(): void {
+  authClients.clear();
+}
