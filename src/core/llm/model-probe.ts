@@ -89,7 +89,7 @@ export async function checkModel(cfg: Config["llm"], model: string, timeoutMs = 
   const out: ModelCheck = { model, temperature: null, structuredOutput: null, imagesPerRequest: null, contextWindow: null, reasoning: null, tokenParameter: null, requests: 0, problem: null, settings: {} };
   // The name on the wire is the model's own (openai:gpt-5 → gpt-5); Claude and Gemini by their own APIs are not probed here.
   const spec = parseModelSpec(model);
-  if (spec.provider === "anthropic" || spec.provider === "google-genai" || spec.provider === "bedrock") {
+  if (spec.provider === "anthropic" || spec.provider === "google-genai" || spec.provider === "bedrock" || spec.provider === "google-vertexai") {
     out.problem = { kind: "not-probed", message: `${model} is reached through LangChain's ${spec.provider} integration, not a chat-completions endpoint; models check does not probe it (docs/models.md says what it takes)` };
     return out;
   }
