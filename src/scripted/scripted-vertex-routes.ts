@@ -96,6 +96,12 @@ export class ScriptedVertexRoutes {
   private tokens = new Map<string, { expired: boolean }>();
   /** The `expires_in` each exchange states (seconds); Google's access tokens last an hour. */
   tokenLifetimeSec = 3599;
+  /**
+   * When set, every exchange is refused 400 `invalid_grant` with this description, as Google's STS
+   * refuses a subject token its workload identity provider does not accept (a wrong audience, an
+   * expired OIDC token).
+   */
+  refuseExchanges: string | null = null;
   /** When set, the safety filters block every prompt in this category (a 200 with promptFeedback). */
   blockPrompts: string | null = null;
 
@@ -120,6 +126,7 @@ export class ScriptedVertexRoutes {
     this.tokens = new Map();
     this.tokenLifetimeSec = 3599;
     this.blockPrompts = null;
+    this.refuseExchanges = null;
   }
 
   async handleToken(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -142,6 +149,7 @@ export class ScriptedVertexRoutes {
     if (!entry.subjectTokenType) return refuse("invalid_request", `Missing required parameter: "subject_token_type".`);
     if (!entry.audience) return refuse("invalid_request", `Missing required parameter: "audience".`);
     if (form.get("requested_token_type") !== ACCESS_TOKEN_TYPE) return refuse("invalid_request", `Invalid value for "requested_token_type".`);
+    if (this.refuseExchanges !== null) return refuse("invalid_grant", this.refuseExchanges);
     const token = `ya29.scripted-${this.tokens.size + 1}`;
     this.tokens.set(token, { expired: false });
     entry.status = 200;

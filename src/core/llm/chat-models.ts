@@ -282,6 +282,6 @@ const NATIVE_VARIABLES: Partial<Record<ModelProvider, { url: string; key: string
 function vertexEndpoint(v: Config["llm"]["vertex"], t: ModelTarget): string {
   const location = v?.location ?? "us-central1";
   // A multi-region (`us`, `eu`) is served by its regional endpoint (…rep.googleapis.com), a region by <region>-aiplatform.
-  const host = t.baseUrl ?? (location === "global" ? "aiplatform.googleapis.com" : location.includes("-") ? `${location}-aiplatform.googleapis.com` : `aiplatform.${location}.rep.googleapis.com`);
+  const host = t.baseUrl?.replace(/^https:\/\//i, "").replace(/\/+$/, "") ?? (location === "global" ? "aiplatform.googleapis.com" : location.includes("-") ? `${location}-aiplatform.googleapis.com` : `aiplatform.${location}.rep.googleapis.com`);
   return `https://${host}/v1/projects/${v?.project ?? "<GOOGLE_CLOUD_PROJECT>"}/locations/${location}/publishers/google/models/${t.model}:generateContent`;
 }

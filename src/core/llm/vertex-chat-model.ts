@@ -3,6 +3,7 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import type { CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
 import type { BaseMessage } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
+import { MedmmvError } from "../contracts/errors.js";
 import { isRecord } from "../contracts/is-record.js";
 import { statedWaitMs } from "./rate-limit-hints.js";
 
@@ -74,6 +75,17 @@ function googleMessage(error: unknown): string {
   return typeof candidate?.finishReason === "string" ? `reply blocked: ${candidate.finishReason}` : "";
 }
 
+/** Whether a failed reply came from the model's endpoint (…:generateContent), not from the credentials' token exchange. */
+function isModelCall(response: Record<string, unknown>): boolean {
+  const url = typeof response.url === "string" ? response.url : "";
+  if (!url) return true;
+  try {
+    return /:(stream)?generateContent$/i.test(new URL(url).pathname);
+  } catch {
+    return true;
+  }
+}
+
 /** The error body as Google sent it: the integration hands it on as text (its JSON, or Google's front end's HTML). */
 function parsedBody(data: unknown): unknown {
   if (typeof data !== "string") return data;
@@ -106,6 +118,16 @@ export function asVertexError(err: unknown): unknown {
   if (err.constructor.name === "GoogleAISafetyError" && isRecord(response.data)) return new VertexRequestError(200, response.data, {}, err);
   if (typeof response.status !== "number" || response.status < 400) return err;
   const body = parsedBody(response.data);
+  if (!isModelCall(response)) {
+    // The credentials' own exchange was refused (Google's STS or OAuth token endpoint, or the
+    // impersonation call): no model call was made, and the fix is in the credentials, not the model.
+    const reason = isRecord(body) && typeof body.error === "string" ? ` ${body.error}` : "";
+    return new MedmmvError(
+      "LLM_FATAL",
+      `Vertex AI: the Application Default Credentials were refused when exchanged for an access token (HTTP ${response.status}${reason}); not retried. Check GOOGLE_APPLICATION_CREDENTIALS (its audience, token URL and subject token source) or the attached service account, and that it may use Vertex AI (roles/aiplatform.user)`,
+      { cause: err, retryable: false, details: { status: response.status, credentials: true } },
+    );
+  }
   const headers = headersOf(response);
   const kept: Record<string, string> = {};
   const retryAfter = headers.get("retry-after");
@@ -171,11 +193,21 @@ class AdcChatVertexAI extends ChatVertexAI {
   }
 }
 
+/** The API host the integration takes: MEDMMV_VERTEX_ENDPOINT is one already; a role's own MEDMMV_<ROLE>_BASE_URL is an https URL. */
+function endpointHost(endpoint: string | null): string | null {
+  if (endpoint === null) return null;
+  const host = endpoint.replace(/^https:\/\//i, "").replace(/\/+$/, "");
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(host) || host.includes("/"))
+    throw new MedmmvError("CONFIG_INVALID", "invalid configuration: a google-vertexai: model's endpoint (MEDMMV_VERTEX_ENDPOINT, or the role's MEDMMV_<ROLE>_BASE_URL) must be an https host, without a path: Vertex AI is reached over https only");
+  return host;
+}
+
 export function vertexChatModel(o: VertexModelOptions): BaseChatModel {
+  const endpoint = endpointHost(o.endpoint);
   return new AdcChatVertexAI({
     model: o.model,
     ...(o.location ? { location: o.location } : {}),
-    ...(o.endpoint ? { endpoint: o.endpoint } : {}),
+    ...(endpoint ? { endpoint } : {}),
     ...(o.temperature !== undefined ? { temperature: o.temperature } : {}),
     ...(o.maxTokens !== undefined ? { maxOutputTokens: o.maxTokens } : {}),
     // Ours is the only retry layer (retry.ts); one request, one reply.

@@ -128,6 +128,22 @@ describe("Vertex AI (google-vertexai:…) through ChatVertexAI", () => {
 });
 
 describe("Vertex AI's refusals, typed with its own reasons", () => {
+  it("credentials the token exchange refuses: a failure naming GOOGLE_APPLICATION_CREDENTIALS, not retried, and no model call", async () => {
+    servers.model.setScenario(clinicalScenario({ rolloutAnswers: ["B"] }));
+    servers.model.vendors.vertex.refuseExchanges = "The audience in ID Token [https://aks.hospital.example] does not match the expected audience.";
+    const result = await runCase("case-vertex-bad-credentials", {}, 1);
+    expect(result.status).toBe("failed");
+    const failures = result.provenance.failures ?? [];
+    expect(failures.length).toBeGreaterThan(0);
+    for (const f of failures) expect(f.message).toMatch(/GOOGLE_APPLICATION_CREDENTIALS/);
+    expect(servers.model.vendors.vertex.calls()).toHaveLength(0);
+    // At most one refused exchange per failed call (calls at the same moment share one): none retried.
+    const exchanges = servers.model.vendors.vertex.tokenExchanges();
+    expect(exchanges.length).toBeGreaterThan(0);
+    expect(exchanges.length).toBeLessThanOrEqual(failures.length);
+    expect(exchanges.every((e) => e.status === 400)).toBe(true);
+  });
+
   it("a prompt its safety filters block: CONTENT_FILTERED naming the category, not retried", async () => {
     servers.model.setScenario(clinicalScenario({ rolloutAnswers: ["B"] }));
     servers.model.vendors.vertex.blockPrompts = "HARM_CATEGORY_DANGEROUS_CONTENT";
