@@ -57,11 +57,10 @@ export class VertexRequestError extends Error {
     readonly status: number,
     readonly error: unknown,
     readonly headers: Record<string, string>,
-    cause: unknown,
   ) {
     // Google's own words, for the operator's server log (provider-failure-log.ts removes every word of
     // the prompt from them). What reaches a case's owner is written by retry.ts and provider-errors.ts, never this.
-    super(`Vertex AI: HTTP ${status}${isRecord(error) && typeof error.status === "string" ? ` ${error.status}` : ""}: ${googleMessage(error)}`, { cause });
+    super(`Vertex AI: HTTP ${status}${isRecord(error) && typeof error.status === "string" ? ` ${error.status}` : ""}: ${googleMessage(error)}`);
   }
 }
 
@@ -105,18 +104,37 @@ function headersOf(response: unknown): Headers {
 }
 
 /**
+ * A failure with nothing of the request left on it. The integration's errors carry the request
+ * (gaxios' `config` with its body: the case's prompt; LangChain's `details`; the token
+ * exchange's subject token), and an error travels on as the cause of ours, to wherever it is
+ * logged. Kept: what the retry layer and provider-errors.ts read — the name, the message (a
+ * network failure's names the host, never the case) and the system error code (ECONNREFUSED, a
+ * certificate's).
+ */
+export class VertexTransportError extends Error {
+  readonly code: string | undefined;
+  constructor(from: Error) {
+    super(from.message);
+    this.name = from.name;
+    const code = (from as { code?: unknown }).code;
+    this.code = typeof code === "string" ? code : undefined;
+  }
+}
+
+/**
  * The integration's failures as VertexRequestError: an HTTP refusal (`Google request failed
  * with status code N`, the gaxios response on `.response`), or a reply its safety handler
  * refused (GoogleAISafetyError: `promptFeedback.blockReason`, or a candidate finished for
- * SAFETY / BLOCKLIST / PROHIBITED_CONTENT / SPII / RECITATION). Anything else (a network
- * failure, an abort) is left as it is.
+ * SAFETY / BLOCKLIST / PROHIBITED_CONTENT / SPII / RECITATION); refused credentials as a
+ * MedmmvError; anything else (a network failure, an abort) as a VertexTransportError. None
+ * keeps the integration's error (and the request on it) as its cause.
  */
 export function asVertexError(err: unknown): unknown {
-  if (!(err instanceof Error) || err instanceof VertexRequestError) return err;
+  if (!(err instanceof Error) || err instanceof VertexRequestError || err instanceof MedmmvError || err instanceof VertexTransportError) return err;
   const response = (err as { response?: unknown }).response;
-  if (!isRecord(response)) return err;
-  if (err.constructor.name === "GoogleAISafetyError" && isRecord(response.data)) return new VertexRequestError(200, response.data, {}, err);
-  if (typeof response.status !== "number" || response.status < 400) return err;
+  if (!isRecord(response)) return new VertexTransportError(err);
+  if (err.constructor.name === "GoogleAISafetyError" && isRecord(response.data)) return new VertexRequestError(200, response.data, {});
+  if (typeof response.status !== "number" || response.status < 400) return new VertexTransportError(err);
   const body = parsedBody(response.data);
   if (!isModelCall(response)) {
     // The credentials' own exchange was refused (Google's STS or OAuth token endpoint, or the
@@ -125,7 +143,7 @@ export function asVertexError(err: unknown): unknown {
     return new MedmmvError(
       "LLM_FATAL",
       `Vertex AI: the Application Default Credentials were refused when exchanged for an access token (HTTP ${response.status}${reason}); not retried. Check GOOGLE_APPLICATION_CREDENTIALS (its audience, token URL and subject token source) or the attached service account, and that it may use Vertex AI (roles/aiplatform.user)`,
-      { cause: err, retryable: false, details: { status: response.status, credentials: true } },
+      { retryable: false, details: { status: response.status, credentials: true } },
     );
   }
   const headers = headersOf(response);
@@ -136,7 +154,7 @@ export function asVertexError(err: unknown): unknown {
   if (waitMs !== null) kept["retry-after-ms"] = String(waitMs);
   const first = Array.isArray(body) ? body[0] : body;
   const error = isRecord(first) && isRecord(first.error) ? first.error : typeof body === "string" ? body : first;
-  return new VertexRequestError(response.status, error, kept, err);
+  return new VertexRequestError(response.status, error, kept);
 }
 
 interface WireReply {

@@ -8,7 +8,8 @@ import { Pipeline, pipelineOptions } from "../../../src/core/workflow/pipeline.j
 import { DiagnosisResult } from "../../../src/core/contracts/diagnosis-result.js";
 import { catalogEntry } from "../../../src/core/llm/model-catalog.js";
 import { callCostUsd } from "../../../src/core/llm/usage.js";
-import { forgetVertexCredentials } from "../../../src/core/llm/vertex-chat-model.js";
+import { asVertexError, forgetVertexCredentials, VertexRequestError, VertexTransportError } from "../../../src/core/llm/vertex-chat-model.js";
+import { causes } from "../../../src/core/contracts/errors.js";
 
 /**
  * Gemini on Vertex AI (google-vertexai:…) through LangChain's own integration
@@ -212,5 +213,37 @@ describe("Vertex AI's refusals, typed with its own reasons", () => {
     // The hung request's connection was closed by our abort: nothing stays in flight on the server.
     await vi.waitFor(() => expect(servers.model.stats().inFlight).toBe(0));
     expect(servers.model.stats().disconnects).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe("asVertexError", () => {
+  const PROMPT = "A 58-year-old man presents with crushing substernal chest pain";
+  /** The integration's error as @langchain/google-common throws it: the gaxios reply, and the request (its body: the prompt) on it. */
+  function integrationError(status: number | null, data: unknown): Error {
+    const request = { url: "https://europe-west4-aiplatform.googleapis.com/v1/projects/p/locations/europe-west4/publishers/google/models/gemini-2.5-flash:generateContent", body: JSON.stringify({ contents: [{ parts: [{ text: PROMPT }] }] }) };
+    const e = new Error(status === null ? "request to the endpoint failed, reason: connect ECONNREFUSED" : `Google request failed with status code ${status}`) as Error & Record<string, unknown>;
+    if (status !== null) e.response = { status, data, headers: new Headers(), url: request.url, config: request };
+    else e.code = "ECONNREFUSED";
+    e.details = { url: request.url, opts: { data: request.body } };
+    e.config = request;
+    return e;
+  }
+  function carriesPrompt(err: unknown): boolean {
+    return [...causes(err)].some((e) => JSON.stringify(e, Object.getOwnPropertyNames(e)).includes("substernal"));
+  }
+
+  it("a refusal keeps Google's status, reason and stated wait, and nothing of the request", () => {
+    const body = JSON.stringify({ error: { code: 429, message: "Resource exhausted. Please try again later.", status: "RESOURCE_EXHAUSTED", details: [{ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "7s" }] } });
+    const out = asVertexError(integrationError(429, body));
+    expect(out).toBeInstanceOf(VertexRequestError);
+    expect(out).toMatchObject({ status: 429, error: { status: "RESOURCE_EXHAUSTED" }, headers: { "retry-after-ms": "7000" } });
+    expect(carriesPrompt(out)).toBe(false);
+  });
+
+  it("a network failure keeps its system error code (what names the fix), and nothing of the request", () => {
+    const out = asVertexError(integrationError(null, undefined));
+    expect(out).toBeInstanceOf(VertexTransportError);
+    expect(out).toMatchObject({ code: "ECONNREFUSED" });
+    expect(carriesPrompt(out)).toBe(false);
   });
 });
