@@ -65,7 +65,9 @@ export function vertexAdc(): VertexAdc {
       return file;
     },
     dispose() {
-      https.globalAgent.options.ca = previousCa;
+      // The files of a worker share this process (isolate: false): the agent is left as it was found.
+      if (previousCa === undefined) delete https.globalAgent.options.ca;
+      else https.globalAgent.options.ca = previousCa;
       // Connections the client kept alive were made trusting the certificate: none is reused after.
       https.globalAgent.destroy();
       rmSync(dir, { recursive: true, force: true });
