@@ -43,7 +43,7 @@ export const EnvSchema = z.object({
     .string()
     .regex(/^(https:\/\/)?[A-Za-z0-9.-]+(:\d+)?\/?$/, "must be a host name with an optional port (e.g. europe-west4-aiplatform.googleapis.com or a Private Service Connect endpoint's name); Vertex AI is reached over https only")
     .optional()
-    .describe("Host of the Vertex AI API for google-vertexai:… models: a Private Service Connect endpoint (e.g. europe-west4-aiplatform-myendpoint.p.googleapis.com) or a VPC Service Controls perimeter's restricted route. Always https. Unset: <location>-aiplatform.googleapis.com."),
+    .describe("Host of the Vertex AI API for google-vertexai:… models: a Private Service Connect endpoint (e.g. europe-west4-aiplatform-myendpoint.p.googleapis.com) (inside a VPC Service Controls perimeter), a regional endpoint of its own, or a test server. Always https: a private CA's certificate goes in NODE_EXTRA_CA_CERTS. Unset: <location>-aiplatform.googleapis.com."),
   MEDMMV_EXECUTOR_BASE_URL: z.string().url().optional().describe("The executor's own endpoint, overriding its provider's (OPENAI_BASE_URL, ANTHROPIC_BASE_URL or GOOGLE_GENAI_BASE_URL) for this role only."),
   MEDMMV_EXECUTOR_API_KEY: z.string().optional().describe("The executor's own API key, overriding its provider's key for this role only."),
   MEDMMV_VISION_BASE_URL: z.string().url().optional().describe("The vision role's own endpoint, overriding its provider's for this role only (a mixed-vendor panel: e.g. MEDMMV_VISION_MODEL=google-genai:gemini-2.5-flash with its own URL)."),
