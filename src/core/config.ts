@@ -37,6 +37,13 @@ export const EnvSchema = z.object({
   AWS_REGION: z.string().optional().describe("AWS region of bedrock:… models (Amazon Bedrock's Converse API through @langchain/aws), e.g. us-east-1; AWS_DEFAULT_REGION is read when it is unset. Credentials come from the standard AWS chain (an IAM role, AWS_PROFILE, AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN), never from medmmv's own variables."),
   AWS_DEFAULT_REGION: z.string().optional().describe("AWS region for bedrock:… models when AWS_REGION is unset (the AWS CLI's older name)."),
   MEDMMV_BEDROCK_ENDPOINT: z.string().url().optional().describe("Endpoint of Bedrock's runtime API for bedrock:… models: a VPC interface endpoint (PrivateLink), a FIPS endpoint, or a test server. Unset: https://bedrock-runtime.<region>.amazonaws.com."),
+  GOOGLE_CLOUD_PROJECT: z.string().optional().describe("Google Cloud project of google-vertexai:… models (Gemini on Vertex AI through @langchain/google-vertexai); required for them. Credentials come from Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS naming a service-account or workload-identity-federation file, or the attached service account of GKE / Cloud Run / Compute Engine), never from medmmv's own variables; access tokens are refreshed as they expire."),
+  GOOGLE_CLOUD_LOCATION: z.string().optional().describe("Vertex AI location of google-vertexai:… models (a region such as europe-west4 keeps the data in it, or global). Unset: us-central1."),
+  MEDMMV_VERTEX_ENDPOINT: z
+    .string()
+    .regex(/^(https:\/\/)?[A-Za-z0-9.-]+(:\d+)?\/?$/, "must be a host name with an optional port (e.g. europe-west4-aiplatform.googleapis.com or a Private Service Connect endpoint's name); Vertex AI is reached over https only")
+    .optional()
+    .describe("Host of the Vertex AI API for google-vertexai:… models: a Private Service Connect endpoint (e.g. europe-west4-aiplatform-myendpoint.p.googleapis.com) (inside a VPC Service Controls perimeter), a regional endpoint of its own, or a test server. Always https: a private CA's certificate goes in NODE_EXTRA_CA_CERTS. Unset: <location>-aiplatform.googleapis.com."),
   MEDMMV_EXECUTOR_BASE_URL: z.string().url().optional().describe("The executor's own endpoint, overriding its provider's (OPENAI_BASE_URL, ANTHROPIC_BASE_URL or GOOGLE_GENAI_BASE_URL) for this role only."),
   MEDMMV_EXECUTOR_API_KEY: z.string().optional().describe("The executor's own API key, overriding its provider's key for this role only."),
   MEDMMV_VISION_BASE_URL: z.string().url().optional().describe("The vision role's own endpoint, overriding its provider's for this role only (a mixed-vendor panel: e.g. MEDMMV_VISION_MODEL=google-genai:gemini-2.5-flash with its own URL)."),
@@ -208,6 +215,8 @@ export interface Config {
     google: { apiKey: string | null; baseUrl: string | null };
     /** bedrock:… models (Converse API): region and endpoint (null: the SDK's default for the region); credentials from the AWS chain. */
     bedrock?: { region: string | null; endpoint: string | null };
+    /** google-vertexai:… models (Gemini on Vertex AI): project (null: not set, a configuration error at the first call), location and API host (null: the location's); credentials from ADC. */
+    vertex?: { project: string | null; location: string | null; endpoint: string | null };
     /** A role's own endpoint and key, overriding its provider's for that role only (null: the provider's). */
     roleEndpoints: Record<"executor" | "vision" | "judge", { baseUrl: string | null; apiKey: string | null }>;
     /** Models the k rollouts are spread over, round-robin; empty: all on the executor's. */
@@ -410,6 +419,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       anthropic: { apiKey: e.ANTHROPIC_API_KEY ?? null, baseUrl: e.ANTHROPIC_BASE_URL?.replace(/\/+$/, "") ?? null },
       google: { apiKey: e.GOOGLE_API_KEY ?? null, baseUrl: e.GOOGLE_GENAI_BASE_URL?.replace(/\/+$/, "") ?? null },
       bedrock: { region: e.AWS_REGION ?? e.AWS_DEFAULT_REGION ?? null, endpoint: e.MEDMMV_BEDROCK_ENDPOINT?.replace(/\/+$/, "") ?? null },
+      vertex: { project: e.GOOGLE_CLOUD_PROJECT ?? null, location: e.GOOGLE_CLOUD_LOCATION ?? null, endpoint: e.MEDMMV_VERTEX_ENDPOINT?.replace(/^https:\/\//, "").replace(/\/+$/, "") ?? null },
       roleEndpoints,
       rolloutModels,
     },
@@ -557,7 +567,7 @@ function storeOf(e: { DATABASE_URL?: string; MEDMMV_DATA_DIR: string; MEDMMV_AUD
 }
 
 /** The variable that holds each keyed provider's key, for messages that say what to set. */
-export const PROVIDER_KEY_VARIABLE: Record<Exclude<ModelProvider, "openai" | "bedrock">, string> = {
+export const PROVIDER_KEY_VARIABLE: Record<Exclude<ModelProvider, "openai" | "bedrock" | "google-vertexai">, string> = {
   anthropic: "ANTHROPIC_API_KEY",
   "google-genai": "GOOGLE_API_KEY",
   azure_openai: "AZURE_OPENAI_API_KEY",
@@ -572,13 +582,13 @@ export const PROVIDER_KEY_VARIABLE: Record<Exclude<ModelProvider, "openai" | "be
  */
 function assertProviderKeys(
   models: Array<{ variable: string; spec: string | null; baseUrl: string | null; apiKey: string | null; role?: string }>,
-  keys: Record<Exclude<ModelProvider, "openai" | "bedrock">, string | null>,
+  keys: Record<Exclude<ModelProvider, "openai" | "bedrock" | "google-vertexai">, string | null>,
 ): void {
   for (const { variable, spec, baseUrl, apiKey, role } of models) {
     if (!spec) continue;
     const { provider } = parseModelSpec(spec);
-    // Bedrock signs with the AWS credential chain's keys (SigV4): there is no API key to check.
-    if (provider === null || provider === "openai" || provider === "bedrock" || apiKey !== null) continue;
+    // Bedrock signs with the AWS credential chain's keys (SigV4), Vertex AI with Application Default Credentials: no API key to check.
+    if (provider === null || provider === "openai" || provider === "bedrock" || provider === "google-vertexai" || apiKey !== null) continue;
     if (baseUrl !== null)
       throw new MedmmvError("CONFIG_MISSING", `MEDMMV_${role}_BASE_URL is set for ${spec}: set MEDMMV_${role}_API_KEY too (${PROVIDER_KEY_VARIABLE[provider]} is not sent to a role's own endpoint)`);
     if (keys[provider] === null) throw new MedmmvError("CONFIG_MISSING", `${variable} names ${spec}: set ${PROVIDER_KEY_VARIABLE[provider]}${role ? ` (or the role's own MEDMMV_${role}_API_KEY)` : ""}`);

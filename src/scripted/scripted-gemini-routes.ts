@@ -86,7 +86,8 @@ function toChatParts(parts: unknown): Array<Record<string, unknown>> {
   return out;
 }
 
-function invalid(body: Record<string, unknown>): string | null {
+/** Why Google refuses a generateContent body (the same rules on Vertex AI), or null. */
+export function invalid(body: Record<string, unknown>): string | null {
   if (!Array.isArray(body.contents) || body.contents.length === 0) return "* GenerateContentRequest.contents: contents is not specified";
   for (const c of body.contents) {
     if (!isRecord(c) || !Array.isArray(c.parts) || c.parts.length === 0) return "* GenerateContentRequest.contents[].parts: contents.parts must not be empty.";
@@ -97,14 +98,14 @@ function invalid(body: Record<string, unknown>): string | null {
   return null;
 }
 
-function structuredMode(body: Record<string, unknown>): GeminiCallLog["structured"] {
+export function structuredMode(body: Record<string, unknown>): GeminiCallLog["structured"] {
   const declarations = (Array.isArray(body.tools) ? body.tools.filter(isRecord) : []).flatMap((t) => (Array.isArray(t.functionDeclarations) ? t.functionDeclarations : []));
   if (declarations.length) return "functionCall";
   const g = isRecord(body.generationConfig) ? body.generationConfig : {};
   return g.responseSchema !== undefined || g.responseMimeType === "application/json" ? "responseSchema" : "none";
 }
 
-function toChatRequest(model: string, body: Record<string, unknown>): Record<string, unknown> {
+export function toChatRequest(model: string, body: Record<string, unknown>): Record<string, unknown> {
   const messages: Array<Record<string, unknown>> = [];
   const sys = isRecord(body.systemInstruction) ? toChatParts(body.systemInstruction.parts) : [];
   if (sys.length) messages.push({ role: "system", content: sys.map((p) => p.text).join("") });

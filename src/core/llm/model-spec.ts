@@ -1,12 +1,13 @@
 /**
  * A configured model name, read the way LangChain's `initChatModel` names models:
  * `provider:model` for a provider reached through its own integration
- * (`anthropic:claude-sonnet-4-5`, `google-genai:gemini-2.5-flash`), or a bare name for the
+ * (`anthropic:claude-sonnet-4-5`, `google-genai:gemini-2.5-flash`, `bedrock:…`,
+ * `google-vertexai:gemini-2.5-flash` for Gemini on Vertex AI), or a bare name for the
  * OpenAI-compatible endpoint as before. Only the prefixes below are providers: local
  * servers name models with colons of their own (Ollama's `qwen2.5vl:7b`), and those stay
  * whole, OpenAI-compatible names.
  */
-export const MODEL_PROVIDERS = ["openai", "azure_openai", "anthropic", "google-genai", "bedrock"] as const;
+export const MODEL_PROVIDERS = ["openai", "azure_openai", "anthropic", "google-genai", "bedrock", "google-vertexai"] as const;
 export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
 
 export interface ModelSpec {
@@ -18,8 +19,8 @@ export interface ModelSpec {
   provider: ModelProvider | null;
 }
 
-/** `google_genai` is initChatModel's older spelling of the same provider. */
-const ALIASES: Record<string, ModelProvider> = { google_genai: "google-genai" };
+/** `google_genai` and `google_vertexai` are initChatModel's older spellings of the same providers. */
+const ALIASES: Record<string, ModelProvider> = { google_genai: "google-genai", google_vertexai: "google-vertexai" };
 
 export function parseModelSpec(spec: string): ModelSpec {
   const colon = spec.indexOf(":");

@@ -144,7 +144,34 @@ function moderationRefusal(status: number, e: Record<string, unknown>, message: 
   return { kind: "contentFilter", categories: reasons.map((category) => ({ category, severity: null })), message, provider: by ? `the moderation of ${by}` : "the provider's moderation" };
 }
 
+/**
+ * Gemini's safety filters (Vertex AI and the Gemini API): a 200 whose reply was blocked. A
+ * blocked prompt has `promptFeedback.blockReason` (SAFETY, BLOCKLIST, PROHIBITED_CONTENT,
+ * MODEL_ARMOR, JAILBREAK, OTHER) and no candidates; a blocked answer a candidate without
+ * content whose `finishReason` says why (SAFETY, BLOCKLIST, PROHIBITED_CONTENT, SPII,
+ * RECITATION). The categories are the `safetyRatings` marked `blocked: true`
+ * (cloud.google.com/vertex-ai/generative-ai/docs/multimodal/process-blocked-responses;
+ * the Vertex AI v1 API's GenerateContentResponse.PromptFeedback.BlockedReason).
+ */
+const GEMINI_BLOCKED_FINISH = new Set(["SAFETY", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "RECITATION", "IMAGE_SAFETY"]);
+
+function geminiBlock(body: unknown): Rejection | null {
+  if (!isRecord(body)) return null;
+  const feedback = isRecord(body.promptFeedback) ? body.promptFeedback : null;
+  const candidate = Array.isArray(body.candidates) && isRecord(body.candidates[0]) ? body.candidates[0] : null;
+  const reason = typeof feedback?.blockReason === "string" ? feedback.blockReason : typeof candidate?.finishReason === "string" && GEMINI_BLOCKED_FINISH.has(candidate.finishReason) ? candidate.finishReason : null;
+  if (!reason) return null;
+  const ratings = [...(Array.isArray(feedback?.safetyRatings) ? feedback.safetyRatings : []), ...(Array.isArray(candidate?.safetyRatings) ? candidate.safetyRatings : [])].filter(isRecord);
+  const blocked = ratings.filter((r) => r.blocked === true && typeof r.category === "string");
+  const categories = blocked.length
+    ? blocked.map((r) => ({ category: String(r.category), severity: typeof r.severity === "string" ? r.severity : typeof r.probability === "string" ? r.probability : null }))
+    : [{ category: reason, severity: null }];
+  return { kind: "contentFilter", categories, message: typeof feedback?.blockReasonMessage === "string" ? feedback.blockReasonMessage : `blocked: ${reason}`, provider: "Google's safety filters" };
+}
+
 export function readRejection(status: number, body: unknown): Rejection | null {
+  const blocked = status < 300 ? (geminiBlock(body) ?? (isRecord(body) ? geminiBlock(body.error) : null)) : null;
+  if (blocked) return blocked;
   const e = errorObject(body);
   if (!e) return null;
   const message = typeof e.message === "string" ? e.message : "";

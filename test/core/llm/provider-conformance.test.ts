@@ -1,4 +1,4 @@
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import { Pipeline, pipelineOptions } from "../../../src/core/workflow/pipeline.js";
@@ -8,6 +8,9 @@ import type { ProviderOptions, ProviderProfile, ScriptedRequest } from "../../..
 import { PROSE_REPLY } from "../../../src/scripted/provider-profiles.js";
 import { chestPainCase } from "../../support/sample-cases.js";
 import { twoImageCase } from "../../support/two-image-case.js";
+import { vertexAdc, type VertexAdc } from "../../support/vertex-adc.js";
+import { startScriptedTlsFront, type ScriptedTlsFront } from "../../../src/scripted/scripted-tls-front.js";
+import { forgetVertexCredentials } from "../../../src/core/llm/vertex-chat-model.js";
 
 /**
  * A case under each provider the scripted server plays (src/scripted/provider-profiles.ts, each
@@ -253,5 +256,36 @@ describe("lessons come from the server's rules, never from one case's content", 
     expect(bRequests.length).toBeGreaterThan(0);
     expect(bRequests.every((l) => l.mode === "content")).toBe(true);
     expect((b.result.provenance.config.modelBehaviour as Record<string, Record<string, unknown>> | undefined)?.["shared-model"]?.structuredOutput).toBeUndefined();
+  });
+});
+
+describe("Vertex AI (google-vertexai:…) on Application Default Credentials", () => {
+  // Vertex AI's client takes https only, and its credentials from the ADC chain (test/core/llm/vertex-ai.test.ts has the rest).
+  let adc: VertexAdc;
+  let front: ScriptedTlsFront;
+  beforeAll(async () => {
+    adc = vertexAdc();
+    front = await startScriptedTlsFront(servers.model.vendors, { key: adc.key, cert: adc.cert });
+  });
+  afterAll(async () => {
+    await front.close();
+    adc.dispose();
+  });
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it("a case completes with only the model, the project and the credentials file; no request after a token's expiry succeeds with it", async () => {
+    vi.stubEnv("GOOGLE_APPLICATION_CREDENTIALS", adc.writeCredentials(front.origin));
+    forgetVertexCredentials();
+    const vertex = servers.model.vendors.vertex;
+    const env = { GOOGLE_CLOUD_PROJECT: "hospital-project", MEDMMV_VERTEX_ENDPOINT: front.host };
+    const first = await runCase({ profile: "openai", model: "google-vertexai:gemini-2.5-flash", env, caseId: "case-vertex-a" });
+    expect(first.result.status).toBe("completed");
+    vertex.expireTokens();
+    const second = await runCase({ profile: "openai", model: "google-vertexai:gemini-2.5-flash", env, caseId: "case-vertex-b" });
+    expect(second.result.status).toBe("completed");
+    expect(vertex.calls().every((c) => c.location === "us-central1" && (c.tokenValid ? c.status === 200 : c.status === 401))).toBe(true);
+    expect(vertex.tokenExchanges().length).toBeGreaterThanOrEqual(2);
   });
 });

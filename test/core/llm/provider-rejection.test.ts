@@ -32,6 +32,16 @@ describe("readRejection", () => {
     expect(readRejection(400, { error: { message: "deepseek-reasoner does not support Function Calling", type: "invalid_request_error", code: "invalid_request_error" } })).toMatchObject({ kind: "structuredOutput", parameter: "tools" });
   });
 
+  it("Gemini's safety blocks (Vertex AI, Gemini API): a blocked prompt or a reply finished for SAFETY is a content filter with the blocked categories", () => {
+    const prompt = { promptFeedback: { blockReason: "PROHIBITED_CONTENT", safetyRatings: [{ category: "HARM_CATEGORY_DANGEROUS_CONTENT", probability: "HIGH", blocked: true }, { category: "HARM_CATEGORY_HARASSMENT", probability: "NEGLIGIBLE" }] } };
+    expect(readRejection(200, { error: prompt })).toMatchObject({ kind: "contentFilter", categories: [{ category: "HARM_CATEGORY_DANGEROUS_CONTENT", severity: "HIGH" }], provider: "Google's safety filters" });
+    const reply = { candidates: [{ finishReason: "SAFETY", safetyRatings: [{ category: "HARM_CATEGORY_SEXUALLY_EXPLICIT", severity: "HARM_SEVERITY_MEDIUM", blocked: true }] }] };
+    expect(readRejection(200, reply)).toMatchObject({ kind: "contentFilter", categories: [{ category: "HARM_CATEGORY_SEXUALLY_EXPLICIT", severity: "HARM_SEVERITY_MEDIUM" }] });
+    // A reply that stopped for its length or ended normally is no block.
+    expect(readRejection(200, { candidates: [{ finishReason: "MAX_TOKENS" }] })).toBeNull();
+    expect(readRejection(200, { candidates: [{ finishReason: "STOP" }] })).toBeNull();
+  });
+
   it("quota (a billing stop) and moderation, never a rate limit", () => {
     expect(readRejection(429, { error: { message: "You exceeded your current quota, please check your plan and billing details.", type: "insufficient_quota", param: null, code: "insufficient_quota" } })).toMatchObject({ kind: "quota", code: "insufficient_quota" });
     expect(readRejection(402, { error: { code: 402, message: "Insufficient credits." } })).toMatchObject({ kind: "quota" });

@@ -4,6 +4,7 @@ import { anthropic } from "./anthropic.js";
 import { azureOpenai } from "./azure-openai.js";
 import { bedrock } from "./bedrock.js";
 import { googleGenai } from "./google-genai.js";
+import { googleVertexai } from "./google-vertexai.js";
 import { openai } from "./openai.js";
 import type { ProviderModule } from "./provider-module.js";
 
@@ -18,6 +19,7 @@ export const PROVIDERS: Readonly<Record<ModelProvider, ProviderModule>> = {
   anthropic,
   "google-genai": googleGenai,
   bedrock,
+  "google-vertexai": googleVertexai,
 };
 
 /** The provider of a model named with `prefix` (null: none, the OpenAI-compatible endpoint, or Azure when Azure is configured). */

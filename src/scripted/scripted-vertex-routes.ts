@@ -1,0 +1,241 @@
+/**
+ * A scripted Vertex AI `generateContent` endpoint and the Security Token Service that issues
+ * its access tokens, for the real `@langchain/google-vertexai` ChatVertexAI and the
+ * google-auth-library under it (Application Default Credentials).
+ *
+ * generateContent: `POST /v1/projects/{project}/locations/{location}/publishers/google/models/{model}:generateContent`
+ * (cloud.google.com/vertex-ai/generative-ai/docs/reference/rest/v1/projects.locations.publishers.models/generateContent).
+ * The body is Gemini's, in camelCase JSON, as on the Gemini API (scripted-gemini-routes.ts: `contents`
+ * with `parts`, `systemInstruction`, `generationConfig` with `responseSchema`, `tools` with
+ * `functionDeclarations`). What Vertex AI adds that a client can get wrong:
+ * - an OAuth 2 access token, `Authorization: Bearer …`, never an API key. A request without one is
+ *   answered 401 UNAUTHENTICATED "Request is missing required authentication credential"; with an
+ *   unknown or expired one 401 UNAUTHENTICATED "Request had invalid authentication credentials.
+ *   Expected OAuth 2 access token…" (GoogleCloudPlatform/generative-ai#454, googleapis/java-aiplatform#1056),
+ *   with `WWW-Authenticate: Bearer … error="invalid_token"` (RFC 6750 §3).
+ * - replies with `usageMetadata { promptTokenCount, candidatesTokenCount, totalTokenCount, trafficType }`,
+ *   `modelVersion`, `createTime`, `responseId`; a prompt its safety filters block comes back 200 with
+ *   `promptFeedback { blockReason, safetyRatings[].blocked }` and no candidates
+ *   (cloud.google.com/vertex-ai/generative-ai/docs/multimodal/process-blocked-responses).
+ * - errors `{ error: { code, message, status } }`: 429 RESOURCE_EXHAUSTED "Resource exhausted. Please
+ *   try again later. Please refer to https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429
+ *   for more details." (google-gemini/gemini-cli#14811, #12750), 400 INVALID_ARGUMENT "The input token
+ *   count (M) exceeds the maximum number of tokens allowed (N)." (googleapis/python-genai#2050). A
+ *   scripted fault may carry such a body in Google's own shape (with a google.rpc.RetryInfo detail):
+ *   it is sent as it is.
+ *
+ * Token exchange: `POST /v1/token`, as sts.googleapis.com/v1/token answers an `external_account`
+ * (workload identity federation) credential: a form-encoded RFC 8693 request (`grant_type`
+ * urn:ietf:params:oauth:grant-type:token-exchange, `subject_token`, `subject_token_type`,
+ * `audience`, `scope`, `requested_token_type`) answered `{ access_token, issued_token_type,
+ * token_type: "Bearer", expires_in }` (the STS v1 ExchangeTokenResponse), or 400 `{ error:
+ * "invalid_request" | "invalid_grant", error_description }` (RFC 6749 §5.2). A token stays valid
+ * until the test says it expired (`expireTokens`), as Google's does once its hour is up: no clock.
+ *
+ * The answer comes from the scenario (vendor-relay.ts).
+ */
+import type http from "node:http";
+import { isRecord } from "../core/contracts/is-record.js";
+import { readBody } from "./faults.js";
+import { estimateTokens } from "./scripted-wire.js";
+import { geminiStatus, invalid, structuredMode, toChatRequest, type GeminiCallLog } from "./scripted-gemini-routes.js";
+import { agentOf, countImages, relayForChoice, readJsonBody, replyParts, writeJson, type ProviderErrors } from "./vendor-relay.js";
+
+export const VERTEX_GENERATE_PATH = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/google\/models\/([^/:]+):generateContent$/;
+export const VERTEX_TOKEN_PATH = "/v1/token";
+
+const TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token";
+
+export interface VertexCallLog {
+  agent: string;
+  project: string;
+  location: string;
+  model: string;
+  status: number;
+  /** The bearer token the request carried (null: none). */
+  token: string | null;
+  /** Whether that token was one this server issued and had not expired when the request came. */
+  tokenValid: boolean;
+  structured: GeminiCallLog["structured"];
+  images: number;
+  temperature: number | null;
+}
+
+export interface TokenExchangeLog {
+  status: number;
+  subjectToken: string | null;
+  subjectTokenType: string | null;
+  audience: string | null;
+  scope: string | null;
+  /** The access token issued (null: the exchange was refused). */
+  issued: string | null;
+}
+
+function sendError(res: http.ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+  writeJson(res, status, { error: { code: status, message, status: geminiStatus(status) } }, headers);
+}
+
+const VERTEX_ERRORS: ProviderErrors = {
+  isOwn: (json) => (isRecord(json) && isRecord(json.error) && typeof json.error.status === "string") || (Array.isArray(json) && isRecord(json[0]) && isRecord(json[0].error)),
+  send: (res, status, message, headers) =>
+    // Vertex AI's own wording of a rate limit, whatever the scripted route said.
+    sendError(res, status, status === 429 ? "Resource exhausted. Please try again later. Please refer to https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details." : message, headers),
+};
+
+function bearerOf(req: http.IncomingMessage): string | null {
+  const auth = req.headers.authorization;
+  const m = typeof auth === "string" ? /^Bearer (\S+)$/i.exec(auth) : null;
+  return m ? m[1]! : null;
+}
+
+export class ScriptedVertexRoutes {
+  private log: VertexCallLog[] = [];
+  private exchanges: TokenExchangeLog[] = [];
+  /** Issued tokens and whether each still holds. */
+  private tokens = new Map<string, { expired: boolean }>();
+  /** The `expires_in` each exchange states (seconds); Google's access tokens last an hour. */
+  tokenLifetimeSec = 3599;
+  /**
+   * When set, every exchange is refused 400 `invalid_grant` with this description, as Google's STS
+   * refuses a subject token its workload identity provider does not accept (a wrong audience, an
+   * expired OIDC token).
+   */
+  refuseExchanges: string | null = null;
+  /** When set, the safety filters block every prompt in this category (a 200 with promptFeedback). */
+  blockPrompts: string | null = null;
+
+  constructor(private readonly chatUrl: () => string) {}
+
+  calls(): VertexCallLog[] {
+    return this.log.map((e) => ({ ...e }));
+  }
+
+  tokenExchanges(): TokenExchangeLog[] {
+    return this.exchanges.map((e) => ({ ...e }));
+  }
+
+  /** Every token issued so far expires now (the hour is up), as the server sees it. */
+  expireTokens(): void {
+    for (const t of this.tokens.values()) t.expired = true;
+  }
+
+  reset(): void {
+    this.log = [];
+    this.exchanges = [];
+    this.tokens = new Map();
+    this.tokenLifetimeSec = 3599;
+    this.blockPrompts = null;
+    this.refuseExchanges = null;
+  }
+
+  async handleToken(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const read = await readBody(req, 64 * 1024);
+    if (!read.ok || read.body === undefined) return;
+    const form = new URLSearchParams(read.body.toString("utf8"));
+    const entry: TokenExchangeLog = {
+      status: 400,
+      subjectToken: form.get("subject_token"),
+      subjectTokenType: form.get("subject_token_type"),
+      audience: form.get("audience"),
+      scope: form.get("scope"),
+      issued: null,
+    };
+    this.exchanges.push(entry);
+    const refuse = (error: string, description: string) => writeJson(res, 400, { error, error_description: description });
+    if (req.method !== "POST") return refuse("invalid_request", "The token exchange takes POST only.");
+    if (form.get("grant_type") !== TOKEN_EXCHANGE_GRANT) return refuse("unsupported_grant_type", `Invalid value for "grant_type".`);
+    if (!entry.subjectToken) return refuse("invalid_request", `Missing required parameter: "subject_token".`);
+    if (!entry.subjectTokenType) return refuse("invalid_request", `Missing required parameter: "subject_token_type".`);
+    if (!entry.audience) return refuse("invalid_request", `Missing required parameter: "audience".`);
+    if (form.get("requested_token_type") !== ACCESS_TOKEN_TYPE) return refuse("invalid_request", `Invalid value for "requested_token_type".`);
+    if (this.refuseExchanges !== null) return refuse("invalid_grant", this.refuseExchanges);
+    const token = `ya29.scripted-${this.tokens.size + 1}`;
+    this.tokens.set(token, { expired: false });
+    entry.status = 200;
+    entry.issued = token;
+    writeJson(res, 200, { access_token: token, issued_token_type: ACCESS_TOKEN_TYPE, token_type: "Bearer", expires_in: this.tokenLifetimeSec });
+  }
+
+  async handle(req: http.IncomingMessage, res: http.ServerResponse, project: string, location: string, model: string): Promise<void> {
+    if (req.method !== "POST") {
+      req.resume();
+      sendError(res, 405, `method ${req.method ?? ""} not allowed`);
+      return;
+    }
+    const token = bearerOf(req);
+    const held = token === null ? undefined : this.tokens.get(token);
+    const tokenValid = held !== undefined && !held.expired;
+    const read = await readJsonBody(req);
+    if (read === null) return;
+    const logged = (status: number, body?: Record<string, unknown>): VertexCallLog => {
+      const chat = body ? toChatRequest(model, body) : null;
+      const entry: VertexCallLog = {
+        agent: chat ? agentOf(chat.messages as Array<Record<string, unknown>>) : "unknown",
+        project,
+        location,
+        model,
+        status,
+        token,
+        tokenValid,
+        structured: body ? structuredMode(body) : "none",
+        images: chat ? countImages(chat.messages as Array<Record<string, unknown>>) : 0,
+        temperature: chat && typeof chat.temperature === "number" ? chat.temperature : null,
+      };
+      this.log.push(entry);
+      return entry;
+    };
+    const parsed = read.ok && isRecord(read.body) && invalid(read.body) === null ? read.body : undefined;
+    const unauthenticated = { "www-authenticate": `Bearer realm="https://accounts.google.com/", error="invalid_token"` };
+    if (token === null) {
+      logged(401, parsed);
+      return sendError(res, 401, "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.", unauthenticated);
+    }
+    if (!tokenValid) {
+      logged(401, parsed);
+      return sendError(res, 401, "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.", unauthenticated);
+    }
+    if (!read.ok) return sendError(res, read.status, read.message);
+    if (!isRecord(read.body)) return sendError(res, 400, "Invalid JSON payload received.");
+    const body = read.body;
+    const problem = invalid(body);
+    if (problem) {
+      logged(400);
+      return sendError(res, 400, problem);
+    }
+    if (this.blockPrompts) {
+      logged(200, body);
+      return writeJson(res, 200, {
+        promptFeedback: { blockReason: "SAFETY", safetyRatings: [{ category: this.blockPrompts, probability: "HIGH", severity: "HARM_SEVERITY_HIGH", blocked: true }] },
+        usageMetadata: { promptTokenCount: 0, totalTokenCount: 0, trafficType: "ON_DEMAND" },
+        modelVersion: model,
+        createTime: new Date().toISOString(),
+        responseId: `scripted-vertex-${this.log.length}`,
+      });
+    }
+    const entry = logged(0, body);
+    const { status, choice } = await relayForChoice(this.chatUrl(), toChatRequest(model, body), res, VERTEX_ERRORS);
+    entry.status = status;
+    if (!choice) return;
+    const parts: Array<Record<string, unknown>> = [];
+    const { text, calls } = replyParts(choice);
+    if (text) parts.push({ text });
+    for (const c of calls) parts.push(c.args ? { functionCall: { name: c.name, args: c.args } } : { text: c.raw });
+    const promptTokens = typeof choice.usage.prompt_tokens === "number" ? choice.usage.prompt_tokens : 0;
+    const candidatesTokens = typeof choice.usage.completion_tokens === "number" ? choice.usage.completion_tokens : estimateTokens(text.length);
+    writeJson(res, 200, {
+      candidates: [{ content: { role: "model", parts }, finishReason: choice.finishReason === "length" ? "MAX_TOKENS" : "STOP", avgLogprobs: -0.1 }],
+      usageMetadata: {
+        promptTokenCount: promptTokens,
+        candidatesTokenCount: candidatesTokens,
+        totalTokenCount: promptTokens + candidatesTokens,
+        trafficType: "ON_DEMAND",
+        promptTokensDetails: [{ modality: "TEXT", tokenCount: promptTokens }],
+        candidatesTokensDetails: [{ modality: "TEXT", tokenCount: candidatesTokens }],
+      },
+      modelVersion: model,
+      createTime: new Date().toISOString(),
+      responseId: `scripted-vertex-${this.log.length}`,
+    });
+  }
+}
