@@ -78,7 +78,9 @@ export function explainProviderFailure(err: MedmmvError, facts: EndpointFacts): 
   if (blockedPort(err))
     return rewrite(`the model endpoint's port is one that fetch refuses to connect to (a blocked port)`, `serve the model on another port and change ${endpointVars}`);
   const status = statusOf(err);
-  if (status === 401) return rewrite(`the provider refused the API key (HTTP 401)`, `check ${facts.variables?.key ?? "OPENAI_API_KEY (or AZURE_OPENAI_API_KEY)"}`);
+  // Bedrock and Vertex AI sign with credentials from their cloud's chain, not an API key: the message says which.
+  const credential = facts.variables?.key && !/API_KEY/.test(facts.variables.key) ? "credentials" : "API key";
+  if (status === 401) return rewrite(`the provider refused the ${credential} (HTTP 401)`, `check ${facts.variables?.key ?? "OPENAI_API_KEY (or AZURE_OPENAI_API_KEY)"}`);
   // Credentials that are valid but not allowed this model or action (Bedrock's AccessDeniedException: the role lacks
   // bedrock:InvokeModel, or the model's access was never granted in the account; OpenAI's project or region restrictions).
   if (status === 403)

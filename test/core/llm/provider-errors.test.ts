@@ -22,6 +22,14 @@ describe("networkCode", () => {
 describe("explainProviderFailure", () => {
   const facts = { role: "vision" as const, model: "llava", url: "http://gpu-box:8000/v1/chat/completions", azure: false };
 
+  it("401 and 403 say what was refused: an API key, or a cloud's credentials (Bedrock's chain, Vertex AI's ADC); a 403 names the model and, on Bedrock, the IAM permission", () => {
+    const refused = (status: number) => new MedmmvError("LLM_FATAL", "x: the provider refused the request", { details: { status } });
+    expect(explainProviderFailure(refused(401), facts).message).toBe("the provider refused the API key (HTTP 401): check OPENAI_API_KEY (or AZURE_OPENAI_API_KEY)");
+    const bedrock = { ...facts, model: "bedrock:anthropic.claude-3-5-sonnet-20241022-v2:0", variables: { url: "MEDMMV_BEDROCK_ENDPOINT / AWS_REGION (or MEDMMV_VISION_BASE_URL)", key: "the AWS credential chain (the IAM role, AWS_PROFILE, or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY) (or MEDMMV_VISION_API_KEY)" } };
+    expect(explainProviderFailure(refused(401), { ...bedrock, variables: { ...bedrock.variables, key: "Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS)" } }).message).toMatch(/^the provider refused the credentials \(HTTP 401\): check Application Default Credentials/);
+    expect(explainProviderFailure(refused(403), bedrock).message).toMatch(/not permitted \(HTTP 403\): check that the AWS credential chain .* may use model "bedrock:anthropic.*bedrock:InvokeModel/);
+  });
+
   it("DNS failure: names OPENAI_BASE_URL, keeps the code and retryability; the URL only in details, never in the message a tenant sees", () => {
     const err = explainProviderFailure(retryFailure(sdkConnectionError("ENOTFOUND")), facts);
     expect(err.code).toBe("LLM_RETRYABLE");
