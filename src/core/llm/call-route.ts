@@ -2,6 +2,7 @@ import type { Config, Prices } from "../config.js";
 import { adaptationOf, learn, withAdaptation, type Adaptation, type Lesson } from "./model-adaptation.js";
 import { resolveProfile, type ModelProfile, type StructuredMethod, type TokenParameter } from "./model-profile.js";
 import { parseModelSpec, priceOf, type ModelProvider } from "./model-spec.js";
+import { catalogEntry } from "./model-catalog.js";
 import { providerModule } from "./providers/registry.js";
 import type { ProviderModule, ProviderTarget, StructuredMethodOf } from "./providers/provider-module.js";
 
@@ -66,7 +67,17 @@ export function resolveCall(cfg: Config["llm"], role: Role, spec: string, custom
   const ROLE = role.toUpperCase();
   const failure = module.variables ? { azure: false, variables: { url: `${module.variables.url} (or MEDMMV_${ROLE}_BASE_URL)`, key: `${module.variables.key} (or MEDMMV_${ROLE}_API_KEY)` } } : { azure: module.azure === true };
   const endpoint = module.endpointUrl(target, cfg);
-  return withRules({ role, spec, custom, provider: module.id, module, model: target.model, baseUrl: target.baseUrl, apiKey: target.apiKey, endpoint, structuredMethod, configuredProfile, profile: null, adaptation: undefined, mode: cfg.structuredOutput, imagesPerRequest: null, tokenParameter: null, price, failure }, adaptationOf(endpoint, spec));
+  // A provider's own integration is built to no profile of ours, but a model that takes no images is one whatever the
+  // wire (a text-only model on Bedrock or Vertex AI): the operator's `imagesPerRequest` (or the catalog's text-only mark) holds for it too.
+  const imagesPerRequest = configuredProfile === null ? integrationImageLimit(cfg, spec) : null;
+  return withRules({ role, spec, custom, provider: module.id, module, model: target.model, baseUrl: target.baseUrl, apiKey: target.apiKey, endpoint, structuredMethod, configuredProfile, profile: null, adaptation: undefined, mode: cfg.structuredOutput, imagesPerRequest, tokenParameter: null, price, failure }, adaptationOf(endpoint, spec));
+}
+
+function integrationImageLimit(cfg: Config["llm"], spec: string): number | null {
+  const own = cfg.profiles?.[spec]?.imagesPerRequest;
+  if (own !== undefined) return own;
+  const entry = catalogEntry(spec);
+  return entry && !entry.imageInput ? 0 : null;
 }
 
 /** `call` under `adaptation`: its profile, and the mode, image limit and token parameter read from it. */
@@ -74,7 +85,7 @@ function withRules(call: ResolvedCall, adaptation: Adaptation | undefined): Reso
   const profile = call.configuredProfile === null ? null : withAdaptation(call.configuredProfile, adaptation);
   // A profile's modes are never empty (model-profile.ts); without a profile the mode stays the configured one.
   const mode = profile ? profile.structuredOutput[0]! : call.mode;
-  return { ...call, adaptation, profile, mode, imagesPerRequest: profile?.imagesPerRequest ?? null, tokenParameter: profile?.tokenParameter ?? null };
+  return { ...call, adaptation, profile, mode, imagesPerRequest: profile ? profile.imagesPerRequest : call.imagesPerRequest, tokenParameter: profile?.tokenParameter ?? null };
 }
 
 /**

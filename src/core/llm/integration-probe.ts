@@ -166,14 +166,17 @@ export async function probeIntegration(cfg: Config["llm"], route: ResolvedCall, 
 
 /**
  * The environment to set for a model on its own integration: only what applies there. Its
- * calls are not built to a model profile (MEDMMV_MODEL_PROFILES: providers/provider-module.ts
- * structuredMethod), so none is written; the JSON method is MEDMMV_STRUCTURED_OUTPUT's where the
+ * calls are not built to a model profile (providers/provider-module.ts structuredMethod) but for
+ * its image limit, so a profile is written only for a model that takes no images; the JSON method is MEDMMV_STRUCTURED_OUTPUT's where the
  * integration takes more than one (Gemini), and is moved only when the configured one failed.
  */
 function integrationSettings(c: ModelCheck, route: ResolvedCall, cfg: Config["llm"]): Record<string, string> {
+  const out: Record<string, string> = {};
+  // The one profile field these calls obey (call-route.ts): a model that refused one image is sent none.
+  if (c.imagesPerRequest === 0) out.MEDMMV_MODEL_PROFILES = JSON.stringify({ [c.model]: { imagesPerRequest: 0 } });
   const configured = route.module!.structuredMethod(cfg);
   const so = c.structuredOutput;
-  if (!so || configured === null || so[configured] !== false) return {};
+  if (!so || configured === null || so[configured] !== false) return out;
   const other = route.module!.structuredMethods.find((m) => so[m] === true);
-  return other ? { MEDMMV_STRUCTURED_OUTPUT: other } : {};
+  return other ? { ...out, MEDMMV_STRUCTURED_OUTPUT: other } : out;
 }

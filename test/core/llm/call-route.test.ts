@@ -78,6 +78,18 @@ describe("a call's model is resolved once", () => {
   });
 });
 
+describe("a model that takes no images, whatever its wire", () => {
+  it("a profile's imagesPerRequest: 0 holds for a model on its provider's own integration (Bedrock, Vertex AI), which no other profile field reaches", () => {
+    const llama = "bedrock:meta.llama3-70b-instruct-v1:0";
+    const cfg = loadConfig({ MEDMMV_MODEL: llama, MEDMMV_JUDGE_MODEL: "google-vertexai:gemini-2.5-flash", AWS_REGION: "us-east-1", GOOGLE_CLOUD_PROJECT: "p", MEDMMV_MODEL_PROFILES: JSON.stringify({ [llama]: { imagesPerRequest: 0 } }), MEDMMV_LOG_LEVEL: "silent" }).llm;
+    const text = resolveCall(cfg, "executor", llama, false);
+    expect(text).toMatchObject({ provider: "bedrock", profile: null, imagesPerRequest: 0 });
+    // It survives what the server teaches (a new value from the same rules).
+    expect(current(text).imagesPerRequest).toBe(0);
+    expect(resolveCall(cfg, "judge", "google-vertexai:gemini-2.5-flash", false).imagesPerRequest).toBeNull();
+  });
+});
+
 describe("the provider registry", () => {
   it("has one module for every provider a model name may be prefixed with, under its own name", () => {
     expect(Object.keys(PROVIDERS).sort()).toEqual([...MODEL_PROVIDERS].sort());

@@ -82,6 +82,14 @@ describe("models check through a provider's own integration", () => {
     expect(calls.some((x) => x.structured === "toolUse")).toBe(true);
   });
 
+  it("a Bedrock model that refuses images is written back as a profile with imagesPerRequest: 0, which its calls then obey", async () => {
+    // A text-only model on Bedrock refuses the image block with a ValidationException (400).
+    servers.model.addFault({ kind: "status", status: 400, body: JSON.stringify({ error: { message: "This model doesn't support the image content block that you provided." } }), agent: "models-check", textIncludes: "if you can see" });
+    const c = await check(BEDROCK);
+    expect(c).toMatchObject({ problem: null, imagesPerRequest: 0 });
+    expect(JSON.parse(c.settings.MEDMMV_MODEL_PROFILES!)).toEqual({ [BEDROCK]: { imagesPerRequest: 0 } });
+  });
+
   it("a transient failure (Anthropic's 529 overloaded) is asked again before it is read as a missing capability", async () => {
     // The third request is the forced tool call.
     servers.model.addFault({ kind: "status", status: 529, agent: "models-check", callIndex: 2, times: 1 });
