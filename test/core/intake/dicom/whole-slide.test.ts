@@ -25,13 +25,13 @@ function patternTiles(asked: WsiTile[]): TileSource {
   return async (l: WsiLevel, tiles, sink) => {
     asked.push(...tiles);
     const scale = 1024 / l.width;
-    sink.reserve(tiles.length);
     for (const [k, t] of tiles.entries()) {
+      sink.reserve(l.tileWidth * l.tileHeight * 3);
       const b = Buffer.alloc(l.tileWidth * l.tileHeight * 3);
       for (let y = 0; y < l.tileHeight; y++) for (let x = 0; x < l.tileWidth; x++) {
         if (t.x + x < l.width && t.y + y < l.height) b.set(colour(t.x + x, t.y + y, scale), (y * l.tileWidth + x) * 3);
       }
-      sink.put(k, b);
+      sink.put(k, b, 3);
     }
     return { transferSyntaxUid: "1.2.840.10008.1.2.1" };
   };
@@ -80,5 +80,33 @@ describe("whole-slide pictures from a tile source", () => {
     const tiny = [level("2.1", 512, 512, 8)];
     await expect(pyramidPictures("s", tiny, {}, patternTiles(asked), undefined, { longSide: 1536, maxPixels: 1e7, regions: false })).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
     expect(asked).toHaveLength(0);
+  });
+
+  it("the decoded-bytes budget counts what a picture holds (its canvas and a tile in flight), not all its tiles at once", async () => {
+    // 1024² of 128² tiles: 64 tiles of 49,152 bytes (3.1 MB together) and a 3.1 MB canvas. A
+    // budget of 4 MB holds the canvas and a tile: read, every tile pasted as it came.
+    const asked: WsiTile[] = [];
+    const one = [level("3.1", 1024, 1024, 128)];
+    const [overview] = await pyramidPictures("s", one, {}, patternTiles(asked), undefined, { longSide: 1024, maxPixels: 1e7, maxDecodedBytes: 4_000_000, regions: false });
+    expect(asked).toHaveLength(64);
+    const got = await pixels(overview!.data);
+    for (const [x, y] of [[0, 0], [1023, 1023], [517, 300]] as const) expect([...got.data.subarray((y * 1024 + x) * 3, (y * 1024 + x) * 3 + 3)]).toEqual(colour(x, y, 1));
+    // A budget under the canvas itself is still refused before any tile is read.
+    const none: WsiTile[] = [];
+    await expect(pyramidPictures("s", one, {}, patternTiles(none), undefined, { longSide: 1024, maxPixels: 1e7, maxDecodedBytes: 3_000_000, regions: false })).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    expect(none).toHaveLength(0);
+  });
+
+  it("a source that would hold more decoded tiles at once than the budget leaves is stopped (413) before that fetch", async () => {
+    const one = [level("3.2", 1024, 1024, 128)];
+    let fetched = 0;
+    // A source that asks to hold all 64 of its tiles decoded at once.
+    const greedy: TileSource = async (l, tiles, sink) => {
+      sink.reserve(tiles.length * l.tileWidth * l.tileHeight * 3);
+      fetched += tiles.length;
+      return { transferSyntaxUid: "1.2.840.10008.1.2.1" };
+    };
+    await expect(pyramidPictures("s", one, {}, greedy, undefined, { longSide: 1024, maxPixels: 1e7, maxDecodedBytes: 4_000_000, regions: false })).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    expect(fetched).toBe(0);
   });
 });
