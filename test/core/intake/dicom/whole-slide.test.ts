@@ -3,6 +3,8 @@ import { describe, expect, it } from "vitest";
 import type { QidoItem } from "../../../../src/core/intake/dicom/dicomweb.js";
 import { pyramidPictures, type TileSource } from "../../../../src/core/intake/dicom/whole-slide.js";
 import type { WsiLevel, WsiTile } from "../../../../src/core/intake/dicom/wsi-levels.js";
+import type { ParsedDicom, RenderItem } from "../../../../src/core/intake/dicom/dicom-worker.js";
+import { slideFromInstance } from "../../../../src/core/intake/dicom/whole-slide-instance.js";
 
 const v = (...x: unknown[]) => ({ Value: x });
 
@@ -108,5 +110,34 @@ describe("whole-slide pictures from a tile source", () => {
     };
     await expect(pyramidPictures("s", one, {}, greedy, undefined, { longSide: 1024, maxPixels: 1e7, maxDecodedBytes: 4_000_000, regions: false })).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
     expect(fetched).toBe(0);
+  });
+
+  it("an instance sent alone has its tiles decoded one at a time, each pasted before the next is asked for", async () => {
+    // The decoding thread as the reader sees it (the codecs are not the subject here): a
+    // 1024 × 600 TILED_FULL level of 128² tiles, each frame rendered as RGBA from the pattern.
+    const calls: RenderItem[][] = [];
+    const across = 8;
+    const dicom: ParsedDicom = {
+      header: {
+        elements: { SOPInstanceUID: "2.25.5", Columns: 128, Rows: 128, TotalPixelMatrixColumns: 1024, TotalPixelMatrixRows: 600, NumberOfFrames: 40, SamplesPerPixel: 3, BitsAllocated: 8, DimensionOrganizationType: "TILED_FULL", ImageType: ["DERIVED", "PRIMARY", "VOLUME"] },
+        hasPixelData: true, floatPixelData: null, pixelBytes: 0, transferSyntaxUid: "1.2.840.10008.1.2.4.90", frameWindows: null, frameContents: null, warnings: [],
+      },
+      async render(items) {
+        calls.push(items);
+        return items.map(({ frame }) => {
+          const rgba = new Uint8Array(128 * 128 * 4);
+          const x0 = (frame % across) * 128;
+          const y0 = Math.floor(frame / across) * 128;
+          for (let y = 0; y < 128; y++) for (let x = 0; x < 128; x++) rgba.set([...colour(x0 + x, y0 + y, 1), 255], (y * 128 + x) * 4);
+          return { width: 128, height: 128, pixels: rgba.buffer, window: null };
+        });
+      },
+    };
+    const [overview] = await slideFromInstance("s", dicom, undefined, { maxPixels: 1e7, maxDecodedBytes: 4_000_000, modelLongSide: 1024 });
+    const asked = calls.filter((c) => c.length > 0);
+    expect(asked).toHaveLength(40);
+    expect(asked.every((c) => c.length === 1)).toBe(true);
+    const got = await pixels(overview!.data);
+    for (const [x, y] of [[0, 0], [1023, 599], [700, 333]] as const) expect([...got.data.subarray((y * 1024 + x) * 3, (y * 1024 + x) * 3 + 3)]).toEqual(colour(x, y, 1));
   });
 });
