@@ -44,7 +44,7 @@ export const STUDIES = {
   hanging: "2.25.6",
   /** One object in MPEG-2 (415); its QIDO answer waits until the hanging slide's frame request is in flight. */
   mpeg: "2.25.7",
-  /** A legitimate 4096² level of 256 JPEG tiles of 256²: its tiles together pass 100 MB decoded, the picture does not. */
+  /** A legitimate 4096² level of 256 JPEG tiles of 256²: canvas and all tiles together (100.7 MB decoded) pass the default 100 MB budget; canvas and the one tile in flight (50.6 MB) fit it. */
   legitimate: "2.25.8",
 } as const;
 
