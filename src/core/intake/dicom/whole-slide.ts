@@ -99,7 +99,7 @@ export function tileInFlightBytes(level: Pick<WsiLevel, "tileWidth" | "tileHeigh
   return level.tileWidth * level.tileHeight * 4;
 }
 
-/** Reads the tiles of a level as RGB, handing each to the sink as it is decoded. */
+/** Reads the tiles of a level, handing each to the sink as it is decoded (one decoded tile in flight at a time). */
 export type TileSource = (level: WsiLevel, tiles: readonly WsiTile[], sink: TileSink) => Promise<{ transferSyntaxUid: string; warnings?: string[] }>;
 
 /**
