@@ -344,7 +344,10 @@ async function assemble(imageId: string, source: TileSource, level: WsiLevel, r:
   const canvasBytes = r.width * r.height * 3;
   const need = canvasBytes + tileInFlightBytes(level);
   if (need > budget) throw refuse("PAYLOAD_TOO_LARGE", imageId, `a picture of level ${level.index} (${r.width}×${r.height}) from tiles of ${level.tileWidth}×${level.tileHeight} holds ${need} bytes decoded (the picture and a tile being pasted), over ${budget} (MEDMMV_MAX_IMAGE_DECODED_BYTES); nothing was fetched`, { decodedBytes: need, maxDecodedBytes: budget });
-  const canvas = Buffer.alloc(canvasBytes, 255);
+  // Every byte of a canvas its tiles cover is written by them (all must come back); only a
+  // sparse one needs white first, filled in slices so a 50 MB fill does not hold the event loop.
+  const covered = new Set(tiles.map((t) => `${t.x},${t.y}`)).size === cellsIn(level, r);
+  const canvas = covered ? Buffer.allocUnsafeSlow(canvasBytes) : await whiteCanvas(canvasBytes);
   const pasted = new Uint8Array(tiles.length);
   const sink: TileSink = {
     reserve(inFlightBytes) {
@@ -362,6 +365,19 @@ async function assemble(imageId: string, source: TileSource, level: WsiLevel, r:
   const read = await source(level, tiles, sink);
   if (pasted.some((p) => p === 0)) throw refuse("UNPROCESSABLE", imageId, `level ${level.index}'s tiles did not all come back`);
   return { rgb: canvas, tiles: tiles.length, transferSyntaxUid: read.transferSyntaxUid, warnings: read.warnings ?? [] };
+}
+
+/** Bytes of the canvas filled between turns of the event loop. */
+const FILL_SLICE = 4 * 1024 * 1024;
+
+/** A white canvas of `bytes`, filled a slice at a time. */
+async function whiteCanvas(bytes: number): Promise<Buffer> {
+  const canvas = Buffer.allocUnsafeSlow(bytes);
+  for (let at = 0; at < bytes; at += FILL_SLICE) {
+    canvas.fill(255, at, Math.min(bytes, at + FILL_SLICE));
+    if (at + FILL_SLICE < bytes) await new Promise((r) => setImmediate(r));
+  }
+  return canvas;
 }
 
 /**

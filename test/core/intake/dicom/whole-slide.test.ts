@@ -140,4 +140,17 @@ describe("whole-slide pictures from a tile source", () => {
     const got = await pixels(overview!.data);
     for (const [x, y] of [[0, 0], [1023, 599], [700, 333]] as const) expect([...got.data.subarray((y * 1024 + x) * 3, (y * 1024 + x) * 3 + 3)]).toEqual(colour(x, y, 1));
   });
+
+  it("a sparse level's cells no tile covers are white (glass); the tiles it has are pasted exactly", async () => {
+    // 512 × 256 of 128² tiles: 8 cells, frames only for the two on the diagonal of the left half.
+    const sparse = { uid: "4.1", meta: { "00480006": v(512), "00480007": v(256), "00280011": v(128), "00280010": v(128), "00280008": v(2), "00280002": v(3), "00280100": v(8), "00209311": v("TILED_SPARSE"), "52009230": v({ "0048021A": v({ "0048021E": v(1), "0048021F": v(1) }) }, { "0048021A": v({ "0048021E": v(129), "0048021F": v(129) }) }) } };
+    const asked: WsiTile[] = [];
+    const [overview] = await pyramidPictures("s", [sparse], {}, patternTiles(asked), undefined, { longSide: 512, maxPixels: 1e7, regions: false });
+    expect(asked).toHaveLength(2);
+    const got = await pixels(overview!.data);
+    const at = (x: number, y: number) => [...got.data.subarray((y * 512 + x) * 3, (y * 512 + x) * 3 + 3)];
+    expect(at(5, 7)).toEqual(colour(5, 7, 2));
+    expect(at(200, 130)).toEqual(colour(200, 130, 2));
+    for (const [x, y] of [[300, 10], [511, 255], [10, 200], [129, 0]] as const) expect(at(x, y)).toEqual([255, 255, 255]);
+  });
 });
