@@ -81,7 +81,7 @@ export async function lyingPacs(ctx: BenchContext): Promise<SectionReport> {
     worstDelay = Math.max(worstDelay, r.maxLoopDelayMs);
     const refused = r.code === "UNSUPPORTED_MEDIA";
     allAsExpected &&= refused;
-    rows.push(["a case refused (415) for its second image while its slide's frame request is in flight", `${r.code ?? "read"}${refused ? "" : " (**unexpected**)"}`, pacs.log.filter((q) => q.url.endsWith("/metadata")).length / (1 + WARM_READS), pacs.log.filter((q) => q.url.includes("/frames/")).length / (1 + WARM_READS), fmt(r.rssGrowthMiB, 0), fmt(r.heapGrowthMiB, 0), fmt(r.heapKeptMiB, 1), fmt(r.maxLoopDelayMs, 0), fmt(r.coldLoopDelayMs ?? NaN, 0), fmt(r.ms, 0), `slide's frame request dropped ${fmt(stopMs, 0)} ms after the refusal; ${after} request(s) after it`]);
+    rows.push(["a case refused (415) for its second image while its slide's frame request is in flight", `${r.code ?? "read"}${refused ? "" : " (**unexpected**)"}`, pacs.log.filter((q) => q.url.endsWith("/metadata")).length / (1 + WARM_READS), pacs.log.filter((q) => q.url.includes("/frames/")).length / (1 + WARM_READS), fmt(r.rssGrowthMiB, 0), fmt(r.heapGrowthMiB, 0), fmt(r.heapKeptMiB, 1), fmt(r.maxLoopDelayMs, 0), fmt(r.worstLoopDelayMs ?? NaN, 0), fmt(r.coldLoopDelayMs ?? NaN, 0), fmt(r.ms, 0), `slide's frame request dropped ${fmt(stopMs, 0)} ms after the refusal; ${after} request(s) after it`]);
 
     verdicts.push(
       { target: "every lying scenario ends in its 4xx (the legitimate slide is read)", measured: yesNo(allAsExpected), met: allAsExpected },
