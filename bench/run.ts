@@ -34,6 +34,7 @@ import { replicas } from "./sections/replicas.js";
 import { cliStartup } from "./sections/cli-startup.js";
 import { caseSearch } from "./sections/case-search.js";
 import { openEnded } from "./sections/open-ended.js";
+import { lyingPacs } from "./sections/lying-pacs.js";
 
 const SECTIONS: Record<string, (ctx: BenchContext) => Promise<SectionReport>> = {
   "cpu-share": cpuShare,
@@ -49,6 +50,7 @@ const SECTIONS: Record<string, (ctx: BenchContext) => Promise<SectionReport>> = 
   "cli-startup": cliStartup,
   "case-search": caseSearch,
   "open-ended": openEnded,
+  "lying-pacs": lyingPacs,
 };
 
 const { values } = parseArgs({

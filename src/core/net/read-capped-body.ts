@@ -31,3 +31,31 @@ export async function readCappedStream(body: Readable, declaredLength: string | 
   }
   return Buffer.concat(chunks, size);
 }
+
+/**
+ * A response body handed to `onChunk` as it arrives, never past `maxBytes`: nothing is kept
+ * here, so what the caller keeps is all that is held. Returns the bytes read, or null when the
+ * cap was hit (a declared Content-Length over it, or the chunk that crosses it, which is not
+ * handed on); a throwing `onChunk` drops the rest of the body and is rethrown.
+ */
+export async function streamCappedBody(res: Response, maxBytes: number, onChunk: (chunk: Uint8Array) => void): Promise<number | null> {
+  if (Number(res.headers.get("content-length")) > maxBytes) {
+    await res.body?.cancel().catch(() => undefined);
+    return null;
+  }
+  if (!res.body) return 0;
+  const reader = res.body.getReader();
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return size;
+      size += value.byteLength;
+      if (size > maxBytes) return null;
+      onChunk(value);
+    }
+  } finally {
+    // Whatever ended the read (the cap, the caller's refusal, a reset), the rest is not waited for.
+    await reader.cancel().catch(() => undefined);
+  }
+}

@@ -1,7 +1,7 @@
 import { MedmmvError } from "../../contracts/errors.js";
 import type { DicomwebRef } from "../../contracts/clinical-case.js";
 import { withRetry } from "../../llm/retry.js";
-import { readCappedBody } from "../../net/read-capped-body.js";
+import { readCappedBody, streamCappedBody } from "../../net/read-capped-body.js";
 import { representativeFrames } from "./windows.js";
 
 export interface DicomwebOptions {
@@ -81,6 +81,17 @@ class RetryableAnswer extends Error {
  * Server answers are summarised by status only; their text is never echoed.
  */
 async function get(url: string, accept: string, ref: DicomwebRef, o: DicomwebOptions, imageId: string): Promise<{ body: Buffer; contentType: string }> {
+  return getRead(url, accept, ref, o, imageId, async (res) => {
+    const body = await readCappedBody(res, o.maxBytes);
+    return body === null ? null : { body, contentType: res.headers.get("content-type") ?? "" };
+  });
+}
+
+/**
+ * The same request, its answer's body handed to `read` (a fresh call for each attempt), which
+ * reads at most o.maxBytes of it and returns null past them.
+ */
+async function getRead<T>(url: string, accept: string, ref: DicomwebRef, o: DicomwebOptions, imageId: string, read: (res: Response) => Promise<T | null>): Promise<T> {
   let problem = "";
   try {
     return await withRetry(`image "${imageId}" (DICOMweb)`, { maxAttempts: o.attempts, baseDelayMs: 200, maxRetryAfterMs: o.timeoutMs, timeoutMs: o.timeoutMs, failureCode: "UNPROCESSABLE" }, o.signal, async ({ signal }) => {
@@ -101,15 +112,17 @@ async function get(url: string, accept: string, ref: DicomwebRef, o: DicomwebOpt
         if (res.status === 404) throw refuse("NOT_FOUND", imageId, "the server has no such study, series or instance");
         throw refuse("UNPROCESSABLE", imageId, `the server answered ${res.status}${res.status === 401 || res.status === 403 ? " (check the access token)" : ""}`);
       }
-      let body: Buffer | null;
+      let body: T | null;
       try {
-        body = await readCappedBody(res, o.maxBytes);
+        body = await read(res);
       } catch (e) {
+        // What the reader refuses (the answer is not what was asked for) is not retried.
+        if (e instanceof MedmmvError && !signal.aborted) throw e;
         problem = signal.aborted ? `the answer's body did not arrive whole within ${o.timeoutMs} ms` : "the answer's body was cut off (the connection closed or reset before its end)";
         throw e;
       }
       if (body === null) throw refuse("PAYLOAD_TOO_LARGE", imageId, `an answer is larger than ${o.maxBytes} bytes`);
-      return { body, contentType: res.headers.get("content-type") ?? "" };
+      return body;
     });
   } catch (e) {
     if (!(e instanceof MedmmvError) || e.code !== "UNPROCESSABLE") throw e;
@@ -241,15 +254,32 @@ export function isWholeSlideSeries(s: DicomwebSeries): boolean {
 }
 
 /**
- * An instance's header as DICOM JSON (WADO-RS metadata), without its pixel data, as the bytes
- * of the answer: at most `maxBytes` are read (413 past them), and the caller parses them where
- * the heap can take it (whole-slide.ts: in a decode-pool thread).
+ * An instance's header as DICOM JSON (WADO-RS metadata), without its pixel data, handed to
+ * `reader` chunk by chunk as it arrives (a fresh reader for each attempt) and never held whole:
+ * at most `maxBytes` are read, and past them the answer is dropped at the chunk that crosses
+ * them (413). Returns what the reader made of it and the bytes read.
  */
-export async function instanceMetadataBytes(s: DicomwebSeries, uid: string, maxBytes: number): Promise<Buffer> {
+export async function instanceMetadataStreamed<T>(s: DicomwebSeries, uid: string, maxBytes: number, reader: () => { write(chunk: Uint8Array): void; end(): T }, tooLarge: string): Promise<{ value: T; bytes: number }> {
+  const cap = Math.min(maxBytes, s.options.maxBytes);
   try {
-    return (await get(`${s.url}/instances/${uid}/metadata`, "application/dicom+json", s.ref, { ...s.options, maxBytes: Math.min(maxBytes, s.options.maxBytes) }, s.imageId)).body;
+    return await getRead(`${s.url}/instances/${uid}/metadata`, "application/dicom+json", s.ref, { ...s.options, maxBytes: cap }, s.imageId, async (res) => {
+      const r = reader();
+      const bytes = await streamCappedBody(res, cap, (chunk) => {
+        try {
+          r.write(chunk);
+        } catch (e) {
+          throw refuse("UNPROCESSABLE", s.imageId, e instanceof Error ? e.message : "an instance's metadata cannot be read");
+        }
+      });
+      if (bytes === null) return null;
+      try {
+        return { value: r.end(), bytes };
+      } catch (e) {
+        throw refuse("UNPROCESSABLE", s.imageId, e instanceof Error ? e.message : "an instance's metadata cannot be read");
+      }
+    });
   } catch (e) {
-    if (e instanceof MedmmvError && e.code === "PAYLOAD_TOO_LARGE") throw refuse("PAYLOAD_TOO_LARGE", s.imageId, `an instance's metadata answer is larger than ${Math.min(maxBytes, s.options.maxBytes)} bytes; a whole-slide level's header is not that large`);
+    if (e instanceof MedmmvError && e.code === "PAYLOAD_TOO_LARGE") throw refuse("PAYLOAD_TOO_LARGE", s.imageId, tooLarge);
     throw e;
   }
 }

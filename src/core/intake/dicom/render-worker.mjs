@@ -5,14 +5,12 @@
 // object); a new "header" forgets the previous object.
 // Protocol:
 //   { id, op: "header", bytes, attributes: [names] } → { id, ok, elements (only `attributes`, as plain strings/numbers), slide? (a whole-slide instance's tile positions and optics), hasPixelData, floatPixelData ("float" | "double" | null), pixelBytes, transferSyntaxUid, frameWindows ([center, width, fromFunctionalGroups] | null per frame, or null), frameContents (words per frame, or null), warnings }
-//   { id, op: "wsi-metadata", bytes } → { id, ok, meta (wsi-metadata.mjs's summary) | error }
 //   { id, op: "render", items: [{ frame, window: { center, width } | null }], more? } (more: the object is kept for another render) → { id, ok, frames: [{ width, height, pixels, window }] }
 // Every reply carries `wasmBytes`, the codecs' WebAssembly memory, so the pool can replace a
 // thread whose memory has grown past its bound.
 import { createRequire } from "node:module";
 import { parentPort } from "node:worker_threads";
 import { expandSegmentedLut, firstItem, frameContent, frameValues, j2kPhotometric, jpegHoldsYcbcr, modalityLut, valueBytes } from "./frame-values.mjs";
-import { slimWsiMetadata } from "./wsi-metadata.mjs";
 
 // The codecs' memory is not reachable through dcmjs-imaging's API: note every memory a
 // WebAssembly instance of this thread exports as it is created.
@@ -185,11 +183,6 @@ function reply(body, transfer) {
 parentPort.on("message", async (job) => {
   await ready;
   try {
-    if (job.op === "wsi-metadata") {
-      // Parsed here, under this thread's limits; the main thread gets the summary only.
-      reply({ id: job.id, ok: true, ...slimWsiMetadata(new TextDecoder().decode(job.bytes)) });
-      return;
-    }
     if (job.op === "header") {
       current = null;
       const image = new DicomImage(job.bytes);

@@ -74,14 +74,3 @@ export function tileObject(transferSyntaxUid: string, image: TileImage, frames: 
     item(0xe0dd, Buffer.alloc(0)),
   ]);
 }
-
-/** RGBA pixels (as the renderer gives them) as RGB. */
-export function rgbaToRgb(rgba: Buffer, pixels: number): Buffer {
-  const out = Buffer.alloc(pixels * 3);
-  for (let p = 0, i = 0, o = 0; p < pixels; p++, i += 4, o += 3) {
-    out[o] = rgba[i]!;
-    out[o + 1] = rgba[i + 1]!;
-    out[o + 2] = rgba[i + 2]!;
-  }
-  return out;
-}

@@ -3,11 +3,11 @@ import { MedmmvError, type ErrorCode } from "../../contracts/errors.js";
 import type { LoadedImage, PixelRect, WsiProvenance } from "../../contracts/clinical-case.js";
 import { dicomPicture } from "./dicom-picture.js";
 import { DecodeWorkerFailure } from "./decode-pool.js";
-import { withParsedDicom } from "./dicom-worker.js";
-import { withDecodeWorker } from "./decode-pool.js";
-import { rgbaToRgb, tileObject } from "./tile-object.js";
+import { withParsedDicom, type RenderedFrame } from "./dicom-worker.js";
+import { tileObject } from "./tile-object.js";
 import { declaredCodestreamSize } from "./codestream-size.js";
-import { instanceFrames, instanceMetadataBytes, WSI_SOP_CLASS, type DicomwebSeries, type QidoItem } from "./dicomweb.js";
+import { instanceFrames, instanceMetadataStreamed, WSI_SOP_CLASS, type DicomwebSeries } from "./dicomweb.js";
+import { WsiMetadataReader, type SlideInstanceHeader } from "./wsi-metadata.js";
 import { reservePictures, type PictureBudget } from "./picture-budget.js";
 import { cellsIn, overviewLevel, pyramidLevels, tilesIn, wsiOptics, WsiShapeError, type WsiLevel, type WsiOptics, type WsiTile } from "./wsi-levels.js";
 import { MAX_REGIONS, REGION_SIDE, REGION_ZOOM, tissueInFocusCells } from "./wsi-regions.js";
@@ -56,46 +56,50 @@ export async function readWholeSlide(series: DicomwebSeries, caption: string | u
   const { imageId } = series;
   const wsi = series.instances.filter((i) => i.sopClassUid === WSI_SOP_CLASS);
   if (wsi.length > MAX_WSI_INSTANCES) throw refuse("PAYLOAD_TOO_LARGE", imageId, `the series has ${wsi.length} whole-slide instances; at most ${MAX_WSI_INSTANCES} pyramid levels are read`);
-  const metadata: Array<{ uid: string; meta: QidoItem }> = [];
+  const metadata: Array<{ uid: string } & SlideInstanceHeader> = [];
   let read = 0;
   for (const i of wsi) {
-    const bytes = await instanceMetadataBytes(series, i.uid, MAX_METADATA_BYTES_PER_INSTANCE);
-    read += bytes.length;
-    if (read > MAX_METADATA_BYTES_PER_SERIES) throw refuse("PAYLOAD_TOO_LARGE", imageId, `the series' metadata answers pass ${MAX_METADATA_BYTES_PER_SERIES} bytes after ${metadata.length + 1} of its ${wsi.length} whole-slide instances; a slide's headers are not that large`);
-    metadata.push({ uid: i.uid, meta: await slimMetadata(imageId, bytes, o) });
+    // Each answer is read under the smaller of its own cap and what the series has left, and
+    // parsed as it arrives, keeping only what the reader needs (wsi-metadata.ts).
+    const left = MAX_METADATA_BYTES_PER_SERIES - read;
+    const cap = Math.min(MAX_METADATA_BYTES_PER_INSTANCE, left);
+    const tooLarge =
+      cap < MAX_METADATA_BYTES_PER_INSTANCE
+        ? `the series' metadata answers pass ${MAX_METADATA_BYTES_PER_SERIES} bytes after ${metadata.length + 1} of its ${wsi.length} whole-slide instances; a slide's headers are not that large`
+        : `an instance's metadata answer is larger than ${Math.min(MAX_METADATA_BYTES_PER_INSTANCE, series.options.maxBytes)} bytes; a whole-slide level's header is not that large`;
+    const got = await instanceMetadataStreamed(series, i.uid, cap, () => new WsiMetadataReader(), tooLarge);
+    read += got.bytes;
+    metadata.push({ uid: i.uid, ...got.value });
   }
   const ids = { study: series.ref.study, series: series.url.split("/").pop()! };
   return pyramidPictures(imageId, metadata, ids, dicomwebTiles(series, o.tenant ?? ""), caption, o);
 }
 
-/**
- * A metadata answer parsed and reduced in a decode-pool thread (wsi-metadata.mjs): the JSON,
- * many times its size once parsed, never reaches the main thread's heap, and its parse does
- * not hold the event loop.
- */
-async function slimMetadata(imageId: string, bytes: Buffer, o: WholeSlideOptions): Promise<QidoItem> {
-  const copy = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
-  let r;
-  try {
-    r = await withDecodeWorker(o.tenant ?? "", (lease) => lease.ask({ id: 0, op: "wsi-metadata", bytes: copy }, [copy]), o.signal);
-  } catch (e) {
-    if (o.signal?.aborted) throw o.signal.reason;
-    throw refuse(e instanceof DecodeWorkerFailure && e.kind === "memory" ? "PAYLOAD_TOO_LARGE" : "UNPROCESSABLE", imageId, `an instance's metadata cannot be read (${e instanceof Error ? e.message : String(e)})`);
-  }
-  if (!r.ok || typeof r.error === "string" || typeof r.meta !== "object" || r.meta === null) throw refuse("UNPROCESSABLE", imageId, typeof r.error === "string" ? r.error : "an instance's metadata cannot be read");
-  return r.meta as QidoItem;
-}
+/** Samples per pixel a decoded tile is handed on in: grey, RGB, or RGBA as the decode pool's renderer gives it. */
+export type TileChannels = 1 | 3 | 4;
 
-/** Where a tile source puts what it decodes: each tile is pasted as it comes and never kept. */
+/**
+ * Where a tile source puts what it decodes: each tile is pasted onto the picture as it comes
+ * and never kept, so what a picture holds decoded is its canvas and the tiles in flight.
+ */
 export interface TileSink {
-  /** Called before `count` more tiles are fetched or decoded: refuses (413) past the picture's decoded-bytes budget, and stops when the case is aborted. */
-  reserve(count: number): void;
-  /** Tile `k` of the list asked for, tileWidth × tileHeight × 3 RGB: pasted at once. */
-  put(k: number, rgb: Buffer): void;
+  /**
+   * Called before each fetch or decode with the decoded bytes the source will hold at once
+   * for it (its tiles in flight): refuses (413) when the picture's canvas and those bytes pass
+   * its decoded-bytes budget, and stops when the case is aborted.
+   */
+  reserve(inFlightBytes: number): void;
+  /** Tile `k` of the list asked for, tileWidth × tileHeight pixels of `channels` samples: pasted at once, not kept. */
+  put(k: number, pixels: Uint8Array, channels: TileChannels): void;
   signal?: AbortSignal;
 }
 
-/** Reads the tiles of a level as RGB, handing each to the sink as it is decoded. */
+/** Decoded bytes of one tile at its largest (RGBA, as the decode pool's renderer returns it): a source holds one at a time. */
+export function tileInFlightBytes(level: Pick<WsiLevel, "tileWidth" | "tileHeight">): number {
+  return level.tileWidth * level.tileHeight * 4;
+}
+
+/** Reads the tiles of a level, handing each to the sink as it is decoded (one decoded tile in flight at a time). */
 export type TileSource = (level: WsiLevel, tiles: readonly WsiTile[], sink: TileSink) => Promise<{ transferSyntaxUid: string; warnings?: string[] }>;
 
 /**
@@ -105,7 +109,7 @@ export type TileSource = (level: WsiLevel, tiles: readonly WsiTile[], sink: Tile
  * a finer level as well (wsi-regions.ts). Each picture's provenance gives its level, spacing
  * and region.
  */
-export async function pyramidPictures(imageId: string, metadata: Array<{ uid: string; meta: QidoItem }>, ids: { study?: string; series?: string }, source: TileSource, caption: string | undefined, o: WholeSlideOptions): Promise<LoadedImage[]> {
+export async function pyramidPictures(imageId: string, metadata: ReadonlyArray<{ uid: string } & SlideInstanceHeader>, ids: { study?: string; series?: string }, source: TileSource, caption: string | undefined, o: WholeSlideOptions): Promise<LoadedImage[]> {
   let levels: WsiLevel[];
   try {
     levels = pyramidLevels(metadata);
@@ -118,13 +122,11 @@ export async function pyramidPictures(imageId: string, metadata: Array<{ uid: st
     if (l.bitsAllocated !== 8 || (l.samplesPerPixel !== 1 && l.samplesPerPixel !== 3)) throw refuse("UNSUPPORTED_MEDIA", imageId, `level ${l.index} has ${l.samplesPerPixel} samples of ${l.bitsAllocated} bits; whole-slide tiles are read as 8-bit grey or colour`);
   }
   const optics = wsiOptics(metadata.map((m) => m.meta));
-  // A level is read whole only when its tiles are within the per-picture limits (tile count, decoded bytes, pixels).
+  // A level is read whole only when it is within the per-picture limits: tile count, pixels,
+  // and decoded bytes held (its canvas and the one tile in flight; tiles are pasted as they come).
   const budget = o.maxDecodedBytes ?? DEFAULT_PICTURE_BYTES;
   const whole = (l: WsiLevel) => ({ x: 0, y: 0, width: l.width, height: l.height });
-  const fits = (l: WsiLevel) => {
-    const cells = cellsIn(l, whole(l));
-    return cells <= MAX_TILES_PER_PICTURE && l.width * l.height <= o.maxPixels && l.width * l.height * 3 + cells * l.tileWidth * l.tileHeight * 3 <= budget;
-  };
+  const fits = (l: WsiLevel) => cellsIn(l, whole(l)) <= MAX_TILES_PER_PICTURE && l.width * l.height <= o.maxPixels && l.width * l.height * 3 + tileInFlightBytes(l) <= budget;
   const ov = overviewLevel(levels, o.longSide > 0 ? o.longSide : 2048, fits);
   if (ov.width * ov.height > o.maxPixels) throw refuse("PAYLOAD_TOO_LARGE", imageId, `its coarsest level is ${ov.width}×${ov.height}, over ${o.maxPixels} pixels; the slide has no level small enough to read whole`);
   if (o.maxDecodedBytes !== undefined && ov.width * ov.height * 3 > o.maxDecodedBytes) throw refuse("PAYLOAD_TOO_LARGE", imageId, `its coarsest level of ${ov.width}×${ov.height} decodes to ${ov.width * ov.height * 3} bytes, over ${o.maxDecodedBytes}; send the slide's pyramid (e.g. from a PACS over DICOMweb)`);
@@ -229,12 +231,13 @@ function dicomwebTiles(series: DicomwebSeries, tenant: string): TileSource {
     for (const [uid, indexes] of perInstance) {
       for (let k = 0; k < indexes.length; k += batch) {
         const chunk = indexes.slice(k, k + batch);
-        // The budget (and the case's abort) is checked before each fetch, not after the decoding.
-        sink.reserve(chunk.length);
+        // The budget (and the case's abort) is checked before each fetch, not after the decoding:
+        // the frames come compressed (at most the answer cap) and are decoded one at a time.
+        sink.reserve(tileInFlightBytes(level));
         const stored = await instanceFrames(series, uid, chunk.map((j) => tiles[j]!.frame), true);
         const ts = stored.transferSyntaxUid;
         if (ts && POOL_SYNTAXES.has(ts)) {
-          await poolTiles(series.imageId, tenant, ts, level, stored.parts, warnings, (j, rgb) => sink.put(chunk[j]!, rgb), sink.signal);
+          await poolTiles(series.imageId, tenant, ts, level, stored.parts, warnings, (j, pixels) => sink.put(chunk[j]!, pixels, 4), sink.signal);
           syntaxes.add(ts);
           continue;
         }
@@ -242,20 +245,21 @@ function dicomwebTiles(series: DicomwebSeries, tenant: string): TileSource {
         const missing: number[] = [];
         for (const [j, bytes] of stored.parts.entries()) {
           sink.signal?.throwIfAborted();
-          const tile = await tileRgb(series.imageId, bytes, level);
+          const tile = await tilePixels(series.imageId, bytes, level);
           if (tile === null) missing.push(j);
           else {
             syntaxes.add(tile.kind === "jpeg" ? JPEG_BASELINE : EXPLICIT_LE);
-            sink.put(chunk[j]!, tile.rgb);
+            sink.put(chunk[j]!, tile.pixels, tile.channels);
           }
         }
         if (missing.length === 0) continue;
+        sink.reserve(tileInFlightBytes(level));
         const plain = (await instanceFrames(series, uid, missing.map((j) => tiles[chunk[j]!]!.frame), false)).parts;
         for (const [m, j] of missing.entries()) {
-          const tile = await tileRgb(series.imageId, plain[m]!, level);
+          const tile = await tilePixels(series.imageId, plain[m]!, level);
           if (tile === null) throw refuse("UNSUPPORTED_MEDIA", series.imageId, `frame ${tiles[chunk[j]!]!.frame} of a level-${level.index} instance is neither JPEG nor ${level.tileWidth}×${level.tileHeight} uncompressed pixels, even when asked uncompressed`);
           syntaxes.add(EXPLICIT_LE);
-          sink.put(chunk[j]!, tile.rgb);
+          sink.put(chunk[j]!, tile.pixels, tile.channels);
         }
       }
     }
@@ -281,14 +285,12 @@ export function j2kPhotometric(tsUid: string, photometric: string, codestream: B
   return !subsampled && codestream[cod + 8] === 0 ? "RGB" : photometric;
 }
 
-/** RGBA bytes of tiles the decoding thread is asked for at once. */
-const POOL_BATCH_BYTES = 32 * 1024 * 1024;
-
 /**
  * Compressed tiles decoded by the decode pool (its codecs, limits and time limit), each checked
- * against the tile size first, a bounded batch at a time, each handed on as it comes back.
+ * against the tile size first, then decoded one at a time and handed on (RGBA) as it comes
+ * back, before the next is asked for: one decoded tile is in flight at a time.
  */
-async function poolTiles(imageId: string, tenant: string, tsUid: string, level: WsiLevel, codestreams: Buffer[], warnings: Set<string>, put: (j: number, rgb: Buffer) => void, signal?: AbortSignal): Promise<void> {
+async function poolTiles(imageId: string, tenant: string, tsUid: string, level: WsiLevel, codestreams: Buffer[], warnings: Set<string>, put: (j: number, pixels: Uint8Array) => void, signal?: AbortSignal): Promise<void> {
   for (const c of codestreams) {
     const d = declaredCodestreamSize(c);
     if (!d || d.width !== level.tileWidth || d.height !== level.tileHeight) throw refuse("INVALID_INPUT", imageId, `a level-${level.index} tile's codestream declares ${d?.width ?? "?"}×${d?.height ?? "?"} where the header says ${level.tileWidth}×${level.tileHeight}; refused before decoding`);
@@ -296,16 +298,15 @@ async function poolTiles(imageId: string, tenant: string, tsUid: string, level: 
   const photometric = j2kPhotometric(tsUid, level.photometric, codestreams[0]!);
   if (photometric !== level.photometric) warnings.add(`level ${level.index}'s tiles are labelled ${level.photometric}, but their JPEG 2000 codestreams hold full-resolution components without a colour transform; read as RGB`);
   const file = tileObject(tsUid, { rows: level.tileHeight, columns: level.tileWidth, samplesPerPixel: level.samplesPerPixel, photometric }, codestreams);
-  const batch = Math.max(1, Math.floor(POOL_BATCH_BYTES / (level.tileWidth * level.tileHeight * 4)));
   try {
     await withParsedDicom(
       tenant,
       file,
       [],
       async (dicom) => {
-        for (let k = 0; k < codestreams.length; k += batch) {
-          const frames = await dicom.render(codestreams.slice(k, k + batch).map((_, j) => ({ frame: k + j, window: null })), true);
-          for (const [j, f] of frames.entries()) put(k + j, rgbaToRgb(Buffer.from(f.pixels), f.width * f.height));
+        for (let k = 0; k < codestreams.length; k++) {
+          const [f] = await dicom.render([{ frame: k, window: null }], true);
+          put(k, decodedTile(imageId, level, f));
         }
         await dicom.render([]);
       },
@@ -318,11 +319,21 @@ async function poolTiles(imageId: string, tenant: string, tsUid: string, level: 
   }
 }
 
+/** A tile the renderer gave back, checked to be the level's tile size (RGBA). */
+export function decodedTile(imageId: string, level: WsiLevel, f: RenderedFrame | undefined): Uint8Array {
+  if (!f || f.width !== level.tileWidth || f.height !== level.tileHeight || f.pixels.byteLength < f.width * f.height * 4) {
+    throw refuse("INVALID_INPUT", imageId, `a level-${level.index} tile decoded to ${f ? `${f.width}×${f.height}` : "nothing"} where the header says ${level.tileWidth}×${level.tileHeight}`);
+  }
+  return new Uint8Array(f.pixels);
+}
+
 /**
  * The rectangle `r` of a level's total pixel matrix as RGB, from the tiles that meet it only,
  * each pasted as it is decoded. Before any fetch, the tiles needed (computed, not listed) and
- * the bytes they decode to are held to the limits: a PACS that declares huge tiles or many of
- * them is refused (413) unread. Areas no tile covers (a sparse level) are white, as bare glass is.
+ * the bytes held (the canvas and a tile in flight) are held to the limits: a PACS that declares
+ * huge tiles, or many of them, is refused (413) unread; before each fetch the source reserves
+ * what it will hold decoded, checked again. Areas no tile covers (a sparse level) are white, as
+ * bare glass is.
  */
 async function assemble(imageId: string, source: TileSource, level: WsiLevel, r: PixelRect, o: WholeSlideOptions): Promise<{ rgb: Buffer; tiles: number; transferSyntaxUid: string; warnings: string[] }> {
   if (level.tileWidth * level.tileHeight > MAX_TILE_PIXELS) throw refuse("PAYLOAD_TOO_LARGE", imageId, `level ${level.index}'s tiles are ${level.tileWidth}×${level.tileHeight}, over ${MAX_TILE_PIXELS} pixels each`);
@@ -330,22 +341,24 @@ async function assemble(imageId: string, source: TileSource, level: WsiLevel, r:
   if (cells > MAX_TILES_PER_PICTURE) throw refuse("PAYLOAD_TOO_LARGE", imageId, `a picture of level ${level.index} would need ${cells} tiles of ${level.tileWidth}×${level.tileHeight} (at most ${MAX_TILES_PER_PICTURE} are read for one picture)`);
   const tiles = tilesIn(level, r);
   const budget = o.maxDecodedBytes ?? DEFAULT_PICTURE_BYTES;
-  const tileBytes = level.tileWidth * level.tileHeight * 3;
-  const need = r.width * r.height * 3 + tiles.length * tileBytes;
-  if (need > budget) throw refuse("PAYLOAD_TOO_LARGE", imageId, `a picture of level ${level.index} (${r.width}×${r.height}) needs ${tiles.length} tiles of ${level.tileWidth}×${level.tileHeight}: ${need} bytes decoded, over ${budget} (MEDMMV_MAX_IMAGE_DECODED_BYTES); nothing was fetched`, { decodedBytes: need, maxDecodedBytes: budget });
-  const canvas = Buffer.alloc(r.width * r.height * 3, 255);
+  const canvasBytes = r.width * r.height * 3;
+  const need = canvasBytes + tileInFlightBytes(level);
+  if (need > budget) throw refuse("PAYLOAD_TOO_LARGE", imageId, `a picture of level ${level.index} (${r.width}×${r.height}) from tiles of ${level.tileWidth}×${level.tileHeight} holds ${need} bytes decoded (the picture and a tile being pasted), over ${budget} (MEDMMV_MAX_IMAGE_DECODED_BYTES); nothing was fetched`, { decodedBytes: need, maxDecodedBytes: budget });
+  // Every byte of a canvas its tiles cover is written by them (all must come back); only a
+  // sparse one needs white first, filled in slices so a 50 MB fill does not hold the event loop.
+  const covered = new Set(tiles.map((t) => `${t.x},${t.y}`)).size === cellsIn(level, r);
+  const canvas = covered ? Buffer.allocUnsafeSlow(canvasBytes) : await whiteCanvas(canvasBytes);
   const pasted = new Uint8Array(tiles.length);
-  let reserved = r.width * r.height * 3;
   const sink: TileSink = {
-    reserve(count) {
+    reserve(inFlightBytes) {
       o.signal?.throwIfAborted();
-      reserved += count * tileBytes;
-      if (reserved > budget) throw refuse("PAYLOAD_TOO_LARGE", imageId, `level ${level.index}'s tiles decode past ${budget} bytes (MEDMMV_MAX_IMAGE_DECODED_BYTES); refused before fetching more`, { maxDecodedBytes: budget });
+      if (canvasBytes + inFlightBytes > budget) throw refuse("PAYLOAD_TOO_LARGE", imageId, `level ${level.index}'s picture and the ${inFlightBytes} bytes of tiles its reader would hold decoded at once pass ${budget} bytes (MEDMMV_MAX_IMAGE_DECODED_BYTES); refused before fetching them`, { decodedBytes: canvasBytes + inFlightBytes, maxDecodedBytes: budget });
     },
-    put(k, rgb) {
-      if (pasted[k] || rgb.length < tileBytes) throw refuse("UNPROCESSABLE", imageId, `level ${level.index}'s tile ${k + 1} came back ${pasted[k] ? "twice" : "short"}`);
+    put(k, pixels, channels) {
+      const tile = tiles[k];
+      if (!tile || pasted[k] || pixels.length < level.tileWidth * level.tileHeight * channels) throw refuse("UNPROCESSABLE", imageId, `level ${level.index}'s tile ${k + 1} came back ${!tile ? "unasked" : pasted[k] ? "twice" : "short"}`);
       pasted[k] = 1;
-      paste(canvas, r, rgb, tiles[k]!, level);
+      paste(canvas, r, pixels, channels, tile, level);
     },
     ...(o.signal ? { signal: o.signal } : {}),
   };
@@ -354,12 +367,25 @@ async function assemble(imageId: string, source: TileSource, level: WsiLevel, r:
   return { rgb: canvas, tiles: tiles.length, transferSyntaxUid: read.transferSyntaxUid, warnings: read.warnings ?? [] };
 }
 
+/** Bytes of the canvas filled between turns of the event loop. */
+const FILL_SLICE = 4 * 1024 * 1024;
+
+/** A white canvas of `bytes`, filled a slice at a time. */
+async function whiteCanvas(bytes: number): Promise<Buffer> {
+  const canvas = Buffer.allocUnsafeSlow(bytes);
+  for (let at = 0; at < bytes; at += FILL_SLICE) {
+    canvas.fill(255, at, Math.min(bytes, at + FILL_SLICE));
+    if (at + FILL_SLICE < bytes) await new Promise((r) => setImmediate(r));
+  }
+  return canvas;
+}
+
 /**
- * One tile as RGB (tileWidth × tileHeight × 3), or null when it is neither JPEG nor plain 8-bit
- * pixels. A JPEG's own frame header must declare the tile's size before it is decoded (a tile
+ * One tile's pixels (tileWidth × tileHeight, grey or RGB, as stored), or null when it is neither
+ * JPEG nor plain 8-bit pixels. A JPEG's own frame header must declare the tile's size before it is decoded (a tile
  * claiming 60000² would otherwise reach the codec), and libvips is held to that many pixels.
  */
-async function tileRgb(imageId: string, bytes: Buffer, level: WsiLevel): Promise<{ rgb: Buffer; kind: "jpeg" | "raw" } | null> {
+async function tilePixels(imageId: string, bytes: Buffer, level: WsiLevel): Promise<{ pixels: Uint8Array; channels: TileChannels; kind: "jpeg" | "raw" } | null> {
   const { tileWidth: w, tileHeight: h } = level;
   if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) {
     const declared = declaredCodestreamSize(bytes);
@@ -368,37 +394,40 @@ async function tileRgb(imageId: string, bytes: Buffer, level: WsiLevel): Promise
     }
     try {
       const { data, info } = await (await loadSharp())(bytes, { limitInputPixels: w * h, failOn: "error" }).removeAlpha().toColourspace("srgb").raw().toBuffer({ resolveWithObject: true });
-      return { rgb: info.channels === 3 ? data : toRgb(data, info.channels, w * h), kind: "jpeg" };
+      if (info.width !== w || info.height !== h || (info.channels !== 1 && info.channels !== 3)) throw new Error(`decoded to ${info.width}×${info.height}×${info.channels}`);
+      return { pixels: data, channels: info.channels, kind: "jpeg" };
     } catch (e) {
       throw refuse("INVALID_INPUT", imageId, `a level-${level.index} tile cannot be decoded (${(e instanceof Error ? e.message : String(e)).split("\n")[0]!.slice(0, 200)})`);
     }
   }
   const need = w * h * level.samplesPerPixel;
   // An uncompressed frame (an odd length is padded by one byte).
-  if (bytes.length === need || bytes.length === need + 1) return { rgb: level.samplesPerPixel === 3 ? bytes.subarray(0, need) : toRgb(bytes, 1, w * h), kind: "raw" };
+  // The frame is a view of the answer already held: nothing more is decoded.
+  if (bytes.length === need || bytes.length === need + 1) return { pixels: bytes.subarray(0, need), channels: level.samplesPerPixel === 3 ? 3 : 1, kind: "raw" };
   return null;
 }
 
-function toRgb(data: Buffer, channels: number, pixels: number): Buffer {
-  const out = Buffer.alloc(pixels * 3);
-  for (let p = 0; p < pixels; p++) {
-    const v = data[p * channels]!;
-    out[p * 3] = v;
-    out[p * 3 + 1] = channels >= 3 ? data[p * channels + 1]! : v;
-    out[p * 3 + 2] = channels >= 3 ? data[p * channels + 2]! : v;
-  }
-  return out;
-}
-
-/** Copy the part of `tile` that falls inside `r` onto the canvas of `r`. */
-function paste(canvas: Buffer, r: PixelRect, tile: Buffer, t: WsiTile, level: WsiLevel): void {
+/**
+ * Copy the part of `tile` (`channels` samples a pixel) that falls inside `r` onto the RGB
+ * canvas of `r`: grey spread to three samples, RGBA's alpha dropped, no copy of the tile made.
+ */
+function paste(canvas: Buffer, r: PixelRect, tile: Uint8Array, channels: TileChannels, t: WsiTile, level: WsiLevel): void {
   const x0 = Math.max(r.x, t.x);
   const x1 = Math.min(r.x + r.width, t.x + level.tileWidth, level.width);
   const y0 = Math.max(r.y, t.y);
   const y1 = Math.min(r.y + r.height, t.y + level.tileHeight, level.height);
   if (x1 <= x0) return;
   for (let y = y0; y < y1; y++) {
-    const from = ((y - t.y) * level.tileWidth + (x0 - t.x)) * 3;
-    tile.copy(canvas, ((y - r.y) * r.width + (x0 - r.x)) * 3, from, from + (x1 - x0) * 3);
+    const from = ((y - t.y) * level.tileWidth + (x0 - t.x)) * channels;
+    const to = ((y - r.y) * r.width + (x0 - r.x)) * 3;
+    if (channels === 3) {
+      canvas.set(tile.subarray(from, from + (x1 - x0) * 3), to);
+      continue;
+    }
+    for (let i = from, o = to, end = from + (x1 - x0) * channels; i < end; i += channels, o += 3) {
+      canvas[o] = tile[i]!;
+      canvas[o + 1] = tile[i + (channels === 1 ? 0 : 1)]!;
+      canvas[o + 2] = tile[i + (channels === 1 ? 0 : 2)]!;
+    }
   }
 }

@@ -1,4 +1,5 @@
 import { tagValue, type QidoItem } from "./dicomweb.js";
+import { coordinate, NO_POSITION, type FramePositions } from "./wsi-metadata.js";
 
 /**
  * The pyramid of a VL Whole Slide Microscopy series, read from its instances' DICOM JSON
@@ -86,12 +87,12 @@ export class WsiShapeError extends Error {}
  * added for the later parts of a concatenation). Only the first focal plane and optical path
  * are read: a frame whose place is already taken is skipped.
  */
-export function pyramidLevels(metadata: Array<{ uid: string; meta: QidoItem }>): WsiLevel[] {
+export function pyramidLevels(metadata: ReadonlyArray<{ uid: string; meta: QidoItem; positions?: FramePositions }>): WsiLevel[] {
   const bySize = new Map<string, WsiLevel>();
   // The grid cells each level's tiles already hold: one set per level for all its instances,
   // so placing is linear in the frames however many instances a level is split over.
   const taken = new Map<WsiLevel, Set<number>>();
-  for (const { uid, meta } of metadata) {
+  for (const { uid, meta, positions } of metadata) {
     const imageType = (meta["00080008"]?.Value ?? []).map(String);
     if (imageType.length >= 3 && NOT_PYRAMID.has(imageType[2]!.toUpperCase())) continue;
     const width = num(meta, "00480006");
@@ -125,7 +126,7 @@ export function pyramidLevels(metadata: Array<{ uid: string; meta: QidoItem }>):
     // A level split over many instances counts all their frames: the cap is the level's, not an instance's.
     if (level.frames > MAX_LEVEL_FRAMES) throw new WsiShapeError(`a pyramid level of ${width}×${height} declares more than ${MAX_LEVEL_FRAMES} frames over its instances`);
     level.instances.push(uid);
-    placeTiles(level, uid, meta, frames, taken.get(level)!);
+    placeTiles(level, uid, meta, frames, positions ?? positionsOf(meta), taken.get(level)!);
   }
   const levels = [...bySize.values()].sort((a, b) => b.width * b.height - a.width * a.height);
   levels.forEach((l, k) => (l.index = k));
@@ -140,18 +141,16 @@ export function pyramidLevels(metadata: Array<{ uid: string; meta: QidoItem }>):
  * keeps its first tile. Frames without positions fill the grid in row-major order (TILED_FULL)
  * and are not listed here: tilesIn computes them. Linear in the frames.
  */
-function placeTiles(level: WsiLevel, uid: string, meta: QidoItem, frames: number, taken: Set<number>): void {
-  const perFrame = meta["52009230"]?.Value;
+function placeTiles(level: WsiLevel, uid: string, meta: QidoItem, frames: number, positions: FramePositions | undefined, taken: Set<number>): void {
   const across = Math.ceil(level.width / level.tileWidth);
   const offset = num(meta, "00209228") ?? 0;
   const positionOf = (k: number) => {
-    const group = Array.isArray(perFrame) ? perFrame[k] : undefined;
-    const position = typeof group === "object" && group !== null ? item((group as QidoItem)["0048021A"]) : undefined;
-    const column = num(position, "0048021E");
-    const row = num(position, "0048021F");
-    return column !== undefined && row !== undefined ? { column, row } : null;
+    if (!positions || k * 2 + 1 >= positions.length) return null;
+    const column = positions[k * 2]!;
+    const row = positions[k * 2 + 1]!;
+    return column !== NO_POSITION && row !== NO_POSITION ? { column, row } : null;
   };
-  if (!Array.isArray(perFrame) || positionOf(0) === null) {
+  if (positionOf(0) === null) {
     level.grid.push({ instance: uid, first: offset, frames });
     return;
   }
@@ -167,6 +166,29 @@ function placeTiles(level: WsiLevel, uid: string, meta: QidoItem, frames: number
     taken.add(cell);
     level.tiles.push({ x, y, instance: uid, frame: k + 1 });
   }
+}
+
+/**
+ * The frame positions of a dataset in DICOM JSON form (an instance sent whole, or a test's
+ * metadata): its Per-frame Functional Groups' PlanePositionSlideSequence, as
+ * WsiMetadataReader keeps them from a PACS's answer.
+ */
+export function positionsOf(meta: QidoItem): FramePositions | undefined {
+  const perFrame = meta["52009230"]?.Value;
+  if (!Array.isArray(perFrame) || perFrame.length === 0) return undefined;
+  const n = Math.min(perFrame.length, MAX_LEVEL_FRAMES);
+  const out = new Int32Array(n * 2).fill(NO_POSITION);
+  for (let k = 0; k < n; k++) {
+    const group = perFrame[k];
+    const position = typeof group === "object" && group !== null ? item((group as QidoItem)["0048021A"]) : undefined;
+    const column = num(position, "0048021E");
+    const row = num(position, "0048021F");
+    if (column !== undefined && row !== undefined) {
+      out[k * 2] = coordinate(column);
+      out[k * 2 + 1] = coordinate(row);
+    }
+  }
+  return out;
 }
 
 /** ICC profile and optical paths of the series (the first instance that has an OpticalPathSequence). */

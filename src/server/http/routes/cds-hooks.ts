@@ -25,6 +25,7 @@ import { apiKeyAuth, BEARER, ehrPrincipal, OPEN_OWNER, openPrincipal, requirePer
 import type { Config } from "../../../core/config.js";
 import type { TokenLedger } from "../../store/case-store.js";
 import { fhirRoutes } from "./fhir.js";
+import { whileClientConnected } from "../client-gone.js";
 import { ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 import { MAX_LINK_TTL_SEC } from "./view.js";
@@ -175,7 +176,7 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
         response: { 200: HookResponse, ...errorResponses, 403: ErrorBody, 409: ErrorBody, 412: ErrorBody, 413: ErrorBody, 415: ErrorBody, 422: ErrorBody },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const call = request.body;
       // The patient's age is their age at this call, whatever dates the prefetch holds.
       const calledAt = new Date().toISOString();
@@ -270,7 +271,8 @@ export const cdsHooksRoutes: FastifyPluginAsyncZod<RouteDeps & { secret: Buffer 
           const scope = requirePermission(request, "submit");
           return prior
             ? { record: prior, replayed: true }
-            : await service.submit({ owner: scope.owner, tenant: scope.tenant, submittedBy: request.principal!.keyId, input: withPacs, overrides: {}, idempotencyKey: key, pacsStanding: viaJwt.has(request) ? "ehr" : "caller" });
+            : // An EHR that gives up on the call (its hook timed out, the user moved on) stops the reading of the case's images.
+              await whileClientConnected(reply, (signal) => service.submit({ owner: scope.owner, tenant: scope.tenant, submittedBy: request.principal!.keyId, input: withPacs, overrides: {}, idempotencyKey: key, pacsStanding: viaJwt.has(request) ? "ehr" : "caller", signal }));
         },
         (s) => ({ replayed: s.replayed, via: "cds-hooks" }),
       );

@@ -8,6 +8,7 @@ import { isTerminal } from "../../service/case-service.js";
 import type { CaseRecord } from "../../store/case-store.js";
 import { fhirBundleToCase } from "../fhir-requests.js";
 import { requirePermission } from "../auth.js";
+import { whileClientConnected } from "../client-gone.js";
 import { CaseAccepted, ErrorBody, errorResponses } from "../schemas.js";
 import type { RouteDeps } from "./route-deps.js";
 
@@ -171,24 +172,17 @@ export const diagnoseRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { se
         async () => {
           const scope = requirePermission(request, "submit");
           // A client that goes away while its images are fetched and decoded stops that work.
-          const gone = new AbortController();
-          const onClose = () => {
-            if (!reply.raw.writableEnded) gone.abort(new MedmmvError("ABORTED", "the client closed the request"));
-          };
-          reply.raw.once("close", onClose);
-          try {
-            return await service.submit({
+          return await whileClientConnected(reply, (signal) =>
+            service.submit({
               owner: scope.owner,
               tenant: scope.tenant,
               submittedBy: request.principal!.keyId,
               input: request.body,
               overrides: request.query,
               idempotencyKey: request.headers["idempotency-key"] ?? null,
-              signal: gone.signal,
-            });
-          } finally {
-            reply.raw.off("close", onClose);
-          }
+              signal,
+            }),
+          );
         },
         (s) => ({ replayed: s.replayed }),
       );

@@ -6,6 +6,8 @@
  * controls), not how long it took. And a case refused for one image stops reading the others.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { until } from "../../../support/until.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { prepareCase } from "../../../../src/core/intake/case-intake.js";
@@ -14,6 +16,10 @@ import { MAX_METADATA_BYTES_PER_INSTANCE, MAX_METADATA_BYTES_PER_SERIES } from "
 import { cellsIn, pyramidLevels, tilesIn } from "../../../../src/core/intake/dicom/wsi-levels.js";
 import { rejection } from "../../../support/rejection.js";
 import { dicomFile } from "./dicom-fixtures.js";
+
+// What stays on the heap is measured after a collection, not with the garbage of the parse.
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
 
 const WSI = "1.2.840.10008.5.1.4.1.1.77.1.6";
 const v = (...x: unknown[]) => ({ Value: x });
@@ -48,7 +54,7 @@ beforeEach(() => {
 
 const json = (res: ServerResponse, body: unknown) => {
   res.writeHead(200, { "content-type": "application/dicom+json" });
-  res.end(typeof body === "string" ? body : JSON.stringify(body));
+  res.end(typeof body === "string" || Buffer.isBuffer(body) ? body : JSON.stringify(body));
 };
 
 /** A slide of `levels` instances (2.25.7k): QIDO answers, each instance's metadata from `meta`, frames by `frames`. */
@@ -116,16 +122,38 @@ describe("a PACS that lies about a slide's metadata", () => {
     expect(metadataRequests()).toBe(1);
   });
 
-  it("64 instances of large metadata: read up to the series cap, then 413; the JSON is parsed off the main thread and not kept", async () => {
+  it("64 instances of large metadata: read up to the series cap, then 413; the JSON is parsed as it arrives and not kept", async () => {
     const each = Math.floor(MAX_METADATA_BYTES_PER_INSTANCE * 0.75);
-    handler = slide(64, () => padded(each));
+    // One answer's bytes, made before the measurement (the server here shares the test's heap).
+    const answer = Buffer.from(padded(each));
+    handler = slide(64, () => answer);
+    gc();
     const heapBefore = process.memoryUsage().heapUsed;
-    const e = await rejection(prepareImages(slideRef(), opts()));
+    const read = prepareImages(slideRef(), opts());
+    const e = await rejection(read);
     expect(e.code).toBe("PAYLOAD_TOO_LARGE");
     expect(e.message).toMatch(/metadata answers pass/);
     expect(metadataRequests()).toBe(Math.floor(MAX_METADATA_BYTES_PER_SERIES / each) + 1);
-    // What stays on the main heap is the summaries, not the answers (which alone are tens of MB).
-    expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(MAX_METADATA_BYTES_PER_SERIES);
+    // What stays on the heap once garbage is collected is the summaries (a few hundred bytes
+    // each), not the answers (which alone are tens of MB): less than one answer, with room to spare.
+    gc();
+    expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(each);
+  });
+
+  it("an answer nested thousands deep is refused (422) without building its nesting", async () => {
+    handler = slide(1, () => `[{"00091010":{"vr":"SQ","Value":${"[".repeat(200_000)}`);
+    const e = await rejection(prepareImages(slideRef(), opts()));
+    expect(e.code).toBe("UNPROCESSABLE");
+    expect(e.message).toMatch(/nests deeper than/);
+  });
+
+  it("an answer that is not one dataset is refused (422) naming it", async () => {
+    for (const [body, why] of [["{}", /not a JSON array/], ["[1]", /something other than a dataset/], ["[{}, {}]", /more than one dataset/], ['[{"00280011": {"Value": [256]}', /not JSON|ends mid-value/]] as const) {
+      handler = slide(1, () => body);
+      const e = await rejection(prepareImages(slideRef(), opts()));
+      expect(e.code, body).toBe("UNPROCESSABLE");
+      expect(e.message, body).toMatch(why);
+    }
   });
 
   it("12 small metadata answers declaring 250,000-frame levels end in a clear 413 with no tile fetched", async () => {

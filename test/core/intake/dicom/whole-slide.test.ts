@@ -3,6 +3,8 @@ import { describe, expect, it } from "vitest";
 import type { QidoItem } from "../../../../src/core/intake/dicom/dicomweb.js";
 import { pyramidPictures, type TileSource } from "../../../../src/core/intake/dicom/whole-slide.js";
 import type { WsiLevel, WsiTile } from "../../../../src/core/intake/dicom/wsi-levels.js";
+import type { ParsedDicom, RenderItem } from "../../../../src/core/intake/dicom/dicom-worker.js";
+import { slideFromInstance } from "../../../../src/core/intake/dicom/whole-slide-instance.js";
 
 const v = (...x: unknown[]) => ({ Value: x });
 
@@ -25,13 +27,13 @@ function patternTiles(asked: WsiTile[]): TileSource {
   return async (l: WsiLevel, tiles, sink) => {
     asked.push(...tiles);
     const scale = 1024 / l.width;
-    sink.reserve(tiles.length);
     for (const [k, t] of tiles.entries()) {
+      sink.reserve(l.tileWidth * l.tileHeight * 3);
       const b = Buffer.alloc(l.tileWidth * l.tileHeight * 3);
       for (let y = 0; y < l.tileHeight; y++) for (let x = 0; x < l.tileWidth; x++) {
         if (t.x + x < l.width && t.y + y < l.height) b.set(colour(t.x + x, t.y + y, scale), (y * l.tileWidth + x) * 3);
       }
-      sink.put(k, b);
+      sink.put(k, b, 3);
     }
     return { transferSyntaxUid: "1.2.840.10008.1.2.1" };
   };
@@ -80,5 +82,75 @@ describe("whole-slide pictures from a tile source", () => {
     const tiny = [level("2.1", 512, 512, 8)];
     await expect(pyramidPictures("s", tiny, {}, patternTiles(asked), undefined, { longSide: 1536, maxPixels: 1e7, regions: false })).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
     expect(asked).toHaveLength(0);
+  });
+
+  it("the decoded-bytes budget counts what a picture holds (its canvas and a tile in flight), not all its tiles at once", async () => {
+    // 1024² of 128² tiles: 64 tiles of 49,152 bytes (3.1 MB together) and a 3.1 MB canvas. A
+    // budget of 4 MB holds the canvas and a tile: read, every tile pasted as it came.
+    const asked: WsiTile[] = [];
+    const one = [level("3.1", 1024, 1024, 128)];
+    const [overview] = await pyramidPictures("s", one, {}, patternTiles(asked), undefined, { longSide: 1024, maxPixels: 1e7, maxDecodedBytes: 4_000_000, regions: false });
+    expect(asked).toHaveLength(64);
+    const got = await pixels(overview!.data);
+    for (const [x, y] of [[0, 0], [1023, 1023], [517, 300]] as const) expect([...got.data.subarray((y * 1024 + x) * 3, (y * 1024 + x) * 3 + 3)]).toEqual(colour(x, y, 1));
+    // A budget under the canvas itself is still refused before any tile is read.
+    const none: WsiTile[] = [];
+    await expect(pyramidPictures("s", one, {}, patternTiles(none), undefined, { longSide: 1024, maxPixels: 1e7, maxDecodedBytes: 3_000_000, regions: false })).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    expect(none).toHaveLength(0);
+  });
+
+  it("a source that would hold more decoded tiles at once than the budget leaves is stopped (413) before that fetch", async () => {
+    const one = [level("3.2", 1024, 1024, 128)];
+    let fetched = 0;
+    // A source that asks to hold all 64 of its tiles decoded at once.
+    const greedy: TileSource = async (l, tiles, sink) => {
+      sink.reserve(tiles.length * l.tileWidth * l.tileHeight * 3);
+      fetched += tiles.length;
+      return { transferSyntaxUid: "1.2.840.10008.1.2.1" };
+    };
+    await expect(pyramidPictures("s", one, {}, greedy, undefined, { longSide: 1024, maxPixels: 1e7, maxDecodedBytes: 4_000_000, regions: false })).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    expect(fetched).toBe(0);
+  });
+
+  it("an instance sent alone has its tiles decoded one at a time, each pasted before the next is asked for", async () => {
+    // The decoding thread as the reader sees it (the codecs are not the subject here): a
+    // 1024 × 600 TILED_FULL level of 128² tiles, each frame rendered as RGBA from the pattern.
+    const calls: RenderItem[][] = [];
+    const across = 8;
+    const dicom: ParsedDicom = {
+      header: {
+        elements: { SOPInstanceUID: "2.25.5", Columns: 128, Rows: 128, TotalPixelMatrixColumns: 1024, TotalPixelMatrixRows: 600, NumberOfFrames: 40, SamplesPerPixel: 3, BitsAllocated: 8, DimensionOrganizationType: "TILED_FULL", ImageType: ["DERIVED", "PRIMARY", "VOLUME"] },
+        hasPixelData: true, floatPixelData: null, pixelBytes: 0, transferSyntaxUid: "1.2.840.10008.1.2.4.90", frameWindows: null, frameContents: null, warnings: [],
+      },
+      async render(items) {
+        calls.push(items);
+        return items.map(({ frame }) => {
+          const rgba = new Uint8Array(128 * 128 * 4);
+          const x0 = (frame % across) * 128;
+          const y0 = Math.floor(frame / across) * 128;
+          for (let y = 0; y < 128; y++) for (let x = 0; x < 128; x++) rgba.set([...colour(x0 + x, y0 + y, 1), 255], (y * 128 + x) * 4);
+          return { width: 128, height: 128, pixels: rgba.buffer, window: null };
+        });
+      },
+    };
+    const [overview] = await slideFromInstance("s", dicom, undefined, { maxPixels: 1e7, maxDecodedBytes: 4_000_000, modelLongSide: 1024 });
+    const asked = calls.filter((c) => c.length > 0);
+    expect(asked).toHaveLength(40);
+    expect(asked.every((c) => c.length === 1)).toBe(true);
+    const got = await pixels(overview!.data);
+    for (const [x, y] of [[0, 0], [1023, 599], [700, 333]] as const) expect([...got.data.subarray((y * 1024 + x) * 3, (y * 1024 + x) * 3 + 3)]).toEqual(colour(x, y, 1));
+  });
+
+  it("a sparse level's cells no tile covers are white (glass); the tiles it has are pasted exactly", async () => {
+    // 512 × 256 of 128² tiles: 8 cells, frames only for the two on the diagonal of the left half.
+    const sparse = { uid: "4.1", meta: { "00480006": v(512), "00480007": v(256), "00280011": v(128), "00280010": v(128), "00280008": v(2), "00280002": v(3), "00280100": v(8), "00209311": v("TILED_SPARSE"), "52009230": v({ "0048021A": v({ "0048021E": v(1), "0048021F": v(1) }) }, { "0048021A": v({ "0048021E": v(129), "0048021F": v(129) }) }) } };
+    const asked: WsiTile[] = [];
+    const [overview] = await pyramidPictures("s", [sparse], {}, patternTiles(asked), undefined, { longSide: 512, maxPixels: 1e7, regions: false });
+    expect(asked).toHaveLength(2);
+    const got = await pixels(overview!.data);
+    const at = (x: number, y: number) => [...got.data.subarray((y * 512 + x) * 3, (y * 512 + x) * 3 + 3)];
+    expect(at(5, 7)).toEqual(colour(5, 7, 2));
+    expect(at(200, 130)).toEqual(colour(200, 130, 2));
+    for (const [x, y] of [[300, 10], [511, 255], [10, 200], [129, 0]] as const) expect(at(x, y)).toEqual([255, 255, 255]);
   });
 });
