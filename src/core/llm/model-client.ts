@@ -26,6 +26,7 @@ import { estimateTokens } from "./token-estimate.js";
 import { FORMAT_PROBE_MESSAGES, FormatProbe } from "./format-probe.js";
 import type { CallChain, UsageMeter } from "./usage.js";
 import { priceOf } from "./model-spec.js";
+import { catalogEntry } from "./model-catalog.js";
 
 export type { Role } from "./chat-models.js";
 
@@ -87,6 +88,18 @@ function isProse(raw: AIMessage | undefined, tap: ReplyTap): boolean {
   const content = raw?.content ?? tap.message?.content;
   const text = typeof content === "string" ? content : Array.isArray(content) ? JSON.stringify(content) : "";
   return text.trim() !== "" && !text.includes("{");
+}
+
+/**
+ * Why the model stopped, in OpenAI's words, from what a provider's integration put in the reply's
+ * metadata: OpenAI's `finish_reason`, Anthropic's `stop_reason` and Bedrock's `stopReason`
+ * ("max_tokens"), Gemini's and Vertex AI's `finishReason` / `finish_reason` ("MAX_TOKENS"). A reply
+ * cut at its output budget is "length" whichever provider cut it, so it is re-asked with a larger one.
+ */
+function finishReasonOf(metadata: Record<string, unknown> | undefined): string | undefined {
+  const stated = [metadata?.finish_reason, metadata?.stop_reason, metadata?.stopReason, metadata?.finishReason].find((v): v is string => typeof v === "string");
+  if (stated === undefined) return undefined;
+  return /^max_tokens$/i.test(stated) ? "length" : stated;
 }
 
 /** The text of a reply (its content, or its tool call's arguments), for a token estimate. */
@@ -456,7 +469,7 @@ export class LlmClient {
           if (endpoint !== null) learnTruncation(endpoint, model, cut.promptTokens);
           throw modelFailure({ kind: "contextTruncated", ...cut }, undefined, facts());
         }
-        const finish = out.tap.finishReason ?? (out.raw?.response_metadata?.finish_reason as string | undefined);
+        const finish = out.tap.finishReason ?? finishReasonOf(out.raw?.response_metadata);
         // Azure filters a reply it has begun: 200, finish_reason content_filter, nothing usable. Not retried.
         if (finish === "content_filter") throw modelFailure({ kind: "contentFilter", categories: [], message: "" }, undefined, facts(), { contentFilterResults: out.tap.contentFilterResults });
         const refusal = out.tap.message?.refusal ?? out.raw?.additional_kwargs?.refusal;
@@ -470,12 +483,14 @@ export class LlmClient {
           return checked.data;
         }
         if (finish === "length") {
-          // The budget ran out mid-reply: once more with a larger one, up to the model's limit.
-          const limit = profile?.outputLimit ?? null;
+          // The budget ran out mid-reply: once more with a larger one, up to the model's limit (a provider's own
+          // integration, built to no profile, takes the budget as it is: its limit is the catalog's where known).
+          // Not for the embedding program's model, whose budget is its own.
+          const limit = profile ? profile.outputLimit : (catalogEntry(route.spec)?.outputLimit ?? null);
           const used = out.tap.completionTokens ?? usage?.output_tokens ?? 0;
           const larger = Math.max(2 * (maxOutputTokens ?? used), 4096);
           const next = limit === null ? larger : Math.min(larger, limit);
-          if (lengthReasked || !profile || next <= (maxOutputTokens ?? used)) throw modelFailure({ kind: "truncated", message: "" }, undefined, facts(), { maxOutputTokens: maxOutputTokens ?? used, outputLimit: limit });
+          if (lengthReasked || route.custom || next <= (maxOutputTokens ?? used)) throw modelFailure({ kind: "truncated", message: "" }, undefined, facts(), { maxOutputTokens: maxOutputTokens ?? used, outputLimit: limit });
           lengthReasked = true;
           maxOutputTokens = next;
           releaseWaiting();

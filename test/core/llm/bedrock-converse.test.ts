@@ -79,6 +79,16 @@ describe("Amazon Bedrock (bedrock:…) through ChatBedrockConverse", () => {
     expect(denied.failures[0]!.message).toMatch(/not permitted \(HTTP 403\).*bedrock:InvokeModel/);
   });
 
+  it("a reply cut at its output budget (stopReason max_tokens) is re-asked once with a larger one, then OUTPUT_TRUNCATED", async () => {
+    servers.model.setScenario(clinicalScenario({ rolloutAnswers: ["B"] }));
+    servers.model.addFault({ kind: "truncated-json", agent: "rollout" });
+    const cfg = servers.config({ MEDMMV_MODEL: SONNET, MEDMMV_JUDGE_MODEL: SONNET, AWS_REGION: "us-east-1", MEDMMV_BEDROCK_ENDPOINT: scriptedOrigin(servers.model.baseUrl) });
+    const { result } = await new Pipeline(cfg).run(chestPainCase("case-bedrock-cut"), pipelineOptions(cfg, { k: 1 }));
+    servers.model.clearFaults();
+    expect((result.provenance.failures ?? []).find((f) => f.branch.startsWith("rollout"))?.code).toBe("OUTPUT_TRUNCATED");
+    expect(result.usage.byAgent["rollout"]!.calls).toBe(2);
+  });
+
   it("a bedrock:… model without a region is a configuration error naming AWS_REGION, never a call", async () => {
     servers.model.setScenario(clinicalScenario({ rolloutAnswers: ["B"] }));
     const cfg = loadConfig({ OPENAI_BASE_URL: servers.model.baseUrl, MEDMMV_MODEL: SONNET, MEDMMV_CACHE: "off", MEDMMV_LOG_LEVEL: "silent" });

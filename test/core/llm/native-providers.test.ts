@@ -254,3 +254,17 @@ describe("a mixed-vendor panel", () => {
     expect(servers.model.stats().log.filter((l) => l.agent === "rollout").every((l) => l.model === "scripted-executor" && l.authorization === "Bearer test-key")).toBe(true);
   });
 });
+
+describe("a reply cut at its output budget, on every provider's own integration", () => {
+  it.each([
+    ["Anthropic (stop_reason max_tokens)", SONNET],
+    ["Gemini (finishReason MAX_TOKENS)", FLASH],
+  ])("%s is re-asked once with a larger budget, then OUTPUT_TRUNCATED (not a re-ask for invalid JSON)", async (_name, model) => {
+    servers.model.addFault({ kind: "truncated-json", agent: "rollout" });
+    const result = await runCase(allOn(model), { k: 1 });
+    const rollout = (result.provenance.failures ?? []).find((f) => f.branch.startsWith("rollout"));
+    expect(rollout?.code).toBe("OUTPUT_TRUNCATED");
+    // The cut reply and the one re-ask with a larger budget: two calls, not three.
+    expect(result.usage.byAgent["rollout"]!.calls).toBe(2);
+  });
+});
