@@ -94,24 +94,30 @@ function messageTexts(messages: BaseMessage[][]): string[] {
  * One line per failed attempt. The prompt of each run is held from its start to its end only.
  */
 export function providerFailureLog(config: Config, logger: Logger): CallbackHandlerMethods {
-  const endpoint = config.llm.azure ? (config.llm.azure.endpoint ?? `https://${config.llm.azure.instanceName}.openai.azure.com`) : (config.llm.baseUrl ?? "https://api.openai.com/v1");
-  const sentBy = new Map<string, PromptEcho>();
+  // Where the call went, as the client resolved it (its run's metadata: Anthropic's, Gemini's, Bedrock's or Vertex AI's
+  // endpoint, a role's own); the configured OpenAI-compatible endpoint for a run that does not say (a program's own model).
+  const configured = config.llm.azure ? (config.llm.azure.endpoint ?? `https://${config.llm.azure.instanceName}.openai.azure.com`) : (config.llm.baseUrl ?? "https://api.openai.com/v1");
+  const sentBy = new Map<string, { echo: PromptEcho; endpoint: string }>();
   return {
-    handleChatModelStart(_llm, messages, runId) {
-      sentBy.set(runId, promptEcho(messageTexts(messages)));
+    handleChatModelStart(_llm, messages, runId, _parentRunId, _extraParams, _tags, metadata) {
+      const endpoint = typeof metadata?.["endpoint"] === "string" ? metadata["endpoint"] : configured;
+      sentBy.set(runId, { echo: promptEcho(messageTexts(messages)), endpoint });
     },
     handleLLMEnd(_output, runId) {
       sentBy.delete(runId);
     },
     handleLLMError(err: Error, runId: string, _parentRunId?: string, tags?: string[]) {
-      const sent = sentBy.get(runId) ?? null;
+      const run = sentBy.get(runId);
+      const sent = run?.echo ?? null;
+      const endpoint = run?.endpoint ?? configured;
       sentBy.delete(runId);
-      const e = err as Error & { status?: unknown; code?: unknown };
+      const e = err as Error & { status?: unknown; code?: unknown; $metadata?: { httpStatusCode?: unknown } };
       logger.warn(
         {
           endpoint,
           agent: tags?.find((t) => t.startsWith("medmmv."))?.slice("medmmv.".length),
-          status: typeof e.status === "number" ? e.status : undefined,
+          // The AWS SDK's exceptions (Bedrock) carry their status in $metadata.
+          status: typeof e.status === "number" ? e.status : typeof e.$metadata?.httpStatusCode === "number" ? e.$metadata.httpStatusCode : undefined,
           code: typeof e.code === "string" ? e.code : undefined,
           type: e.name,
           provider: providerText(e.message, sent),

@@ -380,7 +380,7 @@ export class LlmClient {
                   runnable.invoke(lcMessages, {
                     signal,
                     runName: `medmmv.${call.agent}`,
-                    metadata: { caseId: ctx.caseKey, agent: call.agent, role: call.role, model, attempt, ask },
+                    metadata: { caseId: ctx.caseKey, agent: call.agent, role: call.role, model, attempt, ask, ...(route.endpoint ? { endpoint: route.endpoint } : {}) },
                     tags: ["medmmv", `medmmv.${call.agent}`],
                     callbacks: this.options.callbacks,
                   }),

@@ -63,6 +63,15 @@ describe("the provider's error text in the server log", () => {
     const lines = capture.lines().filter((l) => l.msg === "model call failed");
     expect(lines).toHaveLength(ECHOES.length);
     for (const id of IDENTIFIERS) expect(capture.text().normalize("NFKC")).not.toContain(id);
-    expect(lines[0]).toMatchObject({ status: 400, agent: "text-doctor" });
+    expect(lines[0]).toMatchObject({ status: 400, agent: "text-doctor", endpoint: "http://127.0.0.1:9/v1" });
+  });
+
+  it("names the endpoint the call went to (a provider's own, from the run's metadata), not the OpenAI-compatible one", () => {
+    const capture = new LogCapture();
+    const handler = providerFailureLog(loadConfig({ OPENAI_BASE_URL: "http://127.0.0.1:9/v1" }), createLogger("debug", capture));
+    const bedrock = "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-5-sonnet-20241022-v2%3A0/converse";
+    handler.handleChatModelStart!({} as never, [[new HumanMessage("hello")]], "run-b", undefined, undefined, undefined, { endpoint: bedrock });
+    handler.handleLLMError!(Object.assign(new Error("Too many requests"), { name: "ThrottlingException", $metadata: { httpStatusCode: 429 } }), "run-b", undefined, ["medmmv.rollout"]);
+    expect(capture.lines().find((l) => l.msg === "model call failed")).toMatchObject({ endpoint: bedrock, agent: "rollout", type: "ThrottlingException", status: 429 });
   });
 });
