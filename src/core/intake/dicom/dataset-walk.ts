@@ -319,6 +319,94 @@ export function implicitToExplicit(buf: Buffer, start: number, vrOf: (group: num
   return Buffer.concat(dataset(start, buf.length, false).out);
 }
 
+/** Bytes a VR's values are made of, for byte order: 0 for text and bytes, which keep their order. */
+const VALUE_UNIT: Record<string, number> = { US: 2, SS: 2, OW: 2, AT: 2, UL: 4, SL: 4, FL: 4, OF: 4, OL: 4, FD: 8, OD: 8, SV: 8, UV: 8, OV: 8 };
+
+/**
+ * An explicit-VR big endian dataset (already walked within limits) rewritten in explicit VR
+ * little endian: every tag, length and numeric value swapped, text and OB/UN bytes kept. The
+ * retired big endian syntax is read this way so that one reader handles every byte order:
+ * dcmjs-imaging swaps only 16-bit pixel data, so 32-bit pixels, lookup tables (plain and
+ * segmented palettes, Modality LUT Data) and 8-bit pixels in OW came out wrong. Pixel Data
+ * is swapped by its own BitsAllocated (32-bit values as 32-bit; 8-bit samples in OW by
+ * 16-bit words, PS3.5 8.1.1), as pydicom and DCMTK read it. Lengths do not change, so the
+ * result is the same size.
+ */
+export function bigEndianToLittle(buf: Buffer, start: number): Buffer {
+  const out = Buffer.from(buf.subarray(start));
+  const at = (p: number) => p - start;
+  const swapRun = (pos: number, len: number, unit: number) => {
+    if (unit === 2) out.subarray(at(pos), at(pos) + (len & ~1)).swap16();
+    else if (unit === 4) out.subarray(at(pos), at(pos) + (len & ~3)).swap32();
+    else if (unit === 8) out.subarray(at(pos), at(pos) + (len & ~7)).swap64();
+  };
+  const header = (pos: number, long: boolean) => {
+    swapRun(pos, 4, 2); // group, element
+    if (long) swapRun(pos + 8, 4, 4);
+    else swapRun(pos + 6, 2, 2);
+  };
+  const item = (pos: number) => {
+    swapRun(pos, 4, 2);
+    swapRun(pos + 4, 4, 4);
+  };
+  const dataset = (pos: number, end: number, delimited: boolean): number => {
+    let bitsAllocated = 16;
+    while (delimited || pos < end) {
+      if (pos + 8 > buf.length) return buf.length;
+      const group = buf.readUInt16BE(pos);
+      const element = buf.readUInt16BE(pos + 2);
+      if (group === 0xfffe) {
+        item(pos);
+        return pos + 8;
+      }
+      const vr = buf.toString("latin1", pos + 4, pos + 6);
+      const long = LONG_VRS.has(vr);
+      const len = long ? buf.readUInt32BE(pos + 8) : buf.readUInt16BE(pos + 6);
+      header(pos, long);
+      pos += long ? 12 : 8;
+      if (group === 0x0028 && element === 0x0100 && len >= 2) bitsAllocated = buf.readUInt16BE(pos);
+      if (len === UNDEFINED) {
+        pos = group === 0x7fe0 && element === 0x0010 ? fragments(pos) : sequence(pos, UNDEFINED);
+        continue;
+      }
+      if (vr === "SQ") sequence(pos, len);
+      else if (group === 0x7fe0 && element === 0x0010) swapRun(pos, len, vr === "OB" ? 0 : Math.max(2, bitsAllocated / 8));
+      else swapRun(pos, len, VALUE_UNIT[vr] ?? 0);
+      pos += len;
+    }
+    return pos;
+  };
+  const sequence = (pos: number, len: number): number => {
+    const end = len === UNDEFINED ? buf.length : pos + len;
+    while (pos + 8 <= end) {
+      const element = buf.readUInt16BE(pos + 2);
+      const itemLen = buf.readUInt32BE(pos + 4);
+      item(pos);
+      pos += 8;
+      if (element === 0xe0dd) return pos;
+      if (itemLen === UNDEFINED) pos = dataset(pos, buf.length, true);
+      else {
+        dataset(pos, pos + itemLen, false);
+        pos += itemLen;
+      }
+    }
+    return pos;
+  };
+  const fragments = (pos: number): number => {
+    while (pos + 8 <= buf.length) {
+      const element = buf.readUInt16BE(pos + 2);
+      const len = buf.readUInt32BE(pos + 4);
+      item(pos);
+      pos += 8;
+      if (element === 0xe0dd) return pos;
+      pos += len;
+    }
+    return pos;
+  };
+  dataset(start, buf.length, false);
+  return out;
+}
+
 /** A VR from a data dictionary entry's VR (dcmjs writes "ox" for OB or OW, "xs" for US or SS), UN when unknown. */
 export function explicitVr(dictionaryVr: string | undefined, group: number, element: number): string {
   if (element === 0x0000) return "UL"; // group length

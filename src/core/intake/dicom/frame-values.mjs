@@ -193,3 +193,76 @@ export function jpegHoldsYcbcr(bytes, photometric) {
   if (ids[0] === 0x52 && ids[1] === 0x47 && ids[2] === 0x42) return false;
   return String(photometric ?? "").startsWith("YBR");
 }
+
+/**
+ * Colour samples of more than 8 bits as the 8-bit samples a picture holds: each little endian
+ * sample of `bytesPerSample` bytes shifted down to its top 8 stored bits (how DCMTK and
+ * pydicom-based viewers display 16- and 32-bit RGB). The renderer reads colour frames as
+ * bytes, so without this a 16-bit RGB frame is read as twice as many 8-bit samples.
+ */
+export function narrowSamples(bytes, bytesPerSample, bitsStored) {
+  const count = Math.floor(bytes.length / bytesPerSample);
+  const out = new Uint8Array(count);
+  const shift = Math.max(0, Math.min(bitsStored, bytesPerSample * 8) - 8);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let i = 0; i < count; i++) {
+    const v = bytesPerSample === 2 ? view.getUint16(i * 2, true) : bytesPerSample === 4 ? view.getUint32(i * 4, true) : bytes[i * bytesPerSample];
+    out[i] = Math.min(255, Math.floor(v / 2 ** shift));
+  }
+  return out;
+}
+
+/**
+ * One RLE Lossless frame (PS3.5 Annex G) decoded into little endian native samples,
+ * interleaved: segment s·B + b holds byte b (most significant first) of sample s. Bounded by
+ * the frame's size: a segment that decodes past it is cut, one that falls short leaves zeros.
+ * Returns null when the header is not an RLE header for this many segments.
+ */
+export function decodeRleFrame(bytes, pixels, samples, bytesPerSample) {
+  if (bytes.length < 64) return null;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const segments = view.getUint32(0, true);
+  if (segments !== samples * bytesPerSample || segments > 15) return null;
+  const out = new Uint8Array(pixels * samples * bytesPerSample);
+  for (let seg = 0; seg < segments; seg++) {
+    const start = view.getUint32(4 + seg * 4, true);
+    const end = seg + 1 < segments ? view.getUint32(8 + seg * 4, true) : bytes.length;
+    if (start < 64 || start > bytes.length || end > bytes.length || end < start) return null;
+    const sample = Math.floor(seg / bytesPerSample);
+    const byte = bytesPerSample - 1 - (seg % bytesPerSample); // little endian: least significant first
+    const stride = samples * bytesPerSample;
+    let o = 0;
+    let p = start;
+    const put = (v) => {
+      if (o < pixels) out[o * stride + sample * bytesPerSample + byte] = v;
+      o++;
+    };
+    while (p < end && o < pixels) {
+      const n = (bytes[p++] << 24) >> 24;
+      if (n >= 0) for (let i = 0; i <= n && p < end; i++) put(bytes[p++]);
+      else if (n !== -128 && p < end) {
+        const v = bytes[p++];
+        for (let i = 0; i < 1 - n; i++) put(v);
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Greyscale stored values mapped through a Modality LUT in place: each sample of a decoded
+ * 16-bit frame (little endian, `bitsStored` bits, two's complement when `signed`) replaced
+ * by its table entry, clamped to the table's ends (PS3.3 C.11.1).
+ */
+export function mapThroughModalityLut(bytes, lut, bitsStored, signed) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const count = Math.floor(bytes.byteLength / 2);
+  const mask = bitsStored >= 16 ? 0xffff : (1 << bitsStored) - 1;
+  const last = lut.table.length - 1;
+  const firstMapped = signed && lut.firstMapped > 32767 ? lut.firstMapped - 65536 : lut.firstMapped;
+  for (let i = 0; i < count; i++) {
+    let v = view.getUint16(i * 2, true) & mask;
+    if (signed && v & (1 << (bitsStored - 1))) v -= 1 << bitsStored;
+    view.setUint16(i * 2, lut.table[Math.min(last, Math.max(0, v - firstMapped))], true);
+  }
+}

@@ -10,7 +10,7 @@ import { reservePictures, type PictureBudget } from "./picture-budget.js";
 import { WSI_SOP_CLASS } from "./dicomweb.js";
 import { slideFromInstance } from "./whole-slide-instance.js";
 import { declaredCodestreamSize } from "./codestream-size.js";
-import { DatasetShapeError, DEFAULT_WALK_LIMITS, DEFLATED_LE, EXPLICIT_LE, explicitVr, IMPLICIT_LE, implicitToExplicit, readFileMeta, walkPart10, withTransferSyntax, type DatasetShape } from "./dataset-walk.js";
+import { bigEndianToLittle, DatasetShapeError, DEFAULT_WALK_LIMITS, DEFLATED_LE, EXPLICIT_BE, EXPLICIT_LE, explicitVr, IMPLICIT_LE, implicitToExplicit, readFileMeta, walkPart10, withTransferSyntax, type DatasetShape } from "./dataset-walk.js";
 import { DicomWorkerError, withParsedDicom, type ParsedDicom, type RenderedFrame } from "./dicom-worker.js";
 import { CT_WINDOWS, defaultWindow, objectWindow, representativeFrames, type DicomWindow } from "./windows.js";
 
@@ -39,6 +39,7 @@ const TRANSFER_SYNTAXES: Record<string, string> = {
   "1.2.840.10008.1.2.4.203": "HTJ2K",
 };
 
+const RLE_LOSSLESS = "1.2.840.10008.1.2.5";
 const UNCOMPRESSED = new Set(["1.2.840.10008.1.2", "1.2.840.10008.1.2.1", "1.2.840.10008.1.2.1.99", "1.2.840.10008.1.2.2"]);
 
 /**
@@ -163,6 +164,11 @@ async function checkedStructure(imageId: string, buf: Buffer, limits: DicomLimit
       else file = withTransferSyntax(file, meta.transferSyntaxUid, implicitToExplicit(file, shape.datasetStart, await dictionaryVrs()));
       shape = walkPart10(file);
       warnings.push(`the dataset is written in implicit VR although its transfer syntax (${writtenAs}) says explicit VR; read as implicit VR`);
+    } else if (meta.transferSyntaxUid === EXPLICIT_BE) {
+      // Read in little endian, every value swapped once here (the parser's own big endian
+      // support swaps only 16-bit pixel data); provenance keeps the syntax the sender wrote.
+      file = withTransferSyntax(file, EXPLICIT_LE, bigEndianToLittle(file, shape.datasetStart));
+      shape = walkPart10(file);
     }
     return { file, shape, transferSyntaxUid: meta.transferSyntaxUid, warnings };
   } catch (e) {
@@ -248,9 +254,8 @@ interface RenderPlan {
 function checkedPixels(imageId: string, checked: CheckedFile, limits: DicomLimits, dicom: ParsedDicom): { rows: number; columns: number; frames: number; tsUid: string } {
   const { elements } = dicom.header;
   const tsUid = checked.transferSyntaxUid;
-  if (!TRANSFER_SYNTAXES[tsUid]) {
-    throw refuse("UNSUPPORTED_MEDIA", imageId, `transfer syntax ${tsUid} is not supported; send it uncompressed or as RLE, JPEG, JPEG-LS or JPEG 2000`, { transferSyntaxUid: tsUid });
-  }
+  // What the object is comes first: a segmentation or a parametric map is refused as such,
+  // whatever syntax carries it (a SEG in Deflated Image Frame Compression is still a SEG).
   if (dicom.header.floatPixelData) {
     throw refuse("UNSUPPORTED_MEDIA", imageId, `floating-point pixel data is not rendered (${dicom.header.floatPixelData === "double" ? "Double Float" : "Float"} Pixel Data, as a parametric map carries); send a rendered picture of it`, { problem: "floating-point-pixel-data" });
   }
@@ -258,6 +263,14 @@ function checkedPixels(imageId: string, checked: CheckedFile, limits: DicomLimit
   if (int(elements.BitsAllocated) === 1) {
     const seg = text(elements.SOPClassUID) === SEGMENTATION_SOP_CLASS || text(elements.Modality) === "SEG";
     throw refuse("UNSUPPORTED_MEDIA", imageId, seg ? "a 1-bit segmentation (SEG) is not rendered: its frames are masks over other images, not pictures; send the images it segments" : "1-bit pixel data is not rendered; send the image as 8 or 16 bits a sample", { problem: seg ? "segmentation" : "1-bit-pixel-data" });
+  }
+  if (!TRANSFER_SYNTAXES[tsUid]) {
+    throw refuse("UNSUPPORTED_MEDIA", imageId, `transfer syntax ${tsUid} is not supported; send it uncompressed or as RLE, JPEG, JPEG-LS or JPEG 2000`, { transferSyntaxUid: tsUid });
+  }
+  // The renderer reads colour frames as bytes: wider colour is narrowed by the worker when it
+  // holds the samples (uncompressed or RLE); a codec's 16-bit colour output it cannot narrow.
+  if ((int(elements.SamplesPerPixel) ?? 1) === 3 && (int(elements.BitsAllocated) ?? 8) > 8 && !UNCOMPRESSED.has(tsUid) && tsUid !== RLE_LOSSLESS) {
+    throw refuse("UNSUPPORTED_MEDIA", imageId, `colour of ${int(elements.BitsAllocated)} bits a sample is rendered only uncompressed or RLE, not as ${TRANSFER_SYNTAXES[tsUid]}; send it with 8 bits a sample`, { problem: "wide-colour-codestream" });
   }
   if (text(elements.BurnedInAnnotation)?.toUpperCase() === "YES") {
     throw refuse("UNPROCESSABLE", imageId, "BurnedInAnnotation is YES: the pixels may show the patient's name or ids, which must not reach a model; send a cleaned copy", { burnedInAnnotation: "YES" });

@@ -11,7 +11,7 @@
 // thread whose memory has grown past its bound.
 import { createRequire } from "node:module";
 import { parentPort } from "node:worker_threads";
-import { expandSegmentedLut, firstItem, frameContent, frameValues, j2kPhotometric, jpegHoldsYcbcr, modalityLut, valueBytes } from "./frame-values.mjs";
+import { decodeRleFrame, expandSegmentedLut, firstItem, frameContent, frameValues, j2kPhotometric, jpegHoldsYcbcr, mapThroughModalityLut, modalityLut, narrowSamples, valueBytes } from "./frame-values.mjs";
 import { slimWsiMetadata } from "./wsi-metadata.mjs";
 
 // The codecs' memory is not reachable through dcmjs-imaging's API: note every memory a
@@ -52,6 +52,21 @@ NativePixelDecoder.decodeJpeg = function (image, encoded, options) {
   }
   return decodeJpeg.call(this, image, encoded, options);
 };
+
+// A compressed greyscale object's Modality LUT Sequence is applied to each frame as the codec
+// hands it over (the stored values exist only then); set per object by applyModalityLut.
+let compressedLut = null;
+for (const name of ["decodeRle", "decodeJpeg", "decodeJpegLs", "decodeJpeg2000", "decodeJpegXl"]) {
+  const decode = NativePixelDecoder[name];
+  if (typeof decode !== "function") continue;
+  NativePixelDecoder[name] = function (...args) {
+    const decoded = decode.apply(this, args);
+    if (compressedLut && decoded && ArrayBuffer.isView(decoded)) {
+      mapThroughModalityLut(new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength), compressedLut.lut, compressedLut.bitsStored, compressedLut.signed);
+    }
+    return decoded;
+  };
+}
 
 function pixelBytes(v) {
   const parts = Array.isArray(v) ? v : [v];
@@ -130,17 +145,39 @@ function expandSegmentedPalette(image, all) {
 
 const NATIVE_LE = new Set(["1.2.840.10008.1.2", "1.2.840.10008.1.2.1"]);
 
+/** The output values of a Modality LUT are unsigned 16-bit with no rescale: the renderer is told so. */
+function relabelForLutOutput(image) {
+  image.setElement("BitsAllocated", 16);
+  image.setElement("BitsStored", 16);
+  image.setElement("HighBit", 15);
+  image.setElement("PixelRepresentation", 0);
+  image.setElement("RescaleSlope", 1);
+  image.setElement("RescaleIntercept", 0);
+  image.setElement("PixelPaddingValue", undefined);
+}
+
 /**
- * The Modality LUT Sequence applied (PS3.3 C.11.1): each stored value of a native greyscale
- * object replaced by its table entry, so the renderer windows the output values, as it does
- * a rescale. Other objects keep their stored values and say so in a warning.
+ * The Modality LUT Sequence applied (PS3.3 C.11.1): each stored value of a greyscale object
+ * replaced by its table entry, so the renderer windows the output values, as it does a
+ * rescale — a native object's values here, a compressed one's as each frame is decoded
+ * (compressedLut). An 8-bit compressed frame cannot hold 16-bit outputs: it keeps its stored
+ * values and says so in a warning.
  */
 function applyModalityLut(image, all) {
   const lut = modalityLut(all);
   if (!lut) return ["the Modality LUT Sequence is unusable; the stored values are shown"];
   const bitsAllocated = Number(all.BitsAllocated);
-  if (Number(all.SamplesPerPixel) !== 1 || !NATIVE_LE.has(image.getTransferSyntaxUid()) || (bitsAllocated !== 8 && bitsAllocated !== 16)) {
-    return ["the Modality LUT Sequence is applied only to uncompressed greyscale objects; the stored values are shown"];
+  const native = NATIVE_LE.has(image.getTransferSyntaxUid());
+  if (Number(all.SamplesPerPixel) !== 1 || (bitsAllocated !== 8 && bitsAllocated !== 16) || (!native && bitsAllocated !== 16)) {
+    return ["the Modality LUT Sequence is applied only to greyscale objects of 16 bits a sample (8 when uncompressed); the stored values are shown"];
+  }
+  if (!native) {
+    compressedLut = { lut, bitsStored: Number(all.BitsStored) || 16, signed: Number(all.PixelRepresentation) === 1 };
+    relabelForLutOutput(image);
+    // The frame's value range is taken from the decoded (mapped) values.
+    image.setElement("SmallestImagePixelValue", undefined);
+    image.setElement("LargestImagePixelValue", undefined);
+    return [];
   }
   const bytes = valueBytes(all.PixelData);
   if (!bytes) return [];
@@ -159,12 +196,7 @@ function applyModalityLut(image, all) {
     out[i] = lut.table[Math.min(last, Math.max(0, v - firstMapped))];
   }
   image.setElement("PixelData", [out.buffer]);
-  image.setElement("BitsAllocated", 16);
-  image.setElement("BitsStored", 16);
-  image.setElement("HighBit", 15);
-  image.setElement("PixelRepresentation", 0);
-  image.setElement("RescaleSlope", 1);
-  image.setElement("RescaleIntercept", 0);
+  relabelForLutOutput(image);
   // The renderer windows an object without a window of its own to these (its frame value range).
   let min = 65535;
   let max = 0;
@@ -174,8 +206,46 @@ function applyModalityLut(image, all) {
   }
   image.setElement("SmallestImagePixelValue", min);
   image.setElement("LargestImagePixelValue", max);
-  image.setElement("PixelPaddingValue", undefined);
   return [];
+}
+
+const RLE = "1.2.840.10008.1.2.5";
+
+/**
+ * Colour of more than 8 bits a sample made 8-bit before the renderer sees it (it reads colour
+ * frames as bytes): native frames narrowed in place, RLE frames decoded here (frame-values.mjs)
+ * and handed over as native. Other compressed colour of this depth is refused by the main thread.
+ */
+function narrowWideColour(image, all) {
+  const bitsAllocated = Number(all.BitsAllocated);
+  if (Number(all.SamplesPerPixel) !== 3 || !(bitsAllocated === 16 || bitsAllocated === 32)) return;
+  const bytesPerSample = bitsAllocated / 8;
+  const bitsStored = Number(all.BitsStored) || bitsAllocated;
+  const ts = image.getTransferSyntaxUid();
+  let narrowed;
+  if (NATIVE_LE.has(ts)) {
+    const bytes = valueBytes(all.PixelData);
+    if (!bytes) return;
+    narrowed = narrowSamples(bytes, bytesPerSample, bitsStored);
+  } else if (ts === RLE) {
+    const rows = Number(all.Rows);
+    const columns = Number(all.Columns);
+    const frames = Math.max(1, Number(all.NumberOfFrames) || 1);
+    const fragments = (Array.isArray(all.PixelData) ? all.PixelData : [all.PixelData]).map(valueBytes).filter((b) => b && b.length > 0);
+    if (fragments.length !== frames) throw new Error(`RLE pixel data holds ${fragments.length} fragments for ${frames} frames`);
+    narrowed = new Uint8Array(rows * columns * 3 * frames);
+    for (const [k, fragment] of fragments.entries()) {
+      const frame = decodeRleFrame(fragment, rows * columns, 3, bytesPerSample);
+      if (!frame) throw new Error(`frame ${k + 1}'s RLE header does not describe ${3 * bytesPerSample} segments`);
+      narrowed.set(narrowSamples(frame, bytesPerSample, bitsStored), k * rows * columns * 3);
+    }
+    image.setTransferSyntaxUid("1.2.840.10008.1.2.1");
+    image.setElement("PlanarConfiguration", 0);
+  } else return;
+  image.setElement("PixelData", [narrowed.buffer]);
+  image.setElement("BitsAllocated", 8);
+  image.setElement("BitsStored", 8);
+  image.setElement("HighBit", 7);
 }
 
 function reply(body, transfer) {
@@ -192,6 +262,7 @@ parentPort.on("message", async (job) => {
     }
     if (job.op === "header") {
       current = null;
+      compressedLut = null;
       const image = new DicomImage(job.bytes);
       current = image;
       const all = image.getElements();
@@ -203,6 +274,7 @@ parentPort.on("message", async (job) => {
       const warnings = [];
       if (all.PhotometricInterpretation === "PALETTE COLOR") expandSegmentedPalette(image, all);
       if (all.ModalityLUTSequence !== undefined) warnings.push(...applyModalityLut(image, all));
+      narrowWideColour(image, all);
       if (Number(all.SamplesPerPixel) === 3) {
         const fragments = Array.isArray(all.PixelData) ? all.PixelData : [all.PixelData];
         const firstCodestream = fragments.map(valueBytes).find((b) => b && b.length > 4 && b[0] === 0xff && b[1] === 0x4f);
@@ -258,11 +330,15 @@ parentPort.on("message", async (job) => {
         frames.push({ width: r.width, height: r.height, pixels: r.pixels, window: r.windowLevel ? { center: r.windowLevel.getLevel(), width: r.windowLevel.getWindow() } : null });
       }
       // Kept only when the caller has more frames to ask for (a whole slide's tiles, in batches).
-      if (!job.more) current = null;
+      if (!job.more) {
+        current = null;
+        compressedLut = null;
+      }
       reply({ id: job.id, ok: true, frames }, frames.map((f) => f.pixels));
     }
   } catch (e) {
     current = null;
+    compressedLut = null;
     reply({ id: job.id, ok: false, error: message(e) });
   }
 });

@@ -134,6 +134,9 @@ if pi == "PALETTE COLOR":
 elif ds.SamplesPerPixel == 3:
     if pi.startswith("YBR"):
         a = convert_color_space(a, "YBR_FULL", "RGB")
+    if ds.BitsAllocated > 8:
+        # Shown as 8-bit samples: the top 8 of the stored bits.
+        a = a >> (ds.BitsStored - 8)
     out = [a.reshape(-1).tolist()]
 else:
     stored = a.reshape((frames, ds.Rows, ds.Columns)).astype("int64")
