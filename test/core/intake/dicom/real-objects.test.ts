@@ -1,0 +1,132 @@
+/**
+ * Real public DICOM material (test/fixtures/dicom-scanners, sources, commits and licences in
+ * its README; make-real-fixtures.sh made the derived ones with DCMTK, GDCM and vips): an
+ * ALOKA ultrasound's segmented palette in both byte orders, a mammogram whose icon GDCM
+ * compressed, an H&E tile wrapped by img2dcm, pydicom's 16- and 32-bit colour and big endian
+ * objects, dcmqi's segmentation, and the Modality LUT Sequence under a codec. Each is
+ * rendered through the pipeline and compared with an independent reading (pydicom and numpy,
+ * DCMTK's dcmj2pnm, or the picture the object was made from), per channel for colour.
+ */
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import sharp from "sharp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MedmmvError } from "../../../../src/core/contracts/errors.js";
+import { prepareImages } from "../../../../src/core/intake/images.js";
+import { correlation, dcmtkGrey, debianTool, ourPixels, perChannel, secondOpinionMissing, standardReading } from "./second-opinion.js";
+
+const OPTS = { maxBytes: 10 * 1024 * 1024, maxPixels: 40_000_000, allowPath: false, maxDicomFrames: 16 } as const;
+const FIXTURES = path.join(import.meta.dirname, "../../../fixtures/dicom-scanners");
+const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
+const render = (name: string, file: Buffer = fixture(name)) => prepareImages({ id: name.replace(/\.dcm$/, ""), data: file.toString("base64") }, OPTS);
+
+async function refusal(p: Promise<unknown>): Promise<MedmmvError> {
+  const e = await p.then(() => null, (err: unknown) => err);
+  expect(e).toBeInstanceOf(MedmmvError);
+  return e as MedmmvError;
+}
+
+/** Every channel within the issue's bar: r ≥ 0.98 and a mean difference ≤ 5. */
+function expectSameColour(ours: ArrayLike<number>, theirs: ArrayLike<number>, what: string, r = 0.98, meanDiff = 5): void {
+  const stats = perChannel(ours, theirs);
+  for (const s of stats) {
+    expect(s.r, `${what} ${JSON.stringify(stats)}`).toBeGreaterThanOrEqual(r);
+    expect(s.meanDiff, `${what} ${JSON.stringify(stats)}`).toBeLessThanOrEqual(meanDiff);
+  }
+}
+
+describe("an H&E tile wrapped by img2dcm (a real tile, JPEG without APP14)", () => {
+  it("img2dcm's own labelling (YBR_FULL_422 over an RGB stream with component ids R,G,B) and the same stream relabelled RGB with ids 1,2,3 both come out as the tile: every channel r ≥ 0.98, mean difference ≤ 5", async () => {
+    const tile = await sharp(path.join(FIXTURES, "he-tile.png")).removeAlpha().raw().toBuffer();
+    for (const name of ["he-img2dcm.dcm", "he-img2dcm-rgb.dcm"]) {
+      const [img] = await render(name);
+      expect([img!.width, img!.height]).toEqual([228, 172]);
+      expectSameColour(await ourPixels(img!.data, 3), tile, name);
+    }
+  });
+});
+
+describe("objects that must be refused, refused for what they are", () => {
+  it("dcmqi's segmentation (a real 1-bit SEG) is refused as a segmentation", async () => {
+    const e = await refusal(render("dcmqi-seg.dcm"));
+    expect(e.code).toBe("UNSUPPORTED_MEDIA");
+    expect(e.message).toContain("1-bit segmentation (SEG)");
+  });
+
+  it("a SEG in a transfer syntax we do not read (Deflated Image Frame Compression, pydicom-data's liver_deflate) is still refused as a segmentation, not for its syntax", async () => {
+    const e = await refusal(render("liver_deflate.dcm"));
+    expect(e.code).toBe("UNSUPPORTED_MEDIA");
+    expect(e.message).toContain("1-bit segmentation (SEG)");
+    expect(e.message).not.toMatch(/transfer syntax/);
+  });
+});
+
+const missing = secondOpinionMissing();
+if (missing !== null && process.env.CI) throw new Error(`the pydicom second opinion cannot run: ${missing}`);
+
+describe.skipIf(missing !== null)("real objects against pydicom and DCMTK", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "medmmv-real-objects-"));
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it("the ALOKA ultrasound's segmented palette (16-bit indices) renders as pydicom expands it; its big endian copy (DCMTK dcmconv +tb) renders the same", async () => {
+    const [le] = await render("aloka-palette-segmented.dcm");
+    const [ref] = await standardReading(dir, fixture("aloka-palette-segmented.dcm"), "aloka");
+    const ours = await ourPixels(le!.data, 3);
+    expectSameColour(ours, ref!, "aloka", 0.99, 1);
+    const [be] = await render("aloka-palette-segmented-big-endian.dcm");
+    expect(be!.dicom!.transferSyntaxUid).toBe("1.2.840.10008.1.2.2");
+    expect(await ourPixels(be!.data, 3)).toEqual(ours);
+  });
+
+  it("a mammogram whose IconImageSequence holds a JPEG-compressed icon (written by GDCM) is accepted and renders as DCMTK's dcmj2pnm renders it", async () => {
+    const [img] = await render("mg-icon-gdcm.dcm");
+    expect([img!.width, img!.height]).toEqual([383, 583]);
+    expect(img!.dicom!.transferSyntaxUid).toBe("1.2.840.10008.1.2.4.70");
+    const theirs = await dcmtkGrey(dir, fixture("mg-icon-gdcm.dcm"), "mg-icon");
+    expect(correlation(await ourPixels(img!.data, 1), theirs)).toBeGreaterThanOrEqual(0.99);
+  });
+
+  it("16- and 32-bit RGB (native and RLE, pydicom's test objects) are shown as their top 8 stored bits, as pydicom reads them", async () => {
+    for (const name of ["SC_rgb_16bit.dcm", "SC_rgb_rle_16bit.dcm", "SC_rgb_rle_32bit.dcm"]) {
+      const [img] = await render(name);
+      const [ref] = await standardReading(dir, fixture(name), name.replace(/\.dcm$/, ""));
+      expectSameColour(await ourPixels(img!.data, 3), ref!, name, 0.99, 1);
+    }
+  });
+
+  it("big endian objects read as their little endian twins: 8-bit RGB in OW (byte-swapped words) and 32-bit RT dose", async () => {
+    for (const [be, le] of [["SC_rgb_small_odd_big_endian.dcm", "SC_rgb_small_odd.dcm"], ["rtdose_expb_1frame.dcm", "rtdose_1frame.dcm"]] as const) {
+      const [ours] = await render(be);
+      const [twin] = await render(le);
+      const channels = ours!.dicom!.window ? 1 : 3;
+      expect(await ourPixels(ours!.data, channels), be).toEqual(await ourPixels(twin!.data, channels));
+      expect(ours!.dicom!.window).toEqual(twin!.dicom!.window);
+    }
+    const [dose] = await render("rtdose_expb_1frame.dcm");
+    const w = dose!.dicom!.window!;
+    const [ref] = await standardReading(dir, fixture("rtdose_1frame.dcm"), "rtdose", { center: w.center, width: w.width });
+    expect(correlation(await ourPixels(dose!.data, 1), ref!)).toBeGreaterThanOrEqual(0.99);
+  });
+
+  it("the Modality LUT Sequence is applied to compressed greyscale frames too (JPEG lossless and RLE by DCMTK): the same picture as the uncompressed object, no warning", async () => {
+    const native = fixture("modality-lut.dcm");
+    const [plain] = await render("modality-lut.dcm", native);
+    const [ref] = await standardReading(dir, native, "mlut-native", plain!.dicom!.window);
+    const expected = await ourPixels(plain!.data, 1);
+    expect(correlation(expected, ref!)).toBeGreaterThanOrEqual(0.99);
+    const jpll = await debianTool(dir, "dcmcjpeg", ["+e1"], native, "mlut-jpll");
+    const rle = await debianTool(dir, "dcmcrle", [], native, "mlut-rle");
+    for (const [syntax, file] of [["1.2.840.10008.1.2.4.70", jpll], ["1.2.840.10008.1.2.5", rle]] as const) {
+      const [img] = await render(`mlut-${syntax}`, file);
+      expect(img!.dicom!.transferSyntaxUid).toBe(syntax);
+      expect(img!.dicom!.warnings).toBeUndefined();
+      expect(img!.dicom!.window).toEqual(plain!.dicom!.window);
+      expect(await ourPixels(img!.data, 1)).toEqual(expected);
+    }
+  });
+});
