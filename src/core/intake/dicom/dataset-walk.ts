@@ -28,6 +28,12 @@ export interface DatasetShape {
   implicitVrMislabelled: boolean;
   /** The encapsulated pixel data's fragments (the basic offset table left out); empty when native. */
   fragments: Array<{ offset: number; length: number }>;
+  /**
+   * Top-level private elements read as sequences without a VR to say so (UN, or implicit VR)
+   * that hold encapsulated pixel data — a GE icon in (0009,1110) after a PACS forgot its VR.
+   * The parser loses its way in them; they are left out before parsing (renderDicom).
+   */
+  hiddenIcons: Array<{ start: number; end: number; tag: string }>;
   elements: number;
   depth: number;
 }
@@ -101,6 +107,9 @@ class Walker {
   elements = 0;
   depth = 0;
   fragments: Array<{ offset: number; length: number }> = [];
+  hiddenIcons: Array<{ start: number; end: number; tag: string }> = [];
+  /** Encapsulated pixel data found inside sequences so far. */
+  private nestedEncapsulated = 0;
   constructor(
     private readonly buf: Buffer,
     private readonly big: boolean,
@@ -132,6 +141,8 @@ class Walker {
         throw new DatasetShapeError("malformed", `a delimiter ${tagName(group, element)} stands where an element should`);
       }
       this.count();
+      const start = pos;
+      const nestedBefore = this.nestedEncapsulated;
       let vr: string | null = null;
       let len: number;
       if (implicit) {
@@ -154,7 +165,10 @@ class Walker {
         // which holds fragments, not items of a sequence.
         if (group === 0x7fe0 && element === 0x0010) pos = this.encapsulated(pos, depth === 0);
         // A sequence, or UN holding one (read as implicit VR little endian, PS3.5 6.2.2).
-        else pos = this.sequence(pos, UNDEFINED, depth + 1, implicit || vr === "UN");
+        else {
+          pos = this.sequence(pos, UNDEFINED, depth + 1, implicit || vr === "UN");
+          if (depth === 0 && group % 2 === 1 && (vr === "UN" || vr === null) && this.nestedEncapsulated > nestedBefore) this.hiddenIcons.push({ start, end: pos, tag: tagName(group, element) });
+        }
         continue;
       }
       this.need(pos, len, `element ${tagName(group, element)}`);
@@ -210,6 +224,7 @@ class Walker {
       pos += 8;
       this.need(pos, len, "a pixel data fragment");
       if (!first && own) this.fragments.push({ offset: pos, length: len });
+      if (first && !own) this.nestedEncapsulated++;
       first = false;
       pos += len;
     }
@@ -229,7 +244,7 @@ export function walkPart10(buf: Buffer, limits: WalkLimits = DEFAULT_WALK_LIMITS
   }
   const walker = new Walker(buf, ts === EXPLICIT_BE && !mislabelled, limits);
   walker.dataset(meta.end, buf.length, 0, implicit, false);
-  return { transferSyntaxUid: ts, datasetStart: meta.end, implicitVrMislabelled: mislabelled, fragments: walker.fragments, elements: walker.elements, depth: walker.depth };
+  return { transferSyntaxUid: ts, datasetStart: meta.end, implicitVrMislabelled: mislabelled, fragments: walker.fragments, hiddenIcons: walker.hiddenIcons, elements: walker.elements, depth: walker.depth };
 }
 
 /**

@@ -170,6 +170,20 @@ async function checkedStructure(imageId: string, buf: Buffer, limits: DicomLimit
       file = withTransferSyntax(file, EXPLICIT_LE, bigEndianToLittle(file, shape.datasetStart));
       shape = walkPart10(file);
     }
+    if (shape.hiddenIcons.length) {
+      // Icons are never sent; one in a private sequence whose VR was lost (UN) is left out so
+      // that the parser, which reads its encapsulated pixel data as items, keeps its way.
+      const parts: Buffer[] = [];
+      let at = 0;
+      for (const { start, end } of shape.hiddenIcons) {
+        parts.push(file.subarray(at, start));
+        at = end;
+      }
+      parts.push(file.subarray(at));
+      warnings.push(`the private element${shape.hiddenIcons.length > 1 ? "s" : ""} ${shape.hiddenIcons.map((h) => h.tag).join(", ")}, a sequence without its VR holding encapsulated (icon) pixel data, ${shape.hiddenIcons.length > 1 ? "were" : "was"} left out before parsing`);
+      file = Buffer.concat(parts);
+      shape = walkPart10(file);
+    }
     return { file, shape, transferSyntaxUid: meta.transferSyntaxUid, warnings };
   } catch (e) {
     if (!(e instanceof DatasetShapeError)) throw e;

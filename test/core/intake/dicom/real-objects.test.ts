@@ -63,6 +63,56 @@ describe("objects that must be refused, refused for what they are", () => {
   });
 });
 
+/**
+ * `file` (explicit VR little endian, with an IconImageSequence) with its icon copied into the
+ * private (0009,1110) GEIIS sequence as GE writes it, after a PACS that did not know the tag
+ * stored it as UN of undefined length: the item in implicit VR, its pixel data encapsulated.
+ */
+function privateUnIcon(file: Buffer): Buffer {
+  const LONG = new Set(["OB", "OW", "SQ", "UN", "UT", "OF"]);
+  const at = file.indexOf(Buffer.concat([Buffer.from([0x88, 0x00, 0x00, 0x02]), Buffer.from("SQ")]));
+  let p = at + 12 + 8; // the sequence header, then the item header
+  const item: Buffer[] = [];
+  const tag = (g: number, e: number, len: number) => {
+    const b = Buffer.alloc(8);
+    b.writeUInt16LE(g, 0);
+    b.writeUInt16LE(e, 2);
+    b.writeUInt32LE(len, 4);
+    return b;
+  };
+  for (;;) {
+    const g = file.readUInt16LE(p);
+    const e = file.readUInt16LE(p + 2);
+    if (g === 0xfffe && e === 0xe00d) break;
+    const vr = file.toString("latin1", p + 4, p + 6);
+    const len = LONG.has(vr) ? file.readUInt32LE(p + 8) : file.readUInt16LE(p + 6);
+    const value = p + (LONG.has(vr) ? 12 : 8);
+    if (len === 0xffffffff) {
+      let q = value;
+      for (;;) {
+        const fe = file.readUInt16LE(q + 2);
+        const fl = file.readUInt32LE(q + 4);
+        q += 8;
+        if (fe === 0xe0dd) break;
+        q += fl;
+      }
+      item.push(tag(g, e, len), file.subarray(value, q));
+      p = q;
+    } else {
+      item.push(tag(g, e, len), file.subarray(value, value + len));
+      p = value + len;
+    }
+  }
+  const creator = Buffer.concat([Buffer.from([0x09, 0x00, 0x10, 0x00]), Buffer.from("LO"), Buffer.from([6, 0]), Buffer.from("GEIIS ")]);
+  const un = Buffer.concat([Buffer.from([0x09, 0x00, 0x10, 0x11]), Buffer.from("UN"), Buffer.from([0, 0, 0xff, 0xff, 0xff, 0xff])]);
+  const sequence = Buffer.concat([creator, un, tag(0xfffe, 0xe000, 0xffffffff), ...item, tag(0xfffe, 0xe00d, 0), tag(0xfffe, 0xe0dd, 0)]);
+  // Before the first element past group 0009 (the dataset's order).
+  let q = 132;
+  const next = (x: number) => (LONG.has(file.toString("latin1", x + 4, x + 6)) ? x + 12 + file.readUInt32LE(x + 8) : x + 8 + file.readUInt16LE(x + 6));
+  while (file.readUInt16LE(q) <= 0x0009) q = next(q);
+  return Buffer.concat([file.subarray(0, q), sequence, file.subarray(q)]);
+}
+
 const missing = secondOpinionMissing();
 if (missing !== null && process.env.CI) throw new Error(`the pydicom second opinion cannot run: ${missing}`);
 
@@ -89,6 +139,14 @@ describe.skipIf(missing !== null)("real objects against pydicom and DCMTK", () =
     expect(img!.dicom!.transferSyntaxUid).toBe("1.2.840.10008.1.2.4.70");
     const theirs = await dcmtkGrey(dir, fixture("mg-icon-gdcm.dcm"), "mg-icon");
     expect(correlation(await ourPixels(img!.data, 1), theirs)).toBeGreaterThanOrEqual(0.99);
+  });
+
+  it("the same icon in a GE private sequence (0009,1110) whose VR a PACS lost (UN, undefined length, implicit VR inside): left out with a warning, the image renders as before", async () => {
+    const file = privateUnIcon(fixture("mg-icon-gdcm.dcm"));
+    const [img] = await render("mg-private-icon", file);
+    expect(img!.dicom!.warnings).toEqual(["the private element (0009,1110), a sequence without its VR holding encapsulated (icon) pixel data, was left out before parsing"]);
+    const [plain] = await render("mg-icon-gdcm.dcm");
+    expect(await ourPixels(img!.data, 1)).toEqual(await ourPixels(plain!.data, 1));
   });
 
   it("16- and 32-bit RGB (native and RLE, pydicom's test objects) are shown as their top 8 stored bits, as pydicom reads them", async () => {
