@@ -213,43 +213,6 @@ export function narrowSamples(bytes, bytesPerSample, bitsStored) {
 }
 
 /**
- * One RLE Lossless frame (PS3.5 Annex G) decoded into little endian native samples,
- * interleaved: segment s·B + b holds byte b (most significant first) of sample s. Bounded by
- * the frame's size: a segment that decodes past it is cut, one that falls short leaves zeros.
- * Returns null when the header is not an RLE header for this many segments.
- */
-export function decodeRleFrame(bytes, pixels, samples, bytesPerSample) {
-  if (bytes.length < 64) return null;
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const segments = view.getUint32(0, true);
-  if (segments !== samples * bytesPerSample || segments > 15) return null;
-  const out = new Uint8Array(pixels * samples * bytesPerSample);
-  for (let seg = 0; seg < segments; seg++) {
-    const start = view.getUint32(4 + seg * 4, true);
-    const end = seg + 1 < segments ? view.getUint32(8 + seg * 4, true) : bytes.length;
-    if (start < 64 || start > bytes.length || end > bytes.length || end < start) return null;
-    const sample = Math.floor(seg / bytesPerSample);
-    const byte = bytesPerSample - 1 - (seg % bytesPerSample); // little endian: least significant first
-    const stride = samples * bytesPerSample;
-    let o = 0;
-    let p = start;
-    const put = (v) => {
-      if (o < pixels) out[o * stride + sample * bytesPerSample + byte] = v;
-      o++;
-    };
-    while (p < end && o < pixels) {
-      const n = (bytes[p++] << 24) >> 24;
-      if (n >= 0) for (let i = 0; i <= n && p < end; i++) put(bytes[p++]);
-      else if (n !== -128 && p < end) {
-        const v = bytes[p++];
-        for (let i = 0; i < 1 - n; i++) put(v);
-      }
-    }
-  }
-  return out;
-}
-
-/**
  * Greyscale stored values mapped through a Modality LUT in place: each sample of a decoded
  * 16-bit frame (little endian, `bitsStored` bits, two's complement when `signed`) replaced
  * by its table entry, clamped to the table's ends (PS3.3 C.11.1).

@@ -39,7 +39,6 @@ const TRANSFER_SYNTAXES: Record<string, string> = {
   "1.2.840.10008.1.2.4.203": "HTJ2K",
 };
 
-const RLE_LOSSLESS = "1.2.840.10008.1.2.5";
 const UNCOMPRESSED = new Set(["1.2.840.10008.1.2", "1.2.840.10008.1.2.1", "1.2.840.10008.1.2.1.99", "1.2.840.10008.1.2.2"]);
 
 /**
@@ -280,11 +279,6 @@ function checkedPixels(imageId: string, checked: CheckedFile, limits: DicomLimit
   }
   if (!TRANSFER_SYNTAXES[tsUid]) {
     throw refuse("UNSUPPORTED_MEDIA", imageId, `transfer syntax ${tsUid} is not supported; send it uncompressed or as RLE, JPEG, JPEG-LS or JPEG 2000`, { transferSyntaxUid: tsUid });
-  }
-  // The renderer reads colour frames as bytes: wider colour is narrowed by the worker when it
-  // holds the samples (uncompressed or RLE); a codec's 16-bit colour output it cannot narrow.
-  if ((int(elements.SamplesPerPixel) ?? 1) === 3 && (int(elements.BitsAllocated) ?? 8) > 8 && !UNCOMPRESSED.has(tsUid) && tsUid !== RLE_LOSSLESS) {
-    throw refuse("UNSUPPORTED_MEDIA", imageId, `colour of ${int(elements.BitsAllocated)} bits a sample is rendered only uncompressed or RLE, not as ${TRANSFER_SYNTAXES[tsUid]}; send it with 8 bits a sample`, { problem: "wide-colour-codestream" });
   }
   if (text(elements.BurnedInAnnotation)?.toUpperCase() === "YES") {
     throw refuse("UNPROCESSABLE", imageId, "BurnedInAnnotation is YES: the pixels may show the patient's name or ids, which must not reach a model; send a cleaned copy", { burnedInAnnotation: "YES" });

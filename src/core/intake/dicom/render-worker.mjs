@@ -11,7 +11,7 @@
 // thread whose memory has grown past its bound.
 import { createRequire } from "node:module";
 import { parentPort } from "node:worker_threads";
-import { decodeRleFrame, expandSegmentedLut, firstItem, frameContent, frameValues, j2kPhotometric, jpegHoldsYcbcr, mapThroughModalityLut, modalityLut, narrowSamples, valueBytes } from "./frame-values.mjs";
+import { expandSegmentedLut, firstItem, frameContent, frameValues, j2kPhotometric, jpegHoldsYcbcr, mapThroughModalityLut, modalityLut, narrowSamples, valueBytes } from "./frame-values.mjs";
 import { slimWsiMetadata } from "./wsi-metadata.mjs";
 
 // The codecs' memory is not reachable through dcmjs-imaging's API: note every memory a
@@ -53,16 +53,25 @@ NativePixelDecoder.decodeJpeg = function (image, encoded, options) {
   return decodeJpeg.call(this, image, encoded, options);
 };
 
-// A compressed greyscale object's Modality LUT Sequence is applied to each frame as the codec
-// hands it over (the stored values exist only then); set per object by applyModalityLut.
+// What the codecs hand over is adjusted frame by frame, as each frame is decoded (so no more
+// than the frames asked for are ever held): a compressed greyscale object's Modality LUT
+// Sequence is applied (the stored values exist only then; set per object by applyModalityLut),
+// and colour of more than 8 bits a sample is narrowed to the 8 bits the renderer reads colour
+// frames as (it reads them as bytes; before, a 16-bit sample was read as two).
 let compressedLut = null;
 for (const name of ["decodeRle", "decodeJpeg", "decodeJpegLs", "decodeJpeg2000", "decodeJpegXl"]) {
   const decode = NativePixelDecoder[name];
   if (typeof decode !== "function") continue;
-  NativePixelDecoder[name] = function (...args) {
-    const decoded = decode.apply(this, args);
-    if (compressedLut && decoded && ArrayBuffer.isView(decoded)) {
-      mapThroughModalityLut(new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength), compressedLut.lut, compressedLut.bitsStored, compressedLut.signed);
+  NativePixelDecoder[name] = function (pixel, ...rest) {
+    const decoded = decode.call(this, pixel, ...rest);
+    if (!decoded || !ArrayBuffer.isView(decoded)) return decoded;
+    const bytes = new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength);
+    if (compressedLut) mapThroughModalityLut(bytes, compressedLut.lut, compressedLut.bitsStored, compressedLut.signed);
+    const bitsAllocated = pixel?.getBitsAllocated?.();
+    // The JPEG 2000 codec already hands over colour as 8-bit samples (checked on a 16-bit RGB
+    // object written by gdcmconv --j2k); RLE, JPEG-LS and JPEG lossless hand over what is stored.
+    if (name !== "decodeJpeg2000" && pixel?.getSamplesPerPixel?.() === 3 && (bitsAllocated === 16 || bitsAllocated === 32)) {
+      return narrowSamples(bytes, bitsAllocated / 8, pixel.getBitsStored?.() || bitsAllocated);
     }
     return decoded;
   };
@@ -209,40 +218,17 @@ function applyModalityLut(image, all) {
   return [];
 }
 
-const RLE = "1.2.840.10008.1.2.5";
-
 /**
- * Colour of more than 8 bits a sample made 8-bit before the renderer sees it (it reads colour
- * frames as bytes): native frames narrowed in place, RLE frames decoded here (frame-values.mjs)
- * and handed over as native. Other compressed colour of this depth is refused by the main thread.
+ * Native colour of more than 8 bits a sample made 8-bit before the renderer sees it (it reads
+ * colour frames as bytes), narrowed once here (no larger than the file itself). Compressed
+ * frames are narrowed as each is decoded (the decoder wrappers above).
  */
 function narrowWideColour(image, all) {
   const bitsAllocated = Number(all.BitsAllocated);
-  if (Number(all.SamplesPerPixel) !== 3 || !(bitsAllocated === 16 || bitsAllocated === 32)) return;
-  const bytesPerSample = bitsAllocated / 8;
-  const bitsStored = Number(all.BitsStored) || bitsAllocated;
-  const ts = image.getTransferSyntaxUid();
-  let narrowed;
-  if (NATIVE_LE.has(ts)) {
-    const bytes = valueBytes(all.PixelData);
-    if (!bytes) return;
-    narrowed = narrowSamples(bytes, bytesPerSample, bitsStored);
-  } else if (ts === RLE) {
-    const rows = Number(all.Rows);
-    const columns = Number(all.Columns);
-    const frames = Math.max(1, Number(all.NumberOfFrames) || 1);
-    const fragments = (Array.isArray(all.PixelData) ? all.PixelData : [all.PixelData]).map(valueBytes).filter((b) => b && b.length > 0);
-    if (fragments.length !== frames) throw new Error(`RLE pixel data holds ${fragments.length} fragments for ${frames} frames`);
-    narrowed = new Uint8Array(rows * columns * 3 * frames);
-    for (const [k, fragment] of fragments.entries()) {
-      const frame = decodeRleFrame(fragment, rows * columns, 3, bytesPerSample);
-      if (!frame) throw new Error(`frame ${k + 1}'s RLE header does not describe ${3 * bytesPerSample} segments`);
-      narrowed.set(narrowSamples(frame, bytesPerSample, bitsStored), k * rows * columns * 3);
-    }
-    image.setTransferSyntaxUid("1.2.840.10008.1.2.1");
-    image.setElement("PlanarConfiguration", 0);
-  } else return;
-  image.setElement("PixelData", [narrowed.buffer]);
+  if (Number(all.SamplesPerPixel) !== 3 || !(bitsAllocated === 16 || bitsAllocated === 32) || !NATIVE_LE.has(image.getTransferSyntaxUid())) return;
+  const bytes = valueBytes(all.PixelData);
+  if (!bytes) return;
+  image.setElement("PixelData", [narrowSamples(bytes, bitsAllocated / 8, Number(all.BitsStored) || bitsAllocated).buffer]);
   image.setElement("BitsAllocated", 8);
   image.setElement("BitsStored", 8);
   image.setElement("HighBit", 7);

@@ -149,11 +149,22 @@ describe.skipIf(missing !== null)("real objects against pydicom and DCMTK", () =
     expect(await ourPixels(img!.data, 1)).toEqual(await ourPixels(plain!.data, 1));
   });
 
-  it("16- and 32-bit RGB (native and RLE, pydicom's test objects) are shown as their top 8 stored bits, as pydicom reads them", async () => {
+  it("16- and 32-bit RGB (native and RLE, pydicom's test objects) are shown as their top 8 stored bits, as pydicom reads them; so are 16-bit RGB frames from JPEG lossless, JPEG-LS (DCMTK) and JPEG 2000 (GDCM)", async () => {
     for (const name of ["SC_rgb_16bit.dcm", "SC_rgb_rle_16bit.dcm", "SC_rgb_rle_32bit.dcm"]) {
       const [img] = await render(name);
       const [ref] = await standardReading(dir, fixture(name), name.replace(/\.dcm$/, ""));
       expectSameColour(await ourPixels(img!.data, 3), ref!, name, 0.99, 1);
+    }
+    const [native] = await render("SC_rgb_16bit.dcm");
+    const expected = await ourPixels(native!.data, 3);
+    const compressed = [
+      await debianTool(dir, "dcmcjpeg", ["+e1"], fixture("SC_rgb_16bit.dcm"), "rgb16-jpll"),
+      await debianTool(dir, "dcmcjpls", [], fixture("SC_rgb_16bit.dcm"), "rgb16-jls"),
+      fixture("SC_rgb_16bit_j2k_gdcm.dcm"),
+    ];
+    for (const [k, file] of compressed.entries()) {
+      const [img] = await render(`rgb16-${k}`, file);
+      expect(await ourPixels(img!.data, 3), img!.dicom!.transferSyntaxUid).toEqual(expected);
     }
   });
 
