@@ -95,14 +95,14 @@ function int(v: unknown): number | undefined {
   return typeof n === "number" && Number.isInteger(n) ? n : undefined;
 }
 
-/** Segmentation Storage: binary or fractional masks over other images (PS3.3 A.51). */
-const SEGMENTATION_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.66.4";
+/** Segmentation Storage (binary or fractional masks, PS3.3 A.51) and Label Map Segmentation Storage: masks over other images. */
+const SEGMENTATION_SOP_CLASSES = new Set(["1.2.840.10008.5.1.4.1.1.66.4", "1.2.840.10008.5.1.4.1.1.66.7"]);
 
 /** The header attributes the main thread reads (the worker sends back these and no others). */
 const HEADER_ATTRIBUTES = [
   "Rows", "Columns", "NumberOfFrames", "SamplesPerPixel", "BitsAllocated", "PhotometricInterpretation", "Modality",
   "BurnedInAnnotation", "WindowCenter", "WindowWidth", "SOPInstanceUID", "SeriesInstanceUID", "StudyInstanceUID",
-  "SOPClassUID", "TotalPixelMatrixColumns", "TotalPixelMatrixRows", "DimensionOrganizationType", "ImageType",
+  "SOPClassUID", "SegmentationType", "TotalPixelMatrixColumns", "TotalPixelMatrixRows", "DimensionOrganizationType", "ImageType",
   ...CONTEXT_ATTRIBUTES,
 ];
 
@@ -273,10 +273,14 @@ function checkedPixels(imageId: string, checked: CheckedFile, limits: DicomLimit
     throw refuse("UNSUPPORTED_MEDIA", imageId, `floating-point pixel data is not rendered (${dicom.header.floatPixelData === "double" ? "Double Float" : "Float"} Pixel Data, as a parametric map carries); send a rendered picture of it`, { problem: "floating-point-pixel-data" });
   }
   if (!dicom.header.hasPixelData) throw refuse("INVALID_INPUT", imageId, "the object has no pixel data (a report or structured document, not an image)");
-  if (int(elements.BitsAllocated) === 1) {
-    const seg = text(elements.SOPClassUID) === SEGMENTATION_SOP_CLASS || text(elements.Modality) === "SEG";
-    throw refuse("UNSUPPORTED_MEDIA", imageId, seg ? "a 1-bit segmentation (SEG) is not rendered: its frames are masks over other images, not pictures; send the images it segments" : "1-bit pixel data is not rendered; send the image as 8 or 16 bits a sample", { problem: seg ? "segmentation" : "1-bit-pixel-data" });
+  // Every kind of segmentation is masks over other images, whatever its depth: a FRACTIONAL or
+  // LABELMAP one (8 bits, highdicom's test objects) rendered as a grey or palette picture before.
+  const seg = SEGMENTATION_SOP_CLASSES.has(text(elements.SOPClassUID) ?? "") || text(elements.Modality) === "SEG";
+  if (seg) {
+    const kind = int(elements.BitsAllocated) === 1 ? "1-bit" : (text(elements.SegmentationType)?.toLowerCase().replace(/[^a-z]/g, "") ?? "8-bit");
+    throw refuse("UNSUPPORTED_MEDIA", imageId, `a ${kind} segmentation (SEG) is not rendered: its frames are masks over other images, not pictures; send the images it segments`, { problem: "segmentation" });
   }
+  if (int(elements.BitsAllocated) === 1) throw refuse("UNSUPPORTED_MEDIA", imageId, "1-bit pixel data is not rendered; send the image as 8 or 16 bits a sample", { problem: "1-bit-pixel-data" });
   if (!TRANSFER_SYNTAXES[tsUid]) {
     throw refuse("UNSUPPORTED_MEDIA", imageId, `transfer syntax ${tsUid} is not supported; send it uncompressed or as RLE, JPEG, JPEG-LS or JPEG 2000`, { transferSyntaxUid: tsUid });
   }

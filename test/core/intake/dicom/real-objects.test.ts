@@ -55,6 +55,14 @@ describe("objects that must be refused, refused for what they are", () => {
     expect(e.message).toContain("1-bit segmentation (SEG)");
   });
 
+  it("highdicom's FRACTIONAL (8-bit) and LABELMAP segmentations are refused as segmentations too, not rendered as grey pictures", async () => {
+    for (const [name, kind] of [["highdicom-seg-fractional.dcm", "fractional"], ["highdicom-seg-labelmap.dcm", "labelmap"]] as const) {
+      const e = await refusal(render(name));
+      expect(e.code).toBe("UNSUPPORTED_MEDIA");
+      expect(e.message).toContain(`a ${kind} segmentation (SEG) is not rendered`);
+    }
+  });
+
   it("a SEG in a transfer syntax we do not read (Deflated Image Frame Compression, pydicom-data's liver_deflate) is still refused as a segmentation, not for its syntax", async () => {
     const e = await refusal(render("liver_deflate.dcm"));
     expect(e.code).toBe("UNSUPPORTED_MEDIA");
