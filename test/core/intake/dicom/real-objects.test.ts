@@ -48,6 +48,29 @@ describe("an H&E tile wrapped by img2dcm (a real tile, JPEG without APP14)", () 
   });
 });
 
+describe("colour objects Debian's pydicom 2.3 cannot decode, against pydicom 3's own reference values (tests/pixels/pixels_reference.py @ fb1f24e)", () => {
+  /** The rendered pixel at row y, column x. */
+  async function pixelsOf(name: string): Promise<(y: number, x: number) => number[]> {
+    const [img] = await render(name);
+    const { data, info } = await sharp(Buffer.from(img!.data, "base64")).raw().toBuffer({ resolveWithObject: true });
+    return (y, x) => Array.from(data.subarray((y * info.width + x) * info.channels, (y * info.width + x) * info.channels + 3));
+  }
+
+  it("JPEG-LS near-lossless RGB, line and sample interleaved", async () => {
+    for (const name of ["SC_rgb_jls_lossy_line.dcm", "SC_rgb_jls_lossy_sample.dcm"]) {
+      const at = await pixelsOf(name);
+      expect([0, 10, 20, 30, 40, 50, 60, 70, 80, 90].map((y) => at(y, 0)), name).toEqual([[255, 0, 0], [255, 130, 130], [0, 255, 0], [130, 255, 130], [0, 0, 255], [130, 130, 255], [0, 0, 0], [65, 65, 65], [190, 190, 190], [255, 255, 255]]);
+    }
+  });
+
+  it("GDCM's JPEG 2000 YBR_RCT with a JP2 header, and GDCM's lossless JPEG RGB", async () => {
+    const gbr = await pixelsOf("GDCMJ2K_TextGBR.dcm");
+    expect([gbr(45, 140), gbr(46, 140), gbr(350, 195)]).toEqual([[223, 32, 32], [255, 0, 0], [128, 128, 128]]);
+    const rgb = await pixelsOf("SC_rgb_jpeg_gdcm.dcm");
+    expect([5, 15, 25, 35, 45, 55, 65, 75, 85, 95].map((y) => rgb(y, 50))).toEqual([[255, 0, 0], [255, 128, 128], [0, 255, 0], [128, 255, 128], [0, 0, 255], [128, 128, 255], [0, 0, 0], [64, 64, 64], [192, 192, 192], [255, 255, 255]]);
+  });
+});
+
 describe("objects that must be refused, refused for what they are", () => {
   it("dcmqi's segmentation (a real 1-bit SEG) is refused as a segmentation", async () => {
     const e = await refusal(render("dcmqi-seg.dcm"));
