@@ -248,6 +248,43 @@ export function walkPart10(buf: Buffer, limits: WalkLimits = DEFAULT_WALK_LIMITS
 }
 
 /**
+ * A DICOM dataset written without the Part 10 preamble — its file meta group first, or (older
+ * writers, ACR-NEMA style) its dataset straight away — as the Part 10 file DCMTK, GDCM and
+ * pydicom (with force) read it as: the preamble and "DICM" put in front, and a file meta group
+ * naming implicit or explicit VR little endian (whichever its first element is written in)
+ * when it has none. Null unless the whole result walks as DICOM within `limits`, so other
+ * bytes that merely start like an element are not taken for DICOM.
+ */
+export function part10FromBareDataset(buf: Buffer, limits: WalkLimits = DEFAULT_WALK_LIMITS): Buffer | null {
+  if (buf.length < 16) return null;
+  const group = buf.readUInt16LE(0);
+  const explicit = VRS.has(buf.toString("latin1", 4, 6));
+  let file: Buffer;
+  if (group === 0x0002 && explicit) file = Buffer.concat([Buffer.alloc(128), Buffer.from("DICM", "latin1"), buf]);
+  else if (group === 0x0008) {
+    const ts = Buffer.from(explicit ? `${EXPLICIT_LE}\0` : `${IMPLICIT_LE}\0`, "latin1");
+    const tsElement = Buffer.alloc(8);
+    tsElement.writeUInt16LE(0x0002, 0);
+    tsElement.writeUInt16LE(0x0010, 2);
+    tsElement.write("UI", 4, "latin1");
+    tsElement.writeUInt16LE(ts.length, 6);
+    const groupLength = Buffer.alloc(12);
+    groupLength.writeUInt16LE(0x0002, 0);
+    groupLength.write("UL", 4, "latin1");
+    groupLength.writeUInt16LE(4, 6);
+    groupLength.writeUInt32LE(tsElement.length + ts.length, 8);
+    file = Buffer.concat([Buffer.alloc(128), Buffer.from("DICM", "latin1"), groupLength, tsElement, ts, buf]);
+  } else return null;
+  try {
+    walkPart10(file, limits);
+    return file;
+  } catch (e) {
+    if (e instanceof DatasetShapeError) return null;
+    throw e;
+  }
+}
+
+/**
  * An implicit-VR little endian dataset (already walked within limits) rewritten in explicit VR
  * little endian, each element's VR from `vrOf` (the data dictionary; UN when unknown). For an
  * object whose transfer syntax says explicit VR but whose writer wrote implicit: the parser

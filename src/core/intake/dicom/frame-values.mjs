@@ -229,3 +229,30 @@ export function mapThroughModalityLut(bytes, lut, bitsStored, signed) {
     view.setUint16(i * 2, lut.table[Math.min(last, Math.max(0, v - firstMapped))], true);
   }
 }
+
+/** JPEG-LS transfer syntaxes (lossless and near-lossless). */
+const JPEG_LS_SYNTAXES = new Set(["1.2.840.10008.1.2.4.80", "1.2.840.10008.1.2.4.81"]);
+
+/**
+ * Whether a JPEG-LS colour codestream is plane-interleaved (ILV 0, ISO 14495-1 C.2.3: one scan
+ * per component): CharLS then hands the frame over plane by plane, whatever the header's
+ * PlanarConfiguration says (pydicom reads such frames as planes too). True, false, or
+ * undefined when `bytes` holds no readable JPEG-LS header; only for the JPEG-LS syntaxes.
+ */
+export function jpegLsPlaneInterleaved(tsUid, bytes) {
+  if (!JPEG_LS_SYNTAXES.has(tsUid) || !bytes || !(bytes[0] === 0xff && bytes[1] === 0xd8)) return undefined;
+  let p = 2;
+  while (p + 4 <= bytes.length && p < 64 * 1024) {
+    if (bytes[p] !== 0xff) return undefined;
+    const marker = bytes[p + 1];
+    if (marker === 0xff) { p++; continue; }
+    const len = (bytes[p + 2] << 8) | bytes[p + 3];
+    if (marker === 0xda) {
+      const ns = bytes[p + 4];
+      const ilv = bytes[p + 5 + ns * 2 + 1];
+      return ilv === undefined ? undefined : ilv === 0;
+    }
+    p += 2 + len;
+  }
+  return undefined;
+}

@@ -11,7 +11,7 @@
 // thread whose memory has grown past its bound.
 import { createRequire } from "node:module";
 import { parentPort } from "node:worker_threads";
-import { expandSegmentedLut, firstItem, frameContent, frameValues, j2kPhotometric, jpegHoldsYcbcr, mapThroughModalityLut, modalityLut, narrowSamples, valueBytes } from "./frame-values.mjs";
+import { expandSegmentedLut, firstItem, frameContent, frameValues, j2kPhotometric, jpegHoldsYcbcr, jpegLsPlaneInterleaved, mapThroughModalityLut, modalityLut, narrowSamples, valueBytes } from "./frame-values.mjs";
 import { slimWsiMetadata } from "./wsi-metadata.mjs";
 
 // The codecs' memory is not reachable through dcmjs-imaging's API: note every memory a
@@ -256,6 +256,14 @@ parentPort.on("message", async (job) => {
       // whatever PlanarConfiguration says (PS3.5 G.2; pydicom and DCMTK read it so); the
       // renderer follows PlanarConfiguration, so it is set to what the decoded frame is.
       if (image.getTransferSyntaxUid() === "1.2.840.10008.1.2.5" && Number(all.SamplesPerPixel) === 3) image.setElement("PlanarConfiguration", "1");
+      // A plane-interleaved JPEG-LS colour frame (ILV 0) is decoded plane by plane too: before,
+      // pydicom-data's JLSL_RGB_ILV0 came out as grey-green noise.
+      if (Number(all.SamplesPerPixel) === 3) {
+        const fragments = Array.isArray(all.PixelData) ? all.PixelData : [all.PixelData];
+        const stream = fragments.map(valueBytes).find((b) => b && b.length > 4 && b[0] === 0xff && b[1] === 0xd8);
+        const planes = jpegLsPlaneInterleaved(image.getTransferSyntaxUid(), stream);
+        if (planes !== undefined) image.setElement("PlanarConfiguration", planes ? 1 : 0);
+      }
       currentPhotometric = typeof all.PhotometricInterpretation === "string" ? all.PhotometricInterpretation : "";
       const warnings = [];
       if (all.PhotometricInterpretation === "PALETTE COLOR") expandSegmentedPalette(image, all);

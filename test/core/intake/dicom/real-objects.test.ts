@@ -7,10 +7,12 @@
  * rendered through the pipeline and compared with an independent reading (pydicom and numpy,
  * DCMTK's dcmj2pnm, or the picture the object was made from), per channel for colour.
  */
+import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MedmmvError } from "../../../../src/core/contracts/errors.js";
@@ -63,11 +65,45 @@ describe("colour objects Debian's pydicom 2.3 cannot decode, against pydicom 3's
     }
   });
 
+  it("plane-interleaved JPEG-LS colour (ILV 0, lossless and near-lossless; written without a preamble) is read plane by plane, as the line- and sample-interleaved copies are", async () => {
+    const lossless = await pixelsOf("JLSL_RGB_ILV0.dcm");
+    expect([124, 125, 126, 127].map((y) => lossless(y, 40))).toEqual([[115, 109, 91], [109, 105, 100], [100, 111, 94], [192, 53, 172]]);
+    const near = await pixelsOf("JLSN_RGB_ILV0.dcm");
+    expect([124, 125, 126, 127].map((y) => near(y, 40))).toEqual([[118, 110, 92], [110, 103, 99], [97, 113, 96], [191, 55, 175]]);
+  });
+
   it("GDCM's JPEG 2000 YBR_RCT with a JP2 header, and GDCM's lossless JPEG RGB", async () => {
     const gbr = await pixelsOf("GDCMJ2K_TextGBR.dcm");
     expect([gbr(45, 140), gbr(46, 140), gbr(350, 195)]).toEqual([[223, 32, 32], [255, 0, 0], [128, 128, 128]]);
     const rgb = await pixelsOf("SC_rgb_jpeg_gdcm.dcm");
     expect([5, 15, 25, 35, 45, 55, 65, 75, 85, 95].map((y) => rgb(y, 50))).toEqual([[255, 0, 0], [255, 128, 128], [0, 255, 0], [128, 255, 128], [0, 0, 255], [128, 128, 255], [0, 0, 0], [64, 64, 64], [192, 192, 192], [255, 255, 255]]);
+  });
+});
+
+describe("DICOM written without the Part 10 preamble", () => {
+  it("pydicom-data's OT-PAL-8-face (a palette image, its dataset from the first byte, no file meta) renders as DCMTK's dcmj2pnm renders it", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "medmmv-bare-"));
+    try {
+      const [img] = await render("OT-PAL-8-face.dcm");
+      expect(img!.dicom!.transferSyntaxUid).toBe("1.2.840.10008.1.2");
+      const src = path.join(dir, "face.dcm");
+      const out = path.join(dir, "face.ppm");
+      await writeFile(src, fixture("OT-PAL-8-face.dcm"));
+      await promisify(execFile)("dcmj2pnm", ["--write-raw-pnm", src, out]);
+      const ppm = await readFile(out);
+      const theirs = ppm.subarray(ppm.length - 640 * 480 * 3);
+      expect(await ourPixels(img!.data, 3)).toEqual(Array.from(theirs));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("bytes that merely start like a DICOM element are not taken for DICOM", async () => {
+    const junk = Buffer.alloc(64, 0xab);
+    junk.writeUInt16LE(0x0008, 0);
+    const e = await refusal(render("junk", junk));
+    expect(e.code).toBe("UNSUPPORTED_MEDIA");
+    expect(e.message).toMatch(/not a supported format/);
   });
 });
 
