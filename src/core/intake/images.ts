@@ -5,6 +5,7 @@ import { MedmmvError } from "../contracts/errors.js";
 import type { ImageInput, LoadedImage } from "../contracts/clinical-case.js";
 import { DEFAULT_MAX_DECODED_BYTES, decodeImage } from "./image-decoder.js";
 import { isDicomPart10, renderDicom, reservePictures, type PictureBudget } from "./dicom/render-dicom.js";
+import { part10FromBareDataset } from "./dicom/dataset-walk.js";
 import { fetchInstances, isWholeSlideSeries, locateSeries, type DicomwebOptions } from "./dicom/dicomweb.js";
 import { readWholeSlide } from "./dicom/whole-slide.js";
 
@@ -162,6 +163,10 @@ export async function prepareImages(input: ImageInput, opts: PrepareImageOptions
   }
   const buf = await imageBytes(input, opts);
   if (isDicomPart10(buf)) return renderDicom(input.id, buf, input.caption, dicomLimits);
+  // DICOM written without the Part 10 preamble (older writers; DCMTK and GDCM read it): read
+  // as the Part 10 file it would be, when the whole of it walks as DICOM.
+  const bare = sniffImageMime(buf) === null ? part10FromBareDataset(buf) : null;
+  if (bare) return renderDicom(input.id, bare, input.caption, dicomLimits);
   opts.signal?.throwIfAborted();
   reservePictures(opts.pictures, 1, input.id);
   return [await decodedImage(input, buf, opts)];

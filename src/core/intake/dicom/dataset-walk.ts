@@ -28,6 +28,12 @@ export interface DatasetShape {
   implicitVrMislabelled: boolean;
   /** The encapsulated pixel data's fragments (the basic offset table left out); empty when native. */
   fragments: Array<{ offset: number; length: number }>;
+  /**
+   * Top-level private elements read as sequences without a VR to say so (UN, or implicit VR)
+   * that hold encapsulated pixel data — a GE icon in (0009,1110) after a PACS forgot its VR.
+   * The parser loses its way in them; they are left out before parsing (renderDicom).
+   */
+  hiddenIcons: Array<{ start: number; end: number; tag: string }>;
   elements: number;
   depth: number;
 }
@@ -101,6 +107,9 @@ class Walker {
   elements = 0;
   depth = 0;
   fragments: Array<{ offset: number; length: number }> = [];
+  hiddenIcons: Array<{ start: number; end: number; tag: string }> = [];
+  /** Encapsulated pixel data found inside sequences so far. */
+  private nestedEncapsulated = 0;
   constructor(
     private readonly buf: Buffer,
     private readonly big: boolean,
@@ -132,6 +141,8 @@ class Walker {
         throw new DatasetShapeError("malformed", `a delimiter ${tagName(group, element)} stands where an element should`);
       }
       this.count();
+      const start = pos;
+      const nestedBefore = this.nestedEncapsulated;
       let vr: string | null = null;
       let len: number;
       if (implicit) {
@@ -154,7 +165,10 @@ class Walker {
         // which holds fragments, not items of a sequence.
         if (group === 0x7fe0 && element === 0x0010) pos = this.encapsulated(pos, depth === 0);
         // A sequence, or UN holding one (read as implicit VR little endian, PS3.5 6.2.2).
-        else pos = this.sequence(pos, UNDEFINED, depth + 1, implicit || vr === "UN");
+        else {
+          pos = this.sequence(pos, UNDEFINED, depth + 1, implicit || vr === "UN");
+          if (depth === 0 && group % 2 === 1 && (vr === "UN" || vr === null) && this.nestedEncapsulated > nestedBefore) this.hiddenIcons.push({ start, end: pos, tag: tagName(group, element) });
+        }
         continue;
       }
       this.need(pos, len, `element ${tagName(group, element)}`);
@@ -210,6 +224,7 @@ class Walker {
       pos += 8;
       this.need(pos, len, "a pixel data fragment");
       if (!first && own) this.fragments.push({ offset: pos, length: len });
+      if (first && !own) this.nestedEncapsulated++;
       first = false;
       pos += len;
     }
@@ -229,7 +244,44 @@ export function walkPart10(buf: Buffer, limits: WalkLimits = DEFAULT_WALK_LIMITS
   }
   const walker = new Walker(buf, ts === EXPLICIT_BE && !mislabelled, limits);
   walker.dataset(meta.end, buf.length, 0, implicit, false);
-  return { transferSyntaxUid: ts, datasetStart: meta.end, implicitVrMislabelled: mislabelled, fragments: walker.fragments, elements: walker.elements, depth: walker.depth };
+  return { transferSyntaxUid: ts, datasetStart: meta.end, implicitVrMislabelled: mislabelled, fragments: walker.fragments, hiddenIcons: walker.hiddenIcons, elements: walker.elements, depth: walker.depth };
+}
+
+/**
+ * A DICOM dataset written without the Part 10 preamble — its file meta group first, or (older
+ * writers, ACR-NEMA style) its dataset straight away — as the Part 10 file DCMTK, GDCM and
+ * pydicom (with force) read it as: the preamble and "DICM" put in front, and a file meta group
+ * naming implicit or explicit VR little endian (whichever its first element is written in)
+ * when it has none. Null unless the whole result walks as DICOM within `limits`, so other
+ * bytes that merely start like an element are not taken for DICOM.
+ */
+export function part10FromBareDataset(buf: Buffer, limits: WalkLimits = DEFAULT_WALK_LIMITS): Buffer | null {
+  if (buf.length < 16) return null;
+  const group = buf.readUInt16LE(0);
+  const explicit = VRS.has(buf.toString("latin1", 4, 6));
+  let file: Buffer;
+  if (group === 0x0002 && explicit) file = Buffer.concat([Buffer.alloc(128), Buffer.from("DICM", "latin1"), buf]);
+  else if (group === 0x0008) {
+    const ts = Buffer.from(explicit ? `${EXPLICIT_LE}\0` : `${IMPLICIT_LE}\0`, "latin1");
+    const tsElement = Buffer.alloc(8);
+    tsElement.writeUInt16LE(0x0002, 0);
+    tsElement.writeUInt16LE(0x0010, 2);
+    tsElement.write("UI", 4, "latin1");
+    tsElement.writeUInt16LE(ts.length, 6);
+    const groupLength = Buffer.alloc(12);
+    groupLength.writeUInt16LE(0x0002, 0);
+    groupLength.write("UL", 4, "latin1");
+    groupLength.writeUInt16LE(4, 6);
+    groupLength.writeUInt32LE(tsElement.length + ts.length, 8);
+    file = Buffer.concat([Buffer.alloc(128), Buffer.from("DICM", "latin1"), groupLength, tsElement, ts, buf]);
+  } else return null;
+  try {
+    walkPart10(file, limits);
+    return file;
+  } catch (e) {
+    if (e instanceof DatasetShapeError) return null;
+    throw e;
+  }
 }
 
 /**
@@ -317,6 +369,94 @@ export function implicitToExplicit(buf: Buffer, start: number, vrOf: (group: num
     return { out, next: pos };
   };
   return Buffer.concat(dataset(start, buf.length, false).out);
+}
+
+/** Bytes a VR's values are made of, for byte order: 0 for text and bytes, which keep their order. */
+const VALUE_UNIT: Record<string, number> = { US: 2, SS: 2, OW: 2, AT: 2, UL: 4, SL: 4, FL: 4, OF: 4, OL: 4, FD: 8, OD: 8, SV: 8, UV: 8, OV: 8 };
+
+/**
+ * An explicit-VR big endian dataset (already walked within limits) rewritten in explicit VR
+ * little endian: every tag, length and numeric value swapped, text and OB/UN bytes kept. The
+ * retired big endian syntax is read this way so that one reader handles every byte order:
+ * dcmjs-imaging swaps only 16-bit pixel data, so 32-bit pixels, lookup tables (plain and
+ * segmented palettes, Modality LUT Data) and 8-bit pixels in OW came out wrong. Pixel Data
+ * is swapped by its own BitsAllocated (32-bit values as 32-bit; 8-bit samples in OW by
+ * 16-bit words, PS3.5 8.1.1), as pydicom and DCMTK read it. Lengths do not change, so the
+ * result is the same size.
+ */
+export function bigEndianToLittle(buf: Buffer, start: number): Buffer {
+  const out = Buffer.from(buf.subarray(start));
+  const at = (p: number) => p - start;
+  const swapRun = (pos: number, len: number, unit: number) => {
+    if (unit === 2) out.subarray(at(pos), at(pos) + (len & ~1)).swap16();
+    else if (unit === 4) out.subarray(at(pos), at(pos) + (len & ~3)).swap32();
+    else if (unit === 8) out.subarray(at(pos), at(pos) + (len & ~7)).swap64();
+  };
+  const header = (pos: number, long: boolean) => {
+    swapRun(pos, 4, 2); // group, element
+    if (long) swapRun(pos + 8, 4, 4);
+    else swapRun(pos + 6, 2, 2);
+  };
+  const item = (pos: number) => {
+    swapRun(pos, 4, 2);
+    swapRun(pos + 4, 4, 4);
+  };
+  const dataset = (pos: number, end: number, delimited: boolean): number => {
+    let bitsAllocated = 16;
+    while (delimited || pos < end) {
+      if (pos + 8 > buf.length) return buf.length;
+      const group = buf.readUInt16BE(pos);
+      const element = buf.readUInt16BE(pos + 2);
+      if (group === 0xfffe) {
+        item(pos);
+        return pos + 8;
+      }
+      const vr = buf.toString("latin1", pos + 4, pos + 6);
+      const long = LONG_VRS.has(vr);
+      const len = long ? buf.readUInt32BE(pos + 8) : buf.readUInt16BE(pos + 6);
+      header(pos, long);
+      pos += long ? 12 : 8;
+      if (group === 0x0028 && element === 0x0100 && len >= 2) bitsAllocated = buf.readUInt16BE(pos);
+      if (len === UNDEFINED) {
+        pos = group === 0x7fe0 && element === 0x0010 ? fragments(pos) : sequence(pos, UNDEFINED);
+        continue;
+      }
+      if (vr === "SQ") sequence(pos, len);
+      else if (group === 0x7fe0 && element === 0x0010) swapRun(pos, len, vr === "OB" ? 0 : Math.max(2, bitsAllocated / 8));
+      else swapRun(pos, len, VALUE_UNIT[vr] ?? 0);
+      pos += len;
+    }
+    return pos;
+  };
+  const sequence = (pos: number, len: number): number => {
+    const end = len === UNDEFINED ? buf.length : pos + len;
+    while (pos + 8 <= end) {
+      const element = buf.readUInt16BE(pos + 2);
+      const itemLen = buf.readUInt32BE(pos + 4);
+      item(pos);
+      pos += 8;
+      if (element === 0xe0dd) return pos;
+      if (itemLen === UNDEFINED) pos = dataset(pos, buf.length, true);
+      else {
+        dataset(pos, pos + itemLen, false);
+        pos += itemLen;
+      }
+    }
+    return pos;
+  };
+  const fragments = (pos: number): number => {
+    while (pos + 8 <= buf.length) {
+      const element = buf.readUInt16BE(pos + 2);
+      const len = buf.readUInt32BE(pos + 4);
+      item(pos);
+      pos += 8;
+      if (element === 0xe0dd) return pos;
+      pos += len;
+    }
+    return pos;
+  };
+  dataset(start, buf.length, false);
+  return out;
 }
 
 /** A VR from a data dictionary entry's VR (dcmjs writes "ox" for OB or OW, "xs" for US or SS), UN when unknown. */

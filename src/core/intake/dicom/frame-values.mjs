@@ -193,3 +193,66 @@ export function jpegHoldsYcbcr(bytes, photometric) {
   if (ids[0] === 0x52 && ids[1] === 0x47 && ids[2] === 0x42) return false;
   return String(photometric ?? "").startsWith("YBR");
 }
+
+/**
+ * Colour samples of more than 8 bits as the 8-bit samples a picture holds: each little endian
+ * sample of `bytesPerSample` bytes shifted down to its top 8 stored bits (how DCMTK and
+ * pydicom-based viewers display 16- and 32-bit RGB). The renderer reads colour frames as
+ * bytes, so without this a 16-bit RGB frame is read as twice as many 8-bit samples.
+ */
+export function narrowSamples(bytes, bytesPerSample, bitsStored) {
+  const count = Math.floor(bytes.length / bytesPerSample);
+  const out = new Uint8Array(count);
+  const shift = Math.max(0, Math.min(bitsStored, bytesPerSample * 8) - 8);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let i = 0; i < count; i++) {
+    const v = bytesPerSample === 2 ? view.getUint16(i * 2, true) : bytesPerSample === 4 ? view.getUint32(i * 4, true) : bytes[i * bytesPerSample];
+    out[i] = Math.min(255, Math.floor(v / 2 ** shift));
+  }
+  return out;
+}
+
+/**
+ * Greyscale stored values mapped through a Modality LUT in place: each sample of a decoded
+ * 16-bit frame (little endian, `bitsStored` bits, two's complement when `signed`) replaced
+ * by its table entry, clamped to the table's ends (PS3.3 C.11.1).
+ */
+export function mapThroughModalityLut(bytes, lut, bitsStored, signed) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const count = Math.floor(bytes.byteLength / 2);
+  const mask = bitsStored >= 16 ? 0xffff : (1 << bitsStored) - 1;
+  const last = lut.table.length - 1;
+  const firstMapped = signed && lut.firstMapped > 32767 ? lut.firstMapped - 65536 : lut.firstMapped;
+  for (let i = 0; i < count; i++) {
+    let v = view.getUint16(i * 2, true) & mask;
+    if (signed && v & (1 << (bitsStored - 1))) v -= 1 << bitsStored;
+    view.setUint16(i * 2, lut.table[Math.min(last, Math.max(0, v - firstMapped))], true);
+  }
+}
+
+/** JPEG-LS transfer syntaxes (lossless and near-lossless). */
+const JPEG_LS_SYNTAXES = new Set(["1.2.840.10008.1.2.4.80", "1.2.840.10008.1.2.4.81"]);
+
+/**
+ * Whether a JPEG-LS colour codestream is plane-interleaved (ILV 0, ISO 14495-1 C.2.3: one scan
+ * per component): CharLS then hands the frame over plane by plane, whatever the header's
+ * PlanarConfiguration says (pydicom reads such frames as planes too). True, false, or
+ * undefined when `bytes` holds no readable JPEG-LS header; only for the JPEG-LS syntaxes.
+ */
+export function jpegLsPlaneInterleaved(tsUid, bytes) {
+  if (!JPEG_LS_SYNTAXES.has(tsUid) || !bytes || !(bytes[0] === 0xff && bytes[1] === 0xd8)) return undefined;
+  let p = 2;
+  while (p + 4 <= bytes.length && p < 64 * 1024) {
+    if (bytes[p] !== 0xff) return undefined;
+    const marker = bytes[p + 1];
+    if (marker === 0xff) { p++; continue; }
+    const len = (bytes[p + 2] << 8) | bytes[p + 3];
+    if (marker === 0xda) {
+      const ns = bytes[p + 4];
+      const ilv = bytes[p + 5 + ns * 2 + 1];
+      return ilv === undefined ? undefined : ilv === 0;
+    }
+    p += 2 + len;
+  }
+  return undefined;
+}

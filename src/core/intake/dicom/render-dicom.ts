@@ -10,7 +10,7 @@ import { reservePictures, type PictureBudget } from "./picture-budget.js";
 import { WSI_SOP_CLASS } from "./dicomweb.js";
 import { slideFromInstance } from "./whole-slide-instance.js";
 import { declaredCodestreamSize } from "./codestream-size.js";
-import { DatasetShapeError, DEFAULT_WALK_LIMITS, DEFLATED_LE, EXPLICIT_LE, explicitVr, IMPLICIT_LE, implicitToExplicit, readFileMeta, walkPart10, withTransferSyntax, type DatasetShape } from "./dataset-walk.js";
+import { bigEndianToLittle, DatasetShapeError, DEFAULT_WALK_LIMITS, DEFLATED_LE, EXPLICIT_BE, EXPLICIT_LE, explicitVr, IMPLICIT_LE, implicitToExplicit, readFileMeta, walkPart10, withTransferSyntax, type DatasetShape } from "./dataset-walk.js";
 import { DicomWorkerError, withParsedDicom, type ParsedDicom, type RenderedFrame } from "./dicom-worker.js";
 import { CT_WINDOWS, defaultWindow, objectWindow, representativeFrames, type DicomWindow } from "./windows.js";
 
@@ -95,14 +95,14 @@ function int(v: unknown): number | undefined {
   return typeof n === "number" && Number.isInteger(n) ? n : undefined;
 }
 
-/** Segmentation Storage: binary or fractional masks over other images (PS3.3 A.51). */
-const SEGMENTATION_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.66.4";
+/** Segmentation Storage (binary or fractional masks, PS3.3 A.51) and Label Map Segmentation Storage: masks over other images. */
+const SEGMENTATION_SOP_CLASSES = new Set(["1.2.840.10008.5.1.4.1.1.66.4", "1.2.840.10008.5.1.4.1.1.66.7"]);
 
 /** The header attributes the main thread reads (the worker sends back these and no others). */
 const HEADER_ATTRIBUTES = [
   "Rows", "Columns", "NumberOfFrames", "SamplesPerPixel", "BitsAllocated", "PhotometricInterpretation", "Modality",
   "BurnedInAnnotation", "WindowCenter", "WindowWidth", "SOPInstanceUID", "SeriesInstanceUID", "StudyInstanceUID",
-  "SOPClassUID", "TotalPixelMatrixColumns", "TotalPixelMatrixRows", "DimensionOrganizationType", "ImageType",
+  "SOPClassUID", "SegmentationType", "TotalPixelMatrixColumns", "TotalPixelMatrixRows", "DimensionOrganizationType", "ImageType",
   ...CONTEXT_ATTRIBUTES,
 ];
 
@@ -163,6 +163,25 @@ async function checkedStructure(imageId: string, buf: Buffer, limits: DicomLimit
       else file = withTransferSyntax(file, meta.transferSyntaxUid, implicitToExplicit(file, shape.datasetStart, await dictionaryVrs()));
       shape = walkPart10(file);
       warnings.push(`the dataset is written in implicit VR although its transfer syntax (${writtenAs}) says explicit VR; read as implicit VR`);
+    } else if (meta.transferSyntaxUid === EXPLICIT_BE) {
+      // Read in little endian, every value swapped once here (the parser's own big endian
+      // support swaps only 16-bit pixel data); provenance keeps the syntax the sender wrote.
+      file = withTransferSyntax(file, EXPLICIT_LE, bigEndianToLittle(file, shape.datasetStart));
+      shape = walkPart10(file);
+    }
+    if (shape.hiddenIcons.length) {
+      // Icons are never sent; one in a private sequence whose VR was lost (UN) is left out so
+      // that the parser, which reads its encapsulated pixel data as items, keeps its way.
+      const parts: Buffer[] = [];
+      let at = 0;
+      for (const { start, end } of shape.hiddenIcons) {
+        parts.push(file.subarray(at, start));
+        at = end;
+      }
+      parts.push(file.subarray(at));
+      warnings.push(`the private element${shape.hiddenIcons.length > 1 ? "s" : ""} ${shape.hiddenIcons.map((h) => h.tag).join(", ")}, a sequence without its VR holding encapsulated (icon) pixel data, ${shape.hiddenIcons.length > 1 ? "were" : "was"} left out before parsing`);
+      file = Buffer.concat(parts);
+      shape = walkPart10(file);
     }
     return { file, shape, transferSyntaxUid: meta.transferSyntaxUid, warnings };
   } catch (e) {
@@ -248,16 +267,22 @@ interface RenderPlan {
 function checkedPixels(imageId: string, checked: CheckedFile, limits: DicomLimits, dicom: ParsedDicom): { rows: number; columns: number; frames: number; tsUid: string } {
   const { elements } = dicom.header;
   const tsUid = checked.transferSyntaxUid;
-  if (!TRANSFER_SYNTAXES[tsUid]) {
-    throw refuse("UNSUPPORTED_MEDIA", imageId, `transfer syntax ${tsUid} is not supported; send it uncompressed or as RLE, JPEG, JPEG-LS or JPEG 2000`, { transferSyntaxUid: tsUid });
-  }
+  // What the object is comes first: a segmentation or a parametric map is refused as such,
+  // whatever syntax carries it (a SEG in Deflated Image Frame Compression is still a SEG).
   if (dicom.header.floatPixelData) {
     throw refuse("UNSUPPORTED_MEDIA", imageId, `floating-point pixel data is not rendered (${dicom.header.floatPixelData === "double" ? "Double Float" : "Float"} Pixel Data, as a parametric map carries); send a rendered picture of it`, { problem: "floating-point-pixel-data" });
   }
   if (!dicom.header.hasPixelData) throw refuse("INVALID_INPUT", imageId, "the object has no pixel data (a report or structured document, not an image)");
-  if (int(elements.BitsAllocated) === 1) {
-    const seg = text(elements.SOPClassUID) === SEGMENTATION_SOP_CLASS || text(elements.Modality) === "SEG";
-    throw refuse("UNSUPPORTED_MEDIA", imageId, seg ? "a 1-bit segmentation (SEG) is not rendered: its frames are masks over other images, not pictures; send the images it segments" : "1-bit pixel data is not rendered; send the image as 8 or 16 bits a sample", { problem: seg ? "segmentation" : "1-bit-pixel-data" });
+  // Every kind of segmentation is masks over other images, whatever its depth: a FRACTIONAL or
+  // LABELMAP one (8 bits, highdicom's test objects) rendered as a grey or palette picture before.
+  const seg = SEGMENTATION_SOP_CLASSES.has(text(elements.SOPClassUID) ?? "") || text(elements.Modality) === "SEG";
+  if (seg) {
+    const kind = int(elements.BitsAllocated) === 1 ? "1-bit" : (text(elements.SegmentationType)?.toLowerCase().replace(/[^a-z]/g, "") ?? "8-bit");
+    throw refuse("UNSUPPORTED_MEDIA", imageId, `a ${kind} segmentation (SEG) is not rendered: its frames are masks over other images, not pictures; send the images it segments`, { problem: "segmentation" });
+  }
+  if (int(elements.BitsAllocated) === 1) throw refuse("UNSUPPORTED_MEDIA", imageId, "1-bit pixel data is not rendered; send the image as 8 or 16 bits a sample", { problem: "1-bit-pixel-data" });
+  if (!TRANSFER_SYNTAXES[tsUid]) {
+    throw refuse("UNSUPPORTED_MEDIA", imageId, `transfer syntax ${tsUid} is not supported; send it uncompressed or as RLE, JPEG, JPEG-LS or JPEG 2000`, { transferSyntaxUid: tsUid });
   }
   if (text(elements.BurnedInAnnotation)?.toUpperCase() === "YES") {
     throw refuse("UNPROCESSABLE", imageId, "BurnedInAnnotation is YES: the pixels may show the patient's name or ids, which must not reach a model; send a cleaned copy", { burnedInAnnotation: "YES" });

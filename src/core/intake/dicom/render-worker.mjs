@@ -10,7 +10,7 @@
 // thread whose memory has grown past its bound.
 import { createRequire } from "node:module";
 import { parentPort } from "node:worker_threads";
-import { expandSegmentedLut, firstItem, frameContent, frameValues, j2kPhotometric, jpegHoldsYcbcr, modalityLut, valueBytes } from "./frame-values.mjs";
+import { expandSegmentedLut, firstItem, frameContent, frameValues, j2kPhotometric, jpegHoldsYcbcr, jpegLsPlaneInterleaved, mapThroughModalityLut, modalityLut, narrowSamples, valueBytes } from "./frame-values.mjs";
 
 // The codecs' memory is not reachable through dcmjs-imaging's API: note every memory a
 // WebAssembly instance of this thread exports as it is created.
@@ -50,6 +50,30 @@ NativePixelDecoder.decodeJpeg = function (image, encoded, options) {
   }
   return decodeJpeg.call(this, image, encoded, options);
 };
+
+// What the codecs hand over is adjusted frame by frame, as each frame is decoded (so no more
+// than the frames asked for are ever held): a compressed greyscale object's Modality LUT
+// Sequence is applied (the stored values exist only then; set per object by applyModalityLut),
+// and colour of more than 8 bits a sample is narrowed to the 8 bits the renderer reads colour
+// frames as (it reads them as bytes; before, a 16-bit sample was read as two).
+let compressedLut = null;
+for (const name of ["decodeRle", "decodeJpeg", "decodeJpegLs", "decodeJpeg2000", "decodeJpegXl"]) {
+  const decode = NativePixelDecoder[name];
+  if (typeof decode !== "function") continue;
+  NativePixelDecoder[name] = function (pixel, ...rest) {
+    const decoded = decode.call(this, pixel, ...rest);
+    if (!decoded || !ArrayBuffer.isView(decoded)) return decoded;
+    const bytes = new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength);
+    if (compressedLut) mapThroughModalityLut(bytes, compressedLut.lut, compressedLut.bitsStored, compressedLut.signed);
+    const bitsAllocated = pixel?.getBitsAllocated?.();
+    // The JPEG 2000 codec already hands over colour as 8-bit samples (checked on a 16-bit RGB
+    // object written by gdcmconv --j2k); RLE, JPEG-LS and JPEG lossless hand over what is stored.
+    if (name !== "decodeJpeg2000" && pixel?.getSamplesPerPixel?.() === 3 && (bitsAllocated === 16 || bitsAllocated === 32)) {
+      return narrowSamples(bytes, bitsAllocated / 8, pixel.getBitsStored?.() || bitsAllocated);
+    }
+    return decoded;
+  };
+}
 
 function pixelBytes(v) {
   const parts = Array.isArray(v) ? v : [v];
@@ -128,17 +152,39 @@ function expandSegmentedPalette(image, all) {
 
 const NATIVE_LE = new Set(["1.2.840.10008.1.2", "1.2.840.10008.1.2.1"]);
 
+/** The output values of a Modality LUT are unsigned 16-bit with no rescale: the renderer is told so. */
+function relabelForLutOutput(image) {
+  image.setElement("BitsAllocated", 16);
+  image.setElement("BitsStored", 16);
+  image.setElement("HighBit", 15);
+  image.setElement("PixelRepresentation", 0);
+  image.setElement("RescaleSlope", 1);
+  image.setElement("RescaleIntercept", 0);
+  image.setElement("PixelPaddingValue", undefined);
+}
+
 /**
- * The Modality LUT Sequence applied (PS3.3 C.11.1): each stored value of a native greyscale
- * object replaced by its table entry, so the renderer windows the output values, as it does
- * a rescale. Other objects keep their stored values and say so in a warning.
+ * The Modality LUT Sequence applied (PS3.3 C.11.1): each stored value of a greyscale object
+ * replaced by its table entry, so the renderer windows the output values, as it does a
+ * rescale — a native object's values here, a compressed one's as each frame is decoded
+ * (compressedLut). An 8-bit compressed frame cannot hold 16-bit outputs: it keeps its stored
+ * values and says so in a warning.
  */
 function applyModalityLut(image, all) {
   const lut = modalityLut(all);
   if (!lut) return ["the Modality LUT Sequence is unusable; the stored values are shown"];
   const bitsAllocated = Number(all.BitsAllocated);
-  if (Number(all.SamplesPerPixel) !== 1 || !NATIVE_LE.has(image.getTransferSyntaxUid()) || (bitsAllocated !== 8 && bitsAllocated !== 16)) {
-    return ["the Modality LUT Sequence is applied only to uncompressed greyscale objects; the stored values are shown"];
+  const native = NATIVE_LE.has(image.getTransferSyntaxUid());
+  if (Number(all.SamplesPerPixel) !== 1 || (bitsAllocated !== 8 && bitsAllocated !== 16) || (!native && bitsAllocated !== 16)) {
+    return ["the Modality LUT Sequence is applied only to greyscale objects of 16 bits a sample (8 when uncompressed); the stored values are shown"];
+  }
+  if (!native) {
+    compressedLut = { lut, bitsStored: Number(all.BitsStored) || 16, signed: Number(all.PixelRepresentation) === 1 };
+    relabelForLutOutput(image);
+    // The frame's value range is taken from the decoded (mapped) values.
+    image.setElement("SmallestImagePixelValue", undefined);
+    image.setElement("LargestImagePixelValue", undefined);
+    return [];
   }
   const bytes = valueBytes(all.PixelData);
   if (!bytes) return [];
@@ -157,12 +203,7 @@ function applyModalityLut(image, all) {
     out[i] = lut.table[Math.min(last, Math.max(0, v - firstMapped))];
   }
   image.setElement("PixelData", [out.buffer]);
-  image.setElement("BitsAllocated", 16);
-  image.setElement("BitsStored", 16);
-  image.setElement("HighBit", 15);
-  image.setElement("PixelRepresentation", 0);
-  image.setElement("RescaleSlope", 1);
-  image.setElement("RescaleIntercept", 0);
+  relabelForLutOutput(image);
   // The renderer windows an object without a window of its own to these (its frame value range).
   let min = 65535;
   let max = 0;
@@ -172,8 +213,23 @@ function applyModalityLut(image, all) {
   }
   image.setElement("SmallestImagePixelValue", min);
   image.setElement("LargestImagePixelValue", max);
-  image.setElement("PixelPaddingValue", undefined);
   return [];
+}
+
+/**
+ * Native colour of more than 8 bits a sample made 8-bit before the renderer sees it (it reads
+ * colour frames as bytes), narrowed once here (no larger than the file itself). Compressed
+ * frames are narrowed as each is decoded (the decoder wrappers above).
+ */
+function narrowWideColour(image, all) {
+  const bitsAllocated = Number(all.BitsAllocated);
+  if (Number(all.SamplesPerPixel) !== 3 || !(bitsAllocated === 16 || bitsAllocated === 32) || !NATIVE_LE.has(image.getTransferSyntaxUid())) return;
+  const bytes = valueBytes(all.PixelData);
+  if (!bytes) return;
+  image.setElement("PixelData", [narrowSamples(bytes, bitsAllocated / 8, Number(all.BitsStored) || bitsAllocated).buffer]);
+  image.setElement("BitsAllocated", 8);
+  image.setElement("BitsStored", 8);
+  image.setElement("HighBit", 7);
 }
 
 function reply(body, transfer) {
@@ -185,6 +241,7 @@ parentPort.on("message", async (job) => {
   try {
     if (job.op === "header") {
       current = null;
+      compressedLut = null;
       const image = new DicomImage(job.bytes);
       current = image;
       const all = image.getElements();
@@ -192,10 +249,19 @@ parentPort.on("message", async (job) => {
       // whatever PlanarConfiguration says (PS3.5 G.2; pydicom and DCMTK read it so); the
       // renderer follows PlanarConfiguration, so it is set to what the decoded frame is.
       if (image.getTransferSyntaxUid() === "1.2.840.10008.1.2.5" && Number(all.SamplesPerPixel) === 3) image.setElement("PlanarConfiguration", "1");
+      // A plane-interleaved JPEG-LS colour frame (ILV 0) is decoded plane by plane too: before,
+      // pydicom-data's JLSL_RGB_ILV0 came out as grey-green noise.
+      if (Number(all.SamplesPerPixel) === 3) {
+        const fragments = Array.isArray(all.PixelData) ? all.PixelData : [all.PixelData];
+        const stream = fragments.map(valueBytes).find((b) => b && b.length > 4 && b[0] === 0xff && b[1] === 0xd8);
+        const planes = jpegLsPlaneInterleaved(image.getTransferSyntaxUid(), stream);
+        if (planes !== undefined) image.setElement("PlanarConfiguration", planes ? 1 : 0);
+      }
       currentPhotometric = typeof all.PhotometricInterpretation === "string" ? all.PhotometricInterpretation : "";
       const warnings = [];
       if (all.PhotometricInterpretation === "PALETTE COLOR") expandSegmentedPalette(image, all);
       if (all.ModalityLUTSequence !== undefined) warnings.push(...applyModalityLut(image, all));
+      narrowWideColour(image, all);
       if (Number(all.SamplesPerPixel) === 3) {
         const fragments = Array.isArray(all.PixelData) ? all.PixelData : [all.PixelData];
         const firstCodestream = fragments.map(valueBytes).find((b) => b && b.length > 4 && b[0] === 0xff && b[1] === 0x4f);
@@ -251,11 +317,15 @@ parentPort.on("message", async (job) => {
         frames.push({ width: r.width, height: r.height, pixels: r.pixels, window: r.windowLevel ? { center: r.windowLevel.getLevel(), width: r.windowLevel.getWindow() } : null });
       }
       // Kept only when the caller has more frames to ask for (a whole slide's tiles, in batches).
-      if (!job.more) current = null;
+      if (!job.more) {
+        current = null;
+        compressedLut = null;
+      }
       reply({ id: job.id, ok: true, frames }, frames.map((f) => f.pixels));
     }
   } catch (e) {
     current = null;
+    compressedLut = null;
     reply({ id: job.id, ok: false, error: message(e) });
   }
 });

@@ -30,7 +30,7 @@ export interface Rect {
 export interface RegionChoice extends Rect {
   /** Share of the cell's pixels that are tissue (0–1). */
   tissue: number;
-  /** Mean squared Laplacian of the cell's luminance over its tissue pixels: sharp detail scores high, blur low. */
+  /** Squared Laplacian of the cell's luminance summed over its tissue pixels whose neighbours are tissue too, per pixel of the cell: sharp detail scores high, blur low, a rim against glass or the glass itself not at all. */
   focus: number;
   /** Tissue cells the choice was made among. */
   among: number;
@@ -75,6 +75,8 @@ export function tissueInFocusCells(rgb: Buffer, width: number, height: number, s
   const tissue = new Uint8Array(n);
   for (let p = 0; p < n; p++) tissue[p] = sat[p]! > threshold && value[p]! >= DARKEST_TISSUE ? 1 : 0;
 
+  const solid = closeMask(tissue, width, height, GAP_RADIUS);
+
   const s = Math.max(1, Math.floor(side));
   // Whole cells only (a partial one at the right or bottom edge is not scored), unless the overview is smaller than one.
   const across = Math.max(1, Math.floor(width / s));
@@ -95,19 +97,55 @@ export function tissueInFocusCells(rgb: Buffer, width: number, height: number, s
           if (!tissue[p]) continue;
           inTissue++;
           if (x === 0 || y === 0 || x === width - 1 || y === height - 1) continue;
+          // Focus is measured inside tissue only: where tissue meets glass (a core's rim, the
+          // edge of a blot) the step in brightness is sharp however blurred the tissue is, and
+          // on a tissue-microarray slide it ranked an out-of-focus blot's rim first. Pale gaps
+          // between cells are not glass: the mask is closed first (`solid`), so the edges of
+          // nuclei next to them still count.
+          if (!solid[p - 1] || !solid[p + 1] || !solid[p - width] || !solid[p + width]) continue;
           const lap = lum[p - 1]! + lum[p + 1]! + lum[p - width]! + lum[p + width]! - 4 * lum[p]!;
           energy += lap * lap;
           measured++;
         }
       }
       const share = inTissue / (w * h);
-      if (share >= MIN_TISSUE) candidates.push({ x: x0, y: y0, width: w, height: h, tissue: share, focus: measured ? energy / measured : 0 });
+      // Over the whole cell, glass and rims counting zero: of two cells with equally sharp
+      // tissue, the one the tissue fills ranks first (a field a pathologist would read whole).
+      if (share >= MIN_TISSUE) candidates.push({ x: x0, y: y0, width: w, height: h, tissue: share, focus: measured ? energy / (w * h) : 0 });
     }
   }
   return candidates
     .sort((a, b) => b.focus - a.focus || a.y - b.y || a.x - b.x)
     .slice(0, count)
     .map((c) => ({ ...c, among: candidates.length, threshold }));
+}
+
+/** Gaps in the tissue mask up to twice this many pixels wide (pale cytoplasm, lumina between nuclei) are closed before focus is measured. */
+const GAP_RADIUS = 2;
+
+/** A binary mask closed (dilated, then eroded) by a square of side 2r + 1, separably: small gaps filled, glass left as it was. */
+function closeMask(mask: Uint8Array, width: number, height: number, r: number): Uint8Array {
+  const pass = (src: Uint8Array, dilate: boolean): Uint8Array => {
+    const tmp = new Uint8Array(src.length);
+    const out = new Uint8Array(src.length);
+    const want = dilate ? 1 : 0;
+    for (let y = 0; y < height; y++) {
+      for (let x = 0; x < width; x++) {
+        let v = dilate ? 0 : 1;
+        for (let d = Math.max(0, x - r); d <= Math.min(width - 1, x + r) && v !== want; d++) if (src[y * width + d] === want) v = want;
+        tmp[y * width + x] = v;
+      }
+    }
+    for (let y = 0; y < height; y++) {
+      for (let x = 0; x < width; x++) {
+        let v = dilate ? 0 : 1;
+        for (let d = Math.max(0, y - r); d <= Math.min(height - 1, y + r) && v !== want; d++) if (tmp[d * width + x] === want) v = want;
+        out[y * width + x] = v;
+      }
+    }
+    return out;
+  };
+  return pass(pass(mask, true), false);
 }
 
 /** Otsu's threshold of a 256-bin histogram of `total` values: the bin that best splits it in two. */

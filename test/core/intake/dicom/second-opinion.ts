@@ -18,12 +18,12 @@ export const PYTHON = "/usr/bin/python3";
 export function secondOpinionMissing(): string | null {
   if (!existsSync(PYTHON)) return "/usr/bin/python3 is missing (apt-get install python3-pydicom python3-numpy)";
   if (spawnSync(PYTHON, ["-c", "import pydicom, numpy"]).status !== 0) return "pydicom or numpy is missing under /usr/bin/python3 (apt-get install python3-pydicom python3-numpy)";
-  for (const tool of ["dcmconv", "dcmcjpeg", "dcmcrle", "dcmj2pnm"]) if (!["/usr/bin", "/usr/local/bin"].some((d) => existsSync(path.join(d, tool)))) return `${tool} is missing (apt-get install dcmtk)`;
+  for (const tool of ["dcmconv", "dcmcjpeg", "dcmcjpls", "dcmcrle", "dcmj2pnm"]) if (!["/usr/bin", "/usr/local/bin"].some((d) => existsSync(path.join(d, tool)))) return `${tool} is missing (apt-get install dcmtk)`;
   return null;
 }
 
 /** `input` (written to `dir`) converted by a Debian DICOM tool with `args`; the result's bytes. */
-export async function debianTool(dir: string, tool: "dcmconv" | "dcmcjpeg" | "dcmcrle", args: string[], input: Buffer, name: string): Promise<Buffer> {
+export async function debianTool(dir: string, tool: "dcmconv" | "dcmcjpeg" | "dcmcjpls" | "dcmcrle", args: string[], input: Buffer, name: string): Promise<Buffer> {
   const src = path.join(dir, `${name}-in.dcm`);
   const out = path.join(dir, `${name}.dcm`);
   await writeFile(src, input);
@@ -134,6 +134,9 @@ if pi == "PALETTE COLOR":
 elif ds.SamplesPerPixel == 3:
     if pi.startswith("YBR"):
         a = convert_color_space(a, "YBR_FULL", "RGB")
+    if ds.BitsAllocated > 8:
+        # Shown as 8-bit samples: the top 8 of the stored bits.
+        a = a >> (ds.BitsStored - 8)
     out = [a.reshape(-1).tolist()]
 else:
     stored = a.reshape((frames, ds.Rows, ds.Columns)).astype("int64")
