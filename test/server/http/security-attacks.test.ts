@@ -249,7 +249,7 @@ describe("tenant-visible errors", () => {
       for (const leak of [PROVIDER_TEXT, t.openai.baseUrl]) expect(events).not.toContain(leak);
       const logged = t.logs.lines().filter((l) => l.msg === "model call failed");
       expect(logged.length).toBeGreaterThan(0);
-      expect(logged[0]).toMatchObject({ endpoint: t.openai.baseUrl, status: 400 });
+      expect(logged[0]).toMatchObject({ endpoint: `${t.openai.baseUrl}/chat/completions`, status: 400 });
       expect(String(logged[0]!.provider)).toContain("overloaded");
       record("provider 400 with internal host names in its error text", 1, "tenant sees 'HTTP 400' and what to do; URL and provider text only in the server log");
     } finally {
