@@ -160,10 +160,15 @@ describe("conversation evals resume, repeat and run in parallel like the item ru
     const cache = { get: async (k: string) => stored.get(k) ?? null, put: async (k: string, v: Record<string, unknown>) => void stored.set(k, v) };
     servers.model.reset();
     await runConversationEval(opts({ concurrency: 2, runs: 1 }), { config: servers.config({ MEDMMV_CACHE: "all" }), cache });
-    const once = servers.model.stats().total;
+    expect(servers.model.stats().total).toBeGreaterThan(0);
+    // Counted in distinct requests (cache keys), not model calls: two identical requests of one run that happen to
+    // be in flight together both reach the model, one after the other the second is that run's own cache hit —
+    // timing, not freshness. A replay across runs or evals would add no key; fresh draws add a full set each.
+    const once = stored.size;
     expect(once).toBeGreaterThan(0);
     servers.model.reset();
     await runConversationEval(opts({ concurrency: 2, runs: 2 }), { config: servers.config({ MEDMMV_CACHE: "all" }), cache });
-    expect(servers.model.stats().total).toBe(2 * once);
+    expect(stored.size).toBe(3 * once);
+    expect(servers.model.stats().total).toBeGreaterThanOrEqual(2 * once);
   });
 });
