@@ -11,6 +11,7 @@
  */
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -207,6 +208,69 @@ describe.skipIf(missing !== null)("the same scan in SUV (slopes of 5e-5 to 2e-4,
       const ours = await ourPixels(img.data, 1);
       expect(correlation(ours, standard[k]!), `frame ${k + 1}`).toBeGreaterThanOrEqual(0.99);
       expect(meanDiff(ours, standard[k]!), `frame ${k + 1}`).toBeLessThanOrEqual(1);
+    }
+  });
+});
+
+/** The raw enhanced PET's seven source slices, as the scanner wrote them (classic PET Image Storage, a slope each). */
+const SLICES = ["1-001", "1-045", "1-089", "1-133", "1-177", "1-221", "1-265"].map((n) => readFileSync(path.join(FIXTURES, "pet-slices", `${n}.dcm`)));
+
+describe.skipIf(missing !== null)("the same seven slices as a classic PET series read from a PACS (DICOMweb), one instance each", () => {
+  let server: Server;
+  let root: string;
+  let dir: string;
+  let frames: PydicomFrame[];
+  const uids: string[] = [];
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "medmmv-pet-series-"));
+    frames = await readFrames(dir, PET, "pet");
+    // The SOP Instance UIDs, as a QIDO search answers them (PS3.18 10.6: SOPInstanceUID and InstanceNumber per instance).
+    await Promise.all(SLICES.map((s, k) => writeFile(path.join(dir, `slice-${k}.dcm`), s)));
+    const { stdout } = await run(PYTHON, ["-c", "import json,sys,pydicom; print(json.dumps([pydicom.dcmread(f, stop_before_pixels=True).SOPInstanceUID for f in sys.argv[1:]]))", ...SLICES.map((_, k) => path.join(dir, `slice-${k}.dcm`))]);
+    uids.push(...(JSON.parse(stdout) as string[]));
+    // WADO-RS answers an instance as multipart/related; type="application/dicom" (PS3.18 10.4).
+    server = createServer((req, res) => {
+      const url = req.url ?? "";
+      const json = (body: unknown) => {
+        res.writeHead(200, { "content-type": "application/dicom+json" });
+        res.end(JSON.stringify(body));
+      };
+      if (url.endsWith("/studies/2.25.1/series")) return json([{ "0020000E": { vr: "UI", Value: ["2.25.10"] }, "00080060": { vr: "CS", Value: ["PT"] } }]);
+      if (url.endsWith("/instances")) return json(uids.map((uid, k) => ({ "00080018": { vr: "UI", Value: [uid] }, "00080016": { vr: "UI", Value: ["1.2.840.10008.5.1.4.1.1.128"] }, "00200013": { vr: "IS", Value: [[1, 45, 89, 133, 177, 221, 265][k]] } })));
+      const k = uids.findIndex((uid) => url.endsWith(`/instances/${uid}`));
+      if (k === -1) {
+        res.writeHead(404);
+        return res.end();
+      }
+      const b = "medmmv-boundary";
+      res.writeHead(200, { "content-type": `multipart/related; type="application/dicom"; boundary=${b}` });
+      res.end(Buffer.concat([Buffer.from(`--${b}\r\nContent-Type: application/dicom\r\n\r\n`), SLICES[k]!, Buffer.from(`\r\n--${b}--\r\n`)]));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    root = `http://127.0.0.1:${(server.address() as { port: number }).port}/dicom-web`;
+  });
+  afterAll(async () => {
+    await new Promise((r) => server.close(r));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("the slices share one activity scale, each with its own slope, and come out as the enhanced object's frames do (within one grey level)", async () => {
+    const imgs = await prepareImages({ id: "pt", dicomweb: { server: root, study: "2.25.1" } }, { maxBytes: 10 * 1024 * 1024, maxPixels: 40_000_000, allowPath: false, maxDicomFrames: 4, dicomweb: { servers: [root], maxInstances: 7, timeoutMs: 5000, attempts: 1 } });
+    expect(imgs.map((i) => i.id)).toEqual(["pt-1", "pt-2", "pt-3", "pt-4", "pt-5", "pt-6", "pt-7"]);
+    const shared = rangeOf(frames, [0, 1, 2, 3, 4, 5, 6]);
+    const enhanced = await render(16);
+    for (const [k, img] of imgs.entries()) {
+      const w = img.dicom!.window!;
+      expect(w.source).toBe("PET activity range of the series' instances sent");
+      expect(w.width).toBeCloseTo(shared.width, 0);
+      expect(img.caption).toContain(`window C${w.center}/W${w.width} (PET activity range of the series' instances sent)`);
+      const ours = await ourPixels(img.data, 1);
+      const right = linear(valuesOf(frames, k), shared);
+      expect(correlation(ours, right), `slice ${k + 1}`).toBeGreaterThanOrEqual(0.99);
+      expect(meanDiff(ours, right), `slice ${k + 1}`).toBeLessThanOrEqual(1);
+      const frame = await ourPixels(enhanced[k]!.data, 1);
+      expect(Math.max(...ours.map((g, i) => Math.abs(g - frame[i]!))), `slice ${k + 1}`).toBeLessThanOrEqual(1);
     }
   });
 });
