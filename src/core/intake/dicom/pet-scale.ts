@@ -6,6 +6,31 @@ import { dicomPicture } from "./dicom-picture.js";
 const OWN_RANGE = "frame value range";
 export const SERIES_ACTIVITY_SCALE = "PET activity range of the series' instances sent";
 
+/** Whether a picture is a PET slice windowed by its own range (and so may share a series' scale). */
+function ownRangePet(i: LoadedImage): boolean {
+  return i.dicom?.modality === "PT" && i.dicom.window?.source === OWN_RANGE;
+}
+
+/**
+ * A case's pictures with the PET slices of one series (the same SeriesInstanceUID, each sent as
+ * its own image) brought to one activity scale, as a series read through DICOMweb is; the
+ * others, and their order, as they are.
+ */
+export async function shareActivityScaleBySeries(images: LoadedImage[]): Promise<LoadedImage[]> {
+  const bySeries = new Map<string, number[]>();
+  for (const [k, i] of images.entries()) {
+    const series = i.dicom?.seriesInstanceUid;
+    if (series !== undefined && ownRangePet(i)) bySeries.set(series, [...(bySeries.get(series) ?? []), k]);
+  }
+  const out = [...images];
+  for (const ks of bySeries.values()) {
+    if (ks.length < 2) continue;
+    const shared = await shareSeriesActivityScale(ks.map((k) => images[k]!));
+    for (const [n, k] of ks.entries()) out[k] = shared[n]!;
+  }
+  return out;
+}
+
 /**
  * A classic PET series (one slice an instance, each with its own RescaleSlope) rendered
  * instance by instance gets a window per slice's own range: every slice's hottest pixel comes
@@ -19,7 +44,7 @@ export const SERIES_ACTIVITY_SCALE = "PET activity range of the series' instance
  * Pictures that are not PET, or carry a window of their own, are returned as they are.
  */
 export async function shareSeriesActivityScale(images: LoadedImage[]): Promise<LoadedImage[]> {
-  const own = images.map((i) => (i.dicom?.modality === "PT" && i.dicom.window?.source === OWN_RANGE ? i.dicom.window : null));
+  const own = images.map((i) => (ownRangePet(i) ? i.dicom!.window! : null));
   if (images.length < 2 || own.some((w) => w === null)) return images;
   const lo = Math.min(...own.map((w) => w!.center - w!.width / 2));
   const hi = Math.max(...own.map((w) => w!.center + w!.width / 2));

@@ -17,6 +17,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { prepareCase } from "../../../../src/core/intake/case-intake.js";
 import { prepareImages } from "../../../../src/core/intake/images.js";
 import { correlation, ourPixels, PYTHON, secondOpinionMissing, standardReading } from "./second-opinion.js";
 
@@ -272,5 +273,30 @@ describe.skipIf(missing !== null)("the same seven slices as a classic PET series
       const frame = await ourPixels(enhanced[k]!.data, 1);
       expect(Math.max(...ours.map((g, i) => Math.abs(g - frame[i]!))), `slice ${k + 1}`).toBeLessThanOrEqual(1);
     }
+  });
+});
+
+describe.skipIf(missing !== null)("the same seven slices sent as seven images of one case", () => {
+  let dir: string;
+  let frames: PydicomFrame[];
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "medmmv-pet-case-"));
+    frames = await readFrames(dir, PET, "pet");
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it("slices of one series share the series' activity scale; a CT beside them keeps its own window", async () => {
+    const c = await prepareCase(
+      { question: "Any FDG-avid lesion?", images: [...SLICES.map((s, k) => ({ id: `s${k + 1}`, data: s.toString("base64") })), { id: "ect", data: readFileSync(path.join(FIXTURES, "enhanced-ct.dcm")).toString("base64") }] },
+      { maxBytes: 10 * 1024 * 1024, maxPixels: 40_000_000, allowPath: false, maxDicomFrames: 1 },
+    );
+    expect(c.images.map((i) => i.id)).toEqual(["s1", "s2", "s3", "s4", "s5", "s6", "s7", "ect"]);
+    const shared = rangeOf(frames, [0, 1, 2, 3, 4, 5, 6]);
+    for (const [k, img] of c.images.slice(0, 7).entries()) {
+      expect(img.dicom!.window!.source).toBe("PET activity range of the series' instances sent");
+      expect(img.dicom!.window!.width).toBeCloseTo(shared.width, 0);
+      expect(meanDiff(await ourPixels(img.data, 1), linear(valuesOf(frames, k), shared)), `slice ${k + 1}`).toBeLessThanOrEqual(1);
+    }
+    expect(c.images[7]!.dicom!.window).toEqual({ center: 49, width: 102, source: "frame VOI LUT (functional groups)" });
   });
 });
