@@ -6,6 +6,7 @@ import { fhirOrigin } from "../contracts/fhir-origin.js";
 import { fhirError, type FhirIssueType, type RefusalCode } from "./fhir/fhir-error.js";
 import { prepareImages, type PrepareImageOptions } from "./images.js";
 import { ctWindowsAskedFor } from "./dicom/windows.js";
+import { shareActivityScaleBySeries } from "./dicom/pet-scale.js";
 import { asksAboutCells } from "./dicom/wsi-regions.js";
 
 /**
@@ -63,7 +64,8 @@ export async function prepareCase(c: ClinicalCase, opts: PrepareImageOptions): P
     if (ids.has(img.id)) throw new MedmmvError("INVALID_INPUT", `image id "${img.id}" appears more than once (a DICOM frame is named <id>-frame<n>); give each image a unique id`);
     ids.add(img.id);
   }
-  return { ...rest, id: id ?? `case-${randomUUID()}`, images: loaded };
+  // PET slices of one series sent as separate images share one activity scale (docs/imaging.md).
+  return { ...rest, id: id ?? `case-${randomUUID()}`, images: await shareActivityScaleBySeries(loaded) };
 }
 
 const FHIR_CODE: Partial<Record<RefusalCode, FhirIssueType>> = { INVALID_INPUT: "value", PAYLOAD_TOO_LARGE: "too-costly", UNSUPPORTED_MEDIA: "not-supported" };

@@ -7,6 +7,7 @@ import { DEFAULT_MAX_DECODED_BYTES, decodeImage } from "./image-decoder.js";
 import { isDicomPart10, renderDicom, reservePictures, type PictureBudget } from "./dicom/render-dicom.js";
 import { part10FromBareDataset } from "./dicom/dataset-walk.js";
 import { fetchInstances, isWholeSlideSeries, locateSeries, type DicomwebOptions } from "./dicom/dicomweb.js";
+import { shareSeriesActivityScale } from "./dicom/pet-scale.js";
 import { readWholeSlide } from "./dicom/whole-slide.js";
 
 export type ImageMime = LoadedImage["mimeType"];
@@ -159,7 +160,8 @@ export async function prepareImages(input: ImageInput, opts: PrepareImageOptions
     // One instance fetched, then rendered (reserving its pictures), then the next: a series
     // past the case's budget stops at the first instance that would not fit.
     for await (const { file, index, count } of instances) rendered.push(...(await renderDicom(count > 1 ? `${input.id}-${index + 1}` : input.id, file, input.caption, dicomLimits)));
-    return rendered;
+    // A classic PET series: its slices' own slopes brought to one activity scale.
+    return shareSeriesActivityScale(rendered);
   }
   const buf = await imageBytes(input, opts);
   if (isDicomPart10(buf)) return renderDicom(input.id, buf, input.caption, dicomLimits);

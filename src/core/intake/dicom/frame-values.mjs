@@ -46,6 +46,26 @@ export function frameValues(all, k) {
 }
 
 /**
+ * The rescale handed to the renderer for a frame, and how windows cross between its units and
+ * the frame's rescaled ones. dcmjs-imaging replaces a RescaleSlope under 0.1 by 1 (dividing the
+ * intercept by the old slope), so it windows such a frame in stored units, not in the object's:
+ * a PET in SUV (slopes of 1e-4 are usual) would be windowed ×10,000 off. So a slope
+ * in (0, 0.1) is handed over as 1 with intercept/slope (values u = v / slope), and a window in
+ * the object's units (v) is carried across exactly: the DICOM linear function
+ * ((v − (c − 0.5)) / (w − 1) + 0.5) is unchanged when (c − 0.5) and (w − 1) are divided by the
+ * slope too. A range the renderer chose itself (centre ± width / 2 in u) comes back in v.
+ */
+export function rendererScale({ slope, intercept }) {
+  if (!(slope > 0 && slope < 0.1)) return { slope, intercept, toRenderer: (w) => w, rangeFromRenderer: (w) => w };
+  return {
+    slope: 1,
+    intercept: intercept / slope,
+    toRenderer: ({ center, width }) => ({ center: (center - 0.5) / slope + 0.5, width: (width - 1) / slope + 1 }),
+    rangeFromRenderer: ({ center, width }) => ({ center: center * slope, width: width * slope }),
+  };
+}
+
+/**
  * Where frame `k` sits in an enhanced object, from its Frame Content (PS3.3 C.7.6.16.2.2): the
  * stack and position within it, or the temporal position — words for the frame's caption
  * ("stack 1, position 5"), or null when the object says nothing.

@@ -339,15 +339,38 @@ async function renderParsed(imageId: string, checked: CheckedFile, limits: Dicom
     return own ?? defaultWindow(text(elements.Modality));
   };
   const extra = monochrome && text(elements.Modality) === "CT" ? (limits.extraCtWindows ?? []).map((name): DicomWindow => ({ ...CT_WINDOWS[name], source: `CT ${name} (asked for by the case)` })) : [];
-  const renderings = chosen.flatMap((frame) => [firstWindow(frame), ...extra].map((window, w) => ({ frame, window, suffix: w === 0 ? "" : `-${extraNames(limits)[w - 1]}` })));
+  let renderings = chosen.flatMap((frame) => [firstWindow(frame), ...extra].map((window, w) => ({ frame, window, suffix: w === 0 ? "" : `-${extraNames(limits)[w - 1]}` })));
   const decodedBytes = renderings.length * rows * columns * 4;
   if (decodedBytes > limits.maxDecodedBytes) {
     throw refuse("PAYLOAD_TOO_LARGE", imageId, `${renderings.length} renderings of ${columns}×${rows} decode to ${decodedBytes} bytes; the limit is ${limits.maxDecodedBytes} bytes of pixels per image — send fewer frames or a smaller object`, { decodedBytes, maxDecodedBytes: limits.maxDecodedBytes });
   }
   checkPixelData(imageId, checked, dicom, dims);
   reservePictures(limits.pictures, renderings.length, imageId);
-  const pictures = await dicom.render(renderings.map(({ frame, window }) => ({ frame, window: window ? { center: window.center, width: window.width } : null })));
+  const asItems = () => renderings.map(({ frame, window }) => ({ frame, window: window ? { center: window.center, width: window.width } : null }));
+  // PET frames without a window of their own share one activity scale: each slice carries its
+  // own RescaleSlope (chosen so its hottest pixel is stored near the top of the range), so a
+  // window per frame's own range would paint every slice's maximum white, a background slice
+  // as hot as the bladder. The frames sent are first read for their range (each with its own
+  // slope), then all rendered with the union of those ranges, in the rescaled units (Bq/ml, SUV).
+  const shareActivityScale = monochrome && text(elements.Modality) === "PT" && renderings.length > 1 && renderings.every((r) => r.window === null);
+  if (shareActivityScale) {
+    const ranges = (await dicom.render(asItems(), true)).map((p) => p.window);
+    const shared = sharedRange(ranges);
+    if (shared) renderings = renderings.map((r) => ({ ...r, window: { ...shared, source: "PET activity range of the frames sent" } }));
+  }
+  const pictures = await dicom.render(asItems());
   return { elements, frameContents: dicom.header.frameContents, tsUid, frames, monochrome, chosen, renderings, pictures, warnings: [...checked.warnings, ...dicom.header.warnings] };
+}
+
+/**
+ * One window over several frames' value ranges (each a renderer's range window: centre ± width/2),
+ * or null when a frame has none. The union keeps every frame's values inside it.
+ */
+function sharedRange(ranges: Array<{ center: number; width: number } | null>): { center: number; width: number } | null {
+  if (ranges.some((r) => r === null)) return null;
+  const lo = Math.min(...ranges.map((r) => r!.center - r!.width / 2));
+  const hi = Math.max(...ranges.map((r) => r!.center + r!.width / 2));
+  return { center: (lo + hi) / 2, width: Math.max(1, hi - lo) };
 }
 
 /** The rendered frames as PNG pictures of the case, with provenance and a de-identified caption. */

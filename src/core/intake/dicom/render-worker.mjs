@@ -10,7 +10,7 @@
 // thread whose memory has grown past its bound.
 import { createRequire } from "node:module";
 import { parentPort } from "node:worker_threads";
-import { expandSegmentedLut, firstItem, frameContent, frameValues, j2kPhotometric, jpegHoldsYcbcr, jpegLsPlaneInterleaved, mapThroughModalityLut, modalityLut, narrowSamples, valueBytes } from "./frame-values.mjs";
+import { expandSegmentedLut, firstItem, frameContent, frameValues, rendererScale, j2kPhotometric, jpegHoldsYcbcr, jpegLsPlaneInterleaved, mapThroughModalityLut, modalityLut, narrowSamples, valueBytes } from "./frame-values.mjs";
 
 // The codecs' memory is not reachable through dcmjs-imaging's API: note every memory a
 // WebAssembly instance of this thread exports as it is created.
@@ -297,12 +297,15 @@ parentPort.on("message", async (job) => {
       const frames = [];
       for (const item of job.items) {
         let r;
+        let scale;
         try {
           // An enhanced object's rescale lives in its functional groups, per frame where they differ.
           const values = frameValues(current.getElements(), item.frame);
-          current.setElement("RescaleSlope", values.slope);
-          current.setElement("RescaleIntercept", values.intercept);
-          r = current.render({ frame: item.frame, renderOverlays: false, ...(item.window ? { windowLevel: new WindowLevel(item.window.width, item.window.center) } : {}) });
+          scale = rendererScale(values);
+          current.setElement("RescaleSlope", scale.slope);
+          current.setElement("RescaleIntercept", scale.intercept);
+          const window = item.window ? scale.toRenderer(item.window) : null;
+          r = current.render({ frame: item.frame, renderOverlays: false, ...(window ? { windowLevel: new WindowLevel(window.width, window.center) } : {}) });
         } catch (e) {
           reply({ id: job.id, ok: false, frame: item.frame, error: message(e) });
           return;
@@ -314,7 +317,7 @@ parentPort.on("message", async (job) => {
           const level = r.windowLevel.getLevel();
           r = current.render({ frame: item.frame, renderOverlays: false, windowLevel: new WindowLevel(1, level + 1) });
         }
-        frames.push({ width: r.width, height: r.height, pixels: r.pixels, window: r.windowLevel ? { center: r.windowLevel.getLevel(), width: r.windowLevel.getWindow() } : null });
+        frames.push({ width: r.width, height: r.height, pixels: r.pixels, window: r.windowLevel ? scale.rangeFromRenderer({ center: r.windowLevel.getLevel(), width: r.windowLevel.getWindow() }) : null });
       }
       // Kept only when the caller has more frames to ask for (a whole slide's tiles, in batches).
       if (!job.more) {
