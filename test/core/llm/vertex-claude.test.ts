@@ -111,6 +111,15 @@ describe("Claude on Vertex AI (google-vertexai:claude-…@…)", () => {
     expect(statuses.filter((s) => s === 200)).toHaveLength(result.usage.llmCalls);
   });
 
+  it("Vertex AI's own 429 for Claude (RESOURCE_EXHAUSTED, Google's shape, its per-minute base-model quota) is a rate limit: retried, and the case completes", async () => {
+    servers.model.setScenario(clinicalScenario({ rolloutAnswers: ["B"] }));
+    // No body of the fault's own: the scripted rawPredict answers in Vertex AI's words for a Claude base model (cline/cline#651).
+    servers.model.addFault({ kind: "status", status: 429, times: 1 });
+    const result = await runCase("case-vertex-claude-429", {}, 1);
+    expect(result.status).toBe("completed");
+    expect(servers.model.vendors.vertex.calls().filter((c) => c.status === 429)).toHaveLength(1);
+  });
+
   it("models check probes it through the integration: every request a rawPredict with the token; JSON by the forced tool only", async () => {
     servers.model.setScenario({ agents: { "models-check": { ok: true } } });
     const cfg = claudeConfig();
