@@ -37,8 +37,8 @@ export const EnvSchema = z.object({
   AWS_REGION: z.string().optional().describe("AWS region of bedrock:… models (Amazon Bedrock's Converse API through @langchain/aws), e.g. us-east-1; AWS_DEFAULT_REGION is read when it is unset. Credentials come from the standard AWS chain (an IAM role, AWS_PROFILE, AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN), never from medmmv's own variables."),
   AWS_DEFAULT_REGION: z.string().optional().describe("AWS region for bedrock:… models when AWS_REGION is unset (the AWS CLI's older name)."),
   MEDMMV_BEDROCK_ENDPOINT: z.string().url().optional().describe("Endpoint of Bedrock's runtime API for bedrock:… models: a VPC interface endpoint (PrivateLink), a FIPS endpoint, or a test server. Unset: https://bedrock-runtime.<region>.amazonaws.com."),
-  GOOGLE_CLOUD_PROJECT: z.string().optional().describe("Google Cloud project of google-vertexai:… models (Gemini on Vertex AI through @langchain/google-vertexai); required for them. Credentials come from Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS naming a service-account or workload-identity-federation file, or the attached service account of GKE / Cloud Run / Compute Engine), never from medmmv's own variables; access tokens are refreshed as they expire."),
-  GOOGLE_CLOUD_LOCATION: z.string().optional().describe("Vertex AI location of google-vertexai:… models (a region such as europe-west4 keeps the data in it, or global). Unset: us-central1."),
+  GOOGLE_CLOUD_PROJECT: z.string().optional().describe("Google Cloud project of google-vertexai:… models (Gemini and Claude on Vertex AI through @langchain/google-vertexai); required for them. Credentials come from Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS naming a service-account or workload-identity-federation file, or the attached service account of GKE / Cloud Run / Compute Engine), never from medmmv's own variables; access tokens are refreshed as they expire."),
+  GOOGLE_CLOUD_LOCATION: z.string().optional().describe("Vertex AI location of google-vertexai:… models (a region such as europe-west4 keeps the data in it, or global). Unset: the integration's default, us-central1 for Gemini and us-east5 for Claude (google-vertexai:claude-…@…)."),
   MEDMMV_VERTEX_ENDPOINT: z
     .string()
     .regex(/^(https:\/\/)?[A-Za-z0-9.-]+(:\d+)?\/?$/, "must be a host name with an optional port (e.g. europe-west4-aiplatform.googleapis.com or a Private Service Connect endpoint's name); Vertex AI is reached over https only")
@@ -215,7 +215,7 @@ export interface Config {
     google: { apiKey: string | null; baseUrl: string | null };
     /** bedrock:… models (Converse API): region and endpoint (null: the SDK's default for the region); credentials from the AWS chain. */
     bedrock?: { region: string | null; endpoint: string | null };
-    /** google-vertexai:… models (Gemini on Vertex AI): project (null: not set, a configuration error at the first call), location and API host (null: the location's); credentials from ADC. */
+    /** google-vertexai:… models (Gemini and Claude on Vertex AI): project (null: not set, a configuration error at the first call), location and API host (null: the location's); credentials from ADC. */
     vertex?: { project: string | null; location: string | null; endpoint: string | null };
     /** A role's own endpoint and key, overriding its provider's for that role only (null: the provider's). */
     roleEndpoints: Record<"executor" | "vision" | "judge", { baseUrl: string | null; apiKey: string | null }>;

@@ -1,14 +1,14 @@
 /**
  * The native provider endpoints the scripted server also answers, beside chat completions:
  * Anthropic's Messages API, Gemini's generateContent, Amazon Bedrock's Converse API and Vertex AI's
- * generateContent with its token exchange (served over TLS too: scripted-tls-front.ts). All translate to and from the
+ * generateContent (Gemini) and rawPredict (Claude) with its token exchange (served over TLS too: scripted-tls-front.ts). All translate to and from the
  * scripted chat-completions route (vendor-relay.ts), so one scenario drives every provider.
  */
 import type http from "node:http";
 import { ANTHROPIC_MESSAGES_PATH, ScriptedAnthropicRoutes } from "./scripted-anthropic-routes.js";
 import { GEMINI_PATH, ScriptedGeminiRoutes } from "./scripted-gemini-routes.js";
 import { BEDROCK_CONVERSE_PATH, ScriptedBedrockRoutes } from "./scripted-bedrock-routes.js";
-import { ScriptedVertexRoutes, VERTEX_GENERATE_PATH, VERTEX_TOKEN_PATH } from "./scripted-vertex-routes.js";
+import { ScriptedVertexRoutes, VERTEX_GENERATE_PATH, VERTEX_RAW_PREDICT_PATH, VERTEX_TOKEN_PATH } from "./scripted-vertex-routes.js";
 
 export class ScriptedVendorRoutes {
   readonly anthropic: ScriptedAnthropicRoutes;
@@ -38,6 +38,11 @@ export class ScriptedVendorRoutes {
     const vertex = VERTEX_GENERATE_PATH.exec(path);
     if (vertex) {
       await this.vertex.handle(req, res, decodeURIComponent(vertex[1]!), decodeURIComponent(vertex[2]!), decodeURIComponent(vertex[3]!));
+      return true;
+    }
+    const claude = VERTEX_RAW_PREDICT_PATH.exec(path);
+    if (claude) {
+      await this.vertex.handleRawPredict(req, res, decodeURIComponent(claude[1]!), decodeURIComponent(claude[2]!), decodeURIComponent(claude[3]!));
       return true;
     }
     if (path === VERTEX_TOKEN_PATH) {

@@ -24,6 +24,26 @@
  *   scripted fault may carry such a body in Google's own shape (with a google.rpc.RetryInfo detail):
  *   it is sent as it is.
  *
+ * Claude on Vertex AI: `POST /v1/projects/{project}/locations/{location}/publishers/anthropic/models/{model}:rawPredict`
+ * (cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude/use-claude; docs.anthropic.com
+ * "Claude on Vertex AI"), the model named with its `@` version (claude-sonnet-4-5@20250929). The body
+ * is Anthropic's Messages API body (anthropic-messages-wire.ts) with two differences: `model` is not
+ * in it (the URL names it) and `anthropic_version: "vertex-2023-10-16"` is (not a header). The same
+ * access token as generateContent, refused the same way by Google's front (Google's error shape). Past
+ * it, the model's own refusals pass through in Anthropic's shape with a `req_vrtx_…` request_id in the
+ * body: 400 `{"type":"error","error":{"type":"invalid_request_error","message":"output_config: Extra
+ * inputs are not permitted"},"request_id":"req_vrtx_…"}` (OpenHands/software-agent-sdk#1630,
+ * anthropics/anthropic-sdk-python#1199, BerriAI/litellm#15299), so a body carrying `model` is refused
+ * "model: Extra inputs are not permitted" and one without `anthropic_version` "anthropic_version: Field
+ * required" (clawvisor/clawvisor#156 reports the API's "2023-06-01" refused too; its status there was
+ * 404, here 400, as the brief and the docs' "must be set" read). Google's own refusals stay Google's:
+ * 429 RESOURCE_EXHAUSTED "Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model
+ * with base model: anthropic-claude-…" (cline/cline#651, anthropics/claude-code#1440), 404 NOT_FOUND
+ * "Publisher Model `…` was not found or your project does not have access to it" (cline/cline#8697).
+ * A reply is Anthropic's `message`, `id` `msg_vrtx_…` and `model` the Anthropic name
+ * (claude-haiku-4-5-20251001 for claude-haiku-4-5@20251001: diegosouzapw/OmniRoute#8909's live
+ * capture), usage split by the prompt cache as on Anthropic's API.
+ *
  * Token exchange: `POST /v1/token`, as sts.googleapis.com/v1/token answers an `external_account`
  * (workload identity federation) credential: a form-encoded RFC 8693 request (`grant_type`
  * urn:ietf:params:oauth:grant-type:token-exchange, `subject_token`, `subject_token_type`,
@@ -39,15 +59,22 @@ import { isRecord } from "../core/contracts/is-record.js";
 import { readBody } from "./faults.js";
 import { estimateTokens } from "./scripted-wire.js";
 import { geminiStatus, invalid, structuredMode, toChatRequest, type GeminiCallLog } from "./scripted-gemini-routes.js";
+import { AnthropicPromptCache } from "./anthropic-prompt-cache.js";
+import { anthropicErrorBody, isAnthropicError, messagesContent, messagesRuleBroken, messagesToolMode, toChatRequest as messagesToChatRequest } from "./anthropic-messages-wire.js";
 import { agentOf, countImages, relayForChoice, readJsonBody, replyParts, writeJson, type ProviderErrors } from "./vendor-relay.js";
 
 export const VERTEX_GENERATE_PATH = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/google\/models\/([^/:]+):generateContent$/;
+export const VERTEX_RAW_PREDICT_PATH = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/anthropic\/models\/([^/:]+):rawPredict$/;
+/** The one `anthropic_version` Claude on Vertex AI takes, in the body (docs.anthropic.com "Claude on Vertex AI"). */
+export const VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16";
 export const VERTEX_TOKEN_PATH = "/v1/token";
 
 const TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange";
 const ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token";
 
 export interface VertexCallLog {
+  /** Gemini's generateContent (google) or Claude's rawPredict (anthropic). */
+  publisher: "google" | "anthropic";
   agent: string;
   project: string;
   location: string;
@@ -57,9 +84,13 @@ export interface VertexCallLog {
   token: string | null;
   /** Whether that token was one this server issued and had not expired when the request came. */
   tokenValid: boolean;
-  structured: GeminiCallLog["structured"];
+  /** How JSON was asked for: Gemini's function call or response schema; Claude's forced tool (or tools it may call). */
+  structured: GeminiCallLog["structured"] | "forcedTool" | "tools";
   images: number;
   temperature: number | null;
+  /** Claude's calls: the body's `anthropic_version` (null: none), and whether the body named the model. */
+  anthropicVersion?: string | null;
+  modelInBody?: boolean;
 }
 
 export interface TokenExchangeLog {
@@ -83,6 +114,34 @@ const VERTEX_ERRORS: ProviderErrors = {
     sendError(res, status, status === 429 ? "Resource exhausted. Please try again later. Please refer to https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details." : message, headers),
 };
 
+let claudeRequests = 0;
+
+/** Claude's refusals on Vertex AI: Google's front's for a quota, the token and a model not found; past it, the model's own in Anthropic's shape. */
+function sendClaudeError(res: http.ServerResponse, status: number, message: string, headers: Record<string, string> = {}, model = "claude"): void {
+  if (status === 429) {
+    const base = `anthropic-${model.replace(/@.*$/, "")}`;
+    return sendError(res, 429, `Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model with base model: ${base}. Please submit a quota increase request. https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai.`, headers);
+  }
+  if (status === 401 || status === 403 || status === 404) return sendError(res, status, message, headers);
+  writeJson(res, status, anthropicErrorBody(status, message, `req_vrtx_scripted_${++claudeRequests}`), headers);
+}
+
+function claudeErrors(model: string): ProviderErrors {
+  return {
+    // A scripted fault written in either shape Vertex AI answers Claude's calls with is sent as it is.
+    isOwn: (json) => isAnthropicError(json) || VERTEX_ERRORS.isOwn(json),
+    send: (res, status, message, headers) => sendClaudeError(res, status, message, headers, model),
+  };
+}
+
+/** What a rawPredict body breaks: the two documented differences from the Messages API, then its rules. */
+function rawPredictRuleBroken(body: Record<string, unknown>): string | null {
+  if ("model" in body) return "model: Extra inputs are not permitted";
+  if (body.anthropic_version === undefined) return "anthropic_version: Field required";
+  if (body.anthropic_version !== VERTEX_ANTHROPIC_VERSION) return `anthropic_version: Input should be '${VERTEX_ANTHROPIC_VERSION}'`;
+  return messagesRuleBroken(body);
+}
+
 function bearerOf(req: http.IncomingMessage): string | null {
   const auth = req.headers.authorization;
   const m = typeof auth === "string" ? /^Bearer (\S+)$/i.exec(auth) : null;
@@ -104,6 +163,9 @@ export class ScriptedVertexRoutes {
   refuseExchanges: string | null = null;
   /** When set, the safety filters block every prompt in this category (a 200 with promptFeedback). */
   blockPrompts: string | null = null;
+
+  /** Claude on Vertex AI caches prompt prefixes as Anthropic's API does (cache_control breakpoints). */
+  readonly claudeCache = new AnthropicPromptCache();
 
   constructor(private readonly chatUrl: () => string) {}
 
@@ -127,6 +189,7 @@ export class ScriptedVertexRoutes {
     this.tokenLifetimeSec = 3599;
     this.blockPrompts = null;
     this.refuseExchanges = null;
+    this.claudeCache.reset();
   }
 
   async handleToken(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -157,20 +220,102 @@ export class ScriptedVertexRoutes {
     writeJson(res, 200, { access_token: token, issued_token_type: ACCESS_TOKEN_TYPE, token_type: "Bearer", expires_in: this.tokenLifetimeSec });
   }
 
+  /** The request's bearer token, and whether it is one this server issued that has not expired. */
+  private bearer(req: http.IncomingMessage): { token: string | null; tokenValid: boolean } {
+    const token = bearerOf(req);
+    const held = token === null ? undefined : this.tokens.get(token);
+    return { token, tokenValid: held !== undefined && !held.expired };
+  }
+
+  /** Google's front refuses a request without a valid access token before any model sees it (true: refused, answered). */
+  private refusedToken(res: http.ServerResponse, token: string | null, tokenValid: boolean): boolean {
+    const unauthenticated = { "www-authenticate": `Bearer realm="https://accounts.google.com/", error="invalid_token"` };
+    if (token === null) {
+      sendError(res, 401, "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.", unauthenticated);
+      return true;
+    }
+    if (!tokenValid) {
+      sendError(res, 401, "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.", unauthenticated);
+      return true;
+    }
+    return false;
+  }
+
+  /** Claude on Vertex AI: `…/publishers/anthropic/models/{model}:rawPredict` (this file's header). */
+  async handleRawPredict(req: http.IncomingMessage, res: http.ServerResponse, project: string, location: string, model: string): Promise<void> {
+    if (req.method !== "POST") {
+      req.resume();
+      sendError(res, 405, `method ${req.method ?? ""} not allowed`);
+      return;
+    }
+    const { token, tokenValid } = this.bearer(req);
+    const read = await readJsonBody(req);
+    if (read === null) return;
+    const body = read.ok && isRecord(read.body) ? read.body : undefined;
+    const problem = body ? rawPredictRuleBroken(body) : null;
+    const logged = (status: number): VertexCallLog => {
+      const chat = body && problem === null ? messagesToChatRequest(model, body) : null;
+      const entry: VertexCallLog = {
+        publisher: "anthropic",
+        agent: chat ? agentOf(chat.messages as Array<Record<string, unknown>>) : "unknown",
+        project,
+        location,
+        model,
+        status,
+        token,
+        tokenValid,
+        structured: body ? messagesToolMode(body) : "none",
+        images: chat ? countImages(chat.messages as Array<Record<string, unknown>>) : 0,
+        temperature: body && typeof body.temperature === "number" ? body.temperature : null,
+        anthropicVersion: body && typeof body.anthropic_version === "string" ? body.anthropic_version : null,
+        modelInBody: body ? "model" in body : false,
+      };
+      this.log.push(entry);
+      return entry;
+    };
+    if (this.refusedToken(res, token, tokenValid)) {
+      logged(401);
+      return;
+    }
+    if (!read.ok) return sendClaudeError(res, read.status, read.message);
+    if (!body) return sendClaudeError(res, 400, "request body must be a JSON object");
+    if (problem) {
+      logged(400);
+      return sendClaudeError(res, 400, problem);
+    }
+    const entry = logged(0);
+    const { status, choice } = await relayForChoice(this.chatUrl(), messagesToChatRequest(model, body), res, claudeErrors(model));
+    entry.status = status;
+    if (!choice) return;
+    const { content, stopReason, text } = messagesContent(choice, `toolu_vrtx_scripted_${++claudeRequests}`);
+    const usage = this.claudeCache.use(model, body);
+    const outputTokens = typeof choice.usage.completion_tokens === "number" ? choice.usage.completion_tokens : estimateTokens(text.length);
+    writeJson(res, 200, {
+      // The Anthropic model name, as Vertex AI's replies carry it (claude-sonnet-4-5-20250929 for claude-sonnet-4-5@20250929).
+      model: model.replace("@", "-"),
+      id: `msg_vrtx_scripted_${claudeRequests}`,
+      type: "message",
+      role: "assistant",
+      content,
+      stop_reason: stopReason,
+      stop_sequence: null,
+      usage: { input_tokens: usage.inputTokens, output_tokens: outputTokens, cache_creation_input_tokens: usage.cacheCreationTokens, cache_read_input_tokens: usage.cacheReadTokens },
+    });
+  }
+
   async handle(req: http.IncomingMessage, res: http.ServerResponse, project: string, location: string, model: string): Promise<void> {
     if (req.method !== "POST") {
       req.resume();
       sendError(res, 405, `method ${req.method ?? ""} not allowed`);
       return;
     }
-    const token = bearerOf(req);
-    const held = token === null ? undefined : this.tokens.get(token);
-    const tokenValid = held !== undefined && !held.expired;
+    const { token, tokenValid } = this.bearer(req);
     const read = await readJsonBody(req);
     if (read === null) return;
     const logged = (status: number, body?: Record<string, unknown>): VertexCallLog => {
       const chat = body ? toChatRequest(model, body) : null;
       const entry: VertexCallLog = {
+        publisher: "google",
         agent: chat ? agentOf(chat.messages as Array<Record<string, unknown>>) : "unknown",
         project,
         location,
@@ -186,14 +331,9 @@ export class ScriptedVertexRoutes {
       return entry;
     };
     const parsed = read.ok && isRecord(read.body) && invalid(read.body) === null ? read.body : undefined;
-    const unauthenticated = { "www-authenticate": `Bearer realm="https://accounts.google.com/", error="invalid_token"` };
-    if (token === null) {
+    if (this.refusedToken(res, token, tokenValid)) {
       logged(401, parsed);
-      return sendError(res, 401, "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.", unauthenticated);
-    }
-    if (!tokenValid) {
-      logged(401, parsed);
-      return sendError(res, 401, "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.", unauthenticated);
+      return;
     }
     if (!read.ok) return sendError(res, read.status, read.message);
     if (!isRecord(read.body)) return sendError(res, 400, "Invalid JSON payload received.");

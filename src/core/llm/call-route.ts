@@ -62,7 +62,7 @@ export function resolveCall(cfg: Config["llm"], role: Role, spec: string, custom
   const own = spec === cfg.models[role] ? cfg.roleEndpoints[role] : { baseUrl: null, apiKey: null };
   const defaults = module.defaults(cfg);
   const target: ProviderTarget = own.baseUrl ? { spec, model: parsed.model, baseUrl: own.baseUrl, apiKey: own.apiKey } : { spec, model: parsed.model, baseUrl: defaults.baseUrl, apiKey: own.apiKey ?? defaults.apiKey };
-  const structuredMethod = module.structuredMethod(cfg);
+  const structuredMethod = module.structuredMethod(target.model, cfg);
   const configuredProfile = structuredMethod === null ? resolveProfile(spec, { structuredOutput: cfg.structuredOutput, profiles: cfg.profiles ?? {}, prices: cfg.prices }, cfg.reasoningEffort?.[role] ?? null) : null;
   const ROLE = role.toUpperCase();
   const failure = module.variables ? { azure: false, variables: { url: `${module.variables.url} (or MEDMMV_${ROLE}_BASE_URL)`, key: `${module.variables.key} (or MEDMMV_${ROLE}_API_KEY)` } } : { azure: module.azure === true };

@@ -141,7 +141,7 @@ export async function probeIntegration(cfg: Config["llm"], route: ResolvedCall, 
     return o.ok && (okJson(o.parsed) || (o.raw !== undefined && okJson(readReplyJson(o.raw))));
   };
   const modes: Record<StructuredMethodOf, boolean | null> = { jsonSchema: null, functionCalling: null };
-  for (const method of module.structuredMethods) modes[method] = await structured(method);
+  for (const method of module.structuredMethods(route.model)) modes[method] = await structured(method);
   out.structuredOutput = { ...modes, jsonMode: null };
   // 4. One image, then two.
   const image = (n: number): MessageContent => [{ type: "text", text: imageAsk(n) }, ...Array.from({ length: n }, () => ({ type: "image_url", image_url: { url: TINY_PNG } }))];
@@ -160,7 +160,7 @@ export async function probeIntegration(cfg: Config["llm"], route: ResolvedCall, 
     out.contextWindow = cut ? { tokens: cut.promptTokens, truncates: true, probedTokens } : { tokens: null, truncates: false, probedTokens };
   }
   out.requests = requests;
-  out.settings = integrationSettings(out, route, cfg);
+  out.settings = integrationSettings(out, route);
   return out;
 }
 
@@ -170,13 +170,13 @@ export async function probeIntegration(cfg: Config["llm"], route: ResolvedCall, 
  * its image limit, so a profile is written only for a model that takes no images; the JSON method is MEDMMV_STRUCTURED_OUTPUT's where the
  * integration takes more than one (Gemini), and is moved only when the configured one failed.
  */
-function integrationSettings(c: ModelCheck, route: ResolvedCall, cfg: Config["llm"]): Record<string, string> {
+function integrationSettings(c: ModelCheck, route: ResolvedCall): Record<string, string> {
   const out: Record<string, string> = {};
   // The one profile field these calls obey (call-route.ts): a model that refused one image is sent none.
   if (c.imagesPerRequest === 0) out.MEDMMV_MODEL_PROFILES = JSON.stringify({ [c.model]: { imagesPerRequest: 0 } });
-  const configured = route.module!.structuredMethod(cfg);
+  const configured = route.structuredMethod;
   const so = c.structuredOutput;
   if (!so || configured === null || so[configured] !== false) return out;
-  const other = route.module!.structuredMethods.find((m) => so[m] === true);
+  const other = route.module!.structuredMethods(route.model).find((m) => so[m] === true);
   return other ? { ...out, MEDMMV_STRUCTURED_OUTPUT: other } : out;
 }

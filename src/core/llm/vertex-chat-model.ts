@@ -8,11 +8,13 @@ import { isRecord } from "../contracts/is-record.js";
 import { statedWaitMs } from "./rate-limit-hints.js";
 
 /**
- * Gemini on Google Cloud's Vertex AI through LangChain's own integration
+ * Gemini and Claude on Google Cloud's Vertex AI through LangChain's own integration
  * (@langchain/google-vertexai ChatVertexAI, over google-auth-library), as a hospital runs it
  * under Google Cloud's BAA: `https://<location>-aiplatform.googleapis.com/v1/projects/<project>/
- * locations/<location>/publishers/google/models/<model>:generateContent`, or the same path on a
- * Private Service Connect endpoint's host.
+ * locations/<location>/publishers/google/models/<model>:generateContent` for Gemini,
+ * `…/publishers/anthropic/models/<model>:rawPredict` for Claude (claude-sonnet-4-5@20250929: the
+ * integration sends any `claude…` name there, with Anthropic's Messages body and
+ * `anthropic_version: "vertex-2023-10-16"`), or the same paths on a Private Service Connect endpoint's host.
  *
  * Credentials are Application Default Credentials only — GOOGLE_APPLICATION_CREDENTIALS naming a
  * service-account key or a workload-identity-federation file (an AKS/EKS/on-premises OIDC token
@@ -48,7 +50,10 @@ const authClients = new Map<string, AuthClient>();
 /**
  * A refusal of Vertex AI's, in the shape the rest of core/llm reads a provider's (the OpenAI
  * SDK's APIError): `status`, the error object `error` (Google's `{ code, message, status,
- * details }`, or the blocked reply for a safety block) and `headers`, with the wait Google
+ * details }`; Claude's own refusals pass through Vertex AI in Anthropic's shape, whose
+ * `{ type, message }` is kept: "prompt is too long: M tokens > N maximum" reads as the context
+ * window, `overloaded_error` 529 as transient, `billing_error` 402 as a quota; or the blocked
+ * reply for a safety block) and `headers`, with the wait Google
  * states in a `google.rpc.RetryInfo` detail as `retry-after-ms` (retry.ts honours it).
  */
 export class VertexRequestError extends Error {
@@ -60,7 +65,7 @@ export class VertexRequestError extends Error {
   ) {
     // Google's own words, for the operator's server log (provider-failure-log.ts removes every word of
     // the prompt from them). What reaches a case's owner is written by retry.ts and provider-errors.ts, never this.
-    super(`Vertex AI: HTTP ${status}${isRecord(error) && typeof error.status === "string" ? ` ${error.status}` : ""}: ${googleMessage(error)}`);
+    super(`Vertex AI: HTTP ${status}${isRecord(error) && typeof error.status === "string" ? ` ${error.status}` : isRecord(error) && typeof error.type === "string" ? ` ${error.type}` : ""}: ${googleMessage(error)}`);
   }
 }
 
@@ -74,12 +79,12 @@ function googleMessage(error: unknown): string {
   return typeof candidate?.finishReason === "string" ? `reply blocked: ${candidate.finishReason}` : "";
 }
 
-/** Whether a failed reply came from the model's endpoint (…:generateContent), not from the credentials' token exchange. */
+/** Whether a failed reply came from the model's endpoint (Gemini's …:generateContent, Claude's …:rawPredict), not from the credentials' token exchange. */
 function isModelCall(response: Record<string, unknown>): boolean {
   const url = typeof response.url === "string" ? response.url : "";
   if (!url) return true;
   try {
-    return /:(stream)?generateContent$/i.test(new URL(url).pathname);
+    return /:((stream)?generateContent|(stream)?rawPredict)$/i.test(new URL(url).pathname);
   } catch {
     return true;
   }
@@ -202,12 +207,38 @@ class AdcChatVertexAI extends ChatVertexAI {
     return client;
   }
 
+  /**
+   * Claude's temperature 0 sent as 0. google-common's Anthropic body (utils/anthropic.js formatSettings)
+   * copies the temperature only when truthy, so a deterministic call (temperature 0) would go without
+   * one and run at Claude's default, 1.0 — the most random it takes.
+   */
+  override buildConnection(fields: Parameters<ChatVertexAI["buildConnection"]>[0], client: Parameters<ChatVertexAI["buildConnection"]>[1]): void {
+    super.buildConnection(fields, client);
+    const connection = (this as unknown as { connection: { modelFamily: string; formatData(input: unknown, parameters: { temperature?: number }): Promise<unknown> } }).connection;
+    if (connection.modelFamily !== "claude") return;
+    const format = connection.formatData.bind(connection);
+    connection.formatData = async (input, parameters) => {
+      const data = await format(input, parameters);
+      if (parameters.temperature === 0 && isRecord(data)) data.temperature = 0;
+      return data;
+    };
+  }
+
   override async _generate(messages: BaseMessage[], options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): Promise<ChatResult> {
+    let result: ChatResult;
     try {
-      return await super._generate(messages, options, runManager);
+      result = await super._generate(messages, options, runManager);
     } catch (err) {
       throw asVertexError(err);
     }
+    // Claude's reply (google-common's Anthropic API) carries its usage in the generation's info only, not on the
+    // message where LangChain's usage_metadata lives: without this the tokens Vertex AI billed would read as unknown.
+    for (const g of result.generations) {
+      const usage: unknown = g.generationInfo?.usage_metadata;
+      const message = g.message as { usage_metadata?: unknown };
+      if (isRecord(usage) && message.usage_metadata === undefined) message.usage_metadata = usage;
+    }
+    return result;
   }
 }
 

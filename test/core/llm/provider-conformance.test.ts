@@ -288,4 +288,17 @@ describe("Vertex AI (google-vertexai:…) on Application Default Credentials", (
     expect(vertex.calls().every((c) => c.location === "us-central1" && (c.tokenValid ? c.status === 200 : c.status === 401))).toBe(true);
     expect(vertex.tokenExchanges().length).toBeGreaterThanOrEqual(2);
   });
+
+  it("Claude on Vertex AI: a case completes with only the model, the project and the credentials file, on rawPredict in the integration's default location", async () => {
+    vi.stubEnv("GOOGLE_APPLICATION_CREDENTIALS", adc.writeCredentials(front.origin));
+    forgetVertexCredentials();
+    const vertex = servers.model.vendors.vertex;
+    const env = { GOOGLE_CLOUD_PROJECT: "hospital-project", MEDMMV_VERTEX_ENDPOINT: front.host };
+    const { result } = await runCase({ profile: "openai", model: "google-vertexai:claude-sonnet-4-5@20250929", env, caseId: "case-vertex-claude" });
+    expect(result.status).toBe("completed");
+    const calls = vertex.calls();
+    expect(calls.length).toBeGreaterThan(0);
+    // No GOOGLE_CLOUD_LOCATION: ChatVertexAI's default for Claude (us-east5), the location docs/models.md names.
+    expect(calls.every((c) => c.publisher === "anthropic" && c.location === "us-east5" && c.status === 200 && c.anthropicVersion === "vertex-2023-10-16" && !c.modelInBody)).toBe(true);
+  });
 });

@@ -16,7 +16,7 @@ export const anthropic: ProviderModule = {
   defaults: (cfg) => cfg.anthropic,
   endpointUrl: (t) => `${trimmed(t.baseUrl ?? ANTHROPIC_DEFAULT_BASE_URL)}/v1/messages`,
   structuredMethod: () => "functionCalling",
-  structuredMethods: ["functionCalling"],
+  structuredMethods: () => ["functionCalling"],
   variables: { url: "ANTHROPIC_BASE_URL", key: "ANTHROPIC_API_KEY" },
   load: integration.load,
   build(t, { temperature, maxTokens }, cfg) {

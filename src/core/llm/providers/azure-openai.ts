@@ -16,7 +16,7 @@ export const azureOpenai: ProviderModule = {
   defaults: (cfg) => ({ baseUrl: cfg.azure?.endpoint ?? (cfg.azure?.instanceName ? `https://${cfg.azure.instanceName}.openai.azure.com` : null), apiKey: cfg.azure?.apiKey ?? null }),
   endpointUrl: (t) => `${t.baseUrl ?? "https://<AZURE_OPENAI_API_INSTANCE_NAME>.openai.azure.com"}/openai/deployments/${t.model}/chat/completions`,
   structuredMethod: () => null,
-  structuredMethods: [],
+  structuredMethods: () => [],
   // The deployment's route with the configured API version, and Azure's api-key header.
   chatCompletionsRequest: (t, cfg) => ({ url: `${azureOpenai.endpointUrl(t, cfg)}?api-version=${cfg.azure?.apiVersion ?? AZURE_DEFAULT_API_VERSION}`, headers: keyHeader("api-key", t.apiKey) }),
   azure: true,

@@ -13,7 +13,7 @@ export const bedrock: ProviderModule = {
   defaults: (cfg) => ({ baseUrl: cfg.bedrock?.endpoint ?? null, apiKey: null }),
   endpointUrl: (t, cfg) => `${t.baseUrl ?? `https://bedrock-runtime.${cfg.bedrock?.region ?? "<AWS_REGION>"}.amazonaws.com`}/model/${encodeURIComponent(t.model)}/converse`,
   structuredMethod: () => "functionCalling",
-  structuredMethods: ["functionCalling"],
+  structuredMethods: () => ["functionCalling"],
   variables: { url: "MEDMMV_BEDROCK_ENDPOINT / AWS_REGION", key: "the AWS credential chain (the IAM role, AWS_PROFILE, or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)" },
   load: integration.load,
   build(t, { temperature, maxTokens }, cfg) {

@@ -14,8 +14,8 @@ export const googleGenai: ProviderModule = {
   id: "google-genai",
   defaults: (cfg) => cfg.google,
   endpointUrl: (t) => `${trimmed(t.baseUrl ?? GOOGLE_GENAI_DEFAULT_BASE_URL)}/v1beta/models/${t.model}:generateContent`,
-  structuredMethod: (cfg) => (cfg.structuredOutput === "functionCalling" ? "functionCalling" : "jsonSchema"),
-  structuredMethods: ["jsonSchema", "functionCalling"],
+  structuredMethod: (_model, cfg) => (cfg.structuredOutput === "functionCalling" ? "functionCalling" : "jsonSchema"),
+  structuredMethods: () => ["jsonSchema", "functionCalling"],
   variables: { url: "GOOGLE_GENAI_BASE_URL", key: "GOOGLE_API_KEY" },
   load: integration.load,
   build(t, { temperature, maxTokens }) {

@@ -15,7 +15,7 @@ export const openai: ProviderModule = {
   defaults: (cfg) => ({ baseUrl: cfg.baseUrl, apiKey: cfg.apiKey }),
   endpointUrl: (t) => `${trimmed(t.baseUrl ?? OPENAI_DEFAULT_BASE_URL)}/chat/completions`,
   structuredMethod: () => null,
-  structuredMethods: [],
+  structuredMethods: () => [],
   chatCompletionsRequest: (t, cfg) => ({ url: openai.endpointUrl(t, cfg), headers: keyHeader("authorization", t.apiKey && `Bearer ${t.apiKey}`) }),
   build: (t, { temperature, maxTokens, modelKwargs }, cfg) =>
     new ChatOpenAI({

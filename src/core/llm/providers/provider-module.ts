@@ -39,10 +39,12 @@ export interface ProviderModule {
    * (model-profile.ts, model-adaptation.ts), and probed by `models check` request by request.
    * Otherwise the method the provider's LangChain integration is asked for; its integration
    * takes the temperature and output budget as they are, and its server reveals nothing this adapts to.
+   * Decided per model (the provider's own name, `t.model`), not per provider: one integration may
+   * serve models of more than one family (Vertex AI's Gemini and Claude, which take JSON differently).
    */
-  structuredMethod(cfg: Config["llm"]): StructuredMethodOf | null;
-  /** Every method its integration can be asked for (`models check` tries each); empty on our own wire. */
-  readonly structuredMethods: readonly StructuredMethodOf[];
+  structuredMethod(model: string, cfg: Config["llm"]): StructuredMethodOf | null;
+  /** Every method its integration can be asked for on `model` (`models check` tries each); empty on our own wire. */
+  structuredMethods(model: string): readonly StructuredMethodOf[];
   /**
    * On the OpenAI chat-completions wire: the URL and headers of a request sent by hand
    * (`models check` probes such a server request by request). Unset: probed through its integration.
