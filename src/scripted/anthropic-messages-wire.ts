@@ -128,6 +128,8 @@ export function messagesContent(choice: ChatChoice, toolIdPrefix: string): { con
   const { text, calls } = replyParts(choice);
   if (text) content.push({ type: "text", text });
   for (const [i, c] of calls.entries()) content.push(c.args ? { type: "tool_use", id: `${toolIdPrefix}_${i}`, name: c.name, input: c.args } : { type: "text", text: c.raw });
-  const stopReason = choice.finishReason === "length" ? "max_tokens" : content.some((b) => b.type === "tool_use") ? "tool_use" : "end_turn";
+  // A chat answer the script marks as a refusal is Claude's `stop_reason: "refusal"` (Claude 4 models' safety
+  // classifiers: docs.anthropic.com "Handling stop reasons").
+  const stopReason = choice.finishReason === "length" ? "max_tokens" : choice.finishReason === "refusal" ? "refusal" : content.some((b) => b.type === "tool_use") ? "tool_use" : "end_turn";
   return { content, stopReason, text };
 }

@@ -474,6 +474,8 @@ export class LlmClient {
         if (finish === "content_filter") throw modelFailure({ kind: "contentFilter", categories: [], message: "" }, undefined, facts(), { contentFilterResults: out.tap.contentFilterResults });
         const refusal = out.tap.message?.refusal ?? out.raw?.additional_kwargs?.refusal;
         if (typeof refusal === "string" && refusal.trim()) throw modelFailure({ kind: "refused", message: refusal }, undefined, facts());
+        // Claude's own refusal (stop_reason "refusal", through Anthropic's, Bedrock's or Vertex AI's integration): a refusal, not a bad reply to re-ask.
+        if (finish === "refusal") throw modelFailure({ kind: "refused", message: "" }, undefined, facts());
         // Our own reading of the raw reply first: the library's `parsed` is already its zod output.
         const fromRaw = out.raw ? readReplyJson(out.raw) : readWireJson(out.tap.message);
         const candidate = fromRaw ?? (out.parsed === null ? undefined : out.parsed);

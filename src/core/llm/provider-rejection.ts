@@ -188,6 +188,11 @@ export function readRejection(status: number, body: unknown): Rejection | null {
   if (quota) return { kind: "quota", code: quota, message };
   const daily = status === 429 || e.status === "RESOURCE_EXHAUSTED" ? dailyQuotaViolation(e) : null;
   if (daily) return { kind: "quota", code: daily, message, period: "day" };
+  // A project with no quota at all for the model: Google's 429 RESOURCE_EXHAUSTED "Quota exceeded for metric: …, limit: 0,
+  // model: …" (google-gemini/gemini-cli#22486) or "… doesn't have a free quota tier" (ai-christianson/RA.Aid#182). Waiting
+  // does not help whatever its retryDelay says: the quota is zero until the project's tier changes.
+  if ((status === 429 || e.status === "RESOURCE_EXHAUSTED") && (/quota exceeded for metric:[^\n]*\blimit: 0\b/i.test(message) || /doesn't have a free quota tier/i.test(message)))
+    return { kind: "quota", code: "no_quota_for_model", message };
   if (status === 402) return { kind: "quota", code: "payment_required", message };
   for (const re of IMAGE_LIMIT) {
     const m = re.exec(message);

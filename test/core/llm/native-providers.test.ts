@@ -10,6 +10,7 @@ import { Pipeline, pipelineOptions, type PipelineOverrides } from "../../../src/
 import { DiagnosisResult } from "../../../src/core/contracts/diagnosis-result.js";
 import { callCostUsd } from "../../../src/core/llm/usage.js";
 import { formatSummary } from "../../../src/cli/format-summary.js";
+import { rawReply } from "../../../src/scripted/scripted-openai-server.js";
 
 /**
  * The same MedQA-style case through LangChain's own integrations, `@langchain/anthropic`
@@ -266,5 +267,16 @@ describe("a reply cut at its output budget, on every provider's own integration"
     expect(rollout?.code).toBe("OUTPUT_TRUNCATED");
     // The cut reply and the one re-ask with a larger budget: two calls, not three.
     expect(result.usage.byAgent["rollout"]!.calls).toBe(2);
+  });
+});
+
+describe("Claude's own refusal (stop_reason refusal)", () => {
+  it("is MODEL_REFUSED, sent once, not re-asked as a bad reply", async () => {
+    const refusal = { id: "x", object: "chat.completion", model: "m", choices: [{ index: 0, message: { role: "assistant", content: "" }, finish_reason: "refusal" }], usage: { prompt_tokens: 10, completion_tokens: 0 } };
+    servers.model.setScenario({ ...clinicalScenario({ rolloutAnswers: ["B"] }), agents: { ...clinicalScenario({ rolloutAnswers: ["B"] }).agents, rollout: rawReply(JSON.stringify(refusal)) } });
+    const cfg = servers.config(nativeEnv(allOn(SONNET)));
+    const result = (await new Pipeline(cfg).run(chestPainCase(), pipelineOptions(cfg, { k: 1 }))).result;
+    expect((result.provenance.failures ?? []).find((f) => f.branch.startsWith("rollout"))?.code).toBe("MODEL_REFUSED");
+    expect(result.usage.byAgent["rollout"]!.calls).toBe(1);
   });
 });

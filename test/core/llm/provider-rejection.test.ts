@@ -15,6 +15,10 @@ describe("readRejection", () => {
     expect(rejectionOf(aws("ValidationException", 400, "The model returned the following errors: Input is too long for requested model."))).toMatchObject({ kind: "contextLength", window: null });
     expect(rejectionOf(aws("ServiceQuotaExceededException", 400, "Your request exceeds the service quota for your account."))).toMatchObject({ kind: "quota", code: "ServiceQuotaExceededException" });
     expect(rejectionOf(aws("ThrottlingException", 429, "Too many requests, please wait before trying again."))).toBeNull();
+    // A model the project has no quota for at all: limit 0, whatever retryDelay comes with it (google-gemini/gemini-cli#22486).
+    const zero = { error: { code: 429, status: "RESOURCE_EXHAUSTED", message: "You exceeded your current quota, please check your plan and billing details.\n* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 0, model: gemini-3.1-pro\nPlease retry in 25.465784708s." } };
+    expect(readRejection(429, zero)).toMatchObject({ kind: "quota", code: "no_quota_for_model" });
+    expect(readRejection(429, { error: { ...zero.error, message: "* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 15, model: gemini-2.5-flash" } })).toBeNull();
     // Anthropic's body as its SDK's fetch sees it.
     expect(readRejection(400, { type: "error", error: { type: "invalid_request_error", message: "prompt is too long: 208310 tokens > 200000 maximum" }, request_id: "req_1" })).toMatchObject({ kind: "contextLength", window: 200000, requested: 208310 });
     const gemini = [{ error: { code: 400, message: "The input token count (134123) exceeds the maximum number of tokens allowed (131072).", status: "INVALID_ARGUMENT" } }];
