@@ -5,7 +5,8 @@
 // object); a new "header" forgets the previous object.
 // Protocol:
 //   { id, op: "header", bytes, attributes: [names] } → { id, ok, elements (only `attributes`, as plain strings/numbers), slide? (a whole-slide instance's tile positions and optics), hasPixelData, floatPixelData ("float" | "double" | null), pixelBytes, transferSyntaxUid, frameWindows ([center, width, fromFunctionalGroups] | null per frame, or null), frameContents (words per frame, or null), warnings }
-//   { id, op: "render", items: [{ frame, window: { center, width } | null }], more? } (more: the object is kept for another render) → { id, ok, frames: [{ width, height, pixels, window }] }
+//   { id, op: "render", items: [{ frame, window: { center, width } | null, values? }], more? } (more: the object is kept for another render) → { id, ok, frames: [{ width, height, pixels, window }] }
+//     (values: a 16-bit greyscale frame's decoded stored values, uint16 little endian, instead of RGBA: a whole slide is windowed once for all its tiles)
 // Every reply carries `wasmBytes`, the codecs' WebAssembly memory, so the pool can replace a
 // thread whose memory has grown past its bound.
 import { createRequire } from "node:module";
@@ -57,6 +58,8 @@ NativePixelDecoder.decodeJpeg = function (image, encoded, options) {
 // and colour of more than 8 bits a sample is narrowed to the 8 bits the renderer reads colour
 // frames as (it reads them as bytes; before, a 16-bit sample was read as two).
 let compressedLut = null;
+/** Set while a frame's stored values are asked for (render item `values`): the codec's output, kept as decoded. */
+let capture = null;
 for (const name of ["decodeRle", "decodeJpeg", "decodeJpegLs", "decodeJpeg2000", "decodeJpegXl"]) {
   const decode = NativePixelDecoder[name];
   if (typeof decode !== "function") continue;
@@ -65,6 +68,7 @@ for (const name of ["decodeRle", "decodeJpeg", "decodeJpegLs", "decodeJpeg2000",
     if (!decoded || !ArrayBuffer.isView(decoded)) return decoded;
     const bytes = new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength);
     if (compressedLut) mapThroughModalityLut(bytes, compressedLut.lut, compressedLut.bitsStored, compressedLut.signed);
+    if (capture) capture.bytes = bytes.slice();
     const bitsAllocated = pixel?.getBitsAllocated?.();
     // The JPEG 2000 codec already hands over colour as 8-bit samples (checked on a 16-bit RGB
     // object written by gdcmconv --j2k); RLE, JPEG-LS and JPEG lossless hand over what is stored.
@@ -232,6 +236,33 @@ function narrowWideColour(image, all) {
   image.setElement("HighBit", 7);
 }
 
+/**
+ * A 16-bit greyscale frame's stored values as decoded (uint16, little endian), not windowed:
+ * a native frame's slice of the pixel data, a compressed frame as its codec hands it over
+ * (caught in the decoder wrappers while the renderer decodes it).
+ */
+function storedValues(frame) {
+  const all = current.getElements();
+  const rows = Number(all.Rows);
+  const columns = Number(all.Columns);
+  if (Number(all.SamplesPerPixel) !== 1 || Number(all.BitsAllocated) !== 16) throw new Error("stored values are read only from 16-bit greyscale frames");
+  const size = rows * columns * 2;
+  if (NATIVE_LE.has(current.getTransferSyntaxUid())) {
+    const bytes = valueBytes(all.PixelData);
+    if (!bytes || bytes.byteLength < (frame + 1) * size) throw new Error(`frame ${frame + 1} is past the pixel data`);
+    return { rows, columns, buffer: bytes.slice(frame * size, (frame + 1) * size).buffer };
+  }
+  capture = {};
+  try {
+    current.render({ frame, renderOverlays: false, windowLevel: new WindowLevel(1, 0) });
+    const got = capture.bytes;
+    if (!got || got.byteLength < size) throw new Error(`frame ${frame + 1} decoded to ${got ? got.byteLength : 0} bytes, not ${rows}×${columns} 16-bit values`);
+    return { rows, columns, buffer: got.buffer.byteLength === size ? got.buffer : got.slice(0, size).buffer };
+  } finally {
+    capture = null;
+  }
+}
+
 function reply(body, transfer) {
   parentPort.postMessage({ ...body, wasmBytes: wasmBytes() }, transfer);
 }
@@ -297,6 +328,16 @@ parentPort.on("message", async (job) => {
       const frames = [];
       for (const item of job.items) {
         let r;
+        if (item.values) {
+          try {
+            const values = storedValues(item.frame);
+            frames.push({ width: values.columns, height: values.rows, pixels: values.buffer, window: null });
+            continue;
+          } catch (e) {
+            reply({ id: job.id, ok: false, frame: item.frame, error: message(e) });
+            return;
+          }
+        }
         try {
           // An enhanced object's rescale lives in its functional groups, per frame where they differ.
           const values = frameValues(current.getElements(), item.frame);

@@ -12,8 +12,8 @@ import type { QidoItem } from "./dicomweb.js";
  * is proportional to the chunk, so the event loop is never held for a whole answer.
  */
 
-/** Attributes kept (their first MAX_VALUES values): image type, sizes, frames, pixel format, organisation, frame offset. */
-const KEEP = ["00080008", "00480006", "00480007", "00280011", "00280010", "00280008", "00280002", "00280100", "00280004", "00209311", "00209228"];
+/** Attributes kept (their first MAX_VALUES values): image type, sizes, frames, pixel format, organisation, frame offset, window (a 16-bit greyscale slide's). */
+const KEEP = ["00080008", "00480006", "00480007", "00280011", "00280010", "00280008", "00280002", "00280100", "00280004", "00209311", "00209228", "00281050", "00281051"];
 const MAX_VALUES = 16;
 /** Characters kept of a string value. */
 const MAX_STRING = 200;
