@@ -11,7 +11,7 @@
 // thread whose memory has grown past its bound.
 import { createRequire } from "node:module";
 import { parentPort } from "node:worker_threads";
-import { expandSegmentedLut, firstItem, frameContent, frameValues, j2kPhotometric, jpegHoldsYcbcr, jpegLsPlaneInterleaved, mapThroughModalityLut, modalityLut, narrowSamples, valueBytes } from "./frame-values.mjs";
+import { expandSegmentedLut, firstItem, frameContent, frameValues, j2kPhotometric, jpegHoldsYcbcr, jpegLsPlaneInterleaved, jpegLsWithoutFillBeforeEoi, mapThroughModalityLut, modalityLut, narrowSamples, valueBytes } from "./frame-values.mjs";
 
 // The codecs' memory is not reachable through dcmjs-imaging's API: note every memory a
 // WebAssembly instance of this thread exports as it is created.
@@ -63,8 +63,10 @@ let capture = null;
 for (const name of ["decodeRle", "decodeJpeg", "decodeJpegLs", "decodeJpeg2000", "decodeJpegXl"]) {
   const decode = NativePixelDecoder[name];
   if (typeof decode !== "function") continue;
-  NativePixelDecoder[name] = function (pixel, ...rest) {
-    const decoded = decode.call(this, pixel, ...rest);
+  NativePixelDecoder[name] = function (pixel, encoded, ...rest) {
+    // WG-04's JPEG-LS encoder put a zero byte before EOI, which the codec (CharLS 2.3) refuses to read past.
+    if (name === "decodeJpegLs" && ArrayBuffer.isView(encoded)) encoded = jpegLsWithoutFillBeforeEoi(new Uint8Array(encoded.buffer, encoded.byteOffset, encoded.byteLength));
+    const decoded = decode.call(this, pixel, encoded, ...rest);
     if (!decoded || !ArrayBuffer.isView(decoded)) return decoded;
     const bytes = new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength);
     if (compressedLut) mapThroughModalityLut(bytes, compressedLut.lut, compressedLut.bitsStored, compressedLut.signed);
