@@ -264,8 +264,10 @@ export function jpegLsPlaneInterleaved(tsUid, bytes) {
  * ISO 14495-1 allows no such fill: CharLS from 2.3 on (dcmjs-imaging carries 2.3.4) stops at
  * it with "the leading start byte (0xFF) for a JPEG marker was not found", where CharLS 2.2,
  * DCMTK's dcmdjpls and pydicom's decoders read the file (team-charls/charls issues #365, #437).
- * A zero byte right after 0xFF is kept: it may be entropy-coded data after a stuffed 0xFF. The
- * DICOM fragment's own padding after EOI is left as it is. `bytes` itself when nothing is cut.
+ * A stream's last data byte may itself be zero (CharLS needs it: a DCMTK-encoded CT ends so),
+ * so the renderer tries this only after the stream as stored has failed. A zero byte right
+ * after 0xFF is kept (entropy-coded data after a stuffed 0xFF). The DICOM fragment's own
+ * padding after EOI is left as it is. `bytes` itself when nothing is cut.
  */
 export function jpegLsWithoutFillBeforeEoi(bytes) {
   let end = bytes.length;

@@ -8,7 +8,7 @@
 //   { id, op: "render", items: [{ frame, window: { center, width } | null, values? }], more? } (more: the object is kept for another render) → { id, ok, frames: [{ width, height, pixels, window }] }
 //     (values: a 16-bit greyscale frame's decoded stored values, uint16 little endian, instead of RGBA: a whole slide is windowed once for all its tiles)
 // Every reply carries `wasmBytes`, the codecs' WebAssembly memory, so the pool can replace a
-// thread whose memory has grown past its bound.
+// thread whose memory has grown past its bound, and `trapped` once a codec has trapped.
 import { createRequire } from "node:module";
 import { parentPort } from "node:worker_threads";
 import { expandSegmentedLut, firstItem, frameContent, frameValues, j2kPhotometric, jpegHoldsYcbcr, jpegLsPlaneInterleaved, jpegLsWithoutFillBeforeEoi, mapThroughModalityLut, modalityLut, narrowSamples, valueBytes } from "./frame-values.mjs";
@@ -60,13 +60,29 @@ NativePixelDecoder.decodeJpeg = function (image, encoded, options) {
 let compressedLut = null;
 /** Set while a frame's stored values are asked for (render item `values`): the codec's output, kept as decoded. */
 let capture = null;
+/**
+ * Set once a codec has trapped (a WebAssembly RuntimeError: its C++ exception, built without
+ * exception support, leaves its stack and heap as they were mid-call): every reply says so,
+ * and the pool replaces the thread after this object instead of lending it again.
+ */
+let trapped = false;
 for (const name of ["decodeRle", "decodeJpeg", "decodeJpegLs", "decodeJpeg2000", "decodeJpegXl"]) {
   const decode = NativePixelDecoder[name];
   if (typeof decode !== "function") continue;
   NativePixelDecoder[name] = function (pixel, encoded, ...rest) {
-    // WG-04's JPEG-LS encoder put a zero byte before EOI, which the codec (CharLS 2.3) refuses to read past.
-    if (name === "decodeJpegLs" && ArrayBuffer.isView(encoded)) encoded = jpegLsWithoutFillBeforeEoi(new Uint8Array(encoded.buffer, encoded.byteOffset, encoded.byteLength));
-    const decoded = decode.call(this, pixel, encoded, ...rest);
+    let decoded;
+    try {
+      decoded = decode.call(this, pixel, encoded, ...rest);
+    } catch (e) {
+      if (e instanceof WebAssembly.RuntimeError) trapped = true;
+      // WG-04's JPEG-LS encoder put a zero byte before EOI, which the codec (CharLS 2.3) refuses
+      // to read past. Tried again without it only after the stream as stored has failed: a
+      // stream's last data byte may itself be zero (a DCMTK-encoded CT ends so), and CharLS needs it.
+      const stored = name === "decodeJpegLs" && ArrayBuffer.isView(encoded) ? new Uint8Array(encoded.buffer, encoded.byteOffset, encoded.byteLength) : null;
+      const cut = stored && jpegLsWithoutFillBeforeEoi(stored);
+      if (!cut || cut === stored) throw e;
+      decoded = decode.call(this, pixel, cut, ...rest);
+    }
     if (!decoded || !ArrayBuffer.isView(decoded)) return decoded;
     const bytes = new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength);
     if (compressedLut) mapThroughModalityLut(bytes, compressedLut.lut, compressedLut.bitsStored, compressedLut.signed);
@@ -266,7 +282,7 @@ function storedValues(frame) {
 }
 
 function reply(body, transfer) {
-  parentPort.postMessage({ ...body, wasmBytes: wasmBytes() }, transfer);
+  parentPort.postMessage({ ...body, wasmBytes: wasmBytes(), ...(trapped ? { trapped: true } : {}) }, transfer);
 }
 
 parentPort.on("message", async (job) => {
@@ -347,6 +363,7 @@ parentPort.on("message", async (job) => {
           current.setElement("RescaleIntercept", values.intercept);
           r = current.render({ frame: item.frame, renderOverlays: false, ...(item.window ? { windowLevel: new WindowLevel(item.window.width, item.window.center) } : {}) });
         } catch (e) {
+          if (e instanceof WebAssembly.RuntimeError) trapped = true;
           reply({ id: job.id, ok: false, frame: item.frame, error: message(e) });
           return;
         }

@@ -2,8 +2,9 @@
  * NEMA WG-04's MR1_JLSL (JPEG-LS lossless, 16-bit signed MR; test/fixtures/dicom-scanners/README.md)
  * was refused as undecodable: its encoder put a zero byte between the entropy-coded data and
  * EOI (`2B 00 FF D9`), and the JPEG-LS codec dcmjs-imaging carries (CharLS 2.3.4) stops there
- * (a WebAssembly trap, "unreachable"), where DCMTK's dcmdjpls reads it. The fill is left out
- * before the codec sees the frame; the picture must be DCMTK's decoding of the same file, read
+ * (a WebAssembly trap, "unreachable"), where DCMTK's dcmdjpls reads it. When the stream as
+ * stored fails, it is decoded again without the fill (a stream's last data byte may be zero
+ * itself: transfer-syntaxes.test.ts's CT ends so); the picture must be DCMTK's decoding of the same file, read
  * by pydicom, under the window we chose. A codestream the codec really cannot read is refused
  * naming the codec, not as "truncated".
  */
@@ -16,6 +17,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MedmmvError } from "../../../../src/core/contracts/errors.js";
 import { prepareImages } from "../../../../src/core/intake/images.js";
+import { decodePoolSize } from "../../../../src/core/intake/dicom/decode-pool.js";
 // @ts-expect-error plain JavaScript module of the decoding thread (no types)
 import { jpegLsWithoutFillBeforeEoi } from "../../../../src/core/intake/dicom/frame-values.mjs";
 import { ourPixels, pydicomFrames, secondOpinionMissing } from "./second-opinion.js";
@@ -59,6 +61,17 @@ describe.skipIf(secondOpinionMissing())("WG-04 MR1_JLSL", () => {
     for (const [i, v] of ours.entries()) worst = Math.max(worst, Math.abs(v - Math.round(((theirs![i]! + 32768) * 255) / 65535)));
     expect(worst).toBeLessThanOrEqual(1);
     expect(new Set(ours).size).toBeGreaterThan(100);
+  });
+
+  it("the thread whose codec trapped (the stream as stored, before the retry without fill) is replaced after the object; the next object decodes", async () => {
+    const plain = readFileSync(path.join(import.meta.dirname, "../../../fixtures/dicom-scanners/SC_rgb_small_odd.dcm"));
+    await prepareImages({ id: "warm", data: plain.toString("base64") }, OPTS);
+    const threads = decodePoolSize();
+    expect(threads).toBeGreaterThan(0);
+    await prepareImages({ id: "mr1", data: MR1.toString("base64") }, OPTS);
+    expect(decodePoolSize()).toBe(threads - 1);
+    const [ok] = await prepareImages({ id: "after", data: MR1.toString("base64") }, OPTS);
+    expect(ok!.width).toBe(512);
   });
 
   it("a byte the codec cannot read past (not fill: 0x01) is refused naming the codec, not as truncated", async () => {
