@@ -14,6 +14,8 @@ let tmp: string;
 beforeAll(async () => {
   tmp = await mkdtemp(path.join(tmpdir(), "medmmv-dicom-exit-"));
   await writeFile(path.join(tmp, "ct.dcm"), syntheticCt().file);
+  // The same CT written without the Part 10 preamble (its file meta group first), as older writers did.
+  await writeFile(path.join(tmp, "ct-no-preamble.dcm"), syntheticCt().file.subarray(132));
   const mr = new Uint16Array(48 * 48).map((_, i) => (i * 37) % 4096);
   await writeFile(path.join(tmp, "mr.dcm"), dicomFile({ modality: "MR", rows: 48, columns: 48, stored: mr }));
   const rgb = dicomFile({ modality: "OT", rows: 16, columns: 16, frames: 2, stored: new Uint8Array(16 * 16 * 3 * 2).map((_, i) => (i * 11) % 256), rgb: true });
@@ -31,7 +33,7 @@ const env = () => ({ OPENAI_BASE_URL: servers.model.baseUrl, OPENAI_API_KEY: "k"
 const HANG = { timeoutMs: 90_000 };
 
 describe("the CLI exits after a case with a DICOM image", () => {
-  it.each(["ct.dcm", "mr.dcm", "rgb-rle.dcm", "jpeg.dcm", "sc-implicit.dcm"])("medmmv diagnose on %s exits 0 by itself", async (file) => {
+  it.each(["ct.dcm", "ct-no-preamble.dcm", "mr.dcm", "rgb-rle.dcm", "jpeg.dcm", "sc-implicit.dcm"])("medmmv diagnose on %s exits 0 by itself", async (file) => {
     const caseFile = path.join(tmp, `${file}.json`);
     await writeFile(caseFile, JSON.stringify({ question: "What is the most likely diagnosis?", notes: "An adult with chest pain.", options: { A: "Pneumonia", B: "Myocardial infarction" }, images: [{ id: "scan", path: file }] }));
     const r = await medmmvCli(["diagnose", caseFile], env(), "", undefined, HANG);

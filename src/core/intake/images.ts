@@ -55,6 +55,21 @@ export function sniffImageMime(buf: Buffer): ImageMime | null {
   return null;
 }
 
+/**
+ * What an image's bytes are, the one detection every intake path uses (case JSON, multipart
+ * upload, CLI, FHIR attachments): DICOM Part 10 by its preamble and "DICM"; JPEG, PNG, GIF or
+ * WebP by their magic bytes; else DICOM written without the preamble (older writers; DCMTK and
+ * GDCM read it) when the whole of it walks as DICOM, given as the Part 10 file it would be.
+ * Null when it is none of these.
+ */
+export function recogniseImage(buf: Buffer): { mime: "application/dicom"; part10: Buffer } | { mime: ImageMime } | null {
+  if (isDicomPart10(buf)) return { mime: "application/dicom", part10: buf };
+  const mime = sniffImageMime(buf);
+  if (mime) return { mime };
+  const bare = part10FromBareDataset(buf);
+  return bare ? { mime: "application/dicom", part10: bare } : null;
+}
+
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 const DATA_URL_PREFIX = /^data:[^,;]*(?:;[^,;]*)*;base64,/i;
@@ -164,11 +179,8 @@ export async function prepareImages(input: ImageInput, opts: PrepareImageOptions
     return shareSeriesActivityScale(rendered);
   }
   const buf = await imageBytes(input, opts);
-  if (isDicomPart10(buf)) return renderDicom(input.id, buf, input.caption, dicomLimits);
-  // DICOM written without the Part 10 preamble (older writers; DCMTK and GDCM read it): read
-  // as the Part 10 file it would be, when the whole of it walks as DICOM.
-  const bare = sniffImageMime(buf) === null ? part10FromBareDataset(buf) : null;
-  if (bare) return renderDicom(input.id, bare, input.caption, dicomLimits);
+  const kind = recogniseImage(buf);
+  if (kind && "part10" in kind) return renderDicom(input.id, kind.part10, input.caption, dicomLimits);
   opts.signal?.throwIfAborted();
   reservePictures(opts.pictures, 1, input.id);
   return [await decodedImage(input, buf, opts)];

@@ -43,6 +43,8 @@ export interface WorkerReply {
   error?: string;
   /** Bytes of the thread's WebAssembly memory after the job. */
   wasmBytes?: number;
+  /** A codec of the thread has trapped (its WebAssembly state is not trusted again). */
+  trapped?: boolean;
   [k: string]: unknown;
 }
 
@@ -56,6 +58,8 @@ interface Slot {
   busy: boolean;
   idleTimer: NodeJS.Timeout | null;
   wasmBytes: number;
+  /** A codec trapped in this thread: it is replaced after its object. */
+  trapped: boolean;
   /** The reply awaited now (one question at a time per lease). */
   waiting: { resolve: (r: WorkerReply) => void; reject: (e: Error) => void } | null;
   /** Set once the thread failed or must not take another object. */
@@ -81,7 +85,7 @@ function startSlot(): Slot {
   const worker = new Worker(new URL("./render-worker.mjs", import.meta.url), {
     resourceLimits: { maxOldGenerationSizeMb: options.heapMb, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },
   });
-  const slot: Slot = { worker, busy: false, idleTimer: null, wasmBytes: 0, waiting: null, retired: false };
+  const slot: Slot = { worker, busy: false, idleTimer: null, wasmBytes: 0, trapped: false, waiting: null, retired: false };
   const fail = (e: DecodeWorkerFailure) => {
     retire(slot);
     const w = slot.waiting;
@@ -90,6 +94,7 @@ function startSlot(): Slot {
   };
   worker.on("message", (r: WorkerReply) => {
     if (typeof r.wasmBytes === "number") slot.wasmBytes = r.wasmBytes;
+    if (r.trapped === true) slot.trapped = true;
     const w = slot.waiting;
     slot.waiting = null;
     w?.resolve(r);
@@ -143,7 +148,8 @@ function dispatch(): void {
 function release(slot: Slot): void {
   slot.busy = false;
   if (!slot.retired) {
-    if (slot.wasmBytes > options.maxWasmBytes) retire(slot);
+    // A codec that trapped left its WebAssembly stack and heap mid-call: the thread is not lent again.
+    if (slot.wasmBytes > options.maxWasmBytes || slot.trapped) retire(slot);
     else {
       slot.worker.unref();
       slot.idleTimer = setTimeout(() => retire(slot), IDLE_MS);

@@ -28,7 +28,7 @@ export interface SlideHeader {
 export interface RenderedFrame {
   width: number;
   height: number;
-  /** RGBA, 8 bits per channel. */
+  /** RGBA, 8 bits per channel (or, for an item asking for `values`, uint16 stored values). */
   pixels: ArrayBuffer;
   /** The window the renderer used (for a greyscale frame), in modality units. */
   window: { center: number; width: number } | null;
@@ -37,6 +37,8 @@ export interface RenderedFrame {
 export interface RenderItem {
   frame: number;
   window: { center: number; width: number } | null;
+  /** A 16-bit greyscale frame's stored values (uint16 little endian in `pixels`) instead of RGBA. */
+  values?: boolean;
 }
 
 /** A failure inside the worker: its message, and the frame it was rendering, if any. */

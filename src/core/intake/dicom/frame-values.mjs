@@ -276,3 +276,29 @@ export function jpegLsPlaneInterleaved(tsUid, bytes) {
   }
   return undefined;
 }
+
+/**
+ * A JPEG-LS codestream with zero bytes between its entropy-coded data and EOI left out. The
+ * old encoder that wrote NEMA WG-04's JPEG-LS set put one there (MR1_JLSL ends `2B 00 FF D9`;
+ * CharLS's own encoding of the same pixels ends `2B FF D9`, byte for byte the same before it).
+ * ISO 14495-1 allows no such fill: CharLS from 2.3 on (dcmjs-imaging carries 2.3.4) stops at
+ * it with "the leading start byte (0xFF) for a JPEG marker was not found", where CharLS 2.2,
+ * DCMTK's dcmdjpls and pydicom's decoders read the file (team-charls/charls issues #365, #437).
+ * A stream's last data byte may itself be zero (CharLS needs it: a DCMTK-encoded CT ends so),
+ * so the renderer tries this only after the stream as stored has failed. A zero byte right
+ * after 0xFF is kept (entropy-coded data after a stuffed 0xFF). The DICOM fragment's own
+ * padding after EOI is left as it is. `bytes` itself when nothing is cut.
+ */
+export function jpegLsWithoutFillBeforeEoi(bytes) {
+  let end = bytes.length;
+  while (end > 2 && bytes[end - 1] === 0) end--;
+  if (end < 4 || bytes[end - 2] !== 0xff || bytes[end - 1] !== 0xd9) return bytes;
+  const eoi = end - 2;
+  let data = eoi;
+  while (data > 0 && bytes[data - 1] === 0) data--;
+  if (data === eoi || data === 0 || bytes[data - 1] === 0xff) return bytes;
+  const out = new Uint8Array(bytes.length - (eoi - data));
+  out.set(bytes.subarray(0, data), 0);
+  out.set(bytes.subarray(eoi), data);
+  return out;
+}

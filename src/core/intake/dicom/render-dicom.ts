@@ -128,7 +128,7 @@ export async function renderDicom(imageId: string, buf: Buffer, caption: string 
     }, limits.signal);
   } catch (e) {
     if (limits.signal?.aborted) throw limits.signal.reason;
-    throw decodeRefusal(imageId, e);
+    throw decodeRefusal(imageId, e, checked.transferSyntaxUid);
   }
   return Array.isArray(plan) ? plan : encodePictures(imageId, caption, plan);
 }
@@ -233,8 +233,17 @@ function checkCodestreams(imageId: string, checked: CheckedFile, tsUid: string, 
 /** Transfer syntaxes whose frames are codestreams with their own size (RLE and native are sized by the header). */
 const CODESTREAM_SYNTAXES = new Set(Object.keys(TRANSFER_SYNTAXES).filter((uid) => uid.startsWith("1.2.840.10008.1.2.4.")));
 
+/** The library inside dcmjs-imaging's WebAssembly that decodes each compressed syntax (a refusal names it when it stops). */
+function codecOf(tsUid: string): string | undefined {
+  if (tsUid === "1.2.840.10008.1.2.4.80" || tsUid === "1.2.840.10008.1.2.4.81") return "CharLS";
+  if (tsUid === "1.2.840.10008.1.2.4.90" || tsUid === "1.2.840.10008.1.2.4.91") return "OpenJPEG";
+  if (tsUid.startsWith("1.2.840.10008.1.2.4.20")) return "OpenJPH";
+  if (/^1\.2\.840\.10008\.1\.2\.4\.(50|51|57|70)$/.test(tsUid)) return "libjpeg";
+  return undefined;
+}
+
 /** A failure of the worker or the pool as a 4xx that says what went wrong. */
-function decodeRefusal(imageId: string, e: unknown): unknown {
+function decodeRefusal(imageId: string, e: unknown, tsUid = ""): unknown {
   if (e instanceof MedmmvError) return e;
   if (e instanceof DecodeWorkerFailure) {
     if (e.kind === "timeout") return refuse("UNPROCESSABLE", imageId, `${e.message}; the object is refused (its codestream is unusually costly to decode)`, { limit: "decode-time" });
@@ -243,6 +252,12 @@ function decodeRefusal(imageId: string, e: unknown): unknown {
   }
   if (e instanceof DicomWorkerError && e.stage === "render") {
     const frame = e.frame !== undefined ? e.frame + 1 : undefined;
+    // A WebAssembly trap ("unreachable") is the codec stopping on the codestream (its C++
+    // exception, built without exception support): named, with the syntax, not guessed at.
+    const codec = codecOf(tsUid);
+    if (codec && /unreachable|RuntimeError/i.test(reason(e))) {
+      return refuse("INVALID_INPUT", imageId, `${frame ? `frame ${frame}` : "a frame"} cannot be decoded: the ${TRANSFER_SYNTAXES[tsUid] ?? tsUid} codec (${codec}, in dcmjs-imaging's WebAssembly) stopped on its codestream (${reason(e)}); the codestream is corrupt or written in a way ${codec} does not read`, { ...(frame ? { frame } : {}), codec });
+    }
     return refuse("INVALID_INPUT", imageId, `${frame ? `frame ${frame}` : "a frame"} cannot be decoded (${reason(e)}); the pixel data is truncated or corrupt`, frame ? { frame } : undefined);
   }
   return refuse("INVALID_INPUT", imageId, `the file cannot be parsed (${reason(e)}); it is truncated or not DICOM Part 10`);

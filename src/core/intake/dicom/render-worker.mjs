@@ -5,12 +5,13 @@
 // object); a new "header" forgets the previous object.
 // Protocol:
 //   { id, op: "header", bytes, attributes: [names] } → { id, ok, elements (only `attributes`, as plain strings/numbers), slide? (a whole-slide instance's tile positions and optics), hasPixelData, floatPixelData ("float" | "double" | null), pixelBytes, transferSyntaxUid, frameWindows ([center, width, fromFunctionalGroups] | null per frame, or null), frameContents (words per frame, or null), warnings }
-//   { id, op: "render", items: [{ frame, window: { center, width } | null }], more? } (more: the object is kept for another render) → { id, ok, frames: [{ width, height, pixels, window }] }
+//   { id, op: "render", items: [{ frame, window: { center, width } | null, values? }], more? } (more: the object is kept for another render) → { id, ok, frames: [{ width, height, pixels, window }] }
+//     (values: a 16-bit greyscale frame's decoded stored values, uint16 little endian, instead of RGBA: a whole slide is windowed once for all its tiles)
 // Every reply carries `wasmBytes`, the codecs' WebAssembly memory, so the pool can replace a
-// thread whose memory has grown past its bound.
+// thread whose memory has grown past its bound, and `trapped` once a codec has trapped.
 import { createRequire } from "node:module";
 import { parentPort } from "node:worker_threads";
-import { expandSegmentedLut, firstItem, frameContent, frameValues, rendererScale, j2kPhotometric, jpegHoldsYcbcr, jpegLsPlaneInterleaved, mapThroughModalityLut, modalityLut, narrowSamples, valueBytes } from "./frame-values.mjs";
+import { expandSegmentedLut, firstItem, frameContent, frameValues, rendererScale, j2kPhotometric, jpegHoldsYcbcr, jpegLsPlaneInterleaved, jpegLsWithoutFillBeforeEoi, mapThroughModalityLut, modalityLut, narrowSamples, valueBytes } from "./frame-values.mjs";
 
 // The codecs' memory is not reachable through dcmjs-imaging's API: note every memory a
 // WebAssembly instance of this thread exports as it is created.
@@ -57,14 +58,35 @@ NativePixelDecoder.decodeJpeg = function (image, encoded, options) {
 // and colour of more than 8 bits a sample is narrowed to the 8 bits the renderer reads colour
 // frames as (it reads them as bytes; before, a 16-bit sample was read as two).
 let compressedLut = null;
+/** Set while a frame's stored values are asked for (render item `values`): the codec's output, kept as decoded. */
+let capture = null;
+/**
+ * Set once a codec has trapped (a WebAssembly RuntimeError: its C++ exception, built without
+ * exception support, leaves its stack and heap as they were mid-call): every reply says so,
+ * and the pool replaces the thread after this object instead of lending it again.
+ */
+let trapped = false;
 for (const name of ["decodeRle", "decodeJpeg", "decodeJpegLs", "decodeJpeg2000", "decodeJpegXl"]) {
   const decode = NativePixelDecoder[name];
   if (typeof decode !== "function") continue;
-  NativePixelDecoder[name] = function (pixel, ...rest) {
-    const decoded = decode.call(this, pixel, ...rest);
+  NativePixelDecoder[name] = function (pixel, encoded, ...rest) {
+    let decoded;
+    try {
+      decoded = decode.call(this, pixel, encoded, ...rest);
+    } catch (e) {
+      if (e instanceof WebAssembly.RuntimeError) trapped = true;
+      // WG-04's JPEG-LS encoder put a zero byte before EOI, which the codec (CharLS 2.3) refuses
+      // to read past. Tried again without it only after the stream as stored has failed: a
+      // stream's last data byte may itself be zero (a DCMTK-encoded CT ends so), and CharLS needs it.
+      const stored = name === "decodeJpegLs" && ArrayBuffer.isView(encoded) ? new Uint8Array(encoded.buffer, encoded.byteOffset, encoded.byteLength) : null;
+      const cut = stored && jpegLsWithoutFillBeforeEoi(stored);
+      if (!cut || cut === stored) throw e;
+      decoded = decode.call(this, pixel, cut, ...rest);
+    }
     if (!decoded || !ArrayBuffer.isView(decoded)) return decoded;
     const bytes = new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength);
     if (compressedLut) mapThroughModalityLut(bytes, compressedLut.lut, compressedLut.bitsStored, compressedLut.signed);
+    if (capture) capture.bytes = bytes.slice();
     const bitsAllocated = pixel?.getBitsAllocated?.();
     // The JPEG 2000 codec already hands over colour as 8-bit samples (checked on a 16-bit RGB
     // object written by gdcmconv --j2k); RLE, JPEG-LS and JPEG lossless hand over what is stored.
@@ -232,8 +254,35 @@ function narrowWideColour(image, all) {
   image.setElement("HighBit", 7);
 }
 
+/**
+ * A 16-bit greyscale frame's stored values as decoded (uint16, little endian), not windowed:
+ * a native frame's slice of the pixel data, a compressed frame as its codec hands it over
+ * (caught in the decoder wrappers while the renderer decodes it).
+ */
+function storedValues(frame) {
+  const all = current.getElements();
+  const rows = Number(all.Rows);
+  const columns = Number(all.Columns);
+  if (Number(all.SamplesPerPixel) !== 1 || Number(all.BitsAllocated) !== 16) throw new Error("stored values are read only from 16-bit greyscale frames");
+  const size = rows * columns * 2;
+  if (NATIVE_LE.has(current.getTransferSyntaxUid())) {
+    const bytes = valueBytes(all.PixelData);
+    if (!bytes || bytes.byteLength < (frame + 1) * size) throw new Error(`frame ${frame + 1} is past the pixel data`);
+    return { rows, columns, buffer: bytes.slice(frame * size, (frame + 1) * size).buffer };
+  }
+  capture = {};
+  try {
+    current.render({ frame, renderOverlays: false, windowLevel: new WindowLevel(1, 0) });
+    const got = capture.bytes;
+    if (!got || got.byteLength < size) throw new Error(`frame ${frame + 1} decoded to ${got ? got.byteLength : 0} bytes, not ${rows}×${columns} 16-bit values`);
+    return { rows, columns, buffer: got.buffer.byteLength === size ? got.buffer : got.slice(0, size).buffer };
+  } finally {
+    capture = null;
+  }
+}
+
 function reply(body, transfer) {
-  parentPort.postMessage({ ...body, wasmBytes: wasmBytes() }, transfer);
+  parentPort.postMessage({ ...body, wasmBytes: wasmBytes(), ...(trapped ? { trapped: true } : {}) }, transfer);
 }
 
 parentPort.on("message", async (job) => {
@@ -298,6 +347,16 @@ parentPort.on("message", async (job) => {
       for (const item of job.items) {
         let r;
         let scale;
+        if (item.values) {
+          try {
+            const values = storedValues(item.frame);
+            frames.push({ width: values.columns, height: values.rows, pixels: values.buffer, window: null });
+            continue;
+          } catch (e) {
+            reply({ id: job.id, ok: false, frame: item.frame, error: message(e) });
+            return;
+          }
+        }
         try {
           // An enhanced object's rescale lives in its functional groups, per frame where they differ.
           const values = frameValues(current.getElements(), item.frame);
@@ -307,6 +366,7 @@ parentPort.on("message", async (job) => {
           const window = item.window ? scale.toRenderer(item.window) : null;
           r = current.render({ frame: item.frame, renderOverlays: false, ...(window ? { windowLevel: new WindowLevel(window.width, window.center) } : {}) });
         } catch (e) {
+          if (e instanceof WebAssembly.RuntimeError) trapped = true;
           reply({ id: job.id, ok: false, frame: item.frame, error: message(e) });
           return;
         }

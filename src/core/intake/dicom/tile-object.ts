@@ -39,11 +39,14 @@ export interface TileImage {
   rows: number;
   columns: number;
   samplesPerPixel: number;
+  /** 8, or 16 for a 16-bit greyscale level (fluorescence); 8 when not given. */
+  bitsAllocated?: number;
   photometric: string;
 }
 
 /** `frames` (one codestream each) as a Part 10 object in `transferSyntaxUid` (an encapsulated syntax). */
 export function tileObject(transferSyntaxUid: string, image: TileImage, frames: readonly Buffer[]): Buffer {
+  const bits = image.bitsAllocated ?? 8;
   const metaBody = Buffer.concat([element(0x0002, 0x0001, "OB", Buffer.from([0, 1])), element(0x0002, 0x0010, "UI", str(transferSyntaxUid, "\0"))]);
   const groupLength = Buffer.alloc(4);
   groupLength.writeUInt32LE(metaBody.length);
@@ -64,9 +67,9 @@ export function tileObject(transferSyntaxUid: string, image: TileImage, frames: 
     element(0x0028, 0x0008, "IS", str(String(frames.length), " ")),
     element(0x0028, 0x0010, "US", us(image.rows)),
     element(0x0028, 0x0011, "US", us(image.columns)),
-    element(0x0028, 0x0100, "US", us(8)),
-    element(0x0028, 0x0101, "US", us(8)),
-    element(0x0028, 0x0102, "US", us(7)),
+    element(0x0028, 0x0100, "US", us(bits)),
+    element(0x0028, 0x0101, "US", us(bits)),
+    element(0x0028, 0x0102, "US", us(bits - 1)),
     element(0x0028, 0x0103, "US", us(0)),
     pixelHead,
     item(0xe000, Buffer.alloc(0)), // an empty basic offset table: one fragment per frame

@@ -2,7 +2,7 @@ import type { LoadedImage } from "../../contracts/clinical-case.js";
 import type { ParsedDicom, SlideHeader } from "./dicom-worker.js";
 import type { QidoItem } from "./dicomweb.js";
 import type { PictureBudget } from "./picture-budget.js";
-import { decodedTile, pyramidPictures, tileInFlightBytes, type TileSource } from "./whole-slide.js";
+import { decodedTile, decodedValues, pyramidPictures, storesValues, tileInFlightBytes, type TileSource } from "./whole-slide.js";
 import { coordinate, type FramePositions } from "./wsi-metadata.js";
 
 export interface SlideInstanceLimits {
@@ -28,6 +28,11 @@ export async function slideFromInstance(imageId: string, dicom: ParsedDicom, cap
   const source: TileSource = async (level, tiles, sink) => {
     for (const [k, t] of tiles.entries()) {
       sink.reserve(tileInFlightBytes(level));
+      if (storesValues(level)) {
+        const [f] = await dicom.render([{ frame: t.frame - 1, window: null, values: true }], true);
+        sink.put(k, decodedValues(imageId, level, f), 1);
+        continue;
+      }
       const [f] = await dicom.render([{ frame: t.frame - 1, window: null }], true);
       sink.put(k, decodedTile(imageId, level, f), 4);
     }
@@ -69,6 +74,9 @@ function asDicomJson(e: Record<string, unknown>, slide: SlideHeader | undefined)
     "00280008": one(e.NumberOfFrames),
     "00280002": one(e.SamplesPerPixel),
     "00280100": one(e.BitsAllocated),
+    "00280004": one(e.PhotometricInterpretation),
+    "00281050": one(e.WindowCenter),
+    "00281051": one(e.WindowWidth),
     "00209311": one(e.DimensionOrganizationType),
     ...(slide?.pixelSpacing ? { "52009229": { Value: [{ "00289110": { Value: [{ "00280030": { Value: slide.pixelSpacing } }] } }] } } : {}),
     "00480105": {

@@ -11,6 +11,7 @@ import { WsiMetadataReader, type SlideInstanceHeader } from "./wsi-metadata.js";
 import { reservePictures, type PictureBudget } from "./picture-budget.js";
 import { cellsIn, overviewLevel, pyramidLevels, tilesIn, wsiOptics, WsiShapeError, type WsiLevel, type WsiOptics, type WsiTile } from "./wsi-levels.js";
 import { MAX_REGIONS, REGION_SIDE, REGION_ZOOM, tissueInFocusCells } from "./wsi-regions.js";
+import { slideWindow, windowToRgb, type SlideWindow } from "./wsi-window.js";
 
 export interface WholeSlideOptions {
   /** The long side a model reads (MEDMMV_IMAGE_MODEL_LONG_SIDE): the overview's level fits it. */
@@ -89,14 +90,27 @@ export interface TileSink {
    * its decoded-bytes budget, and stops when the case is aborted.
    */
   reserve(inFlightBytes: number): void;
-  /** Tile `k` of the list asked for, tileWidth × tileHeight pixels of `channels` samples: pasted at once, not kept. */
-  put(k: number, pixels: Uint8Array, channels: TileChannels): void;
+  /**
+   * Tile `k` of the list asked for, tileWidth × tileHeight pixels of `channels` samples: pasted
+   * at once, not kept. A 16-bit greyscale level's tiles come as their stored values (Uint16Array, one sample).
+   */
+  put(k: number, pixels: Uint8Array | Uint16Array, channels: TileChannels): void;
   signal?: AbortSignal;
 }
 
 /** Decoded bytes of one tile at its largest (RGBA, as the decode pool's renderer returns it): a source holds one at a time. */
 export function tileInFlightBytes(level: Pick<WsiLevel, "tileWidth" | "tileHeight">): number {
   return level.tileWidth * level.tileHeight * 4;
+}
+
+/** A level of 16-bit greyscale tiles (fluorescence): read as stored values, windowed once for the slide (wsi-window.ts). */
+export function storesValues(level: Pick<WsiLevel, "bitsAllocated" | "samplesPerPixel">): boolean {
+  return level.bitsAllocated === 16 && level.samplesPerPixel === 1;
+}
+
+/** Bytes a picture of the level holds per pixel: its RGB canvas, and for 16-bit grey the stored values it is windowed from. */
+function heldBytesPerPixel(level: WsiLevel): number {
+  return storesValues(level) ? 5 : 3;
 }
 
 /** Reads the tiles of a level, handing each to the sink as it is decoded (one decoded tile in flight at a time). */
@@ -119,20 +133,23 @@ export async function pyramidPictures(imageId: string, metadata: ReadonlyArray<{
   }
   if (levels.length === 0) throw refuse("NOT_FOUND", imageId, "the slide has no pyramid level (only label, overview or thumbnail images)");
   for (const l of levels) {
-    if (l.bitsAllocated !== 8 || (l.samplesPerPixel !== 1 && l.samplesPerPixel !== 3)) throw refuse("UNSUPPORTED_MEDIA", imageId, `level ${l.index} has ${l.samplesPerPixel} samples of ${l.bitsAllocated} bits; whole-slide tiles are read as 8-bit grey or colour`);
+    const eightBit = l.bitsAllocated === 8 && (l.samplesPerPixel === 1 || l.samplesPerPixel === 3);
+    const greyValues = storesValues(l) && (l.photometric === "MONOCHROME2" || l.photometric === "MONOCHROME1");
+    if (!eightBit && !greyValues) throw refuse("UNSUPPORTED_MEDIA", imageId, `level ${l.index} has ${l.samplesPerPixel} samples of ${l.bitsAllocated} bits (${l.photometric}); whole-slide tiles are read as 8-bit grey or colour, or 16-bit greyscale`);
   }
   const optics = wsiOptics(metadata.map((m) => m.meta));
   // A level is read whole only when it is within the per-picture limits: tile count, pixels,
   // and decoded bytes held (its canvas and the one tile in flight; tiles are pasted as they come).
   const budget = o.maxDecodedBytes ?? DEFAULT_PICTURE_BYTES;
   const whole = (l: WsiLevel) => ({ x: 0, y: 0, width: l.width, height: l.height });
-  const fits = (l: WsiLevel) => cellsIn(l, whole(l)) <= MAX_TILES_PER_PICTURE && l.width * l.height <= o.maxPixels && l.width * l.height * 3 + tileInFlightBytes(l) <= budget;
+  const fits = (l: WsiLevel) => cellsIn(l, whole(l)) <= MAX_TILES_PER_PICTURE && l.width * l.height <= o.maxPixels && l.width * l.height * heldBytesPerPixel(l) + tileInFlightBytes(l) <= budget;
   const ov = overviewLevel(levels, o.longSide > 0 ? o.longSide : 2048, fits);
   if (ov.width * ov.height > o.maxPixels) throw refuse("PAYLOAD_TOO_LARGE", imageId, `its coarsest level is ${ov.width}×${ov.height}, over ${o.maxPixels} pixels; the slide has no level small enough to read whole`);
-  if (o.maxDecodedBytes !== undefined && ov.width * ov.height * 3 > o.maxDecodedBytes) throw refuse("PAYLOAD_TOO_LARGE", imageId, `its coarsest level of ${ov.width}×${ov.height} decodes to ${ov.width * ov.height * 3} bytes, over ${o.maxDecodedBytes}; send the slide's pyramid (e.g. from a PACS over DICOMweb)`);
+  if (o.maxDecodedBytes !== undefined && ov.width * ov.height * heldBytesPerPixel(ov) > o.maxDecodedBytes) throw refuse("PAYLOAD_TOO_LARGE", imageId, `its coarsest level of ${ov.width}×${ov.height} decodes to ${ov.width * ov.height * heldBytesPerPixel(ov)} bytes, over ${o.maxDecodedBytes}; send the slide's pyramid (e.g. from a PACS over DICOMweb)`);
   reservePictures(o.pictures, 1, imageId);
 
-  const overview = await assemble(imageId, source, ov, whole(ov), o);
+  // A 16-bit greyscale slide gets one window for all its pictures: the series' own, else the overview's range.
+  const overview = await assemble(imageId, source, ov, whole(ov), o, (values) => slideWindow(values, ownWindow(metadata)));
   // The overview is sent at most at the model's long side (the coarsest level may be larger).
   const fit = o.longSide > 0 ? Math.min(1, o.longSide / Math.max(ov.width, ov.height)) : 1;
   const shown = { width: Math.max(1, Math.round(ov.width * fit)), height: Math.max(1, Math.round(ov.height * fit)) };
@@ -156,7 +173,7 @@ export async function pyramidPictures(imageId: string, metadata: ReadonlyArray<{
     const x = Math.min(Math.round(cell.x * zoom), zoomed.width - 1);
     const y = Math.min(Math.round(cell.y * zoom), zoomed.height - 1);
     const region = { x, y, width: Math.min(REGION_SIDE, zoomed.width - x), height: Math.min(REGION_SIDE, zoomed.height - y) };
-    const read = await assemble(imageId, source, zoomed, region, o);
+    const read = await assemble(imageId, source, zoomed, region, o, (values) => overview.window ?? slideWindow(values, ownWindow(metadata)));
     const overviewRegion = scaleRect(region, shown.width / zoomed.width, shown.height / zoomed.height);
     const id = `${imageId}-region${k + 1}`;
     const zoomText = (zoomed.width / shown.width).toFixed(1);
@@ -168,6 +185,16 @@ export async function pyramidPictures(imageId: string, metadata: ReadonlyArray<{
     );
   }
   return out;
+}
+
+/** The series' own WindowCenter/WindowWidth (first values of the first instance that has both). */
+function ownWindow(metadata: ReadonlyArray<SlideInstanceHeader>): { center: number; width: number } | null {
+  for (const { meta } of metadata) {
+    const center = Number(meta["00281050"]?.Value?.[0]);
+    const width = Number(meta["00281051"]?.Value?.[0]);
+    if (meta["00281050"]?.Value?.length && meta["00281051"]?.Value?.length && Number.isFinite(center) && Number.isFinite(width) && width >= 1) return { center, width };
+  }
+  return null;
 }
 
 function spacing(l: WsiLevel): { pixelSpacingMm?: [number, number] } {
@@ -190,12 +217,12 @@ function scaleRect(r: PixelRect, sx: number, sy: number): PixelRect {
 }
 
 /** A picture of the slide as PNG, with its provenance (the level's first instance stands for the level). */
-async function picture(id: string, rgb: Buffer, width: number, height: number, shown: { width: number; height: number }, read: { transferSyntaxUid: string; warnings: string[] }, ids: { study?: string; series?: string }, level: WsiLevel, describe: Array<string | undefined>, wsi: WsiProvenance): Promise<LoadedImage> {
+async function picture(id: string, rgb: Buffer, width: number, height: number, shown: { width: number; height: number }, read: { transferSyntaxUid: string; warnings: string[]; window?: SlideWindow }, ids: { study?: string; series?: string }, level: WsiLevel, describe: Array<string | undefined>, wsi: WsiProvenance): Promise<LoadedImage> {
   const sharp = await loadSharp();
   let img = sharp(rgb, { raw: { width, height, channels: 3 } });
   if (shown.width !== width || shown.height !== height) img = img.resize(shown.width, shown.height, { fit: "fill" });
   const png = await img.png().toBuffer();
-  return dicomPicture(id, png, shown.width, shown.height, describe, { sopInstanceUid: level.instances[0]!, ...(ids.series ? { seriesInstanceUid: ids.series } : {}), ...(ids.study ? { studyInstanceUid: ids.study } : {}), modality: "SM", transferSyntaxUid: read.transferSyntaxUid, frame: 1, frames: 1, ...(read.warnings.length ? { warnings: read.warnings } : {}), wsi });
+  return dicomPicture(id, png, shown.width, shown.height, describe, { sopInstanceUid: level.instances[0]!, ...(ids.series ? { seriesInstanceUid: ids.series } : {}), ...(ids.study ? { studyInstanceUid: ids.study } : {}), modality: "SM", transferSyntaxUid: read.transferSyntaxUid, frame: 1, frames: 1, ...(read.window ? { window: { center: read.window.center, width: read.window.width, source: read.window.source } } : {}), ...(read.warnings.length ? { warnings: read.warnings } : {}), wsi });
 }
 
 /** Frames asked for in one request: a multipart answer of that many stays well under the byte cap. */
@@ -237,7 +264,7 @@ function dicomwebTiles(series: DicomwebSeries, tenant: string): TileSource {
         const stored = await instanceFrames(series, uid, chunk.map((j) => tiles[j]!.frame), true);
         const ts = stored.transferSyntaxUid;
         if (ts && POOL_SYNTAXES.has(ts)) {
-          await poolTiles(series.imageId, tenant, ts, level, stored.parts, warnings, (j, pixels) => sink.put(chunk[j]!, pixels, 4), sink.signal);
+          await poolTiles(series.imageId, tenant, ts, level, stored.parts, warnings, (j, pixels) => sink.put(chunk[j]!, pixels, storesValues(level) ? 1 : 4), sink.signal);
           syntaxes.add(ts);
           continue;
         }
@@ -290,14 +317,14 @@ export function j2kPhotometric(tsUid: string, photometric: string, codestream: B
  * against the tile size first, then decoded one at a time and handed on (RGBA) as it comes
  * back, before the next is asked for: one decoded tile is in flight at a time.
  */
-async function poolTiles(imageId: string, tenant: string, tsUid: string, level: WsiLevel, codestreams: Buffer[], warnings: Set<string>, put: (j: number, pixels: Uint8Array) => void, signal?: AbortSignal): Promise<void> {
+async function poolTiles(imageId: string, tenant: string, tsUid: string, level: WsiLevel, codestreams: Buffer[], warnings: Set<string>, put: (j: number, pixels: Uint8Array | Uint16Array) => void, signal?: AbortSignal): Promise<void> {
   for (const c of codestreams) {
     const d = declaredCodestreamSize(c);
     if (!d || d.width !== level.tileWidth || d.height !== level.tileHeight) throw refuse("INVALID_INPUT", imageId, `a level-${level.index} tile's codestream declares ${d?.width ?? "?"}×${d?.height ?? "?"} where the header says ${level.tileWidth}×${level.tileHeight}; refused before decoding`);
   }
   const photometric = j2kPhotometric(tsUid, level.photometric, codestreams[0]!);
   if (photometric !== level.photometric) warnings.add(`level ${level.index}'s tiles are labelled ${level.photometric}, but their JPEG 2000 codestreams hold full-resolution components without a colour transform; read as RGB`);
-  const file = tileObject(tsUid, { rows: level.tileHeight, columns: level.tileWidth, samplesPerPixel: level.samplesPerPixel, photometric }, codestreams);
+  const file = tileObject(tsUid, { rows: level.tileHeight, columns: level.tileWidth, samplesPerPixel: level.samplesPerPixel, bitsAllocated: level.bitsAllocated, photometric }, codestreams);
   try {
     await withParsedDicom(
       tenant,
@@ -305,6 +332,11 @@ async function poolTiles(imageId: string, tenant: string, tsUid: string, level: 
       [],
       async (dicom) => {
         for (let k = 0; k < codestreams.length; k++) {
+          if (storesValues(level)) {
+            const [f] = await dicom.render([{ frame: k, window: null, values: true }], true);
+            put(k, decodedValues(imageId, level, f));
+            continue;
+          }
           const [f] = await dicom.render([{ frame: k, window: null }], true);
           put(k, decodedTile(imageId, level, f));
         }
@@ -327,6 +359,14 @@ export function decodedTile(imageId: string, level: WsiLevel, f: RenderedFrame |
   return new Uint8Array(f.pixels);
 }
 
+/** A 16-bit greyscale tile's stored values the renderer gave back, checked to be the level's tile size. */
+export function decodedValues(imageId: string, level: WsiLevel, f: RenderedFrame | undefined): Uint16Array {
+  if (!f || f.width !== level.tileWidth || f.height !== level.tileHeight || f.pixels.byteLength < f.width * f.height * 2) {
+    throw refuse("INVALID_INPUT", imageId, `a level-${level.index} tile decoded to ${f ? `${f.width}×${f.height}` : "nothing"} where the header says ${level.tileWidth}×${level.tileHeight} 16-bit values`);
+  }
+  return new Uint16Array(f.pixels, 0, f.width * f.height);
+}
+
 /**
  * The rectangle `r` of a level's total pixel matrix as RGB, from the tiles that meet it only,
  * each pasted as it is decoded. Before any fetch, the tiles needed (computed, not listed) and
@@ -335,19 +375,22 @@ export function decodedTile(imageId: string, level: WsiLevel, f: RenderedFrame |
  * what it will hold decoded, checked again. Areas no tile covers (a sparse level) are white, as
  * bare glass is.
  */
-async function assemble(imageId: string, source: TileSource, level: WsiLevel, r: PixelRect, o: WholeSlideOptions): Promise<{ rgb: Buffer; tiles: number; transferSyntaxUid: string; warnings: string[] }> {
+async function assemble(imageId: string, source: TileSource, level: WsiLevel, r: PixelRect, o: WholeSlideOptions, windowFor: (values: Uint16Array) => SlideWindow): Promise<{ rgb: Buffer; tiles: number; transferSyntaxUid: string; warnings: string[]; window?: SlideWindow }> {
   if (level.tileWidth * level.tileHeight > MAX_TILE_PIXELS) throw refuse("PAYLOAD_TOO_LARGE", imageId, `level ${level.index}'s tiles are ${level.tileWidth}×${level.tileHeight}, over ${MAX_TILE_PIXELS} pixels each`);
   const cells = cellsIn(level, r);
   if (cells > MAX_TILES_PER_PICTURE) throw refuse("PAYLOAD_TOO_LARGE", imageId, `a picture of level ${level.index} would need ${cells} tiles of ${level.tileWidth}×${level.tileHeight} (at most ${MAX_TILES_PER_PICTURE} are read for one picture)`);
   const tiles = tilesIn(level, r);
   const budget = o.maxDecodedBytes ?? DEFAULT_PICTURE_BYTES;
-  const canvasBytes = r.width * r.height * 3;
+  const canvasBytes = r.width * r.height * heldBytesPerPixel(level);
   const need = canvasBytes + tileInFlightBytes(level);
   if (need > budget) throw refuse("PAYLOAD_TOO_LARGE", imageId, `a picture of level ${level.index} (${r.width}×${r.height}) from tiles of ${level.tileWidth}×${level.tileHeight} holds ${need} bytes decoded (the picture and a tile being pasted), over ${budget} (MEDMMV_MAX_IMAGE_DECODED_BYTES); nothing was fetched`, { decodedBytes: need, maxDecodedBytes: budget });
   // Every byte of a canvas its tiles cover is written by them (all must come back); only a
   // sparse one needs white first, filled in slices so a 50 MB fill does not hold the event loop.
   const covered = new Set(tiles.map((t) => `${t.x},${t.y}`)).size === cellsIn(level, r);
-  const canvas = covered ? Buffer.allocUnsafeSlow(canvasBytes) : await whiteCanvas(canvasBytes);
+  // A 16-bit greyscale level is pasted as stored values (uncovered cells 0: a fluorescence slide's
+  // bare glass is dark) and windowed once all have come.
+  const values = storesValues(level) ? new Uint16Array(r.width * r.height) : null;
+  const canvas = values ? Buffer.alloc(0) : covered ? Buffer.allocUnsafeSlow(canvasBytes) : await whiteCanvas(canvasBytes);
   const pasted = new Uint8Array(tiles.length);
   const sink: TileSink = {
     reserve(inFlightBytes) {
@@ -358,13 +401,22 @@ async function assemble(imageId: string, source: TileSource, level: WsiLevel, r:
       const tile = tiles[k];
       if (!tile || pasted[k] || pixels.length < level.tileWidth * level.tileHeight * channels) throw refuse("UNPROCESSABLE", imageId, `level ${level.index}'s tile ${k + 1} came back ${!tile ? "unasked" : pasted[k] ? "twice" : "short"}`);
       pasted[k] = 1;
-      paste(canvas, r, pixels, channels, tile, level);
+      if (values) {
+        if (!(pixels instanceof Uint16Array) || channels !== 1) throw refuse("UNPROCESSABLE", imageId, `level ${level.index}'s tile ${k + 1} came back as 8-bit pixels where 16-bit values were asked for`);
+        pasteValues(values, r, pixels, tile, level);
+      } else {
+        if (pixels instanceof Uint16Array) throw refuse("UNPROCESSABLE", imageId, `level ${level.index}'s tile ${k + 1} came back as 16-bit values where 8-bit pixels were asked for`);
+        paste(canvas, r, pixels, channels, tile, level);
+      }
     },
     ...(o.signal ? { signal: o.signal } : {}),
   };
   const read = await source(level, tiles, sink);
   if (pasted.some((p) => p === 0)) throw refuse("UNPROCESSABLE", imageId, `level ${level.index}'s tiles did not all come back`);
-  return { rgb: canvas, tiles: tiles.length, transferSyntaxUid: read.transferSyntaxUid, warnings: read.warnings ?? [] };
+  const done = { tiles: tiles.length, transferSyntaxUid: read.transferSyntaxUid, warnings: read.warnings ?? [] };
+  if (!values) return { rgb: canvas, ...done };
+  const window = windowFor(values);
+  return { rgb: windowToRgb(values, window, level.photometric === "MONOCHROME1"), window, ...done };
 }
 
 /** Bytes of the canvas filled between turns of the event loop. */
@@ -381,12 +433,20 @@ async function whiteCanvas(bytes: number): Promise<Buffer> {
 }
 
 /**
- * One tile's pixels (tileWidth × tileHeight, grey or RGB, as stored), or null when it is neither
- * JPEG nor plain 8-bit pixels. A JPEG's own frame header must declare the tile's size before it is decoded (a tile
+ * One tile's pixels (tileWidth × tileHeight, grey or RGB, as stored; a 16-bit greyscale level's
+ * stored values), or null when it is neither JPEG nor plain pixels. A JPEG's own frame header must declare the tile's size before it is decoded (a tile
  * claiming 60000² would otherwise reach the codec), and libvips is held to that many pixels.
  */
-async function tilePixels(imageId: string, bytes: Buffer, level: WsiLevel): Promise<{ pixels: Uint8Array; channels: TileChannels; kind: "jpeg" | "raw" } | null> {
+async function tilePixels(imageId: string, bytes: Buffer, level: WsiLevel): Promise<{ pixels: Uint8Array | Uint16Array; channels: TileChannels; kind: "jpeg" | "raw" } | null> {
   const { tileWidth: w, tileHeight: h } = level;
+  if (storesValues(level)) {
+    // Uncompressed 16-bit values, little endian (the explicit VR little endian frames asked for);
+    // copied when the part does not start on an even byte, as a Uint16Array needs.
+    const need16 = w * h * 2;
+    if (bytes.length !== need16 && bytes.length !== need16 + 1) return null;
+    const aligned = bytes.byteOffset % 2 === 0 ? bytes : Buffer.from(bytes.subarray(0, need16));
+    return { pixels: new Uint16Array(aligned.buffer, aligned.byteOffset, w * h), channels: 1, kind: "raw" };
+  }
   if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) {
     const declared = declaredCodestreamSize(bytes);
     if (!declared || declared.width !== w || declared.height !== h) {
@@ -405,6 +465,19 @@ async function tilePixels(imageId: string, bytes: Buffer, level: WsiLevel): Prom
   // The frame is a view of the answer already held: nothing more is decoded.
   if (bytes.length === need || bytes.length === need + 1) return { pixels: bytes.subarray(0, need), channels: level.samplesPerPixel === 3 ? 3 : 1, kind: "raw" };
   return null;
+}
+
+/** Copy the part of a 16-bit greyscale tile's values that falls inside `r` onto the values canvas of `r`. */
+function pasteValues(canvas: Uint16Array, r: PixelRect, tile: Uint16Array, t: WsiTile, level: WsiLevel): void {
+  const x0 = Math.max(r.x, t.x);
+  const x1 = Math.min(r.x + r.width, t.x + level.tileWidth, level.width);
+  const y0 = Math.max(r.y, t.y);
+  const y1 = Math.min(r.y + r.height, t.y + level.tileHeight, level.height);
+  if (x1 <= x0) return;
+  for (let y = y0; y < y1; y++) {
+    const from = (y - t.y) * level.tileWidth + (x0 - t.x);
+    canvas.set(tile.subarray(from, from + (x1 - x0)), (y - r.y) * r.width + (x0 - r.x));
+  }
 }
 
 /**

@@ -1,5 +1,6 @@
 import { Tokenizer, TokenParser, TokenType, type ParsedElementInfo, type ParsedTokenInfo } from "@streamparser/json";
 import type { QidoItem } from "./dicomweb.js";
+import { CappedString, type TokenStringBuilder } from "./capped-string.js";
 
 /**
  * A whole-slide instance's WADO-RS metadata (DICOM JSON, PS3.18 F.2) read as its bytes arrive,
@@ -12,8 +13,8 @@ import type { QidoItem } from "./dicomweb.js";
  * is proportional to the chunk, so the event loop is never held for a whole answer.
  */
 
-/** Attributes kept (their first MAX_VALUES values): image type, sizes, frames, pixel format, organisation, frame offset. */
-const KEEP = ["00080008", "00480006", "00480007", "00280011", "00280010", "00280008", "00280002", "00280100", "00280004", "00209311", "00209228"];
+/** Attributes kept (their first MAX_VALUES values): image type, sizes, frames, pixel format, organisation, frame offset, window (a 16-bit greyscale slide's). */
+const KEEP = ["00080008", "00480006", "00480007", "00280011", "00280010", "00280008", "00280002", "00280100", "00280004", "00209311", "00209228", "00281050", "00281051"];
 const MAX_VALUES = 16;
 /** Characters kept of a string value. */
 const MAX_STRING = 200;
@@ -78,12 +79,36 @@ export function coordinate(v: unknown): number {
   return Math.max(-0x7fffffff, Math.min(0x7fffffff, n));
 }
 
+/** Characters of any string or number token the tokenizer builds (more than any value kept: MAX_STRING). */
+const TOKEN_CHARS = 1024;
+
+/**
+ * The tokenizer with its string and number accumulators replaced by ones that build only a
+ * token's first TOKEN_CHARS characters (capped-string.ts): a 7.5 MiB padded value is counted,
+ * never built. None of @streamparser/json's options does this (stringBufferSize only changes
+ * how the whole string is built; emitPartialTokens emits it in growing pieces, still whole at
+ * the end; paths and keepStack drop a value only once the tokenizer has built it), so the
+ * accumulators — the package's own StringBuilder interface, set once in the tokenizer's
+ * constructor — are replaced on the instance. The version is pinned (0.0.x); the test checks
+ * the replacement took (a tokenizer that no longer has them is refused at once, not silently
+ * building whole strings again).
+ */
+export function withCappedStrings(tokenizer: Tokenizer): Tokenizer {
+  const fields = tokenizer as unknown as { bufferedString?: TokenStringBuilder; bufferedNumber?: TokenStringBuilder };
+  if (typeof fields.bufferedString?.appendBuf !== "function" || typeof fields.bufferedNumber?.appendBuf !== "function") {
+    throw new Error("@streamparser/json's Tokenizer no longer has the string accumulators this reader caps (bufferedString, bufferedNumber)");
+  }
+  fields.bufferedString = new CappedString(TOKEN_CHARS);
+  fields.bufferedNumber = new CappedString(TOKEN_CHARS);
+  return tokenizer;
+}
+
 /**
  * One answer's summary, fed chunk by chunk: `write` each chunk as it arrives, then `end`.
  * Both throw WsiMetadataError for an answer that is not one DICOM JSON dataset.
  */
 export class WsiMetadataReader {
-  readonly #tokenizer = new Tokenizer();
+  readonly #tokenizer = withCappedStrings(new Tokenizer());
   readonly #parser = new TokenParser({ paths: PATHS, keepStack: false });
   readonly #kept = new Map<string, Array<string | number>>();
   #spacing: number[] = [];

@@ -1,7 +1,6 @@
 import { MedmmvError, isMedmmvError } from "../../contracts/errors.js";
-import { decodeBase64, sniffImageMime } from "../images.js";
+import { decodeBase64, recogniseImage } from "../images.js";
 import { imagingStudyImages } from "../dicom/imaging-study.js";
-import { isDicomPart10 } from "../dicom/render-dicom.js";
 import { MAX_PATIENT_AGE, type ClinicalCase, type ImageInput } from "../../contracts/clinical-case.js";
 import { BundleIndex, extensionsOf, nestingTooDeep, type ExtensionsFound, type IndexedEntry } from "./bundle-index.js";
 import type { FhirOrigin, IgnoredResource } from "../../contracts/fhir-origin.js";
@@ -340,8 +339,9 @@ function* readBundle(body: unknown, opts: BundleToCaseOptions): Generator<void, 
 
   const imagePaths: Record<string, string> = {};
   const addImage = (id: string, bytes: Buffer, at: string, caption: string) => {
-    const mime = sniffImageMime(bytes) ?? (isDicomPart10(bytes) ? "application/dicom" : null);
-    if (!mime) throw fhirError("UNSUPPORTED_MEDIA", [{ path: at, message: "is not an image: accepted formats are JPEG, PNG, GIF, WebP and DICOM Part 10 (read from the bytes, not contentType)", fhirCode: "not-supported" }]);
+    // The same detection as every other intake path (a DICOM dataset without its preamble included);
+    // the bytes go on as sent, and image intake reads them the same way.
+    if (!recogniseImage(bytes)) throw fhirError("UNSUPPORTED_MEDIA", [{ path: at, message: "is not an image: accepted formats are JPEG, PNG, GIF, WebP and DICOM (Part 10, or its dataset without the preamble; read from the bytes, not contentType)", fhirCode: "not-supported" }]);
     if (images.length >= MAX_IMAGES) throw fhirError("PAYLOAD_TOO_LARGE", [{ path: at, message: `more than ${MAX_IMAGES} images in the bundle; send the ${MAX_IMAGES} most relevant`, fhirCode: "too-costly" }]);
     images.push({ id, data: bytes.toString("base64"), caption: caption.slice(0, 2000) });
     imagePaths[id] = at; // image intake (the decoder) names this element when it refuses the picture
