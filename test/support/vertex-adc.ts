@@ -3,6 +3,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import https from "node:https";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { afterAll, afterEach, beforeAll, beforeEach, vi } from "vitest";
+import { forgetVertexCredentials } from "../../src/core/llm/vertex-chat-model.js";
+import { startScriptedTlsFront, type ScriptedTlsFront } from "../../src/scripted/scripted-tls-front.js";
+import type { ScriptedVendorRoutes } from "../../src/scripted/scripted-vendor-routes.js";
 
 /**
  * What a Vertex AI test needs around the scripted server: a TLS certificate for 127.0.0.1
@@ -71,6 +75,42 @@ export function vertexAdc(): VertexAdc {
       // Connections the client kept alive were made trusting the certificate: none is reused after.
       https.globalAgent.destroy();
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A file's Vertex AI fixture: the scripted routes behind a TLS front with a trusted certificate
+ * for the file, and before each test the ADC file named in GOOGLE_APPLICATION_CREDENTIALS and no
+ * token in hand (as a fresh process starts). `extraEnv`: more of the host's environment for
+ * every test (a Gemini API key that must not divert the calls, say). Call inside a describe to
+ * scope it there.
+ */
+export function useVertexFront(vendors: () => ScriptedVendorRoutes, extraEnv: Record<string, string> = {}): { readonly front: ScriptedTlsFront; readonly adc: VertexAdc } {
+  let adc: VertexAdc | undefined;
+  let front: ScriptedTlsFront | undefined;
+  beforeAll(async () => {
+    adc = vertexAdc();
+    front = await startScriptedTlsFront(vendors(), { key: adc.key, cert: adc.cert });
+  });
+  afterAll(async () => {
+    await front?.close();
+    adc?.dispose();
+  });
+  beforeEach(() => {
+    vi.stubEnv("GOOGLE_APPLICATION_CREDENTIALS", adc!.writeCredentials(front!.origin));
+    for (const [k, v] of Object.entries(extraEnv)) vi.stubEnv(k, v);
+    forgetVertexCredentials();
+  });
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+  return {
+    get front() {
+      return front!;
+    },
+    get adc() {
+      return adc!;
     },
   };
 }

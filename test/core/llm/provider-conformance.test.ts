@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
 import { Pipeline, pipelineOptions } from "../../../src/core/workflow/pipeline.js";
@@ -8,9 +8,7 @@ import type { ProviderOptions, ProviderProfile, ScriptedRequest } from "../../..
 import { PROSE_REPLY } from "../../../src/scripted/provider-profiles.js";
 import { chestPainCase } from "../../support/sample-cases.js";
 import { twoImageCase } from "../../support/two-image-case.js";
-import { vertexAdc, type VertexAdc } from "../../support/vertex-adc.js";
-import { startScriptedTlsFront, type ScriptedTlsFront } from "../../../src/scripted/scripted-tls-front.js";
-import { forgetVertexCredentials } from "../../../src/core/llm/vertex-chat-model.js";
+import { useVertexFront } from "../../support/vertex-adc.js";
 
 /**
  * A case under each provider the scripted server plays (src/scripted/provider-profiles.ts, each
@@ -261,25 +259,11 @@ describe("lessons come from the server's rules, never from one case's content", 
 
 describe("Vertex AI (google-vertexai:…) on Application Default Credentials", () => {
   // Vertex AI's client takes https only, and its credentials from the ADC chain (test/core/llm/vertex-ai.test.ts has the rest).
-  let adc: VertexAdc;
-  let front: ScriptedTlsFront;
-  beforeAll(async () => {
-    adc = vertexAdc();
-    front = await startScriptedTlsFront(servers.model.vendors, { key: adc.key, cert: adc.cert });
-  });
-  afterAll(async () => {
-    await front.close();
-    adc.dispose();
-  });
-  afterEach(() => {
-    vi.unstubAllEnvs();
-  });
+  const tls = useVertexFront(() => servers.model.vendors);
 
   it("a case completes with only the model, the project and the credentials file; no request after a token's expiry succeeds with it", async () => {
-    vi.stubEnv("GOOGLE_APPLICATION_CREDENTIALS", adc.writeCredentials(front.origin));
-    forgetVertexCredentials();
     const vertex = servers.model.vendors.vertex;
-    const env = { GOOGLE_CLOUD_PROJECT: "hospital-project", MEDMMV_VERTEX_ENDPOINT: front.host };
+    const env = { GOOGLE_CLOUD_PROJECT: "hospital-project", MEDMMV_VERTEX_ENDPOINT: tls.front.host };
     const first = await runCase({ profile: "openai", model: "google-vertexai:gemini-2.5-flash", env, caseId: "case-vertex-a" });
     expect(first.result.status).toBe("completed");
     vertex.expireTokens();
@@ -290,10 +274,8 @@ describe("Vertex AI (google-vertexai:…) on Application Default Credentials", (
   });
 
   it("Claude on Vertex AI: a case completes with only the model, the project and the credentials file, on rawPredict in the integration's default location", async () => {
-    vi.stubEnv("GOOGLE_APPLICATION_CREDENTIALS", adc.writeCredentials(front.origin));
-    forgetVertexCredentials();
     const vertex = servers.model.vendors.vertex;
-    const env = { GOOGLE_CLOUD_PROJECT: "hospital-project", MEDMMV_VERTEX_ENDPOINT: front.host };
+    const env = { GOOGLE_CLOUD_PROJECT: "hospital-project", MEDMMV_VERTEX_ENDPOINT: tls.front.host };
     const { result } = await runCase({ profile: "openai", model: "google-vertexai:claude-sonnet-4-5@20250929", env, caseId: "case-vertex-claude" });
     expect(result.status).toBe("completed");
     const calls = vertex.calls();

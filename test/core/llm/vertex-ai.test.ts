@@ -1,14 +1,13 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
-import { vertexAdc, WIF_AUDIENCE, type VertexAdc } from "../../support/vertex-adc.js";
+import { useVertexFront, WIF_AUDIENCE } from "../../support/vertex-adc.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
-import { startScriptedTlsFront, type ScriptedTlsFront } from "../../../src/scripted/scripted-tls-front.js";
 import { chestPainCase } from "../../support/sample-cases.js";
 import { Pipeline, pipelineOptions } from "../../../src/core/workflow/pipeline.js";
 import { DiagnosisResult } from "../../../src/core/contracts/diagnosis-result.js";
 import { catalogEntry } from "../../../src/core/llm/model-catalog.js";
 import { callCostUsd } from "../../../src/core/llm/usage.js";
-import { asVertexError, forgetVertexCredentials, VertexRequestError, VertexTransportError } from "../../../src/core/llm/vertex-chat-model.js";
+import { asVertexError, VertexRequestError, VertexTransportError } from "../../../src/core/llm/vertex-chat-model.js";
 import { causes } from "../../../src/core/contracts/errors.js";
 
 /**
@@ -21,27 +20,8 @@ import { causes } from "../../../src/core/contracts/errors.js";
  */
 const servers = useScriptedServers();
 const FLASH = "google-vertexai:gemini-2.5-flash";
-let adc: VertexAdc;
-let front: ScriptedTlsFront;
-
-beforeAll(async () => {
-  adc = vertexAdc();
-  front = await startScriptedTlsFront(servers.model.vendors, { key: adc.key, cert: adc.cert });
-});
-afterAll(async () => {
-  await front.close();
-  adc.dispose();
-});
-beforeEach(() => {
-  // The ADC chain reads the process environment, as on a host. A Gemini API key in reach must not divert the calls to it.
-  vi.stubEnv("GOOGLE_APPLICATION_CREDENTIALS", adc.writeCredentials(front.origin));
-  vi.stubEnv("GOOGLE_API_KEY", "a-gemini-api-key-that-vertex-must-not-use");
-  // Each test starts with no token in hand, as a fresh process would.
-  forgetVertexCredentials();
-});
-afterEach(() => {
-  vi.unstubAllEnvs();
-});
+// The ADC chain reads the process environment, as on a host. A Gemini API key in reach must not divert the calls to it.
+const tls = useVertexFront(() => servers.model.vendors, { GOOGLE_API_KEY: "a-gemini-api-key-that-vertex-must-not-use" });
 
 function vertexConfig(env: Record<string, string> = {}) {
   return servers.config({
@@ -49,7 +29,7 @@ function vertexConfig(env: Record<string, string> = {}) {
     MEDMMV_JUDGE_MODEL: FLASH,
     GOOGLE_CLOUD_PROJECT: "hospital-project",
     GOOGLE_CLOUD_LOCATION: "europe-west4",
-    MEDMMV_VERTEX_ENDPOINT: front.host,
+    MEDMMV_VERTEX_ENDPOINT: tls.front.host,
     ...env,
   });
 }
@@ -69,7 +49,7 @@ describe("Vertex AI (google-vertexai:…) through ChatVertexAI", () => {
     expect(result.answer?.option).toBe("B");
     const vertex = servers.model.vendors.vertex;
     // One token exchange, of the workload's own OIDC token, for the whole case (every role and temperature share it).
-    expect(vertex.tokenExchanges()).toEqual([{ status: 200, subjectToken: adc.subjectToken, subjectTokenType: "urn:ietf:params:oauth:token-type:jwt", audience: WIF_AUDIENCE, scope: "https://www.googleapis.com/auth/cloud-platform", issued: "ya29.scripted-1" }]);
+    expect(vertex.tokenExchanges()).toEqual([{ status: 200, subjectToken: tls.adc.subjectToken, subjectTokenType: "urn:ietf:params:oauth:token-type:jwt", audience: WIF_AUDIENCE, scope: "https://www.googleapis.com/auth/cloud-platform", issued: "ya29.scripted-1" }]);
     const calls = vertex.calls();
     expect(calls).toHaveLength(result.usage.llmCalls);
     for (const c of calls) {
@@ -119,7 +99,7 @@ describe("Vertex AI (google-vertexai:…) through ChatVertexAI", () => {
 
   it("a google-vertexai:… model without a project is a configuration error naming GOOGLE_CLOUD_PROJECT, never a call", async () => {
     servers.model.setScenario(clinicalScenario({ rolloutAnswers: ["B"] }));
-    const cfg = servers.config({ MEDMMV_MODEL: FLASH, MEDMMV_JUDGE_MODEL: FLASH, MEDMMV_VERTEX_ENDPOINT: front.host });
+    const cfg = servers.config({ MEDMMV_MODEL: FLASH, MEDMMV_JUDGE_MODEL: FLASH, MEDMMV_VERTEX_ENDPOINT: tls.front.host });
     const { result } = await new Pipeline(cfg).run(chestPainCase("case-vertex-noproject"), pipelineOptions(cfg, { k: 1 }));
     expect(result.status).toBe("failed");
     expect(JSON.stringify(result.provenance.failures ?? result.error)).toMatch(/GOOGLE_CLOUD_PROJECT/);

@@ -1,8 +1,7 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { useScriptedServers } from "../../support/scripted-servers-fixture.js";
-import { vertexAdc, type VertexAdc } from "../../support/vertex-adc.js";
+import { useVertexFront } from "../../support/vertex-adc.js";
 import { clinicalScenario } from "../../../src/scripted/clinical-scenario.js";
-import { startScriptedTlsFront, type ScriptedTlsFront } from "../../../src/scripted/scripted-tls-front.js";
 import { scriptedOrigin } from "../../../src/scripted/scripted-vendor-routes.js";
 import { chestPainCase } from "../../support/sample-cases.js";
 import { Pipeline, pipelineOptions } from "../../../src/core/workflow/pipeline.js";
@@ -11,7 +10,7 @@ import { catalogEntry } from "../../../src/core/llm/model-catalog.js";
 import { checkModel } from "../../../src/core/llm/model-probe.js";
 import { rejectionOf } from "../../../src/core/llm/provider-rejection.js";
 import { googleVertexai } from "../../../src/core/llm/providers/google-vertexai.js";
-import { asVertexError, forgetVertexCredentials, VertexRequestError } from "../../../src/core/llm/vertex-chat-model.js";
+import { asVertexError, VertexRequestError } from "../../../src/core/llm/vertex-chat-model.js";
 import { MedmmvError } from "../../../src/core/contracts/errors.js";
 
 /**
@@ -22,24 +21,7 @@ import { MedmmvError } from "../../../src/core/contracts/errors.js";
  */
 const servers = useScriptedServers();
 const SONNET = "google-vertexai:claude-sonnet-4-5@20250929";
-let adc: VertexAdc;
-let front: ScriptedTlsFront;
-
-beforeAll(async () => {
-  adc = vertexAdc();
-  front = await startScriptedTlsFront(servers.model.vendors, { key: adc.key, cert: adc.cert });
-});
-afterAll(async () => {
-  await front.close();
-  adc.dispose();
-});
-beforeEach(() => {
-  vi.stubEnv("GOOGLE_APPLICATION_CREDENTIALS", adc.writeCredentials(front.origin));
-  forgetVertexCredentials();
-});
-afterEach(() => {
-  vi.unstubAllEnvs();
-});
+const tls = useVertexFront(() => servers.model.vendors);
 
 function claudeConfig(env: Record<string, string> = {}) {
   return servers.config({
@@ -47,7 +29,7 @@ function claudeConfig(env: Record<string, string> = {}) {
     MEDMMV_JUDGE_MODEL: SONNET,
     GOOGLE_CLOUD_PROJECT: "hospital-project",
     GOOGLE_CLOUD_LOCATION: "us-east5",
-    MEDMMV_VERTEX_ENDPOINT: front.host,
+    MEDMMV_VERTEX_ENDPOINT: tls.front.host,
     ...env,
   });
 }
@@ -137,7 +119,7 @@ describe("Claude on Vertex AI (google-vertexai:claude-…@…)", () => {
 
 describe("the scripted rawPredict keeps Vertex AI's rules for Claude", () => {
   async function token(origin: string): Promise<string> {
-    const form = new URLSearchParams({ grant_type: "urn:ietf:params:oauth:grant-type:token-exchange", subject_token: adc.subjectToken, subject_token_type: "urn:ietf:params:oauth:token-type:jwt", audience: adc.audience, requested_token_type: "urn:ietf:params:oauth:token-type:access_token", scope: "https://www.googleapis.com/auth/cloud-platform" });
+    const form = new URLSearchParams({ grant_type: "urn:ietf:params:oauth:grant-type:token-exchange", subject_token: tls.adc.subjectToken, subject_token_type: "urn:ietf:params:oauth:token-type:jwt", audience: tls.adc.audience, requested_token_type: "urn:ietf:params:oauth:token-type:access_token", scope: "https://www.googleapis.com/auth/cloud-platform" });
     const r = await fetch(`${origin}/v1/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form });
     return ((await r.json()) as { access_token: string }).access_token;
   }
