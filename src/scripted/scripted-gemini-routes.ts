@@ -15,7 +15,7 @@ import type http from "node:http";
 import { SimulatedPromptCache } from "./prompt-cache.js";
 import { isRecord } from "../core/contracts/is-record.js";
 import { estimateTokens } from "./scripted-wire.js";
-import { agentOf, countImages, replyParts, readJsonBody, relayForChoice, writeJson, type ProviderErrors } from "./vendor-relay.js";
+import { agentOf, countImages, replyParts, readJsonBody, relayForChoice, writeJson, type ChatChoice, type ProviderErrors } from "./vendor-relay.js";
 
 export const GEMINI_PATH = /^\/(v1beta|v1)\/models\/([^/:]+):generateContent$/;
 
@@ -103,6 +103,21 @@ export function structuredMode(body: Record<string, unknown>): GeminiCallLog["st
   if (declarations.length) return "functionCall";
   const g = isRecord(body.generationConfig) ? body.generationConfig : {};
   return g.responseSchema !== undefined || g.responseMimeType === "application/json" ? "responseSchema" : "none";
+}
+
+/**
+ * A generateContent candidate's parts, finish reason and token counts from the chat route's answer (the
+ * Gemini API's and Vertex AI's replies alike). Gemini's function-call arguments are always an object;
+ * anything else comes back as text.
+ */
+export function generateContentReply(choice: ChatChoice): { parts: Array<Record<string, unknown>>; finishReason: "MAX_TOKENS" | "STOP"; promptTokens: number; candidatesTokens: number } {
+  const parts: Array<Record<string, unknown>> = [];
+  const { text, calls } = replyParts(choice);
+  if (text) parts.push({ text });
+  for (const c of calls) parts.push(c.args ? { functionCall: { name: c.name, args: c.args } } : { text: c.raw });
+  const promptTokens = typeof choice.usage.prompt_tokens === "number" ? choice.usage.prompt_tokens : 0;
+  const candidatesTokens = typeof choice.usage.completion_tokens === "number" ? choice.usage.completion_tokens : estimateTokens(text.length);
+  return { parts, finishReason: choice.finishReason === "length" ? "MAX_TOKENS" : "STOP", promptTokens, candidatesTokens };
 }
 
 export function toChatRequest(model: string, body: Record<string, unknown>): Record<string, unknown> {
@@ -196,18 +211,12 @@ export class ScriptedGeminiRoutes {
     entry.status = status;
     if (!choice) return;
 
-    const parts: Array<Record<string, unknown>> = [];
-    const { text, calls } = replyParts(choice);
-    if (text) parts.push({ text });
-    // Gemini's function-call arguments are always an object; anything else comes back as text.
-    for (const c of calls) parts.push(c.args ? { functionCall: { name: c.name, args: c.args } } : { text: c.raw });
-    const promptTokens = typeof choice.usage.prompt_tokens === "number" ? choice.usage.prompt_tokens : 0;
-    const candidatesTokens = typeof choice.usage.completion_tokens === "number" ? choice.usage.completion_tokens : estimateTokens(text.length);
+    const { parts, finishReason, promptTokens, candidatesTokens } = generateContentReply(choice);
     const cachedTokens = this.cachedTokens(model, chat.messages as unknown[], promptTokens);
     const thoughtsTokens = this.thoughtsTokens;
     Object.assign(entry, { promptTokens, candidatesTokens, thoughtsTokens, cachedTokens });
     writeJson(res, 200, {
-      candidates: [{ content: { role: "model", parts }, finishReason: choice.finishReason === "length" ? "MAX_TOKENS" : "STOP", index: 0 }],
+      candidates: [{ content: { role: "model", parts }, finishReason, index: 0 }],
       usageMetadata: {
         promptTokenCount: promptTokens,
         candidatesTokenCount: candidatesTokens,

@@ -58,10 +58,10 @@ import type http from "node:http";
 import { isRecord } from "../core/contracts/is-record.js";
 import { readBody } from "./faults.js";
 import { estimateTokens } from "./scripted-wire.js";
-import { geminiStatus, invalid, structuredMode, toChatRequest, type GeminiCallLog } from "./scripted-gemini-routes.js";
+import { generateContentReply, geminiStatus, invalid, structuredMode, toChatRequest, type GeminiCallLog } from "./scripted-gemini-routes.js";
 import { AnthropicPromptCache } from "./anthropic-prompt-cache.js";
 import { anthropicErrorBody, isAnthropicError, messagesContent, messagesRuleBroken, messagesToolMode, toChatRequest as messagesToChatRequest } from "./anthropic-messages-wire.js";
-import { agentOf, countImages, relayForChoice, readJsonBody, replyParts, writeJson, type ProviderErrors } from "./vendor-relay.js";
+import { agentOf, countImages, relayForChoice, readJsonBody, writeJson, type ProviderErrors } from "./vendor-relay.js";
 
 export const VERTEX_GENERATE_PATH = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/google\/models\/([^/:]+):generateContent$/;
 export const VERTEX_RAW_PREDICT_PATH = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/anthropic\/models\/([^/:]+):rawPredict$/;
@@ -227,6 +227,18 @@ export class ScriptedVertexRoutes {
     return { token, tokenValid: held !== undefined && !held.expired };
   }
 
+  /** One request in the call log: where it went and with which token, and what its chat-completions form asked (agent, images). */
+  private record(
+    where: Pick<VertexCallLog, "publisher" | "project" | "location" | "model" | "status" | "token" | "tokenValid">,
+    chat: Record<string, unknown> | null,
+    asked: Pick<VertexCallLog, "structured" | "temperature" | "anthropicVersion" | "modelInBody">,
+  ): VertexCallLog {
+    const messages = chat ? (chat.messages as Array<Record<string, unknown>>) : null;
+    const entry: VertexCallLog = { ...where, agent: messages ? agentOf(messages) : "unknown", images: messages ? countImages(messages) : 0, ...asked };
+    this.log.push(entry);
+    return entry;
+  }
+
   /** Google's front refuses a request without a valid access token before any model sees it (true: refused, answered). */
   private refusedToken(res: http.ServerResponse, token: string | null, tokenValid: boolean): boolean {
     const unauthenticated = { "www-authenticate": `Bearer realm="https://accounts.google.com/", error="invalid_token"` };
@@ -253,26 +265,13 @@ export class ScriptedVertexRoutes {
     if (read === null) return;
     const body = read.ok && isRecord(read.body) ? read.body : undefined;
     const problem = body ? rawPredictRuleBroken(body) : null;
-    const logged = (status: number): VertexCallLog => {
-      const chat = body && problem === null ? messagesToChatRequest(model, body) : null;
-      const entry: VertexCallLog = {
-        publisher: "anthropic",
-        agent: chat ? agentOf(chat.messages as Array<Record<string, unknown>>) : "unknown",
-        project,
-        location,
-        model,
-        status,
-        token,
-        tokenValid,
+    const logged = (status: number): VertexCallLog =>
+      this.record({ publisher: "anthropic", project, location, model, status, token, tokenValid }, body && problem === null ? messagesToChatRequest(model, body) : null, {
         structured: body ? messagesToolMode(body) : "none",
-        images: chat ? countImages(chat.messages as Array<Record<string, unknown>>) : 0,
         temperature: body && typeof body.temperature === "number" ? body.temperature : null,
         anthropicVersion: body && typeof body.anthropic_version === "string" ? body.anthropic_version : null,
         modelInBody: body ? "model" in body : false,
-      };
-      this.log.push(entry);
-      return entry;
-    };
+      });
     if (this.refusedToken(res, token, tokenValid)) {
       logged(401);
       return;
@@ -314,21 +313,7 @@ export class ScriptedVertexRoutes {
     if (read === null) return;
     const logged = (status: number, body?: Record<string, unknown>): VertexCallLog => {
       const chat = body ? toChatRequest(model, body) : null;
-      const entry: VertexCallLog = {
-        publisher: "google",
-        agent: chat ? agentOf(chat.messages as Array<Record<string, unknown>>) : "unknown",
-        project,
-        location,
-        model,
-        status,
-        token,
-        tokenValid,
-        structured: body ? structuredMode(body) : "none",
-        images: chat ? countImages(chat.messages as Array<Record<string, unknown>>) : 0,
-        temperature: chat && typeof chat.temperature === "number" ? chat.temperature : null,
-      };
-      this.log.push(entry);
-      return entry;
+      return this.record({ publisher: "google", project, location, model, status, token, tokenValid }, chat, { structured: body ? structuredMode(body) : "none", temperature: chat && typeof chat.temperature === "number" ? chat.temperature : null });
     };
     const parsed = read.ok && isRecord(read.body) && invalid(read.body) === null ? read.body : undefined;
     if (this.refusedToken(res, token, tokenValid)) {
@@ -357,14 +342,9 @@ export class ScriptedVertexRoutes {
     const { status, choice } = await relayForChoice(this.chatUrl(), toChatRequest(model, body), res, VERTEX_ERRORS);
     entry.status = status;
     if (!choice) return;
-    const parts: Array<Record<string, unknown>> = [];
-    const { text, calls } = replyParts(choice);
-    if (text) parts.push({ text });
-    for (const c of calls) parts.push(c.args ? { functionCall: { name: c.name, args: c.args } } : { text: c.raw });
-    const promptTokens = typeof choice.usage.prompt_tokens === "number" ? choice.usage.prompt_tokens : 0;
-    const candidatesTokens = typeof choice.usage.completion_tokens === "number" ? choice.usage.completion_tokens : estimateTokens(text.length);
+    const { parts, finishReason, promptTokens, candidatesTokens } = generateContentReply(choice);
     writeJson(res, 200, {
-      candidates: [{ content: { role: "model", parts }, finishReason: choice.finishReason === "length" ? "MAX_TOKENS" : "STOP", avgLogprobs: -0.1 }],
+      candidates: [{ content: { role: "model", parts }, finishReason, avgLogprobs: -0.1 }],
       usageMetadata: {
         promptTokenCount: promptTokens,
         candidatesTokenCount: candidatesTokens,

@@ -43,6 +43,19 @@ async function runCase(env: Record<string, string>, overrides: PipelineOverrides
 
 const withVisionModel = () => ({ MEDMMV_VISION_MODEL: "gpt-4o", MEDMMV_VISION_BASE_URL: vision.baseUrl });
 
+/** The clinical scenario on the text-only server, keeping the text of every rollout prompt it is sent. */
+function recordRolloutPrompts(): string[] {
+  const texts: string[] = [];
+  const scenario = clinicalScenario({ rolloutAnswers: ["B"] });
+  const rollout = scenario.agents["rollout"] as ScriptFn;
+  scenario.agents["rollout"] = (req) => {
+    texts.push(req.text);
+    return rollout(req);
+  };
+  servers.model.setScenario(scenario);
+  return texts;
+}
+
 describe("a text-only executor with a vision model", () => {
   it("completes; the vision model describes the images once, and every text-only prompt carries the description instead of an image", async () => {
     const result = await runCase(withVisionModel());
@@ -80,14 +93,7 @@ describe("a text-only executor with a vision model", () => {
   });
 
   it("the rollouts' prompts hold the vision model's findings in a MODEL_OUTPUT fence, said to be a description and not the images", async () => {
-    const texts: string[] = [];
-    const scenario = clinicalScenario({ rolloutAnswers: ["B"] });
-    const rollout = scenario.agents["rollout"] as ScriptFn;
-    scenario.agents["rollout"] = (req) => {
-      texts.push(req.text);
-      return rollout(req);
-    };
-    servers.model.setScenario(scenario);
+    const texts = recordRolloutPrompts();
     const result = await runCase(withVisionModel(), { k: 2 });
     expect(result.status).toBe("completed");
     expect(texts).toHaveLength(2);
@@ -134,14 +140,7 @@ describe("a text-only executor and no vision model", () => {
   });
 
   it("the rollouts' prompts say the images are not shown and no model examined them", async () => {
-    const texts: string[] = [];
-    const scenario = clinicalScenario({ rolloutAnswers: ["B"] });
-    const rollout = scenario.agents["rollout"] as ScriptFn;
-    scenario.agents["rollout"] = (req) => {
-      texts.push(req.text);
-      return rollout(req);
-    };
-    servers.model.setScenario(scenario);
+    const texts = recordRolloutPrompts();
     await runCase({}, { k: 1 });
     expect(texts).toHaveLength(1);
     expect(texts[0]).toContain("[The case's 2 image(s) are not shown to you: this model takes no images, and no model of this deployment takes images, so no model examined them.");

@@ -13,3 +13,24 @@ export function stemiPrefetch(): Record<string, unknown> {
     allergies: search("AllergyIntolerance"),
   };
 }
+
+/**
+ * The STEMI prefetch whose observations search also carries, as included resources, an
+ * ImagingStudy `id` of study `studyUid` (an Observation's derivedFrom) and its Endpoint at the
+ * DICOMweb `root`.
+ */
+export function stemiPrefetchWithStudy(root: string, o: { id?: string; studyUid?: string } = {}): Record<string, unknown> {
+  const p = stemiPrefetch() as Record<string, { entry?: unknown[] }>;
+  const include = { mode: "include" };
+  return {
+    ...p,
+    observations: {
+      ...p.observations,
+      entry: [
+        ...(p.observations?.entry ?? []),
+        { search: include, resource: { resourceType: "ImagingStudy", id: o.id ?? "ct1", status: "available", subject: { reference: "Patient/stemi-1" }, identifier: [{ system: "urn:dicom:uid", value: `urn:oid:${o.studyUid ?? "2.25.7"}` }], modality: [{ code: "CT" }], endpoint: [{ reference: "Endpoint/pacs" }] } },
+        { search: include, resource: { resourceType: "Endpoint", id: "pacs", status: "active", connectionType: { system: "http://terminology.hl7.org/CodeSystem/endpoint-connection-type", code: "dicom-wado-rs" }, payloadType: [{ text: "DICOM" }], address: root } },
+      ],
+    },
+  };
+}

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { stemiPrefetch } from "../cds-hooks/stemi-prefetch.js";
+import { stemiPrefetchWithStudy } from "../cds-hooks/stemi-prefetch.js";
 import { syntheticCt } from "../../core/intake/dicom/dicom-fixtures.js";
 import { startInjectServer, type InjectServer } from "./inject-harness.js";
 
@@ -40,38 +40,19 @@ afterAll(async () => {
   for (const p of [listed, unlisted]) await new Promise((r) => p.server.close(r));
 });
 
-/**
- * The STEMI prefetch whose observations search also carries, as included resources, an
- * ImagingStudy (an Observation's derivedFrom) and its Endpoint at `root`.
- */
-function prefetchWithStudy(root: string, id = "ct1") {
-  const p = stemiPrefetch() as Record<string, { entry?: unknown[] }>;
-  const include = { mode: "include" };
-  return {
-    ...p,
-    observations: {
-      ...p.observations,
-      entry: [
-        ...(p.observations?.entry ?? []),
-        { search: include, resource: { resourceType: "ImagingStudy", id, status: "available", subject: { reference: "Patient/stemi-1" }, identifier: [{ system: "urn:dicom:uid", value: "urn:oid:2.25.7" }], modality: [{ code: "CT" }], endpoint: [{ reference: "Endpoint/pacs" }] } },
-        { search: include, resource: { resourceType: "Endpoint", id: "pacs", status: "active", connectionType: { system: "http://terminology.hl7.org/CodeSystem/endpoint-connection-type", code: "dicom-wado-rs" }, payloadType: [{ text: "DICOM" }], address: root } },
-      ],
-    },
-  };
-}
 const AUTH = { access_token: "ehr-pacs-token", token_type: "Bearer", expires_in: 300, scope: "patient/*.read", subject: "medmmv" };
 const hook = (body: Record<string, unknown>) => t.api("/cds-services/medmmv-diagnosis", { method: "POST", json: { hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, ...body } });
 
 describe("CDS Hooks: the EHR's authority reaches the PACS its ImagingStudy names, when allow-listed", () => {
   it("the fhirAuthorization token is sent to the allow-listed PACS, and the study is read", async () => {
-    const res = await hook({ prefetch: prefetchWithStudy(listed.root), fhirServer: "https://ehr.example.org/fhir", fhirAuthorization: AUTH });
+    const res = await hook({ prefetch: stemiPrefetchWithStudy(listed.root), fhirServer: "https://ehr.example.org/fhir", fhirAuthorization: AUTH });
     expect(res.status, await res.clone().text()).toBe(200);
     expect(listed.requests.length).toBeGreaterThan(0);
     expect(listed.requests.every((r) => r.headers.authorization === "Bearer ehr-pacs-token")).toBe(true);
   });
 
   it("a PACS off the allow-list gets neither a request nor the token", async () => {
-    const res = await hook({ prefetch: prefetchWithStudy(unlisted.root), fhirServer: "https://ehr.example.org/fhir", fhirAuthorization: AUTH });
+    const res = await hook({ prefetch: stemiPrefetchWithStudy(unlisted.root), fhirServer: "https://ehr.example.org/fhir", fhirAuthorization: AUTH });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { message: string }).message).toMatch(/not in MEDMMV_DICOMWEB_SERVERS; it was not contacted/);
     expect(unlisted.requests).toHaveLength(0);
@@ -80,7 +61,7 @@ describe("CDS Hooks: the EHR's authority reaches the PACS its ImagingStudy names
   it("an API-key call without fhirAuthorization cannot lend the service's standing to the PACS (403)", async () => {
     const before = listed.requests.length;
     // Another record (a record already analysed for this key would be answered from its case).
-    const res = await hook({ prefetch: prefetchWithStudy(listed.root, "ct3") });
+    const res = await hook({ prefetch: stemiPrefetchWithStudy(listed.root, { id: "ct3" }) });
     expect(res.status).toBe(403);
     expect(((await res.json()) as { message: string }).message).toMatch(/must send its own accessToken for the PACS/);
     expect(listed.requests.length).toBe(before);

@@ -5,7 +5,7 @@ import { createServer, type Server, type ServerResponse } from "node:http";
 import { until } from "../../support/until.js";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { stemiPrefetch } from "../cds-hooks/stemi-prefetch.js";
+import { stemiPrefetchWithStudy } from "../cds-hooks/stemi-prefetch.js";
 import { chestPain, startTestServer, type TestServer } from "./http-harness.js";
 
 let t: TestServer;
@@ -43,44 +43,28 @@ beforeEach(() => {
   abandoned.length = 0;
 });
 
-/** The STEMI prefetch with, as included resources, an ImagingStudy (study 2.25.1) and its Endpoint at the PACS. */
-function prefetchWithStudy() {
-  const p = stemiPrefetch() as Record<string, { entry?: unknown[] }>;
-  const include = { mode: "include" };
-  return {
-    ...p,
-    observations: {
-      ...p.observations,
-      entry: [
-        ...(p.observations?.entry ?? []),
-        { search: include, resource: { resourceType: "ImagingStudy", id: "ct1", status: "available", subject: { reference: "Patient/stemi-1" }, identifier: [{ system: "urn:dicom:uid", value: "urn:oid:2.25.1" }], modality: [{ code: "CT" }], endpoint: [{ reference: "Endpoint/pacs" }] } },
-        { search: include, resource: { resourceType: "Endpoint", id: "pacs", status: "active", connectionType: { system: "http://terminology.hl7.org/CodeSystem/endpoint-connection-type", code: "dicom-wado-rs" }, payloadType: [{ text: "DICOM" }], address: root } },
-      ],
-    },
-  };
+/**
+ * Sends a request, closes it once the PACS is asked for the instance, and checks that this one PACS
+ * request is dropped (the server's side of it closes unanswered) and that no other request follows.
+ */
+async function closedWhileTheInstanceIsFetched(send: (signal: AbortSignal) => Promise<unknown>): Promise<void> {
+  const ctrl = new AbortController();
+  const res = send(ctrl.signal).catch((e: unknown) => e);
+  await until(() => requests.some((u) => u.endsWith("/instances/2.25.91")) || undefined);
+  const asked = requests.length;
+  ctrl.abort();
+  await res;
+  await until(() => abandoned.some((u) => u.endsWith("/instances/2.25.91")) || undefined);
+  expect(requests.length).toBe(asked);
 }
 
 describe("a client that goes away during intake", () => {
   it("POST /diagnose closed while its DICOMweb image is fetched: the PACS request is dropped, none follows", async () => {
-    const ctrl = new AbortController();
-    const res = t.api("/diagnose", { method: "POST", json: chestPain({ images: [{ id: "ct", dicomweb: { server: root, study: "2.25.1", accessToken: "the-caller's-own" } }] }), signal: ctrl.signal }).catch((e: unknown) => e);
-    await until(() => requests.some((u) => u.endsWith("/instances/2.25.91")) || undefined);
-    const asked = requests.length;
-    ctrl.abort();
-    await res;
-    await until(() => abandoned.some((u) => u.endsWith("/instances/2.25.91")) || undefined);
-    expect(requests.length).toBe(asked);
+    await closedWhileTheInstanceIsFetched((signal) => t.api("/diagnose", { method: "POST", json: chestPain({ images: [{ id: "ct", dicomweb: { server: root, study: "2.25.1", accessToken: "the-caller's-own" } }] }), signal }));
   }, 20_000);
 
   it("a CDS Hooks call closed by the EHR while its ImagingStudy is fetched: the PACS request is dropped, none follows", async () => {
-    const ctrl = new AbortController();
-    const hook = { hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: prefetchWithStudy(), fhirServer: "https://ehr.example.org/fhir", fhirAuthorization: { access_token: "ehr-pacs-token", token_type: "Bearer", expires_in: 300, scope: "patient/*.read", subject: "medmmv" } };
-    const res = t.api("/cds-services/medmmv-diagnosis", { method: "POST", json: hook, signal: ctrl.signal }).catch((e: unknown) => e);
-    await until(() => requests.some((u) => u.endsWith("/instances/2.25.91")) || undefined);
-    const asked = requests.length;
-    ctrl.abort();
-    await res;
-    await until(() => abandoned.some((u) => u.endsWith("/instances/2.25.91")) || undefined);
-    expect(requests.length).toBe(asked);
+    const hook = { hook: "patient-view", hookInstance: randomUUID(), context: { userId: "Practitioner/dr-1", patientId: "stemi-1" }, prefetch: stemiPrefetchWithStudy(root, { studyUid: "2.25.1" }), fhirServer: "https://ehr.example.org/fhir", fhirAuthorization: { access_token: "ehr-pacs-token", token_type: "Bearer", expires_in: 300, scope: "patient/*.read", subject: "medmmv" } };
+    await closedWhileTheInstanceIsFetched((signal) => t.api("/cds-services/medmmv-diagnosis", { method: "POST", json: hook, signal }));
   }, 20_000);
 });

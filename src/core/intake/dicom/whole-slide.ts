@@ -467,13 +467,20 @@ async function tilePixels(imageId: string, bytes: Buffer, level: WsiLevel): Prom
   return null;
 }
 
-/** Copy the part of a 16-bit greyscale tile's values that falls inside `r` onto the values canvas of `r`. */
-function pasteValues(canvas: Uint16Array, r: PixelRect, tile: Uint16Array, t: WsiTile, level: WsiLevel): void {
+/** The part of tile `t` (clipped to its level, whose edge tiles may hang over) that falls inside `r`, in level pixels; null: none. */
+function overlapOf(r: PixelRect, t: WsiTile, level: WsiLevel): { x0: number; x1: number; y0: number; y1: number } | null {
   const x0 = Math.max(r.x, t.x);
   const x1 = Math.min(r.x + r.width, t.x + level.tileWidth, level.width);
   const y0 = Math.max(r.y, t.y);
   const y1 = Math.min(r.y + r.height, t.y + level.tileHeight, level.height);
-  if (x1 <= x0) return;
+  return x1 > x0 && y1 > y0 ? { x0, x1, y0, y1 } : null;
+}
+
+/** Copy the part of a 16-bit greyscale tile's values that falls inside `r` onto the values canvas of `r`. */
+function pasteValues(canvas: Uint16Array, r: PixelRect, tile: Uint16Array, t: WsiTile, level: WsiLevel): void {
+  const o = overlapOf(r, t, level);
+  if (!o) return;
+  const { x0, x1, y0, y1 } = o;
   for (let y = y0; y < y1; y++) {
     const from = (y - t.y) * level.tileWidth + (x0 - t.x);
     canvas.set(tile.subarray(from, from + (x1 - x0)), (y - r.y) * r.width + (x0 - r.x));
@@ -485,11 +492,9 @@ function pasteValues(canvas: Uint16Array, r: PixelRect, tile: Uint16Array, t: Ws
  * canvas of `r`: grey spread to three samples, RGBA's alpha dropped, no copy of the tile made.
  */
 function paste(canvas: Buffer, r: PixelRect, tile: Uint8Array, channels: TileChannels, t: WsiTile, level: WsiLevel): void {
-  const x0 = Math.max(r.x, t.x);
-  const x1 = Math.min(r.x + r.width, t.x + level.tileWidth, level.width);
-  const y0 = Math.max(r.y, t.y);
-  const y1 = Math.min(r.y + r.height, t.y + level.tileHeight, level.height);
-  if (x1 <= x0) return;
+  const o = overlapOf(r, t, level);
+  if (!o) return;
+  const { x0, x1, y0, y1 } = o;
   for (let y = y0; y < y1; y++) {
     const from = ((y - t.y) * level.tileWidth + (x0 - t.x)) * channels;
     const to = ((y - r.y) * r.width + (x0 - r.x)) * 3;
