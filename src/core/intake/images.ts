@@ -7,7 +7,6 @@ import { DEFAULT_MAX_DECODED_BYTES, decodeImage } from "./image-decoder.js";
 import { isDicomPart10, renderDicom, reservePictures, type PictureBudget } from "./dicom/render-dicom.js";
 import { part10FromBareDataset } from "./dicom/dataset-walk.js";
 import { fetchInstances, isWholeSlideSeries, locateSeries, type DicomwebOptions } from "./dicom/dicomweb.js";
-import { shareSeriesActivityScale } from "./dicom/pet-scale.js";
 import { readWholeSlide } from "./dicom/whole-slide.js";
 
 export type ImageMime = LoadedImage["mimeType"];
@@ -175,8 +174,8 @@ export async function prepareImages(input: ImageInput, opts: PrepareImageOptions
     // One instance fetched, then rendered (reserving its pictures), then the next: a series
     // past the case's budget stops at the first instance that would not fit.
     for await (const { file, index, count } of instances) rendered.push(...(await renderDicom(count > 1 ? `${input.id}-${index + 1}` : input.id, file, input.caption, dicomLimits)));
-    // A classic PET series: its slices' own slopes brought to one activity scale.
-    return shareSeriesActivityScale(rendered);
+    // A classic PET series' slices are brought to one activity scale with the rest of the case's (case-intake.ts).
+    return rendered;
   }
   const buf = await imageBytes(input, opts);
   const kind = recogniseImage(buf);

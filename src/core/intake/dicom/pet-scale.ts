@@ -12,9 +12,9 @@ function ownRangePet(i: LoadedImage): boolean {
 }
 
 /**
- * A case's pictures with the PET slices of one series (the same SeriesInstanceUID, each sent as
- * its own image) brought to one activity scale, as a series read through DICOMweb is; the
- * others, and their order, as they are.
+ * A case's pictures with the PET slices of one series (the same SeriesInstanceUID, whether read
+ * through DICOMweb or each sent as its own image) brought to one activity scale; the others, and
+ * their order, as they are. Every way a case arrives goes through this once (case-intake.ts).
  */
 export async function shareActivityScaleBySeries(images: LoadedImage[]): Promise<LoadedImage[]> {
   const bySeries = new Map<string, number[]>();
@@ -43,7 +43,7 @@ export async function shareActivityScaleBySeries(images: LoadedImage[]): Promise
  * directly), and it is done after the series is read, so no slice is held decoded twice.
  * Pictures that are not PET, or carry a window of their own, are returned as they are.
  */
-export async function shareSeriesActivityScale(images: LoadedImage[]): Promise<LoadedImage[]> {
+async function shareSeriesActivityScale(images: LoadedImage[]): Promise<LoadedImage[]> {
   const own = images.map((i) => (ownRangePet(i) ? i.dicom!.window! : null));
   if (images.length < 2 || own.some((w) => w === null)) return images;
   const lo = Math.min(...own.map((w) => w!.center - w!.width / 2));

@@ -256,7 +256,7 @@ describe.skipIf(missing !== null)("the same seven slices as a classic PET series
   });
 
   it("the slices share one activity scale, each with its own slope, and come out as the enhanced object's frames do (within one grey level)", async () => {
-    const imgs = await prepareImages({ id: "pt", dicomweb: { server: root, study: "2.25.1" } }, { maxBytes: 10 * 1024 * 1024, maxPixels: 40_000_000, allowPath: false, maxDicomFrames: 4, dicomweb: { servers: [root], maxInstances: 7, timeoutMs: 5000, attempts: 1 } });
+    const { images: imgs } = await prepareCase({ question: "Any FDG-avid lesion?", images: [{ id: "pt", dicomweb: { server: root, study: "2.25.1" } }] }, { maxBytes: 10 * 1024 * 1024, maxPixels: 40_000_000, allowPath: false, maxDicomFrames: 4, dicomweb: { servers: [root], maxInstances: 7, timeoutMs: 5000, attempts: 1 } });
     expect(imgs.map((i) => i.id)).toEqual(["pt-1", "pt-2", "pt-3", "pt-4", "pt-5", "pt-6", "pt-7"]);
     const shared = rangeOf(frames, [0, 1, 2, 3, 4, 5, 6]);
     const enhanced = await render(16);
